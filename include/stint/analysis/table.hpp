@@ -1,0 +1,490 @@
+#pragma once
+// torch.profiler's summary table (`_build_table` in torch/autograd/profiler_util.py): the same columns,
+// widths, units, sort keys and footer, so a stint table reads like the one people already know.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "stint/analysis/event.hpp"
+#include "stint/analysis/event_list.hpp"
+
+namespace stint {
+
+/// How `table()` lays out its rows; the defaults are torch's `table()` defaults. (Every member has a
+/// default initializer so designated initializers stay clean under gcc's -Wmissing-field-initializers.)
+///
+///     auto text = stint::table(prof.events(), {.sort_by = "cpu_time_total", .row_limit = 10});
+///     auto secs = prof.key_averages().table({.time_unit = "s"});
+struct table_options {
+    std::string sort_by{};            ///< empty: keep the list's order; else a key from `valid_sort_keys()`
+    int row_limit = 100;              ///< rows to print; any negative value (torch: -1) prints all
+    int max_src_column_width = 75;    ///< at least 4
+    int max_name_column_width = 55;   ///< at least 4; longer names end in "..."
+    int max_shapes_column_width = 80; ///< at least 4
+    std::string header{};             ///< empty: no title line (torch: header=None)
+    bool top_level_events_only = false;
+    std::string time_unit{};          ///< empty: per cell (s/ms/us); or "s", "ms", "us" everywhere
+};
+
+namespace detail {
+
+// The columns a sort key reads. Device and memory keys read zero until stint records those values;
+// they are accepted now because torch accepts them on a CPU-only run (its test_flops sorts by
+// self_cuda_time_total) and the sort is stable, so such a sort keeps the list's order.
+enum class sort_field : std::uint8_t { cpu_time, cpu_time_total, self_cpu_time_total, count, flops, not_recorded };
+
+struct sort_key_entry {
+    std::string_view name;
+    sort_field field;
+};
+
+// torch resolves sort_by with getattr after mapping cuda/xpu/privateuse1 to device; these are the
+// attributes that exist on both FunctionEvent and FunctionEventAvg. The first thirteen are the list
+// in torch's table() docstring, in its order.
+inline constexpr std::array<sort_key_entry, 27> sort_keys{{
+    {"cpu_time", sort_field::cpu_time},
+    {"cuda_time", sort_field::not_recorded},
+    {"xpu_time", sort_field::not_recorded},
+    {"cpu_time_total", sort_field::cpu_time_total},
+    {"cuda_time_total", sort_field::not_recorded},
+    {"xpu_time_total", sort_field::not_recorded},
+    {"cpu_memory_usage", sort_field::not_recorded},
+    {"cuda_memory_usage", sort_field::not_recorded},
+    {"xpu_memory_usage", sort_field::not_recorded},
+    {"self_cpu_memory_usage", sort_field::not_recorded},
+    {"self_cuda_memory_usage", sort_field::not_recorded},
+    {"self_xpu_memory_usage", sort_field::not_recorded},
+    {"count", sort_field::count},
+    {"self_cpu_time_total", sort_field::self_cpu_time_total},
+    {"self_cuda_time_total", sort_field::not_recorded},
+    {"self_xpu_time_total", sort_field::not_recorded},
+    {"device_time", sort_field::not_recorded},
+    {"device_time_total", sort_field::not_recorded},
+    {"self_device_time_total", sort_field::not_recorded},
+    {"device_memory_usage", sort_field::not_recorded},
+    {"self_device_memory_usage", sort_field::not_recorded},
+    {"privateuse1_time", sort_field::not_recorded},
+    {"privateuse1_time_total", sort_field::not_recorded},
+    {"self_privateuse1_time_total", sort_field::not_recorded},
+    {"privateuse1_memory_usage", sort_field::not_recorded},
+    {"self_privateuse1_memory_usage", sort_field::not_recorded},
+    {"flops", sort_field::flops},
+}};
+
+// torch shows every "ProfilerStep#N" as one name (its _rewrite_name with_wildcard); the trace keeps N.
+inline constexpr std::string_view profiler_step_prefix = "ProfilerStep#";
+inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
+
+[[nodiscard]] inline std::string_view table_name(std::string_view name) noexcept {
+    return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
+}
+
+// torch's _build_tree deletes an event whose parent has the same name and no other child, and hands its
+// children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two.
+[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e) noexcept {
+    if (e.parent == no_index || e.next_sibling != no_index) return false;
+    const event& p = list[e.parent];
+    return p.first_child == list.index_of(e) && table_name(p.name) == table_name(e.name);
+}
+
+// Self time of an event that survives folding: its own plus that of the chain folded into it, which is
+// what torch gets by subtracting the folded chain's children from its duration.
+[[nodiscard]] inline std::int64_t folded_self_ns(const event_list& list, const event& e) noexcept {
+    std::int64_t self = e.self_ns;
+    const std::string_view name = table_name(e.name);
+    for (event_index c = e.first_child; c != no_index;) {
+        const event& child = list[c];
+        if (child.next_sibling != no_index || table_name(child.name) != name) break;
+        self += child.self_ns;
+        c = child.first_child;
+    }
+    return self;
+}
+
+// What the table reads of one row, from a raw event or an averaged one. A new column adds a field here.
+struct table_row {
+    std::string_view name;
+    double self_cpu_time_total = 0;  // µs
+    double cpu_time_total = 0;       // µs
+    double cpu_time = 0;             // µs, average per call
+    std::int64_t count = 0;
+    const std::vector<std::vector<std::int64_t>>* input_shapes = nullptr;  // nullptr: none
+    std::span<const std::string> stack;                                   // innermost first
+    std::int64_t flops = 0;                                               // <= 0: none ("--")
+    bool has_cpu_parent = false;
+};
+
+[[nodiscard]] inline const sort_key_entry* find_sort_key(std::string_view name) noexcept {
+    for (const sort_key_entry& k : sort_keys) {
+        if (k.name == name) return &k;
+    }
+    return nullptr;
+}
+
+[[nodiscard]] inline double sort_value(const table_row& row, sort_field field) noexcept {
+    switch (field) {
+        case sort_field::cpu_time: return row.cpu_time;
+        case sort_field::cpu_time_total: return row.cpu_time_total;
+        case sort_field::self_cpu_time_total: return row.self_cpu_time_total;
+        case sort_field::count: return static_cast<double>(row.count);
+        case sort_field::flops: return static_cast<double>(std::max<std::int64_t>(row.flops, 0));
+        case sort_field::not_recorded: return 0;
+    }
+    return 0;
+}
+
+enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
+
+[[nodiscard]] inline time_unit_kind parse_time_unit(std::string_view unit) {
+    if (unit.empty()) return time_unit_kind::automatic;
+    if (unit == "s") return time_unit_kind::s;
+    if (unit == "ms") return time_unit_kind::ms;
+    if (unit == "us") return time_unit_kind::us;
+    throw std::invalid_argument(
+        fmt::format("stint: table(): unknown time_unit '{}'; use \"s\", \"ms\", \"us\", or \"\" for a unit per cell",
+                    unit));
+}
+
+// torch's _format_time, or its override_time_unit when a unit is forced.
+inline void append_time(std::string& out, double us, time_unit_kind unit) {
+    auto to = std::back_inserter(out);
+    switch (unit) {
+        case time_unit_kind::s: fmt::format_to(to, "{:.3f}s", us / 1e6); return;
+        case time_unit_kind::ms: fmt::format_to(to, "{:.3f}ms", us / 1e3); return;
+        case time_unit_kind::us: fmt::format_to(to, "{:.3f}us", us); return;
+        case time_unit_kind::automatic: break;
+    }
+    if (us >= 1e6) {
+        fmt::format_to(to, "{:.3f}s", us / 1e6);
+    } else if (us >= 1e3) {
+        fmt::format_to(to, "{:.3f}ms", us / 1e3);
+    } else {
+        fmt::format_to(to, "{:.3f}us", us);
+    }
+}
+
+// torch's _format_time_share.
+inline void append_share(std::string& out, double part, double total) {
+    if (total == 0) {
+        out += "NaN";
+        return;
+    }
+    fmt::format_to(std::back_inserter(out), "{:.2f}%", part * 100.0 / total);
+}
+
+// Python's str() of a list of int lists: "[[64, 32], []]".
+inline void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
+    out += '[';
+    if (shapes != nullptr) {
+        for (std::size_t i = 0; i < shapes->size(); ++i) {
+            if (i != 0) out += ", ";
+            fmt::format_to(std::back_inserter(out), "[{}]", fmt::join((*shapes)[i], ", "));
+        }
+    }
+    out += ']';
+}
+
+// Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
+[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// Byte offset of the code point that starts after `points` code points.
+[[nodiscard]] inline std::size_t byte_offset(std::string_view text, std::size_t points) noexcept {
+    std::size_t seen = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+        if (seen == points) return i;
+        ++seen;
+    }
+    return text.size();
+}
+
+[[nodiscard]] inline std::string_view first_points(std::string_view text, std::size_t points) noexcept {
+    return text.substr(0, byte_offset(text, points));
+}
+
+// torch's trim_path: keep the last `width` code points and mark the cut with "...".
+[[nodiscard]] inline std::string trim_path(std::string_view path, std::size_t width) {
+    const std::size_t len = text_width(path);
+    if (len <= width) return std::string(path);
+    std::string_view tail = path.substr(byte_offset(path, len - width));
+    if (width <= 3) return std::string(tail);
+    return "..." + std::string(tail.substr(byte_offset(tail, 3)));
+}
+
+struct table_column {
+    std::size_t width;
+    bool left = false;  // only Source Location is left-aligned; the rest, Name included, align right
+};
+
+class table_writer {
+public:
+    explicit table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
+
+    // One line of cells, each padded to its column and followed by the two-space gap (trailing too,
+    // as torch's row format writes it).
+    template <typename Cells>
+    void row(std::string& out, const Cells& cells) const {
+        std::size_t i = 0;
+        for (const auto& cell : cells) {
+            const std::string_view text(cell);
+            const std::size_t width = text_width(text);
+            const std::size_t pad = columns_[i].width > width ? columns_[i].width - width : 0;
+            if (!columns_[i].left) out.append(pad, ' ');
+            out += text;
+            if (columns_[i].left) out.append(pad, ' ');
+            out += "  ";
+            ++i;
+        }
+        out += '\n';
+    }
+    void separator(std::string& out) const {
+        for (const table_column& c : columns_) {
+            out.append(c.width, '-');
+            out += "  ";
+        }
+        out += '\n';
+    }
+    [[nodiscard]] std::size_t line_length() const noexcept {
+        std::size_t n = 0;
+        for (const table_column& c : columns_) n += c.width + 2;
+        return n - 2;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return columns_.size(); }
+
+private:
+    std::vector<table_column> columns_;
+};
+
+inline void check_width(const char* option, int value) {
+    if (value < 4) {
+        throw std::invalid_argument(fmt::format("stint: table(): {} must be at least 4, got {}", option, value));
+    }
+}
+
+[[nodiscard]] inline std::string unknown_sort_key_message(std::string_view key) {
+    std::string message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
+    for (std::size_t i = 0; i < sort_keys.size(); ++i) {
+        if (i != 0) message += ", ";
+        message += sort_keys[i].name;
+    }
+    return message;
+}
+
+// Options are checked before the emptiness test, so a typo fails on the first run, not the first
+// non-empty one.
+inline void check_options(const table_options& options) {
+    if (!options.sort_by.empty() && find_sort_key(options.sort_by) == nullptr) {
+        throw std::invalid_argument(unknown_sort_key_message(options.sort_by));
+    }
+    (void)parse_time_unit(options.time_unit);
+    check_width("max_name_column_width", options.max_name_column_width);
+    check_width("max_src_column_width", options.max_src_column_width);
+    check_width("max_shapes_column_width", options.max_shapes_column_width);
+}
+
+// torch's _build_table for the columns stint records (device, memory, overload and node id columns
+// join here when their fields exist).
+[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options) {
+    check_options(options);
+    if (rows.empty()) return {};
+    const time_unit_kind unit = parse_time_unit(options.time_unit);
+
+    if (!options.sort_by.empty()) {
+        const sort_field field = find_sort_key(options.sort_by)->field;
+        // Python's sorted(reverse=True) is stable: equal keys keep the list's order.
+        std::stable_sort(rows.begin(), rows.end(), [field](const table_row& a, const table_row& b) {
+            return sort_value(a, field) > sort_value(b, field);
+        });
+    }
+
+    // Widths, optional columns and the footer total all look at every row, not only the printed ones.
+    const auto max_name = static_cast<std::size_t>(options.max_name_column_width);
+    std::size_t name_width = 0;
+    bool has_input_shapes = false;
+    bool has_stack = false;
+    std::size_t src_width = 0;
+    std::int64_t min_flops = 0;
+    double sum_self_cpu = 0;
+    for (const table_row& r : rows) {
+        name_width = std::max(name_width, text_width(r.name));
+        has_input_shapes = has_input_shapes || (r.input_shapes != nullptr && !r.input_shapes->empty());
+        for (const std::string& frame : r.stack) {
+            has_stack = true;
+            src_width = std::max(src_width, text_width(frame));
+        }
+        if (r.flops > 0 && (min_flops == 0 || r.flops < min_flops)) min_flops = r.flops;
+        sum_self_cpu += r.self_cpu_time_total;
+    }
+    name_width = std::min(name_width + 4, max_name);
+    src_width = std::min(src_width + 4, static_cast<std::size_t>(options.max_src_column_width));
+
+    std::vector<std::string> shapes_text;
+    std::size_t shapes_width = 0;
+    if (has_input_shapes) {
+        shapes_text.resize(rows.size());
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            append_shapes(shapes_text[i], rows[i].input_shapes);
+            shapes_width = std::max(shapes_width, text_width(shapes_text[i]));
+        }
+        shapes_width = std::min(shapes_width + 4, static_cast<std::size_t>(options.max_shapes_column_width));
+    }
+
+    // torch scales every flops cell by the unit of the smallest non-zero count.
+    static constexpr std::array<std::string_view, 6> flops_units{"FLOPs",  "KFLOPs", "MFLOPs",
+                                                                 "GFLOPs", "TFLOPs", "PFLOPs"};
+    const bool has_flops = min_flops > 0;
+    double flops_scale = 1;
+    std::string_view flops_unit;
+    if (has_flops) {
+        const double log_flops = std::clamp(std::log10(static_cast<double>(min_flops)) / 3.0, 0.0, 5.0);
+        const double index = std::floor(log_flops);
+        flops_scale = std::pow(10.0, index * -3.0);
+        flops_unit = flops_units[static_cast<std::size_t>(index)];
+    }
+
+    constexpr std::size_t default_width = 12;
+    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
+                                     "# of Calls"};
+    std::vector<table_column> columns{{name_width}};
+    columns.resize(headers.size(), {default_width});
+    if (has_input_shapes) {
+        headers.emplace_back("Input Shapes");
+        columns.push_back({shapes_width});
+    }
+    // torch's header order; torch fills the FLOPs value before the source frame, which misplaces both
+    // cells when stacks and flops appear together, so values here follow the headers.
+    std::size_t src_column = 0;
+    if (has_stack) {
+        headers.emplace_back("Source Location");
+        src_column = columns.size();
+        columns.push_back({src_width, true});
+    }
+    if (has_flops) {
+        headers.push_back(fmt::format("Total {}", flops_unit));
+        columns.push_back({default_width});
+    }
+    const table_writer writer(std::move(columns));
+
+    std::string out;
+    if (!options.header.empty()) {
+        out.append(writer.line_length(), '=');
+        out += '\n';
+        out += options.header;
+        out += '\n';
+    }
+    if (options.top_level_events_only) {
+        out.append(writer.line_length(), '=');
+        out += "\nThis report only display top-level ops statistics\n";
+    }
+    writer.separator(out);
+    writer.row(out, headers);
+    writer.separator(out);
+
+    std::vector<std::string> cells(writer.size());
+    std::vector<std::string> blank(writer.size());
+    int printed = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const table_row& r = rows[i];
+        if (printed == options.row_limit) break;
+        if (options.top_level_events_only && r.has_cpu_parent) continue;
+        ++printed;
+        for (std::string& c : cells) c.clear();
+
+        // torch appends "..." once a name reaches the limit minus three, even when nothing is cut.
+        std::size_t c = 0;
+        if (text_width(r.name) + 3 >= max_name) {
+            cells[c] = first_points(r.name, max_name - 3);
+            cells[c] += "...";
+        } else {
+            cells[c] = r.name;
+        }
+        append_share(cells[++c], r.self_cpu_time_total, sum_self_cpu);
+        append_time(cells[++c], r.self_cpu_time_total, unit);
+        append_share(cells[++c], r.cpu_time_total, sum_self_cpu);
+        append_time(cells[++c], r.cpu_time_total, unit);
+        append_time(cells[++c], r.cpu_time, unit);
+        fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
+        if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
+        if (has_stack && !r.stack.empty()) cells[++c] = trim_path(r.stack.front(), src_width);
+        else if (has_stack) ++c;
+        if (has_flops) {
+            if (r.flops <= 0) {
+                cells[++c] = "--";
+            } else {
+                fmt::format_to(std::back_inserter(cells[++c]), "{:8.3f}", static_cast<double>(r.flops) * flops_scale);
+            }
+        }
+        writer.row(out, cells);
+
+        if (has_stack) {
+            for (std::size_t f = 1; f < r.stack.size(); ++f) {
+                blank[src_column] = trim_path(r.stack[f], src_width);
+                writer.row(out, blank);
+            }
+            blank[src_column].clear();
+            writer.row(out, blank);
+        }
+    }
+
+    writer.separator(out);
+    out += "Self CPU time total: ";
+    append_time(out, sum_self_cpu, unit);
+    out += '\n';
+    return out;
+}
+
+}  // namespace detail
+
+/// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings).
+/// Keys for device time and memory sort by zero until stint records those values.
+///
+///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
+[[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
+    std::vector<std::string_view> keys;
+    keys.reserve(detail::sort_keys.size());
+    for (const detail::sort_key_entry& k : detail::sort_keys) keys.push_back(k.name);
+    return keys;
+}
+
+/// One row per event, as torch's `EventList.table()` prints `prof.events()`: "ProfilerStep#N" shows
+/// as "ProfilerStep*", and an event that is the only child of a same-named parent is merged into that
+/// parent (torch's tree drops it). An empty list gives "". Throws std::invalid_argument for an unknown
+/// sort key or time unit, or a maximum width under 4.
+///
+///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
+[[nodiscard]] inline std::string table(const event_list& events, const table_options& options = {}) {
+    detail::check_options(options);
+    std::vector<detail::table_row> rows;
+    rows.reserve(events.size());
+    for (const event& e : events) {
+        if (detail::is_folded_recursion(events, e)) continue;
+        detail::table_row& r = rows.emplace_back();
+        r.name = detail::table_name(e.name);
+        r.self_cpu_time_total = static_cast<double>(detail::folded_self_ns(events, e)) / 1e3;
+        r.cpu_time_total = e.cpu_time_total();
+        r.cpu_time = r.cpu_time_total;
+        r.count = 1;
+        if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
+        r.stack = events.stack(e);
+        r.flops = e.flops;
+        r.has_cpu_parent = e.parent != no_index;
+    }
+    return detail::build_table(std::move(rows), options);
+}
+
+}  // namespace stint

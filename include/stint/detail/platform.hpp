@@ -1,0 +1,48 @@
+#pragma once
+// The few OS facts stint needs: thread ids and names, the process id, fork hooks.
+
+#include <cstdint>
+#include <string>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#elif defined(__APPLE__)
+#include <pthread.h>
+#include <unistd.h>
+#endif
+
+namespace stint::detail {
+
+/// The kernel's id of the calling thread (what Kineto and perf show as tid).
+inline std::uint64_t current_os_tid() noexcept {
+#if defined(__linux__)
+    return static_cast<std::uint64_t>(::syscall(SYS_gettid));
+#elif defined(__APPLE__)
+    std::uint64_t id = 0;
+    pthread_threadid_np(nullptr, &id);
+    return id;
+#else
+    return 0;
+#endif
+}
+
+inline std::uint64_t current_pid() noexcept {
+#if defined(__linux__) || defined(__APPLE__)
+    return static_cast<std::uint64_t>(::getpid());
+#else
+    return 0;
+#endif
+}
+
+/// The calling thread's name as the OS knows it ("" when unnamed or unknown).
+inline std::string current_thread_name() {
+#if defined(__linux__) || defined(__APPLE__)
+    char name[64] = {};
+    if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) return name;
+#endif
+    return {};
+}
+
+}  // namespace stint::detail

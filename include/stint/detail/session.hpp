@@ -1,0 +1,142 @@
+#pragma once
+// One recording session from start to drain: the untemplated core behind stint::profiler.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "stint/analysis/event_list.hpp"
+#include "stint/analysis/event_tree.hpp"
+#include "stint/clock.hpp"
+#include "stint/registry.hpp"
+
+namespace stint {
+
+/// Self-measurement of a session, with one field for each of torch's profiler stats (durations of
+/// the profiler's own phases) plus stint's record accounting.
+struct profiler_stats {
+    double profiling_window_duration_sec = 0;          ///< from enable to disable
+    std::uint64_t number_of_events = 0;                ///< events in the event list
+    double profiler_prepare_call_duration_us = 0;      ///< calibration and set-up before enabling
+    double profiler_enable_call_duration_us = 0;       ///< opening the session
+    double profiler_disable_call_duration_us = 0;      ///< closing the session
+    double parse_kineto_call_duration_us = 0;          ///< draining records into events
+    double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
+    std::uint64_t recorded = 0;                        ///< records kept
+    std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
+    std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+
+inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
+    return static_cast<double>(to_ns - from_ns) / 1e3;
+}
+
+/// A session's life: open (prepare + enable), close (disable + drain + build), and the result.
+class session {
+public:
+    /// Opens a session recording into at most `budget_bytes` of buffers. Throws std::logic_error
+    /// if another session records in this process.
+    void open(std::size_t budget_bytes) {
+        registry& reg = the_registry();
+        const std::int64_t t0 = steady_now_ns();
+        const tick_calibration& process_rate = reg.calibration();
+        calibration_ = process_rate;
+        calibration_.anchor = take_clock_anchor();
+        const std::int64_t t1 = steady_now_ns();
+        state_ = reg.begin_session(budget_bytes);
+        const std::int64_t t2 = steady_now_ns();
+        stats_ = {};
+        stats_.profiler_prepare_call_duration_us = microseconds_between(t0, t1);
+        stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
+    }
+
+    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+
+    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
+    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
+    bool close(event_list& out, std::uint64_t first_id = 0) {
+        if (state_ == 0) return false;
+        registry& reg = the_registry();
+        event_list_builder builder;
+        builder.set_first_id(first_id);
+        std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
+        std::uint64_t last_tid = ~std::uint64_t{0};
+        std::uint32_t last_index = 0;
+        std::int64_t disable_start = steady_now_ns();
+        std::int64_t disabled_at = 0;
+        std::uint64_t recorded = 0;
+        std::uint64_t dropped = 0;
+        std::uint64_t truncated = 0;
+
+        const auto thread_for = [&](const drained_thread& t) {
+            if (t.os_tid == last_tid) return last_index;
+            auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
+            if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
+            last_tid = t.os_tid;
+            last_index = it->second;
+            return last_index;
+        };
+        const auto on_disabled = [&] {
+            disabled_at = steady_now_ns();
+            calibration_ = refine_calibration(calibration_, take_clock_anchor());
+        };
+        const auto on_thread = [&](const drained_thread& t) {
+            thread_info& info = builder.thread(thread_for(t));
+            // Several nodes (one per shared object) of one OS thread merge into one thread.
+            info.recorded += t.recorded;
+            info.dropped += t.dropped;
+            if (info.name.empty()) info.name = t.name;
+            recorded += t.recorded;
+            dropped += t.dropped;
+            truncated += t.truncated;
+        };
+        const auto on_record = [&](const drained_thread& t, const record& r, std::string_view runtime_name) {
+            const std::uint32_t thread = thread_for(t);
+            const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
+            const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
+            if (r.where->payload == payload_kind::runtime_name) {
+                builder.add_copy(r.where->kind, runtime_name, thread, start, end);
+            } else {
+                builder.add(r.where->kind, r.where->name, thread, start, end);
+            }
+        };
+        const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
+        state_ = 0;
+        if (!closed) return false;
+        const std::int64_t parsed_at = steady_now_ns();
+        builder.set_totals(recorded, dropped);
+        builder.set_base_time_ns(calibration_.anchor.system_ns);
+        out = std::move(builder).build();
+        const std::int64_t built_at = steady_now_ns();
+
+        stats_.profiling_window_duration_sec =
+            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
+        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
+        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, parsed_at);
+        stats_.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
+        stats_.number_of_events = out.size();
+        stats_.recorded = recorded;
+        stats_.dropped = dropped;
+        stats_.truncated_names = truncated;
+        return true;
+    }
+
+    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
+
+private:
+    std::uint32_t state_ = 0;
+    tick_calibration calibration_;
+    profiler_stats stats_;
+};
+
+}  // namespace stint::detail

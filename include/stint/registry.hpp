@@ -1,0 +1,440 @@
+#pragma once
+// The process-wide side of recording: the recording flag, the chunk pool with its byte budget, the
+// thread registry (which keeps exited threads' buffers until they are drained), the session
+// lifecycle, fork safety, and the cold slow path of append.
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stint/buffer.hpp"
+#include "stint/clock.hpp"
+#include "stint/detail/export_macros.hpp"
+#include "stint/detail/platform.hpp"
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
+/// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
+/// and the buffer's state check below keeps it out of any other session). Written only by
+/// start/stop, on its own cache line so the hot path's load never shares a line with a write.
+struct alignas(64) recording_state {
+    std::atomic<std::uint32_t> value{0};
+};
+STINT_DETAIL_EXPORT inline constinit recording_state recording{};
+
+constexpr bool is_recording_state(std::uint32_t state) noexcept { return (state & 1U) != 0; }
+
+/// A thread's entry in the registry (one per thread and per shared object that records).
+struct thread_node {
+    /// Session the chunks below belong to. Written by the owner under the registry mutex.
+    std::atomic<std::uint32_t> state{0};
+    /// First and current chunk of the session. Release by the owner; acquire in drain.
+    std::atomic<chunk*> head{nullptr};
+    std::atomic<chunk*> current{nullptr};
+    /// Records lost to the budget in this node's session. Single writer (the owner).
+    std::atomic<std::uint64_t> dropped{0};
+    /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
+    std::atomic<std::uint64_t> truncated{0};
+    /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
+    std::atomic<bool> exited{false};
+    std::uint64_t os_tid = 0;
+    std::string name;  ///< guarded by the registry mutex
+};
+
+inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
+    // Single writer: a load and a store, no read-modify-write.
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+/// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
+class chunk_pool {
+public:
+    /// A chunk charged to the session's budget, or nullptr once the budget is spent.
+    chunk* acquire() {
+        if (budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) <
+            static_cast<std::int64_t>(chunk::total_bytes)) {
+            return nullptr;
+        }
+        chunk* c = nullptr;
+        {
+            std::lock_guard lock(mutex_);
+            if (!free_.empty()) {
+                c = free_.back();
+                free_.pop_back();
+            }
+        }
+        if (c == nullptr) {
+            void* memory = ::operator new(chunk::total_bytes, std::align_val_t{64});
+            c = ::new (memory) chunk;
+        }
+        c->published.store(c->data(), std::memory_order_relaxed);
+        c->next.store(nullptr, std::memory_order_relaxed);
+        return c;
+    }
+
+    void release(chunk* c) noexcept {
+        if (c == nullptr) return;
+        std::unique_lock lock(mutex_);
+        if (free_.size() < max_cached_) {
+            try {
+                free_.push_back(c);
+                return;
+            } catch (...) {
+                // fall through: free it instead of caching it
+            }
+        }
+        lock.unlock();
+        c->~chunk();
+        ::operator delete(c, std::align_val_t{64});
+    }
+
+    void reset_budget(std::size_t bytes) noexcept {
+        budget_left_.store(static_cast<std::int64_t>(std::min<std::size_t>(bytes, INT64_MAX / 2)),
+                           std::memory_order_relaxed);
+    }
+
+    /// The session whose budget is spent: its threads drop without touching the pool again.
+    std::atomic<std::uint32_t> exhausted_state{0};
+    std::mutex& mutex() noexcept { return mutex_; }
+
+private:
+    static constexpr std::size_t max_cached_ = 256;  // 16 MiB kept for the next session, the rest freed
+    std::mutex mutex_;
+    std::vector<chunk*> free_;
+    std::atomic<std::int64_t> budget_left_{0};
+};
+
+/// Counts a drain reports per thread.
+struct drained_thread {
+    std::uint64_t os_tid = 0;
+    std::string name;
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;
+};
+
+/// One registry per process (see export_macros.hpp for how shared objects agree on it).
+class registry {
+public:
+    registry() { install_fork_handlers(); }
+
+    /// Opens a recording session; returns its state. Throws when one is already recording.
+    std::uint32_t begin_session(std::size_t budget_bytes) {
+        std::lock_guard lock(mutex_);
+        if (active_ != 0) {
+            throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
+        }
+        free_exited_nodes();
+        serial_ = (serial_ + 1) & 0x7fffffffU;
+        if (serial_ == 0) serial_ = 1;
+        active_ = (serial_ << 1) | 1U;
+        pool_.reset_budget(budget_bytes);
+        // release: a thread that sees the new state also sees the budget.
+        recording.value.store(active_, std::memory_order_release);
+        return active_;
+    }
+
+    /// Stops recording `state`, calls `on_disabled`, then hands every record of the session to
+    /// `on_record` and each thread's counts to `on_thread`, all under the registry lock (so no new
+    /// session can recycle the chunks being read), and frees what the drain no longer needs. Records
+    /// of scopes that end after the stop are left out: they belong to no window. Returns false when
+    /// `state` is not the recording session (stopped already, or a fork ended it).
+    template <class OnDisabled, class OnThread, class OnRecord>
+    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnThread&& on_thread, OnRecord&& on_record) {
+        std::lock_guard lock(mutex_);
+        if (active_ != state || state == 0) return false;
+        recording.value.store(state & ~1U, std::memory_order_release);
+        const std::uint64_t stop_ticks = read_ticks();
+        active_ = 0;
+        on_disabled();
+        for (thread_node* node : nodes_) {
+            if (node->state.load(std::memory_order_acquire) != state) continue;
+            drain_node(*node, stop_ticks, on_thread, on_record);
+        }
+        free_exited_nodes();
+        return true;
+    }
+
+    /// Whether `state` is the session currently recording.
+    bool is_active(std::uint32_t state) {
+        std::lock_guard lock(mutex_);
+        return state != 0 && active_ == state;
+    }
+
+    /// Process-wide tick calibration, measured once (10 ms of spinning) at the first session.
+    const tick_calibration& calibration() {
+        std::call_once(calibrated_, [this] { calibration_ = calibrate_ticks(); });
+        return calibration_;
+    }
+
+    // --- called by the owning thread's slow path ---
+
+    bool register_thread(thread_buffer& buffer);
+    bool reset_for_session(thread_buffer& buffer, std::uint32_t state);
+    bool next_chunk(thread_buffer& buffer, std::uint32_t state);
+    void set_thread_name(thread_node& node, std::string_view name) {
+        std::lock_guard lock(mutex_);
+        node.name.assign(name);
+    }
+
+private:
+    template <class OnThread, class OnRecord>
+    void drain_node(thread_node& node, std::uint64_t stop_ticks, OnThread& on_thread, OnRecord& on_record) {
+        drained_thread info;
+        info.os_tid = node.os_tid;
+        info.name = node.name;
+        chunk* const keep = node.exited.load(std::memory_order_acquire)
+                                ? nullptr
+                                : node.current.load(std::memory_order_acquire);
+        for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+             c = c->next.load(std::memory_order_acquire)) {
+            const std::byte* end = c->published.load(std::memory_order_acquire);
+            for (const std::byte* at = c->data(); at < end;) {
+                record r;
+                std::memcpy(&r, at, sizeof(r));
+                std::size_t bytes = sizeof(record);
+                std::string_view name;
+                if (r.where->payload == payload_kind::runtime_name) {
+                    payload_header header;
+                    std::memcpy(&header, at + sizeof(record), sizeof(header));
+                    bytes += header.bytes;
+                    name = {reinterpret_cast<const char*>(at + sizeof(record) + sizeof(header)), header.aux};
+                }
+                at += bytes;
+                // A scope still open at stop ended after it: it belongs to no window.
+                if (r.end_ticks > stop_ticks) continue;
+                ++info.recorded;
+                on_record(info, r, name);
+            }
+        }
+        info.dropped = node.dropped.load(std::memory_order_relaxed);
+        info.truncated = node.truncated.load(std::memory_order_relaxed);
+        on_thread(info);
+        // Chunks the owner has moved past are free now; the owner keeps writing into `keep` (late
+        // scopes) and returns it when its next session begins.
+        chunk* c = node.head.load(std::memory_order_acquire);
+        while (c != nullptr && c != keep) {
+            chunk* next = c->next.load(std::memory_order_acquire);
+            pool_.release(c);
+            c = next;
+        }
+        node.head.store(keep, std::memory_order_release);
+    }
+
+    void free_exited_nodes() noexcept {
+        auto dead = std::partition(nodes_.begin(), nodes_.end(), [](thread_node* node) {
+            return !node->exited.load(std::memory_order_acquire);
+        });
+        for (auto it = dead; it != nodes_.end(); ++it) {
+            release_chain(**it);
+            delete *it;
+        }
+        nodes_.erase(dead, nodes_.end());
+    }
+
+    void release_chain(thread_node& node) noexcept {
+        chunk* c = node.head.load(std::memory_order_acquire);
+        while (c != nullptr) {
+            chunk* next = c->next.load(std::memory_order_acquire);
+            pool_.release(c);
+            c = next;
+        }
+        node.head.store(nullptr, std::memory_order_release);
+        node.current.store(nullptr, std::memory_order_release);
+    }
+
+    static void install_fork_handlers() noexcept;
+    void before_fork() noexcept {
+        mutex_.lock();
+        pool_.mutex().lock();
+        forking_tid_ = current_os_tid();
+    }
+    void after_fork_in_parent() noexcept {
+        pool_.mutex().unlock();
+        mutex_.unlock();
+    }
+    /// The child has one thread and no session: in-flight records of the parent's session are
+    /// abandoned (a new serial makes every open scope stale), other threads' nodes are freed at the
+    /// next session, and the forking thread keeps its nodes under its new tid.
+    void after_fork_in_child() noexcept {
+        serial_ = (serial_ + 1) & 0x7fffffffU;
+        active_ = 0;
+        recording.value.store(serial_ << 1, std::memory_order_relaxed);
+        const std::uint64_t child_tid = current_os_tid();
+        for (thread_node* node : nodes_) {
+            if (node->os_tid == forking_tid_) {
+                node->os_tid = child_tid;
+            } else {
+                node->exited.store(true, std::memory_order_relaxed);
+            }
+        }
+        pool_.mutex().unlock();
+        mutex_.unlock();
+    }
+
+    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    std::vector<thread_node*> nodes_;
+    chunk_pool pool_;
+    std::uint32_t serial_ = 0;
+    std::uint32_t active_ = 0;
+    std::uint64_t forking_tid_ = 0;
+    std::once_flag calibrated_;
+    tick_calibration calibration_;
+};
+
+/// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
+/// static destructors run, so it must outlive every one of them.
+STINT_DETAIL_EXPORT inline registry& the_registry() {
+    static registry* const instance = new registry();
+    return *instance;
+}
+
+inline void registry::install_fork_handlers() noexcept {
+#if defined(__linux__) || defined(__APPLE__)
+    ::pthread_atfork([] { the_registry().before_fork(); }, [] { the_registry().after_fork_in_parent(); },
+                     [] { the_registry().after_fork_in_child(); });
+#endif
+}
+
+/// Marks a thread's node exited when the thread ends, so the drain frees it after reading it.
+struct thread_exit_guard {
+    thread_buffer* buffer = nullptr;
+    thread_exit_guard() = default;
+    thread_exit_guard(const thread_exit_guard&) = delete;
+    thread_exit_guard& operator=(const thread_exit_guard&) = delete;
+    ~thread_exit_guard() {
+        if (buffer == nullptr) return;
+        buffer->dead = true;  // scopes in later thread_local destructors are discarded
+        buffer->limit = nullptr;
+        buffer->cursor = nullptr;
+        if (buffer->node != nullptr) {
+            // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
+            buffer->node->exited.store(true, std::memory_order_release);
+        }
+        buffer->node = nullptr;
+    }
+};
+inline thread_local thread_exit_guard tls_exit_guard;
+
+inline bool registry::register_thread(thread_buffer& buffer) {
+    auto* node = new thread_node;
+    node->os_tid = current_os_tid();
+    node->name = current_thread_name();
+    {
+        std::lock_guard lock(mutex_);
+        nodes_.push_back(node);
+    }
+    buffer.node = node;
+    tls_exit_guard.buffer = &buffer;
+    return true;
+}
+
+inline bool registry::reset_for_session(thread_buffer& buffer, std::uint32_t state) {
+    std::lock_guard lock(mutex_);
+    // A scope that began in a session that has ended (or a stale state) writes nowhere.
+    if (state != active_) return false;
+    thread_node& node = *buffer.node;
+    release_chain(node);
+    node.dropped.store(0, std::memory_order_relaxed);
+    node.truncated.store(0, std::memory_order_relaxed);
+    node.state.store(state, std::memory_order_release);
+    buffer.state = state;
+    buffer.current = nullptr;
+    buffer.cursor = nullptr;
+    buffer.limit = nullptr;
+    return true;
+}
+
+inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
+    if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return false;
+    chunk* c = pool_.acquire();
+    if (c == nullptr) {
+        pool_.exhausted_state.store(state, std::memory_order_relaxed);
+        return false;
+    }
+    thread_node& node = *buffer.node;
+    if (buffer.current != nullptr) {
+        buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire
+    } else {
+        node.head.store(c, std::memory_order_release);
+    }
+    node.current.store(c, std::memory_order_release);
+    buffer.current = c;
+    buffer.cursor = c->data();
+    buffer.limit = c->data_end();
+    return true;
+}
+
+template <int>
+STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin, std::uint64_t end, std::uint32_t state,
+                               std::string_view name) noexcept {
+    thread_buffer& buffer = tls_buffer;
+    if (buffer.dead) return;
+    try {
+        registry& reg = the_registry();
+        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
+        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
+        thread_node& node = *buffer.node;
+        std::size_t bytes = sizeof(record);
+        const bool named = where->payload == payload_kind::runtime_name;
+        if (named) {
+            if (name.size() > max_runtime_name_bytes) {
+                name = name.substr(0, max_runtime_name_bytes);
+                bump(node.truncated);
+            }
+            bytes = named_record_bytes(name.size());
+        }
+        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
+            bump(node.dropped);
+            return;
+        }
+        std::byte* at = buffer.cursor;
+        ::new (at) record{where, begin, end};
+        if (named) {
+            const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)),
+                                        static_cast<std::uint32_t>(name.size())};
+            std::memcpy(at + sizeof(record), &header, sizeof(header));
+            if (!name.empty()) std::memcpy(at + sizeof(record) + sizeof(header), name.data(), name.size());
+        }
+        buffer.cursor = at + bytes;
+        // release: pairs with the acquire in drain_node().
+        buffer.current->published.store(buffer.cursor, std::memory_order_release);
+    } catch (...) {
+        // Out of memory while registering or growing: the record is lost, and counted if it can be.
+        if (buffer.node != nullptr) bump(buffer.node->dropped);
+    }
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Whether a session is recording now: a cheap query a framework can branch on before building
+/// expensive names or arguments (torch's `_profiler_enabled()`).
+///
+///     if (stint::is_recording()) name = describe(op);
+inline bool is_recording() noexcept {
+    return detail::is_recording_state(detail::recording.value.load(std::memory_order_relaxed));
+}
+
+/// Names the calling thread in traces (otherwise its OS name is used).
+inline void set_thread_name(std::string_view name) {
+    auto& buffer = detail::tls_buffer;
+    if (buffer.dead) return;
+    auto& reg = detail::the_registry();
+    if (buffer.node == nullptr) reg.register_thread(buffer);
+    reg.set_thread_name(*buffer.node, name);
+}
+
+}  // namespace stint

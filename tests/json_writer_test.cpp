@@ -1,0 +1,963 @@
+#include "stint/export/json_validate.hpp"
+#include "stint/export/json_writer.hpp"
+#include "stint/export/output_file.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <csignal>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using stint::detail::json_writer;
+using stint::detail::output_file;
+using stint::detail::validate_json;
+
+const std::string replacement = "\xEF\xBF\xBD";  // U+FFFD
+
+std::string encode(std::string_view s) {
+    json_writer out;
+    out.string(s);
+    return std::string(out.buffered());
+}
+
+// Encodes, checks the text is valid JSON (both validators), and returns the decoded string.
+std::string round_trip(std::string_view s) {
+    const std::string text = encode(s);
+    const auto problem = validate_json(text);
+    INFO("validate_json: " << problem.value_or("ok"));
+    REQUIRE_FALSE(problem.has_value());
+    return json::parse(text).get<std::string>();
+}
+
+template <class Write>
+std::string written(Write write) {
+    json_writer out;
+    write(out);
+    return std::string(out.buffered());
+}
+
+// A fresh directory under the system temp directory, removed with everything in it.
+struct temp_dir {
+    fs::path path;
+    temp_dir() {
+        std::string pattern = (fs::temp_directory_path() / "stint_json_test_XXXXXX").string();
+        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+        path = pattern;
+    }
+    ~temp_dir() {
+        std::error_code ignored;
+        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
+        fs::remove_all(path, ignored);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+
+    std::string operator/(std::string_view name) const { return (path / name).string(); }
+};
+
+std::vector<std::string> entries(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string read_plain(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string read_gzip(const std::string& path) {
+    gzFile in = gzopen(path.c_str(), "rb");
+    REQUIRE(in != nullptr);
+    std::string text;
+    char chunk[65536];
+    int n = 0;
+    while ((n = gzread(in, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(n));
+    CHECK(n == 0);
+    CHECK(gzclose(in) == Z_OK);
+    return text;
+}
+
+bool is_temporary_of(const std::string& name, const std::string& final_name) {
+    const std::string prefix = final_name + ".tmp.";
+    return name.size() == prefix.size() + 6 && name.starts_with(prefix);
+}
+
+// Runs `body` in a forked child (for process-wide limits and peak memory) and returns what it
+// returned, or the text of the exception it threw.
+std::string in_child(const std::function<std::string()>& body) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::string result;
+        try {
+            result = body();
+        } catch (const std::exception& e) {
+            result = std::string("exception: ") + e.what();
+        }
+        const char* p = result.data();
+        std::size_t left = result.size();
+        while (left > 0) {
+            const ssize_t n = ::write(fds[1], p, left);
+            if (n <= 0) break;
+            p += n;
+            left -= static_cast<std::size_t>(n);
+        }
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string result;
+    char chunk[4096];
+    for (;;) {
+        const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+        if (n > 0) {
+            result.append(chunk, static_cast<std::size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+            break;
+        }
+    }
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    return result;
+}
+
+std::string system_error_text(std::string_view path, std::string_view reason) {
+    return "stint: cannot write trace '" + std::string(path) + "': " + std::string(reason);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Strings
+
+TEST_CASE("string quotes and escapes quotes, backslashes and the short control escapes") {
+    CHECK(encode("") == R"("")");
+    CHECK(encode("aten::add") == R"("aten::add")");
+    CHECK(encode(R"(say "hi" \ bye)") == R"("say \"hi\" \\ bye")");
+    CHECK(encode("a\nb\tc\rd\be\ff") == R"("a\nb\tc\rd\be\ff")");
+    CHECK(encode("a/b") == R"("a/b")");
+    CHECK(encode("\x7F") == "\"\x7F\"");  // DEL is allowed as is
+    CHECK(round_trip(R"(C:\path\"x"	tab)") == R"(C:\path\"x"	tab)");
+}
+
+TEST_CASE("string escapes every control character 0 to 31 and decodes back to it") {
+    CHECK(encode(std::string_view("\0", 1)) == R"("\u0000")");
+    CHECK(encode("\x01") == R"("\u0001")");
+    CHECK(encode("\x0B") == R"("\u000b")");
+    CHECK(encode("\x1F") == R"("\u001f")");
+    for (int c = 0; c < 32; ++c) {
+        CAPTURE(c);
+        const std::string original = "<" + std::string(1, static_cast<char>(c)) + ">";
+        const std::string text = encode(original);
+        CHECK(std::none_of(text.begin(), text.end(),
+                           [](char b) { return static_cast<unsigned char>(b) < 0x20; }));
+        CHECK(round_trip(original) == original);
+    }
+}
+
+TEST_CASE("string keeps NUL bytes inside a string_view") {
+    const std::string_view with_nuls("a\0b\0", 4);
+    CHECK(encode(with_nuls) == R"("a\u0000b\u0000")");
+    CHECK(round_trip(with_nuls) == std::string(with_nuls));
+}
+
+TEST_CASE("string passes valid multibyte UTF-8 through unchanged") {
+    const std::vector<std::string> valid = {
+        "\xC3\xA9",              // é
+        "\xE4\xB8\xAD",          // 中
+        "\xF0\x9F\x98\x80",      // 😀
+        "\xC2\x80",              // U+0080, smallest two-byte
+        "\xDF\xBF",              // U+07FF
+        "\xE0\xA0\x80",          // U+0800, smallest three-byte
+        "\xED\x9F\xBF",          // U+D7FF, just below the surrogates
+        "\xEE\x80\x80",          // U+E000, just above them
+        "\xEF\xBF\xBD",          // U+FFFD itself
+        "\xEF\xBF\xBF",          // U+FFFF
+        "\xF0\x90\x80\x80",      // U+10000, smallest four-byte
+        "\xF4\x8F\xBF\xBF",      // U+10FFFF, the last code point
+        "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80!",
+    };
+    for (const auto& s : valid) {
+        CAPTURE(s);
+        CHECK(encode(s) == "\"" + s + "\"");
+        CHECK(round_trip(s) == s);
+    }
+    CHECK(json::parse(encode("\xC3\xA9")) == json::parse(R"("\u00e9")"));
+    CHECK(json::parse(encode("\xF0\x9F\x98\x80")) == json::parse(R"("\ud83d\ude00")"));
+}
+
+TEST_CASE("string replaces each maximal invalid UTF-8 subpart with U+FFFD and keeps the rest") {
+    const std::string r = replacement;
+    struct example {
+        std::string input;
+        std::string decoded;
+    };
+    const std::vector<example> examples = {
+        {"\x80", r},                                          // stray continuation byte
+        {"a\x80" "b", "a" + r + "b"},
+        {"\x80\xBF", r + r},                                  // each stray byte is its own subpart
+        {"\xC0\xAF", r + r},                                  // overlong '/': C0 never starts one
+        {"\xC1\xBF", r + r},
+        {"\xC0\x80", r + r},                                  // "modified UTF-8" NUL
+        {"\xE0\x80\xAF", r + r + r},                          // overlong three-byte
+        {"\xF0\x80\x80\x80", r + r + r + r},                  // overlong four-byte
+        {"\xF0\x8F\xBF\xBF", r + r + r + r},
+        {"\xED\xA0\x80", r + r + r},                          // high surrogate D800
+        {"\xED\xB0\x80", r + r + r},                          // low surrogate DC00
+        {"\xED\xBF\xBF", r + r + r},                          // DFFF
+        {"\xED\xA0\xBD\xED\xB8\x80", r + r + r + r + r + r},  // CESU-8 pair for 😀
+        {"\xF4\x90\x80\x80", r + r + r + r},                  // U+110000, beyond the last
+        {"\xF5\x80\x80\x80", r + r + r + r},
+        {"\xF8\x88\x80\x80\x80", r + r + r + r + r},          // old five-byte form
+        {"\xFE", r},
+        {"\xFF", r},
+        {"\xFE\xFF", r + r},
+        {"\xC3", r},                                          // truncated at the end
+        {"\xE4\xB8", r},
+        {"\xF0\x9F\x98", r},
+        {"\xF4\x8F\xBF", r},
+        {"\xE4\xB8x", r + "x"},                               // truncated by an ASCII byte
+        {"\xF0\x9F\x98" "A", r + "A"},
+        {"\xF0\x9F\x98\"", r + "\""},
+        {"\xE4\xB8\xE4\xB8\xAD", r + "\xE4\xB8\xAD"},         // truncated by a valid sequence
+        {"\xC3\xA9\xA9", "\xC3\xA9" + r},
+        {"\xE4\xB8\xAD\xAD", "\xE4\xB8\xAD" + r},
+        {"\xC3\xA9\xFF\xC3\xA9", "\xC3\xA9" + r + "\xC3\xA9"},
+        {"\xE0\x80", r + r},
+        {"\xF1\x80\x80\xE1\x80\xC2", r + r + r},
+        // Unicode 15, table 3-8: 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64.
+        {"a\xF1\x80\x80\xE1\x80\xC2" "b\x80" "c\x80\xBF" "d",
+         "a" + r + r + r + "b" + r + "c" + r + r + "d"},
+        {std::string("\xC3\0", 2), r + std::string(1, '\0')},  // truncated by a NUL byte
+    };
+    for (const auto& e : examples) {
+        CAPTURE(e.input);
+        CHECK(round_trip(e.input) == e.decoded);
+    }
+    CHECK(encode("\xE4\xB8\n") == "\"" + r + "\\n\"");
+}
+
+TEST_CASE("string output is valid UTF-8 JSON for arbitrary bytes, and valid text survives") {
+    std::mt19937 random(20240611);
+    std::uniform_int_distribution<int> length(0, 24);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_int_distribution<int> high_byte(0x80, 0xFF);
+    for (int i = 0; i < 5000; ++i) {
+        std::string s(static_cast<std::size_t>(length(random)), '\0');
+        // Half the strings are mostly non-ASCII, to hit multibyte edge cases often.
+        for (auto& b : s) b = static_cast<char>(i % 2 == 0 ? byte(random) : high_byte(random));
+        CAPTURE(s);
+        const std::string decoded = round_trip(s);
+        CHECK(round_trip(decoded) == decoded);
+    }
+}
+
+TEST_CASE("string treats every byte value the same at every position of an 8-byte block") {
+    for (int b = 0; b < 256; ++b) {
+        const char c = static_cast<char>(b);
+        const std::string expected = b < 0x80 ? std::string(1, c) : replacement;
+        for (std::size_t at = 0; at < 16; ++at) {
+            CAPTURE(b);
+            CAPTURE(at);
+            std::string s(17, 'x');
+            s[at] = c;
+            std::string decoded = std::string(17, 'x');
+            decoded.replace(at, 1, expected);
+            CHECK(round_trip(s) == decoded);
+        }
+    }
+}
+
+TEST_CASE("string handles long inputs, with sequences across its internal 16 KiB pieces") {
+    const std::string emoji = "\xF0\x9F\x98\x80";
+    for (std::size_t before = 16380; before <= 16384; ++before) {
+        CAPTURE(before);
+        const std::string valid = std::string(before, 'a') + emoji + "b";
+        CHECK(round_trip(valid) == valid);
+        const std::string truncated = std::string(before, 'a') + "\xF0\x9F\x98" + "b";
+        CHECK(round_trip(truncated) == std::string(before, 'a') + replacement + "b");
+    }
+
+    const std::string controls(40000, '\x01');  // the worst case: six bytes out per byte in
+    CHECK(encode(controls).size() == 40000 * 6 + 2);
+    CHECK(round_trip(controls) == controls);
+
+    const std::vector<std::string> parts = {"a",        "bcdefghij", "\"",           "\\",
+                                            "\n",       "\x1F",      "\xC3\xA9",     "\xE4\xB8\xAD",
+                                            emoji,      "\x7F",      std::string(1, '\0'),
+                                            std::string(40, 'z')};
+    std::mt19937 random(3);
+    std::string mixed;
+    while (mixed.size() < 200000) mixed += parts[random() % parts.size()];
+    CHECK(round_trip(mixed) == mixed);
+}
+
+TEST_CASE("append_json_string appends after what the buffer already holds") {
+    fmt::memory_buffer out;
+    out.append(std::string_view("\"name\":"));
+    stint::detail::append_json_string(out, "a\"b");
+    CHECK(std::string_view(out.data(), out.size()) == R"("name":"a\"b")");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+TEST_CASE("number writes integers exactly, including the extremes") {
+    const auto min = std::numeric_limits<std::int64_t>::min();
+    const auto max = std::numeric_limits<std::int64_t>::max();
+    const auto umax = std::numeric_limits<std::uint64_t>::max();
+    CHECK(written([&](json_writer& w) { w.number(min); }) == "-9223372036854775808");
+    CHECK(written([&](json_writer& w) { w.number(max); }) == "9223372036854775807");
+    CHECK(written([&](json_writer& w) { w.number(umax); }) == "18446744073709551615");
+    CHECK(written([](json_writer& w) { w.number(std::int64_t{0}); }) == "0");
+    CHECK(written([](json_writer& w) { w.number(-1); }) == "-1");
+    CHECK(written([](json_writer& w) { w.number(42u); }) == "42");
+    CHECK(written([](json_writer& w) { w.number(static_cast<std::int8_t>(-128)); }) == "-128");
+    CHECK(written([](json_writer& w) { w.number(static_cast<std::uint16_t>(65535)); }) == "65535");
+    CHECK(written([](json_writer& w) { w.number(-5LL); }) == "-5");
+
+    const json parsed = json::parse(written([&](json_writer& w) {
+        w.raw("[");
+        w.number(min);
+        w.raw(",");
+        w.number(umax);
+        w.raw("]");
+    }));
+    CHECK(parsed[0].get<std::int64_t>() == min);
+    CHECK(parsed[1].get<std::uint64_t>() == umax);
+}
+
+TEST_CASE("number writes finite doubles as the shortest text that reads back exactly") {
+    CHECK(written([](json_writer& w) { w.number(0.1); }) == "0.1");
+    CHECK(written([](json_writer& w) { w.number(1.0); }) == "1");
+    CHECK(written([](json_writer& w) { w.number(-0.0); }) == "-0");
+    CHECK(written([](json_writer& w) { w.number(1.5e300); }) == "1.5e+300");
+    CHECK(written([](json_writer& w) { w.number(5e-324); }) == "5e-324");
+    CHECK(written([](json_writer& w) { w.number(DBL_MAX); }) == "1.7976931348623157e+308");
+    CHECK(written([](json_writer& w) { w.number(2.5e-5); }) == "2.5e-05");
+    CHECK(written([](json_writer& w) { w.number(1.5f); }) == "1.5");
+
+    std::mt19937_64 random(7);
+    for (int i = 0; i < 2000; ++i) {
+        std::uint64_t bits = random();
+        double value = 0;
+        std::memcpy(&value, &bits, sizeof value);
+        if (!std::isfinite(value)) continue;
+        const std::string text = written([&](json_writer& w) { w.number(value); });
+        CAPTURE(text);
+        REQUIRE_FALSE(validate_json(text).has_value());
+        const double back = json::parse(text).get<double>();
+        CHECK(std::memcmp(&back, &value, sizeof value) == 0);
+    }
+}
+
+TEST_CASE("number writes NaN and infinities as the strings PyTorch's execution trace uses") {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    CHECK(written([&](json_writer& w) { w.number(nan); }) == R"("nan")");
+    CHECK(written([&](json_writer& w) { w.number(-nan); }) == R"("nan")");
+    CHECK(written([&](json_writer& w) { w.number(inf); }) == R"("inf")");
+    CHECK(written([&](json_writer& w) { w.number(-inf); }) == R"("-inf")");
+    const json parsed = json::parse(written([&](json_writer& w) {
+        w.raw("[");
+        w.number(nan);
+        w.raw(",");
+        w.number(-inf);
+        w.raw("]");
+    }));
+    CHECK(parsed == json::array({"nan", "-inf"}));
+}
+
+TEST_CASE("boolean and null write the JSON literals") {
+    CHECK(written([](json_writer& w) {
+              w.boolean(true);
+              w.raw(",");
+              w.boolean(false);
+              w.raw(",");
+              w.null();
+          }) == "true,false,null");
+}
+
+TEST_CASE("microseconds writes nanoseconds as microseconds with exactly three decimals") {
+    const std::vector<std::pair<std::int64_t, std::string>> cases = {
+        {1234567, "1234.567"},
+        {5, "0.005"},
+        {-1500, "-1.500"},
+        {0, "0.000"},
+        {999, "0.999"},
+        {1000, "1.000"},
+        {1001, "1.001"},
+        {-5, "-0.005"},
+        {-999, "-0.999"},
+        {1000000000, "1000000.000"},
+        {1700000000123456789, "1700000000123456.789"},
+        {std::numeric_limits<std::int64_t>::max(), "9223372036854775.807"},
+        {std::numeric_limits<std::int64_t>::min(), "-9223372036854775.808"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.first);
+        const std::string text = written([&](json_writer& w) { w.microseconds(c.first); });
+        CHECK(text == c.second);
+        CHECK_FALSE(validate_json(text).has_value());
+        CHECK(json::parse(text).is_number_float());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffering and sinks
+
+namespace {
+struct recording_sink {
+    std::vector<std::size_t> sizes;
+    std::string text;
+    void write(std::string_view bytes) {
+        sizes.push_back(bytes.size());
+        text.append(bytes);
+    }
+};
+}  // namespace
+
+TEST_CASE("json_writer without a sink keeps all of its text in memory") {
+    json_writer out;
+    for (int i = 0; i < 100000; ++i) out.raw("ab");
+    out.flush();
+    CHECK(out.buffered().size() == 200000);
+    CHECK(out.buffered().substr(0, 6) == "ababab");
+}
+
+TEST_CASE("json_writer hands its buffer to the sink each time it reaches 64 KiB") {
+    recording_sink sink;
+    json_writer out(sink);
+    json_writer reference;
+    const std::string name(100, 'n');
+    for (int i = 0; i < 5000; ++i) {
+        for (json_writer* w : {&out, &reference}) {
+            w->raw(i == 0 ? "[" : ",");
+            w->string(name);
+            w->raw(",");
+            w->microseconds(i * 1001);
+        }
+        REQUIRE(out.buffered().size() < json_writer::flush_threshold);
+    }
+    REQUIRE(sink.sizes.size() >= 8);
+    for (const std::size_t size : sink.sizes) {
+        CHECK(size >= json_writer::flush_threshold);
+        CHECK(size < json_writer::flush_threshold + 200);  // at most one value past the mark
+    }
+    const std::size_t calls = sink.sizes.size();
+    out.raw("]");
+    out.flush();
+    CHECK(sink.sizes.size() == calls + 1);
+    CHECK(out.buffered().empty());
+    out.flush();  // nothing buffered: the sink is not called
+    CHECK(sink.sizes.size() == calls + 1);
+    reference.raw("]");
+    CHECK(sink.text == reference.buffered());
+    CHECK(json::parse(sink.text).size() == 10000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// validate_json
+
+TEST_CASE("validate_json accepts every RFC 8259 construct") {
+    const std::vector<std::string> valid = {
+        "0", "-0", "12", "-12.5", "1.5e10", "-1E-2", "1e+2", "0.0e0", "-0.0E+00",
+        "true", "false", "null",
+        R"("")", R"("a\"b\\c\/d\be\ff\ng\rh\ti")", R"("\u00e9\u4E2D\ud83d\ude00\u0000")",
+        "\"caf\xC3\xA9 \xE4\xB8\xAD \xF0\x9F\x98\x80\"", "\"\x7F\"",
+        "[]", "{}", " [ ] ", "\n\t\r 1 \n\t\r",
+        "[1,2,3]", R"({"a":[1,{"b":null}],"c":"d","":{}})",
+        R"({ "k" : [ true , false , null , -1 , "x" ] })",
+        R"({"a":1,"a":2})",  // duplicate keys are allowed by RFC 8259
+    };
+    for (const auto& text : valid) {
+        CAPTURE(text);
+        CHECK(validate_json(text) == std::nullopt);
+        CHECK(json::accept(text));
+    }
+}
+
+TEST_CASE("validate_json rejects malformed text with the reason and its offset") {
+    struct example {
+        std::string text;
+        std::string reason;
+    };
+    const std::vector<example> invalid = {
+        {"", "expected value at offset 0"},
+        {"   ", "expected value at offset 3"},
+        {"[1 2]", "expected ',' or ']' at offset 3"},
+        {"[1,]", "expected value at offset 3"},
+        {"[1", "expected ',' or ']' at offset 2"},
+        {"[1,2]]", "expected end of input at offset 5"},
+        {"1 2", "expected end of input at offset 2"},
+        {R"(["a":1])", "expected ',' or ']' at offset 4"},
+        {R"({"a" 1})", "expected ':' at offset 5"},
+        {R"({"a":1,})", "expected string key at offset 7"},
+        {"{a:1}", "expected string key at offset 1"},
+        {R"({"a":1)", "expected ',' or '}' at offset 6"},
+        {R"({"a":1}})", "expected end of input at offset 7"},
+        {"01", "leading zero in number at offset 0"},
+        {"[-01]", "leading zero in number at offset 1"},
+        {"-", "invalid number at offset 0"},
+        {"1.", "invalid number at offset 0"},
+        {"1.e5", "invalid number at offset 0"},
+        {"1e", "invalid number at offset 0"},
+        {"1e+", "invalid number at offset 0"},
+        {".5", "expected value at offset 0"},
+        {"+1", "expected value at offset 0"},
+        {"NaN", "expected value at offset 0"},
+        {"-Infinity", "invalid number at offset 0"},
+        {"tru", "invalid literal at offset 0"},
+        {"nul", "invalid literal at offset 0"},
+        {"[truex]", "expected ',' or ']' at offset 5"},
+        {"True", "expected value at offset 0"},
+        {"'a'", "expected value at offset 0"},
+        {"// c\n1", "expected value at offset 0"},
+        {R"("abc)", "unterminated string at offset 4"},
+        {R"("a\)", "unterminated string at offset 3"},
+        {R"("a\x")", "invalid escape at offset 2"},
+        {R"("\u12G4")", "invalid \\u escape at offset 1"},
+        {R"("\u12")", "invalid \\u escape at offset 1"},
+        {R"("\uD800")", "unpaired surrogate at offset 1"},
+        {R"("\uDC00")", "unpaired surrogate at offset 1"},
+        {R"("\uD800\u0041")", "unpaired surrogate at offset 1"},
+        {R"("\uD800\n")", "unpaired surrogate at offset 1"},
+        {R"("\uD800\uD800")", "unpaired surrogate at offset 1"},
+        {R"("\uD800\uDC0")", "invalid \\u escape at offset 7"},
+        {"\"a\tb\"", "control character in string at offset 2"},
+        {std::string("\"a\0\"", 4), "control character in string at offset 2"},
+        {"\"\xC3\"", "invalid UTF-8 in string at offset 1"},
+        {"\"ok\xED\xA0\x80\"", "invalid UTF-8 in string at offset 3"},
+        {"\"\xC0\xAF\"", "invalid UTF-8 in string at offset 1"},
+        {"\"\xF4\x90\x80\x80\"", "invalid UTF-8 in string at offset 1"},
+        {"\"\x80\"", "invalid UTF-8 in string at offset 1"},
+        {std::string("[\"a\"\0]", 6), "expected ',' or ']' at offset 4"},
+        {"\xC3\xA9", "expected value at offset 0"},
+    };
+    for (const auto& e : invalid) {
+        CAPTURE(e.text);
+        CHECK(validate_json(e.text) == e.reason);
+        CHECK_FALSE(json::accept(e.text));
+    }
+    // nlohmann-json skips a byte order mark; RFC 8259 text must not start with one.
+    CHECK(validate_json("\xEF\xBB\xBF{}") == "expected value at offset 0");
+}
+
+TEST_CASE("validate_json allows nesting 512 deep and rejects 513") {
+    const auto nested_arrays = [](int depth) {
+        return std::string(static_cast<std::size_t>(depth), '[') +
+               std::string(static_cast<std::size_t>(depth), ']');
+    };
+    CHECK(validate_json(nested_arrays(512)) == std::nullopt);
+    CHECK(validate_json(nested_arrays(513)) == "nesting deeper than 512 at offset 512");
+    CHECK(validate_json(nested_arrays(100000)) == "nesting deeper than 512 at offset 512");
+
+    std::string objects;
+    for (int i = 0; i < 256; ++i) objects += R"({"k":[)";
+    objects += "1";
+    for (int i = 0; i < 256; ++i) objects += "]}";
+    CHECK(validate_json(objects) == std::nullopt);
+    const std::string deeper = "[" + objects + "]";
+    // The 513th container is the '[' of the 256th {"k":[ group: 1 + 255 * 6 + 5.
+    CHECK(validate_json(deeper) == "nesting deeper than 512 at offset 1536");
+}
+
+TEST_CASE("validate_json agrees with nlohmann-json on mutated documents") {
+    const std::vector<std::string> seeds = {
+        R"({"traceEvents":[{"ph":"X","name":"aten::add","ts":1.5,"dur":2,"args":{"a":[1,-2e3,true]}}]})",
+        R"(["\u00e9\ud83d\ude00","x\ny",null,false,0.25,{"":[]}])",
+        "{\"k\":\"caf\xC3\xA9\xE4\xB8\xAD\"}",
+    };
+    const std::string alphabet = "{}[]\",:\\/-+.eE0123456789 \ttrufalsn\x80\xC3\xED\xF0\xBF";
+    std::mt19937 random(99);
+    int checked = 0;
+    for (int i = 0; i < 20000; ++i) {
+        std::string text = seeds[static_cast<std::size_t>(i) % seeds.size()];
+        const int edits = 1 + static_cast<int>(random() % 3);
+        for (int e = 0; e < edits && !text.empty(); ++e) {
+            const std::size_t at = random() % text.size();
+            switch (random() % 3) {
+                case 0: text.erase(at, 1); break;
+                case 1: text.insert(at, 1, alphabet[random() % alphabet.size()]); break;
+                default: text[at] = alphabet[random() % alphabet.size()]; break;
+            }
+        }
+        if (text.starts_with("\xEF\xBB\xBF")) continue;
+        CAPTURE(text);
+        CHECK(!validate_json(text).has_value() == json::accept(text));
+        ++checked;
+    }
+    CHECK(checked > 19000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// output_file
+
+TEST_CASE("output_file renames its temporary into place only at commit") {
+    temp_dir dir;
+    const std::string path = dir / "t.json";
+    output_file out(path);
+    CHECK(out.path() == path);
+    out.write("{\"a\":");
+    out.write("1}");
+    const auto during = entries(dir.path);
+    REQUIRE(during.size() == 1);
+    CHECK(is_temporary_of(during[0], "t.json"));
+    CHECK_FALSE(fs::exists(path));
+    out.commit();
+    CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+    CHECK(read_plain(path) == "{\"a\":1}");
+}
+
+TEST_CASE("output_file gives the trace the permissions the umask allows") {
+    temp_dir dir;
+    const mode_t saved = ::umask(022);
+    {
+        output_file out(dir / "a.json");
+        out.commit();
+    }
+    ::umask(077);
+    {
+        output_file out(dir / "b.json");
+        out.commit();
+    }
+    ::umask(saved);
+    struct stat a {};
+    struct stat b {};
+    REQUIRE(::stat((dir / "a.json").c_str(), &a) == 0);
+    REQUIRE(::stat((dir / "b.json").c_str(), &b) == 0);
+    CHECK((a.st_mode & 0777) == 0644);
+    CHECK((b.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("output_file compresses a .gz path with gzip") {
+    temp_dir dir;
+    const std::string text = R"({"traceEvents":[{"name":"x","ts":1.000}]})";
+    for (const int level : {0, 1, 6, 9}) {
+        CAPTURE(level);
+        const std::string path = dir / ("t" + std::to_string(level) + ".json.gz");
+        output_file out(path, level);
+        out.write(text);
+        out.write(text);
+        out.commit();
+        const std::string bytes = read_plain(path);
+        REQUIRE(bytes.size() > 2);
+        CHECK(static_cast<unsigned char>(bytes[0]) == 0x1F);
+        CHECK(static_cast<unsigned char>(bytes[1]) == 0x8B);
+        CHECK(read_gzip(path) == text + text);
+    }
+    CHECK(entries(dir.path).size() == 4);
+}
+
+TEST_CASE("output_file writes an empty gzip stream when nothing was written") {
+    temp_dir dir;
+    const std::string path = dir / "empty.json.gz";
+    output_file out(path);
+    out.commit();
+    CHECK(fs::file_size(path) == 20);  // 10-byte header, empty deflate block, 8-byte trailer
+    CHECK(read_gzip(path).empty());
+}
+
+TEST_CASE("output_file replaces an existing file only at commit") {
+    temp_dir dir;
+    const std::string path = dir / "t.json";
+    std::ofstream(path) << "old contents";
+    output_file out(path);
+    out.write("new");
+    CHECK(read_plain(path) == "old contents");
+    out.commit();
+    CHECK(read_plain(path) == "new");
+    CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+}
+
+TEST_CASE("output_file destroyed without commit leaves no file behind") {
+    temp_dir dir;
+    for (const std::string name : {"t.json", "t.json.gz"}) {
+        CAPTURE(name);
+        {
+            output_file out(dir / name);
+            out.write(std::string(200000, 'x'));
+            REQUIRE(entries(dir.path).size() == 1);
+            CHECK(is_temporary_of(entries(dir.path)[0], name));
+        }
+        CHECK(entries(dir.path).empty());
+    }
+    SUBCASE("and leaves an existing file as it was") {
+        const std::string path = dir / "t.json";
+        std::ofstream(path) << "old";
+        {
+            output_file out(path);
+            out.write("new");
+        }
+        CHECK(read_plain(path) == "old");
+        CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+    }
+}
+
+TEST_CASE("output_file reports a missing directory with the path and the reason") {
+    temp_dir dir;
+    const std::string path = dir / "missing/t.json";
+    try {
+        output_file out(path);
+        FAIL("no exception");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == std::errc::no_such_file_or_directory);
+        CHECK(std::string(e.what()) == system_error_text(path, "No such file or directory"));
+    }
+    CHECK(entries(dir.path).empty());
+}
+
+TEST_CASE("output_file reports a parent that is a regular file") {
+    temp_dir dir;
+    std::ofstream(dir / "file") << "x";
+    const std::string path = dir / "file/t.json";
+    try {
+        output_file out(path);
+        FAIL("no exception");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == std::errc::not_a_directory);
+        CHECK(std::string(e.what()) == system_error_text(path, "Not a directory"));
+    }
+    CHECK(entries(dir.path) == std::vector<std::string>{"file"});
+}
+
+TEST_CASE("output_file refuses a path that is a directory before writing anything") {
+    temp_dir dir;
+    fs::create_directory(dir / "d");
+    for (const std::string& path : {dir / "d", dir / "d/"}) {
+        CAPTURE(path);
+        try {
+            output_file out(path);
+            FAIL("no exception");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == std::errc::is_a_directory);
+            CHECK(std::string(e.what()) == system_error_text(path, "Is a directory"));
+        }
+        CHECK(entries(dir.path) == std::vector<std::string>{"d"});
+        CHECK(entries(dir / "d").empty());
+    }
+}
+
+TEST_CASE("output_file reports an unwritable directory") {
+    // Root ignores permission bits, so as root the check runs in a child that has dropped to the
+    // unprivileged user "nobody" (uid/gid 65534), in a directory that user owns with mode 0500.
+    temp_dir dir;
+    fs::permissions(dir.path, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+    fs::create_directory(dir / "ro");
+    const bool root = ::geteuid() == 0;
+    if (root) REQUIRE(::chown((dir / "ro").c_str(), 65534, 65534) == 0);
+    fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    const std::string path = dir / "ro/t.json";
+    const std::string result = in_child([&]() -> std::string {
+        if (root && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return "cannot drop privileges";
+        try {
+            output_file out(path);
+            return "no exception";
+        } catch (const std::system_error& e) {
+            if (e.code() != std::errc::permission_denied) return "wrong code: " + e.code().message();
+            if (std::string(e.what()) != system_error_text(path, "Permission denied")) return e.what();
+        }
+        return "";
+    });
+    CHECK(result == "");
+    fs::permissions(dir / "ro", fs::perms::owner_all);
+    CHECK(entries(dir / "ro").empty());
+}
+
+TEST_CASE("output_file removes its temporary as soon as a write fails") {
+    // RLIMIT_FSIZE makes write() fail with EFBIG, standing in for a full disk; the limit is
+    // process-wide, so it is set in a child.
+    temp_dir dir;
+    for (const std::string name : {"big.json", "big.json.gz"}) {
+        CAPTURE(name);
+        const std::string path = dir / name;
+        const std::string result = in_child([&]() -> std::string {
+            std::signal(SIGXFSZ, SIG_IGN);
+            const rlimit limit{65536, 65536};
+            if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return "setrlimit failed";
+            std::mt19937 random(1);
+            std::string incompressible(1 << 20, '\0');
+            for (auto& c : incompressible) c = static_cast<char>(random());
+            output_file out(path);
+            try {
+                out.write(incompressible);
+                out.commit();
+                return "no error";
+            } catch (const std::system_error& e) {
+                if (e.code() != std::errc::file_too_large) return "code " + e.code().message();
+                if (e.what() != system_error_text(path, "File too large")) return e.what();
+            }
+            if (!entries(dir.path).empty()) return "left behind: " + entries(dir.path)[0];
+            try {
+                out.write("x");
+                return "write after failure accepted";
+            } catch (const std::logic_error& e) {
+                if (e.what() != system_error_text(path, "an earlier write failed")) return e.what();
+            }
+            return "ok";
+        });
+        CHECK(result == "ok");
+        CHECK(entries(dir.path).empty());
+    }
+}
+
+TEST_CASE("output_file rejects misuse and bad arguments with clear messages") {
+    temp_dir dir;
+    const std::string path = dir / "t.json";
+    output_file out(path);
+    out.commit();
+    CHECK_THROWS_WITH_AS(out.commit(), system_error_text(path, "it was already committed").c_str(),
+                         std::logic_error);
+    CHECK_THROWS_WITH_AS(out.write("x"), system_error_text(path, "it was already committed").c_str(),
+                         std::logic_error);
+    CHECK_THROWS_WITH_AS(output_file(""), "stint: cannot write trace '': the path is empty",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(output_file(dir / "t.json.gz", 10),
+                         system_error_text(dir / "t.json.gz", "gzip level 10 is not in 0..9").c_str(),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(output_file(dir / "t.json.gz", -1),
+                         system_error_text(dir / "t.json.gz", "gzip level -1 is not in 0..9").c_str(),
+                         std::invalid_argument);
+    CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// json_writer over output_file
+
+TEST_CASE("json_writer streams a whole trace through an output_file, plain and gzip") {
+    temp_dir dir;
+    for (const std::string name : {"trace.json", "trace.json.gz"}) {
+        CAPTURE(name);
+        const std::string path = dir / name;
+        {
+            output_file file(path);
+            json_writer out(file);
+            out.raw(R"({"traceEvents":[)");
+            for (int i = 0; i < 20000; ++i) {
+                if (i > 0) out.raw(",");
+                out.raw(R"({"ph":"X","name":)");
+                out.string("op \"" + std::to_string(i) + "\"\n\xFF");
+                out.raw(R"(,"ts":)");
+                out.microseconds(std::int64_t{i} * 1000 + 456);
+                out.raw(R"(,"id":)");
+                out.number(std::uint64_t{1} << 63 | static_cast<std::uint64_t>(i));
+                out.raw("}");
+            }
+            out.raw("]}");
+            out.flush();
+            file.commit();
+        }
+        const std::string text = name.ends_with(".gz") ? read_gzip(path) : read_plain(path);
+        CHECK_FALSE(validate_json(text).has_value());
+        const json trace = json::parse(text);
+        REQUIRE(trace["traceEvents"].size() == 20000);
+        const json& event = trace["traceEvents"][123];
+        CHECK(event["name"] == "op \"123\"\n" + replacement);
+        CHECK(event["ts"].get<double>() == 123.456);
+        CHECK(event["id"].get<std::uint64_t>() == (std::uint64_t{1} << 63 | 123));
+    }
+    CHECK(entries(dir.path) == std::vector<std::string>{"trace.json", "trace.json.gz"});
+}
+
+TEST_CASE("a 50 MB gzip trace streams through in bounded memory and reads back intact") {
+    temp_dir dir;
+    const std::string path = dir / "big.json.gz";
+    constexpr std::size_t target = 50u << 20;
+
+    // What reaches the file, hashed (FNV-1a) so that neither side holds it whole.
+    struct hashing_tee {
+        output_file* file;
+        std::uint64_t hash = 14695981039346656037ULL;
+        std::size_t size = 0;
+        void write(std::string_view bytes) {
+            for (const char c : bytes) {
+                hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+            }
+            size += bytes.size();
+            file->write(bytes);
+        }
+    };
+
+    const std::string result = in_child([&]() -> std::string {
+        rusage before {};
+        ::getrusage(RUSAGE_SELF, &before);
+        output_file file(path);
+        hashing_tee tee{&file};
+        json_writer out(tee);
+        std::mt19937_64 random(5);
+        out.raw("[");
+        for (std::size_t i = 0; tee.size < target; ++i) {
+            if (i > 0) out.raw(",\n");
+            out.raw(R"({"ts":)");
+            out.microseconds(static_cast<std::int64_t>(random() >> 20));
+            out.raw(R"(,"v":)");
+            out.number(random());
+            out.raw("}");
+        }
+        out.raw("]");
+        out.flush();
+        file.commit();
+        rusage after {};
+        ::getrusage(RUSAGE_SELF, &after);
+        const long grown_kib = after.ru_maxrss - before.ru_maxrss;
+        if (grown_kib > 16 * 1024) return "peak RSS grew by " + std::to_string(grown_kib) + " KiB";
+        return std::to_string(tee.size) + " " + std::to_string(tee.hash);
+    });
+
+    std::uint64_t hash = 14695981039346656037ULL;
+    std::size_t size = 0;
+    gzFile in = gzopen(path.c_str(), "rb");
+    REQUIRE(in != nullptr);
+    std::vector<char> chunk(1 << 20);
+    int n = 0;
+    while ((n = gzread(in, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) {
+        for (int i = 0; i < n; ++i) {
+            hash = (hash ^ static_cast<unsigned char>(chunk[static_cast<std::size_t>(i)])) *
+                   1099511628211ULL;
+        }
+        size += static_cast<std::size_t>(n);
+    }
+    CHECK(n == 0);
+    CHECK(gzclose(in) == Z_OK);
+    CHECK(size >= target);
+    CHECK(result == std::to_string(size) + " " + std::to_string(hash));
+    CHECK(fs::file_size(path) < size);
+    CHECK(entries(dir.path) == std::vector<std::string>{"big.json.gz"});
+}

@@ -1,0 +1,71 @@
+#pragma once
+// Helpers shared by the tests: temporary directories and reading traces back independently.
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace stint_test {
+
+/// A fresh directory under the system temp dir, removed with its contents at scope end.
+class temp_dir {
+public:
+    temp_dir() {
+        std::random_device rd;
+        path_ = std::filesystem::temp_directory_path() / ("stint_test_" + std::to_string(rd()) + std::to_string(rd()));
+        std::filesystem::create_directories(path_);
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
+    [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+inline std::string read_gzip(const std::string& path) {
+    gzFile file = gzopen(path.c_str(), "rb");
+    std::string text;
+    if (file == nullptr) return text;
+    char block[65536];
+    int n = 0;
+    while ((n = gzread(file, block, sizeof(block))) > 0) text.append(block, static_cast<std::size_t>(n));
+    gzclose(file);
+    return text;
+}
+
+/// Parses a trace file (gzip when the name ends in .gz) with nlohmann-json, not with stint.
+inline nlohmann::json read_json(const std::string& path) {
+    const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+    return nlohmann::json::parse(gz ? read_gzip(path) : read_file(path));
+}
+
+/// The trace's events with ph "X" or "i" (not metadata).
+inline std::vector<nlohmann::json> timed_events(const nlohmann::json& trace) {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : trace.at("traceEvents")) {
+        if (e.at("ph") != "M") out.push_back(e);
+    }
+    return out;
+}
+
+}  // namespace stint_test

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Runs every test binary of one or more meson build directories and sums doctest's counts.
+
+Prints each binary's doctest summary and ends with one line `N passed, N failed` (test cases, summed
+over all binaries; a binary that crashes or prints no summary counts as one failed test case).
+Exit status is non-zero on any failure.
+
+usage: tools/run_tests.py BUILD_DIR [BUILD_DIR ...] [--only NAME,NAME]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed")
+
+
+def tests_of(build_dir):
+    out = subprocess.run(["meson", "introspect", "--tests", build_dir], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build_dirs", nargs="+")
+    parser.add_argument("--only", default="", help="comma-separated test names to run (default: all)")
+    parser.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the tests")
+    args = parser.parse_args()
+    only = {name for name in args.only.split(",") if name}
+    passed = failed = 0
+    for build_dir in args.build_dirs:
+        for test in tests_of(build_dir):
+            if only and test["name"] not in only:
+                continue
+            env = dict(os.environ)
+            env.update(test.get("env") or {})
+            for pair in args.env:
+                key, _, value = pair.partition("=")
+                env[key] = value
+            label = f"{os.path.basename(os.path.normpath(build_dir))}/{test['name']}"
+            try:
+                run = subprocess.run(test["cmd"], cwd=test.get("workdir") or build_dir, env=env,
+                                     capture_output=True, text=True, errors="replace",
+                                     timeout=test.get("timeout") or 600)
+                output = run.stdout + run.stderr
+                code = run.returncode
+            except subprocess.TimeoutExpired as exc:
+                output = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+                code = -1
+                output += "\n(timed out)"
+            match = SUMMARY.search(output)
+            if match:
+                p, f = int(match.group(2)), int(match.group(3))
+                if code != 0 and f == 0:
+                    f = 1  # crashed after its summary, or failed outside a test case
+            else:
+                p, f = 0, 1
+            passed += p
+            failed += f
+            status = "ok" if f == 0 else "FAILED"
+            print(f"{label}: {p} passed, {f} failed ({status})", flush=True)
+            if f:
+                print(output[-6000:], flush=True)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
