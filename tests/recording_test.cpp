@@ -356,3 +356,15 @@ TEST_CASE("runtime names longer than 4096 bytes are cut and counted") {
     CHECK(prof.events()[0].name.size() == 4096);
     CHECK(prof.stats().truncated_names == 1);
 }
+
+TEST_CASE("several scopes on one line get distinct sites") {
+    stint::profiler<> prof;
+    prof.start();
+    { STINT_SCOPE("a"); STINT_SCOPE("b"); STINT_OP(stint::config<>, "c"); }
+    prof.stop();
+    REQUIRE(prof.events().size() == 3);
+    CHECK(prof.events()[0].name == "a");
+    CHECK(prof.events()[1].name == "b");
+    CHECK(prof.events()[2].name == "c");
+    CHECK(prof.events()[2].depth == 2);
+}

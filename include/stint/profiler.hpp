@@ -61,8 +61,7 @@ public:
     /// Stops recording and builds the event list. Stopping a stopped profiler does nothing.
     void stop() {
         if constexpr (Config::enabled) {
-            session_.close(events_, next_id_);
-            next_id_ += events_.size();
+            if (session_.close(events_, next_id_)) next_id_ += events_.size();
         }
     }
 

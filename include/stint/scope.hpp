@@ -130,7 +130,6 @@ private:
 
 #define STINT_DETAIL_CAT2(a, b) a##b
 #define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
-#define STINT_DETAIL_UNIQUE(prefix) STINT_DETAIL_CAT(prefix, __LINE__)
 
 /// The configuration STINT_SCOPE and STINT_INSTANT use; define it before including stint to change it
 /// for a translation unit (e.g. `#define STINT_CONFIG stint::disabled`).
@@ -157,28 +156,31 @@ private:
 /// Times the rest of the enclosing block as a user annotation named by a string literal.
 ///
 ///     void parse(Input& in) { STINT_SCOPE("parse"); ... }
-#define STINT_SCOPE(name)                                                                                    \
-    STINT_DETAIL_SITE(STINT_DETAIL_UNIQUE(stint_site_), name, ::stint::event_kind::user_annotation);        \
-    ::stint::detail::scope<STINT_CONFIG> STINT_DETAIL_UNIQUE(stint_scope_) { STINT_DETAIL_UNIQUE(stint_site_) }
+#define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
+#define STINT_DETAIL_SCOPE(name, id)                                                                         \
+    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation);       \
+    ::stint::detail::scope<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) { STINT_DETAIL_CAT(stint_site_, id) }
 
 /// Times the rest of the block under a name computed at run time (copied into the record; a
 /// temporary string is kept alive until the block ends).
-#define STINT_SCOPE_NAMED(name)                                                                              \
-    auto&& STINT_DETAIL_UNIQUE(stint_name_) = (name);                                                        \
-    ::stint::detail::named_scope STINT_DETAIL_UNIQUE(stint_scope_) {                                         \
-        ::std::string_view { STINT_DETAIL_UNIQUE(stint_name_) }                                              \
+#define STINT_SCOPE_NAMED(name) STINT_DETAIL_SCOPE_NAMED(name, __COUNTER__)
+#define STINT_DETAIL_SCOPE_NAMED(name, id)                                                                   \
+    auto&& STINT_DETAIL_CAT(stint_name_, id) = (name);                                                       \
+    ::stint::detail::named_scope STINT_DETAIL_CAT(stint_scope_, id) {                                        \
+        ::std::string_view { STINT_DETAIL_CAT(stint_name_, id) }                                             \
     }
 
 /// Times the rest of the block as an operator (`cat: cpu_op`) of the given configuration. The inputs
 /// are evaluated only when the configuration captures them and a session records.
 ///
 ///     STINT_OP(my_config, "aten::mm", a, b);
-#define STINT_OP(config, name, ...)                                                                          \
-    STINT_DETAIL_SITE(STINT_DETAIL_UNIQUE(stint_site_), name, ::stint::event_kind::cpu_op);                 \
-    auto STINT_DETAIL_UNIQUE(stint_inputs_) = [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); };           \
-    ::stint::detail::op_scope<config, decltype(STINT_DETAIL_UNIQUE(stint_inputs_))> STINT_DETAIL_UNIQUE(     \
-        stint_scope_) {                                                                                      \
-        STINT_DETAIL_UNIQUE(stint_site_), ::std::move(STINT_DETAIL_UNIQUE(stint_inputs_))                    \
+#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name __VA_OPT__(, ) __VA_ARGS__)
+#define STINT_DETAIL_OP(id, config, name, ...)                                                               \
+    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::cpu_op);                \
+    auto STINT_DETAIL_CAT(stint_inputs_, id) = [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); };          \
+    ::stint::detail::op_scope<config, decltype(STINT_DETAIL_CAT(stint_inputs_, id))> STINT_DETAIL_CAT(       \
+        stint_scope_, id) {                                                                                  \
+        STINT_DETAIL_CAT(stint_site_, id), ::std::move(STINT_DETAIL_CAT(stint_inputs_, id))                  \
     }
 
 /// Records a zero-length event now.
