@@ -3,9 +3,11 @@
 // their ratios are honest on a shared machine.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include <stint/stint.hpp>
@@ -88,6 +90,47 @@ void stint_scope_timing_only(benchmark::State& state) {
     }
 }
 BENCHMARK(stint_scope_timing_only)->ThreadRange(1, 2);
+
+// Ops: timing-only (the inputs are never evaluated; the same cost as a scope) and record_shapes with
+// three rank-2 tensors (design §6: <= 3x timing-only). A fixed iteration count keeps the session's
+// records, and the drain that decodes them at stop(), to a bounded size.
+struct bench_tensor {
+    std::array<std::int64_t, 2> dims;
+    std::array<std::int64_t, 2> steps;
+    const std::array<std::int64_t, 2>& sizes() const { return dims; }
+    const std::array<std::int64_t, 2>& strides() const { return steps; }
+    std::string_view dtype() const { return "float"; }
+};
+
+constexpr std::int64_t op_iterations = std::int64_t{1} << 20;
+
+template <class Config, class Body>
+void run_op_bench(benchmark::State& state, Body body) {
+    stint::profiler<Config> prof({.buffer_budget_bytes = std::size_t{2} << 30});
+    prof.start();
+    for (auto _ : state) {
+        body();
+        benchmark::ClobberMemory();
+    }
+    state.PauseTiming();
+    prof.stop();
+    state.counters["dropped"] = static_cast<double>(prof.stats().dropped);
+    state.ResumeTiming();
+}
+
+void stint_op_timing_only(benchmark::State& state) {
+    const bench_tensor a{{64, 32}, {32, 1}}, b{{32, 16}, {16, 1}}, c{{64, 16}, {16, 1}};
+    run_op_bench<stint::config<>>(state, [&] { STINT_OP(stint::config<>, "bench::op", a, b, c); });
+}
+BENCHMARK(stint_op_timing_only)->Iterations(op_iterations);
+
+using shapes_config = stint::config<stint::record_shapes>;
+
+void stint_op_shapes_3x_rank2(benchmark::State& state) {
+    const bench_tensor a{{64, 32}, {32, 1}}, b{{32, 16}, {16, 1}}, c{{64, 16}, {16, 1}};
+    run_op_bench<shapes_config>(state, [&] { STINT_OP(shapes_config, "bench::op", a, b, c); });
+}
+BENCHMARK(stint_op_shapes_3x_rank2)->Iterations(op_iterations);
 
 }  // namespace
 

@@ -1,24 +1,40 @@
 // quickstart: profiles a small multi-threaded workload (a blocked matrix multiply, a sort, a tiny
-// expression parser), prints the key-averages table and writes quickstart.pt.trace.json.
+// expression parser), prints the key-averages table (grouped by input shape, with flops) and writes
+// quickstart.pt.trace.json.
 #include <stint/stint.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 namespace {
 
+// Ops of this config record their inputs' shapes and get torch's flop estimates (with_flops implies
+// record_shapes); the table groups them by input shape and adds a "Total MFLOPs" column.
+using flops_config = stint::config<stint::with_flops>;
+
 using matrix = std::vector<double>;
 
+// Any type with sizes() and dtype() is captured as a tensor, with no stint code.
+struct shape_of {
+    std::array<std::int64_t, 2> dims;
+    const std::array<std::int64_t, 2>& sizes() const { return dims; }
+    std::string_view dtype() const { return "double"; }
+};
+
 void multiply_block(const matrix& a, const matrix& b, matrix& c, int n, int i0, int j0, int k0, int block) {
-    STINT_OP(stint::config<>, "blas::gemm_block", n, block);
+    // A custom op whose flops follow torch's aten::mm formula: 2 * M * K * N per block.
+    STINT_OP_FLOPS(flops_config, "blas::gemm_block", "aten::mm", shape_of{{block, block}}, shape_of{{block, block}});
     for (int i = i0; i < std::min(i0 + block, n); ++i)
         for (int k = k0; k < std::min(k0 + block, n); ++k) {
             const double aik = a[static_cast<std::size_t>(i * n + k)];
@@ -31,6 +47,7 @@ void matmul(int n, int block) {
     STINT_SCOPE("matmul");
     matrix a(static_cast<std::size_t>(n * n), 1.5), b(static_cast<std::size_t>(n * n), 0.5);
     matrix c(static_cast<std::size_t>(n * n), 0.0);
+    STINT_OP(flops_config, "aten::mm", shape_of{{n, n}}, shape_of{{n, n}});
     for (int i = 0; i < n; i += block)
         for (int j = 0; j < n; j += block)
             for (int k = 0; k < n; k += block) multiply_block(a, b, c, n, i, j, k, block);
@@ -96,7 +113,7 @@ long parse_many(int count) {
 }  // namespace
 
 int main() {
-    stint::profiler<> prof;
+    stint::profiler<flops_config> prof;
     prof.start();
     {
         STINT_SCOPE("workload");
@@ -117,7 +134,8 @@ int main() {
     }
     prof.stop();
 
-    std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 12}) << "\n";
+    std::cout << prof.key_averages({.group_by_input_shape = true}).table({.sort_by = "self_cpu_time_total", .row_limit = 12})
+              << "\n";
     const std::string path = "quickstart.pt.trace.json";
     prof.export_chrome_trace(path);
     std::cout << "recorded " << prof.stats().recorded << " events (" << prof.stats().dropped << " dropped)\n"

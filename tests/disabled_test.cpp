@@ -8,6 +8,7 @@
 #endif
 
 namespace {
+using shapes = stint::config<stint::with_flops>;
 int evaluations = 0;
 [[maybe_unused]] int side_effect() { return ++evaluations; }
 }  // namespace
@@ -19,6 +20,8 @@ TEST_CASE("STINT_DISABLE compiles every macro out and records nothing") {
         STINT_SCOPE("scope");
         STINT_SCOPE_NAMED(std::to_string(side_effect()));
         STINT_OP(stint::config<>, "op", side_effect());
+        STINT_OP(shapes, "shapes_op", side_effect());
+        STINT_OP_FLOPS(shapes, "flops_op", "aten::mm", side_effect());
         STINT_INSTANT("instant");
         if (evaluations == 0)
             STINT_INSTANT("no braces needed");

@@ -4,6 +4,7 @@
 #include <stint/stint.hpp>
 
 #include <filesystem>
+#include <span>
 
 #include "test_util.hpp"
 
@@ -24,4 +25,23 @@ TEST_CASE("the single header records and exports a trace") {
     prof.export_chrome_trace(dir.file("single.json"));
     const auto trace = stint_test::read_json(dir.file("single.json"));
     CHECK(stint_test::timed_events(trace).size() == 2);
+}
+
+TEST_CASE("the single header captures op inputs and flops") {
+    using flops = stint::config<stint::with_flops>;
+    stint_test::temp_dir dir;
+    stint::profiler<flops> prof;
+    prof.start();
+    {
+        const std::span<const float> v;
+        STINT_OP(flops, "aten::add", v, 2);
+    }
+    prof.stop();
+    REQUIRE(prof.events().size() == 1);
+    CHECK(prof.events()[0].flops == 0);
+    prof.export_chrome_trace(dir.file("shapes.json"));
+    const auto trace = stint_test::read_json(dir.file("shapes.json"));
+    const auto args = stint_test::timed_events(trace).at(0).at("args");
+    CHECK(args.at("Input type") == nlohmann::json({"float", "Scalar"}));
+    CHECK(args.at("Input Dims") == nlohmann::json::parse("[[0], []]"));
 }

@@ -7,16 +7,51 @@
 
 namespace stint {
 
-/// A recording configuration made of policy tags.
+namespace detail {
+
+// The tag a policy answers `has` for: its `policy_family` when it declares one (record_shapes and
+// record_shapes_limits<...> are one feature), else the tag itself.
+template <class P>
+struct policy_family {
+    using type = P;
+};
+template <class P>
+    requires requires { typename P::policy_family; }
+struct policy_family<P> {
+    using type = typename P::policy_family;
+};
+
+template <class P, class Q>
+inline constexpr bool same_policy = std::is_same_v<typename policy_family<P>::type, typename policy_family<Q>::type>;
+
+// Whether the chosen policy T provides P: it is P, or it implies P (with_flops implies record_shapes).
+template <class T, class P>
+constexpr bool provides() {
+    if constexpr (same_policy<T, P>) {
+        return true;
+    } else if constexpr (requires { typename T::implies; }) {
+        return same_policy<typename T::implies, P>;
+    } else {
+        return false;
+    }
+}
+
+}  // namespace detail
+
+/// A recording configuration made of policy tags (see policies.hpp).
 ///
 ///     using timing_only = stint::config<>;
-///     stint::profiler<timing_only> prof;
+///     using shapes_and_flops = stint::config<stint::with_flops>;  // with_flops implies record_shapes
+///     stint::profiler<shapes_and_flops> prof;
 template <class... Policies>
 struct config {
     static constexpr bool enabled = true;
-    /// Whether the policy P was chosen.
+    /// Whether the policy P was chosen, or is implied by one that was.
     template <class P>
-    static constexpr bool has = (std::is_same_v<P, Policies> || ...);
+    static constexpr bool has = (detail::provides<Policies, P>() || ...);
+    /// `F<Policies...>`: lets a feature find its own tag (and its parameters) among the policies.
+    template <template <class...> class F>
+    using apply = F<Policies...>;
 };
 
 /// The configuration that records nothing: scopes and ops built with it compile to nothing and a
@@ -25,6 +60,8 @@ struct disabled {
     static constexpr bool enabled = false;
     template <class P>
     static constexpr bool has = false;
+    template <template <class...> class F>
+    using apply = F<>;
 };
 
 /// What every configuration type provides.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -114,6 +115,13 @@ private:
     std::atomic<std::int64_t> budget_left_{0};
 };
 
+/// The payload that follows a record, as the drain hands it on: the header's aux word and the bytes
+/// after the header (padding included). Empty for timing-only records.
+struct record_payload {
+    std::uint32_t aux = 0;
+    std::span<const std::byte> bytes;
+};
+
 /// Counts a drain reports per thread.
 struct drained_thread {
     std::uint64_t os_tid = 0;
@@ -203,18 +211,19 @@ private:
                 record r;
                 std::memcpy(&r, at, sizeof(r));
                 std::size_t bytes = sizeof(record);
-                std::string_view name;
-                if (r.where->payload == payload_kind::runtime_name) {
+                record_payload payload;
+                if (r.where->payload != payload_kind::none) {
                     payload_header header;
                     std::memcpy(&header, at + sizeof(record), sizeof(header));
                     bytes += header.bytes;
-                    name = {reinterpret_cast<const char*>(at + sizeof(record) + sizeof(header)), header.aux};
+                    payload.aux = header.aux;
+                    payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
                 }
                 at += bytes;
                 // A scope still open at stop ended after it: it belongs to no window.
                 if (r.end_ticks > stop_ticks) continue;
                 ++info.recorded;
-                on_record(info, r, name);
+                on_record(info, r, payload);
             }
         }
         info.dropped = node.dropped.load(std::memory_order_relaxed);
@@ -406,6 +415,51 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin
             std::memcpy(at + sizeof(record), &header, sizeof(header));
             if (!name.empty()) std::memcpy(at + sizeof(record) + sizeof(header), name.data(), name.size());
         }
+        buffer.cursor = at + bytes;
+        // release: pairs with the acquire in drain_node().
+        buffer.current->published.store(buffer.cursor, std::memory_order_release);
+    } catch (...) {
+        // Out of memory while registering or growing: the record is lost, and counted if it can be.
+        if (buffer.node != nullptr) bump(buffer.node->dropped);
+    }
+}
+
+/// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
+/// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
+/// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
+/// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
+template <int = 0>
+STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_t begin, std::uint64_t end,
+                                                 std::uint32_t state, std::uint32_t aux,
+                                                 std::span<const std::byte> first,
+                                                 std::span<const std::byte> second = {}) noexcept {
+    thread_buffer& buffer = tls_buffer;
+    if (buffer.dead) return;
+    try {
+        registry& reg = the_registry();
+        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
+        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
+        thread_node& node = *buffer.node;
+        const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
+        const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+        const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
+        if (bytes > chunk::data_bytes) {
+            bump(node.dropped);
+            return;
+        }
+        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
+            bump(node.dropped);
+            return;
+        }
+        std::byte* at = buffer.cursor;
+        ::new (at) record{where, begin, end};
+        const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
+        std::byte* out = at + sizeof(record);
+        std::memcpy(out, &header, sizeof(header));
+        out += sizeof(header);
+        if (!first.empty()) std::memcpy(out, first.data(), first.size());
+        out += first_padded;
+        if (!second.empty()) std::memcpy(out, second.data(), second.size());
         buffer.cursor = at + bytes;
         // release: pairs with the acquire in drain_node().
         buffer.current->published.store(buffer.cursor, std::memory_order_release);

@@ -2,15 +2,21 @@
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "stint/buffer.hpp"
+#include "stint/capture/inputs.hpp"
 #include "stint/clock.hpp"
 #include "stint/config.hpp"
+#include "stint/policies.hpp"
 #include "stint/registry.hpp"
 #include "stint/site.hpp"
 
@@ -52,12 +58,101 @@ public:
 };
 
 /// An op scope. `Inputs` is a callable that produces the op's inputs; it runs only when a capture
-/// policy needs them while recording (never for timing-only or disabled configs).
+/// policy needs them while recording (never for timing-only or disabled configs, whose op scope is
+/// exactly their scope: same size, same code).
 template <class Config, class Inputs>
 class op_scope : public scope<Config> {
 public:
     STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&&) noexcept : scope<Config>(where) {}
 };
+
+template <class... Policies>
+struct find_shapes_limits {
+    using type = record_shapes;  // implied by another policy (with_flops): the defaults
+};
+template <class P, class... Rest>
+struct find_shapes_limits<P, Rest...> {
+    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
+};
+
+/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
+template <class Config>
+using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
+
+/// Whether ops of Config capture their inputs.
+template <class Config>
+inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
+
+/// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
+struct input_sink {
+    input_writer* writer;
+    template <class... Args>
+    void operator()(const Args&... args) const {
+        (writer->value(args), ...);
+    }
+};
+
+/// The op scope of a configuration with record_shapes: at entry (only while a session records) the
+/// inputs are encoded into a bounded buffer in this object, before the begin tick so the capture is
+/// not charged to the op; at exit the record and that payload are appended together.
+template <class Config, class Inputs>
+    requires captures_inputs<Config>
+class op_scope<Config, Inputs> {
+    using limits = shapes_limits_t<Config>;
+
+public:
+    STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&& inputs) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)) {
+        if (is_recording_state(state_)) {
+            where_ = &where;
+            input_writer writer(buffer_, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
+                                record_concrete_inputs());
+            try {
+                inputs(input_sink{&writer});
+            } catch (...) {
+                writer.mark_truncated();  // an input's accessor threw: keep what was captured
+            }
+            used_ = static_cast<std::uint32_t>(writer.size());
+            aux_ = writer.aux();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~op_scope() {
+        if (is_recording_state(state_)) {
+            append_record_payload(where_, begin_, read_ticks(), state_, aux_, std::span<const std::byte>(buffer_, used_));
+        }
+    }
+    op_scope(const op_scope&) = delete;
+    op_scope& operator=(const op_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    std::uint32_t aux_ = 0;
+    std::uint32_t used_ = 0;
+    const site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+    alignas(8) std::byte buffer_[limits::max_bytes];
+};
+
+/// The payload kind of an op site of Config.
+template <class Config>
+constexpr payload_kind op_payload_kind() noexcept {
+    if constexpr (captures_inputs<Config>) {
+        return payload_kind::inputs;
+    } else {
+        return payload_kind::none;
+    }
+}
+
+/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
+template <class Config>
+constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
+    if constexpr (Config::enabled && Config::template has<with_flops>) {
+        return formula;
+    } else {
+        return {};
+    }
+}
 
 /// Writes a zero-length event now.
 STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
@@ -97,12 +192,36 @@ namespace stint {
 ///
 ///     stint::record_function rf(layer.name() + ".forward");
 ///     run(layer);
+///
+/// An args string (torch's `record_function(name, args)`) is recorded as the annotation's one input,
+/// a string: the trace shows `"Input type": ["String"]` and, with concrete inputs on, the text in
+/// `"Concrete Inputs"`; `event_args::record_args` holds it.
+///
+///     stint::record_function rf("## TEST 1 ##", "1, 2, 3");
 class record_function {
 public:
     explicit record_function(std::string_view name)
         : state_(detail::recording.value.load(std::memory_order_relaxed)) {
         if (detail::is_recording_state(state_)) {
             name_.assign(name);
+            begin_ = read_ticks();
+        }
+    }
+    record_function(std::string_view name, std::string_view args)
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), has_args_(true) {
+        if (detail::is_recording_state(state_)) {
+            name_.assign(name);
+            if (name_.size() > detail::max_runtime_name_bytes) name_.resize(detail::max_runtime_name_bytes);
+            // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
+            const std::size_t text = args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
+            args_.resize(8 + 4 + text);
+            input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
+            writer.string(args);
+            const std::uint32_t aux = writer.aux();
+            const auto used = static_cast<std::uint32_t>(writer.size());
+            std::memcpy(args_.data(), &aux, 4);
+            std::memcpy(args_.data() + 4, &used, 4);
+            args_.resize(8 + used);
             begin_ = read_ticks();
         }
     }
@@ -113,15 +232,24 @@ public:
     /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_)) {
-            detail::append_record_slow(&detail::runtime_named_site, begin_, read_ticks(), state_, name_);
+            if (has_args_) {
+                detail::append_record_payload(&detail::runtime_named_args_site, begin_, read_ticks(), state_,
+                                              static_cast<std::uint32_t>(name_.size()),
+                                              std::as_bytes(std::span<const char>(name_)),
+                                              std::span<const std::byte>(args_));
+            } else {
+                detail::append_record_slow(&detail::runtime_named_site, begin_, read_ticks(), state_, name_);
+            }
             state_ = 0;
         }
     }
 
 private:
     std::uint32_t state_;
+    bool has_args_ = false;
     std::uint64_t begin_ = 0;
     std::string name_;
+    std::vector<std::byte> args_;
 };
 
 }  // namespace stint
@@ -145,6 +273,7 @@ private:
 #define STINT_SCOPE(name) static_assert(true, "")
 #define STINT_SCOPE_NAMED(name) static_assert(true, "")
 #define STINT_OP(config, name, ...) static_assert(true, "")
+#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
 #else
 #define STINT_DETAIL_SITE(var, name, kind)                                                                   \
@@ -171,12 +300,28 @@ private:
     }
 
 /// Times the rest of the block as an operator (`cat: cpu_op`) of the given configuration. The inputs
-/// are evaluated only when the configuration captures them and a session records.
+/// are evaluated only when the configuration captures them (record_shapes) and a session records;
+/// with with_flops, the op's name picks its flop formula ("aten::mm", or a registered one). A config
+/// with several policies must be named by an alias (the macro would split `config<a, b>` at its comma).
 ///
-///     STINT_OP(my_config, "aten::mm", a, b);
-#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name __VA_OPT__(, ) __VA_ARGS__)
-#define STINT_DETAIL_OP(id, config, name, ...)                                                               \
-    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::cpu_op);                \
+///     using shapes = stint::config<stint::record_shapes>;
+///     STINT_OP(shapes, "aten::mm", a, b);
+#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name, name __VA_OPT__(, ) __VA_ARGS__)
+
+/// STINT_OP whose flops (with_flops) come from `formula`: a formula name ("aten::mm", or one given
+/// to stint::register_flop_formula) or a `std::int64_t(const stint::op_inputs&)` function (a lambda
+/// in parentheses). Without with_flops in the config the formula is ignored.
+///
+///     STINT_OP_FLOPS(cfg, "my::gemm", "aten::mm", a, b);
+#define STINT_OP_FLOPS(config, name, formula, ...)                                                           \
+    STINT_DETAIL_OP(__COUNTER__, config, name, formula __VA_OPT__(, ) __VA_ARGS__)
+
+#define STINT_DETAIL_OP(id, config, name, formula, ...)                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        name, ::stint::event_kind::cpu_op, ::stint::detail::op_payload_kind<config>(),                     \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \
+            ::stint::detail::op_flop_formula<config>(formula)                                               \
+    };                                                                                                       \
     auto STINT_DETAIL_CAT(stint_inputs_, id) = [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); };          \
     ::stint::detail::op_scope<config, decltype(STINT_DETAIL_CAT(stint_inputs_, id))> STINT_DETAIL_CAT(       \
         stint_scope_, id) {                                                                                  \

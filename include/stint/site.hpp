@@ -6,14 +6,19 @@
 #include <string_view>
 
 #include "stint/analysis/event.hpp"
+#include "stint/capture/flop_formula.hpp"
 
 namespace stint::detail {
 
 /// What follows a record's fixed 24 bytes. Records are self-describing through their site, so one
 /// session drains sites compiled with different configs.
 enum class payload_kind : std::uint8_t {
-    none,          ///< timing only
-    runtime_name,  ///< a copied name (STINT_SCOPE_NAMED, record_function)
+    none,                ///< timing only
+    runtime_name,        ///< a copied name (STINT_SCOPE_NAMED, record_function)
+    inputs,              ///< captured op inputs (record_shapes; capture/detail/input_encoding.hpp)
+    runtime_name_inputs, ///< a copied name, then captured inputs (record_function with args): the
+                         ///< header's aux is the name's length; at the name's 8-byte-padded end,
+                         ///< u32 inputs aux, u32 inputs bytes, the inputs
 };
 
 /// Where a site is in the source. (std::source_location is unusable with clang 14 and libstdc++ 12;
@@ -30,9 +35,12 @@ struct site {
     event_kind kind = event_kind::user_annotation;
     payload_kind payload = payload_kind::none;
     source_location location = {};
+    flop_formula flops = {};  ///< with_flops: how the op's flops are estimated at drain; empty: none
 };
 
 /// Site used by record_function and STINT_SCOPE_NAMED: the name travels in the payload.
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
+/// Site used by record_function with an args string.
+inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 
 }  // namespace stint::detail

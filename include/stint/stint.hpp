@@ -3,7 +3,12 @@
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/config.hpp"
+#include "stint/policies.hpp"
 #include "stint/clock.hpp"
+#include "stint/capture/flop_formula.hpp"
+#include "stint/capture/op_inputs.hpp"
+#include "stint/capture/inputs.hpp"
+#include "stint/capture/flops.hpp"
 #include "stint/site.hpp"
 #include "stint/buffer.hpp"
 #include "stint/registry.hpp"

@@ -46,16 +46,51 @@
 
 namespace stint {
 
-/// A recording configuration made of policy tags.
+namespace detail {
+
+// The tag a policy answers `has` for: its `policy_family` when it declares one (record_shapes and
+// record_shapes_limits<...> are one feature), else the tag itself.
+template <class P>
+struct policy_family {
+    using type = P;
+};
+template <class P>
+    requires requires { typename P::policy_family; }
+struct policy_family<P> {
+    using type = typename P::policy_family;
+};
+
+template <class P, class Q>
+inline constexpr bool same_policy = std::is_same_v<typename policy_family<P>::type, typename policy_family<Q>::type>;
+
+// Whether the chosen policy T provides P: it is P, or it implies P (with_flops implies record_shapes).
+template <class T, class P>
+constexpr bool provides() {
+    if constexpr (same_policy<T, P>) {
+        return true;
+    } else if constexpr (requires { typename T::implies; }) {
+        return same_policy<typename T::implies, P>;
+    } else {
+        return false;
+    }
+}
+
+}  // namespace detail
+
+/// A recording configuration made of policy tags (see policies.hpp).
 ///
 ///     using timing_only = stint::config<>;
-///     stint::profiler<timing_only> prof;
+///     using shapes_and_flops = stint::config<stint::with_flops>;  // with_flops implies record_shapes
+///     stint::profiler<shapes_and_flops> prof;
 template <class... Policies>
 struct config {
     static constexpr bool enabled = true;
-    /// Whether the policy P was chosen.
+    /// Whether the policy P was chosen, or is implied by one that was.
     template <class P>
-    static constexpr bool has = (std::is_same_v<P, Policies> || ...);
+    static constexpr bool has = (detail::provides<Policies, P>() || ...);
+    /// `F<Policies...>`: lets a feature find its own tag (and its parameters) among the policies.
+    template <template <class...> class F>
+    using apply = F<Policies...>;
 };
 
 /// The configuration that records nothing: scopes and ops built with it compile to nothing and a
@@ -64,6 +99,8 @@ struct disabled {
     static constexpr bool enabled = false;
     template <class P>
     static constexpr bool has = false;
+    template <template <class...> class F>
+    using apply = F<>;
 };
 
 /// What every configuration type provides.
@@ -74,6 +111,67 @@ concept configuration = requires {
 
 }  // namespace stint
 // ---- end stint/config.hpp ----
+
+// ---- begin stint/policies.hpp ----
+// Policy tags: what a stint::config can add to the records of its sites (design §2). Each tag names
+// what the user gets; an absent tag leaves no code, no branch and no byte in the record.
+//
+// A policy may carry constexpr parameters. Tags of one feature share a `policy_family` (the tag
+// `config::has` answers for), and a tag may `imply` another, as with_flops implies record_shapes.
+
+#include <cstddef>
+
+namespace stint {
+
+namespace detail {
+struct record_shapes_family {};
+}  // namespace detail
+
+/// Bounds of one op's input capture. The capture is encoded into a buffer of `MaxBytes` on the op
+/// scope's stack frame and copied into the record at scope exit, so these bound both the stack and
+/// the record; an input that does not fit marks the record truncated ("Inputs truncated" in traces).
+///
+///     using small = stint::config<stint::record_shapes_limits<8, 8, 256>>;  // 8 inputs, 8 dims, 256 B
+///     STINT_OP(small, "my::op", a, b);
+///
+/// - `MaxInputs`: inputs kept per op (also tensors kept per tensor list);
+/// - `MaxDims`: integers kept per tensor shape, per tensor stride and per scalar list;
+/// - `MaxBytes`: encoded bytes per op (dtype names and strings count too), at least 64.
+template <std::size_t MaxInputs, std::size_t MaxDims, std::size_t MaxBytes>
+struct record_shapes_limits {
+    static_assert(MaxInputs >= 1 && MaxInputs <= 4096, "stint: record_shapes_limits: MaxInputs must be 1..4096");
+    static_assert(MaxDims >= 1 && MaxDims <= 255, "stint: record_shapes_limits: MaxDims must be 1..255");
+    static_assert(MaxBytes >= 64 && MaxBytes <= 65536, "stint: record_shapes_limits: MaxBytes must be 64..65536");
+    using policy_family = detail::record_shapes_family;
+    static constexpr std::size_t max_inputs = MaxInputs;
+    static constexpr std::size_t max_dims = MaxDims;
+    static constexpr std::size_t max_bytes = MaxBytes;
+};
+
+/// Records each op's inputs (STINT_OP's arguments): kind, dtype, dims, strides and scalar values,
+/// shown as "Input Dims", "Input type", "Input Strides" and "Concrete Inputs" in traces and used by
+/// `key_averages({.group_by_input_shape = true})`. Costs an encode of the inputs at op entry (about
+/// 2x timing-only for three rank-2 tensors; see bench/) and bytes in the record. Limits: 32 inputs,
+/// 16 integers per shape or list, 512 bytes per op; choose others with `record_shapes_limits`.
+///
+///     using shapes = stint::config<stint::record_shapes>;
+///     STINT_OP(shapes, "aten::mm", a, b);
+struct record_shapes : record_shapes_limits<32, 16, 512> {};
+
+/// Estimates each op's floating-point operations from its recorded inputs, at analysis time (never
+/// on the hot path): `event::flops`, the table's "Total MFLOPs" column. Implies `record_shapes` (as
+/// torch turns shapes on with flops), and costs nothing beyond it. Formulas: torch's profiler ones by
+/// op name (aten::mm, addmm, bmm, baddbmm, matmul, conv1d/2d/3d and transposed, linear, add, mul),
+/// `stint::register_flop_formula`, or one named at the site with STINT_OP_FLOPS.
+///
+///     using flops = stint::config<stint::with_flops>;
+///     STINT_OP(flops, "aten::mm", a, b);  // 2 * M * K * N flops
+struct with_flops {
+    using implies = record_shapes;
+};
+
+}  // namespace stint
+// ---- end stint/policies.hpp ----
 
 // ---- begin stint/clock.hpp ----
 // The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
@@ -183,12 +281,62 @@ inline tick_calibration refine_calibration(const tick_calibration& base, const c
 }  // namespace stint
 // ---- end stint/clock.hpp ----
 
-// ---- begin stint/site.hpp ----
-// Call-site descriptors: everything about a site that is the same for every event it records lives
-// here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
+// ---- begin stint/capture/flop_formula.hpp ----
+// How a site names the formula that estimates its flops (with_flops). Kept apart from the formulas
+// themselves (flops.hpp) because every site descriptor holds one.
 
+#include <concepts>
 #include <cstdint>
 #include <string_view>
+
+namespace stint {
+
+class op_inputs;
+
+/// A flop formula: an op's captured inputs to its floating-point operation count, or a negative
+/// value when the formula cannot apply (a missing input, a wrong rank). Runs at analysis time.
+///
+///     std::int64_t my_gemv(const stint::op_inputs& in) {
+///         const auto* a = in.shape(0);  // nullptr unless input 0 is a tensor
+///         return a && a->size() == 2 ? 2 * (*a)[0] * (*a)[1] : -1;
+///     }
+using flop_function = std::int64_t (*)(const op_inputs&);
+
+/// The formula of a site: a name looked up at analysis time (a built-in one such as "aten::mm", or
+/// one given to `stint::register_flop_formula`), or a function. Empty: the site has no flops.
+///
+///     STINT_OP_FLOPS(cfg, "my::gemm", "aten::mm", a, b);   // torch's mm formula for a custom op
+///     STINT_OP_FLOPS(cfg, "my::gemv", my_gemv, a, x);       // a function (or a captureless lambda)
+struct flop_formula {
+    std::string_view name{};
+    flop_function function = nullptr;
+
+    constexpr flop_formula() = default;
+    constexpr flop_formula(const char* formula_name) noexcept : name(formula_name) {}  // NOLINT: implicit on purpose
+    constexpr flop_formula(std::string_view formula_name) noexcept : name(formula_name) {}
+    template <class F>
+        requires(std::convertible_to<F, flop_function> && !std::convertible_to<F, std::string_view>)
+    constexpr flop_formula(F f) noexcept : function(f) {}
+
+    [[nodiscard]] constexpr bool empty() const noexcept { return name.empty() && function == nullptr; }
+};
+
+}  // namespace stint
+// ---- end stint/capture/flop_formula.hpp ----
+
+// ---- begin stint/capture/op_inputs.hpp ----
+// One op's captured inputs, decoded from its record at drain: what flop formulas read (and what the
+// trace's "Input Dims" / "Input type" / "Concrete Inputs" are formatted from).
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 
 // ---- begin stint/analysis/event.hpp ----
@@ -223,15 +371,34 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
 using event_index = std::uint32_t;
 inline constexpr event_index no_index = std::numeric_limits<event_index>::max();
 
-/// Captured inputs and framework annotations of one op (filled by capture policies).
+/// What one captured op input was (record_shapes); decides how the trace shows it.
+enum class input_kind : std::uint8_t {
+    none,         ///< absent (an empty std::optional, an undefined tensor): type "", value ""
+    tensor,       ///< dims, strides and dtype name
+    tensor_list,  ///< a container of tensors: type "TensorList", nested dims
+    scalar,       ///< a number, bool or enum: type "Scalar", dims []
+    scalar_list,  ///< a list of numbers: type "ScalarList", value "[64, 32]"
+    string,       ///< text: type "String", the text as its value (torch shows no positional strings)
+    other,        ///< captured as present but opaque: type "", value ""
+};
+
+/// Captured inputs and framework annotations of one op (filled by capture policies). The vectors
+/// that describe inputs have one entry per input, in argument order.
 struct event_args {
-    std::vector<std::vector<std::int64_t>> input_dims;     ///< "Input Dims"
+    std::vector<std::vector<std::int64_t>> input_dims;     ///< "Input Dims" ([] for a non-tensor, as
+                                                           ///< torch's key_averages shapes)
     std::vector<std::string> input_types;                  ///< "Input type"
-    std::vector<std::vector<std::int64_t>> input_strides;  ///< "Input Strides"
-    std::vector<std::string> concrete_inputs;              ///< "Concrete Inputs"
+    std::vector<std::vector<std::int64_t>> input_strides;  ///< "Input Strides" ([] when unknown)
+    std::vector<std::string> concrete_inputs;              ///< "Concrete Inputs"; empty when concrete
+                                                           ///< capture was off
+    std::vector<input_kind> input_kinds;                   ///< what each input was
+    /// Per input: the dims and strides of each tensor of a TensorList input (empty for the others);
+    /// the trace nests them inside "Input Dims" / "Input Strides".
+    std::vector<std::vector<std::vector<std::int64_t>>> tensor_list_dims;
+    std::vector<std::vector<std::vector<std::int64_t>>> tensor_list_strides;
     std::string module_hierarchy;                          ///< "Module Hierarchy"
     std::string record_args;                               ///< record_function's args string
-    bool truncated = false;                                ///< capture hit a bound
+    bool truncated = false;                                ///< capture hit a bound ("Inputs truncated")
 };
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
@@ -273,13 +440,1161 @@ struct thread_info {
 }  // namespace stint
 // ---- end stint/analysis/event.hpp ----
 
+namespace stint {
+
+/// The C++ type a captured scalar or scalar list had.
+enum class scalar_type : std::uint8_t {
+    integer,           ///< signed integers, chars and enums with a signed underlying type
+    unsigned_integer,  ///< unsigned integers (stored bit-for-bit in `integers`)
+    real,              ///< float, double, long double (kept as double)
+    boolean,           ///< bool (0 or 1 in `integers`)
+};
+
+/// One captured input.
+///
+///     const stint::op_input& w = in[1];
+///     if (w.kind == stint::input_kind::tensor && w.dims.size() == 4) { ... }
+struct op_input {
+    input_kind kind = input_kind::none;
+    scalar_type values_type = scalar_type::integer;  ///< scalar and scalar_list
+    std::string dtype;                  ///< tensor: its dtype name ("float")
+    std::vector<std::int64_t> dims;     ///< tensor: its sizes
+    std::vector<std::int64_t> strides;  ///< tensor: its strides; empty when the type has none
+    std::vector<op_input> tensors;      ///< tensor_list: its tensors (or none entries)
+    std::vector<std::int64_t> integers; ///< scalar/scalar_list of integer, unsigned or bool values
+    std::vector<double> reals;          ///< scalar/scalar_list of real values
+    std::string text;                   ///< string
+    bool cut = false;                   ///< dims, list elements or text were cut at a bound
+
+    /// The value of an integer (or bool) scalar; nullopt for anything else, or an unsigned value
+    /// beyond int64.
+    [[nodiscard]] std::optional<std::int64_t> int_value() const {
+        if (kind != input_kind::scalar || values_type == scalar_type::real || integers.size() != 1) return std::nullopt;
+        if (values_type == scalar_type::unsigned_integer && integers[0] < 0) return std::nullopt;
+        return integers[0];
+    }
+    /// The values of an integer list, or of one integer scalar as a list of one; nullopt otherwise
+    /// (a cut list included: its values are incomplete).
+    [[nodiscard]] std::optional<std::vector<std::int64_t>> int_list() const {
+        if (kind == input_kind::scalar) {
+            const auto v = int_value();
+            if (!v) return std::nullopt;
+            return std::vector<std::int64_t>{*v};
+        }
+        if (kind != input_kind::scalar_list || cut || values_type == scalar_type::real) return std::nullopt;
+        for (std::int64_t v : integers) {
+            if (values_type == scalar_type::unsigned_integer && v < 0) return std::nullopt;
+        }
+        return integers;
+    }
+};
+
+/// All captured inputs of one op, in argument order, and the op's name.
+///
+///     std::int64_t flops(const stint::op_inputs& in) {
+///         const std::vector<std::int64_t>* x = in.shape(0);
+///         return x ? 2 * x->back() : -1;
+///     }
+class op_inputs {
+public:
+    op_inputs() = default;
+    op_inputs(std::string_view op_name, std::vector<op_input> inputs, bool truncated = false)
+        : op_name_(op_name), inputs_(std::move(inputs)), truncated_(truncated) {}
+
+    [[nodiscard]] std::string_view op_name() const noexcept { return op_name_; }
+    [[nodiscard]] std::size_t size() const noexcept { return inputs_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return inputs_.empty(); }
+    [[nodiscard]] const op_input& operator[](std::size_t i) const { return inputs_[i]; }
+    [[nodiscard]] auto begin() const noexcept { return inputs_.begin(); }
+    [[nodiscard]] auto end() const noexcept { return inputs_.end(); }
+    /// Input i, or nullptr past the end.
+    [[nodiscard]] const op_input* get(std::size_t i) const noexcept { return i < inputs_.size() ? &inputs_[i] : nullptr; }
+    /// The dims of input i when it is a tensor whose dims were kept whole; nullptr otherwise.
+    [[nodiscard]] const std::vector<std::int64_t>* shape(std::size_t i) const noexcept {
+        const op_input* in = get(i);
+        return in != nullptr && in->kind == input_kind::tensor && !in->cut ? &in->dims : nullptr;
+    }
+    /// Whether the capture hit a bound (some inputs or values are missing).
+    [[nodiscard]] bool truncated() const noexcept { return truncated_; }
+    [[nodiscard]] std::vector<op_input>& mutable_inputs() noexcept { return inputs_; }
+    void set_op_name(std::string_view name) noexcept { op_name_ = name; }
+    void set_truncated(bool truncated) noexcept { truncated_ = truncated; }
+
+private:
+    std::string_view op_name_;
+    std::vector<op_input> inputs_;
+    bool truncated_ = false;
+};
+
+}  // namespace stint
+// ---- end stint/capture/op_inputs.hpp ----
+
+// ---- begin stint/capture/inputs.hpp ----
+// Capturing an op's inputs (record_shapes): which C++ types count as tensors, scalars and lists, the
+// bounded writer that encodes them on the hot path, and the run-time switch for concrete values.
+//
+// What counts as what, in the order it is decided:
+//   1. a specialisation of stint::input_traits<T> (yours, or a built-in one below);
+//   2. stint::tensor_like: any type with sizes() (integers) and dtype() (text), optionally
+//      strides() and defined();
+//   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
+//   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
+//      present), so Eigen types are captured with no Eigen dependency in stint;
+//   5. aggregates (plain structs), field by field, when <boost/pfr.hpp> is available;
+//   6. anything else is a compile error naming the type.
+
+#include <array>
+#include <atomic>
+#include <complex>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+
+// ---- begin stint/capture/detail/input_encoding.hpp ----
+// The wire format of captured op inputs (record_shapes): a packed byte stream after the record's
+// payload header, written on the hot path by stint::input_writer and read at drain by
+// input_decoding.hpp. Values are native-endian and unaligned (copied with memcpy); the stream never
+// leaves the process.
+//
+//   payload header aux: bits 0-15 inputs written, bit 30 concrete values kept, bit 31 truncated
+//   entry:              u8 tag, then by tag:
+//     none, other, dropped   nothing
+//     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank x i64 dims,
+//                            [rank x i64 strides if flags has wire_has_strides]
+//     tensor_list            u8 flags, u16 count, count entries (each tensor or none)
+//     int64, uint64, real    8 bytes
+//     boolean                1 byte
+//     *_list                 u8 flags, u8 count, count x 8 bytes (bool_list: count x 1 byte)
+//     string                 u8 flags, u16 length, bytes
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stint::detail {
+
+enum class wire_tag : std::uint8_t {
+    none = 0,
+    tensor = 1,
+    tensor_list = 2,
+    int64 = 3,
+    uint64 = 4,
+    real = 5,
+    boolean = 6,
+    int_list = 7,
+    uint_list = 8,
+    real_list = 9,
+    bool_list = 10,
+    string = 11,
+    other = 12,
+    dropped = 13,  ///< an input that did not fit in the byte budget (keeps later inputs' positions)
+};
+
+inline constexpr std::uint8_t wire_has_strides = 1;   ///< tensor: strides follow the dims
+inline constexpr std::uint8_t wire_cut = 2;           ///< dims, list elements or text were cut
+inline constexpr std::uint8_t wire_text_omitted = 4;  ///< string: text not kept (concrete capture off)
+
+inline constexpr std::uint32_t inputs_aux_count_mask = 0xffffU;
+inline constexpr std::uint32_t inputs_aux_concrete = 1U << 30;
+inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
+
+}  // namespace stint::detail
+// ---- end stint/capture/detail/input_encoding.hpp ----
+
+#if !defined(STINT_USE_PFR)
+#if __has_include(<boost/pfr.hpp>)
+#define STINT_USE_PFR 1
+#else
+#define STINT_USE_PFR 0
+#endif
+#endif
+#if STINT_USE_PFR
+#include <boost/pfr.hpp>
+#endif
+
+namespace stint {
+
+/// Customisation point: how a type is captured as an op input. Specialise it for a type stint does
+/// not capture by itself (or to override how it does); `capture` calls one `input_writer` method per
+/// input it contributes (usually one).
+///
+///     template <> struct stint::input_traits<my::image> {
+///         static void capture(stint::input_writer& w, const my::image& im) {
+///             w.tensor("unsigned char", std::array<std::int64_t, 3>{im.h, im.w, im.c});
+///         }
+///     };
+template <class T>
+struct input_traits {
+    using stint_unspecialized = void;  ///< marks the primary template: "no traits"
+};
+
+/// A type captured as a tensor with no user code: `sizes()` gives a range of integers, `dtype()`
+/// something convertible to `std::string_view` ("float"); `strides()` (integers, one per dim) and
+/// `defined()` (false: captured as absent) are used when present.
+///
+///     struct my_tensor {
+///         std::vector<std::int64_t> sizes() const;
+///         std::string_view dtype() const { return "float"; }
+///     };
+///     static_assert(stint::tensor_like<my_tensor>);
+template <class T>
+concept tensor_like = requires(const T& t) {
+    { t.sizes() } -> std::ranges::forward_range;
+    { t.dtype() } -> std::convertible_to<std::string_view>;
+} && std::integral<std::remove_cvref_t<std::ranges::range_reference_t<decltype(std::declval<const T&>().sizes())>>>;
+
+namespace detail {
+
+template <class T>
+constexpr std::string_view builtin_dtype_name() noexcept {
+    // The names torch's TypeMeta gives these types (gcc's spelling of fundamental types).
+    using U = std::remove_cv_t<T>;
+    if constexpr (std::is_same_v<U, float>) return "float";
+    else if constexpr (std::is_same_v<U, double>) return "double";
+    else if constexpr (std::is_same_v<U, long double>) return "long double";
+    else if constexpr (std::is_same_v<U, bool>) return "bool";
+    else if constexpr (std::is_same_v<U, char>) return "char";
+    else if constexpr (std::is_same_v<U, signed char>) return "signed char";
+    else if constexpr (std::is_same_v<U, unsigned char>) return "unsigned char";
+    else if constexpr (std::is_same_v<U, short>) return "short int";
+    else if constexpr (std::is_same_v<U, unsigned short>) return "short unsigned int";
+    else if constexpr (std::is_same_v<U, int>) return "int";
+    else if constexpr (std::is_same_v<U, unsigned>) return "unsigned int";
+    else if constexpr (std::is_same_v<U, long>) return "long int";
+    else if constexpr (std::is_same_v<U, unsigned long>) return "long unsigned int";
+    else if constexpr (std::is_same_v<U, long long>) return "long long int";
+    else if constexpr (std::is_same_v<U, unsigned long long>) return "long long unsigned int";
+    else if constexpr (std::is_same_v<U, std::complex<float>>) return "c10::complex<float>";
+    else if constexpr (std::is_same_v<U, std::complex<double>>) return "c10::complex<double>";
+    else return "";
+}
+
+}  // namespace detail
+
+/// The dtype name stint reports for element type T of spans, mdspans and Eigen matrices: torch's
+/// names for fundamental types ("float", "long int"), "" for others. Specialise it for your own.
+///
+///     template <> inline constexpr std::string_view stint::dtype_name_v<my::half> = "c10::Half";
+template <class T>
+inline constexpr std::string_view dtype_name_v = detail::builtin_dtype_name<T>();
+
+namespace detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The process-wide "record concrete inputs" switch. Read once per captured op (relaxed: an op that
+/// races with a change records either setting); on its own cache line, written only by the setter.
+struct alignas(64) concrete_inputs_state {
+    std::atomic<bool> value{true};
+};
+STINT_DETAIL_EXPORT inline constinit concrete_inputs_state concrete_inputs{};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+template <class T>
+inline constexpr bool has_input_traits = !requires { typename input_traits<T>::stint_unspecialized; };
+
+template <class T>
+inline constexpr bool is_scalar_input = std::is_arithmetic_v<T> || std::is_enum_v<T>;
+
+template <class T>
+inline constexpr bool is_text_input = std::is_convertible_v<const T&, std::string_view>;
+
+template <class T>
+concept mdspan_like = requires(const T& m, std::size_t r) {
+    typename T::element_type;
+    { T::rank() } -> std::convertible_to<std::size_t>;
+    { m.extent(r) } -> std::convertible_to<std::int64_t>;
+} && std::is_arithmetic_v<std::remove_cv_t<typename T::element_type>>;
+
+template <class T>
+concept eigen_like = requires(const T& m) {
+    typename T::Scalar;
+    { m.rows() } -> std::convertible_to<std::int64_t>;
+    { m.cols() } -> std::convertible_to<std::int64_t>;
+    { T::IsRowMajor } -> std::convertible_to<bool>;
+};
+
+template <class T>
+inline constexpr bool is_pfr_aggregate =
+    STINT_USE_PFR && std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
+
+/// Named after the rule so that the rejected type shows in the compiler's diagnostic.
+template <class T>
+struct no_input_traits_for_this_type {
+    static constexpr bool value = false;
+};
+
+template <class R>
+std::size_t range_size(const R& r) noexcept {
+    if constexpr (std::ranges::sized_range<R>) {
+        return static_cast<std::size_t>(std::ranges::size(r));
+    } else {
+        return static_cast<std::size_t>(std::ranges::distance(r));
+    }
+}
+
+// Writes the first n integers of r as int64 at dst (unaligned).
+template <class R>
+void put_int64s(std::byte* dst, const R& r, std::size_t n) noexcept {
+    using value = std::remove_cvref_t<std::ranges::range_reference_t<const R>>;
+    if constexpr (std::ranges::contiguous_range<const R> && sizeof(value) == 8 && std::is_integral_v<value>) {
+        if (n != 0) std::memcpy(dst, std::ranges::data(r), n * 8);
+    } else {
+        std::size_t i = 0;
+        for (auto&& x : r) {
+            if (i == n) break;
+            const auto v = static_cast<std::int64_t>(x);
+            std::memcpy(dst + i * 8, &v, 8);
+            ++i;
+        }
+    }
+}
+
+}  // namespace detail
+
+/// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
+/// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
+/// input (`value` adds what T's capture adds). Past a bound the input is cut or dropped and the
+/// record is marked truncated; nothing here allocates, locks or throws.
+///
+///     w.tensor("float", std::array<std::int64_t, 2>{64, 32});  // "Input Dims" [64, 32]
+///     w.scalar(6);                                             // "Scalar", "6"
+///     w.scalar_list(std::vector<int>{64, 32});                 // "ScalarList", "[64, 32]"
+class input_writer {
+public:
+    /// A writer into `capacity` bytes at `buffer` keeping at most `max_inputs` inputs (and tensors
+    /// per list), `max_dims` integers per shape, stride or list, and `max_text` bytes per string;
+    /// `concrete`: whether string values are kept (numbers are always kept, for flop formulas).
+    input_writer(std::byte* buffer, std::size_t capacity, std::size_t max_inputs, std::size_t max_dims,
+                 std::size_t max_text, bool concrete) noexcept
+        : begin_(buffer),
+          at_(buffer),
+          end_(buffer + capacity),
+          max_inputs_(static_cast<std::uint32_t>(max_inputs < 0xffff ? max_inputs : 0xffff)),
+          max_dims_(static_cast<std::uint32_t>(max_dims < 255 ? max_dims : 255)),
+          max_text_(static_cast<std::uint32_t>(max_text < 0xffff ? max_text : 0xffff)),
+          concrete_(concrete) {}
+
+    input_writer(const input_writer&) = delete;
+    input_writer& operator=(const input_writer&) = delete;
+
+    /// Captures `v` by the rules at the top of this header.
+    template <class T>
+    void value(const T& v);
+
+    /// An absent input (torch: None, an undefined tensor): type "", value "".
+    void none() noexcept { put_tag(detail::wire_tag::none); }
+    /// A present input shown without type or value (torch's "other" inputs).
+    void other() noexcept {
+        if (in_list_) return none();
+        put_tag(detail::wire_tag::other);
+    }
+
+    /// A tensor of the given dtype name and sizes (a range of integers), with unknown strides.
+    template <std::ranges::forward_range Sizes>
+    void tensor(std::string_view dtype, const Sizes& sizes) noexcept {
+        tensor_impl(dtype, sizes, static_cast<const Sizes*>(nullptr));
+    }
+    /// A tensor with its strides (one integer per dim; a mismatched count records no strides).
+    template <std::ranges::forward_range Sizes, std::ranges::forward_range Strides>
+    void tensor(std::string_view dtype, const Sizes& sizes, const Strides& strides) noexcept {
+        tensor_impl(dtype, sizes, &strides);
+    }
+
+    /// A number, bool or enum (an enum as its integer value): type "Scalar".
+    template <class T>
+        requires(detail::is_scalar_input<T>)
+    void scalar(T v) noexcept {
+        if (in_list_) return none();
+        if constexpr (std::is_enum_v<T>) {
+            scalar(static_cast<std::underlying_type_t<T>>(v));
+        } else if constexpr (std::is_same_v<T, bool>) {
+            if (std::byte* p = start_entry(2)) {
+                p[0] = static_cast<std::byte>(detail::wire_tag::boolean);
+                p[1] = static_cast<std::byte>(v ? 1 : 0);
+            }
+        } else if constexpr (std::is_floating_point_v<T>) {
+            put_word(detail::wire_tag::real, static_cast<double>(v));
+        } else if constexpr (std::is_signed_v<T>) {
+            put_word(detail::wire_tag::int64, static_cast<std::int64_t>(v));
+        } else {
+            put_word(detail::wire_tag::uint64, static_cast<std::uint64_t>(v));
+        }
+    }
+
+    /// A list of numbers, bools or enums: type "ScalarList", value "[64, 32]". Longer lists keep
+    /// their first max_dims values.
+    template <std::ranges::forward_range R>
+    void scalar_list(const R& values) noexcept {
+        using elem = std::remove_cvref_t<std::ranges::range_value_t<R>>;
+        static_assert(detail::is_scalar_input<elem>, "stint: scalar_list needs a range of numbers, bools or enums");
+        if (in_list_) return none();
+        const std::size_t n = detail::range_size(values);
+        const std::size_t kept = n < max_dims_ ? n : max_dims_;
+        constexpr bool is_bool = std::is_same_v<elem, bool>;
+        std::byte* p = start_entry(3 + kept * (is_bool ? 1 : 8));
+        if (p == nullptr) return;
+        p[0] = static_cast<std::byte>(list_tag<elem>());
+        p[1] = static_cast<std::byte>(kept < n ? detail::wire_cut : 0);
+        p[2] = static_cast<std::byte>(kept);
+        if (kept < n) truncated_ = true;
+        std::byte* out = p + 3;
+        std::size_t i = 0;
+        for (auto&& x : values) {
+            if (i == kept) break;
+            const elem e = x;
+            if constexpr (is_bool) {
+                out[i] = static_cast<std::byte>(e ? 1 : 0);
+            } else {
+                put_list_value(out + i * 8, e);
+            }
+            ++i;
+        }
+    }
+
+    /// Text: type "String", the text as its value (cut at max_text bytes; not kept when concrete
+    /// capture is off).
+    void string(std::string_view text) noexcept {
+        if (in_list_) return none();
+        std::size_t len = concrete_ ? text.size() : 0;
+        if (len > max_text_) len = max_text_;
+        std::byte* p = start_entry(4 + len);
+        if (p == nullptr) return;
+        const std::uint8_t flags = concrete_ ? (len < text.size() ? detail::wire_cut : 0) : detail::wire_text_omitted;
+        if ((flags & detail::wire_cut) != 0) truncated_ = true;
+        const auto len16 = static_cast<std::uint16_t>(len);
+        p[0] = static_cast<std::byte>(detail::wire_tag::string);
+        p[1] = static_cast<std::byte>(flags);
+        std::memcpy(p + 2, &len16, 2);
+        if (len != 0) std::memcpy(p + 4, text.data(), len);
+    }
+
+    /// A container of tensors: type "TensorList", dims nested per tensor. Each element is captured
+    /// by its own rules; an element that is not a tensor is recorded as absent.
+    template <std::ranges::input_range R>
+    void tensor_list(const R& tensors) {
+        if (in_list_) return none();
+        std::byte* p = start_entry(4);
+        if (p == nullptr) return;
+        in_list_ = true;
+        list_count_ = 0;
+        list_cut_ = false;
+        for (auto&& t : tensors) {
+            if (list_count_ >= max_inputs_) {
+                list_cut_ = true;
+                truncated_ = true;
+                break;
+            }
+            value(t);
+            if (list_cut_) break;
+        }
+        in_list_ = false;
+        const auto count = static_cast<std::uint16_t>(list_count_);
+        p[0] = static_cast<std::byte>(detail::wire_tag::tensor_list);
+        p[1] = static_cast<std::byte>(list_cut_ ? detail::wire_cut : 0);
+        std::memcpy(p + 2, &count, 2);
+    }
+
+    /// Whether string values are being kept (stint::record_concrete_inputs() at the op's entry).
+    [[nodiscard]] bool concrete() const noexcept { return concrete_; }
+    /// Marks the capture incomplete (an input's accessor threw, say).
+    void mark_truncated() noexcept { truncated_ = true; }
+
+    /// Bytes written so far.
+    [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(at_ - begin_); }
+    /// The payload header's aux word for what was written (see input_encoding.hpp).
+    [[nodiscard]] std::uint32_t aux() const noexcept {
+        return inputs_ | (concrete_ ? detail::inputs_aux_concrete : 0U) | (truncated_ ? detail::inputs_aux_truncated : 0U);
+    }
+
+private:
+    // Reserves one entry of `bytes` bytes, or returns nullptr (and records why) when a bound is hit.
+    // A top-level input that does not fit leaves a one-byte "dropped" entry so later inputs keep
+    // their positions.
+    std::byte* start_entry(std::size_t bytes) noexcept {
+        const auto room = static_cast<std::size_t>(end_ - at_);
+        if (in_list_) {
+            if (list_count_ >= max_inputs_ || bytes > room) {
+                list_cut_ = true;
+                truncated_ = true;
+                return nullptr;
+            }
+            ++list_count_;
+        } else {
+            if (inputs_ >= max_inputs_) {
+                truncated_ = true;
+                return nullptr;
+            }
+            if (bytes > room) {
+                truncated_ = true;
+                if (room != 0) {
+                    *at_++ = static_cast<std::byte>(detail::wire_tag::dropped);
+                    ++inputs_;
+                }
+                return nullptr;
+            }
+            ++inputs_;
+        }
+        std::byte* p = at_;
+        at_ += bytes;
+        return p;
+    }
+
+    void put_tag(detail::wire_tag tag) noexcept {
+        if (std::byte* p = start_entry(1)) p[0] = static_cast<std::byte>(tag);
+    }
+
+    template <class W>
+    void put_word(detail::wire_tag tag, W v) noexcept {
+        static_assert(sizeof(W) == 8);
+        if (std::byte* p = start_entry(9)) {
+            p[0] = static_cast<std::byte>(tag);
+            std::memcpy(p + 1, &v, 8);
+        }
+    }
+
+    template <class E>
+    static constexpr detail::wire_tag list_tag() noexcept {
+        if constexpr (std::is_same_v<E, bool>) {
+            return detail::wire_tag::bool_list;
+        } else if constexpr (std::is_enum_v<E>) {
+            return list_tag<std::underlying_type_t<E>>();
+        } else if constexpr (std::is_floating_point_v<E>) {
+            return detail::wire_tag::real_list;
+        } else if constexpr (std::is_signed_v<E>) {
+            return detail::wire_tag::int_list;
+        } else {
+            return detail::wire_tag::uint_list;
+        }
+    }
+
+    template <class E>
+    static void put_list_value(std::byte* dst, E e) noexcept {
+        if constexpr (std::is_enum_v<E>) {
+            put_list_value(dst, static_cast<std::underlying_type_t<E>>(e));
+        } else if constexpr (std::is_floating_point_v<E>) {
+            const auto v = static_cast<double>(e);
+            std::memcpy(dst, &v, 8);
+        } else if constexpr (std::is_signed_v<E>) {
+            const auto v = static_cast<std::int64_t>(e);
+            std::memcpy(dst, &v, 8);
+        } else {
+            const auto v = static_cast<std::uint64_t>(e);
+            std::memcpy(dst, &v, 8);
+        }
+    }
+
+    template <class Sizes, class Strides>
+    void tensor_impl(std::string_view dtype, const Sizes& sizes, const Strides* strides) noexcept {
+        const std::size_t rank = detail::range_size(sizes);
+        const std::size_t kept = rank < max_dims_ ? rank : max_dims_;
+        const bool has_strides = strides != nullptr && detail::range_size(*strides) == rank;
+        const std::size_t dtype_len = dtype.size() < 255 ? dtype.size() : 255;
+        const std::size_t dims_bytes = kept * 8;
+        std::byte* p = start_entry(4 + dtype_len + (has_strides ? 2 * dims_bytes : dims_bytes));
+        if (p == nullptr) return;
+        const bool cut = kept < rank || dtype_len < dtype.size();
+        if (cut) truncated_ = true;
+        const std::uint8_t head[4] = {static_cast<std::uint8_t>(detail::wire_tag::tensor),
+                                      static_cast<std::uint8_t>((has_strides ? detail::wire_has_strides : 0) |
+                                                                (cut ? detail::wire_cut : 0)),
+                                      static_cast<std::uint8_t>(kept), static_cast<std::uint8_t>(dtype_len)};
+        std::memcpy(p, head, 4);
+        if (dtype_len != 0) std::memcpy(p + 4, dtype.data(), dtype_len);
+        std::byte* dims = p + 4 + dtype_len;
+        detail::put_int64s(dims, sizes, kept);
+        if (has_strides) detail::put_int64s(dims + dims_bytes, *strides, kept);
+    }
+
+    std::byte* begin_;
+    std::byte* at_;
+    std::byte* end_;
+    std::uint32_t inputs_ = 0;
+    std::uint32_t list_count_ = 0;
+    std::uint32_t max_inputs_;
+    std::uint32_t max_dims_;
+    std::uint32_t max_text_;
+    bool concrete_;
+    bool truncated_ = false;
+    bool in_list_ = false;
+    bool list_cut_ = false;
+};
+
+namespace detail {
+
+// A std::vector / std::array / span of non-numbers: numbers make a ScalarList, text an opaque input
+// (as torch records a list of strings), anything else a TensorList.
+template <class R>
+void capture_sequence(input_writer& w, const R& r) {
+    using elem = std::remove_cvref_t<std::ranges::range_value_t<R>>;
+    if constexpr (is_scalar_input<elem>) {
+        w.scalar_list(r);
+    } else if constexpr (is_text_input<elem>) {
+        w.other();
+    } else {
+        w.tensor_list(r);
+    }
+}
+
+template <class M>
+void capture_mdspan(input_writer& w, const M& m) {
+    constexpr std::size_t rank = M::rank();
+    std::array<std::int64_t, rank> dims{};
+    for (std::size_t r = 0; r < rank; ++r) dims[r] = static_cast<std::int64_t>(m.extent(r));
+    const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::element_type>>;
+    if constexpr (requires(std::size_t r) { { m.stride(r) } -> std::convertible_to<std::int64_t>; }) {
+        std::array<std::int64_t, rank> strides{};
+        for (std::size_t r = 0; r < rank; ++r) strides[r] = static_cast<std::int64_t>(m.stride(r));
+        w.tensor(dtype, dims, strides);
+    } else {
+        w.tensor(dtype, dims);
+    }
+}
+
+template <class M>
+void capture_eigen(input_writer& w, const M& m) {
+    const std::array<std::int64_t, 2> dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
+    const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
+    if constexpr (requires { m.innerStride(); m.outerStride(); }) {
+        const auto inner = static_cast<std::int64_t>(m.innerStride());
+        const auto outer = static_cast<std::int64_t>(m.outerStride());
+        const std::array<std::int64_t, 2> strides = static_cast<bool>(M::IsRowMajor)
+                                                        ? std::array<std::int64_t, 2>{outer, inner}
+                                                        : std::array<std::int64_t, 2>{inner, outer};
+        w.tensor(dtype, dims, strides);
+    } else {
+        w.tensor(dtype, dims);
+    }
+}
+
+}  // namespace detail
+
+template <class T>
+void input_writer::value(const T& v) {
+    using U = std::remove_cvref_t<T>;
+    if constexpr (detail::has_input_traits<U>) {
+        input_traits<U>::capture(*this, v);
+    } else if constexpr (tensor_like<U>) {
+        if constexpr (requires { { v.defined() } -> std::convertible_to<bool>; }) {
+            if (!static_cast<bool>(v.defined())) return none();
+        }
+        // decltype(auto): a sizes() or dtype() returning by value stays alive while it is copied.
+        decltype(auto) sizes = v.sizes();
+        decltype(auto) dtype = v.dtype();
+        if constexpr (requires { { v.strides() } -> std::ranges::forward_range; }) {
+            decltype(auto) strides = v.strides();
+            tensor(std::string_view(dtype), sizes, strides);
+        } else {
+            tensor(std::string_view(dtype), sizes);
+        }
+    } else if constexpr (detail::mdspan_like<U>) {
+        detail::capture_mdspan(*this, v);
+    } else if constexpr (detail::eigen_like<U>) {
+        detail::capture_eigen(*this, v);
+    } else if constexpr (detail::is_pfr_aggregate<U>) {
+#if STINT_USE_PFR
+        boost::pfr::for_each_field(v, [this](const auto& field) { this->value(field); });
+#endif
+    } else {
+        static_assert(detail::no_input_traits_for_this_type<U>::value,
+                      "stint: no input_traits for this type; specialise stint::input_traits<T> or give it sizes() and "
+                      "dtype()");
+    }
+}
+
+// ---- built-in traits -------------------------------------------------------------------------------
+
+/// Numbers, bools and enums: "Scalar" (an enum shows its integer value, as torch's dtype "6").
+template <class T>
+    requires(detail::is_scalar_input<T>)
+struct input_traits<T> {
+    static void capture(input_writer& w, T v) noexcept { w.scalar(v); }
+};
+
+/// nullptr and std::nullopt: absent.
+template <>
+struct input_traits<std::nullptr_t> {
+    static void capture(input_writer& w, std::nullptr_t) noexcept { w.none(); }
+};
+template <>
+struct input_traits<std::nullopt_t> {
+    static void capture(input_writer& w, std::nullopt_t) noexcept { w.none(); }
+};
+
+/// std::optional: its value, or absent ("" in both Input type and Concrete Inputs).
+template <class T>
+struct input_traits<std::optional<T>> {
+    static void capture(input_writer& w, const std::optional<T>& v) {
+        if (v.has_value()) {
+            w.value(*v);
+        } else {
+            w.none();
+        }
+    }
+};
+
+/// A pointer to a capturable value: that value, or absent when null.
+template <class T>
+    requires(!std::is_void_v<T> && !std::is_function_v<T> && !std::is_same_v<std::remove_cv_t<T>, char>)
+struct input_traits<T*> {
+    static void capture(input_writer& w, const T* v) {
+        if (v != nullptr) {
+            w.value(*v);
+        } else {
+            w.none();
+        }
+    }
+};
+
+template <class T>
+struct input_traits<std::reference_wrapper<T>> {
+    static void capture(input_writer& w, std::reference_wrapper<T> v) { w.value(v.get()); }
+};
+
+/// Text: "String" with the text as its value.
+template <>
+struct input_traits<std::string> {
+    static void capture(input_writer& w, const std::string& v) noexcept { w.string(v); }
+};
+template <>
+struct input_traits<std::string_view> {
+    static void capture(input_writer& w, std::string_view v) noexcept { w.string(v); }
+};
+template <>
+struct input_traits<const char*> {
+    static void capture(input_writer& w, const char* v) noexcept {
+        if (v == nullptr) return w.none();
+        w.string(v);
+    }
+};
+template <>
+struct input_traits<char*> : input_traits<const char*> {};
+template <std::size_t N>
+struct input_traits<char[N]> {
+    static void capture(input_writer& w, const char (&v)[N]) noexcept {
+        w.string(std::string_view(v, N != 0 && v[N - 1] == '\0' ? N - 1 : N));
+    }
+};
+
+/// std::vector and std::array: of numbers a "ScalarList" ("[64, 32]"), of tensors a "TensorList".
+template <class T, class A>
+struct input_traits<std::vector<T, A>> {
+    static void capture(input_writer& w, const std::vector<T, A>& v) { detail::capture_sequence(w, v); }
+};
+template <class T, std::size_t N>
+struct input_traits<std::array<T, N>> {
+    static void capture(input_writer& w, const std::array<T, N>& v) { detail::capture_sequence(w, v); }
+};
+
+/// std::span of numbers: a contiguous 1-D tensor (dims [size], strides [1]); of tensors: a TensorList.
+template <class T, std::size_t E>
+struct input_traits<std::span<T, E>> {
+    static void capture(input_writer& w, std::span<T, E> v) {
+        if constexpr (std::is_arithmetic_v<std::remove_cv_t<T>>) {
+            const std::array<std::int64_t, 1> dims{static_cast<std::int64_t>(v.size())};
+            const std::array<std::int64_t, 1> strides{1};
+            w.tensor(dtype_name_v<std::remove_cv_t<T>>, dims, strides);
+        } else {
+            detail::capture_sequence(w, v);
+        }
+    }
+};
+
+// ---- the run-time switch ---------------------------------------------------------------------------
+
+/// Turns the capture of concrete values ("Concrete Inputs") on or off for the whole process, as torch's
+/// `_set_record_concrete_inputs_enabled_val`; dims and types are still recorded. On by default.
+/// (Numbers stay in the record for flop formulas; strings are not copied while it is off.)
+///
+///     stint::set_record_concrete_inputs(false);  // traces lose "Concrete Inputs", keep "Input Dims"
+inline void set_record_concrete_inputs(bool enabled) noexcept {
+    // relaxed: ops read it once at entry and need no ordering with anything else.
+    detail::concrete_inputs.value.store(enabled, std::memory_order_relaxed);
+}
+
+/// Whether concrete values are being captured (see set_record_concrete_inputs).
+[[nodiscard]] inline bool record_concrete_inputs() noexcept {
+    return detail::concrete_inputs.value.load(std::memory_order_relaxed);
+}
+
+}  // namespace stint
+// ---- end stint/capture/inputs.hpp ----
+
+// ---- begin stint/capture/flops.hpp ----
+// Flop formulas (with_flops): torch's profiler formulas for the common ops, a registry for yours, and
+// the evaluation that runs at drain from recorded shapes (never on the hot path).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace stint {
+
+namespace detail {
+
+// A product that reports overflow or a negative factor instead of wrapping.
+class checked_product {
+public:
+    checked_product& operator*=(std::int64_t x) noexcept {
+        if (ok_ && (x < 0 || __builtin_mul_overflow(value_, x, &value_))) ok_ = false;
+        return *this;
+    }
+    [[nodiscard]] std::int64_t get() const noexcept { return ok_ ? value_ : -1; }
+    [[nodiscard]] bool ok() const noexcept { return ok_; }
+    [[nodiscard]] std::int64_t raw() const noexcept { return value_; }
+
+private:
+    std::int64_t value_ = 1;
+    bool ok_ = true;
+};
+
+inline std::int64_t gemm_flops(std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n) noexcept {
+    checked_product p;
+    p *= 2;
+    p *= batch;
+    p *= m;
+    p *= k;
+    p *= n;
+    return p.get();
+}
+
+// An int-list argument of a convolution: absent → d copies of `fallback`, one int → broadcast,
+// d ints → as is; anything else → nullopt.
+inline std::optional<std::vector<std::int64_t>> conv_arg(const op_inputs& in, std::size_t i, std::size_t d,
+                                                         std::int64_t fallback) {
+    const op_input* arg = in.get(i);
+    if (arg == nullptr || arg->kind == input_kind::none) return std::vector<std::int64_t>(d, fallback);
+    auto values = arg->int_list();
+    if (!values) return std::nullopt;
+    if (values->size() == 1 && d != 1) return std::vector<std::int64_t>(d, (*values)[0]);
+    if (values->size() != d) return std::nullopt;
+    return values;
+}
+
+inline std::int64_t conv_int_arg(const op_inputs& in, std::size_t i, std::int64_t fallback) {
+    const op_input* arg = in.get(i);
+    if (arg == nullptr || arg->kind == input_kind::none) return fallback;
+    return arg->int_value().value_or(-1);
+}
+
+// torch's computeFlops for aten::conv2d, for any number of spatial dims:
+// 2 * N * prod(out) * prod(kernel) * C_in * C_out / groups, out from stride, padding and dilation.
+inline std::int64_t conv_flops(const op_inputs& in, std::size_t d, std::size_t stride_at, std::size_t padding_at,
+                               std::size_t dilation_at, std::size_t groups_at) {
+    const auto* x = in.shape(0);
+    const auto* w = in.shape(1);
+    if (x == nullptr || w == nullptr || x->size() != d + 2 || w->size() != d + 2) return -1;
+    const auto stride = conv_arg(in, stride_at, d, 1);
+    const auto padding = conv_arg(in, padding_at, d, 0);
+    const auto dilation = conv_arg(in, dilation_at, d, 1);
+    const std::int64_t groups = conv_int_arg(in, groups_at, 1);
+    if (!stride || !padding || !dilation || groups <= 0) return -1;
+    checked_product p;
+    p *= 2;
+    p *= (*x)[0];
+    for (std::size_t i = 0; i < d; ++i) {
+        const std::int64_t s = (*stride)[i];
+        if (s <= 0) return -1;
+        const std::int64_t out = ((*x)[2 + i] + 2 * (*padding)[i] - (*dilation)[i] * ((*w)[2 + i] - 1) - 1) / s + 1;
+        if (out <= 0) return -1;
+        p *= out;
+    }
+    for (std::size_t i = 0; i < d; ++i) p *= (*w)[2 + i];
+    p *= (*x)[1];
+    p *= (*w)[0];
+    if (!p.ok()) return -1;
+    return p.raw() / groups;
+}
+
+// torch's flop_counter for transposed convolutions: 2 * N * prod(input spatial) * prod(weight).
+inline std::int64_t conv_transpose_flops(const op_inputs& in, std::size_t d) {
+    const auto* x = in.shape(0);
+    const auto* w = in.shape(1);
+    if (x == nullptr || w == nullptr || x->size() != d + 2 || w->size() != d + 2) return -1;
+    checked_product p;
+    p *= 2;
+    p *= (*x)[0];
+    for (std::size_t i = 2; i < x->size(); ++i) p *= (*x)[i];
+    for (std::int64_t v : *w) p *= v;
+    return p.get();
+}
+
+inline std::int64_t elementwise_flops(const op_inputs& in) {
+    const auto* x = in.shape(0);
+    if (x == nullptr) return -1;
+    checked_product p;
+    for (std::int64_t v : *x) p *= v;
+    return p.get();
+}
+
+}  // namespace detail
+
+/// The built-in formulas, public so that your own formulas can build on them. Each takes an op's
+/// inputs in aten's argument order and returns -1 when it cannot apply (a missing or non-tensor
+/// input, a wrong rank, mismatched inner dims, an overflow).
+namespace flop_formulas {
+
+/// aten::mm(a [M, K], b [K, N]): 2 * M * K * N, as torch's profiler.
+inline std::int64_t mm(const op_inputs& in) {
+    const auto* a = in.shape(0);
+    const auto* b = in.shape(1);
+    if (a == nullptr || b == nullptr || a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) return -1;
+    return detail::gemm_flops(1, (*a)[0], (*a)[1], (*b)[1]);
+}
+
+/// aten::addmm(self, mat1 [M, K], mat2 [K, N]): 2 * M * K * N (alpha and beta ignored, as torch).
+inline std::int64_t addmm(const op_inputs& in) {
+    const auto* a = in.shape(1);
+    const auto* b = in.shape(2);
+    if (a == nullptr || b == nullptr || a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) return -1;
+    return detail::gemm_flops(1, (*a)[0], (*a)[1], (*b)[1]);
+}
+
+/// aten::bmm(a [B, M, K], b [B, K, N]): 2 * B * M * K * N.
+inline std::int64_t bmm(const op_inputs& in) {
+    const auto* a = in.shape(0);
+    const auto* b = in.shape(1);
+    if (a == nullptr || b == nullptr || a->size() != 3 || b->size() != 3 || (*a)[0] != (*b)[0] ||
+        (*a)[2] != (*b)[1]) {
+        return -1;
+    }
+    return detail::gemm_flops((*a)[0], (*a)[1], (*a)[2], (*b)[2]);
+}
+
+/// aten::baddbmm(self, batch1 [B, M, K], batch2 [B, K, N]): 2 * B * M * K * N.
+inline std::int64_t baddbmm(const op_inputs& in) {
+    const auto* a = in.shape(1);
+    const auto* b = in.shape(2);
+    if (a == nullptr || b == nullptr || a->size() != 3 || b->size() != 3 || (*a)[0] != (*b)[0] ||
+        (*a)[2] != (*b)[1]) {
+        return -1;
+    }
+    return detail::gemm_flops((*a)[0], (*a)[1], (*a)[2], (*b)[2]);
+}
+
+/// aten::matmul(a, b) with numpy's rules (a 1-D operand is a row or column vector, batch dims
+/// broadcast): 2 * batch * M * K * N, what torch counts for the mm/bmm it decomposes into.
+inline std::int64_t matmul(const op_inputs& in) {
+    const auto* a = in.shape(0);
+    const auto* b = in.shape(1);
+    if (a == nullptr || b == nullptr || a->empty() || b->empty()) return -1;
+    const std::int64_t m = a->size() >= 2 ? (*a)[a->size() - 2] : 1;
+    const std::int64_t k = a->back();
+    const std::int64_t k2 = b->size() >= 2 ? (*b)[b->size() - 2] : (*b)[0];
+    const std::int64_t n = b->size() >= 2 ? b->back() : 1;
+    if (k != k2) return -1;
+    const std::size_t a_batch = a->size() > 2 ? a->size() - 2 : 0;
+    const std::size_t b_batch = b->size() > 2 ? b->size() - 2 : 0;
+    detail::checked_product batch;
+    for (std::size_t i = 0; i < std::max(a_batch, b_batch); ++i) {
+        // Align from the right, as broadcasting does.
+        const std::int64_t da = i < a_batch ? (*a)[a_batch - 1 - i] : 1;
+        const std::int64_t db = i < b_batch ? (*b)[b_batch - 1 - i] : 1;
+        if (da != db && da != 1 && db != 1) return -1;
+        batch *= std::max(da, db);
+    }
+    if (!batch.ok()) return -1;
+    return detail::gemm_flops(batch.raw(), m, k, n);
+}
+
+/// aten::linear(input [..., K], weight [N, K], bias): 2 * prod(input) * N.
+inline std::int64_t linear(const op_inputs& in) {
+    const auto* x = in.shape(0);
+    const auto* w = in.shape(1);
+    if (x == nullptr || w == nullptr || x->empty() || w->size() != 2 || x->back() != (*w)[1]) return -1;
+    detail::checked_product p;
+    p *= 2;
+    for (std::int64_t v : *x) p *= v;
+    p *= (*w)[0];
+    return p.get();
+}
+
+/// aten::conv1d/2d/3d(input [N, C_in, *spatial], weight [C_out, C_in / groups, *kernel], bias, stride,
+/// padding, dilation, groups): torch's profiler formula for conv2d,
+/// 2 * N * prod(out) * prod(kernel) * C_in * C_out / groups, extended to 1 and 3 spatial dims.
+/// stride, padding and dilation may be one int or one per spatial dim; missing trailing arguments
+/// take aten's defaults (1, 0, 1, groups 1).
+inline std::int64_t conv1d(const op_inputs& in) { return detail::conv_flops(in, 1, 3, 4, 5, 6); }
+inline std::int64_t conv2d(const op_inputs& in) { return detail::conv_flops(in, 2, 3, 4, 5, 6); }
+inline std::int64_t conv3d(const op_inputs& in) { return detail::conv_flops(in, 3, 3, 4, 5, 6); }
+
+/// aten::conv_transpose1d/2d/3d(input [N, C_in, *spatial], weight [C_in, C_out / groups, *kernel], ...):
+/// torch's flop counter, 2 * N * prod(input spatial) * prod(weight).
+inline std::int64_t conv_transpose1d(const op_inputs& in) { return detail::conv_transpose_flops(in, 1); }
+inline std::int64_t conv_transpose2d(const op_inputs& in) { return detail::conv_transpose_flops(in, 2); }
+inline std::int64_t conv_transpose3d(const op_inputs& in) { return detail::conv_transpose_flops(in, 3); }
+
+/// aten::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+/// groups): the conv or transposed-conv formula above, by `transposed`.
+inline std::int64_t convolution(const op_inputs& in) {
+    const auto* w = in.shape(1);
+    if (w == nullptr || w->size() < 3) return -1;
+    const std::size_t d = w->size() - 2;
+    const op_input* transposed = in.get(6);
+    if (transposed != nullptr && transposed->int_value().value_or(0) != 0) return detail::conv_transpose_flops(in, d);
+    return detail::conv_flops(in, d, 3, 4, 5, 8);
+}
+
+/// aten::add / aten::mul(self, other): one flop per element of self, as torch's profiler.
+inline std::int64_t add(const op_inputs& in) { return detail::elementwise_flops(in); }
+inline std::int64_t mul(const op_inputs& in) { return detail::elementwise_flops(in); }
+
+}  // namespace flop_formulas
+
+/// A formula as the registry holds it (anything callable, evaluated at analysis time).
+using flop_callable = std::function<std::int64_t(const op_inputs&)>;
+
+namespace detail {
+
+struct builtin_flop_entry {
+    std::string_view name;
+    flop_function function;
+};
+
+inline constexpr builtin_flop_entry builtin_flop_formulas[] = {
+    {"aten::mm", flop_formulas::mm},
+    {"aten::addmm", flop_formulas::addmm},
+    {"aten::bmm", flop_formulas::bmm},
+    {"aten::baddbmm", flop_formulas::baddbmm},
+    {"aten::matmul", flop_formulas::matmul},
+    {"aten::linear", flop_formulas::linear},
+    {"aten::conv1d", flop_formulas::conv1d},
+    {"aten::conv2d", flop_formulas::conv2d},
+    {"aten::conv3d", flop_formulas::conv3d},
+    {"aten::conv_transpose1d", flop_formulas::conv_transpose1d},
+    {"aten::conv_transpose2d", flop_formulas::conv_transpose2d},
+    {"aten::conv_transpose3d", flop_formulas::conv_transpose3d},
+    {"aten::convolution", flop_formulas::convolution},
+    {"aten::add", flop_formulas::add},
+    {"aten::mul", flop_formulas::mul},
+};
+
+inline flop_function builtin_flop_formula(std::string_view name) noexcept {
+    for (const builtin_flop_entry& e : builtin_flop_formulas) {
+        if (e.name == name) return e.function;
+    }
+    return nullptr;
+}
+
+/// User formulas by name. Touched only by registration and at drain, under its own lock.
+class flop_registry {
+public:
+    void add(std::string name, flop_callable formula) {
+        std::lock_guard lock(mutex_);
+        formulas_[std::move(name)] = std::move(formula);
+    }
+    bool remove(const std::string& name) {
+        std::lock_guard lock(mutex_);
+        return formulas_.erase(name) != 0;
+    }
+    [[nodiscard]] flop_callable find(const std::string& name) const {
+        std::lock_guard lock(mutex_);
+        const auto it = formulas_.find(name);
+        return it == formulas_.end() ? flop_callable{} : it->second;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::unordered_map<std::string, flop_callable> formulas_;
+};
+
+/// One registry per process (see export_macros.hpp); leaked like the recording registry, so that a
+/// drain during static destruction still finds it.
+STINT_DETAIL_EXPORT inline flop_registry& the_flop_registry() {
+    static flop_registry* const instance = new flop_registry();
+    return *instance;
+}
+
+}  // namespace detail
+
+/// Registers (or replaces) the formula for `name`: an op name (used by every with_flops STINT_OP of
+/// that name) or a formula name sites give STINT_OP_FLOPS. A registered formula overrides a built-in
+/// one of the same name. Thread-safe; takes effect for sessions drained afterwards. Throws
+/// std::invalid_argument for an empty name or formula.
+///
+///     stint::register_flop_formula("my::gemv", [](const stint::op_inputs& in) -> std::int64_t {
+///         const auto* a = in.shape(0);
+///         return a && a->size() == 2 ? 2 * (*a)[0] * (*a)[1] : -1;
+///     });
+inline void register_flop_formula(std::string name, flop_callable formula) {
+    if (name.empty()) throw std::invalid_argument("stint: register_flop_formula(): the name is empty");
+    if (!formula) {
+        throw std::invalid_argument("stint: register_flop_formula(\"" + name + "\"): the formula is empty");
+    }
+    detail::the_flop_registry().add(std::move(name), std::move(formula));
+}
+
+/// Removes a registered formula (built-in ones stay); returns whether one was registered.
+///
+///     stint::unregister_flop_formula("my::gemv");
+inline bool unregister_flop_formula(const std::string& name) { return detail::the_flop_registry().remove(name); }
+
+/// The formula stint uses for `name`: a registered one, else a built-in one, else an empty function.
+///
+///     if (auto f = stint::find_flop_formula("aten::mm")) fmt::print("{}\n", f(inputs));
+[[nodiscard]] inline flop_callable find_flop_formula(std::string_view name) {
+    std::string key(name);
+    if (flop_callable f = detail::the_flop_registry().find(key)) return f;
+    if (flop_function f = detail::builtin_flop_formula(name)) return f;
+    return {};
+}
+
+/// Evaluates a site's formula on its inputs: -1 when there is no formula, it cannot apply, or it throws.
+///
+///     std::int64_t f = stint::estimate_flops("aten::mm", inputs);
+[[nodiscard]] inline std::int64_t estimate_flops(const flop_formula& formula, const op_inputs& inputs) noexcept {
+    try {
+        if (formula.function != nullptr) return std::max<std::int64_t>(formula.function(inputs), -1);
+        if (formula.name.empty()) return -1;
+        const flop_callable f = find_flop_formula(formula.name);
+        return f ? std::max<std::int64_t>(f(inputs), -1) : -1;
+    } catch (...) {
+        return -1;
+    }
+}
+
+}  // namespace stint
+// ---- end stint/capture/flops.hpp ----
+
+// ---- begin stint/site.hpp ----
+// Call-site descriptors: everything about a site that is the same for every event it records lives
+// here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
+
+#include <cstdint>
+#include <string_view>
+
+
 namespace stint::detail {
 
 /// What follows a record's fixed 24 bytes. Records are self-describing through their site, so one
 /// session drains sites compiled with different configs.
 enum class payload_kind : std::uint8_t {
-    none,          ///< timing only
-    runtime_name,  ///< a copied name (STINT_SCOPE_NAMED, record_function)
+    none,                ///< timing only
+    runtime_name,        ///< a copied name (STINT_SCOPE_NAMED, record_function)
+    inputs,              ///< captured op inputs (record_shapes; capture/detail/input_encoding.hpp)
+    runtime_name_inputs, ///< a copied name, then captured inputs (record_function with args): the
+                         ///< header's aux is the name's length; at the name's 8-byte-padded end,
+                         ///< u32 inputs aux, u32 inputs bytes, the inputs
 };
 
 /// Where a site is in the source. (std::source_location is unusable with clang 14 and libstdc++ 12;
@@ -296,10 +1611,13 @@ struct site {
     event_kind kind = event_kind::user_annotation;
     payload_kind payload = payload_kind::none;
     source_location location = {};
+    flop_formula flops = {};  ///< with_flops: how the op's flops are estimated at drain; empty: none
 };
 
 /// Site used by record_function and STINT_SCOPE_NAMED: the name travels in the payload.
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
+/// Site used by record_function with an args string.
+inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 
 }  // namespace stint::detail
 // ---- end stint/site.hpp ----
@@ -411,6 +1729,7 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -561,6 +1880,13 @@ private:
     std::atomic<std::int64_t> budget_left_{0};
 };
 
+/// The payload that follows a record, as the drain hands it on: the header's aux word and the bytes
+/// after the header (padding included). Empty for timing-only records.
+struct record_payload {
+    std::uint32_t aux = 0;
+    std::span<const std::byte> bytes;
+};
+
 /// Counts a drain reports per thread.
 struct drained_thread {
     std::uint64_t os_tid = 0;
@@ -650,18 +1976,19 @@ private:
                 record r;
                 std::memcpy(&r, at, sizeof(r));
                 std::size_t bytes = sizeof(record);
-                std::string_view name;
-                if (r.where->payload == payload_kind::runtime_name) {
+                record_payload payload;
+                if (r.where->payload != payload_kind::none) {
                     payload_header header;
                     std::memcpy(&header, at + sizeof(record), sizeof(header));
                     bytes += header.bytes;
-                    name = {reinterpret_cast<const char*>(at + sizeof(record) + sizeof(header)), header.aux};
+                    payload.aux = header.aux;
+                    payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
                 }
                 at += bytes;
                 // A scope still open at stop ended after it: it belongs to no window.
                 if (r.end_ticks > stop_ticks) continue;
                 ++info.recorded;
-                on_record(info, r, name);
+                on_record(info, r, payload);
             }
         }
         info.dropped = node.dropped.load(std::memory_order_relaxed);
@@ -862,6 +2189,51 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin
     }
 }
 
+/// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
+/// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
+/// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
+/// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
+template <int = 0>
+STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_t begin, std::uint64_t end,
+                                                 std::uint32_t state, std::uint32_t aux,
+                                                 std::span<const std::byte> first,
+                                                 std::span<const std::byte> second = {}) noexcept {
+    thread_buffer& buffer = tls_buffer;
+    if (buffer.dead) return;
+    try {
+        registry& reg = the_registry();
+        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
+        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
+        thread_node& node = *buffer.node;
+        const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
+        const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+        const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
+        if (bytes > chunk::data_bytes) {
+            bump(node.dropped);
+            return;
+        }
+        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
+            bump(node.dropped);
+            return;
+        }
+        std::byte* at = buffer.cursor;
+        ::new (at) record{where, begin, end};
+        const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
+        std::byte* out = at + sizeof(record);
+        std::memcpy(out, &header, sizeof(header));
+        out += sizeof(header);
+        if (!first.empty()) std::memcpy(out, first.data(), first.size());
+        out += first_padded;
+        if (!second.empty()) std::memcpy(out, second.data(), second.size());
+        buffer.cursor = at + bytes;
+        // release: pairs with the acquire in drain_node().
+        buffer.current->published.store(buffer.cursor, std::memory_order_release);
+    } catch (...) {
+        // Out of memory while registering or growing: the record is lost, and counted if it can be.
+        if (buffer.node != nullptr) bump(buffer.node->dropped);
+    }
+}
+
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
 
@@ -891,11 +2263,15 @@ inline void set_thread_name(std::string_view name) {
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 
 namespace stint::detail {
@@ -936,12 +2312,101 @@ public:
 };
 
 /// An op scope. `Inputs` is a callable that produces the op's inputs; it runs only when a capture
-/// policy needs them while recording (never for timing-only or disabled configs).
+/// policy needs them while recording (never for timing-only or disabled configs, whose op scope is
+/// exactly their scope: same size, same code).
 template <class Config, class Inputs>
 class op_scope : public scope<Config> {
 public:
     STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&&) noexcept : scope<Config>(where) {}
 };
+
+template <class... Policies>
+struct find_shapes_limits {
+    using type = record_shapes;  // implied by another policy (with_flops): the defaults
+};
+template <class P, class... Rest>
+struct find_shapes_limits<P, Rest...> {
+    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
+};
+
+/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
+template <class Config>
+using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
+
+/// Whether ops of Config capture their inputs.
+template <class Config>
+inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
+
+/// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
+struct input_sink {
+    input_writer* writer;
+    template <class... Args>
+    void operator()(const Args&... args) const {
+        (writer->value(args), ...);
+    }
+};
+
+/// The op scope of a configuration with record_shapes: at entry (only while a session records) the
+/// inputs are encoded into a bounded buffer in this object, before the begin tick so the capture is
+/// not charged to the op; at exit the record and that payload are appended together.
+template <class Config, class Inputs>
+    requires captures_inputs<Config>
+class op_scope<Config, Inputs> {
+    using limits = shapes_limits_t<Config>;
+
+public:
+    STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&& inputs) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)) {
+        if (is_recording_state(state_)) {
+            where_ = &where;
+            input_writer writer(buffer_, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
+                                record_concrete_inputs());
+            try {
+                inputs(input_sink{&writer});
+            } catch (...) {
+                writer.mark_truncated();  // an input's accessor threw: keep what was captured
+            }
+            used_ = static_cast<std::uint32_t>(writer.size());
+            aux_ = writer.aux();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~op_scope() {
+        if (is_recording_state(state_)) {
+            append_record_payload(where_, begin_, read_ticks(), state_, aux_, std::span<const std::byte>(buffer_, used_));
+        }
+    }
+    op_scope(const op_scope&) = delete;
+    op_scope& operator=(const op_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    std::uint32_t aux_ = 0;
+    std::uint32_t used_ = 0;
+    const site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+    alignas(8) std::byte buffer_[limits::max_bytes];
+};
+
+/// The payload kind of an op site of Config.
+template <class Config>
+constexpr payload_kind op_payload_kind() noexcept {
+    if constexpr (captures_inputs<Config>) {
+        return payload_kind::inputs;
+    } else {
+        return payload_kind::none;
+    }
+}
+
+/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
+template <class Config>
+constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
+    if constexpr (Config::enabled && Config::template has<with_flops>) {
+        return formula;
+    } else {
+        return {};
+    }
+}
 
 /// Writes a zero-length event now.
 STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
@@ -981,12 +2446,36 @@ namespace stint {
 ///
 ///     stint::record_function rf(layer.name() + ".forward");
 ///     run(layer);
+///
+/// An args string (torch's `record_function(name, args)`) is recorded as the annotation's one input,
+/// a string: the trace shows `"Input type": ["String"]` and, with concrete inputs on, the text in
+/// `"Concrete Inputs"`; `event_args::record_args` holds it.
+///
+///     stint::record_function rf("## TEST 1 ##", "1, 2, 3");
 class record_function {
 public:
     explicit record_function(std::string_view name)
         : state_(detail::recording.value.load(std::memory_order_relaxed)) {
         if (detail::is_recording_state(state_)) {
             name_.assign(name);
+            begin_ = read_ticks();
+        }
+    }
+    record_function(std::string_view name, std::string_view args)
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), has_args_(true) {
+        if (detail::is_recording_state(state_)) {
+            name_.assign(name);
+            if (name_.size() > detail::max_runtime_name_bytes) name_.resize(detail::max_runtime_name_bytes);
+            // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
+            const std::size_t text = args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
+            args_.resize(8 + 4 + text);
+            input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
+            writer.string(args);
+            const std::uint32_t aux = writer.aux();
+            const auto used = static_cast<std::uint32_t>(writer.size());
+            std::memcpy(args_.data(), &aux, 4);
+            std::memcpy(args_.data() + 4, &used, 4);
+            args_.resize(8 + used);
             begin_ = read_ticks();
         }
     }
@@ -997,15 +2486,24 @@ public:
     /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_)) {
-            detail::append_record_slow(&detail::runtime_named_site, begin_, read_ticks(), state_, name_);
+            if (has_args_) {
+                detail::append_record_payload(&detail::runtime_named_args_site, begin_, read_ticks(), state_,
+                                              static_cast<std::uint32_t>(name_.size()),
+                                              std::as_bytes(std::span<const char>(name_)),
+                                              std::span<const std::byte>(args_));
+            } else {
+                detail::append_record_slow(&detail::runtime_named_site, begin_, read_ticks(), state_, name_);
+            }
             state_ = 0;
         }
     }
 
 private:
     std::uint32_t state_;
+    bool has_args_ = false;
     std::uint64_t begin_ = 0;
     std::string name_;
+    std::vector<std::byte> args_;
 };
 
 }  // namespace stint
@@ -1029,6 +2527,7 @@ private:
 #define STINT_SCOPE(name) static_assert(true, "")
 #define STINT_SCOPE_NAMED(name) static_assert(true, "")
 #define STINT_OP(config, name, ...) static_assert(true, "")
+#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
 #else
 #define STINT_DETAIL_SITE(var, name, kind)                                                                   \
@@ -1055,12 +2554,28 @@ private:
     }
 
 /// Times the rest of the block as an operator (`cat: cpu_op`) of the given configuration. The inputs
-/// are evaluated only when the configuration captures them and a session records.
+/// are evaluated only when the configuration captures them (record_shapes) and a session records;
+/// with with_flops, the op's name picks its flop formula ("aten::mm", or a registered one). A config
+/// with several policies must be named by an alias (the macro would split `config<a, b>` at its comma).
 ///
-///     STINT_OP(my_config, "aten::mm", a, b);
-#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name __VA_OPT__(, ) __VA_ARGS__)
-#define STINT_DETAIL_OP(id, config, name, ...)                                                               \
-    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::cpu_op);                \
+///     using shapes = stint::config<stint::record_shapes>;
+///     STINT_OP(shapes, "aten::mm", a, b);
+#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name, name __VA_OPT__(, ) __VA_ARGS__)
+
+/// STINT_OP whose flops (with_flops) come from `formula`: a formula name ("aten::mm", or one given
+/// to stint::register_flop_formula) or a `std::int64_t(const stint::op_inputs&)` function (a lambda
+/// in parentheses). Without with_flops in the config the formula is ignored.
+///
+///     STINT_OP_FLOPS(cfg, "my::gemm", "aten::mm", a, b);
+#define STINT_OP_FLOPS(config, name, formula, ...)                                                           \
+    STINT_DETAIL_OP(__COUNTER__, config, name, formula __VA_OPT__(, ) __VA_ARGS__)
+
+#define STINT_DETAIL_OP(id, config, name, formula, ...)                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        name, ::stint::event_kind::cpu_op, ::stint::detail::op_payload_kind<config>(),                     \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \
+            ::stint::detail::op_flop_formula<config>(formula)                                               \
+    };                                                                                                       \
     auto STINT_DETAIL_CAT(stint_inputs_, id) = [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); };          \
     ::stint::detail::op_scope<config, decltype(STINT_DETAIL_CAT(stint_inputs_, id))> STINT_DETAIL_CAT(       \
         stint_scope_, id) {                                                                                  \
@@ -2791,9 +4306,12 @@ private:
 // ---- begin stint/detail/session.hpp ----
 // One recording session from start to drain: the untemplated core behind stint::profiler.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -2801,6 +4319,272 @@ private:
 #include <utility>
 #include <vector>
 
+
+// ---- begin stint/capture/detail/input_decoding.hpp ----
+// Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
+// and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+// A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
+class wire_reader {
+public:
+    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+    [[nodiscard]] bool ok() const noexcept { return ok_; }
+    [[nodiscard]] bool has(std::size_t n) noexcept {
+        if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
+        return ok_;
+    }
+    std::uint8_t u8() noexcept {
+        if (!has(1)) return 0;
+        return static_cast<std::uint8_t>(*at_++);
+    }
+    std::uint16_t u16() noexcept { return read<std::uint16_t>(); }
+    template <class T>
+    T read() noexcept {
+        T v{};
+        if (!has(sizeof(T))) return v;
+        std::memcpy(&v, at_, sizeof(T));
+        at_ += sizeof(T);
+        return v;
+    }
+    std::string_view text(std::size_t n) noexcept {
+        if (!has(n)) return {};
+        std::string_view s(reinterpret_cast<const char*>(at_), n);
+        at_ += n;
+        return s;
+    }
+    void int64s(std::vector<std::int64_t>& out, std::size_t n) {
+        if (!has(n * 8)) return;
+        out.resize(n);
+        if (n != 0) std::memcpy(out.data(), at_, n * 8);
+        at_ += n * 8;
+    }
+
+private:
+    const std::byte* at_;
+    const std::byte* end_;
+    bool ok_ = true;
+};
+
+inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
+    const auto tag = static_cast<wire_tag>(in.u8());
+    if (!in.ok()) return false;
+    switch (tag) {
+        case wire_tag::none: out.kind = input_kind::none; return true;
+        case wire_tag::other:
+        case wire_tag::dropped: out.kind = input_kind::other; return true;
+        case wire_tag::tensor: {
+            const std::uint8_t flags = in.u8();
+            const std::uint8_t rank = in.u8();
+            const std::uint8_t dtype_len = in.u8();
+            out.kind = input_kind::tensor;
+            out.dtype.assign(in.text(dtype_len));
+            in.int64s(out.dims, rank);
+            if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
+            out.cut = (flags & wire_cut) != 0;
+            return in.ok();
+        }
+        case wire_tag::tensor_list: {
+            if (in_list) return false;
+            const std::uint8_t flags = in.u8();
+            const std::uint16_t count = in.u16();
+            out.kind = input_kind::tensor_list;
+            out.cut = (flags & wire_cut) != 0;
+            out.tensors.resize(count);
+            for (op_input& t : out.tensors) {
+                if (!decode_entry(in, t, true)) return false;
+            }
+            return true;
+        }
+        case wire_tag::int64:
+        case wire_tag::uint64:
+            out.kind = input_kind::scalar;
+            out.values_type = tag == wire_tag::int64 ? scalar_type::integer : scalar_type::unsigned_integer;
+            out.integers.push_back(in.read<std::int64_t>());
+            return in.ok();
+        case wire_tag::real:
+            out.kind = input_kind::scalar;
+            out.values_type = scalar_type::real;
+            out.reals.push_back(in.read<double>());
+            return in.ok();
+        case wire_tag::boolean:
+            out.kind = input_kind::scalar;
+            out.values_type = scalar_type::boolean;
+            out.integers.push_back(in.u8() != 0 ? 1 : 0);
+            return in.ok();
+        case wire_tag::int_list:
+        case wire_tag::uint_list:
+        case wire_tag::real_list:
+        case wire_tag::bool_list: {
+            const std::uint8_t flags = in.u8();
+            const std::uint8_t count = in.u8();
+            out.kind = input_kind::scalar_list;
+            out.cut = (flags & wire_cut) != 0;
+            if (tag == wire_tag::real_list) {
+                out.values_type = scalar_type::real;
+                for (std::size_t i = 0; i < count && in.ok(); ++i) out.reals.push_back(in.read<double>());
+            } else if (tag == wire_tag::bool_list) {
+                out.values_type = scalar_type::boolean;
+                for (std::size_t i = 0; i < count && in.ok(); ++i) out.integers.push_back(in.u8() != 0 ? 1 : 0);
+            } else {
+                out.values_type = tag == wire_tag::int_list ? scalar_type::integer : scalar_type::unsigned_integer;
+                in.int64s(out.integers, count);
+            }
+            return in.ok();
+        }
+        case wire_tag::string: {
+            const std::uint8_t flags = in.u8();
+            const std::uint16_t len = in.u16();
+            out.kind = input_kind::string;
+            out.cut = (flags & wire_cut) != 0;
+            out.text.assign(in.text(len));
+            return in.ok();
+        }
+    }
+    return false;
+}
+
+/// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
+/// truncated.
+inline op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
+    op_inputs result;
+    result.set_op_name(op_name);
+    result.set_truncated((aux & inputs_aux_truncated) != 0);
+    wire_reader in(bytes);
+    const std::uint32_t count = aux & inputs_aux_count_mask;
+    std::vector<op_input>& inputs = result.mutable_inputs();
+    inputs.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        op_input entry;
+        if (!decode_entry(in, entry, false)) {
+            result.set_truncated(true);
+            break;
+        }
+        inputs.push_back(std::move(entry));
+    }
+    return result;
+}
+
+/// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
+/// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
+inline void append_real(std::string& out, double d) {
+    const int c = std::fpclassify(d);
+    if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
+        const auto i = static_cast<std::int64_t>(d);
+        if (static_cast<double>(i) == d) {
+            fmt::format_to(std::back_inserter(out), "{}.", i);
+            return;
+        }
+    }
+    if (std::isnan(d)) {
+        out += std::signbit(d) ? "-nan" : "nan";
+        return;
+    }
+    if (std::isinf(d)) {
+        out += d < 0 ? "-inf" : "inf";
+        return;
+    }
+    fmt::format_to(std::back_inserter(out), "{:.17g}", d);
+}
+
+inline void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
+    switch (in.values_type) {
+        case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
+        case scalar_type::unsigned_integer:
+            fmt::format_to(std::back_inserter(out), "{}", static_cast<std::uint64_t>(in.integers[i]));
+            return;
+        case scalar_type::boolean: out += in.integers[i] != 0 ? "True" : "False"; return;
+        case scalar_type::real: append_real(out, in.reals[i]); return;
+    }
+}
+
+/// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
+/// cut), a string's text, "" for tensors and absent inputs.
+inline std::string concrete_text(const op_input& in) {
+    std::string out;
+    switch (in.kind) {
+        case input_kind::scalar:
+            if (!in.integers.empty() || !in.reals.empty()) append_scalar_value(out, in, 0);
+            break;
+        case input_kind::scalar_list: {
+            out += '[';
+            const std::size_t n = in.values_type == scalar_type::real ? in.reals.size() : in.integers.size();
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i != 0) out += ", ";
+                append_scalar_value(out, in, i);
+            }
+            if (in.cut) out += n == 0 ? "..." : ", ...";
+            out += ']';
+            break;
+        }
+        case input_kind::string: out = in.text; break;
+        case input_kind::none:
+        case input_kind::tensor:
+        case input_kind::tensor_list:
+        case input_kind::other: break;
+    }
+    return out;
+}
+
+/// The "Input type" text of one input.
+inline std::string type_text(const op_input& in) {
+    switch (in.kind) {
+        case input_kind::tensor: return in.dtype;
+        case input_kind::tensor_list: return "TensorList";
+        case input_kind::scalar: return "Scalar";
+        case input_kind::scalar_list: return "ScalarList";
+        case input_kind::string: return "String";
+        case input_kind::none:
+        case input_kind::other: break;
+    }
+    return {};
+}
+
+/// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
+inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
+    const std::size_t n = inputs.size();
+    args.input_dims.resize(n);
+    args.input_strides.resize(n);
+    args.input_types.resize(n);
+    args.input_kinds.resize(n);
+    args.tensor_list_dims.resize(n);
+    args.tensor_list_strides.resize(n);
+    if (concrete) args.concrete_inputs.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const op_input& in = inputs[i];
+        args.input_kinds[i] = in.kind;
+        args.input_types[i] = type_text(in);
+        if (in.kind == input_kind::tensor) {
+            args.input_dims[i] = in.dims;
+            args.input_strides[i] = in.strides;
+        } else if (in.kind == input_kind::tensor_list) {
+            for (const op_input& t : in.tensors) {
+                args.tensor_list_dims[i].push_back(t.dims);
+                args.tensor_list_strides[i].push_back(t.strides);
+            }
+        }
+        if (concrete) args.concrete_inputs[i] = concrete_text(in);
+    }
+    args.truncated = args.truncated || inputs.truncated();
+}
+
+}  // namespace stint::detail
+// ---- end stint/capture/detail/input_decoding.hpp ----
 
 namespace stint {
 
@@ -2817,6 +4601,7 @@ struct profiler_stats {
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
+    std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
 };
 
 }  // namespace stint
@@ -2886,14 +4671,36 @@ public:
             dropped += t.dropped;
             truncated += t.truncated;
         };
-        const auto on_record = [&](const drained_thread& t, const record& r, std::string_view runtime_name) {
+        std::uint64_t truncated_inputs = 0;
+        flop_cache flops;
+        const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            if (r.where->payload == payload_kind::runtime_name) {
-                builder.add_copy(r.where->kind, runtime_name, thread, start, end);
-            } else {
-                builder.add(r.where->kind, r.where->name, thread, start, end);
+            switch (r.where->payload) {
+                case payload_kind::none: builder.add(r.where->kind, r.where->name, thread, start, end); return;
+                case payload_kind::runtime_name:
+                    builder.add_copy(r.where->kind, runtime_name_of(payload), thread, start, end);
+                    return;
+                case payload_kind::inputs: {
+                    const event_index i = builder.add(r.where->kind, r.where->name, thread, start, end);
+                    truncated_inputs += add_inputs(builder, i, *r.where, payload.bytes, payload.aux, flops);
+                    return;
+                }
+                case payload_kind::runtime_name_inputs: {
+                    const std::string_view name = runtime_name_of(payload);
+                    const event_index i = builder.add_copy(r.where->kind, name, thread, start, end);
+                    const std::size_t at = (name.size() + 7) & ~std::size_t{7};
+                    std::uint32_t aux = 0;
+                    std::uint32_t used = 0;
+                    if (payload.bytes.size() < at + 8) return;
+                    std::memcpy(&aux, payload.bytes.data() + at, 4);
+                    std::memcpy(&used, payload.bytes.data() + at + 4, 4);
+                    const std::span<const std::byte> inputs =
+                        payload.bytes.subspan(at + 8, std::min<std::size_t>(used, payload.bytes.size() - at - 8));
+                    truncated_inputs += add_inputs(builder, i, *r.where, inputs, aux, flops, true);
+                    return;
+                }
             }
         };
         const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
@@ -2914,12 +4721,48 @@ public:
         stats_.recorded = recorded;
         stats_.dropped = dropped;
         stats_.truncated_names = truncated;
+        stats_.truncated_inputs = truncated_inputs;
         return true;
     }
 
     [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
 
 private:
+    // Flop formulas resolved once per site and session (a registry lookup takes a lock).
+    using flop_cache = std::unordered_map<const site*, flop_callable>;
+
+    static std::string_view runtime_name_of(const record_payload& payload) noexcept {
+        const std::size_t n = std::min<std::size_t>(payload.aux, payload.bytes.size());
+        return {reinterpret_cast<const char*>(payload.bytes.data()), n};
+    }
+
+    // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
+    // Returns 1 when the capture was truncated. `record_args`: the inputs are record_function's args.
+    static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+                                    std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
+                                    bool record_args = false) {
+        const op_inputs inputs = decode_inputs(where.name, bytes, aux);
+        if (inputs.empty() && !inputs.truncated()) return 0;  // an op without inputs has no args, as in torch
+        event_args args;
+        inputs_to_args(inputs, (aux & inputs_aux_concrete) != 0, args);
+        if (record_args && !inputs.empty()) args.record_args = inputs[0].text;
+        if (!where.flops.empty()) builder.at(i).flops = evaluate_flops(where, inputs, flops);
+        builder.set_args(i, std::move(args));
+        return inputs.truncated() ? 1 : 0;
+    }
+
+    static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache) {
+        if (where.flops.function != nullptr) return estimate_flops(where.flops, inputs);
+        auto [it, added] = cache.try_emplace(&where);
+        if (added) it->second = find_flop_formula(where.flops.name);
+        if (!it->second) return -1;
+        try {
+            return std::max<std::int64_t>(it->second(inputs), -1);
+        } catch (...) {
+            return -1;
+        }
+    }
+
     std::uint32_t state_ = 0;
     tick_calibration calibration_;
     profiler_stats stats_;
@@ -2932,6 +4775,7 @@ private:
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
 // in memory, and it lands under its final name only when complete.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -3460,6 +5304,60 @@ struct chrome_trace_info {
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
 
+/// An op's captured inputs as Kineto writes them: "Input Dims" (a TensorList nests one list per
+/// tensor), "Input Strides", "Input type", "Concrete Inputs" (when captured); stint adds
+/// "Inputs truncated": true when the capture hit a bound.
+template <class Writer>
+void write_input_args(Writer& out, const event_args& args) {
+    const auto int_list = [&](const std::vector<std::int64_t>& values) {
+        out.raw("[");
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i != 0) out.raw(", ");
+            out.number(values[i]);
+        }
+        out.raw("]");
+    };
+    const auto shapes = [&](const std::vector<std::vector<std::int64_t>>& flat,
+                            const std::vector<std::vector<std::vector<std::int64_t>>>& nested) {
+        out.raw("[");
+        for (std::size_t i = 0; i < flat.size(); ++i) {
+            if (i != 0) out.raw(", ");
+            const bool is_list = i < args.input_kinds.size() && args.input_kinds[i] == input_kind::tensor_list &&
+                                 i < nested.size();
+            if (!is_list) {
+                int_list(flat[i]);
+                continue;
+            }
+            out.raw("[");
+            for (std::size_t t = 0; t < nested[i].size(); ++t) {
+                if (t != 0) out.raw(", ");
+                int_list(nested[i][t]);
+            }
+            out.raw("]");
+        }
+        out.raw("]");
+    };
+    const auto strings = [&](const std::vector<std::string>& values) {
+        out.raw("[");
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i != 0) out.raw(", ");
+            out.string(values[i]);
+        }
+        out.raw("]");
+    };
+    out.raw(", \"Input Dims\": ");
+    shapes(args.input_dims, args.tensor_list_dims);
+    out.raw(", \"Input Strides\": ");
+    shapes(args.input_strides, args.tensor_list_strides);
+    out.raw(", \"Input type\": ");
+    strings(args.input_types);
+    if (!args.concrete_inputs.empty()) {
+        out.raw(", \"Concrete Inputs\": ");
+        strings(args.concrete_inputs);
+    }
+    if (args.truncated) out.raw(", \"Inputs truncated\": true");
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -3531,6 +5429,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.number(e.id);
         out.raw(", \"Record function id\": ");
         out.number(e.id);
+        if (const event_args* args = events.args(e)) write_input_args(out, *args);
         out.raw("}}");
     }
     out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");

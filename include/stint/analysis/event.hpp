@@ -30,15 +30,34 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
 using event_index = std::uint32_t;
 inline constexpr event_index no_index = std::numeric_limits<event_index>::max();
 
-/// Captured inputs and framework annotations of one op (filled by capture policies).
+/// What one captured op input was (record_shapes); decides how the trace shows it.
+enum class input_kind : std::uint8_t {
+    none,         ///< absent (an empty std::optional, an undefined tensor): type "", value ""
+    tensor,       ///< dims, strides and dtype name
+    tensor_list,  ///< a container of tensors: type "TensorList", nested dims
+    scalar,       ///< a number, bool or enum: type "Scalar", dims []
+    scalar_list,  ///< a list of numbers: type "ScalarList", value "[64, 32]"
+    string,       ///< text: type "String", the text as its value (torch shows no positional strings)
+    other,        ///< captured as present but opaque: type "", value ""
+};
+
+/// Captured inputs and framework annotations of one op (filled by capture policies). The vectors
+/// that describe inputs have one entry per input, in argument order.
 struct event_args {
-    std::vector<std::vector<std::int64_t>> input_dims;     ///< "Input Dims"
+    std::vector<std::vector<std::int64_t>> input_dims;     ///< "Input Dims" ([] for a non-tensor, as
+                                                           ///< torch's key_averages shapes)
     std::vector<std::string> input_types;                  ///< "Input type"
-    std::vector<std::vector<std::int64_t>> input_strides;  ///< "Input Strides"
-    std::vector<std::string> concrete_inputs;              ///< "Concrete Inputs"
+    std::vector<std::vector<std::int64_t>> input_strides;  ///< "Input Strides" ([] when unknown)
+    std::vector<std::string> concrete_inputs;              ///< "Concrete Inputs"; empty when concrete
+                                                           ///< capture was off
+    std::vector<input_kind> input_kinds;                   ///< what each input was
+    /// Per input: the dims and strides of each tensor of a TensorList input (empty for the others);
+    /// the trace nests them inside "Input Dims" / "Input Strides".
+    std::vector<std::vector<std::vector<std::int64_t>>> tensor_list_dims;
+    std::vector<std::vector<std::vector<std::int64_t>>> tensor_list_strides;
     std::string module_hierarchy;                          ///< "Module Hierarchy"
     std::string record_args;                               ///< record_function's args string
-    bool truncated = false;                                ///< capture hit a bound
+    bool truncated = false;                                ///< capture hit a bound ("Inputs truncated")
 };
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`

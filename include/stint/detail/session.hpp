@@ -1,9 +1,12 @@
 #pragma once
 // One recording session from start to drain: the untemplated core behind stint::profiler.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -13,6 +16,9 @@
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"
+#include "stint/capture/detail/input_decoding.hpp"
+#include "stint/capture/detail/input_encoding.hpp"
+#include "stint/capture/flops.hpp"
 #include "stint/clock.hpp"
 #include "stint/registry.hpp"
 
@@ -31,6 +37,7 @@ struct profiler_stats {
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
+    std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
 };
 
 }  // namespace stint
@@ -100,14 +107,36 @@ public:
             dropped += t.dropped;
             truncated += t.truncated;
         };
-        const auto on_record = [&](const drained_thread& t, const record& r, std::string_view runtime_name) {
+        std::uint64_t truncated_inputs = 0;
+        flop_cache flops;
+        const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            if (r.where->payload == payload_kind::runtime_name) {
-                builder.add_copy(r.where->kind, runtime_name, thread, start, end);
-            } else {
-                builder.add(r.where->kind, r.where->name, thread, start, end);
+            switch (r.where->payload) {
+                case payload_kind::none: builder.add(r.where->kind, r.where->name, thread, start, end); return;
+                case payload_kind::runtime_name:
+                    builder.add_copy(r.where->kind, runtime_name_of(payload), thread, start, end);
+                    return;
+                case payload_kind::inputs: {
+                    const event_index i = builder.add(r.where->kind, r.where->name, thread, start, end);
+                    truncated_inputs += add_inputs(builder, i, *r.where, payload.bytes, payload.aux, flops);
+                    return;
+                }
+                case payload_kind::runtime_name_inputs: {
+                    const std::string_view name = runtime_name_of(payload);
+                    const event_index i = builder.add_copy(r.where->kind, name, thread, start, end);
+                    const std::size_t at = (name.size() + 7) & ~std::size_t{7};
+                    std::uint32_t aux = 0;
+                    std::uint32_t used = 0;
+                    if (payload.bytes.size() < at + 8) return;
+                    std::memcpy(&aux, payload.bytes.data() + at, 4);
+                    std::memcpy(&used, payload.bytes.data() + at + 4, 4);
+                    const std::span<const std::byte> inputs =
+                        payload.bytes.subspan(at + 8, std::min<std::size_t>(used, payload.bytes.size() - at - 8));
+                    truncated_inputs += add_inputs(builder, i, *r.where, inputs, aux, flops, true);
+                    return;
+                }
             }
         };
         const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
@@ -128,12 +157,48 @@ public:
         stats_.recorded = recorded;
         stats_.dropped = dropped;
         stats_.truncated_names = truncated;
+        stats_.truncated_inputs = truncated_inputs;
         return true;
     }
 
     [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
 
 private:
+    // Flop formulas resolved once per site and session (a registry lookup takes a lock).
+    using flop_cache = std::unordered_map<const site*, flop_callable>;
+
+    static std::string_view runtime_name_of(const record_payload& payload) noexcept {
+        const std::size_t n = std::min<std::size_t>(payload.aux, payload.bytes.size());
+        return {reinterpret_cast<const char*>(payload.bytes.data()), n};
+    }
+
+    // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
+    // Returns 1 when the capture was truncated. `record_args`: the inputs are record_function's args.
+    static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+                                    std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
+                                    bool record_args = false) {
+        const op_inputs inputs = decode_inputs(where.name, bytes, aux);
+        if (inputs.empty() && !inputs.truncated()) return 0;  // an op without inputs has no args, as in torch
+        event_args args;
+        inputs_to_args(inputs, (aux & inputs_aux_concrete) != 0, args);
+        if (record_args && !inputs.empty()) args.record_args = inputs[0].text;
+        if (!where.flops.empty()) builder.at(i).flops = evaluate_flops(where, inputs, flops);
+        builder.set_args(i, std::move(args));
+        return inputs.truncated() ? 1 : 0;
+    }
+
+    static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache) {
+        if (where.flops.function != nullptr) return estimate_flops(where.flops, inputs);
+        auto [it, added] = cache.try_emplace(&where);
+        if (added) it->second = find_flop_formula(where.flops.name);
+        if (!it->second) return -1;
+        try {
+            return std::max<std::int64_t>(it->second(inputs), -1);
+        } catch (...) {
+            return -1;
+        }
+    }
+
     std::uint32_t state_ = 0;
     tick_calibration calibration_;
     profiler_stats stats_;

@@ -2,6 +2,7 @@
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
 // in memory, and it lands under its final name only when complete.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,6 +24,60 @@ struct chrome_trace_info {
     /// Top-level keys in insertion order; values are JSON text already validated.
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
+
+/// An op's captured inputs as Kineto writes them: "Input Dims" (a TensorList nests one list per
+/// tensor), "Input Strides", "Input type", "Concrete Inputs" (when captured); stint adds
+/// "Inputs truncated": true when the capture hit a bound.
+template <class Writer>
+void write_input_args(Writer& out, const event_args& args) {
+    const auto int_list = [&](const std::vector<std::int64_t>& values) {
+        out.raw("[");
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i != 0) out.raw(", ");
+            out.number(values[i]);
+        }
+        out.raw("]");
+    };
+    const auto shapes = [&](const std::vector<std::vector<std::int64_t>>& flat,
+                            const std::vector<std::vector<std::vector<std::int64_t>>>& nested) {
+        out.raw("[");
+        for (std::size_t i = 0; i < flat.size(); ++i) {
+            if (i != 0) out.raw(", ");
+            const bool is_list = i < args.input_kinds.size() && args.input_kinds[i] == input_kind::tensor_list &&
+                                 i < nested.size();
+            if (!is_list) {
+                int_list(flat[i]);
+                continue;
+            }
+            out.raw("[");
+            for (std::size_t t = 0; t < nested[i].size(); ++t) {
+                if (t != 0) out.raw(", ");
+                int_list(nested[i][t]);
+            }
+            out.raw("]");
+        }
+        out.raw("]");
+    };
+    const auto strings = [&](const std::vector<std::string>& values) {
+        out.raw("[");
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i != 0) out.raw(", ");
+            out.string(values[i]);
+        }
+        out.raw("]");
+    };
+    out.raw(", \"Input Dims\": ");
+    shapes(args.input_dims, args.tensor_list_dims);
+    out.raw(", \"Input Strides\": ");
+    shapes(args.input_strides, args.tensor_list_strides);
+    out.raw(", \"Input type\": ");
+    strings(args.input_types);
+    if (!args.concrete_inputs.empty()) {
+        out.raw(", \"Concrete Inputs\": ");
+        strings(args.concrete_inputs);
+    }
+    if (args.truncated) out.raw(", \"Inputs truncated\": true");
+}
 
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
@@ -95,6 +150,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.number(e.id);
         out.raw(", \"Record function id\": ");
         out.number(e.id);
+        if (const event_args* args = events.args(e)) write_input_args(out, *args);
         out.raw("}}");
     }
     out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");

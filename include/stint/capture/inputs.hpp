@@ -1,0 +1,651 @@
+#pragma once
+// Capturing an op's inputs (record_shapes): which C++ types count as tensors, scalars and lists, the
+// bounded writer that encodes them on the hot path, and the run-time switch for concrete values.
+//
+// What counts as what, in the order it is decided:
+//   1. a specialisation of stint::input_traits<T> (yours, or a built-in one below);
+//   2. stint::tensor_like: any type with sizes() (integers) and dtype() (text), optionally
+//      strides() and defined();
+//   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
+//   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
+//      present), so Eigen types are captured with no Eigen dependency in stint;
+//   5. aggregates (plain structs), field by field, when <boost/pfr.hpp> is available;
+//   6. anything else is a compile error naming the type.
+
+#include <array>
+#include <atomic>
+#include <complex>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "stint/capture/detail/input_encoding.hpp"
+#include "stint/detail/export_macros.hpp"
+
+#if !defined(STINT_USE_PFR)
+#if __has_include(<boost/pfr.hpp>)
+#define STINT_USE_PFR 1
+#else
+#define STINT_USE_PFR 0
+#endif
+#endif
+#if STINT_USE_PFR
+#include <boost/pfr.hpp>
+#endif
+
+namespace stint {
+
+/// Customisation point: how a type is captured as an op input. Specialise it for a type stint does
+/// not capture by itself (or to override how it does); `capture` calls one `input_writer` method per
+/// input it contributes (usually one).
+///
+///     template <> struct stint::input_traits<my::image> {
+///         static void capture(stint::input_writer& w, const my::image& im) {
+///             w.tensor("unsigned char", std::array<std::int64_t, 3>{im.h, im.w, im.c});
+///         }
+///     };
+template <class T>
+struct input_traits {
+    using stint_unspecialized = void;  ///< marks the primary template: "no traits"
+};
+
+/// A type captured as a tensor with no user code: `sizes()` gives a range of integers, `dtype()`
+/// something convertible to `std::string_view` ("float"); `strides()` (integers, one per dim) and
+/// `defined()` (false: captured as absent) are used when present.
+///
+///     struct my_tensor {
+///         std::vector<std::int64_t> sizes() const;
+///         std::string_view dtype() const { return "float"; }
+///     };
+///     static_assert(stint::tensor_like<my_tensor>);
+template <class T>
+concept tensor_like = requires(const T& t) {
+    { t.sizes() } -> std::ranges::forward_range;
+    { t.dtype() } -> std::convertible_to<std::string_view>;
+} && std::integral<std::remove_cvref_t<std::ranges::range_reference_t<decltype(std::declval<const T&>().sizes())>>>;
+
+namespace detail {
+
+template <class T>
+constexpr std::string_view builtin_dtype_name() noexcept {
+    // The names torch's TypeMeta gives these types (gcc's spelling of fundamental types).
+    using U = std::remove_cv_t<T>;
+    if constexpr (std::is_same_v<U, float>) return "float";
+    else if constexpr (std::is_same_v<U, double>) return "double";
+    else if constexpr (std::is_same_v<U, long double>) return "long double";
+    else if constexpr (std::is_same_v<U, bool>) return "bool";
+    else if constexpr (std::is_same_v<U, char>) return "char";
+    else if constexpr (std::is_same_v<U, signed char>) return "signed char";
+    else if constexpr (std::is_same_v<U, unsigned char>) return "unsigned char";
+    else if constexpr (std::is_same_v<U, short>) return "short int";
+    else if constexpr (std::is_same_v<U, unsigned short>) return "short unsigned int";
+    else if constexpr (std::is_same_v<U, int>) return "int";
+    else if constexpr (std::is_same_v<U, unsigned>) return "unsigned int";
+    else if constexpr (std::is_same_v<U, long>) return "long int";
+    else if constexpr (std::is_same_v<U, unsigned long>) return "long unsigned int";
+    else if constexpr (std::is_same_v<U, long long>) return "long long int";
+    else if constexpr (std::is_same_v<U, unsigned long long>) return "long long unsigned int";
+    else if constexpr (std::is_same_v<U, std::complex<float>>) return "c10::complex<float>";
+    else if constexpr (std::is_same_v<U, std::complex<double>>) return "c10::complex<double>";
+    else return "";
+}
+
+}  // namespace detail
+
+/// The dtype name stint reports for element type T of spans, mdspans and Eigen matrices: torch's
+/// names for fundamental types ("float", "long int"), "" for others. Specialise it for your own.
+///
+///     template <> inline constexpr std::string_view stint::dtype_name_v<my::half> = "c10::Half";
+template <class T>
+inline constexpr std::string_view dtype_name_v = detail::builtin_dtype_name<T>();
+
+namespace detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The process-wide "record concrete inputs" switch. Read once per captured op (relaxed: an op that
+/// races with a change records either setting); on its own cache line, written only by the setter.
+struct alignas(64) concrete_inputs_state {
+    std::atomic<bool> value{true};
+};
+STINT_DETAIL_EXPORT inline constinit concrete_inputs_state concrete_inputs{};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+template <class T>
+inline constexpr bool has_input_traits = !requires { typename input_traits<T>::stint_unspecialized; };
+
+template <class T>
+inline constexpr bool is_scalar_input = std::is_arithmetic_v<T> || std::is_enum_v<T>;
+
+template <class T>
+inline constexpr bool is_text_input = std::is_convertible_v<const T&, std::string_view>;
+
+template <class T>
+concept mdspan_like = requires(const T& m, std::size_t r) {
+    typename T::element_type;
+    { T::rank() } -> std::convertible_to<std::size_t>;
+    { m.extent(r) } -> std::convertible_to<std::int64_t>;
+} && std::is_arithmetic_v<std::remove_cv_t<typename T::element_type>>;
+
+template <class T>
+concept eigen_like = requires(const T& m) {
+    typename T::Scalar;
+    { m.rows() } -> std::convertible_to<std::int64_t>;
+    { m.cols() } -> std::convertible_to<std::int64_t>;
+    { T::IsRowMajor } -> std::convertible_to<bool>;
+};
+
+template <class T>
+inline constexpr bool is_pfr_aggregate =
+    STINT_USE_PFR && std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
+
+/// Named after the rule so that the rejected type shows in the compiler's diagnostic.
+template <class T>
+struct no_input_traits_for_this_type {
+    static constexpr bool value = false;
+};
+
+template <class R>
+std::size_t range_size(const R& r) noexcept {
+    if constexpr (std::ranges::sized_range<R>) {
+        return static_cast<std::size_t>(std::ranges::size(r));
+    } else {
+        return static_cast<std::size_t>(std::ranges::distance(r));
+    }
+}
+
+// Writes the first n integers of r as int64 at dst (unaligned).
+template <class R>
+void put_int64s(std::byte* dst, const R& r, std::size_t n) noexcept {
+    using value = std::remove_cvref_t<std::ranges::range_reference_t<const R>>;
+    if constexpr (std::ranges::contiguous_range<const R> && sizeof(value) == 8 && std::is_integral_v<value>) {
+        if (n != 0) std::memcpy(dst, std::ranges::data(r), n * 8);
+    } else {
+        std::size_t i = 0;
+        for (auto&& x : r) {
+            if (i == n) break;
+            const auto v = static_cast<std::int64_t>(x);
+            std::memcpy(dst + i * 8, &v, 8);
+            ++i;
+        }
+    }
+}
+
+}  // namespace detail
+
+/// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
+/// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
+/// input (`value` adds what T's capture adds). Past a bound the input is cut or dropped and the
+/// record is marked truncated; nothing here allocates, locks or throws.
+///
+///     w.tensor("float", std::array<std::int64_t, 2>{64, 32});  // "Input Dims" [64, 32]
+///     w.scalar(6);                                             // "Scalar", "6"
+///     w.scalar_list(std::vector<int>{64, 32});                 // "ScalarList", "[64, 32]"
+class input_writer {
+public:
+    /// A writer into `capacity` bytes at `buffer` keeping at most `max_inputs` inputs (and tensors
+    /// per list), `max_dims` integers per shape, stride or list, and `max_text` bytes per string;
+    /// `concrete`: whether string values are kept (numbers are always kept, for flop formulas).
+    input_writer(std::byte* buffer, std::size_t capacity, std::size_t max_inputs, std::size_t max_dims,
+                 std::size_t max_text, bool concrete) noexcept
+        : begin_(buffer),
+          at_(buffer),
+          end_(buffer + capacity),
+          max_inputs_(static_cast<std::uint32_t>(max_inputs < 0xffff ? max_inputs : 0xffff)),
+          max_dims_(static_cast<std::uint32_t>(max_dims < 255 ? max_dims : 255)),
+          max_text_(static_cast<std::uint32_t>(max_text < 0xffff ? max_text : 0xffff)),
+          concrete_(concrete) {}
+
+    input_writer(const input_writer&) = delete;
+    input_writer& operator=(const input_writer&) = delete;
+
+    /// Captures `v` by the rules at the top of this header.
+    template <class T>
+    void value(const T& v);
+
+    /// An absent input (torch: None, an undefined tensor): type "", value "".
+    void none() noexcept { put_tag(detail::wire_tag::none); }
+    /// A present input shown without type or value (torch's "other" inputs).
+    void other() noexcept {
+        if (in_list_) return none();
+        put_tag(detail::wire_tag::other);
+    }
+
+    /// A tensor of the given dtype name and sizes (a range of integers), with unknown strides.
+    template <std::ranges::forward_range Sizes>
+    void tensor(std::string_view dtype, const Sizes& sizes) noexcept {
+        tensor_impl(dtype, sizes, static_cast<const Sizes*>(nullptr));
+    }
+    /// A tensor with its strides (one integer per dim; a mismatched count records no strides).
+    template <std::ranges::forward_range Sizes, std::ranges::forward_range Strides>
+    void tensor(std::string_view dtype, const Sizes& sizes, const Strides& strides) noexcept {
+        tensor_impl(dtype, sizes, &strides);
+    }
+
+    /// A number, bool or enum (an enum as its integer value): type "Scalar".
+    template <class T>
+        requires(detail::is_scalar_input<T>)
+    void scalar(T v) noexcept {
+        if (in_list_) return none();
+        if constexpr (std::is_enum_v<T>) {
+            scalar(static_cast<std::underlying_type_t<T>>(v));
+        } else if constexpr (std::is_same_v<T, bool>) {
+            if (std::byte* p = start_entry(2)) {
+                p[0] = static_cast<std::byte>(detail::wire_tag::boolean);
+                p[1] = static_cast<std::byte>(v ? 1 : 0);
+            }
+        } else if constexpr (std::is_floating_point_v<T>) {
+            put_word(detail::wire_tag::real, static_cast<double>(v));
+        } else if constexpr (std::is_signed_v<T>) {
+            put_word(detail::wire_tag::int64, static_cast<std::int64_t>(v));
+        } else {
+            put_word(detail::wire_tag::uint64, static_cast<std::uint64_t>(v));
+        }
+    }
+
+    /// A list of numbers, bools or enums: type "ScalarList", value "[64, 32]". Longer lists keep
+    /// their first max_dims values.
+    template <std::ranges::forward_range R>
+    void scalar_list(const R& values) noexcept {
+        using elem = std::remove_cvref_t<std::ranges::range_value_t<R>>;
+        static_assert(detail::is_scalar_input<elem>, "stint: scalar_list needs a range of numbers, bools or enums");
+        if (in_list_) return none();
+        const std::size_t n = detail::range_size(values);
+        const std::size_t kept = n < max_dims_ ? n : max_dims_;
+        constexpr bool is_bool = std::is_same_v<elem, bool>;
+        std::byte* p = start_entry(3 + kept * (is_bool ? 1 : 8));
+        if (p == nullptr) return;
+        p[0] = static_cast<std::byte>(list_tag<elem>());
+        p[1] = static_cast<std::byte>(kept < n ? detail::wire_cut : 0);
+        p[2] = static_cast<std::byte>(kept);
+        if (kept < n) truncated_ = true;
+        std::byte* out = p + 3;
+        std::size_t i = 0;
+        for (auto&& x : values) {
+            if (i == kept) break;
+            const elem e = x;
+            if constexpr (is_bool) {
+                out[i] = static_cast<std::byte>(e ? 1 : 0);
+            } else {
+                put_list_value(out + i * 8, e);
+            }
+            ++i;
+        }
+    }
+
+    /// Text: type "String", the text as its value (cut at max_text bytes; not kept when concrete
+    /// capture is off).
+    void string(std::string_view text) noexcept {
+        if (in_list_) return none();
+        std::size_t len = concrete_ ? text.size() : 0;
+        if (len > max_text_) len = max_text_;
+        std::byte* p = start_entry(4 + len);
+        if (p == nullptr) return;
+        const std::uint8_t flags = concrete_ ? (len < text.size() ? detail::wire_cut : 0) : detail::wire_text_omitted;
+        if ((flags & detail::wire_cut) != 0) truncated_ = true;
+        const auto len16 = static_cast<std::uint16_t>(len);
+        p[0] = static_cast<std::byte>(detail::wire_tag::string);
+        p[1] = static_cast<std::byte>(flags);
+        std::memcpy(p + 2, &len16, 2);
+        if (len != 0) std::memcpy(p + 4, text.data(), len);
+    }
+
+    /// A container of tensors: type "TensorList", dims nested per tensor. Each element is captured
+    /// by its own rules; an element that is not a tensor is recorded as absent.
+    template <std::ranges::input_range R>
+    void tensor_list(const R& tensors) {
+        if (in_list_) return none();
+        std::byte* p = start_entry(4);
+        if (p == nullptr) return;
+        in_list_ = true;
+        list_count_ = 0;
+        list_cut_ = false;
+        for (auto&& t : tensors) {
+            if (list_count_ >= max_inputs_) {
+                list_cut_ = true;
+                truncated_ = true;
+                break;
+            }
+            value(t);
+            if (list_cut_) break;
+        }
+        in_list_ = false;
+        const auto count = static_cast<std::uint16_t>(list_count_);
+        p[0] = static_cast<std::byte>(detail::wire_tag::tensor_list);
+        p[1] = static_cast<std::byte>(list_cut_ ? detail::wire_cut : 0);
+        std::memcpy(p + 2, &count, 2);
+    }
+
+    /// Whether string values are being kept (stint::record_concrete_inputs() at the op's entry).
+    [[nodiscard]] bool concrete() const noexcept { return concrete_; }
+    /// Marks the capture incomplete (an input's accessor threw, say).
+    void mark_truncated() noexcept { truncated_ = true; }
+
+    /// Bytes written so far.
+    [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(at_ - begin_); }
+    /// The payload header's aux word for what was written (see input_encoding.hpp).
+    [[nodiscard]] std::uint32_t aux() const noexcept {
+        return inputs_ | (concrete_ ? detail::inputs_aux_concrete : 0U) | (truncated_ ? detail::inputs_aux_truncated : 0U);
+    }
+
+private:
+    // Reserves one entry of `bytes` bytes, or returns nullptr (and records why) when a bound is hit.
+    // A top-level input that does not fit leaves a one-byte "dropped" entry so later inputs keep
+    // their positions.
+    std::byte* start_entry(std::size_t bytes) noexcept {
+        const auto room = static_cast<std::size_t>(end_ - at_);
+        if (in_list_) {
+            if (list_count_ >= max_inputs_ || bytes > room) {
+                list_cut_ = true;
+                truncated_ = true;
+                return nullptr;
+            }
+            ++list_count_;
+        } else {
+            if (inputs_ >= max_inputs_) {
+                truncated_ = true;
+                return nullptr;
+            }
+            if (bytes > room) {
+                truncated_ = true;
+                if (room != 0) {
+                    *at_++ = static_cast<std::byte>(detail::wire_tag::dropped);
+                    ++inputs_;
+                }
+                return nullptr;
+            }
+            ++inputs_;
+        }
+        std::byte* p = at_;
+        at_ += bytes;
+        return p;
+    }
+
+    void put_tag(detail::wire_tag tag) noexcept {
+        if (std::byte* p = start_entry(1)) p[0] = static_cast<std::byte>(tag);
+    }
+
+    template <class W>
+    void put_word(detail::wire_tag tag, W v) noexcept {
+        static_assert(sizeof(W) == 8);
+        if (std::byte* p = start_entry(9)) {
+            p[0] = static_cast<std::byte>(tag);
+            std::memcpy(p + 1, &v, 8);
+        }
+    }
+
+    template <class E>
+    static constexpr detail::wire_tag list_tag() noexcept {
+        if constexpr (std::is_same_v<E, bool>) {
+            return detail::wire_tag::bool_list;
+        } else if constexpr (std::is_enum_v<E>) {
+            return list_tag<std::underlying_type_t<E>>();
+        } else if constexpr (std::is_floating_point_v<E>) {
+            return detail::wire_tag::real_list;
+        } else if constexpr (std::is_signed_v<E>) {
+            return detail::wire_tag::int_list;
+        } else {
+            return detail::wire_tag::uint_list;
+        }
+    }
+
+    template <class E>
+    static void put_list_value(std::byte* dst, E e) noexcept {
+        if constexpr (std::is_enum_v<E>) {
+            put_list_value(dst, static_cast<std::underlying_type_t<E>>(e));
+        } else if constexpr (std::is_floating_point_v<E>) {
+            const auto v = static_cast<double>(e);
+            std::memcpy(dst, &v, 8);
+        } else if constexpr (std::is_signed_v<E>) {
+            const auto v = static_cast<std::int64_t>(e);
+            std::memcpy(dst, &v, 8);
+        } else {
+            const auto v = static_cast<std::uint64_t>(e);
+            std::memcpy(dst, &v, 8);
+        }
+    }
+
+    template <class Sizes, class Strides>
+    void tensor_impl(std::string_view dtype, const Sizes& sizes, const Strides* strides) noexcept {
+        const std::size_t rank = detail::range_size(sizes);
+        const std::size_t kept = rank < max_dims_ ? rank : max_dims_;
+        const bool has_strides = strides != nullptr && detail::range_size(*strides) == rank;
+        const std::size_t dtype_len = dtype.size() < 255 ? dtype.size() : 255;
+        const std::size_t dims_bytes = kept * 8;
+        std::byte* p = start_entry(4 + dtype_len + (has_strides ? 2 * dims_bytes : dims_bytes));
+        if (p == nullptr) return;
+        const bool cut = kept < rank || dtype_len < dtype.size();
+        if (cut) truncated_ = true;
+        const std::uint8_t head[4] = {static_cast<std::uint8_t>(detail::wire_tag::tensor),
+                                      static_cast<std::uint8_t>((has_strides ? detail::wire_has_strides : 0) |
+                                                                (cut ? detail::wire_cut : 0)),
+                                      static_cast<std::uint8_t>(kept), static_cast<std::uint8_t>(dtype_len)};
+        std::memcpy(p, head, 4);
+        if (dtype_len != 0) std::memcpy(p + 4, dtype.data(), dtype_len);
+        std::byte* dims = p + 4 + dtype_len;
+        detail::put_int64s(dims, sizes, kept);
+        if (has_strides) detail::put_int64s(dims + dims_bytes, *strides, kept);
+    }
+
+    std::byte* begin_;
+    std::byte* at_;
+    std::byte* end_;
+    std::uint32_t inputs_ = 0;
+    std::uint32_t list_count_ = 0;
+    std::uint32_t max_inputs_;
+    std::uint32_t max_dims_;
+    std::uint32_t max_text_;
+    bool concrete_;
+    bool truncated_ = false;
+    bool in_list_ = false;
+    bool list_cut_ = false;
+};
+
+namespace detail {
+
+// A std::vector / std::array / span of non-numbers: numbers make a ScalarList, text an opaque input
+// (as torch records a list of strings), anything else a TensorList.
+template <class R>
+void capture_sequence(input_writer& w, const R& r) {
+    using elem = std::remove_cvref_t<std::ranges::range_value_t<R>>;
+    if constexpr (is_scalar_input<elem>) {
+        w.scalar_list(r);
+    } else if constexpr (is_text_input<elem>) {
+        w.other();
+    } else {
+        w.tensor_list(r);
+    }
+}
+
+template <class M>
+void capture_mdspan(input_writer& w, const M& m) {
+    constexpr std::size_t rank = M::rank();
+    std::array<std::int64_t, rank> dims{};
+    for (std::size_t r = 0; r < rank; ++r) dims[r] = static_cast<std::int64_t>(m.extent(r));
+    const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::element_type>>;
+    if constexpr (requires(std::size_t r) { { m.stride(r) } -> std::convertible_to<std::int64_t>; }) {
+        std::array<std::int64_t, rank> strides{};
+        for (std::size_t r = 0; r < rank; ++r) strides[r] = static_cast<std::int64_t>(m.stride(r));
+        w.tensor(dtype, dims, strides);
+    } else {
+        w.tensor(dtype, dims);
+    }
+}
+
+template <class M>
+void capture_eigen(input_writer& w, const M& m) {
+    const std::array<std::int64_t, 2> dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
+    const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
+    if constexpr (requires { m.innerStride(); m.outerStride(); }) {
+        const auto inner = static_cast<std::int64_t>(m.innerStride());
+        const auto outer = static_cast<std::int64_t>(m.outerStride());
+        const std::array<std::int64_t, 2> strides = static_cast<bool>(M::IsRowMajor)
+                                                        ? std::array<std::int64_t, 2>{outer, inner}
+                                                        : std::array<std::int64_t, 2>{inner, outer};
+        w.tensor(dtype, dims, strides);
+    } else {
+        w.tensor(dtype, dims);
+    }
+}
+
+}  // namespace detail
+
+template <class T>
+void input_writer::value(const T& v) {
+    using U = std::remove_cvref_t<T>;
+    if constexpr (detail::has_input_traits<U>) {
+        input_traits<U>::capture(*this, v);
+    } else if constexpr (tensor_like<U>) {
+        if constexpr (requires { { v.defined() } -> std::convertible_to<bool>; }) {
+            if (!static_cast<bool>(v.defined())) return none();
+        }
+        // decltype(auto): a sizes() or dtype() returning by value stays alive while it is copied.
+        decltype(auto) sizes = v.sizes();
+        decltype(auto) dtype = v.dtype();
+        if constexpr (requires { { v.strides() } -> std::ranges::forward_range; }) {
+            decltype(auto) strides = v.strides();
+            tensor(std::string_view(dtype), sizes, strides);
+        } else {
+            tensor(std::string_view(dtype), sizes);
+        }
+    } else if constexpr (detail::mdspan_like<U>) {
+        detail::capture_mdspan(*this, v);
+    } else if constexpr (detail::eigen_like<U>) {
+        detail::capture_eigen(*this, v);
+    } else if constexpr (detail::is_pfr_aggregate<U>) {
+#if STINT_USE_PFR
+        boost::pfr::for_each_field(v, [this](const auto& field) { this->value(field); });
+#endif
+    } else {
+        static_assert(detail::no_input_traits_for_this_type<U>::value,
+                      "stint: no input_traits for this type; specialise stint::input_traits<T> or give it sizes() and "
+                      "dtype()");
+    }
+}
+
+// ---- built-in traits -------------------------------------------------------------------------------
+
+/// Numbers, bools and enums: "Scalar" (an enum shows its integer value, as torch's dtype "6").
+template <class T>
+    requires(detail::is_scalar_input<T>)
+struct input_traits<T> {
+    static void capture(input_writer& w, T v) noexcept { w.scalar(v); }
+};
+
+/// nullptr and std::nullopt: absent.
+template <>
+struct input_traits<std::nullptr_t> {
+    static void capture(input_writer& w, std::nullptr_t) noexcept { w.none(); }
+};
+template <>
+struct input_traits<std::nullopt_t> {
+    static void capture(input_writer& w, std::nullopt_t) noexcept { w.none(); }
+};
+
+/// std::optional: its value, or absent ("" in both Input type and Concrete Inputs).
+template <class T>
+struct input_traits<std::optional<T>> {
+    static void capture(input_writer& w, const std::optional<T>& v) {
+        if (v.has_value()) {
+            w.value(*v);
+        } else {
+            w.none();
+        }
+    }
+};
+
+/// A pointer to a capturable value: that value, or absent when null.
+template <class T>
+    requires(!std::is_void_v<T> && !std::is_function_v<T> && !std::is_same_v<std::remove_cv_t<T>, char>)
+struct input_traits<T*> {
+    static void capture(input_writer& w, const T* v) {
+        if (v != nullptr) {
+            w.value(*v);
+        } else {
+            w.none();
+        }
+    }
+};
+
+template <class T>
+struct input_traits<std::reference_wrapper<T>> {
+    static void capture(input_writer& w, std::reference_wrapper<T> v) { w.value(v.get()); }
+};
+
+/// Text: "String" with the text as its value.
+template <>
+struct input_traits<std::string> {
+    static void capture(input_writer& w, const std::string& v) noexcept { w.string(v); }
+};
+template <>
+struct input_traits<std::string_view> {
+    static void capture(input_writer& w, std::string_view v) noexcept { w.string(v); }
+};
+template <>
+struct input_traits<const char*> {
+    static void capture(input_writer& w, const char* v) noexcept {
+        if (v == nullptr) return w.none();
+        w.string(v);
+    }
+};
+template <>
+struct input_traits<char*> : input_traits<const char*> {};
+template <std::size_t N>
+struct input_traits<char[N]> {
+    static void capture(input_writer& w, const char (&v)[N]) noexcept {
+        w.string(std::string_view(v, N != 0 && v[N - 1] == '\0' ? N - 1 : N));
+    }
+};
+
+/// std::vector and std::array: of numbers a "ScalarList" ("[64, 32]"), of tensors a "TensorList".
+template <class T, class A>
+struct input_traits<std::vector<T, A>> {
+    static void capture(input_writer& w, const std::vector<T, A>& v) { detail::capture_sequence(w, v); }
+};
+template <class T, std::size_t N>
+struct input_traits<std::array<T, N>> {
+    static void capture(input_writer& w, const std::array<T, N>& v) { detail::capture_sequence(w, v); }
+};
+
+/// std::span of numbers: a contiguous 1-D tensor (dims [size], strides [1]); of tensors: a TensorList.
+template <class T, std::size_t E>
+struct input_traits<std::span<T, E>> {
+    static void capture(input_writer& w, std::span<T, E> v) {
+        if constexpr (std::is_arithmetic_v<std::remove_cv_t<T>>) {
+            const std::array<std::int64_t, 1> dims{static_cast<std::int64_t>(v.size())};
+            const std::array<std::int64_t, 1> strides{1};
+            w.tensor(dtype_name_v<std::remove_cv_t<T>>, dims, strides);
+        } else {
+            detail::capture_sequence(w, v);
+        }
+    }
+};
+
+// ---- the run-time switch ---------------------------------------------------------------------------
+
+/// Turns the capture of concrete values ("Concrete Inputs") on or off for the whole process, as torch's
+/// `_set_record_concrete_inputs_enabled_val`; dims and types are still recorded. On by default.
+/// (Numbers stay in the record for flop formulas; strings are not copied while it is off.)
+///
+///     stint::set_record_concrete_inputs(false);  // traces lose "Concrete Inputs", keep "Input Dims"
+inline void set_record_concrete_inputs(bool enabled) noexcept {
+    // relaxed: ops read it once at entry and need no ordering with anything else.
+    detail::concrete_inputs.value.store(enabled, std::memory_order_relaxed);
+}
+
+/// Whether concrete values are being captured (see set_record_concrete_inputs).
+[[nodiscard]] inline bool record_concrete_inputs() noexcept {
+    return detail::concrete_inputs.value.load(std::memory_order_relaxed);
+}
+
+}  // namespace stint

@@ -1,0 +1,59 @@
+#pragma once
+// Policy tags: what a stint::config can add to the records of its sites (design §2). Each tag names
+// what the user gets; an absent tag leaves no code, no branch and no byte in the record.
+//
+// A policy may carry constexpr parameters. Tags of one feature share a `policy_family` (the tag
+// `config::has` answers for), and a tag may `imply` another, as with_flops implies record_shapes.
+
+#include <cstddef>
+
+namespace stint {
+
+namespace detail {
+struct record_shapes_family {};
+}  // namespace detail
+
+/// Bounds of one op's input capture. The capture is encoded into a buffer of `MaxBytes` on the op
+/// scope's stack frame and copied into the record at scope exit, so these bound both the stack and
+/// the record; an input that does not fit marks the record truncated ("Inputs truncated" in traces).
+///
+///     using small = stint::config<stint::record_shapes_limits<8, 8, 256>>;  // 8 inputs, 8 dims, 256 B
+///     STINT_OP(small, "my::op", a, b);
+///
+/// - `MaxInputs`: inputs kept per op (also tensors kept per tensor list);
+/// - `MaxDims`: integers kept per tensor shape, per tensor stride and per scalar list;
+/// - `MaxBytes`: encoded bytes per op (dtype names and strings count too), at least 64.
+template <std::size_t MaxInputs, std::size_t MaxDims, std::size_t MaxBytes>
+struct record_shapes_limits {
+    static_assert(MaxInputs >= 1 && MaxInputs <= 4096, "stint: record_shapes_limits: MaxInputs must be 1..4096");
+    static_assert(MaxDims >= 1 && MaxDims <= 255, "stint: record_shapes_limits: MaxDims must be 1..255");
+    static_assert(MaxBytes >= 64 && MaxBytes <= 65536, "stint: record_shapes_limits: MaxBytes must be 64..65536");
+    using policy_family = detail::record_shapes_family;
+    static constexpr std::size_t max_inputs = MaxInputs;
+    static constexpr std::size_t max_dims = MaxDims;
+    static constexpr std::size_t max_bytes = MaxBytes;
+};
+
+/// Records each op's inputs (STINT_OP's arguments): kind, dtype, dims, strides and scalar values,
+/// shown as "Input Dims", "Input type", "Input Strides" and "Concrete Inputs" in traces and used by
+/// `key_averages({.group_by_input_shape = true})`. Costs an encode of the inputs at op entry (about
+/// 2x timing-only for three rank-2 tensors; see bench/) and bytes in the record. Limits: 32 inputs,
+/// 16 integers per shape or list, 512 bytes per op; choose others with `record_shapes_limits`.
+///
+///     using shapes = stint::config<stint::record_shapes>;
+///     STINT_OP(shapes, "aten::mm", a, b);
+struct record_shapes : record_shapes_limits<32, 16, 512> {};
+
+/// Estimates each op's floating-point operations from its recorded inputs, at analysis time (never
+/// on the hot path): `event::flops`, the table's "Total MFLOPs" column. Implies `record_shapes` (as
+/// torch turns shapes on with flops), and costs nothing beyond it. Formulas: torch's profiler ones by
+/// op name (aten::mm, addmm, bmm, baddbmm, matmul, conv1d/2d/3d and transposed, linear, add, mul),
+/// `stint::register_flop_formula`, or one named at the site with STINT_OP_FLOPS.
+///
+///     using flops = stint::config<stint::with_flops>;
+///     STINT_OP(flops, "aten::mm", a, b);  // 2 * M * K * N flops
+struct with_flops {
+    using implies = record_shapes;
+};
+
+}  // namespace stint
