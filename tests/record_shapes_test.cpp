@@ -375,6 +375,23 @@ TEST_CASE("tensor-like types, spans, mdspan-like views and Eigen-like matrices a
     CHECK_FALSE(ranks.contains("Inputs truncated"));
 }
 
+TEST_CASE("dims and strides beyond 32 bits are kept exactly") {
+    // Shapes that fit 32 bits are stored narrow; one value that does not switches the tensor to 64.
+    stint::profiler<shapes> prof;
+    const std::int64_t big = (std::int64_t{1} << 40) + 3;
+    prof.start();
+    {
+        const fake_tensor wide{{big, 2}, {2, 1}};
+        const fake_tensor wide_stride{{2, 3}, {big, 1}};
+        const fake_tensor negative{{4}, {-1}};
+        STINT_OP(shapes, "wide", wide, wide_stride, negative);
+    }
+    prof.stop();
+    const json args = export_and_read(prof).one("wide").at("args");
+    CHECK(args.at("Input Dims") == json::parse("[[1099511627779, 2], [2, 3], [4]]"));
+    CHECK(args.at("Input Strides") == json::parse("[[2, 1], [1099511627779, 1], [-1]]"));
+}
+
 #if STINT_TEST_HAS_EIGEN
 TEST_CASE("Eigen matrices are captured through the Eigen-like rules") {
     stint::profiler<shapes> prof;

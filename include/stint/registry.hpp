@@ -434,22 +434,24 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_
                                                  std::span<const std::byte> first,
                                                  std::span<const std::byte> second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
-    if (buffer.dead) return;
+    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
+    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
     try {
-        registry& reg = the_registry();
-        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
-        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
-        thread_node& node = *buffer.node;
-        const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
-        const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
-        const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
-        if (bytes > chunk::data_bytes) {
-            bump(node.dropped);
-            return;
-        }
-        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
-            bump(node.dropped);
-            return;
+        // The common case (this session's chunk has room) touches neither the registry nor the node.
+        if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
+            if (buffer.dead) return;
+            registry& reg = the_registry();
+            if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
+            if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
+            if (bytes > chunk::data_bytes) {
+                bump(buffer.node->dropped);
+                return;
+            }
+            if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
+                bump(buffer.node->dropped);
+                return;
+            }
         }
         std::byte* at = buffer.cursor;
         ::new (at) record{where, begin, end};

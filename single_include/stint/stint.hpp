@@ -150,9 +150,10 @@ struct record_shapes_limits {
 
 /// Records each op's inputs (STINT_OP's arguments): kind, dtype, dims, strides and scalar values,
 /// shown as "Input Dims", "Input type", "Input Strides" and "Concrete Inputs" in traces and used by
-/// `key_averages({.group_by_input_shape = true})`. Costs an encode of the inputs at op entry (about
-/// 2x timing-only for three rank-2 tensors; see bench/) and bytes in the record. Limits: 32 inputs,
-/// 16 integers per shape or list, 512 bytes per op; choose others with `record_shapes_limits`.
+/// `key_averages({.group_by_input_shape = true})`. Costs an encode of the inputs at op entry and
+/// their bytes in the record (three rank-2 tensors: 75 bytes, about 3x a timing-only op where a clock
+/// read costs 10 ns; bench/scope_bench.cpp). Limits: 32 inputs, 16 integers per shape or list, 512
+/// bytes per op; choose others with `record_shapes_limits`.
 ///
 ///     using shapes = stint::config<stint::record_shapes>;
 ///     STINT_OP(shapes, "aten::mm", a, b);
@@ -570,8 +571,9 @@ private:
 //   payload header aux: bits 0-15 inputs written, bit 30 concrete values kept, bit 31 truncated
 //   entry:              u8 tag, then by tag:
 //     none, other, dropped   nothing
-//     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank x i64 dims,
-//                            [rank x i64 strides if flags has wire_has_strides]
+//     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank dims,
+//                            [rank strides if flags has wire_has_strides]; dims and strides are
+//                            i32 when flags has wire_narrow, else i64
 //     tensor_list            u8 flags, u16 count, count entries (each tensor or none)
 //     int64, uint64, real    8 bytes
 //     boolean                1 byte
@@ -603,6 +605,7 @@ enum class wire_tag : std::uint8_t {
 inline constexpr std::uint8_t wire_has_strides = 1;   ///< tensor: strides follow the dims
 inline constexpr std::uint8_t wire_cut = 2;           ///< dims, list elements or text were cut
 inline constexpr std::uint8_t wire_text_omitted = 4;  ///< string: text not kept (concrete capture off)
+inline constexpr std::uint8_t wire_narrow = 8;        ///< tensor: dims and strides are stored as i32
 
 inline constexpr std::uint32_t inputs_aux_count_mask = 0xffffU;
 inline constexpr std::uint32_t inputs_aux_concrete = 1U << 30;
@@ -743,12 +746,14 @@ std::size_t range_size(const R& r) noexcept {
     }
 }
 
-// Writes the first n integers of r as int64 at dst (unaligned).
+// Writes the first n integers of r as int64 at dst (unaligned). Shapes are short: fixed 8-byte copies
+// in a loop beat a call to memcpy with a run-time length.
 template <class R>
 void put_int64s(std::byte* dst, const R& r, std::size_t n) noexcept {
     using value = std::remove_cvref_t<std::ranges::range_reference_t<const R>>;
     if constexpr (std::ranges::contiguous_range<const R> && sizeof(value) == 8 && std::is_integral_v<value>) {
-        if (n != 0) std::memcpy(dst, std::ranges::data(r), n * 8);
+        const value* src = std::ranges::data(r);
+        for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + i * 8, src + i, 8);
     } else {
         std::size_t i = 0;
         for (auto&& x : r) {
@@ -758,6 +763,23 @@ void put_int64s(std::byte* dst, const R& r, std::size_t n) noexcept {
             ++i;
         }
     }
+}
+
+// Writes the first n integers of r as int32 at dst (unaligned) and returns whether they all fit;
+// when one does not, the caller writes them again as int64.
+template <class R>
+bool put_int32s(std::byte* dst, const R& r, std::size_t n) noexcept {
+    std::size_t i = 0;
+    bool fits = true;
+    for (auto&& x : r) {
+        if (i == n) break;
+        const auto v = static_cast<std::int64_t>(x);
+        const auto narrow = static_cast<std::int32_t>(v);
+        fits &= v == narrow;
+        std::memcpy(dst + i * 4, &narrow, 4);
+        ++i;
+    }
+    return fits;
 }
 
 }  // namespace detail
@@ -1000,20 +1022,32 @@ private:
         const std::size_t kept = rank < max_dims_ ? rank : max_dims_;
         const bool has_strides = strides != nullptr && detail::range_size(*strides) == rank;
         const std::size_t dtype_len = dtype.size() < 255 ? dtype.size() : 255;
-        const std::size_t dims_bytes = kept * 8;
-        std::byte* p = start_entry(4 + dtype_len + (has_strides ? 2 * dims_bytes : dims_bytes));
+        const std::size_t values = has_strides ? 2 * kept : kept;
+        std::byte* p = start_entry(4 + dtype_len + values * 8);
         if (p == nullptr) return;
         const bool cut = kept < rank || dtype_len < dtype.size();
         if (cut) truncated_ = true;
-        const std::uint8_t head[4] = {static_cast<std::uint8_t>(detail::wire_tag::tensor),
-                                      static_cast<std::uint8_t>((has_strides ? detail::wire_has_strides : 0) |
-                                                                (cut ? detail::wire_cut : 0)),
-                                      static_cast<std::uint8_t>(kept), static_cast<std::uint8_t>(dtype_len)};
-        std::memcpy(p, head, 4);
-        if (dtype_len != 0) std::memcpy(p + 4, dtype.data(), dtype_len);
+        // dtype names are a few bytes: a byte loop beats a memcpy call and overlapping fixed copies
+        // (measured).
+        for (std::size_t i = 0; i < dtype_len; ++i) p[4 + i] = static_cast<std::byte>(dtype[i]);
+        // Shapes whose values all fit in 32 bits (nearly all) take 4 bytes per value, in one pass:
+        // written narrow, and again wide only when one does not fit. Fewer bytes to copy into the
+        // record and to write to memory (3 rank-2 tensors: 123 -> 75 bytes).
         std::byte* dims = p + 4 + dtype_len;
-        detail::put_int64s(dims, sizes, kept);
-        if (has_strides) detail::put_int64s(dims + dims_bytes, *strides, kept);
+        bool narrow = detail::put_int32s(dims, sizes, kept);
+        if (narrow && has_strides) narrow = detail::put_int32s(dims + kept * 4, *strides, kept);
+        if (narrow) {
+            at_ -= values * 4;  // give back the room reserved for 64-bit values
+        } else {
+            detail::put_int64s(dims, sizes, kept);
+            if (has_strides) detail::put_int64s(dims + kept * 8, *strides, kept);
+        }
+        const std::uint8_t head[4] = {
+            static_cast<std::uint8_t>(detail::wire_tag::tensor),
+            static_cast<std::uint8_t>((has_strides ? detail::wire_has_strides : 0) | (cut ? detail::wire_cut : 0) |
+                                      (narrow ? detail::wire_narrow : 0)),
+            static_cast<std::uint8_t>(kept), static_cast<std::uint8_t>(dtype_len)};
+        std::memcpy(p, head, 4);
     }
 
     std::byte* begin_;
@@ -2199,22 +2233,24 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_
                                                  std::span<const std::byte> first,
                                                  std::span<const std::byte> second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
-    if (buffer.dead) return;
+    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
+    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
     try {
-        registry& reg = the_registry();
-        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
-        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
-        thread_node& node = *buffer.node;
-        const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
-        const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
-        const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
-        if (bytes > chunk::data_bytes) {
-            bump(node.dropped);
-            return;
-        }
-        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
-            bump(node.dropped);
-            return;
+        // The common case (this session's chunk has room) touches neither the registry nor the node.
+        if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
+            if (buffer.dead) return;
+            registry& reg = the_registry();
+            if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
+            if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
+            if (bytes > chunk::data_bytes) {
+                bump(buffer.node->dropped);
+                return;
+            }
+            if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
+                bump(buffer.node->dropped);
+                return;
+            }
         }
         std::byte* at = buffer.cursor;
         ::new (at) record{where, begin, end};
@@ -4374,6 +4410,16 @@ public:
         if (n != 0) std::memcpy(out.data(), at_, n * 8);
         at_ += n * 8;
     }
+    void int32s(std::vector<std::int64_t>& out, std::size_t n) {
+        if (!has(n * 4)) return;
+        out.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            std::int32_t v = 0;
+            std::memcpy(&v, at_ + i * 4, 4);
+            out[i] = v;
+        }
+        at_ += n * 4;
+    }
 
 private:
     const std::byte* at_;
@@ -4394,8 +4440,13 @@ inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
             const std::uint8_t dtype_len = in.u8();
             out.kind = input_kind::tensor;
             out.dtype.assign(in.text(dtype_len));
-            in.int64s(out.dims, rank);
-            if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
+            if ((flags & wire_narrow) != 0) {
+                in.int32s(out.dims, rank);
+                if ((flags & wire_has_strides) != 0) in.int32s(out.strides, rank);
+            } else {
+                in.int64s(out.dims, rank);
+                if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
+            }
             out.cut = (flags & wire_cut) != 0;
             return in.ok();
         }

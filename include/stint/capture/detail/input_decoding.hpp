@@ -55,6 +55,16 @@ public:
         if (n != 0) std::memcpy(out.data(), at_, n * 8);
         at_ += n * 8;
     }
+    void int32s(std::vector<std::int64_t>& out, std::size_t n) {
+        if (!has(n * 4)) return;
+        out.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            std::int32_t v = 0;
+            std::memcpy(&v, at_ + i * 4, 4);
+            out[i] = v;
+        }
+        at_ += n * 4;
+    }
 
 private:
     const std::byte* at_;
@@ -75,8 +85,13 @@ inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
             const std::uint8_t dtype_len = in.u8();
             out.kind = input_kind::tensor;
             out.dtype.assign(in.text(dtype_len));
-            in.int64s(out.dims, rank);
-            if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
+            if ((flags & wire_narrow) != 0) {
+                in.int32s(out.dims, rank);
+                if ((flags & wire_has_strides) != 0) in.int32s(out.strides, rank);
+            } else {
+                in.int64s(out.dims, rank);
+                if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
+            }
             out.cut = (flags & wire_cut) != 0;
             return in.ok();
         }

@@ -7,8 +7,9 @@
 //   payload header aux: bits 0-15 inputs written, bit 30 concrete values kept, bit 31 truncated
 //   entry:              u8 tag, then by tag:
 //     none, other, dropped   nothing
-//     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank x i64 dims,
-//                            [rank x i64 strides if flags has wire_has_strides]
+//     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank dims,
+//                            [rank strides if flags has wire_has_strides]; dims and strides are
+//                            i32 when flags has wire_narrow, else i64
 //     tensor_list            u8 flags, u16 count, count entries (each tensor or none)
 //     int64, uint64, real    8 bytes
 //     boolean                1 byte
@@ -40,6 +41,7 @@ enum class wire_tag : std::uint8_t {
 inline constexpr std::uint8_t wire_has_strides = 1;   ///< tensor: strides follow the dims
 inline constexpr std::uint8_t wire_cut = 2;           ///< dims, list elements or text were cut
 inline constexpr std::uint8_t wire_text_omitted = 4;  ///< string: text not kept (concrete capture off)
+inline constexpr std::uint8_t wire_narrow = 8;        ///< tensor: dims and strides are stored as i32
 
 inline constexpr std::uint32_t inputs_aux_count_mask = 0xffffU;
 inline constexpr std::uint32_t inputs_aux_concrete = 1U << 30;
