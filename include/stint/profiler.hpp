@@ -23,6 +23,10 @@ struct profiler_options {
     /// Bytes of record buffers a session may use, over all threads. Records beyond it are dropped
     /// and counted exactly (stats().dropped, every export's "stint" block).
     std::size_t buffer_budget_bytes = std::size_t{512} << 20;
+    /// Bytes of buffers allocated and faulted in at start(), so that the first records of a session
+    /// land in resident memory (a fresh page costs more than the records written to it). Later
+    /// sessions of the same profiler reuse the previous session's buffers without asking.
+    std::size_t reserve_buffer_bytes = 0;
 };
 
 /// Records the events of every thread between start() and stop(); one profiler records at a time
@@ -54,7 +58,7 @@ public:
     void start() {
         if constexpr (Config::enabled) {
             if (session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-            session_.open(options_.buffer_budget_bytes);
+            session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
         }
     }
 

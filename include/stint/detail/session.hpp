@@ -1,6 +1,7 @@
 #pragma once
 // One recording session from start to drain: the untemplated core behind stint::profiler.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +32,7 @@ struct profiler_stats {
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
+    std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
 };
 
 }  // namespace stint
@@ -44,16 +46,26 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
 /// A session's life: open (prepare + enable), close (disable + drain + build), and the result.
 class session {
 public:
-    /// Opens a session recording into at most `budget_bytes` of buffers. Throws std::logic_error
-    /// if another session records in this process.
-    void open(std::size_t budget_bytes) {
+    session() = default;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    /// The buffers kept warm for this session's successors go back to the system with it.
+    ~session() {
+        if (opened_) the_registry().release_buffers();
+    }
+
+    /// Opens a session recording into at most `budget_bytes` of buffers, `reserve_bytes` of them
+    /// faulted in first. Throws std::logic_error if another session records in this process.
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
         registry& reg = the_registry();
         const std::int64_t t0 = steady_now_ns();
+        if (reserve_bytes > 0) reg.reserve_buffers(std::min(reserve_bytes, budget_bytes));
         const tick_calibration& process_rate = reg.calibration();
         calibration_ = process_rate;
         calibration_.anchor = take_clock_anchor();
         const std::int64_t t1 = steady_now_ns();
         state_ = reg.begin_session(budget_bytes);
+        opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = microseconds_between(t0, t1);
@@ -86,8 +98,11 @@ public:
             last_index = it->second;
             return last_index;
         };
+        std::uint64_t buffer_bytes = 0;
         const auto on_disabled = [&] {
             disabled_at = steady_now_ns();
+            buffer_bytes = reg.session_buffer_bytes();
+            builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
             calibration_ = refine_calibration(calibration_, take_clock_anchor());
         };
         const auto on_thread = [&](const drained_thread& t) {
@@ -99,6 +114,7 @@ public:
             recorded += t.recorded;
             dropped += t.dropped;
             truncated += t.truncated;
+            builder.begin_run();  // the next node's records are a run of their own
         };
         const auto on_record = [&](const drained_thread& t, const record& r, std::string_view runtime_name) {
             const std::uint32_t thread = thread_for(t);
@@ -128,6 +144,7 @@ public:
         stats_.recorded = recorded;
         stats_.dropped = dropped;
         stats_.truncated_names = truncated;
+        stats_.buffer_bytes = buffer_bytes;
         return true;
     }
 
@@ -135,6 +152,7 @@ public:
 
 private:
     std::uint32_t state_ = 0;
+    bool opened_ = false;
     tick_calibration calibration_;
     profiler_stats stats_;
 };

@@ -2,6 +2,7 @@
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
 // in memory, and it lands under its final name only when complete.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -75,26 +76,33 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         }
         out.raw("}}");
     }
+    // ", \"pid\": P, \"tid\": T" of each thread, formatted once.
+    std::vector<std::string> where;
+    where.reserve(events.threads().size());
+    for (const thread_info& t : events.threads()) {
+        where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
+    }
     for (const event& e : events) {
-        const bool instant = e.kind == event_kind::instant;
-        out.raw(instant ? ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"" : ",\n    {\"ph\": \"X\", \"cat\": \"");
-        out.raw(category_name(e.kind));
-        out.raw("\", \"name\": ");
-        out.string(e.name);
-        out.raw(", \"pid\": ");
-        out.number(info.pid);
-        out.raw(", \"tid\": ");
-        out.number(events.thread_of(e).os_tid);
-        out.raw(", \"ts\": ");
-        out.microseconds(e.start_ns);
-        if (!instant) {
-            out.raw(", \"dur\": ");
-            out.microseconds(e.duration_ns());
+        // One capacity check per event: the fixed text, the name, the thread, five numbers.
+        const std::string& thread = where[e.thread];
+        char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
+        o = e.kind == event_kind::instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                                          : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
+        const std::string_view category = category_name(e.kind);
+        o = std::copy(category.begin(), category.end(), o);
+        o = write_literal(o, "\", \"name\": ");
+        o = write_json_string(o, e.name);
+        o = std::copy(thread.begin(), thread.end(), o);
+        o = write_microseconds(o, e.start_ns);
+        if (e.kind != event_kind::instant) {
+            o = write_literal(o, ", \"dur\": ");
+            o = write_microseconds(o, e.duration_ns());
         }
-        out.raw(", \"args\": {\"External id\": ");
-        out.number(e.id);
-        out.raw(", \"Record function id\": ");
-        out.number(e.id);
+        o = write_literal(o, ", \"args\": {\"External id\": ");
+        o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
+        o = write_literal(o, ", \"Record function id\": ");
+        o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
+        out.commit(o);
         out.raw("}}");
     }
     out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
