@@ -6,7 +6,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <utility>
 
 #include "stint/buffer.hpp"
 #include "stint/clock.hpp"
@@ -51,13 +50,18 @@ public:
     constexpr explicit scope(const site&) noexcept {}
 };
 
-/// An op scope. `Inputs` is a callable that produces the op's inputs; it runs only when a capture
-/// policy needs them while recording (never for timing-only or disabled configs).
-template <class Config, class Inputs>
-class op_scope : public scope<Config> {
-public:
-    STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&&) noexcept : scope<Config>(where) {}
-};
+/// What STINT_SCOPE and STINT_OP declare: the scope, or for a disabled configuration a reference to
+/// the site. A local object, even an empty one, gets a cleanup on the exception path that gcc 12
+/// removes only after its early tail-recursion pass, so a recursive function would compile
+/// differently from the uninstrumented one (tests/codegen checks that it does not).
+template <class Config>
+using scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
+
+/// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
+/// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
+/// enabled configs only: its closure holds references to the arguments, a local object as above.
+template <class Scope, class Inputs>
+STINT_DETAIL_ALWAYS_INLINE void op_inputs(Scope&, Inputs&&) noexcept {}
 
 /// Writes a zero-length event now.
 STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
@@ -157,9 +161,12 @@ private:
 ///
 ///     void parse(Input& in) { STINT_SCOPE("parse"); ... }
 #define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
+// [[maybe_unused]]: with stint::disabled the declaration is only a reference to the site.
 #define STINT_DETAIL_SCOPE(name, id)                                                                         \
     STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation);       \
-    ::stint::detail::scope<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) { STINT_DETAIL_CAT(stint_site_, id) }
+    [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    }
 
 /// Times the rest of the block under a name computed at run time (copied into the record; a
 /// temporary string is kept alive until the block ends).
@@ -177,11 +184,12 @@ private:
 #define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name __VA_OPT__(, ) __VA_ARGS__)
 #define STINT_DETAIL_OP(id, config, name, ...)                                                               \
     STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::cpu_op);                \
-    auto STINT_DETAIL_CAT(stint_inputs_, id) = [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); };          \
-    ::stint::detail::op_scope<config, decltype(STINT_DETAIL_CAT(stint_inputs_, id))> STINT_DETAIL_CAT(       \
-        stint_scope_, id) {                                                                                  \
-        STINT_DETAIL_CAT(stint_site_, id), ::std::move(STINT_DETAIL_CAT(stint_inputs_, id))                  \
-    }
+    [[maybe_unused]] ::stint::detail::scope_or_site<config> STINT_DETAIL_CAT(stint_scope_, id) {              \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    };                                                                                                       \
+    if constexpr (config::enabled)                                                                           \
+        ::stint::detail::op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                                       \
+                                   [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
 
 /// Records a zero-length event now.
 #define STINT_INSTANT(name)                                                                                  \
