@@ -41,22 +41,40 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
     return static_cast<double>(to_ns - from_ns) / 1e3;
 }
 
-/// A session's life: open (prepare + enable), close (disable + drain + build), and the result.
+/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
+/// (disable + drain + build), and the result.
 class session {
 public:
-    /// Opens a session recording into at most `budget_bytes` of buffers. Throws std::logic_error
-    /// if another session records in this process.
+    /// Does the set-up that opening needs (the process's tick calibration, 10 ms of spinning the first
+    /// time, and a clock anchor) without recording anything. Preparing twice does nothing.
+    void prepare() {
+        if (prepared_) return;
+        const std::int64_t t0 = steady_now_ns();
+        calibration_ = the_registry().calibration();
+        calibration_.anchor = take_clock_anchor();
+        prepare_us_ = microseconds_between(t0, steady_now_ns());
+        prepared_ = true;
+    }
+
+    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
+    void discard_preparation() noexcept { prepared_ = false; }
+
+    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
+
+    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
+    /// Throws std::logic_error if another session records in this process.
     void open(std::size_t budget_bytes) {
         registry& reg = the_registry();
-        const std::int64_t t0 = steady_now_ns();
-        const tick_calibration& process_rate = reg.calibration();
-        calibration_ = process_rate;
-        calibration_.anchor = take_clock_anchor();
+        prepare();
         const std::int64_t t1 = steady_now_ns();
+        // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
+        // window's start.
+        calibration_.anchor = take_clock_anchor();
         state_ = reg.begin_session(budget_bytes);
         const std::int64_t t2 = steady_now_ns();
+        prepared_ = false;
         stats_ = {};
-        stats_.profiler_prepare_call_duration_us = microseconds_between(t0, t1);
+        stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
     }
 
@@ -135,6 +153,8 @@ public:
 
 private:
     std::uint32_t state_ = 0;
+    bool prepared_ = false;
+    double prepare_us_ = 0;
     tick_calibration calibration_;
     profiler_stats stats_;
 };
