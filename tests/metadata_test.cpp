@@ -201,7 +201,9 @@ TEST_CASE("set_distributed_info puts Kineto's distributedInfo at the trace's top
 
 TEST_CASE("set_distributed_info refuses a rank outside the world") {
     const std::vector<std::pair<std::int64_t, std::int64_t>> bad = {{-1, 4}, {4, 4}, {0, 0}, {0, -2}};
-    for (const auto& [rank, size] : bad) {
+    for (const auto& pair : bad) {
+        const std::int64_t rank = pair.first;
+        const std::int64_t size = pair.second;
         CAPTURE(rank);
         CAPTURE(size);
         CHECK_THROWS_WITH_AS(stint::set_distributed_info({.rank = rank, .world_size = size}),
