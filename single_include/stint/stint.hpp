@@ -3271,8 +3271,9 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
 /// (disable + drain + build), and the result.
 class session {
 public:
-    /// Does the set-up that opening needs (the process's tick calibration, 10 ms of spinning the first
-    /// time, and a clock anchor) without recording anything. Preparing twice does nothing.
+    /// Does the set-up that opening needs without recording anything: the process's tick calibration
+    /// (10 ms of spinning the first time) and a first clock anchor (open() re-takes it). Preparing
+    /// twice does nothing.
     void prepare() {
         if (prepared_) return;
         const std::int64_t t0 = steady_now_ns();
