@@ -66,8 +66,8 @@ void reset_peak() {
     std::ofstream("/proc/self/clear_refs") << "5";
 }
 
-stint::profiler_options big_session() {
-    stint::profiler_options options;
+stint::profiler_options<> big_session() {
+    stint::profiler_options<> options;
     options.buffer_budget_bytes = std::size_t{4} << 30;
     return options;
 }

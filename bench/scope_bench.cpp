@@ -84,7 +84,7 @@ class bench_session {
 public:
     bench_session(benchmark::State& state, bool reserve) : state_(state) {
         if (state.thread_index() != 0) return;
-        stint::profiler_options options;
+        stint::profiler_options<> options;
         options.buffer_budget_bytes = std::size_t{8} << 30;
         if (reserve) {
             // Every thread's records plus one partly filled chunk per thread.

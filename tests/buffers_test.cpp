@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <stint/stint.hpp>
 
@@ -70,4 +71,27 @@ TEST_CASE("a reserve larger than the budget is cut to the budget") {
     CHECK(stats.recorded + stats.dropped == 100'000);
     CHECK(stats.dropped > 0);
     CHECK(stats.buffer_bytes <= budget);
+}
+
+TEST_CASE("with a schedule, each window's buffers stay warm for the next window") {
+    std::vector<std::size_t> window_bytes;
+    std::vector<std::size_t> cached_after;
+    {
+        stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}),
+                                .on_trace_ready = [&](stint::profiler<>& p) {
+                                    window_bytes.push_back(p.stats().buffer_bytes);
+                                    cached_after.push_back(cached());
+                                }});
+        for (int step = 0; step < 8; ++step) {
+            record(400'000);  // about 150 chunks per step: windows beyond the default cache
+            prof.step();
+        }
+    }
+    REQUIRE(window_bytes.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(window_bytes[i] > stint::detail::chunk_pool::default_retained_bytes);
+        // All of the window's chunks but the ones threads keep writing into are cached again.
+        CHECK(cached_after[i] + 2 * chunk_bytes >= window_bytes[i]);
+    }
+    CHECK(cached() <= stint::detail::chunk_pool::default_retained_bytes);
 }

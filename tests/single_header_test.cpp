@@ -25,3 +25,24 @@ TEST_CASE("the single header records and exports a trace") {
     const auto trace = stint_test::read_json(dir.file("single.json"));
     CHECK(stint_test::timed_events(trace).size() == 2);
 }
+
+TEST_CASE("the single header drives a schedule and writes TensorBoard files") {
+    stint_test::temp_dir dir;
+    {
+        stint::profiler<> prof({
+            .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = 2}),
+            .on_trace_ready = stint::tensorboard_trace_handler(dir.path().string(), "single", true),
+        });
+        for (int i = 0; i < 6; ++i) {
+            STINT_SCOPE("single_step");
+            prof.step();
+        }
+    }
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        ++files;
+        CHECK(entry.path().string().ends_with(".pt.trace.json.gz"));
+        CHECK_FALSE(stint_test::read_json(entry.path().string())["traceEvents"].empty());
+    }
+    CHECK(files == 2);
+}

@@ -2961,185 +2961,23 @@ private:
 }  // namespace stint
 // ---- end stint/step_tracker.hpp ----
 
-// ---- begin stint/profiler.hpp ----
-// stint::profiler: start/stop a recording session and read or export its events.
+// ---- begin stint/distributed.hpp ----
+// Which rank of a multi-process job this process is, so traces carry Kineto's top-level
+// "distributedInfo" object and multi-rank tools (HTA, TensorBoard's distributed view) group files
+// by rank.
 
-#include <cstddef>
+#include <cerrno>
 #include <cstdint>
-#include <ostream>
+#include <cstdlib>
+#include <iterator>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-
-// ---- begin stint/detail/session.hpp ----
-// One recording session from start to drain: the untemplated core behind stint::profiler.
-
-#include <algorithm>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <unordered_map>
 #include <utility>
-#include <vector>
 
-
-namespace stint {
-
-/// Self-measurement of a session, with one field for each of torch's profiler stats (durations of
-/// the profiler's own phases) plus stint's record accounting.
-struct profiler_stats {
-    double profiling_window_duration_sec = 0;          ///< from enable to disable
-    std::uint64_t number_of_events = 0;                ///< events in the event list
-    double profiler_prepare_call_duration_us = 0;      ///< calibration and set-up before enabling
-    double profiler_enable_call_duration_us = 0;       ///< opening the session
-    double profiler_disable_call_duration_us = 0;      ///< closing the session
-    double parse_kineto_call_duration_us = 0;          ///< draining records into events
-    double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
-    std::uint64_t recorded = 0;                        ///< records kept
-    std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
-    std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
-    std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
-};
-
-}  // namespace stint
-
-namespace stint::detail {
-
-inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
-    return static_cast<double>(to_ns - from_ns) / 1e3;
-}
-
-/// A session's life: open (prepare + enable), close (disable + drain + build), and the result.
-class session {
-public:
-    session() = default;
-    session(const session&) = delete;
-    session& operator=(const session&) = delete;
-    /// The buffers kept warm for this session's successors go back to the system with it.
-    ~session() {
-        if (opened_) the_registry().release_buffers();
-    }
-
-    /// Opens a session recording into at most `budget_bytes` of buffers, `reserve_bytes` of them
-    /// faulted in first. Throws std::logic_error if another session records in this process.
-    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
-        registry& reg = the_registry();
-        const std::int64_t t0 = steady_now_ns();
-        if (reserve_bytes > 0) reg.reserve_buffers(std::min(reserve_bytes, budget_bytes));
-        const tick_calibration& process_rate = reg.calibration();
-        calibration_ = process_rate;
-        calibration_.anchor = take_clock_anchor();
-        const std::int64_t t1 = steady_now_ns();
-        state_ = reg.begin_session(budget_bytes);
-        opened_ = true;
-        const std::int64_t t2 = steady_now_ns();
-        stats_ = {};
-        stats_.profiler_prepare_call_duration_us = microseconds_between(t0, t1);
-        stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
-    }
-
-    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
-
-    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
-    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    bool close(event_list& out, std::uint64_t first_id = 0) {
-        if (state_ == 0) return false;
-        registry& reg = the_registry();
-        event_list_builder builder;
-        builder.set_first_id(first_id);
-        std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
-        std::uint64_t last_tid = ~std::uint64_t{0};
-        std::uint32_t last_index = 0;
-        std::int64_t disable_start = steady_now_ns();
-        std::int64_t disabled_at = 0;
-        std::uint64_t recorded = 0;
-        std::uint64_t dropped = 0;
-        std::uint64_t truncated = 0;
-
-        const auto thread_for = [&](const drained_thread& t) {
-            if (t.os_tid == last_tid) return last_index;
-            auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
-            if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
-            last_tid = t.os_tid;
-            last_index = it->second;
-            return last_index;
-        };
-        std::uint64_t buffer_bytes = 0;
-        const auto on_disabled = [&] {
-            disabled_at = steady_now_ns();
-            buffer_bytes = reg.session_buffer_bytes();
-            builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
-            calibration_ = refine_calibration(calibration_, take_clock_anchor());
-        };
-        const auto on_thread = [&](const drained_thread& t) {
-            thread_info& info = builder.thread(thread_for(t));
-            // Several nodes (one per shared object) of one OS thread merge into one thread.
-            info.recorded += t.recorded;
-            info.dropped += t.dropped;
-            if (info.name.empty()) info.name = t.name;
-            recorded += t.recorded;
-            dropped += t.dropped;
-            truncated += t.truncated;
-            builder.begin_run();  // the next node's records are a run of their own
-        };
-        const auto on_record = [&](const drained_thread& t, const record& r, std::string_view runtime_name) {
-            const std::uint32_t thread = thread_for(t);
-            const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
-            const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            if (r.where->payload == payload_kind::runtime_name) {
-                builder.add_copy(r.where->kind, runtime_name, thread, start, end);
-            } else {
-                builder.add(r.where->kind, r.where->name, thread, start, end);
-            }
-        };
-        const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
-        state_ = 0;
-        if (!closed) return false;
-        const std::int64_t parsed_at = steady_now_ns();
-        builder.set_totals(recorded, dropped);
-        builder.set_base_time_ns(calibration_.anchor.system_ns);
-        out = std::move(builder).build();
-        const std::int64_t built_at = steady_now_ns();
-
-        stats_.profiling_window_duration_sec =
-            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
-        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
-        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, parsed_at);
-        stats_.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
-        stats_.number_of_events = out.size();
-        stats_.recorded = recorded;
-        stats_.dropped = dropped;
-        stats_.truncated_names = truncated;
-        stats_.buffer_bytes = buffer_bytes;
-        return true;
-    }
-
-    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
-
-private:
-    std::uint32_t state_ = 0;
-    bool opened_ = false;
-    tick_calibration calibration_;
-    profiler_stats stats_;
-};
-
-}  // namespace stint::detail
-// ---- end stint/detail/session.hpp ----
-
-// ---- begin stint/export/chrome_trace.hpp ----
-// Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
-// in memory, and it lands under its final name only when complete.
-
-#include <algorithm>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
+#include <fmt/format.h>
 
 
 // ---- begin stint/export/json_writer.hpp ----
@@ -3460,6 +3298,357 @@ private:
 }  // namespace stint::detail
 // ---- end stint/export/json_writer.hpp ----
 
+namespace stint {
+
+/// This process's place in a distributed job, as torch.distributed reports it.
+///
+///     stint::set_distributed_info({.rank = 3, .world_size = 8, .backend = "nccl"});
+struct distributed_info {
+    std::int64_t rank = 0;        ///< 0 <= rank < world_size
+    std::int64_t world_size = 1;  ///< number of processes in the job
+    std::string backend{};        ///< communication backend ("nccl", "gloo", "mpi"); "" when unknown
+
+    friend bool operator==(const distributed_info&, const distributed_info&) = default;
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// What the program said with set_distributed_info(). Leaked on purpose, like the registry.
+struct distributed_state {
+    std::mutex mutex;
+    std::optional<distributed_info> info;
+};
+
+STINT_DETAIL_EXPORT inline distributed_state& the_distributed_state() {
+    static distributed_state* const instance = new distributed_state();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The environment variable's value as a non-negative integer; nullopt when it is unset, and a
+/// warning (once per variable and value) when it is set but not such a number.
+inline std::optional<std::int64_t> env_int(const char* name) {
+    const char* text = std::getenv(name);
+    if (text == nullptr) return std::nullopt;
+    errno = 0;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno == ERANGE || value < 0) {
+        warn_once(fmt::format("stint.distributed.env.{}={}", name, text),
+                  fmt::format("{}='{}' is not a non-negative integer; traces carry no distributedInfo", name, text));
+        return std::nullopt;
+    }
+    return static_cast<std::int64_t>(value);
+}
+
+/// The job as torchrun (and most launchers) describe it in the environment: RANK (else LOCAL_RANK)
+/// and WORLD_SIZE (else LOCAL_WORLD_SIZE, with LOCAL_RANK). nullopt when no rank is set or a value
+/// is unusable; a rank without a size warns once.
+inline std::optional<distributed_info> distributed_info_from_env() {
+    const bool global = std::getenv("RANK") != nullptr;
+    const char* rank_name = global ? "RANK" : "LOCAL_RANK";
+    const char* size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
+    if (std::getenv(rank_name) == nullptr) return std::nullopt;
+    const std::optional<std::int64_t> rank = env_int(rank_name);
+    if (!rank) return std::nullopt;
+    if (std::getenv(size_name) == nullptr) {
+        warn_once(fmt::format("stint.distributed.env.no_{}", size_name),
+                  fmt::format("{} is set but {} is not; traces carry no distributedInfo", rank_name, size_name));
+        return std::nullopt;
+    }
+    const std::optional<std::int64_t> size = env_int(size_name);
+    if (!size) return std::nullopt;
+    if (*rank >= *size) {
+        warn_once(fmt::format("stint.distributed.env.range.{}.{}", *rank, *size),
+                  fmt::format("{}={} is not below {}={}; traces carry no distributedInfo", rank_name, *rank,
+                              size_name, *size));
+        return std::nullopt;
+    }
+    return distributed_info{*rank, *size, {}};
+}
+
+/// `{"backend": "nccl", "rank": 3, "world_size": 8}`: the fields torch's profiler writes.
+inline std::string distributed_info_json(const distributed_info& info) {
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out), "{{\"backend\": ");
+    append_json_string(out, info.backend);
+    fmt::format_to(std::back_inserter(out), ", \"rank\": {}, \"world_size\": {}}}", info.rank, info.world_size);
+    return fmt::to_string(out);
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Tells stint which rank this process is; every trace exported afterwards carries it as the
+/// top-level "distributedInfo" object. Overrides the environment. Throws std::invalid_argument
+/// unless 0 <= rank < world_size.
+///
+///     stint::set_distributed_info({.rank = comm.rank(), .world_size = comm.size(), .backend = "mpi"});
+inline void set_distributed_info(distributed_info info) {
+    if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
+        throw std::invalid_argument(fmt::format(
+            "stint: set_distributed_info(): need 0 <= rank < world_size, got rank={} world_size={}", info.rank,
+            info.world_size));
+    }
+    detail::distributed_state& state = detail::the_distributed_state();
+    std::lock_guard lock(state.mutex);
+    state.info = std::move(info);
+}
+
+/// Forgets what set_distributed_info() said; the environment applies again.
+///
+///     stint::clear_distributed_info();
+inline void clear_distributed_info() {
+    detail::distributed_state& state = detail::the_distributed_state();
+    std::lock_guard lock(state.mutex);
+    state.info.reset();
+}
+
+/// What traces say about this process's rank: set_distributed_info()'s value, else the environment
+/// (RANK and WORLD_SIZE, or LOCAL_RANK and LOCAL_WORLD_SIZE, as torchrun sets them), else nullopt
+/// (a single-process run: no "distributedInfo" in the trace).
+///
+///     if (auto info = stint::current_distributed_info()) fmt::print("rank {}\n", info->rank);
+inline std::optional<distributed_info> current_distributed_info() {
+    {
+        detail::distributed_state& state = detail::the_distributed_state();
+        std::lock_guard lock(state.mutex);
+        if (state.info) return state.info;
+    }
+    return detail::distributed_info_from_env();
+}
+
+}  // namespace stint
+// ---- end stint/distributed.hpp ----
+
+// ---- begin stint/profiler.hpp ----
+// stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
+// .profile's start/step/stop), their results, and what their traces carry besides events.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+
+// ---- begin stint/detail/session.hpp ----
+// One recording session from start to drain: the untemplated core behind stint::profiler.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace stint {
+
+/// Self-measurement of a session, with one field for each of torch's profiler stats (durations of
+/// the profiler's own phases) plus stint's record accounting.
+struct profiler_stats {
+    double profiling_window_duration_sec = 0;          ///< from enable to disable
+    std::uint64_t number_of_events = 0;                ///< events in the event list
+    double profiler_prepare_call_duration_us = 0;      ///< calibration and set-up before enabling
+    double profiler_enable_call_duration_us = 0;       ///< opening the session
+    double profiler_disable_call_duration_us = 0;      ///< closing the session
+    double parse_kineto_call_duration_us = 0;          ///< draining records into events
+    double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
+    std::uint64_t recorded = 0;                        ///< records kept
+    std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
+    std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
+    std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+
+inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
+    return static_cast<double>(to_ns - from_ns) / 1e3;
+}
+
+/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
+/// (disable + drain + build), and the result.
+class session {
+public:
+    session() = default;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    /// The buffers kept warm for this session's successors go back to the system with it.
+    ~session() {
+        if (opened_) the_registry().release_buffers();
+    }
+
+    /// Does the set-up that opening needs without recording anything: the process's tick calibration
+    /// (10 ms of spinning the first time), a first clock anchor (open() re-takes it), and
+    /// `reserve_bytes` of record buffers faulted in (at most the budget). Preparing twice does
+    /// nothing.
+    void prepare(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
+        if (prepared_) return;
+        registry& reg = the_registry();
+        const std::int64_t t0 = steady_now_ns();
+        calibration_ = reg.calibration();
+        calibration_.anchor = take_clock_anchor();
+        if (reserve_bytes > 0) {
+            reg.reserve_buffers(std::min(reserve_bytes, budget_bytes));
+            opened_ = true;  // the reserve is released with the session
+        }
+        prepare_us_ = microseconds_between(t0, steady_now_ns());
+        prepared_ = true;
+    }
+
+    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
+    void discard_preparation() noexcept { prepared_ = false; }
+
+    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
+
+    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
+    /// Throws std::logic_error if another session records in this process.
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
+        registry& reg = the_registry();
+        prepare(budget_bytes, reserve_bytes);
+        const std::int64_t t1 = steady_now_ns();
+        // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
+        // window's start.
+        calibration_.anchor = take_clock_anchor();
+        state_ = reg.begin_session(budget_bytes);
+        opened_ = true;
+        const std::int64_t t2 = steady_now_ns();
+        prepared_ = false;
+        stats_ = {};
+        stats_.profiler_prepare_call_duration_us = prepare_us_;
+        stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
+    }
+
+    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+
+    /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
+    void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
+
+    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
+    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
+    bool close(event_list& out, std::uint64_t first_id = 0) {
+        if (state_ == 0) return false;
+        registry& reg = the_registry();
+        event_list_builder builder;
+        builder.set_first_id(first_id);
+        std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
+        std::uint64_t last_tid = ~std::uint64_t{0};
+        std::uint32_t last_index = 0;
+        std::int64_t disable_start = steady_now_ns();
+        std::int64_t disabled_at = 0;
+        std::uint64_t recorded = 0;
+        std::uint64_t dropped = 0;
+        std::uint64_t truncated = 0;
+
+        const auto thread_for = [&](const drained_thread& t) {
+            if (t.os_tid == last_tid) return last_index;
+            auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
+            if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
+            last_tid = t.os_tid;
+            last_index = it->second;
+            return last_index;
+        };
+        std::uint64_t buffer_bytes = 0;
+        const auto on_disabled = [&] {
+            disabled_at = steady_now_ns();
+            buffer_bytes = reg.session_buffer_bytes();
+            builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
+            // Before the drain releases the chunks: the next window reuses them, resident.
+            if (keep_buffers_) reg.retain_buffers(buffer_bytes);
+            calibration_ = refine_calibration(calibration_, take_clock_anchor());
+        };
+        const auto on_thread = [&](const drained_thread& t) {
+            thread_info& info = builder.thread(thread_for(t));
+            // Several nodes (one per shared object) of one OS thread merge into one thread.
+            info.recorded += t.recorded;
+            info.dropped += t.dropped;
+            if (info.name.empty()) info.name = t.name;
+            recorded += t.recorded;
+            dropped += t.dropped;
+            truncated += t.truncated;
+            builder.begin_run();  // the next node's records are a run of their own
+        };
+        const auto on_record = [&](const drained_thread& t, const record& r, std::string_view runtime_name) {
+            const std::uint32_t thread = thread_for(t);
+            const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
+            const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
+            if (r.where->payload == payload_kind::runtime_name) {
+                builder.add_copy(r.where->kind, runtime_name, thread, start, end);
+            } else {
+                builder.add(r.where->kind, r.where->name, thread, start, end);
+            }
+        };
+        const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
+        state_ = 0;
+        if (!closed) return false;
+        const std::int64_t parsed_at = steady_now_ns();
+        builder.set_totals(recorded, dropped);
+        builder.set_base_time_ns(calibration_.anchor.system_ns);
+        out = std::move(builder).build();
+        const std::int64_t built_at = steady_now_ns();
+
+        stats_.profiling_window_duration_sec =
+            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
+        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
+        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, parsed_at);
+        stats_.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
+        stats_.number_of_events = out.size();
+        stats_.recorded = recorded;
+        stats_.dropped = dropped;
+        stats_.truncated_names = truncated;
+        stats_.buffer_bytes = buffer_bytes;
+        return true;
+    }
+
+    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
+
+private:
+    std::uint32_t state_ = 0;
+    bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
+    bool prepared_ = false;
+    bool keep_buffers_ = false;
+    double prepare_us_ = 0;
+    tick_calibration calibration_;
+    profiler_stats stats_;
+};
+
+}  // namespace stint::detail
+// ---- end stint/detail/session.hpp ----
+
+// ---- begin stint/export/chrome_trace.hpp ----
+// Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
+// in memory, and it lands under its final name only when complete.
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
 // ---- begin stint/export/output_file.hpp ----
 
 #include <algorithm>
@@ -3697,6 +3886,17 @@ struct chrome_trace_info {
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
 
+/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
+/// unique).
+inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
+    "schemaVersion", "deviceProperties", "stint",           "WARNING",
+    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
+};
+
+inline bool is_reserved_trace_key(std::string_view key) noexcept {
+    return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -3794,111 +3994,589 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 }  // namespace stint::detail
 // ---- end stint/export/chrome_trace.hpp ----
 
+// ---- begin stint/export/json_validate.hpp ----
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+/// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
+/// the text is invalid.
+class json_validator {
+public:
+    /// Containers nested deeper than this are rejected, which also bounds the recursion.
+    static constexpr int max_depth = 512;
+
+    explicit json_validator(std::string_view text) noexcept : text_(text) {}
+
+    /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
+    std::optional<std::string> run() {
+        if (!value(0)) return std::move(error_);
+        skip_whitespace();
+        if (at_ < text_.size()) return reason("expected end of input", at_);
+        return std::nullopt;
+    }
+
+private:
+    bool fail(std::string_view what, std::size_t offset) {
+        error_ = reason(what, offset);
+        return false;
+    }
+
+    static std::string reason(std::string_view what, std::size_t offset) {
+        return fmt::format("{} at offset {}", what, offset);
+    }
+
+    bool at(char c) const noexcept { return at_ < text_.size() && text_[at_] == c; }
+
+    bool at_digit() const noexcept {
+        return at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9';
+    }
+
+    void skip_whitespace() noexcept {
+        while (at_ < text_.size()) {
+            const char c = text_[at_];
+            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
+            ++at_;
+        }
+    }
+
+    bool value(int depth) {
+        skip_whitespace();
+        if (at_ == text_.size()) return fail("expected value", at_);
+        switch (text_[at_]) {
+            case '{': return object(depth + 1);
+            case '[': return array(depth + 1);
+            case '"': return string();
+            case 't': return literal("true");
+            case 'f': return literal("false");
+            case 'n': return literal("null");
+            default:
+                if (at('-') || at_digit()) return number();
+                return fail("expected value", at_);
+        }
+    }
+
+    bool object(int depth) {
+        if (depth > max_depth) return fail("nesting deeper than 512", at_);
+        ++at_;
+        skip_whitespace();
+        if (at('}')) {
+            ++at_;
+            return true;
+        }
+        for (;;) {
+            skip_whitespace();
+            if (!at('"')) return fail("expected string key", at_);
+            if (!string()) return false;
+            skip_whitespace();
+            if (!at(':')) return fail("expected ':'", at_);
+            ++at_;
+            if (!value(depth)) return false;
+            skip_whitespace();
+            if (at(',')) {
+                ++at_;
+            } else if (at('}')) {
+                ++at_;
+                return true;
+            } else {
+                return fail("expected ',' or '}'", at_);
+            }
+        }
+    }
+
+    bool array(int depth) {
+        if (depth > max_depth) return fail("nesting deeper than 512", at_);
+        ++at_;
+        skip_whitespace();
+        if (at(']')) {
+            ++at_;
+            return true;
+        }
+        for (;;) {
+            if (!value(depth)) return false;
+            skip_whitespace();
+            if (at(',')) {
+                ++at_;
+            } else if (at(']')) {
+                ++at_;
+                return true;
+            } else {
+                return fail("expected ',' or ']'", at_);
+            }
+        }
+    }
+
+    bool literal(std::string_view word) {
+        if (text_.substr(at_, word.size()) != word) return fail("invalid literal", at_);
+        at_ += word.size();
+        return true;
+    }
+
+    bool number() {
+        const std::size_t start = at_;
+        if (at('-')) ++at_;
+        if (at('0')) {
+            ++at_;
+            if (at_digit()) return fail("leading zero in number", start);
+        } else if (at_digit()) {
+            while (at_digit()) ++at_;
+        } else {
+            return fail("invalid number", start);
+        }
+        if (at('.')) {
+            ++at_;
+            if (!at_digit()) return fail("invalid number", start);
+            while (at_digit()) ++at_;
+        }
+        if (at('e') || at('E')) {
+            ++at_;
+            if (at('+') || at('-')) ++at_;
+            if (!at_digit()) return fail("invalid number", start);
+            while (at_digit()) ++at_;
+        }
+        return true;
+    }
+
+    // Four hex digits at at_, consumed; nullopt (nothing consumed) if they are not there.
+    std::optional<unsigned> hex4() noexcept {
+        if (text_.size() - at_ < 4) return std::nullopt;
+        unsigned code = 0;
+        for (std::size_t i = 0; i < 4; ++i) {
+            const char c = text_[at_ + i];
+            unsigned digit = 0;
+            if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
+            else if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
+            else return std::nullopt;
+            code = code * 16 + digit;
+        }
+        at_ += 4;
+        return code;
+    }
+
+    bool escape() {
+        const std::size_t start = at_;  // the backslash
+        ++at_;
+        if (at_ == text_.size()) return fail("unterminated string", at_);
+        const char c = text_[at_++];
+        switch (c) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                return true;
+            case 'u': break;
+            default: return fail("invalid escape", start);
+        }
+        const auto code = hex4();
+        if (!code) return fail("invalid \\u escape", start);
+        if (*code >= 0xDC00 && *code <= 0xDFFF) return fail("unpaired surrogate", start);
+        if (*code < 0xD800 || *code > 0xDBFF) return true;
+        // A high surrogate must be followed by an escaped low one.
+        if (!at('\\') || text_.substr(at_ + 1, 1) != "u") return fail("unpaired surrogate", start);
+        at_ += 2;
+        const auto low = hex4();
+        if (!low) return fail("invalid \\u escape", at_ - 2);
+        if (*low < 0xDC00 || *low > 0xDFFF) return fail("unpaired surrogate", start);
+        return true;
+    }
+
+    bool string() {
+        ++at_;  // the opening quote
+        const auto* const bytes = reinterpret_cast<const unsigned char*>(text_.data());
+        while (at_ < text_.size()) {
+            const unsigned char c = bytes[at_];
+            if (c == '"') {
+                ++at_;
+                return true;
+            }
+            if (c == '\\') {
+                if (!escape()) return false;
+            } else if (c < 0x20) {
+                return fail("control character in string", at_);
+            } else {
+                const int length = utf8_sequence(bytes + at_, bytes + text_.size());
+                if (length < 0) return fail("invalid UTF-8 in string", at_);
+                at_ += static_cast<std::size_t>(length);
+            }
+        }
+        return fail("unterminated string", at_);
+    }
+
+    std::string_view text_;
+    std::size_t at_ = 0;
+    std::string error_;
+};
+
+/// Checks that `text` is exactly one JSON value (RFC 8259, UTF-8, nesting at most 512 deep).
+/// Returns nullopt when it is, else a short reason with its byte offset.
+///     validate_json("[1, 2]")   // nullopt
+///     validate_json("[1 2]")    // "expected ',' or ']' at offset 3"
+inline std::optional<std::string> validate_json(std::string_view text) {
+    return json_validator(text).run();
+}
+
+}  // namespace stint::detail
+// ---- end stint/export/json_validate.hpp ----
+
 namespace stint {
 
-/// Options of a profiler.
+template <configuration Config = config<>>
+class profiler;
+
+/// Options of a `profiler<Config>`; name only what differs from the defaults.
+///
+///     stint::profiler<> prof({
+///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}),
+///         .on_trace_ready = [](stint::profiler<>& p) { std::cout << p.key_averages().table(); },
+///     });
+template <configuration Config = config<>>
 struct profiler_options {
-    /// Bytes of record buffers a session may use, over all threads. Records beyond it are dropped
-    /// and counted exactly (stats().dropped, every export's "stint" block).
+    /// What each step does, from the profiler's step number (0 at construction, +1 per step()):
+    /// `stint::schedule(...)` or any callable. Empty: record from start() to stop(), one window.
+    std::function<profiler_action(std::int64_t)> schedule{};
+    /// Called with the profiler when a window is saved: at the end of a RECORD_AND_SAVE step, and at
+    /// stop() in a record step (or without a schedule). Inside it, events(), key_averages(), stats()
+    /// and export_chrome_trace() give that window. What it throws propagates from step() or stop().
+    std::function<void(profiler<Config>&)> on_trace_ready{};
+    /// Keep earlier windows in events() and key_averages() (torch's acc_events). Exports and stats()
+    /// still give the last window.
+    bool accumulate_events = false;
+    /// false: every call is a no-op that records nothing and costs one branch.
+    bool enabled = true;
+    /// Bytes of record buffers a window may use, over all threads. Records beyond it are dropped and
+    /// counted exactly, per window (stats().dropped, every export's "stint" block).
     std::size_t buffer_budget_bytes = std::size_t{512} << 20;
-    /// Bytes of buffers allocated and faulted in at start(), so that the first records of a session
-    /// land in resident memory (a fresh page costs more than the records written to it). Later
-    /// sessions of the same profiler reuse the previous session's buffers without asking.
+    /// Bytes of record buffers allocated and faulted in before recording (at start(), or during a
+    /// schedule's warmup), so that the first records land in resident memory: a fresh page costs
+    /// more than the records written to it. With a schedule, each window also keeps the buffers the
+    /// previous one used; all of them go back to the system with the profiler.
     std::size_t reserve_buffer_bytes = 0;
 };
 
-/// Records the events of every thread between start() and stop(); one profiler records at a time
-/// in a process. Events and exports are available after stop().
+/// Records the events of every thread, and gives them as events, tables and traces; one profiler
+/// records at a time in a process. Driven by one thread at a time.
+///
+/// Without a schedule it records from start() to stop():
 ///
 ///     stint::profiler<> prof;
 ///     prof.start();
 ///     work();
 ///     prof.stop();
 ///     prof.export_chrome_trace("work.pt.trace.json");
-template <configuration Config = config<>>
+///
+/// With a schedule, step() at the end of each iteration moves through torch's actions, whether or
+/// not start() was called: wait steps (NONE) do nothing, warmup steps prepare a session without
+/// recording, record steps record, and the last step of each active window saves it: the session is
+/// drained and `on_trace_ready` gets the profiler. Each step is annotated as `ProfilerStep#N`.
+///
+///     stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
+///                             .on_trace_ready = stint::tensorboard_trace_handler("./log")});
+///     for (int i = 0; i < 8; ++i) { train_step(); prof.step(); }   // two windows, two files
+template <configuration Config>
 class profiler {
 public:
     using config_type = Config;
+    using options_type = profiler_options<Config>;
 
-    explicit profiler(profiler_options options = {}) : options_(options) {}
+    /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
+    explicit profiler(options_type options = {}) : options_(std::move(options)) {
+        if (!active()) return;
+        session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
+        if (options_.schedule) current_action_ = options_.schedule(0);
+        step_tracker::init_step_count(step_tracker::profiler_step_name);
+    }
     profiler(const profiler&) = delete;
     profiler& operator=(const profiler&) = delete;
-    /// A profiler destroyed while recording stops (and drains) first.
+
+    /// A profiler destroyed while recording stops first (a window in progress is delivered to
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning.
     ~profiler() {
+        if (!active()) return;
         try {
-            stop();
+            if (!in_callback_) stop();
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("~profiler(): stop() threw and a destructor cannot rethrow: {}", e.what()));
         } catch (...) {
-            // Destructors never throw; the session's events are lost with the profiler anyway.
+            detail::warn("~profiler(): stop() threw and a destructor cannot rethrow");
+        }
+        try {
+            step_tracker::erase_step_count(step_tracker::profiler_step_name);
+        } catch (...) {
+            // Out of memory while locking or erasing: the tracker keeps a stale count, nothing worse.
         }
     }
 
-    /// Starts recording. Throws std::logic_error if this or another profiler is already recording.
+    /// Starts profiling: without a schedule, recording begins; with one, the current step's action
+    /// takes effect (torch's start()). Throws std::logic_error if this profiler already started, or
+    /// when it must record while another profiler records.
     void start() {
-        if constexpr (Config::enabled) {
-            if (session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-            session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
-        }
+        if (!active()) return;
+        refuse_in_callback("start()");
+        if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
+        std::exception_ptr error;
+        transit(profiler_action::none, current_action_, error);
+        if (error) std::rethrow_exception(error);
+        started_ = true;
+        open_step_annotation();
     }
 
-    /// Stops recording and builds the event list. Stopping a stopped profiler does nothing.
+    /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
+    /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
     void stop() {
-        if constexpr (Config::enabled) {
-            if (session_.close(events_, next_id_)) next_id_ += events_.size();
-        }
+        if (!active()) return;
+        refuse_in_callback("stop()");
+        close_step_annotation();
+        started_ = false;
+        std::exception_ptr error;
+        transit(current_action_, std::nullopt, error);
+        if (error) std::rethrow_exception(error);
     }
 
-    /// Whether this profiler's session is recording.
+    /// Ends the current step and begins the next (torch's step()): the schedule's next action takes
+    /// effect (a window may be saved and on_trace_ready called), the global step of
+    /// `stint::step_tracker` advances, and the new step's `ProfilerStep#N` annotation opens. Works
+    /// whether or not start() was called. When on_trace_ready throws, the step still completes
+    /// (the next window opens on schedule) and the exception then propagates.
+    void step() {
+        if (!active()) return;
+        refuse_in_callback("step()");
+        const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
+        close_step_annotation();
+        const profiler_action previous = current_action_;
+        ++step_num_;
+        current_action_ = next;
+        if (options_.schedule) checker_.observe(previous, next);
+        std::exception_ptr error;
+        transit(previous, next, error);
+        step_tracker::increment_step(step_tracker::profiler_step_name);
+        open_step_annotation();
+        if (error) std::rethrow_exception(error);
+    }
+
+    /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
+    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_; }
+
+    /// What the current step does (always RECORD without a schedule).
+    [[nodiscard]] profiler_action current_action() const noexcept { return current_action_; }
+
+    /// Whether this profiler's session is recording now (a record step, or between start and stop
+    /// without a schedule).
     [[nodiscard]] bool is_running() const noexcept { return session_.is_open(); }
 
-    /// The events of the last session (torch's `prof.events()`).
+    /// The events of the last saved window, or of every window with `accumulate_events` (torch's
+    /// `prof.events()`). Without a schedule, reading while recording is an error.
+    ///
+    ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
     [[nodiscard]] const event_list& events() const {
         require_finished("events()");
-        return events_;
+        return options_.accumulate_events ? all_events_ : window_events_;
     }
 
-    /// The events grouped by name (and by shapes or stack frames when asked), as torch's
-    /// `prof.key_averages()`.
+    /// events() grouped by name (and by shapes or stack frames when asked), as torch's
+    /// `prof.key_averages()`; every `ProfilerStep#N` joins one `ProfilerStep*` row.
     ///
     ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
     [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
         require_finished("key_averages()");
-        return stint::key_averages(events_, options);
+        return stint::key_averages(events(), options);
     }
 
-    /// Sum of every event's self time, in microseconds (torch's `prof.self_cpu_time_total`).
+    /// Sum of every event's self time in events(), in microseconds (torch's
+    /// `prof.self_cpu_time_total`).
     [[nodiscard]] double self_cpu_time_total() const {
         require_finished("self_cpu_time_total()");
         std::int64_t total = 0;
-        for (const event& e : events_) total += e.self_ns;
+        for (const event& e : events()) total += e.self_ns;
         return static_cast<double>(total) / 1e3;
     }
 
-    /// The profiler's own timings and record accounting for the last session.
+    /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
     [[nodiscard]] const profiler_stats& stats() const {
         require_finished("stats()");
-        return session_.stats();
+        return window_stats_;
     }
 
-    /// Writes the last session as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz").
+    /// Writes the last window as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz"), with the
+    /// metadata added so far and, in a distributed job, "distributedInfo".
+    ///
+    ///     prof.export_chrome_trace("run.pt.trace.json.gz");
     void export_chrome_trace(const std::string& path) const {
         require_finished("export_chrome_trace()");
         detail::chrome_trace_info info;
         info.pid = detail::current_pid();
-        info.truncated_names = session_.stats().truncated_names;
-        detail::write_chrome_trace_file(path, events_, info);
+        info.truncated_names = window_stats_.truncated_names;
+        info.metadata_json = metadata_;
+        if (find_metadata("distributedInfo") == nullptr) {
+            if (std::optional<distributed_info> dist = current_distributed_info()) {
+                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
+            }
+        }
+        detail::write_chrome_trace_file(path, window_events_, info);
+    }
+
+    /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
+    /// added again takes the new value. Keys the trace format uses ("traceEvents", ...) are refused
+    /// with std::invalid_argument.
+    ///
+    ///     prof.add_metadata("run", "baseline");    // "run": "baseline"
+    void add_metadata(std::string_view key, std::string_view value) {
+        if (!active()) return;
+        refuse_reserved("add_metadata", key);
+        fmt::memory_buffer json;
+        detail::append_json_string(json, value);
+        set_metadata(key, fmt::to_string(json));
+    }
+
+    /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
+    /// that is not exactly one valid JSON value is refused with std::invalid_argument, and never
+    /// written.
+    ///
+    ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
+    void add_metadata_json(std::string_view key, std::string_view json) {
+        if (!active()) return;
+        refuse_reserved("add_metadata_json", key);
+        if (std::optional<std::string> reason = detail::validate_json(json)) {
+            throw std::invalid_argument(
+                fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
+        }
+        set_metadata(key, std::string(json));
     }
 
 private:
+    [[nodiscard]] bool active() const noexcept {
+        if constexpr (Config::enabled) {
+            return options_.enabled;
+        } else {
+            return false;
+        }
+    }
+
+    /// Runs torch's action_map entry for `previous` -> `next` (nullopt: stopping). Every operation
+    /// runs even when an earlier one threw; the first exception is left in `error`.
+    void transit(profiler_action previous, std::optional<profiler_action> next, std::exception_ptr& error) {
+        const detail::session_ops ops = detail::transition_actions(previous, next);
+        bool saved = false;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            try {
+                switch (ops[i]) {
+                    case detail::session_op::prepare_trace:
+                        session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                        break;
+                    case detail::session_op::start_trace:
+                        // A warmup that ends without recording: torch starts and stops an empty trace
+                        // (replacing its results); stint drops the preparation and keeps the last window.
+                        if (i + 1 < ops.size() && ops[i + 1] == detail::session_op::stop_trace) {
+                            session_.discard_preparation();
+                            ++i;
+                        } else {
+                            if (session_.is_open()) {
+                                throw std::logic_error("stint: start(): this profiler is already recording");
+                            }
+                            session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                        }
+                        break;
+                    case detail::session_op::stop_trace:
+                        saved = close_window();
+                        break;
+                    case detail::session_op::trace_ready:
+                        if (saved) trace_ready();
+                        break;
+                }
+            } catch (...) {
+                if (!error) error = std::current_exception();
+            }
+        }
+    }
+
+    /// Drains the session into the window's results; false when none was recording.
+    bool close_window() {
+        event_list window;
+        if (!session_.close(window, next_id_)) return false;
+        next_id_ += window.size();
+        window_stats_ = session_.stats();
+        window_events_ = std::move(window);
+        if (options_.accumulate_events) all_events_.append(window_events_);
+        return true;
+    }
+
+    void trace_ready() {
+        if (!options_.on_trace_ready) return;
+        struct in_callback_guard {
+            bool& flag;
+            explicit in_callback_guard(bool& f) : flag(f) { flag = true; }
+            ~in_callback_guard() { flag = false; }
+            in_callback_guard(const in_callback_guard&) = delete;
+            in_callback_guard& operator=(const in_callback_guard&) = delete;
+        } guard(in_callback_);
+        options_.on_trace_ready(*this);
+    }
+
+    /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
+    /// record_steps); it ends at the next step() or stop(), so it spans the step.
+    void open_step_annotation() {
+        if (!options_.schedule || !session_.is_open()) return;
+        std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
+        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_);
+        step_annotation_.emplace(std::string_view(name.data(), written.size));
+    }
+    void close_step_annotation() noexcept { step_annotation_.reset(); }
+
+    void refuse_in_callback(std::string_view call) const {
+        if (in_callback_) {
+            throw std::logic_error("stint: " + std::string(call) +
+                                   ": called from on_trace_ready; return from the callback first");
+        }
+    }
+
     void require_finished(std::string_view call) const {
-        if (session_.is_open()) {
+        // With a schedule the results are the last saved window's, readable while the next records.
+        if (session_.is_open() && !options_.schedule) {
             throw std::logic_error("stint: " + std::string(call) +
                                    ": the profiler didn't finish running; call stop() first");
         }
     }
 
-    profiler_options options_;
+    static void refuse_reserved(std::string_view call, std::string_view key) {
+        if (detail::is_reserved_trace_key(key)) {
+            throw std::invalid_argument(
+                fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
+        }
+    }
+
+    [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
+        for (const auto& [k, v] : metadata_) {
+            if (k == key) return &v;
+        }
+        return nullptr;
+    }
+    void set_metadata(std::string_view key, std::string json) {
+        for (auto& [k, v] : metadata_) {
+            if (k == key) {
+                v = std::move(json);
+                return;
+            }
+        }
+        metadata_.emplace_back(std::string(key), std::move(json));
+    }
+
+    options_type options_;
     detail::session session_;
-    event_list events_;
+    schedule_checker checker_;
+    profiler_action current_action_ = profiler_action::record;
+    std::int64_t step_num_ = 0;
+    bool started_ = false;
+    bool in_callback_ = false;
+    std::optional<record_function> step_annotation_;
+    event_list window_events_;
+    event_list all_events_;
+    profiler_stats window_stats_;
+    std::vector<std::pair<std::string, std::string>> metadata_;
     std::uint64_t next_id_ = 0;
 };
 
@@ -3919,4 +4597,125 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
     }
 };
 // ---- end stint/profiler.hpp ----
+
+// ---- begin stint/export/tensorboard.hpp ----
+// torch.profiler.tensorboard_trace_handler: an on_trace_ready callback that writes each schedule
+// window as `<dir>/<worker>.<ms since epoch>.pt.trace.json[.gz]`, the layout the TensorBoard profiler
+// plugin reads.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The last time stamp a trace handler used in this process: each new file takes a later one, so
+/// two windows saved within one millisecond still get distinct names.
+struct trace_stamp_state {
+    std::mutex mutex;
+    std::int64_t last_ms = 0;
+};
+
+STINT_DETAIL_EXPORT inline trace_stamp_state& the_trace_stamp_state() {
+    static trace_stamp_state* const instance = new trace_stamp_state();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// Milliseconds since the Unix epoch, strictly greater than every earlier result in this process.
+inline std::int64_t next_trace_stamp_ms() {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    trace_stamp_state& state = the_trace_stamp_state();
+    std::lock_guard lock(state.mutex);
+    state.last_ms = std::max(now, state.last_ms + 1);
+    return state.last_ms;
+}
+
+/// The host's name ("localhost" when the OS does not say).
+inline std::string current_host_name() {
+#if defined(__unix__) || defined(__APPLE__)
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
+#endif
+    return "localhost";
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// An `on_trace_ready` callback that writes each saved window into `dir` as
+/// `<worker_name>.<ms since epoch>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), the file
+/// layout of torch.profiler.tensorboard_trace_handler, which the TensorBoard profiler plugin reads.
+/// `dir` is created when a window is saved, if needed. `worker_name` defaults to
+/// `<host name>_<pid>`. File names never repeat within a process, even for two windows saved in
+/// the same millisecond, and a name already on disk is skipped.
+///
+///     stint::profiler<> prof({
+///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
+///         .on_trace_ready = stint::tensorboard_trace_handler("./log"),
+///     });
+class tensorboard_trace_handler {
+public:
+    /// Throws std::invalid_argument when `dir` is empty.
+    explicit tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
+        : dir_(std::move(dir)), worker_name_(std::move(worker_name)), use_gzip_(use_gzip) {
+        if (dir_.empty()) throw std::invalid_argument("stint: tensorboard_trace_handler(): the directory is empty");
+    }
+
+    /// Writes the profiler's current window (`prof.export_chrome_trace`) under a new name in the
+    /// directory. Throws std::system_error when the directory cannot be created or the file written.
+    template <class Profiler>
+    void operator()(Profiler& prof) const {
+        prof.export_chrome_trace(next_path());
+    }
+
+    /// A new file path in the directory, creating the directory if needed (what operator() writes to).
+    ///
+    ///     std::string path = handler.next_path();   // "./log/host_1234.1718000000000.pt.trace.json"
+    [[nodiscard]] std::string next_path() const {
+        std::error_code error;
+        std::filesystem::create_directories(dir_, error);
+        if (error || !std::filesystem::is_directory(dir_)) {
+            if (!error) error = std::make_error_code(std::errc::not_a_directory);
+            throw std::system_error(error, "stint: tensorboard_trace_handler: can't create directory '" + dir_ + "'");
+        }
+        const std::string worker = worker_name_.empty()
+                                       ? detail::current_host_name() + "_" + std::to_string(detail::current_pid())
+                                       : worker_name_;
+        const char* suffix = use_gzip_ ? ".pt.trace.json.gz" : ".pt.trace.json";
+        for (;;) {
+            const std::filesystem::path path =
+                std::filesystem::path(dir_) / (worker + "." + std::to_string(detail::next_trace_stamp_ms()) + suffix);
+            if (!std::filesystem::exists(path, error)) return path.string();
+        }
+    }
+
+    /// The directory the files go to.
+    [[nodiscard]] const std::string& dir() const noexcept { return dir_; }
+
+private:
+    std::string dir_;
+    std::string worker_name_;
+    bool use_gzip_;
+};
+
+}  // namespace stint
+// ---- end stint/export/tensorboard.hpp ----
 // ---- end stint/stint.hpp ----

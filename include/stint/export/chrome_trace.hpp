@@ -3,6 +3,7 @@
 // in memory, and it lands under its final name only when complete.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +25,17 @@ struct chrome_trace_info {
     /// Top-level keys in insertion order; values are JSON text already validated.
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
+
+/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
+/// unique).
+inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
+    "schemaVersion", "deviceProperties", "stint",           "WARNING",
+    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
+};
+
+inline bool is_reserved_trace_key(std::string_view key) noexcept {
+    return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
+}
 
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
