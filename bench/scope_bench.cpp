@@ -1,9 +1,9 @@
-// Hot-path cost: ns per scope with no session, with a timing-only session, and the ideal recorder
-// (two tick reads + a 24-byte thread-local store into a preallocated array), measured in one run so
-// their ratios are honest on a shared machine.
+// Hot-path cost, measured in one run so that ratios are honest on a shared machine: the baselines
+// (empty loop, two tick reads, two steady_clock reads, the ideal recorder) and stint compiled out,
+// disabled at run time, recording timing-only scopes, ops and instants, at 1, nproc and 8 threads.
+// bench/run turns the JSON of this binary into the design §6 table.
 #include <benchmark/benchmark.h>
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -22,9 +22,13 @@ struct ideal_record {
 };
 static_assert(sizeof(ideal_record) == 24);
 
-constexpr std::size_t ideal_capacity = std::size_t{1} << 22;  // wraps: the store, not the memory, is measured
+constexpr std::size_t ideal_capacity = std::size_t{1} << 22;  // 96 MiB, wraps: resident but not cached
 thread_local std::unique_ptr<ideal_record[]> ideal_storage;
 thread_local std::size_t ideal_cursor = 0;
+
+// Recording runs use fixed iterations so that a session's buffers can be reserved (faulted in)
+// before the timed loop, as the ideal recorder's array is.
+constexpr benchmark::IterationCount recorded_iterations = 2'000'000;
 
 void baseline_empty_loop(benchmark::State& state) {
     for (auto _ : state) benchmark::ClobberMemory();
@@ -39,7 +43,7 @@ void baseline_two_tick_reads(benchmark::State& state) {
         benchmark::DoNotOptimize(b);
     }
 }
-BENCHMARK(baseline_two_tick_reads)->ThreadRange(1, 2);
+BENCHMARK(baseline_two_tick_reads);
 
 void baseline_two_steady_clock_reads(benchmark::State& state) {
     for (auto _ : state) {
@@ -51,8 +55,12 @@ void baseline_two_steady_clock_reads(benchmark::State& state) {
 }
 BENCHMARK(baseline_two_steady_clock_reads);
 
+// Two tick reads and a 24-byte store into a preallocated thread-local array: what any recorder
+// must at least do.
 void baseline_ideal_recorder(benchmark::State& state) {
-    if (!ideal_storage) ideal_storage = std::make_unique<ideal_record[]>(ideal_capacity);
+    if (!ideal_storage) {
+        ideal_storage = std::make_unique<ideal_record[]>(ideal_capacity);  // value-initialised: faulted in
+    }
     static constexpr int site = 0;
     for (auto _ : state) {
         const std::uint64_t begin = stint::read_ticks();
@@ -63,7 +71,7 @@ void baseline_ideal_recorder(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
 }
-BENCHMARK(baseline_ideal_recorder)->ThreadRange(1, 2);
+BENCHMARK(baseline_ideal_recorder)->Iterations(recorded_iterations)->Threads(1)->ThreadPerCpu()->Threads(8);
 
 void stint_scope_no_session(benchmark::State& state) {
     for (auto _ : state) {
@@ -73,30 +81,81 @@ void stint_scope_no_session(benchmark::State& state) {
 }
 BENCHMARK(stint_scope_no_session);
 
-// Recording: one session per benchmark run, with a budget large enough for every iteration.
-void stint_scope_timing_only(benchmark::State& state) {
-    static stint::profiler<>* prof = nullptr;
-    if (state.thread_index() == 0) {
-        prof = new stint::profiler<>({.buffer_budget_bytes = std::size_t{8} << 30});
-        prof->start();
+/// A session around one benchmark run: thread 0 opens it before the threads' start barrier and
+/// closes it after their stop barrier, so only the loop is timed. `record_bytes`: the most one
+/// iteration records (two 24-byte records for timing-only rows, for their 2x headroom).
+template <class Config = stint::config<>>
+class bench_session {
+public:
+    bench_session(benchmark::State& state, bool reserve, std::size_t record_bytes = 48) : state_(state) {
+        if (state.thread_index() != 0) return;
+        stint::profiler_options<Config> options;
+        options.buffer_budget_bytes = std::size_t{8} << 30;
+        if (reserve) {
+            // Every thread's records plus one partly filled chunk per thread.
+            options.reserve_buffer_bytes = static_cast<std::size_t>(state.threads()) *
+                                           (static_cast<std::size_t>(state.max_iterations) * record_bytes + (std::size_t{128} << 10));
+        }
+        profiler_ = std::make_unique<stint::profiler<Config>>(options);
+        profiler_->start();
     }
+    ~bench_session() {
+        if (!profiler_) return;
+        profiler_->stop();
+        state_.counters["dropped"] = static_cast<double>(profiler_->stats().dropped);
+    }
+    bench_session(const bench_session&) = delete;
+    bench_session& operator=(const bench_session&) = delete;
+
+private:
+    benchmark::State& state_;
+    std::unique_ptr<stint::profiler<Config>> profiler_;
+};
+
+// Timing-only scopes into reserved (resident) buffers: the figure design §6 compares with the ideal
+// recorder.
+void stint_scope_timing_only(benchmark::State& state) {
+    bench_session<> session(state, true);
     for (auto _ : state) {
         STINT_SCOPE("bench");
         benchmark::ClobberMemory();
     }
-    if (state.thread_index() == 0) {
-        prof->stop();
-        state.counters["dropped"] = static_cast<double>(prof->stats().dropped);
-        delete prof;
+}
+BENCHMARK(stint_scope_timing_only)->Iterations(recorded_iterations)->Threads(1)->ThreadPerCpu()->Threads(8);
+
+// The same into buffers faulted in by the records themselves (a first session without a reserve).
+void stint_scope_timing_only_cold(benchmark::State& state) {
+    bench_session<> session(state, false);
+    for (auto _ : state) {
+        STINT_SCOPE("bench");
+        benchmark::ClobberMemory();
     }
 }
-BENCHMARK(stint_scope_timing_only)->ThreadRange(1, 2);
+BENCHMARK(stint_scope_timing_only_cold)->Iterations(recorded_iterations);
 
-// Ops: timing-only (the inputs are never evaluated; the same cost as a scope) and record_shapes with
-// three rank-2 tensors (design §6: <= 3x timing-only). A fixed 65536 iterations per session keeps
-// every record (160 bytes with shapes) within the chunks the pool keeps warm between sessions, so
-// after the first repetition neither row pays page faults: run with --benchmark_repetitions and
-// compare the minimums.
+void stint_op_timing_only(benchmark::State& state) {
+    bench_session<> session(state, true);
+    int rows = 64;
+    int cols = 32;
+    for (auto _ : state) {
+        STINT_OP(stint::config<>, "aten::mm", rows, cols);
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_op_timing_only)->Iterations(recorded_iterations);
+
+void stint_instant(benchmark::State& state) {
+    bench_session<> session(state, true);
+    for (auto _ : state) {
+        STINT_INSTANT("bench");
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_instant)->Iterations(recorded_iterations);
+
+// record_shapes with three rank-2 tensors (design §6: <= 3x a timing-only op). The tensors escape
+// and ClobberMemory makes every iteration read them again, so the capture cannot be folded into
+// constants as it could be for tensors the compiler sees through.
 struct bench_tensor {
     std::vector<std::int64_t> dims;
     std::vector<std::int64_t> steps;
@@ -106,38 +165,20 @@ struct bench_tensor {
     std::string_view dtype() const { return type; }
 };
 
-constexpr std::int64_t op_iterations = std::int64_t{1} << 16;
-
-template <class Config, class Body>
-void run_op_bench(benchmark::State& state, Body body, bench_tensor& a, bench_tensor& b, bench_tensor& c) {
-    // The tensors escape, and ClobberMemory below makes every iteration read them again: the capture
-    // cannot be folded into constants as it could for tensors the compiler sees through.
-    benchmark::DoNotOptimize(a);
-    benchmark::DoNotOptimize(b);
-    benchmark::DoNotOptimize(c);
-    stint::profiler<Config> prof({.buffer_budget_bytes = std::size_t{2} << 30});
-    prof.start();
-    for (auto _ : state) {
-        body();
-        benchmark::ClobberMemory();
-    }
-    prof.stop();  // after the loop: not timed
-    state.counters["dropped"] = static_cast<double>(prof.stats().dropped);
-}
-
-void stint_op_timing_only(benchmark::State& state) {
-    bench_tensor a{{64, 32}, {32, 1}}, b{{32, 16}, {16, 1}}, c{{64, 16}, {16, 1}};
-    run_op_bench<stint::config<>>(state, [&] { STINT_OP(stint::config<>, "bench::op", a, b, c); }, a, b, c);
-}
-BENCHMARK(stint_op_timing_only)->Iterations(op_iterations);
-
 using shapes_config = stint::config<stint::record_shapes>;
 
 void stint_op_shapes_3x_rank2(benchmark::State& state) {
     bench_tensor a{{64, 32}, {32, 1}}, b{{32, 16}, {16, 1}}, c{{64, 16}, {16, 1}};
-    run_op_bench<shapes_config>(state, [&] { STINT_OP(shapes_config, "bench::op", a, b, c); }, a, b, c);
+    benchmark::DoNotOptimize(a);
+    benchmark::DoNotOptimize(b);
+    benchmark::DoNotOptimize(c);
+    bench_session<shapes_config> session(state, true, 256);
+    for (auto _ : state) {
+        STINT_OP(shapes_config, "bench::op", a, b, c);
+        benchmark::ClobberMemory();
+    }
 }
-BENCHMARK(stint_op_shapes_3x_rank2)->Iterations(op_iterations);
+BENCHMARK(stint_op_shapes_3x_rank2)->Iterations(recorded_iterations);
 
 }  // namespace
 

@@ -500,12 +500,9 @@ TEST_CASE("without record_shapes an op records no inputs: same scope size, 24-by
         ++evaluated;
         return 1;
     };
-    auto lambda = [](auto&&) {};
-    static_assert(sizeof(stint::detail::op_scope<stint::config<>, decltype(lambda)>) ==
-                  sizeof(stint::detail::scope<stint::config<>>));
-    static_assert(sizeof(stint::detail::op_scope<stint::config<>, decltype(lambda)>) ==
-                  sizeof(stint::detail::scope_timer));
-    static_assert(std::is_empty_v<stint::detail::op_scope<stint::disabled, decltype(lambda)>>);
+    static_assert(std::is_same_v<stint::detail::op_scope_or_site<stint::config<>>, stint::detail::scope<stint::config<>>>);
+    static_assert(sizeof(stint::detail::op_scope_or_site<stint::config<>>) == sizeof(stint::detail::scope_timer));
+    static_assert(std::is_same_v<stint::detail::op_scope_or_site<stint::disabled>, const stint::detail::site&>);
     static_assert(sizeof(stint::detail::record) == 24);
     static_assert(stint::detail::op_payload_kind<stint::config<>>() == stint::detail::payload_kind::none);
     static_assert(stint::detail::op_payload_kind<shapes>() == stint::detail::payload_kind::inputs);

@@ -45,3 +45,24 @@ TEST_CASE("the single header captures op inputs and flops") {
     CHECK(args.at("Input type") == nlohmann::json({"float", "Scalar"}));
     CHECK(args.at("Input Dims") == nlohmann::json::parse("[[0], []]"));
 }
+
+TEST_CASE("the single header drives a schedule and writes TensorBoard files") {
+    stint_test::temp_dir dir;
+    {
+        stint::profiler<> prof({
+            .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = 2}),
+            .on_trace_ready = stint::tensorboard_trace_handler(dir.path().string(), "single", true),
+        });
+        for (int i = 0; i < 6; ++i) {
+            STINT_SCOPE("single_step");
+            prof.step();
+        }
+    }
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        ++files;
+        CHECK(entry.path().string().ends_with(".pt.trace.json.gz"));
+        CHECK_FALSE(stint_test::read_json(entry.path().string())["traceEvents"].empty());
+    }
+    CHECK(files == 2);
+}

@@ -1,12 +1,21 @@
 #pragma once
-// stint::profiler: start/stop a recording session and read or export its events.
+// stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
+// .profile's start/step/stop), their results, and what their traces carry besides events.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/key_averages.hpp"
@@ -14,109 +23,368 @@
 #include "stint/config.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/detail/session.hpp"
+#include "stint/distributed.hpp"
 #include "stint/export/chrome_trace.hpp"
+#include "stint/export/json_validate.hpp"
+#include "stint/export/json_writer.hpp"
+#include "stint/schedule.hpp"
+#include "stint/scope.hpp"
+#include "stint/step_tracker.hpp"
+#include "stint/warning.hpp"
 
 namespace stint {
 
-/// Options of a profiler.
+template <configuration Config = config<>>
+class profiler;
+
+/// Options of a `profiler<Config>`; name only what differs from the defaults.
+///
+///     stint::profiler<> prof({
+///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}),
+///         .on_trace_ready = [](stint::profiler<>& p) { std::cout << p.key_averages().table(); },
+///     });
+template <configuration Config = config<>>
 struct profiler_options {
-    /// Bytes of record buffers a session may use, over all threads. Records beyond it are dropped
-    /// and counted exactly (stats().dropped, every export's "stint" block).
+    /// What each step does, from the profiler's step number (0 at construction, +1 per step()):
+    /// `stint::schedule(...)` or any callable. Empty: record from start() to stop(), one window.
+    std::function<profiler_action(std::int64_t)> schedule{};
+    /// Called with the profiler when a window is saved: at the end of a RECORD_AND_SAVE step, and at
+    /// stop() in a record step (or without a schedule). Inside it, events(), key_averages(), stats()
+    /// and export_chrome_trace() give that window. What it throws propagates from step() or stop().
+    std::function<void(profiler<Config>&)> on_trace_ready{};
+    /// Keep earlier windows in events() and key_averages() (torch's acc_events). Exports and stats()
+    /// still give the last window.
+    bool accumulate_events = false;
+    /// false: every call is a no-op that records nothing and costs one branch.
+    bool enabled = true;
+    /// Bytes of record buffers a window may use, over all threads. Records beyond it are dropped and
+    /// counted exactly, per window (stats().dropped, every export's "stint" block).
     std::size_t buffer_budget_bytes = std::size_t{512} << 20;
+    /// Bytes of record buffers allocated and faulted in before recording (at start(), or during a
+    /// schedule's warmup), so that the first records land in resident memory: a fresh page costs
+    /// more than the records written to it. With a schedule, each window also keeps the buffers the
+    /// previous one used; all of them go back to the system with the profiler.
+    std::size_t reserve_buffer_bytes = 0;
 };
 
-/// Records the events of every thread between start() and stop(); one profiler records at a time
-/// in a process. Events and exports are available after stop().
+/// Records the events of every thread, and gives them as events, tables and traces; one profiler
+/// records at a time in a process. Driven by one thread at a time.
+///
+/// Without a schedule it records from start() to stop():
 ///
 ///     stint::profiler<> prof;
 ///     prof.start();
 ///     work();
 ///     prof.stop();
 ///     prof.export_chrome_trace("work.pt.trace.json");
-template <configuration Config = config<>>
+///
+/// With a schedule, step() at the end of each iteration moves through torch's actions, whether or
+/// not start() was called: wait steps (NONE) do nothing, warmup steps prepare a session without
+/// recording, record steps record, and the last step of each active window saves it: the session is
+/// drained and `on_trace_ready` gets the profiler. Each step is annotated as `ProfilerStep#N`.
+///
+///     stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
+///                             .on_trace_ready = stint::tensorboard_trace_handler("./log")});
+///     for (int i = 0; i < 8; ++i) { train_step(); prof.step(); }   // two windows, two files
+template <configuration Config>
 class profiler {
 public:
     using config_type = Config;
+    using options_type = profiler_options<Config>;
 
-    explicit profiler(profiler_options options = {}) : options_(options) {}
+    /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
+    explicit profiler(options_type options = {}) : options_(std::move(options)) {
+        if (!active()) return;
+        session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
+        if (options_.schedule) current_action_ = options_.schedule(0);
+        step_tracker::init_step_count(step_tracker::profiler_step_name);
+    }
     profiler(const profiler&) = delete;
     profiler& operator=(const profiler&) = delete;
-    /// A profiler destroyed while recording stops (and drains) first.
+
+    /// A profiler destroyed while recording stops first (a window in progress is delivered to
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning.
     ~profiler() {
+        if (!active()) return;
         try {
-            stop();
+            if (!in_callback_) stop();
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("~profiler(): stop() threw and a destructor cannot rethrow: {}", e.what()));
         } catch (...) {
-            // Destructors never throw; the session's events are lost with the profiler anyway.
+            detail::warn("~profiler(): stop() threw and a destructor cannot rethrow");
+        }
+        try {
+            step_tracker::erase_step_count(step_tracker::profiler_step_name);
+        } catch (...) {
+            // Out of memory while locking or erasing: the tracker keeps a stale count, nothing worse.
         }
     }
 
-    /// Starts recording. Throws std::logic_error if this or another profiler is already recording.
+    /// Starts profiling: without a schedule, recording begins; with one, the current step's action
+    /// takes effect (torch's start()). Throws std::logic_error if this profiler already started, or
+    /// when it must record while another profiler records.
     void start() {
-        if constexpr (Config::enabled) {
-            if (session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-            session_.open(options_.buffer_budget_bytes);
-        }
+        if (!active()) return;
+        refuse_in_callback("start()");
+        if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
+        std::exception_ptr error;
+        transit(profiler_action::none, current_action_, error);
+        if (error) std::rethrow_exception(error);
+        started_ = true;
+        open_step_annotation();
     }
 
-    /// Stops recording and builds the event list. Stopping a stopped profiler does nothing.
+    /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
+    /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
     void stop() {
-        if constexpr (Config::enabled) {
-            if (session_.close(events_, next_id_)) next_id_ += events_.size();
-        }
+        if (!active()) return;
+        refuse_in_callback("stop()");
+        close_step_annotation();
+        started_ = false;
+        std::exception_ptr error;
+        transit(current_action_, std::nullopt, error);
+        if (error) std::rethrow_exception(error);
     }
 
-    /// Whether this profiler's session is recording.
+    /// Ends the current step and begins the next (torch's step()): the schedule's next action takes
+    /// effect (a window may be saved and on_trace_ready called), the global step of
+    /// `stint::step_tracker` advances, and the new step's `ProfilerStep#N` annotation opens. Works
+    /// whether or not start() was called. When on_trace_ready throws, the step still completes
+    /// (the next window opens on schedule) and the exception then propagates.
+    void step() {
+        if (!active()) return;
+        refuse_in_callback("step()");
+        const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
+        close_step_annotation();
+        const profiler_action previous = current_action_;
+        ++step_num_;
+        current_action_ = next;
+        if (options_.schedule) checker_.observe(previous, next);
+        std::exception_ptr error;
+        transit(previous, next, error);
+        step_tracker::increment_step(step_tracker::profiler_step_name);
+        open_step_annotation();
+        if (error) std::rethrow_exception(error);
+    }
+
+    /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
+    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_; }
+
+    /// What the current step does (always RECORD without a schedule).
+    [[nodiscard]] profiler_action current_action() const noexcept { return current_action_; }
+
+    /// Whether this profiler's session is recording now (a record step, or between start and stop
+    /// without a schedule).
     [[nodiscard]] bool is_running() const noexcept { return session_.is_open(); }
 
-    /// The events of the last session (torch's `prof.events()`).
+    /// The events of the last saved window, or of every window with `accumulate_events` (torch's
+    /// `prof.events()`). Without a schedule, reading while recording is an error.
+    ///
+    ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
     [[nodiscard]] const event_list& events() const {
         require_finished("events()");
-        return events_;
+        return options_.accumulate_events ? all_events_ : window_events_;
     }
 
-    /// The events grouped by name (and by shapes or stack frames when asked), as torch's
-    /// `prof.key_averages()`.
+    /// events() grouped by name (and by shapes or stack frames when asked), as torch's
+    /// `prof.key_averages()`; every `ProfilerStep#N` joins one `ProfilerStep*` row.
     ///
     ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
     [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
         require_finished("key_averages()");
-        return stint::key_averages(events_, options);
+        return stint::key_averages(events(), options);
     }
 
-    /// Sum of every event's self time, in microseconds (torch's `prof.self_cpu_time_total`).
+    /// Sum of every event's self time in events(), in microseconds (torch's
+    /// `prof.self_cpu_time_total`).
     [[nodiscard]] double self_cpu_time_total() const {
         require_finished("self_cpu_time_total()");
         std::int64_t total = 0;
-        for (const event& e : events_) total += e.self_ns;
+        for (const event& e : events()) total += e.self_ns;
         return static_cast<double>(total) / 1e3;
     }
 
-    /// The profiler's own timings and record accounting for the last session.
+    /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
     [[nodiscard]] const profiler_stats& stats() const {
         require_finished("stats()");
-        return session_.stats();
+        return window_stats_;
     }
 
-    /// Writes the last session as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz").
+    /// Writes the last window as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz"), with the
+    /// metadata added so far and, in a distributed job, "distributedInfo".
+    ///
+    ///     prof.export_chrome_trace("run.pt.trace.json.gz");
     void export_chrome_trace(const std::string& path) const {
         require_finished("export_chrome_trace()");
         detail::chrome_trace_info info;
         info.pid = detail::current_pid();
-        info.truncated_names = session_.stats().truncated_names;
-        detail::write_chrome_trace_file(path, events_, info);
+        info.truncated_names = window_stats_.truncated_names;
+        info.metadata_json = metadata_;
+        if (find_metadata("distributedInfo") == nullptr) {
+            if (std::optional<distributed_info> dist = current_distributed_info()) {
+                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
+            }
+        }
+        detail::write_chrome_trace_file(path, window_events_, info);
+    }
+
+    /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
+    /// added again takes the new value. Keys the trace format uses ("traceEvents", ...) are refused
+    /// with std::invalid_argument.
+    ///
+    ///     prof.add_metadata("run", "baseline");    // "run": "baseline"
+    void add_metadata(std::string_view key, std::string_view value) {
+        if (!active()) return;
+        refuse_reserved("add_metadata", key);
+        fmt::memory_buffer json;
+        detail::append_json_string(json, value);
+        set_metadata(key, fmt::to_string(json));
+    }
+
+    /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
+    /// that is not exactly one valid JSON value is refused with std::invalid_argument, and never
+    /// written.
+    ///
+    ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
+    void add_metadata_json(std::string_view key, std::string_view json) {
+        if (!active()) return;
+        refuse_reserved("add_metadata_json", key);
+        if (std::optional<std::string> reason = detail::validate_json(json)) {
+            throw std::invalid_argument(
+                fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
+        }
+        set_metadata(key, std::string(json));
     }
 
 private:
+    [[nodiscard]] bool active() const noexcept {
+        if constexpr (Config::enabled) {
+            return options_.enabled;
+        } else {
+            return false;
+        }
+    }
+
+    /// Runs torch's action_map entry for `previous` -> `next` (nullopt: stopping). Every operation
+    /// runs even when an earlier one threw; the first exception is left in `error`.
+    void transit(profiler_action previous, std::optional<profiler_action> next, std::exception_ptr& error) {
+        const detail::session_ops ops = detail::transition_actions(previous, next);
+        bool saved = false;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            try {
+                switch (ops[i]) {
+                    case detail::session_op::prepare_trace:
+                        session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                        break;
+                    case detail::session_op::start_trace:
+                        // A warmup that ends without recording: torch starts and stops an empty trace
+                        // (replacing its results); stint drops the preparation and keeps the last window.
+                        if (i + 1 < ops.size() && ops[i + 1] == detail::session_op::stop_trace) {
+                            session_.discard_preparation();
+                            ++i;
+                        } else {
+                            if (session_.is_open()) {
+                                throw std::logic_error("stint: start(): this profiler is already recording");
+                            }
+                            session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                        }
+                        break;
+                    case detail::session_op::stop_trace:
+                        saved = close_window();
+                        break;
+                    case detail::session_op::trace_ready:
+                        if (saved) trace_ready();
+                        break;
+                }
+            } catch (...) {
+                if (!error) error = std::current_exception();
+            }
+        }
+    }
+
+    /// Drains the session into the window's results; false when none was recording.
+    bool close_window() {
+        event_list window;
+        if (!session_.close(window, next_id_)) return false;
+        next_id_ += window.size();
+        window_stats_ = session_.stats();
+        window_events_ = std::move(window);
+        if (options_.accumulate_events) all_events_.append(window_events_);
+        return true;
+    }
+
+    void trace_ready() {
+        if (!options_.on_trace_ready) return;
+        struct in_callback_guard {
+            bool& flag;
+            explicit in_callback_guard(bool& f) : flag(f) { flag = true; }
+            ~in_callback_guard() { flag = false; }
+            in_callback_guard(const in_callback_guard&) = delete;
+            in_callback_guard& operator=(const in_callback_guard&) = delete;
+        } guard(in_callback_);
+        options_.on_trace_ready(*this);
+    }
+
+    /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
+    /// record_steps); it ends at the next step() or stop(), so it spans the step.
+    void open_step_annotation() {
+        if (!options_.schedule || !session_.is_open()) return;
+        std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
+        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_);
+        step_annotation_.emplace(std::string_view(name.data(), written.size));
+    }
+    void close_step_annotation() noexcept { step_annotation_.reset(); }
+
+    void refuse_in_callback(std::string_view call) const {
+        if (in_callback_) {
+            throw std::logic_error("stint: " + std::string(call) +
+                                   ": called from on_trace_ready; return from the callback first");
+        }
+    }
+
     void require_finished(std::string_view call) const {
-        if (session_.is_open()) {
+        // With a schedule the results are the last saved window's, readable while the next records.
+        if (session_.is_open() && !options_.schedule) {
             throw std::logic_error("stint: " + std::string(call) +
                                    ": the profiler didn't finish running; call stop() first");
         }
     }
 
-    profiler_options options_;
+    static void refuse_reserved(std::string_view call, std::string_view key) {
+        if (detail::is_reserved_trace_key(key)) {
+            throw std::invalid_argument(
+                fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
+        }
+    }
+
+    [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
+        for (const auto& [k, v] : metadata_) {
+            if (k == key) return &v;
+        }
+        return nullptr;
+    }
+    void set_metadata(std::string_view key, std::string json) {
+        for (auto& [k, v] : metadata_) {
+            if (k == key) {
+                v = std::move(json);
+                return;
+            }
+        }
+        metadata_.emplace_back(std::string(key), std::move(json));
+    }
+
+    options_type options_;
     detail::session session_;
-    event_list events_;
+    schedule_checker checker_;
+    profiler_action current_action_ = profiler_action::record;
+    std::int64_t step_num_ = 0;
+    bool started_ = false;
+    bool in_callback_ = false;
+    std::optional<record_function> step_annotation_;
+    event_list window_events_;
+    event_list all_events_;
+    profiler_stats window_stats_;
+    std::vector<std::pair<std::string, std::string>> metadata_;
     std::uint64_t next_id_ = 0;
 };
 

@@ -57,14 +57,13 @@ public:
     constexpr explicit scope(const site&) noexcept {}
 };
 
-/// An op scope. `Inputs` is a callable that produces the op's inputs; it runs only when a capture
-/// policy needs them while recording (never for timing-only or disabled configs, whose op scope is
-/// exactly their scope: same size, same code).
-template <class Config, class Inputs>
-class op_scope : public scope<Config> {
-public:
-    STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&&) noexcept : scope<Config>(where) {}
-};
+/// What STINT_SCOPE and STINT_OP declare: the scope, or for a disabled configuration a reference to
+/// the site. A local object, even an empty one, gets a cleanup on the exception path that gcc 12
+/// removes only after its early tail-recursion pass, so a recursive function would compile
+/// differently from the uninstrumented one (tests/codegen checks that it does not).
+template <class Config>
+using scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
+
 
 template <class... Policies>
 struct find_shapes_limits {
@@ -92,47 +91,63 @@ struct input_sink {
     }
 };
 
-/// The op scope of a configuration with record_shapes: at entry (only while a session records) the
-/// inputs are encoded into a bounded buffer in this object, before the begin tick so the capture is
-/// not charged to the op; at exit the record and that payload are appended together.
-template <class Config, class Inputs>
-    requires captures_inputs<Config>
-class op_scope<Config, Inputs> {
+/// The op scope of a configuration with record_shapes. Its constructor only reads the session state;
+/// capture_op_inputs() then encodes the inputs into a bounded buffer in this object (only while a session
+/// records) and takes the begin tick after it, so the capture is not charged to the op; at exit the
+/// record and that payload are appended together.
+template <class Config>
+class capturing_op_scope {
     using limits = shapes_limits_t<Config>;
 
 public:
-    STINT_DETAIL_ALWAYS_INLINE op_scope(const site& where, Inputs&& inputs) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)) {
-        if (is_recording_state(state_)) {
-            where_ = &where;
-            input_writer writer(buffer_, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
-                                record_concrete_inputs());
-            try {
-                inputs(input_sink{&writer});
-            } catch (...) {
-                writer.mark_truncated();  // an input's accessor threw: keep what was captured
-            }
-            used_ = static_cast<std::uint32_t>(writer.size());
-            aux_ = writer.aux();
-            begin_ = read_ticks();
-        }
-    }
-    STINT_DETAIL_ALWAYS_INLINE ~op_scope() {
+    STINT_DETAIL_ALWAYS_INLINE explicit capturing_op_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {}
+    STINT_DETAIL_ALWAYS_INLINE ~capturing_op_scope() {
         if (is_recording_state(state_)) {
             append_record_payload(where_, begin_, read_ticks(), state_, aux_, std::span<const std::byte>(buffer_, used_));
         }
     }
-    op_scope(const op_scope&) = delete;
-    op_scope& operator=(const op_scope&) = delete;
+    capturing_op_scope(const capturing_op_scope&) = delete;
+    capturing_op_scope& operator=(const capturing_op_scope&) = delete;
+
+    template <class Inputs>
+    STINT_DETAIL_ALWAYS_INLINE void capture(Inputs& inputs) noexcept {
+        if (!is_recording_state(state_)) return;
+        input_writer writer(buffer_, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
+                            record_concrete_inputs());
+        try {
+            inputs(input_sink{&writer});
+        } catch (...) {
+            writer.mark_truncated();  // an input's accessor threw: keep what was captured
+        }
+        used_ = static_cast<std::uint32_t>(writer.size());
+        aux_ = writer.aux();
+        begin_ = read_ticks();
+    }
 
 private:
     std::uint32_t state_;
     std::uint32_t aux_ = 0;
     std::uint32_t used_ = 0;
-    const site* where_ = nullptr;
+    const site* where_;
     std::uint64_t begin_ = 0;
     alignas(8) std::byte buffer_[limits::max_bytes];
 };
+
+/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs.
+template <class Config>
+using op_scope_or_site =
+    std::conditional_t<captures_inputs<Config>, capturing_op_scope<Config>, scope_or_site<Config>>;
+
+/// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
+/// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
+/// enabled configs only: its closure holds references to the arguments, a local object as above.
+template <class Scope, class Inputs>
+STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
+template <class Config, class Inputs>
+STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_op_scope<Config>& scope, Inputs&& inputs) noexcept {
+    scope.capture(inputs);
+}
 
 /// The payload kind of an op site of Config.
 template <class Config>
@@ -286,9 +301,12 @@ private:
 ///
 ///     void parse(Input& in) { STINT_SCOPE("parse"); ... }
 #define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
+// [[maybe_unused]]: with stint::disabled the declaration is only a reference to the site.
 #define STINT_DETAIL_SCOPE(name, id)                                                                         \
     STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation);       \
-    ::stint::detail::scope<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) { STINT_DETAIL_CAT(stint_site_, id) }
+    [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    }
 
 /// Times the rest of the block under a name computed at run time (copied into the record; a
 /// temporary string is kept alive until the block ends).
@@ -322,11 +340,12 @@ private:
             ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \
             ::stint::detail::op_flop_formula<config>(formula)                                               \
     };                                                                                                       \
-    auto STINT_DETAIL_CAT(stint_inputs_, id) = [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); };          \
-    ::stint::detail::op_scope<config, decltype(STINT_DETAIL_CAT(stint_inputs_, id))> STINT_DETAIL_CAT(       \
-        stint_scope_, id) {                                                                                  \
-        STINT_DETAIL_CAT(stint_site_, id), ::std::move(STINT_DETAIL_CAT(stint_inputs_, id))                  \
-    }
+    [[maybe_unused]] ::stint::detail::op_scope_or_site<config> STINT_DETAIL_CAT(stint_scope_, id) {           \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    };                                                                                                       \
+    if constexpr (config::enabled)                                                                           \
+        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                                       \
+                                   [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
 
 /// Records a zero-length event now.
 #define STINT_INSTANT(name)                                                                                  \

@@ -21,4 +21,6 @@
 #include "stint/warning.hpp"
 #include "stint/schedule.hpp"
 #include "stint/step_tracker.hpp"
+#include "stint/distributed.hpp"
 #include "stint/profiler.hpp"
+#include "stint/export/tensorboard.hpp"

@@ -69,28 +69,126 @@ public:
     /// First "Record function id" to hand out (so ids stay unique across windows).
     void set_first_id(std::uint64_t id) { first_id_ = id; }
 
-    /// Orders events by (start, longer first), assigns ids in that order, links the tree.
+    /// Room for `events` events, so that a drain never copies the list while it grows.
+    void reserve(std::size_t events) { list_.events_.reserve(events); }
+
+    /// Starts a run: the events added until the next run come from one thread buffer, which appends
+    /// each scope when it ends. build() orders such a run in linear time instead of sorting it.
+    void begin_run() { runs_.push_back(static_cast<event_index>(list_.events_.size())); }
+
+    /// Orders events by (start, longer first, insertion), assigns ids in that order, links the tree.
     event_list build() && {
-        auto& ev = list_.events_;
-        std::vector<event_index> order(ev.size());
-        for (event_index i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](event_index a, event_index b) {
-            const event& x = ev[a];
-            const event& y = ev[b];
-            if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-            if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;  // the enclosing one first
-            return a < b;  // insertion order: a scope recorded before its zero-length twin
-        });
-        std::vector<event> sorted;
-        sorted.reserve(ev.size());
-        for (event_index i : order) sorted.push_back(ev[i]);
-        ev = std::move(sorted);
+        std::vector<event_index> order = ordered_indices();
+        apply_order(order);
         link_tree();
         list_.arenas_.push_back(std::move(arena_));
         return std::move(list_);
     }
 
 private:
+    // The order of the list: each run ordered on its own, then the runs merged.
+    std::vector<event_index> ordered_indices() {
+        const auto n = static_cast<event_index>(list_.events_.size());
+        std::vector<event_index> bounds{0};
+        for (event_index b : runs_) {
+            if (b > bounds.back() && b < n) bounds.push_back(b);
+        }
+        bounds.push_back(n);
+        std::vector<event_index> order(n);
+        for (event_index i = 0; i < n; ++i) order[i] = i;
+        std::vector<event_index> scratch;
+        for (std::size_t r = 0; r + 1 < bounds.size(); ++r) order_run(order, bounds[r], bounds[r + 1], scratch);
+        if (bounds.size() <= 2) return order;
+        return merge_runs(order, bounds);
+    }
+
+    [[nodiscard]] bool before(event_index a, event_index b) const noexcept {
+        const event& x = list_.events_[a];
+        const event& y = list_.events_[b];
+        if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+        if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;  // the enclosing one first
+        return a < b;  // insertion order: a scope recorded before its zero-length twin
+    }
+
+    // Orders order[lo, hi). A thread's records arrive in end order (post-order of its scope tree);
+    // start order is the pre-order, and each event's place in it follows from its subtree size and
+    // depth: pre = post - size + 1 + depth. Anything that is not a clean post-order (records added
+    // by hand, scopes ended out of order, equal times) fails the check and is sorted instead.
+    void order_run(std::vector<event_index>& order, event_index lo, event_index hi,
+                   std::vector<event_index>& size) const {
+        const auto& ev = list_.events_;
+        const event_index m = hi - lo;
+        size.assign(m, 1);
+        std::vector<event_index> stack;
+        for (event_index i = 0; i < m; ++i) {  // children are the finished subtrees starting within
+            while (!stack.empty() && ev[lo + stack.back()].start_ns >= ev[lo + i].start_ns) {
+                size[i] += size[stack.back()];
+                stack.pop_back();
+            }
+            stack.push_back(i);
+        }
+        stack.clear();
+        for (event_index i = m; i-- > 0;) {  // ancestors come later in post-order
+            while (!stack.empty() && stack.back() + 1 - size[stack.back()] > i) stack.pop_back();
+            const auto depth = static_cast<event_index>(stack.size());
+            order[lo + i + 1 - size[i] + depth] = lo + i;
+            stack.push_back(i);
+        }
+        for (event_index i = lo + 1; i < hi; ++i) {
+            if (before(order[i], order[i - 1])) {
+                std::sort(order.begin() + lo, order.begin() + hi,
+                          [this](event_index a, event_index b) { return before(a, b); });
+                return;
+            }
+        }
+    }
+
+    // Merges the ordered runs [bounds[r], bounds[r + 1]) with a heap of their heads.
+    std::vector<event_index> merge_runs(const std::vector<event_index>& order,
+                                        const std::vector<event_index>& bounds) const {
+        struct head {
+            event_index at;
+            event_index end;
+        };
+        std::vector<head> heads;
+        for (std::size_t r = 0; r + 1 < bounds.size(); ++r) heads.push_back({bounds[r], bounds[r + 1]});
+        const auto later = [&](const head& a, const head& b) { return before(order[b.at], order[a.at]); };
+        std::make_heap(heads.begin(), heads.end(), later);
+        std::vector<event_index> merged;
+        merged.reserve(order.size());
+        while (!heads.empty()) {
+            std::pop_heap(heads.begin(), heads.end(), later);
+            head& h = heads.back();
+            merged.push_back(order[h.at]);
+            if (++h.at == h.end) {
+                heads.pop_back();
+            } else {
+                std::push_heap(heads.begin(), heads.end(), later);
+            }
+        }
+        return merged;
+    }
+
+    // Moves event order[i] to position i, in place (following the permutation's cycles).
+    void apply_order(std::vector<event_index>& order) {
+        auto& ev = list_.events_;
+        for (event_index i = 0; i < order.size(); ++i) {
+            if (order[i] == i) continue;
+            const event first = ev[i];
+            event_index j = i;
+            for (;;) {
+                const event_index k = order[j];
+                order[j] = j;
+                if (k == i) {
+                    ev[j] = first;
+                    break;
+                }
+                ev[j] = ev[k];
+                j = k;
+            }
+        }
+    }
+
     void link_tree() {
         auto& ev = list_.events_;
         // One open-scope stack and one "last child" slot per thread; events arrive parents first.
@@ -125,6 +223,7 @@ private:
     event_list list_;
     std::shared_ptr<string_arena> arena_;
     std::uint64_t first_id_ = 0;
+    std::vector<event_index> runs_;  // first event of each run
 };
 
 }  // namespace stint::detail

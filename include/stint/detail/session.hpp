@@ -38,6 +38,7 @@ struct profiler_stats {
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
+    std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
 };
 
 }  // namespace stint
@@ -48,26 +49,63 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
     return static_cast<double>(to_ns - from_ns) / 1e3;
 }
 
-/// A session's life: open (prepare + enable), close (disable + drain + build), and the result.
+/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
+/// (disable + drain + build), and the result.
 class session {
 public:
-    /// Opens a session recording into at most `budget_bytes` of buffers. Throws std::logic_error
-    /// if another session records in this process.
-    void open(std::size_t budget_bytes) {
+    session() = default;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    /// The buffers kept warm for this session's successors go back to the system with it.
+    ~session() {
+        if (opened_) the_registry().release_buffers();
+    }
+
+    /// Does the set-up that opening needs without recording anything: the process's tick calibration
+    /// (10 ms of spinning the first time), a first clock anchor (open() re-takes it), and
+    /// `reserve_bytes` of record buffers faulted in (at most the budget). Preparing twice does
+    /// nothing.
+    void prepare(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
+        if (prepared_) return;
         registry& reg = the_registry();
         const std::int64_t t0 = steady_now_ns();
-        const tick_calibration& process_rate = reg.calibration();
-        calibration_ = process_rate;
+        calibration_ = reg.calibration();
         calibration_.anchor = take_clock_anchor();
+        if (reserve_bytes > 0) {
+            reg.reserve_buffers(std::min(reserve_bytes, budget_bytes));
+            opened_ = true;  // the reserve is released with the session
+        }
+        prepare_us_ = microseconds_between(t0, steady_now_ns());
+        prepared_ = true;
+    }
+
+    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
+    void discard_preparation() noexcept { prepared_ = false; }
+
+    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
+
+    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
+    /// Throws std::logic_error if another session records in this process.
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
+        registry& reg = the_registry();
+        prepare(budget_bytes, reserve_bytes);
         const std::int64_t t1 = steady_now_ns();
+        // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
+        // window's start.
+        calibration_.anchor = take_clock_anchor();
         state_ = reg.begin_session(budget_bytes);
+        opened_ = true;
         const std::int64_t t2 = steady_now_ns();
+        prepared_ = false;
         stats_ = {};
-        stats_.profiler_prepare_call_duration_us = microseconds_between(t0, t1);
+        stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
     }
 
     [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+
+    /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
+    void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
     /// Returns false (and changes nothing) when the session was not open or a fork ended it.
@@ -93,8 +131,13 @@ public:
             last_index = it->second;
             return last_index;
         };
+        std::uint64_t buffer_bytes = 0;
         const auto on_disabled = [&] {
             disabled_at = steady_now_ns();
+            buffer_bytes = reg.session_buffer_bytes();
+            builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
+            // Before the drain releases the chunks: the next window reuses them, resident.
+            if (keep_buffers_) reg.retain_buffers(buffer_bytes);
             calibration_ = refine_calibration(calibration_, take_clock_anchor());
         };
         const auto on_thread = [&](const drained_thread& t) {
@@ -106,6 +149,7 @@ public:
             recorded += t.recorded;
             dropped += t.dropped;
             truncated += t.truncated;
+            builder.begin_run();  // the next node's records are a run of their own
         };
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
@@ -158,6 +202,7 @@ public:
         stats_.dropped = dropped;
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
+        stats_.buffer_bytes = buffer_bytes;
         return true;
     }
 
@@ -200,6 +245,10 @@ private:
     }
 
     std::uint32_t state_ = 0;
+    bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
+    bool prepared_ = false;
+    bool keep_buffers_ = false;
+    double prepare_us_ = 0;
     tick_calibration calibration_;
     profiler_stats stats_;
 };

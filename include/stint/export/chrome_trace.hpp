@@ -2,6 +2,8 @@
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
 // in memory, and it lands under its final name only when complete.
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -79,6 +81,17 @@ void write_input_args(Writer& out, const event_args& args) {
     if (args.truncated) out.raw(", \"Inputs truncated\": true");
 }
 
+/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
+/// unique).
+inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
+    "schemaVersion", "deviceProperties", "stint",           "WARNING",
+    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
+};
+
+inline bool is_reserved_trace_key(std::string_view key) noexcept {
+    return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -130,26 +143,33 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         }
         out.raw("}}");
     }
+    // ", \"pid\": P, \"tid\": T" of each thread, formatted once.
+    std::vector<std::string> where;
+    where.reserve(events.threads().size());
+    for (const thread_info& t : events.threads()) {
+        where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
+    }
     for (const event& e : events) {
-        const bool instant = e.kind == event_kind::instant;
-        out.raw(instant ? ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"" : ",\n    {\"ph\": \"X\", \"cat\": \"");
-        out.raw(category_name(e.kind));
-        out.raw("\", \"name\": ");
-        out.string(e.name);
-        out.raw(", \"pid\": ");
-        out.number(info.pid);
-        out.raw(", \"tid\": ");
-        out.number(events.thread_of(e).os_tid);
-        out.raw(", \"ts\": ");
-        out.microseconds(e.start_ns);
-        if (!instant) {
-            out.raw(", \"dur\": ");
-            out.microseconds(e.duration_ns());
+        // One capacity check per event: the fixed text, the name, the thread, five numbers.
+        const std::string& thread = where[e.thread];
+        char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
+        o = e.kind == event_kind::instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                                          : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
+        const std::string_view category = category_name(e.kind);
+        o = std::copy(category.begin(), category.end(), o);
+        o = write_literal(o, "\", \"name\": ");
+        o = write_json_string(o, e.name);
+        o = std::copy(thread.begin(), thread.end(), o);
+        o = write_microseconds(o, e.start_ns);
+        if (e.kind != event_kind::instant) {
+            o = write_literal(o, ", \"dur\": ");
+            o = write_microseconds(o, e.duration_ns());
         }
-        out.raw(", \"args\": {\"External id\": ");
-        out.number(e.id);
-        out.raw(", \"Record function id\": ");
-        out.number(e.id);
+        o = write_literal(o, ", \"args\": {\"External id\": ");
+        o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
+        o = write_literal(o, ", \"Record function id\": ");
+        o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
+        out.commit(o);
         if (const event_args* args = events.args(e)) write_input_args(out, *args);
         out.raw("}}");
     }

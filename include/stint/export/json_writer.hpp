@@ -36,15 +36,82 @@ constexpr bool json_special_in(std::uint64_t bytes) noexcept {
            has_zero(bytes ^ (ones * '"')) != 0 || has_zero(bytes ^ (ones * '\\')) != 0;
 }
 
-/// Appends `s` as a quoted JSON string: '"', '\' and control characters escaped, and each maximal
-/// invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
+/// Most bytes write_json_string can produce for `size` input bytes: no input byte becomes more than
+/// 6 output bytes (\u00XX; a UTF-8 sequence or U+FFFD never outgrows its input), plus the quotes.
+constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * size + 2; }
+
+namespace json_detail {
+// Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
+inline char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
+    static constexpr char hex[] = "0123456789abcdef";
+    while (p < stop) {
+        while (stop - p >= 8) {
+            std::uint64_t bytes;
+            std::memcpy(&bytes, p, 8);
+            if (json_special_in(bytes)) break;
+            std::memcpy(o, p, 8);
+            o += 8;
+            p += 8;
+        }
+        if (p >= stop) break;
+        const unsigned char c = *p;
+        if (json_plain_byte[c]) {
+            *o++ = static_cast<char>(c);
+            ++p;
+            continue;
+        }
+        if (c < 0x80) {
+            *o++ = '\\';
+            switch (c) {
+                case '"': *o++ = '"'; break;
+                case '\\': *o++ = '\\'; break;
+                case '\n': *o++ = 'n'; break;
+                case '\t': *o++ = 't'; break;
+                case '\r': *o++ = 'r'; break;
+                case '\b': *o++ = 'b'; break;
+                case '\f': *o++ = 'f'; break;
+                default:
+                    std::memcpy(o, "u00", 3);
+                    o[3] = hex[c >> 4];
+                    o[4] = hex[c & 0xF];
+                    o += 5;
+                    break;
+            }
+            ++p;
+            continue;
+        }
+        const int length = utf8_sequence(p, end);
+        if (length > 0) {
+            std::memcpy(o, p, static_cast<std::size_t>(length));
+            o += length;
+            p += length;
+        } else {
+            std::memcpy(o, "\xEF\xBF\xBD", 3);  // U+FFFD
+            o += 3;
+            p += -length;
+        }
+    }
+    return o;
+}
+}  // namespace json_detail
+
+/// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
+/// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
+/// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
+inline char* write_json_string(char* o, std::string_view s) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* const end = p + s.size();
+    *o++ = '"';
+    o = json_detail::escape(o, p, end, end);
+    *o++ = '"';
+    return o;
+}
+
+/// Appends `s` as a quoted JSON string (see write_json_string).
 ///     fmt::memory_buffer out;
 ///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
 inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
-    static constexpr char hex[] = "0123456789abcdef";
-    // One capacity check per piece instead of per byte: no input byte becomes more than 6 output
-    // bytes (\u00XX; a UTF-8 sequence or U+FFFD never outgrows its input). Pieces bound what a
-    // long string reserves.
+    // In pieces, so that a long string never reserves six times its size at once.
     constexpr std::size_t piece_size = 16 * 1024;
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = p + s.size();
@@ -52,59 +119,35 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
     while (p < end) {
         const std::size_t size = out.size();
         const auto piece = std::min(static_cast<std::size_t>(end - p), piece_size);
-        out.resize(size + 6 * piece);
-        char* o = out.data() + size;
-        const auto* const piece_end = p + piece;
-        while (p < piece_end) {
-            while (piece_end - p >= 8) {
-                std::uint64_t bytes;
-                std::memcpy(&bytes, p, 8);
-                if (json_special_in(bytes)) break;
-                std::memcpy(o, p, 8);
-                o += 8;
-                p += 8;
-            }
-            if (p == piece_end) break;
-            const unsigned char c = *p;
-            if (json_plain_byte[c]) {
-                *o++ = static_cast<char>(c);
-                ++p;
-                continue;
-            }
-            if (c < 0x80) {
-                *o++ = '\\';
-                switch (c) {
-                    case '"': *o++ = '"'; break;
-                    case '\\': *o++ = '\\'; break;
-                    case '\n': *o++ = 'n'; break;
-                    case '\t': *o++ = 't'; break;
-                    case '\r': *o++ = 'r'; break;
-                    case '\b': *o++ = 'b'; break;
-                    case '\f': *o++ = 'f'; break;
-                    default:
-                        std::memcpy(o, "u00", 3);
-                        o[3] = hex[c >> 4];
-                        o[4] = hex[c & 0xF];
-                        o += 5;
-                        break;
-                }
-                ++p;
-                continue;
-            }
-            const int length = utf8_sequence(p, end);
-            if (length > 0) {
-                std::memcpy(o, p, static_cast<std::size_t>(length));
-                o += length;
-                p += length;
-            } else {
-                std::memcpy(o, "\xEF\xBF\xBD", 3);  // U+FFFD
-                o += 3;
-                p += -length;
-            }
-        }
+        out.resize(size + 6 * piece + 6);  // + a sequence that crosses the piece's end
+        char* const o = json_detail::escape(out.data() + size, p, p + piece, end);
         out.resize(static_cast<std::size_t>(o - out.data()));
     }
     out.push_back('"');
+}
+
+/// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
+/// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
+inline char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
+    auto magnitude = static_cast<std::uint64_t>(nanoseconds);
+    if (nanoseconds < 0) {
+        *o++ = '-';
+        magnitude = 0 - magnitude;  // modular negation: exact for INT64_MIN
+    }
+    o = fmt::format_to(o, FMT_COMPILE("{}"), magnitude / 1000);
+    const auto fraction = static_cast<unsigned>(magnitude % 1000);
+    o[0] = '.';
+    o[1] = static_cast<char>('0' + fraction / 100);
+    o[2] = static_cast<char>('0' + fraction / 10 % 10);
+    o[3] = static_cast<char>('0' + fraction % 10);
+    return o + 4;
+}
+
+/// Writes a string literal's bytes (without its terminator) at `o`.
+template <std::size_t N>
+char* write_literal(char* o, const char (&text)[N]) noexcept {
+    std::memcpy(o, text, N - 1);
+    return o + N - 1;
 }
 
 /// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
@@ -188,23 +231,14 @@ public:
     /// Appends `null`.
     void null() { raw("null"); }
 
-    /// Appends a nanosecond count as microseconds with exactly three decimals, the unit of Chrome
-    /// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500.
-    void microseconds(std::int64_t nanoseconds) {
-        auto magnitude = static_cast<std::uint64_t>(nanoseconds);
-        char* o = extend(24);  // sign, 16 digits, '.', 3 digits
-        if (nanoseconds < 0) {
-            *o++ = '-';
-            magnitude = 0 - magnitude;  // modular negation: exact for INT64_MIN
-        }
-        o = fmt::format_to(o, FMT_COMPILE("{}"), magnitude / 1000);
-        const auto fraction = static_cast<unsigned>(magnitude % 1000);
-        o[0] = '.';
-        o[1] = static_cast<char>('0' + fraction / 100);
-        o[2] = static_cast<char>('0' + fraction / 10 % 10);
-        o[3] = static_cast<char>('0' + fraction % 10);
-        finish(o + 4);
-    }
+    /// Appends a nanosecond count as microseconds with exactly three decimals (write_microseconds).
+    void microseconds(std::int64_t nanoseconds) { finish(write_microseconds(extend(25), nanoseconds)); }
+
+    /// Room for `count` bytes to write directly (with write_* functions); end with commit(end).
+    /// One capacity check for a whole record instead of one per value.
+    char* reserve(std::size_t count) { return extend(count); }
+    /// Ends a write begun with reserve() at `end`.
+    void commit(char* end) { finish(end); }
 
     /// Hands everything buffered to the sink. Without a sink, does nothing.
     void flush() {

@@ -33,7 +33,7 @@ class output_file {
 public:
     /// Creates the temporary `<path>.tmp.XXXXXX` in the directory of `path`. `gzip_level` (0..9)
     /// applies only to ".gz" paths.
-    explicit output_file(std::string path, int gzip_level = 6) : path_(std::move(path)) {
+    explicit output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
         if (path_.empty()) {
             throw std::invalid_argument("stint: cannot write trace '': the path is empty");
         }

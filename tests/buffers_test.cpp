@@ -1,0 +1,97 @@
+// Record buffers between sessions: what a session used is reported, a reserve is faulted in before
+// start() and reused, and a profiler's buffers go back to the system with it.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <stint/stint.hpp>
+
+namespace {
+
+constexpr std::size_t chunk_bytes = stint::detail::chunk::total_bytes;
+
+std::size_t cached() { return stint::detail::the_registry().cached_buffer_bytes(); }
+
+void record(int scopes) {
+    for (int i = 0; i < scopes; ++i) {
+        STINT_SCOPE("scope");
+    }
+}
+
+}  // namespace
+
+TEST_CASE("stats().buffer_bytes is the chunks a session took: 24 bytes per timing-only record, rounded up") {
+    stint::profiler<> prof;
+    prof.start();
+    record(10'000);
+    prof.stop();
+    const auto& stats = prof.stats();
+    CHECK(stats.recorded == 10'000);
+    const std::size_t per_chunk = stint::detail::chunk::data_bytes / sizeof(stint::detail::record);
+    const std::size_t chunks = (10'000 + per_chunk - 1) / per_chunk;
+    CHECK(stats.buffer_bytes == chunks * chunk_bytes);
+    CHECK(static_cast<double>(stats.buffer_bytes) / 10'000.0 < 32.0);  // design §6: <= 32 bytes per record
+}
+
+TEST_CASE("reserve_buffer_bytes faults chunks in before start() and the session records into them") {
+    const std::size_t reserve = 64 * chunk_bytes;
+    {
+        stint::profiler<> prof({.reserve_buffer_bytes = reserve});
+        prof.start();
+        CHECK(cached() >= reserve);  // nothing recorded yet: the reserve waits in the pool
+        record(50'000);              // about 19 chunks
+        const std::size_t left = cached();
+        CHECK(left < reserve);
+        CHECK(left >= reserve - 32 * chunk_bytes);
+        prof.stop();
+        CHECK(prof.stats().recorded == 50'000);
+        CHECK(prof.stats().dropped == 0);
+        // Drained chunks go back to the pool, which keeps the reserve for the next session.
+        CHECK(cached() >= reserve - 2 * chunk_bytes);
+
+        prof.start();  // the next session starts warm
+        record(1'000);
+        prof.stop();
+        CHECK(prof.stats().recorded == 1'000);
+    }
+    // The profiler is gone: the pool keeps no more than its default.
+    CHECK(cached() <= stint::detail::chunk_pool::default_retained_bytes);
+}
+
+TEST_CASE("a reserve larger than the budget is cut to the budget") {
+    const std::size_t budget = 8 * chunk_bytes;
+    stint::profiler<> prof({.buffer_budget_bytes = budget, .reserve_buffer_bytes = std::size_t{1} << 30});
+    prof.start();
+    CHECK(cached() < (std::size_t{1} << 30));
+    record(100'000);
+    prof.stop();
+    const auto& stats = prof.stats();
+    CHECK(stats.recorded + stats.dropped == 100'000);
+    CHECK(stats.dropped > 0);
+    CHECK(stats.buffer_bytes <= budget);
+}
+
+TEST_CASE("with a schedule, each window's buffers stay warm for the next window") {
+    std::vector<std::size_t> window_bytes;
+    std::vector<std::size_t> cached_after;
+    {
+        stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}),
+                                .on_trace_ready = [&](stint::profiler<>& p) {
+                                    window_bytes.push_back(p.stats().buffer_bytes);
+                                    cached_after.push_back(cached());
+                                }});
+        for (int step = 0; step < 8; ++step) {
+            record(400'000);  // about 150 chunks per step: windows beyond the default cache
+            prof.step();
+        }
+    }
+    REQUIRE(window_bytes.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(window_bytes[i] > stint::detail::chunk_pool::default_retained_bytes);
+        // All of the window's chunks but the ones threads keep writing into are cached again.
+        CHECK(cached_after[i] + 2 * chunk_bytes >= window_bytes[i]);
+    }
+    CHECK(cached() <= stint::detail::chunk_pool::default_retained_bytes);
+}
