@@ -11,6 +11,7 @@ namespace stint {
 
 namespace detail {
 struct record_shapes_family {};
+struct with_stack_family {};
 }  // namespace detail
 
 /// Bounds of one op's input capture. The capture is encoded into a buffer of `MaxBytes` on the op
@@ -56,5 +57,46 @@ struct record_shapes : record_shapes_limits<32, 16, 512> {};
 struct with_flops {
     using implies = record_shapes;
 };
+
+/// with_stack's mode: the chain of enclosing stint scopes, each as its site's source location.
+struct scopes {
+    static constexpr std::size_t native_depth = 0;
+};
+
+/// with_stack's mode: scopes, and for the config's own sites (STINT_OP, and STINT_SCOPE when it is
+/// STINT_CONFIG) up to `Depth` native return addresses, symbolised (demangled) when the session is
+/// drained, never while recording.
+template <std::size_t Depth>
+struct native_frames {
+    static_assert(Depth >= 1 && Depth <= 128, "stint: native_frames<Depth>: Depth must be 1..128");
+    static constexpr std::size_t native_depth = Depth;
+};
+
+/// native_frames of a depth that shows a typical call path: 32 frames.
+using native = native_frames<32>;
+
+/// Gives every event a stack, innermost frame first (`event_list::stack`): its site's
+/// `file(line): function`, then each enclosing scope's (a name for scopes named at run time). Built
+/// when the session is drained from the sites and the scope tree: costs nothing while recording.
+/// Enables `profiler::export_stacks` (flame graphs), the table's "Source Location" column,
+/// `key_averages({.group_by_stack_n = n})` and the trace's "Call stack" arg. `with_stack<native>`
+/// stacks native frames instead for the config's own sites: a `backtrace()` of up to 32 frames at
+/// scope entry (about a microsecond) and 8 bytes per frame in the record.
+///
+///     using stacks = stint::config<stint::with_stack<>>;
+///     stint::profiler<stacks> prof;  ...  prof.export_stacks("cpu.stacks");
+template <class Mode = scopes>
+struct with_stack {
+    using policy_family = detail::with_stack_family;
+    static constexpr std::size_t native_depth = Mode::native_depth;
+};
+
+/// Gives each op the module path it ran in (`event_args::module_hierarchy`, the trace's "Module
+/// Hierarchy": `TOP(Net)::forward.encoder(Encoder)::forward.`) from the STINT_MODULE scopes around it.
+/// Built when the session is drained: costs nothing while recording (the module scopes are ordinary
+/// scopes).
+///
+///     using modules = stint::config<stint::with_modules>;
+struct with_modules {};
 
 }  // namespace stint

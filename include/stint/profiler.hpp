@@ -23,8 +23,11 @@
 #include "stint/config.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/detail/session.hpp"
+#include "stint/capture/native_stack.hpp"
+#include "stint/policies.hpp"
 #include "stint/distributed.hpp"
 #include "stint/export/chrome_trace.hpp"
+#include "stint/export/collapsed_stacks.hpp"
 #include "stint/export/json_validate.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/schedule.hpp"
@@ -256,7 +259,25 @@ public:
         set_metadata(key, std::string(json));
     }
 
+    /// Writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per event with
+    /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
+    /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
+    /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
+    /// them. An unwritable path throws std::runtime_error and leaves nothing behind.
+    ///
+    ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
+    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const {
+        static_assert(has_stacks,
+                      "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
+                      "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
+        require_finished("export_stacks()");
+        detail::write_collapsed_stacks_file(path, events(), metric);
+    }
+
 private:
+    static constexpr bool has_stacks = Config::template has<with_stack<>>;
+    static constexpr bool has_modules = Config::template has<with_modules>;
+
     [[nodiscard]] bool active() const noexcept {
         if constexpr (Config::enabled) {
             return options_.enabled;
@@ -274,6 +295,7 @@ private:
             try {
                 switch (ops[i]) {
                     case detail::session_op::prepare_trace:
+                        if constexpr (has_stacks) detail::warm_native_stacks();
                         session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
                         break;
                     case detail::session_op::start_trace:
@@ -286,6 +308,7 @@ private:
                             if (session_.is_open()) {
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
+                            if constexpr (has_stacks) detail::warm_native_stacks();
                             session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
                         }
                         break;
@@ -305,7 +328,9 @@ private:
     /// Drains the session into the window's results; false when none was recording.
     bool close_window() {
         event_list window;
-        if (!session_.close(window, next_id_)) return false;
+        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules})) {
+            return false;
+        }
         next_id_ += window.size();
         window_stats_ = session_.stats();
         window_events_ = std::move(window);

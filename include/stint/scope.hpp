@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "stint/buffer.hpp"
+#include "stint/capture/detail/config_traits.hpp"
 #include "stint/capture/inputs.hpp"
+#include "stint/capture/native_stack.hpp"
 #include "stint/clock.hpp"
 #include "stint/config.hpp"
 #include "stint/policies.hpp"
@@ -62,25 +64,8 @@ public:
 /// removes only after its early tail-recursion pass, so a recursive function would compile
 /// differently from the uninstrumented one (tests/codegen checks that it does not).
 template <class Config>
-using scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
+using plain_scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
 
-
-template <class... Policies>
-struct find_shapes_limits {
-    using type = record_shapes;  // implied by another policy (with_flops): the defaults
-};
-template <class P, class... Rest>
-struct find_shapes_limits<P, Rest...> {
-    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
-};
-
-/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
-template <class Config>
-using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
-
-/// Whether ops of Config capture their inputs.
-template <class Config>
-inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
 
 /// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
 struct input_sink {
@@ -91,36 +76,45 @@ struct input_sink {
     }
 };
 
-/// The op scope of a configuration with record_shapes. Its constructor only reads the session state;
-/// capture_op_inputs() then encodes the inputs into a bounded buffer in this object (only while a session
-/// records) and takes the begin tick after it, so the capture is not charged to the op; at exit the
-/// record and that payload are appended together.
-template <class Config>
-class capturing_op_scope {
-    using limits = shapes_limits_t<Config>;
+/// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
+/// taken at entry, and an op's inputs (record_shapes; `Inputs`), which capture_op_inputs() encodes
+/// right after the constructor. Both go into a bounded buffer in this object while a session
+/// records, before the begin tick, so capturing is not charged to the scope; at exit the record and
+/// the payload are appended together.
+template <class Config, bool Inputs>
+class capturing_scope {
+    static constexpr std::size_t frames_bytes = native_stack_bytes(native_stack_depth<Config>);
+    static constexpr std::size_t inputs_bytes = Inputs ? shapes_limits_t<Config>::max_bytes : 0;
 
 public:
-    STINT_DETAIL_ALWAYS_INLINE explicit capturing_op_scope(const site& where) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {}
-    STINT_DETAIL_ALWAYS_INLINE ~capturing_op_scope() {
+    STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (!is_recording_state(state_)) return;
+        if constexpr (frames_bytes > 0) frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        if constexpr (!Inputs) begin_ = read_ticks();
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
-            append_record_payload(where_, begin_, read_ticks(), state_, aux_, std::span<const std::byte>(buffer_, used_));
+            append_record_payload(where_, begin_, read_ticks(), state_, aux_,
+                                  std::span<const std::byte>(buffer_, frames_used_),
+                                  std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
         }
     }
-    capturing_op_scope(const capturing_op_scope&) = delete;
-    capturing_op_scope& operator=(const capturing_op_scope&) = delete;
+    capturing_scope(const capturing_scope&) = delete;
+    capturing_scope& operator=(const capturing_scope&) = delete;
 
-    template <class Inputs>
-    STINT_DETAIL_ALWAYS_INLINE void capture(Inputs& inputs) noexcept {
+    template <class Produce>
+    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs) noexcept {
         if (!is_recording_state(state_)) return;
-        input_writer writer(buffer_, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
-                            record_concrete_inputs());
+        using limits = shapes_limits_t<Config>;
+        input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
+                            limits::max_bytes / 4, record_concrete_inputs());
         try {
             inputs(input_sink{&writer});
         } catch (...) {
             writer.mark_truncated();  // an input's accessor threw: keep what was captured
         }
-        used_ = static_cast<std::uint32_t>(writer.size());
+        inputs_used_ = static_cast<std::uint32_t>(writer.size());
         aux_ = writer.aux();
         begin_ = read_ticks();
     }
@@ -128,16 +122,24 @@ public:
 private:
     std::uint32_t state_;
     std::uint32_t aux_ = 0;
-    std::uint32_t used_ = 0;
+    std::uint32_t frames_used_ = 0;
+    std::uint32_t inputs_used_ = 0;
     const site* where_;
     std::uint64_t begin_ = 0;
-    alignas(8) std::byte buffer_[limits::max_bytes];
+    alignas(8) std::byte buffer_[frames_bytes + inputs_bytes];
 };
 
-/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs.
+/// What STINT_SCOPE declares: plain_scope_or_site, or the capturing scope when Config takes native
+/// frames.
+template <class Config>
+using scope_or_site = std::conditional_t<Config::enabled && native_stack_depth<Config> != 0,
+                                         capturing_scope<Config, false>, plain_scope_or_site<Config>>;
+
+/// What STINT_OP declares: plain_scope_or_site, or the capturing scope when Config captures inputs
+/// or native frames.
 template <class Config>
 using op_scope_or_site =
-    std::conditional_t<captures_inputs<Config>, capturing_op_scope<Config>, scope_or_site<Config>>;
+    std::conditional_t<captures_inputs<Config>, capturing_scope<Config, true>, scope_or_site<Config>>;
 
 /// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
 /// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
@@ -145,28 +147,8 @@ using op_scope_or_site =
 template <class Scope, class Inputs>
 STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
 template <class Config, class Inputs>
-STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_op_scope<Config>& scope, Inputs&& inputs) noexcept {
+STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_scope<Config, true>& scope, Inputs&& inputs) noexcept {
     scope.capture(inputs);
-}
-
-/// The payload kind of an op site of Config.
-template <class Config>
-constexpr payload_kind op_payload_kind() noexcept {
-    if constexpr (captures_inputs<Config>) {
-        return payload_kind::inputs;
-    } else {
-        return payload_kind::none;
-    }
-}
-
-/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
-template <class Config>
-constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
-    if constexpr (Config::enabled && Config::template has<with_flops>) {
-        return formula;
-    } else {
-        return {};
-    }
 }
 
 /// Writes a zero-length event now.
@@ -291,9 +273,9 @@ private:
 #define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
 #else
-#define STINT_DETAIL_SITE(var, name, kind)                                                                   \
+#define STINT_DETAIL_SITE(var, name, kind, payload)                                                          \
     static constexpr ::stint::detail::site var {                                                             \
-        name, kind, ::stint::detail::payload_kind::none,                                                    \
+        name, kind, payload,                                                                                 \
             ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}           \
     }
 
@@ -303,7 +285,8 @@ private:
 #define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
 // [[maybe_unused]]: with stint::disabled the declaration is only a reference to the site.
 #define STINT_DETAIL_SCOPE(name, id)                                                                         \
-    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation);       \
+    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation,        \
+                      ::stint::detail::scope_payload_kind<STINT_CONFIG>());                                  \
     [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
         STINT_DETAIL_CAT(stint_site_, id)                                                                    \
     }
@@ -344,13 +327,14 @@ private:
         STINT_DETAIL_CAT(stint_site_, id)                                                                    \
     };                                                                                                       \
     if constexpr (config::enabled)                                                                           \
-        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                                       \
-                                   [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
+        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                               \
+                                           [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
 
 /// Records a zero-length event now.
 #define STINT_INSTANT(name)                                                                                  \
     do {                                                                                                     \
-        STINT_DETAIL_SITE(stint_instant_site_, name, ::stint::event_kind::instant);                          \
+        STINT_DETAIL_SITE(stint_instant_site_, name, ::stint::event_kind::instant,                           \
+                          ::stint::detail::payload_kind::none);                                              \
         if constexpr (STINT_CONFIG::enabled) ::stint::detail::instant(stint_instant_site_);                  \
     } while (false)
 #endif

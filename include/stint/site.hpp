@@ -19,15 +19,11 @@ enum class payload_kind : std::uint8_t {
     runtime_name_inputs, ///< a copied name, then captured inputs (record_function with args): the
                          ///< header's aux is the name's length; at the name's 8-byte-padded end,
                          ///< u32 inputs aux, u32 inputs bytes, the inputs
+    native_stack,        ///< native return addresses (with_stack<native>; capture/native_stack.hpp)
+    native_stack_inputs, ///< native return addresses, then captured inputs
 };
 
-/// Where a site is in the source. (std::source_location is unusable with clang 14 and libstdc++ 12;
-/// the builtins behind it work in both compilers.)
-struct source_location {
-    const char* file = "";
-    const char* function = "";
-    std::uint32_t line = 0;
-};
+using stint::source_location;
 
 /// A static call site. `static constexpr` at every STINT_* macro.
 struct site {
@@ -40,6 +36,8 @@ struct site {
 
 /// Site used by record_function and STINT_SCOPE_NAMED: the name travels in the payload.
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
+/// Site used by stint::module_scope: a module call named at run time.
+inline constexpr site runtime_named_module_site{"", event_kind::module, payload_kind::runtime_name, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 

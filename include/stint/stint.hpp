@@ -13,6 +13,7 @@
 #include "stint/buffer.hpp"
 #include "stint/registry.hpp"
 #include "stint/scope.hpp"
+#include "stint/module.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"

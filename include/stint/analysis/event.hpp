@@ -14,6 +14,7 @@ enum class event_kind : std::uint8_t {
     user_annotation,  ///< STINT_SCOPE, STINT_SCOPE_NAMED, record_function, ProfilerStep#N
     cpu_op,           ///< STINT_OP
     instant,          ///< STINT_INSTANT (zero duration)
+    module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
 };
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -22,9 +23,18 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::user_annotation: return "user_annotation";
         case event_kind::cpu_op: return "cpu_op";
         case event_kind::instant: return "cpu_instant_event";
+        case event_kind::module: return "user_annotation";
     }
     return "unknown";
 }
+
+/// Where a site is in the source: `file(line): function` in stacks. (std::source_location is
+/// unusable with clang 14 and libstdc++ 12; the builtins behind it work in both compilers.)
+struct source_location {
+    const char* file = "";
+    const char* function = "";
+    std::uint32_t line = 0;
+};
 
 /// Index into an event_list; `no_index` means "none" (no parent, no child, no args).
 using event_index = std::uint32_t;
@@ -77,6 +87,9 @@ struct event {
     event_index args = no_index;       ///< into event_list::args_table(), when inputs were captured
     event_index stack = no_index;      ///< into event_list::stacks(), when stacks were captured
     std::int64_t flops = -1;           ///< -1: no flop estimate for this event
+    /// The site's source location (static data of the instrumented code), or nullptr for names
+    /// made at run time (record_function, STINT_SCOPE_NAMED) and hand-built events.
+    const source_location* location = nullptr;
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }

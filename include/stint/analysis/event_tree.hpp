@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "stint/analysis/detail/call_stacks.hpp"
+#include "stint/analysis/detail/module_hierarchy.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 
@@ -61,6 +63,17 @@ public:
         list_.events_[i].stack = static_cast<event_index>(list_.stacks_.size());
         list_.stacks_.push_back(std::move(frames_innermost_first));
     }
+    /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
+    /// them when stacks are built.
+    void set_native_frames(event_index i, std::vector<std::uint64_t> frames) {
+        list_.events_[i].stack = static_cast<event_index>(native_frames_.size());
+        native_frames_.push_back(std::move(frames));
+    }
+    /// build() gives every event a stack (with_stack): its location and its ancestors', or its native
+    /// frames.
+    void build_call_stacks() { call_stacks_ = true; }
+    /// build() gives every op inside module scopes its "Module Hierarchy" (with_modules).
+    void build_module_hierarchy() { module_hierarchy_ = true; }
     void set_totals(std::uint64_t recorded, std::uint64_t dropped) {
         list_.recorded_ = recorded;
         list_.dropped_ = dropped;
@@ -81,6 +94,12 @@ public:
         std::vector<event_index> order = ordered_indices();
         apply_order(order);
         link_tree();
+        if (call_stacks_) {
+            assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
+        } else if (!native_frames_.empty()) {
+            for (event& e : list_.events_) e.stack = no_index;  // frames recorded, stacks not asked for
+        }
+        if (module_hierarchy_) assign_module_hierarchy(list_.events_, list_.args_);
         list_.arenas_.push_back(std::move(arena_));
         return std::move(list_);
     }
@@ -224,6 +243,9 @@ private:
     std::shared_ptr<string_arena> arena_;
     std::uint64_t first_id_ = 0;
     std::vector<event_index> runs_;  // first event of each run
+    std::vector<std::vector<std::uint64_t>> native_frames_;
+    bool call_stacks_ = false;
+    bool module_hierarchy_ = false;
 };
 
 }  // namespace stint::detail

@@ -147,7 +147,7 @@ struct name_cache {
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
 inline void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
     a.key = name;
-    a.is_user_annotation = e.kind == event_kind::user_annotation;
+    a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
     if (key.shapes != nullptr) a.input_shapes = *key.shapes;
     a.stack.assign(key.stack.begin(), key.stack.end());
@@ -208,7 +208,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         if (detail::is_folded_recursion(events, e)) continue;
         detail::group_key key;
         key.name = detail::table_name(e.name);
-        key.user_annotation = e.kind == event_kind::user_annotation;
+        key.user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
         if (options.group_by_input_shape) {
             const event_args* args = events.args(e);
             if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
@@ -262,7 +262,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         last = &e;
     }
     if (last != nullptr) {
-        total.is_user_annotation = last->kind == event_kind::user_annotation;
+        total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
         if (const event_args* args = events.args(*last)) total.input_shapes = args->input_dims;
         const std::span<const std::string> frames = events.stack(*last);

@@ -19,6 +19,7 @@
 #include "stint/capture/detail/input_decoding.hpp"
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/flops.hpp"
+#include "stint/capture/native_stack.hpp"
 #include "stint/clock.hpp"
 #include "stint/registry.hpp"
 
@@ -48,6 +49,12 @@ namespace stint::detail {
 inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
     return static_cast<double>(to_ns - from_ns) / 1e3;
 }
+
+/// What a drain builds beyond the event tree (from the profiler's policies).
+struct drain_options {
+    bool call_stacks = false;       ///< with_stack
+    bool module_hierarchy = false;  ///< with_modules
+};
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
 /// (disable + drain + build), and the result.
@@ -109,11 +116,13 @@ public:
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
     /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    bool close(event_list& out, std::uint64_t first_id = 0) {
+    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {}) {
         if (state_ == 0) return false;
         registry& reg = the_registry();
         event_list_builder builder;
         builder.set_first_id(first_id);
+        if (options.call_stacks) builder.build_call_stacks();
+        if (options.module_hierarchy) builder.build_module_hierarchy();
         std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
         std::uint64_t last_tid = ~std::uint64_t{0};
         std::uint32_t last_index = 0;
@@ -157,31 +166,41 @@ public:
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            switch (r.where->payload) {
-                case payload_kind::none: builder.add(r.where->kind, r.where->name, thread, start, end); return;
+            const site& where = *r.where;
+            std::span<const std::byte> bytes = payload.bytes;
+            std::vector<std::uint64_t> frames;
+            if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
+                frames = take_native_frames(bytes);
+            }
+            event_index i = no_index;
+            switch (where.payload) {
+                case payload_kind::none:
+                case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end); break;
                 case payload_kind::runtime_name:
-                    builder.add_copy(r.where->kind, runtime_name_of(payload), thread, start, end);
-                    return;
-                case payload_kind::inputs: {
-                    const event_index i = builder.add(r.where->kind, r.where->name, thread, start, end);
-                    truncated_inputs += add_inputs(builder, i, *r.where, payload.bytes, payload.aux, flops);
-                    return;
-                }
+                    i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end);
+                    break;
+                case payload_kind::inputs:
+                case payload_kind::native_stack_inputs:
+                    i = builder.add(where.kind, where.name, thread, start, end);
+                    truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops);
+                    break;
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
-                    const event_index i = builder.add_copy(r.where->kind, name, thread, start, end);
+                    i = builder.add_copy(where.kind, name, thread, start, end);
                     const std::size_t at = (name.size() + 7) & ~std::size_t{7};
                     std::uint32_t aux = 0;
                     std::uint32_t used = 0;
-                    if (payload.bytes.size() < at + 8) return;
-                    std::memcpy(&aux, payload.bytes.data() + at, 4);
-                    std::memcpy(&used, payload.bytes.data() + at + 4, 4);
+                    if (bytes.size() < at + 8) break;
+                    std::memcpy(&aux, bytes.data() + at, 4);
+                    std::memcpy(&used, bytes.data() + at + 4, 4);
                     const std::span<const std::byte> inputs =
-                        payload.bytes.subspan(at + 8, std::min<std::size_t>(used, payload.bytes.size() - at - 8));
-                    truncated_inputs += add_inputs(builder, i, *r.where, inputs, aux, flops, true);
-                    return;
+                        bytes.subspan(at + 8, std::min<std::size_t>(used, bytes.size() - at - 8));
+                    truncated_inputs += add_inputs(builder, i, where, inputs, aux, flops, true);
+                    break;
                 }
             }
+            if (where.location.line != 0) builder.at(i).location = &where.location;
+            if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
         const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
@@ -211,6 +230,21 @@ public:
 private:
     // Flop formulas resolved once per site and session (a registry lookup takes a lock).
     using flop_cache = std::unordered_map<const site*, flop_callable>;
+
+    // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
+    static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes) {
+        std::vector<std::uint64_t> frames;
+        if (bytes.size() < native_stack_header_bytes) return frames;
+        std::uint32_t count = 0;
+        std::memcpy(&count, bytes.data(), sizeof(count));
+        const std::size_t fit = (bytes.size() - native_stack_header_bytes) / sizeof(std::uint64_t);
+        frames.resize(std::min<std::size_t>(count, fit));
+        if (!frames.empty()) {
+            std::memcpy(frames.data(), bytes.data() + native_stack_header_bytes, frames.size() * sizeof(std::uint64_t));
+        }
+        bytes = bytes.subspan(native_stack_header_bytes + frames.size() * sizeof(std::uint64_t));
+        return frames;
+    }
 
     static std::string_view runtime_name_of(const record_payload& payload) noexcept {
         const std::size_t n = std::min<std::size_t>(payload.aux, payload.bytes.size());

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,9 +30,9 @@ struct chrome_trace_info {
 
 /// An op's captured inputs as Kineto writes them: "Input Dims" (a TensorList nests one list per
 /// tensor), "Input Strides", "Input type", "Concrete Inputs" (when captured); stint adds
-/// "Inputs truncated": true when the capture hit a bound.
+/// "Inputs truncated": true when the capture hit a bound; then "Module Hierarchy" (with_modules).
 template <class Writer>
-void write_input_args(Writer& out, const event_args& args) {
+void write_event_args(Writer& out, const event_args& args) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -68,17 +69,23 @@ void write_input_args(Writer& out, const event_args& args) {
         }
         out.raw("]");
     };
-    out.raw(", \"Input Dims\": ");
-    shapes(args.input_dims, args.tensor_list_dims);
-    out.raw(", \"Input Strides\": ");
-    shapes(args.input_strides, args.tensor_list_strides);
-    out.raw(", \"Input type\": ");
-    strings(args.input_types);
-    if (!args.concrete_inputs.empty()) {
-        out.raw(", \"Concrete Inputs\": ");
-        strings(args.concrete_inputs);
+    if (!args.input_types.empty() || args.truncated) {
+        out.raw(", \"Input Dims\": ");
+        shapes(args.input_dims, args.tensor_list_dims);
+        out.raw(", \"Input Strides\": ");
+        shapes(args.input_strides, args.tensor_list_strides);
+        out.raw(", \"Input type\": ");
+        strings(args.input_types);
+        if (!args.concrete_inputs.empty()) {
+            out.raw(", \"Concrete Inputs\": ");
+            strings(args.concrete_inputs);
+        }
+        if (args.truncated) out.raw(", \"Inputs truncated\": true");
     }
-    if (args.truncated) out.raw(", \"Inputs truncated\": true");
+    if (!args.module_hierarchy.empty()) {
+        out.raw(", \"Module Hierarchy\": ");
+        out.string(args.module_hierarchy);
+    }
 }
 
 /// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
@@ -149,6 +156,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const thread_info& t : events.threads()) {
         where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
     }
+    std::string call_stack;
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = where[e.thread];
@@ -170,7 +178,14 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         o = write_literal(o, ", \"Record function id\": ");
         o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
         out.commit(o);
-        if (const event_args* args = events.args(e)) write_input_args(out, *args);
+        if (const event_args* args = events.args(e)) write_event_args(out, *args);
+        if (const std::span<const std::string> stack = events.stack(e); !stack.empty()) {
+            // Kineto's "Call stack": the frames innermost first, each followed by ';'.
+            call_stack.clear();
+            for (const std::string& frame : stack) call_stack.append(frame).push_back(';');
+            out.raw(", \"Call stack\": ");
+            out.string(call_stack);
+        }
         out.raw("}}");
     }
     out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");

@@ -1,0 +1,70 @@
+#pragma once
+// with_stack at drain: each event's stack, innermost frame first, from its site's source location
+// and its ancestors' (or from the native frames it recorded). Stacks are interned: events on the
+// same call path share one stack, so a million events cost as many stacks as there are paths.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "stint/analysis/event.hpp"
+#include "stint/capture/detail/native_symbols.hpp"
+
+namespace stint::detail {
+
+/// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
+/// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
+/// Events must be ordered parents first (as event_list_builder orders them).
+inline void assign_call_stacks(std::vector<event>& events, const std::vector<std::vector<std::uint64_t>>& native,
+                               std::vector<std::vector<std::string>>& stacks) {
+    // A stack is its innermost frame on top of its parent's stack. The frame is the site's location
+    // (one per site) or, for names made at run time, the name: (frame, parent stack) -> stack.
+    struct key_hash {
+        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
+            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
+        }
+    };
+    std::unordered_map<const source_location*, std::string> location_frames;
+    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame;
+    std::map<std::vector<std::uint64_t>, event_index> by_native;
+    native_symbolizer symbols;
+    for (event& e : events) {
+        const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
+        if (e.stack != no_index && e.stack < native.size()) {
+            const std::vector<std::uint64_t>& frames = native[e.stack];
+            auto [it, added] = by_native.try_emplace(frames, static_cast<event_index>(stacks.size()));
+            if (added) {
+                std::vector<std::string> names;
+                names.reserve(frames.size());
+                for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
+                stacks.push_back(std::move(names));
+            }
+            e.stack = it->second;
+            continue;
+        }
+        std::string_view frame = e.name;
+        if (e.location != nullptr) {
+            auto [at, added] = location_frames.try_emplace(e.location);
+            if (added) at->second = fmt::format("{}({}): {}", e.location->file, e.location->line, e.location->function);
+            frame = at->second;  // node-based map: the string stays put
+        }
+        auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
+        if (added) {
+            std::vector<std::string> frames{std::string(frame)};
+            if (parent_stack != no_index) {
+                const std::vector<std::string>& outer = stacks[parent_stack];
+                frames.insert(frames.end(), outer.begin(), outer.end());
+            }
+            stacks.push_back(std::move(frames));
+        }
+        e.stack = it->second;
+    }
+}
+
+}  // namespace stint::detail

@@ -1,0 +1,401 @@
+// with_stack: stacks from source locations and the scope tree, native frames, export_stacks
+// (collapsed stacks, test_export_stacks), the table's Source Location, key_averages by stack, the
+// trace's "Call stack", and threads started and joined around the session (test_source_multithreaded).
+#include <doctest/doctest.h>
+
+#include <stint/stint.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+using stacks = stint::config<stint::with_stack<>>;
+using native_stacks = stint::config<stint::with_stack<stint::native>>;
+
+// Busy for `us` microseconds, so that self times are whole microseconds.
+void spin_us(int us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+void leaf_op() {
+    STINT_OP(stacks, "aten::mm");
+    spin_us(30);
+}
+
+void forward_pass() {
+    STINT_SCOPE("forward");
+    spin_us(20);
+    leaf_op();
+    leaf_op();
+}
+
+const stint::event* find(const stint::event_list& events, std::string_view name) {
+    for (const stint::event& e : events) {
+        if (e.name == name) return &e;
+    }
+    return nullptr;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+}  // namespace
+
+TEST_CASE("with_stack gives each event its site and its enclosing scopes, innermost first") {
+    stint::profiler<stacks> prof;
+    prof.start();
+    forward_pass();
+    prof.stop();
+
+    const stint::event* op = find(prof.events(), "aten::mm");
+    REQUIRE(op != nullptr);
+    const auto stack = prof.events().stack(*op);
+    REQUIRE(stack.size() == 2);
+    CHECK(contains(stack[0], "stacks_test.cpp("));
+    CHECK(stack[0].ends_with("): leaf_op"));
+    CHECK(stack[1].ends_with("): forward_pass"));
+    REQUIRE(op->location != nullptr);
+    CHECK(std::string_view(op->location->function) == "leaf_op");
+    CHECK(stack[0] == fmt::format("{}({}): leaf_op", op->location->file, op->location->line));
+
+    // Both calls share one interned stack; the scope's stack is the op's without its first frame.
+    const stint::event* forward = find(prof.events(), "forward");
+    REQUIRE(forward != nullptr);
+    const auto outer = prof.events().stack(*forward);
+    REQUIRE(outer.size() == 1);
+    CHECK(outer[0] == stack[1]);
+    std::set<stint::event_index> op_stacks;
+    for (const stint::event& e : prof.events()) {
+        if (e.name == "aten::mm") op_stacks.insert(e.stack);
+    }
+    CHECK(op_stacks.size() == 1);
+}
+
+TEST_CASE("names made at run time are their own frame") {
+    stint::profiler<stacks> prof;
+    prof.start();
+    {
+        stint::record_function outer("phase one");
+        STINT_OP(stacks, "aten::add");
+    }
+    prof.stop();
+    const stint::event* op = find(prof.events(), "aten::add");
+    REQUIRE(op != nullptr);
+    const auto stack = prof.events().stack(*op);
+    REQUIRE(stack.size() == 2);
+    CHECK(stack[1] == "phase one");
+}
+
+TEST_CASE("without with_stack there are no stacks, no Call stack arg and records stay 24 bytes") {
+    static_assert(std::is_same_v<stint::detail::scope_or_site<stacks>, stint::detail::scope<stacks>>);
+    static_assert(stint::detail::scope_payload_kind<stacks>() == stint::detail::payload_kind::none);
+    static_assert(stint::detail::op_payload_kind<stacks>() == stint::detail::payload_kind::none);
+    static_assert(sizeof(stint::detail::record) == 24);
+
+    stint_test::temp_dir dir;
+    stint::profiler<> prof;
+    prof.start();
+    forward_pass();
+    prof.stop();
+    for (const stint::event& e : prof.events()) CHECK(prof.events().stack(e).empty());
+    prof.export_chrome_trace(dir.file("t.json"));
+    for (const auto& e : stint_test::timed_events(stint_test::read_json(dir.file("t.json")))) {
+        CHECK_FALSE(e.at("args").contains("Call stack"));
+    }
+
+    // with_stack<> (scopes) adds nothing to records: exactly 65472 / 24 = 2728 fit in one chunk.
+    stint::profiler<stacks> counted({.buffer_budget_bytes = stint::detail::chunk::total_bytes});
+    counted.start();
+    for (int i = 0; i < 3000; ++i) {
+        STINT_OP(stacks, "counted");
+    }
+    counted.stop();
+    CHECK(counted.stats().recorded == 2728);
+    CHECK(counted.stats().dropped == 272);
+}
+
+TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers, frames sanitised") {
+    stint_test::temp_dir dir;
+    stint::profiler<stacks> prof;
+    prof.start();
+    forward_pass();
+    {
+        stint::record_function odd("a b;c\td\ne");
+        spin_us(30);
+    }
+    STINT_OP(stacks, "too_short");  // self time rounds to 0 µs: no row
+    prof.stop();
+
+    const std::string path = dir.file("cpu.stacks");
+    prof.export_stacks(path);
+    const std::vector<std::string> lines = lines_of(stint_test::read_file(path));
+    REQUIRE_FALSE(lines.empty());
+    for (const std::string& line : lines) {
+        const std::string last = line.substr(line.rfind(' ') + 1);
+        CHECK(std::stoll(last) > 0);  // test_export_stacks: int(line.split(" ")[-1]) > 0
+        CHECK(std::count(line.begin(), line.end(), ' ') == 1);
+    }
+    const stint::event* op = find(prof.events(), "aten::mm");
+    REQUIRE(op != nullptr);
+    const auto stack = prof.events().stack(*op);
+    std::string expected_path;
+    for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+        if (!expected_path.empty()) expected_path += ';';
+        for (char c : *frame) expected_path += c == ' ' ? '_' : c;
+    }
+    // Two events of that path, each its own row, as torch writes them.
+    CHECK(std::count_if(lines.begin(), lines.end(),
+                        [&](const std::string& l) { return l.starts_with(expected_path + " "); }) == 2);
+    CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("a_b_c_d_e "); }));
+    CHECK_FALSE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return contains(l, "too_short"); }));
+    // Each row's value is the event's self time in whole microseconds.
+    std::int64_t forward_total = 0;
+    for (const std::string& l : lines) {
+        if (l.find(';') == std::string::npos && contains(l, "forward_pass")) forward_total += std::stoll(l.substr(l.rfind(' ') + 1));
+    }
+    const stint::event* forward = find(prof.events(), "forward");
+    REQUIRE(forward != nullptr);
+    CHECK(forward_total == static_cast<std::int64_t>(forward->self_cpu_time_total()));
+
+    // No device events yet: nothing has self CUDA time.
+    prof.export_stacks(dir.file("cuda.stacks"), "self_cuda_time_total");
+    CHECK(stint_test::read_file(dir.file("cuda.stacks")).empty());
+}
+
+TEST_CASE("export_stacks refuses an unknown metric and an unwritable path, and shows drops") {
+    stint_test::temp_dir dir;
+    stint::profiler<stacks> prof;
+    prof.start();
+    forward_pass();
+    prof.stop();
+    try {
+        prof.export_stacks(dir.file("x.stacks"), "cpu_time_total");
+        FAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+        CHECK(std::string(e.what()) ==
+              "stint: export_stacks: metric should be one of: [self_cpu_time_total, self_cuda_time_total], not "
+              "\"cpu_time_total\"");
+    }
+    CHECK_FALSE(std::filesystem::exists(dir.file("x.stacks")));
+    CHECK_THROWS_AS(prof.export_stacks(dir.file("missing/dir/x.stacks")), std::runtime_error);
+    CHECK(std::filesystem::is_empty(dir.path()));
+
+    stint::profiler<stacks> small({.buffer_budget_bytes = stint::detail::chunk::total_bytes});
+    small.start();
+    for (int i = 0; i < 3000; ++i) {
+        STINT_OP(stacks, "counted");
+    }
+    {
+        STINT_OP(stacks, "slow");
+        spin_us(30);
+    }
+    small.stop();
+    REQUIRE(small.stats().dropped > 0);
+    small.export_stacks(dir.file("drops.stacks"));
+    const std::vector<std::string> lines = lines_of(stint_test::read_file(dir.file("drops.stacks")));
+    REQUIRE_FALSE(lines.empty());
+    CHECK(lines.back() == fmt::format("[stint]_{}_records_dropped 1", small.stats().dropped));
+}
+
+TEST_CASE("stacks feed the table's Source Location, key_averages by stack and the trace's Call stack") {
+    stint_test::temp_dir dir;
+    stint::profiler<stacks> prof;
+    prof.start();
+    forward_pass();
+    prof.stop();
+
+    const std::string table = prof.key_averages({.group_by_stack_n = 5}).table({.sort_by = "self_cpu_time_total"});
+    CHECK(contains(table, "Source Location"));
+    CHECK(contains(table, "leaf_op"));
+    const auto by_stack = prof.key_averages({.group_by_stack_n = 1});
+    const auto mm = std::find_if(by_stack.begin(), by_stack.end(), [](const auto& a) { return a.key == "aten::mm"; });
+    REQUIRE(mm != by_stack.end());
+    CHECK(mm->count == 2);
+    REQUIRE(mm->stack.size() == 1);
+    CHECK(mm->stack[0].ends_with("leaf_op"));
+
+    prof.export_chrome_trace(dir.file("t.json"));
+    const auto events = stint_test::timed_events(stint_test::read_json(dir.file("t.json")));
+    int with_stack = 0;
+    for (const auto& e : events) {
+        if (e.at("name") != "aten::mm") continue;
+        const std::string call_stack = e.at("args").at("Call stack");
+        CHECK(contains(call_stack, "leaf_op;"));
+        CHECK(call_stack.ends_with("forward_pass;"));  // Kineto: innermost first, each followed by ';'
+        ++with_stack;
+    }
+    CHECK(with_stack == 2);
+}
+
+namespace {
+
+__attribute__((noinline)) void native_leaf(int depth) {
+    STINT_OP(native_stacks, "native::op");
+    spin_us(5 + depth);
+}
+
+__attribute__((noinline)) void native_caller(int depth) {
+    native_leaf(depth);
+    spin_us(1);  // keeps the call from becoming a tail call
+}
+
+}  // namespace
+
+TEST_CASE("with_stack<native> records return addresses and names them, demangled, at drain") {
+    static_assert(stint::detail::native_stack_depth<native_stacks> == 32);
+    static_assert(stint::detail::op_payload_kind<native_stacks>() == stint::detail::payload_kind::native_stack);
+    static_assert(stint::detail::native_stack_depth<stacks> == 0);
+    stint::profiler<native_stacks> prof;
+    prof.start();
+    for (int depth : {1, 2}) native_caller(depth);  // one call site: the same return addresses
+    prof.stop();
+
+    const stint::event* op = find(prof.events(), "native::op");
+    REQUIRE(op != nullptr);
+    const auto stack = prof.events().stack(*op);
+    REQUIRE(stack.size() >= 3);
+    // Functions in an anonymous namespace are not exported: found in the executable's .symtab.
+    CHECK(contains(stack[0], "native_leaf(int)"));
+    CHECK(contains(stack[1], "native_caller(int)"));
+    CHECK(std::any_of(stack.begin(), stack.end(), [](const std::string& f) { return contains(f, "DOCTEST_ANON_FUNC"); }));
+    // Same path, same stack.
+    std::set<stint::event_index> ids;
+    for (const stint::event& e : prof.events()) ids.insert(e.stack);
+    CHECK(ids.size() == 1);
+
+    // Scopes inside a native-stack scope stack on top of its native frames.
+    stint::profiler<native_stacks> nested;
+    nested.start();
+    {
+        STINT_OP(native_stacks, "outer");
+        STINT_OP(stacks, "inner");
+    }
+    nested.stop();
+    const stint::event* inner = find(nested.events(), "inner");
+    const stint::event* outer = find(nested.events(), "outer");
+    REQUIRE(inner != nullptr);
+    REQUIRE(outer != nullptr);
+    const auto inner_stack = nested.events().stack(*inner);
+    const auto outer_stack = nested.events().stack(*outer);
+    REQUIRE(inner_stack.size() == outer_stack.size() + 1);
+    CHECK(inner_stack[0].ends_with(std::string(": ") + inner->location->function));
+    CHECK(std::equal(outer_stack.begin(), outer_stack.end(), inner_stack.begin() + 1));
+}
+
+TEST_CASE("with_stack<native> without a session takes no stack") {
+    // A record's payload holds the frames: with no session nothing is written at all.
+    stint::profiler<native_stacks> prof;
+    native_caller(0);
+    prof.start();
+    prof.stop();
+    CHECK(prof.events().empty());
+}
+
+namespace {
+
+// test_source_multithreaded in C++: threads started before or during the session, joined during or
+// after it; each worker thread runs the same instrumented task once after the session starts.
+struct thread_spec {
+    bool start_in_session;
+    bool join_in_session;
+};
+
+void invoked_during_run() {
+    STINT_SCOPE("invoked_during_run");
+    STINT_OP(stacks, "aten::linear");
+}
+
+void run_threads(const std::vector<thread_spec>& spec, bool work_in_main_thread) {
+    const std::ptrdiff_t parties = static_cast<std::ptrdiff_t>(spec.size()) + 1;
+    std::barrier start_barrier(parties);
+    std::barrier end_barrier(parties);
+    std::atomic<bool> released{false};
+    const auto task = [&] {
+        start_barrier.arrive_and_wait();
+        invoked_during_run();
+        end_barrier.arrive_and_wait();
+        while (!released.load()) std::this_thread::yield();
+    };
+    std::vector<std::unique_ptr<std::thread>> threads(spec.size());
+    const auto add_threads = [&](bool in_session) {
+        for (std::size_t i = 0; i < spec.size(); ++i) {
+            if (spec[i].start_in_session == in_session) threads[i] = std::make_unique<std::thread>(task);
+        }
+    };
+    const auto join_threads = [&](bool in_session) {
+        for (std::size_t i = 0; i < spec.size(); ++i) {
+            if (spec[i].join_in_session == in_session) {
+                released = true;
+                threads[i]->join();
+            }
+        }
+    };
+    add_threads(false);
+    stint::profiler<stacks> prof;
+    prof.start();
+    add_threads(true);
+    start_barrier.arrive_and_wait();
+    if (work_in_main_thread) invoked_during_run();
+    end_barrier.arrive_and_wait();
+    join_threads(true);
+    prof.stop();
+    join_threads(false);
+
+    // Unlike torch's Python tracer, stint sees threads started during the session too.
+    const std::size_t workers = spec.size() + (work_in_main_thread ? 1 : 0);
+    std::set<std::uint64_t> tids;
+    std::size_t observed = 0;
+    for (const stint::event& e : prof.events()) {
+        if (e.name != "aten::linear") continue;
+        ++observed;
+        tids.insert(prof.events().thread_of(e).os_tid);
+        const auto stack = prof.events().stack(e);
+        REQUIRE(stack.size() == 2);
+        CHECK(stack[1].ends_with(": invoked_during_run"));
+    }
+    CHECK(observed == workers);
+    CHECK(tids.size() == workers);
+    CHECK(prof.stats().dropped == 0);
+}
+
+}  // namespace
+
+TEST_CASE("stacks from threads started and joined before, during and after the session") {
+    const std::vector<std::pair<const char*, std::vector<thread_spec>>> specs{
+        {"basic", {{false, false}}},
+        {"multiple_preexisting", {{false, false}, {false, false}}},
+        {"open_in_scope", {{true, false}}},
+        {"close_in_scope", {{false, true}}},
+        {"complex",
+         {{false, false}, {false, false}, {false, false}, {false, false}, {false, true}, {false, true}, {true, false},
+          {true, true}}},
+    };
+    for (const auto& [name, spec] : specs) {
+        for (bool main_works : {true, false}) {
+            CAPTURE(name);
+            CAPTURE(main_works);
+            run_threads(spec, main_works);
+        }
+    }
+}
