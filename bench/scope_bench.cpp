@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <stint/stint.hpp>
@@ -179,6 +180,32 @@ void stint_op_shapes_3x_rank2(benchmark::State& state) {
     }
 }
 BENCHMARK(stint_op_shapes_3x_rank2)->Iterations(recorded_iterations);
+
+// with_stack<> and with_modules build their data at stop(): their ops are timing-only ops.
+using stack_scopes_config = stint::config<stint::with_stack<>, stint::with_modules>;
+static_assert(std::is_same_v<stint::detail::op_scope_or_site<stack_scopes_config>,
+                             stint::detail::scope<stack_scopes_config>>);
+
+void stint_op_with_stack_scopes(benchmark::State& state) {
+    bench_session<stack_scopes_config> session(state, true);
+    for (auto _ : state) {
+        STINT_OP(stack_scopes_config, "bench::op");
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_op_with_stack_scopes)->Iterations(recorded_iterations);
+
+// with_stack<native>: a backtrace() of up to 32 frames per op (the benchmark's stack is about 8 deep).
+using native_config = stint::config<stint::with_stack<stint::native>>;
+
+void stint_op_with_stack_native(benchmark::State& state) {
+    bench_session<native_config> session(state, true, 24 + 8 + 8 + 32 * 8);
+    for (auto _ : state) {
+        STINT_OP(native_config, "bench::op");
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_op_with_stack_native)->Iterations(200'000);
 
 }  // namespace
 

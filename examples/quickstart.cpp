@@ -1,6 +1,6 @@
 // quickstart: profiles a small multi-threaded workload (a blocked matrix multiply, a sort, a tiny
-// expression parser), prints the key-averages table (grouped by input shape, with flops) and writes
-// quickstart.pt.trace.json.
+// expression parser), prints the key-averages table (grouped by input shape, with flops), writes
+// quickstart.pt.trace.json and, for a flame graph, the collapsed stacks quickstart.stacks.
 #include <stint/stint.hpp>
 
 #include <algorithm>
@@ -112,8 +112,12 @@ long parse_many(int count) {
 
 }  // namespace
 
+// The profiler's own config says what its drain builds: with_stack gives every event its chain of
+// enclosing scopes (file(line): function), for export_stacks and the Source Location column.
+using profiler_config = stint::config<stint::with_flops, stint::with_stack<>>;
+
 int main() {
-    stint::profiler<flops_config> prof;
+    stint::profiler<profiler_config> prof;
     prof.start();
     {
         STINT_SCOPE("workload");
@@ -138,7 +142,11 @@ int main() {
               << "\n";
     const std::string path = "quickstart.pt.trace.json";
     prof.export_chrome_trace(path);
+    const std::string stacks = "quickstart.stacks";
+    prof.export_stacks(stacks);
     std::cout << "recorded " << prof.stats().recorded << " events (" << prof.stats().dropped << " dropped)\n"
               << "trace written to " << std::filesystem::absolute(path).string() << "\n"
-              << "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing\n";
+              << "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing\n"
+              << "flame graph: " << std::filesystem::absolute(stacks).string()
+              << " (open it at https://www.speedscope.app, or: flamegraph.pl " << stacks << " > flame.svg)\n";
 }
