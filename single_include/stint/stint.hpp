@@ -2723,6 +2723,633 @@ private:
 #endif
 // ---- end stint/scope.hpp ----
 
+// ---- begin stint/region.hpp ----
+// Framework regions: STINT_REGION(kind, "name") records "name (label)" while a session records, as
+// torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
+// its kind's cumulative counters (count, total time), which the framework reads without a session.
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+
+// ---- begin stint/detail/region_counter.hpp ----
+// The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
+// updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The counters of one STINT_REGION site. Aligned to a cache line so that two regions running on two
+/// threads never write one line (the same region from two threads does: regions are meant for
+/// coarse phases, a compile or a cache lookup, not inner loops).
+struct alignas(64) region_counter {
+    const site* where;                      ///< the event: "name (label)"
+    std::string_view name;                  ///< the name given to STINT_REGION
+    std::atomic<region_counter*>* list;     ///< head of the kind's list
+    std::atomic<std::uint64_t> count{0};    ///< regions ended
+    std::atomic<std::uint64_t> ticks{0};    ///< their total duration
+    std::atomic<bool> linked{false};        ///< in the kind's list (or being linked by one thread)
+    region_counter* next = nullptr;         ///< written once, before the counter is published
+
+    /// Adds one region of `elapsed` ticks. Relaxed: the counters order nothing else, and a reader
+    /// may see a region's count before its time (documented on region_counters()).
+    void add(std::uint64_t elapsed) noexcept {
+        count.fetch_add(1, std::memory_order_relaxed);
+        ticks.fetch_add(elapsed, std::memory_order_relaxed);
+    }
+};
+
+/// The counters of every site of one region kind, a lock-free list that only grows. Process-wide (a
+/// kind defined with default visibility has one list even across shared objects).
+template <class Kind>
+struct region_list {
+    STINT_DETAIL_EXPORT static inline constinit std::atomic<region_counter*> head{nullptr};
+};
+
+/// Links a counter into its kind's list, once: the first region of each site comes here.
+STINT_DETAIL_COLD inline void link_region(region_counter& counter) noexcept {
+    // relaxed: the exchange only elects the thread that links; the list's own release publishes.
+    if (counter.linked.exchange(true, std::memory_order_relaxed)) return;
+    region_counter* head = counter.list->load(std::memory_order_relaxed);
+    do {
+        counter.next = head;
+        // release: pairs with the acquire in read_region_list(); `next` and the site are visible.
+    } while (!counter.list->compare_exchange_weak(head, &counter, std::memory_order_release,
+                                                  std::memory_order_relaxed));
+}
+
+/// "name (label)" of a region, built at compile time from a literal name: `text` holds it, the
+/// first `name_size` bytes are the name alone.
+template <std::size_t Size>
+struct region_name {
+    std::array<char, Size> text{};
+    std::size_t name_size = 0;
+
+    [[nodiscard]] constexpr std::string_view event_name() const noexcept { return {text.data(), Size}; }
+    [[nodiscard]] constexpr std::string_view name() const noexcept { return {text.data(), name_size}; }
+};
+
+template <class Kind, std::size_t N>
+consteval auto make_region_name(const char (&name)[N]) {
+    constexpr std::string_view label = Kind::label;
+    region_name<N - 1 + label.size() + 3> out;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i + 1 < N; ++i) out.text[at++] = name[i];
+    out.name_size = at;
+    out.text[at++] = ' ';
+    out.text[at++] = '(';
+    for (const char c : label) out.text[at++] = c;
+    out.text[at++] = ')';
+    return out;
+}
+
+template <class T>
+struct region_name_must_be_a_literal;
+
+/// Anything but a string literal: a compile error that says so.
+template <class Kind, class T>
+consteval auto make_region_name(const T&) {
+    static_assert(sizeof(region_name_must_be_a_literal<T>*) == 0,
+                  "stint: STINT_REGION needs a string literal name (its event name is built at compile time); "
+                  "for a name built at run time use stint::record_function");
+    return region_name<1>{};
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+// ---- end stint/detail/region_counter.hpp ----
+
+namespace stint {
+
+/// A region kind: a tag type whose `label` names it in events.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void inner_fn() { STINT_REGION(dynamo_timed, "inner_fn"); ... }   // "inner_fn (dynamo_timed)"
+template <class Kind>
+concept region_kind = requires {
+    { Kind::label } -> std::convertible_to<std::string_view>;
+};
+
+/// The counters of one region name of a kind (every STINT_REGION site with that name).
+struct region_stats {
+    std::string_view name;      ///< the name given to STINT_REGION ("inner_fn")
+    std::uint64_t count = 0;    ///< regions that have ended
+    std::int64_t total_ns = 0;  ///< their summed duration (nested regions count in each)
+};
+
+/// The counters of a region kind: one row per name, sorted by name, and their totals.
+struct region_kind_stats {
+    std::string_view label;
+    std::vector<region_stats> regions;
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+
+    /// The row of `name`, or nullptr when no region of that name has run yet.
+    [[nodiscard]] const region_stats* find(std::string_view name) const noexcept {
+        auto it = std::find_if(regions.begin(), regions.end(), [&](const region_stats& r) { return r.name == name; });
+        return it == regions.end() ? nullptr : &*it;
+    }
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+
+/// Times one region: its counters always, a record only when `Records` and a session records.
+/// Two tick reads and two relaxed atomic adds without a session; one 24-byte append more with one.
+template <bool Records>
+class region_timer {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit region_timer(region_counter& counter) noexcept
+        : counter_(counter), state_(Records ? recording.value.load(std::memory_order_relaxed) : 0) {
+        // relaxed: a stale false only sends this thread to link_region, which links once.
+        if (!counter.linked.load(std::memory_order_relaxed)) [[unlikely]] link_region(counter);
+        begin_ = read_ticks();
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
+        const std::uint64_t end = read_ticks();
+        counter_.add(end - begin_);
+        if constexpr (Records) {
+            if (is_recording_state(state_)) append_record(counter_.where, begin_, end, state_);
+        }
+    }
+    region_timer(const region_timer&) = delete;
+    region_timer& operator=(const region_timer&) = delete;
+
+private:
+    region_counter& counter_;
+    std::uint32_t state_;
+    std::uint64_t begin_ = 0;
+};
+
+/// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
+/// meanwhile may show in the count and not yet in the time.
+inline region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
+    region_kind_stats out;
+    out.label = label;
+    const double ns_per_tick = the_registry().calibration().ns_per_tick;
+    // acquire: pairs with the release in link_region(); each counter's fields are visible.
+    for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
+        const std::uint64_t count = c->count.load(std::memory_order_relaxed);
+        const auto ns = static_cast<std::int64_t>(static_cast<double>(c->ticks.load(std::memory_order_relaxed)) * ns_per_tick);
+        auto it = std::find_if(out.regions.begin(), out.regions.end(),
+                               [&](const region_stats& r) { return r.name == c->name; });
+        if (it == out.regions.end()) {
+            out.regions.push_back({c->name, count, ns});
+        } else {
+            it->count += count;
+            it->total_ns += ns;
+        }
+        out.count += count;
+        out.total_ns += ns;
+    }
+    std::sort(out.regions.begin(), out.regions.end(),
+              [](const region_stats& a, const region_stats& b) { return a.name < b.name; });
+    return out;
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// The cumulative counters of every STINT_REGION of `Kind` in the process since it started, with or
+/// without a session (dynamo's compile metrics). Regions still open are not counted yet.
+///
+///     const stint::region_kind_stats s = stint::region_counters<dynamo_timed>();
+///     if (const auto* r = s.find("inner_fn")) fmt::print("{} x, {} ns\n", r->count, r->total_ns);
+template <region_kind Kind>
+[[nodiscard]] region_kind_stats region_counters() {
+    return detail::read_region_list(Kind::label, detail::region_list<Kind>::head);
+}
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
+// and nothing is counted.
+#define STINT_REGION(kind, name) static_assert(true, "")
+#else
+/// Times the rest of the block as a region of `kind` named by a string literal: the event is
+/// "name (label)" (a user_annotation) while a session records, and the kind's counters
+/// (stint::region_counters<kind>()) count it always. With `STINT_CONFIG` set to stint::disabled the
+/// event is left out and the counters stay: they are the framework's own metrics.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void compile(Graph& g) { STINT_REGION(dynamo_timed, "call_user_compiler"); ... }
+#define STINT_REGION(kind, name) STINT_DETAIL_REGION(kind, name, __COUNTER__)
+#define STINT_DETAIL_REGION(kind, literal, id)                                                                \
+    static_assert(::stint::region_kind<kind>,                                                                \
+                  "stint: STINT_REGION's kind needs `static constexpr std::string_view label`");           \
+    static constexpr auto STINT_DETAIL_CAT(stint_region_name_, id) =                                         \
+        ::stint::detail::make_region_name<kind>(literal);                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        STINT_DETAIL_CAT(stint_region_name_, id).event_name(), ::stint::event_kind::user_annotation,         \
+            ::stint::detail::payload_kind::none,                                                             \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    static constinit ::stint::detail::region_counter STINT_DETAIL_CAT(stint_region_counter_, id) {          \
+        &STINT_DETAIL_CAT(stint_site_, id), STINT_DETAIL_CAT(stint_region_name_, id).name(),                 \
+            &::stint::detail::region_list<kind>::head                                                        \
+    };                                                                                                       \
+    ::stint::detail::region_timer<STINT_CONFIG::enabled> STINT_DETAIL_CAT(stint_scope_, id) {                 \
+        STINT_DETAIL_CAT(stint_region_counter_, id)                                                          \
+    }
+#endif
+// ---- end stint/region.hpp ----
+
+// ---- begin stint/dynamic_name.hpp ----
+// Scope names from an object's dynamic type: STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this)
+// in SGD's step records "Optimizer.step#SGD.step" (torch's high-level optimizer and data-loader
+// events). The name is made once per call site and type; each call records a 24-byte record that
+// points to it, as a static site's does.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#define STINT_DETAIL_HAS_CXXABI 1
+#else
+#define STINT_DETAIL_HAS_CXXABI 0
+#endif
+
+
+// ---- begin stint/detail/interned_site.hpp ----
+// Sites made at run time (a name from an object's dynamic type, a compiled region's ids) and kept for
+// the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
+// event, and the name is made once, not per call.
+
+#include <string>
+#include <utility>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A site and the name it points to. Never freed: records of any later session, and the events
+/// drained from them, may point to it. The tables that make them keep them reachable.
+struct interned_site {
+    std::string name;
+    site where;
+
+    interned_site(std::string text, const site& like) : name(std::move(text)), where(like) { where.name = name; }
+    interned_site(const interned_site&) = delete;
+    interned_site& operator=(const interned_site&) = delete;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+// ---- end stint/detail/interned_site.hpp ----
+
+namespace stint::detail {
+
+/// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
+inline std::string demangled_name(const std::type_info& type) {
+#if STINT_DETAIL_HAS_CXXABI
+    int status = 0;
+    char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+    if (status == 0 && text != nullptr) {
+        std::string out(text);
+        std::free(text);
+        return out;
+    }
+    std::free(text);
+#endif
+    return type.name();
+}
+
+/// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
+/// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
+/// ("ns::(anonymous namespace)::SGD" and "train()::SGD" give "SGD"); template arguments are kept as
+/// the demangler writes them ("ns::adam<ns::half>" gives "adam<ns::half>").
+constexpr std::string_view unqualified_name(std::string_view name) noexcept {
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const char c = name[i];
+        if (c == '<' || c == '(' || c == '[' || c == '{') {
+            ++depth;
+        } else if (c == '>' || c == ')' || c == ']' || c == '}') {
+            --depth;
+        } else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
+            start = i + 2;
+            ++i;
+        }
+    }
+    return name.substr(start);
+}
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A site made for one dynamic type at one STINT_SCOPE_DYNAMIC site.
+struct dynamic_name_entry {
+    const std::type_info* type;
+    interned_site site;
+};
+
+/// A STINT_SCOPE_DYNAMIC call site: what every call shares, and the first types seen there.
+struct dynamic_site {
+    static constexpr std::size_t cached_types = 4;
+
+    std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
+    std::string_view method;  ///< "step"
+    source_location location;
+    /// The sites made here for the first types seen: each slot is set once, under the table's mutex,
+    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
+    /// called with more types than this finds the others in the table.
+    std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
+};
+
+/// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
+/// registry: its sites must outlive every record and event.
+class dynamic_name_table {
+public:
+    /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
+    const site& intern(dynamic_site& where, const std::type_info& type) {
+        std::lock_guard lock(mutex_);
+        auto [it, added] = entries_.try_emplace(key{&where, std::type_index(type)}, nullptr);
+        if (added) {
+            try {
+                it->second = new dynamic_name_entry{&type, interned_site(event_name(where, type), site_like(where))};
+            } catch (...) {
+                entries_.erase(it);
+                throw;
+            }
+        }
+        const dynamic_name_entry* entry = it->second;
+        for (auto& slot : where.seen) {
+            const dynamic_name_entry* cached = slot.load(std::memory_order_relaxed);  // writers hold mutex_
+            if (cached == entry) break;
+            if (cached == nullptr) {
+                // release: pairs with the acquire in find_dynamic_site(); the entry is complete.
+                slot.store(entry, std::memory_order_release);
+                break;
+            }
+        }
+        return entry->site.where;
+    }
+
+private:
+    struct key {
+        const dynamic_site* where;
+        std::type_index type;
+        bool operator==(const key&) const = default;
+    };
+    struct key_hash {
+        std::size_t operator()(const key& k) const noexcept {
+            return std::hash<const void*>{}(k.where) * 31 + std::hash<std::type_index>{}(k.type);
+        }
+    };
+
+    static std::string event_name(const dynamic_site& where, const std::type_info& type) {
+        const std::string full = demangled_name(type);
+        const std::string_view cls = unqualified_name(full);
+        std::string name;
+        name.reserve(where.prefix.size() + cls.size() + where.method.size() + 2);
+        name.append(where.prefix).append(1, '#').append(cls).append(1, '.').append(where.method);
+        return name;
+    }
+    static site site_like(const dynamic_site& where) noexcept {
+        return site{"", event_kind::user_annotation, payload_kind::none, where.location};
+    }
+
+    std::mutex mutex_;
+    std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
+};
+
+STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
+    static dynamic_name_table* const instance = new dynamic_name_table();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The first sight of a type at a site: made under the table's lock. nullptr when that allocation
+/// failed; the event is then counted as dropped.
+STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
+                                                         std::uint32_t state) noexcept {
+    try {
+        return &the_dynamic_name_table().intern(where, type);
+    } catch (...) {
+        thread_buffer& buffer = tls_buffer;
+        if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+        return nullptr;
+    }
+}
+
+/// The site of `type` at `where`: a cached one by identity, then by equality (one type can have two
+/// type_info objects across shared objects), else the table's.
+STINT_DETAIL_ALWAYS_INLINE const site* find_dynamic_site(dynamic_site& where, const std::type_info& type,
+                                                         std::uint32_t state) noexcept {
+    for (const auto& slot : where.seen) {
+        // acquire: pairs with the release in dynamic_name_table::intern(); the entry is complete.
+        const dynamic_name_entry* entry = slot.load(std::memory_order_acquire);
+        if (entry == nullptr) break;
+        if (entry->type == &type || *entry->type == type) return &entry->site.where;
+    }
+    return intern_dynamic_site(where, type, state);
+}
+
+/// Times the enclosing block under the name of `object`'s dynamic type at `where`. Without a session:
+/// one relaxed load. With one: typeid, a few loads to find the site, and a 24-byte record.
+class dynamic_scope {
+public:
+    template <class T>
+    STINT_DETAIL_ALWAYS_INLINE dynamic_scope(dynamic_site& where, const T& object) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)) {
+        static_assert(!std::is_pointer_v<T>,
+                      "stint: STINT_SCOPE_DYNAMIC names the object's type, not a pointer's; pass *this, not this");
+        if (is_recording_state(state_)) {
+            where_ = find_dynamic_site(where, typeid(object), state_);
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
+        if (is_recording_state(state_) && where_ != nullptr) append_record(where_, begin_, read_ticks(), state_);
+    }
+    dynamic_scope(const dynamic_scope&) = delete;
+    dynamic_scope& operator=(const dynamic_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+};
+
+/// What STINT_SCOPE_DYNAMIC declares for a disabled configuration: nothing that runs.
+class no_dynamic_scope {
+public:
+    template <class T>
+    constexpr no_dynamic_scope(dynamic_site&, const T&) noexcept {}
+};
+
+template <class Config>
+using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_dynamic_scope>;
+
+}  // namespace stint::detail
+
+#if defined(STINT_DISABLE)
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
+#else
+/// Times the rest of the block under a name from `object`'s dynamic type,
+/// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).
+/// The name is made once per site and type; `object` (evaluated once, like a function argument)
+/// is looked at only while a session records.
+///
+///     struct sgd : optimizer {
+///         void step() override { STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this); ... }
+///     };   // "Optimizer.step#sgd.step", or "Optimizer.step#custom_sgd.step" for a subclass
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, __COUNTER__)
+#define STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, id)                                               \
+    static constinit ::stint::detail::dynamic_site STINT_DETAIL_CAT(stint_dynamic_site_, id) {               \
+        prefix, method,                                                                                      \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    [[maybe_unused]] ::stint::detail::dynamic_scope_for<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {   \
+        STINT_DETAIL_CAT(stint_dynamic_site_, id), object                                                    \
+    }
+#endif
+// ---- end stint/dynamic_name.hpp ----
+
+// ---- begin stint/compiled_region.hpp ----
+// Compiled-region annotations in torch.compile's form, "Torch-Compiled Region: <frame>/<compile>",
+// the name trace tools (HTA, Perfetto queries) look for to find the calls of compiled code.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Every compiled-region site made so far, by (frame, compile) id. Process-wide and leaked, like the
+/// registry: its sites must outlive every record and event.
+class compiled_region_table {
+public:
+    const site& intern(std::uint64_t key) {
+        std::lock_guard lock(mutex_);
+        auto [it, added] = sites_.try_emplace(key, nullptr);
+        if (added) {
+            try {
+                it->second = new interned_site(fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU),
+                                               site{"", event_kind::user_annotation, payload_kind::none, {}});
+            } catch (...) {
+                sites_.erase(it);
+                throw;
+            }
+        }
+        return it->second->where;
+    }
+
+private:
+    std::mutex mutex_;
+    std::unordered_map<std::uint64_t, const interned_site*> sites_;
+};
+
+STINT_DETAIL_EXPORT inline compiled_region_table& the_compiled_region_table() {
+    static compiled_region_table* const instance = new compiled_region_table();
+    return *instance;
+}
+
+/// Each thread's recent compiled-region sites, direct-mapped: a repeated (frame, compile) finds its
+/// site without a lock. Trivial, so the thread_local costs no registration.
+struct compiled_region_cache {
+    static constexpr std::size_t slots = 64;
+    std::array<std::uint64_t, slots> keys{};
+    std::array<const site*, slots> sites{};
+};
+inline constinit thread_local compiled_region_cache tls_compiled_regions{};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The site of a (frame, compile) key, from the thread's cache or the table; nullptr when making it
+/// failed (the event is then counted as dropped).
+inline const site* compiled_region_site(std::uint64_t key, std::uint32_t state) noexcept {
+    compiled_region_cache& cache = tls_compiled_regions;
+    const std::size_t slot = (key ^ (key >> 29)) % compiled_region_cache::slots;
+    if (cache.sites[slot] != nullptr && cache.keys[slot] == key) return cache.sites[slot];
+    try {
+        const site* found = &the_compiled_region_table().intern(key);
+        cache.keys[slot] = key;
+        cache.sites[slot] = found;
+        return found;
+    } catch (...) {
+        thread_buffer& buffer = tls_buffer;
+        if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+        return nullptr;
+    }
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Annotates one call of compiled code as torch.compile does: a user_annotation named
+/// "Torch-Compiled Region: <frame_id>/<compile_id>" (the frame's id, and which compile of it runs:
+/// 0 first, 1 after a recompile). The name is made once per pair, not per call; without a session
+/// the annotation costs one relaxed load.
+///
+///     stint::compiled_region region(frame.id, frame.compile_count);
+///     frame.run_compiled(inputs);
+class compiled_region {
+public:
+    compiled_region(std::uint32_t frame_id, std::uint32_t compile_id) noexcept
+        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
+        if (detail::is_recording_state(state_)) {
+            where_ = detail::compiled_region_site((std::uint64_t{frame_id} << 32) | compile_id, state_);
+            begin_ = read_ticks();
+        }
+    }
+    ~compiled_region() { end(); }
+    compiled_region(const compiled_region&) = delete;
+    compiled_region& operator=(const compiled_region&) = delete;
+
+    /// Ends the annotation early; later calls do nothing.
+    void end() noexcept {
+        if (detail::is_recording_state(state_) && where_ != nullptr) {
+            detail::append_record(where_, begin_, read_ticks(), state_);
+        }
+        state_ = 0;
+    }
+
+private:
+    std::uint32_t state_;
+    const detail::site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+};
+
+}  // namespace stint
+// ---- end stint/compiled_region.hpp ----
+
 // ---- begin stint/analysis/event_list.hpp ----
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
 // exporter reads this; none touches the recording buffers.
