@@ -2815,13 +2815,16 @@ consteval auto make_region_name(const char (&name)[N]) {
     return out;
 }
 
+/// Named after the rule so that the rejected type shows in the compiler's diagnostic.
 template <class T>
-struct region_name_must_be_a_literal;
+struct region_name_must_be_a_literal {
+    static constexpr bool value = false;
+};
 
 /// Anything but a string literal: a compile error that says so.
 template <class Kind, class T>
 consteval auto make_region_name(const T&) {
-    static_assert(sizeof(region_name_must_be_a_literal<T>*) == 0,
+    static_assert(region_name_must_be_a_literal<T>::value,
                   "stint: STINT_REGION needs a string literal name (its event name is built at compile time); "
                   "for a name built at run time use stint::record_function");
     return region_name<1>{};
