@@ -343,9 +343,9 @@ DataLoader repeated_dataset() {
 
 /// judge() of the seed: every expected name occurs exactly as often as expected.
 void judge(const std::map<std::string, std::size_t>& expected, const stint::event_list& events) {
-    for (const auto& [name, count] : expected) {
-        INFO(name);
-        CHECK(count_named(events, name) == count);
+    for (const auto& entry : expected) {
+        INFO(entry.first);
+        CHECK(count_named(events, entry.first) == entry.second);
     }
 }
 
@@ -375,9 +375,9 @@ TEST_CASE("a scope names itself after the object's dynamic type, once per call")
     CHECK(prof.events().size() == 3 * samples + 1);  // one event per call, nothing else
 
     const std::vector<nlohmann::json> trace = trace_events(prof);
-    for (const auto& [name, count] : expected) {
-        INFO(name);
-        CHECK(count_named(trace, name) == count);
+    for (const auto& entry : expected) {
+        INFO(entry.first);
+        CHECK(count_named(trace, entry.first) == entry.second);
     }
 
     // The name is made once per site and type: every event, in every session, points to one copy.
