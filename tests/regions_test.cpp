@@ -594,7 +594,8 @@ struct compiled_fn {
 };
 
 std::vector<std::vector<double>> ones(int rows, int columns) {
-    return std::vector<std::vector<double>>(static_cast<std::size_t>(rows), std::vector<double>(static_cast<std::size_t>(columns), 1.0));
+    const std::vector<double> row(static_cast<std::size_t>(columns), 1.0);
+    return std::vector<std::vector<double>>(static_cast<std::size_t>(rows), row);
 }
 
 }  // namespace
@@ -627,8 +628,9 @@ TEST_CASE("compiled regions are named 'Torch-Compiled Region: frame/compile', on
     std::erase_if(trace, [](const nlohmann::json& e) {
         return e.at("name").get<std::string>().find("Torch-Compiled") == std::string::npos;
     });
-    std::sort(trace.begin(), trace.end(),
-              [](const auto& a, const auto& b) { return a.at("ts").template get<double>() < b.at("ts").template get<double>(); });
+    std::sort(trace.begin(), trace.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+        return a.at("ts").get<double>() < b.at("ts").get<double>();
+    });
     std::vector<std::string> trace_names;
     for (const auto& e : trace) {
         trace_names.push_back(e.at("name").get<std::string>());

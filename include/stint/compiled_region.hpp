@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -31,8 +32,9 @@ public:
         auto [it, added] = sites_.try_emplace(key, nullptr);
         if (added) {
             try {
-                it->second = new interned_site(fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU),
-                                               site{"", event_kind::user_annotation, payload_kind::none, {}});
+                std::string name = fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU);
+                it->second =
+                    new interned_site(std::move(name), site{"", event_kind::user_annotation, payload_kind::none, {}});
             } catch (...) {
                 sites_.erase(it);
                 throw;

@@ -90,7 +90,8 @@ inline region_kind_stats read_region_list(std::string_view label, const std::ato
     // acquire: pairs with the release in link_region(); each counter's fields are visible.
     for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
         const std::uint64_t count = c->count.load(std::memory_order_relaxed);
-        const auto ns = static_cast<std::int64_t>(static_cast<double>(c->ticks.load(std::memory_order_relaxed)) * ns_per_tick);
+        const double ticks = static_cast<double>(c->ticks.load(std::memory_order_relaxed));
+        const auto ns = static_cast<std::int64_t>(ticks * ns_per_tick);
         auto it = std::find_if(out.regions.begin(), out.regions.end(),
                                [&](const region_stats& r) { return r.name == c->name; });
         if (it == out.regions.end()) {

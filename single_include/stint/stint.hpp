@@ -2906,7 +2906,8 @@ inline region_kind_stats read_region_list(std::string_view label, const std::ato
     // acquire: pairs with the release in link_region(); each counter's fields are visible.
     for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
         const std::uint64_t count = c->count.load(std::memory_order_relaxed);
-        const auto ns = static_cast<std::int64_t>(static_cast<double>(c->ticks.load(std::memory_order_relaxed)) * ns_per_tick);
+        const double ticks = static_cast<double>(c->ticks.load(std::memory_order_relaxed));
+        const auto ns = static_cast<std::int64_t>(ticks * ns_per_tick);
         auto it = std::find_if(out.regions.begin(), out.regions.end(),
                                [&](const region_stats& r) { return r.name == c->name; });
         if (it == out.regions.end()) {
@@ -3247,6 +3248,7 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -3263,8 +3265,9 @@ public:
         auto [it, added] = sites_.try_emplace(key, nullptr);
         if (added) {
             try {
-                it->second = new interned_site(fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU),
-                                               site{"", event_kind::user_annotation, payload_kind::none, {}});
+                std::string name = fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU);
+                it->second =
+                    new interned_site(std::move(name), site{"", event_kind::user_annotation, payload_kind::none, {}});
             } catch (...) {
                 sites_.erase(it);
                 throw;
