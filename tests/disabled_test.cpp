@@ -11,6 +11,17 @@ namespace {
 using shapes = stint::config<stint::with_flops>;
 int evaluations = 0;
 [[maybe_unused]] int side_effect() { return ++evaluations; }
+struct framework_region {
+    static constexpr std::string_view label = "framework";
+};
+struct polymorphic {
+    virtual ~polymorphic() = default;
+};
+[[maybe_unused]] polymorphic& object_with_side_effect() {
+    static polymorphic object;
+    ++evaluations;
+    return object;
+}
 }  // namespace
 
 TEST_CASE("STINT_DISABLE compiles every macro out and records nothing") {
@@ -25,11 +36,19 @@ TEST_CASE("STINT_DISABLE compiles every macro out and records nothing") {
         STINT_INSTANT("instant");
         if (evaluations == 0)
             STINT_INSTANT("no braces needed");
+        STINT_REGION(framework_region, "region");
+        STINT_REGION(framework_region, side_effect());  // not even a valid name: never compiled
+        STINT_SCOPE_DYNAMIC("Base.method", "method", object_with_side_effect());
+        if (evaluations == 0)
+            STINT_SCOPE_DYNAMIC("Base.method", "method", object_with_side_effect());
     }
     prof.stop();
     CHECK(evaluations == 0);
     CHECK(prof.events().empty());
     CHECK(prof.stats().recorded == 0);
+    // The macro is gone, so nothing was counted; the reading function still works.
+    CHECK(stint::region_counters<framework_region>().regions.empty());
+    CHECK(stint::region_counters<framework_region>().count == 0);
 }
 
 TEST_CASE("STINT_DISABLE leaves the runtime API usable (record_function still records)") {
@@ -37,8 +56,10 @@ TEST_CASE("STINT_DISABLE leaves the runtime API usable (record_function still re
     prof.start();
     {
         stint::record_function rf("framework");
+        stint::compiled_region region(0, 1);
     }
     prof.stop();
-    REQUIRE(prof.events().size() == 1);
+    REQUIRE(prof.events().size() == 2);
     CHECK(prof.events()[0].name == "framework");
+    CHECK(prof.events()[1].name == "Torch-Compiled Region: 0/1");
 }

@@ -125,6 +125,7 @@ namespace stint {
 
 namespace detail {
 struct record_shapes_family {};
+struct with_stack_family {};
 }  // namespace detail
 
 /// Bounds of one op's input capture. The capture is encoded into a buffer of `MaxBytes` on the op
@@ -170,6 +171,47 @@ struct record_shapes : record_shapes_limits<32, 16, 512> {};
 struct with_flops {
     using implies = record_shapes;
 };
+
+/// with_stack's mode: the chain of enclosing stint scopes, each as its site's source location.
+struct scopes {
+    static constexpr std::size_t native_depth = 0;
+};
+
+/// with_stack's mode: scopes, and for the config's own sites (STINT_OP, and STINT_SCOPE when it is
+/// STINT_CONFIG) up to `Depth` native return addresses, symbolised (demangled) when the session is
+/// drained, never while recording.
+template <std::size_t Depth>
+struct native_frames {
+    static_assert(Depth >= 1 && Depth <= 128, "stint: native_frames<Depth>: Depth must be 1..128");
+    static constexpr std::size_t native_depth = Depth;
+};
+
+/// native_frames of a depth that shows a typical call path: 32 frames.
+using native = native_frames<32>;
+
+/// Gives every event a stack, innermost frame first (`event_list::stack`): its site's
+/// `file(line): function`, then each enclosing scope's (a name for scopes named at run time). Built
+/// when the session is drained from the sites and the scope tree: costs nothing while recording.
+/// Enables `profiler::export_stacks` (flame graphs), the table's "Source Location" column,
+/// `key_averages({.group_by_stack_n = n})` and the trace's "Call stack" arg. `with_stack<native>`
+/// stacks native frames instead for the config's own sites: a `backtrace()` of up to 32 frames at
+/// scope entry (about a microsecond) and 8 bytes per frame in the record.
+///
+///     using stacks = stint::config<stint::with_stack<>>;
+///     stint::profiler<stacks> prof;  ...  prof.export_stacks("cpu.stacks");
+template <class Mode = scopes>
+struct with_stack {
+    using policy_family = detail::with_stack_family;
+    static constexpr std::size_t native_depth = Mode::native_depth;
+};
+
+/// Gives each op the module path it ran in (`event_args::module_hierarchy`, the trace's "Module
+/// Hierarchy": `TOP(Net)::forward.encoder(Encoder)::forward.`) from the STINT_MODULE scopes around it.
+/// Built when the session is drained: costs nothing while recording (the module scopes are ordinary
+/// scopes).
+///
+///     using modules = stint::config<stint::with_modules>;
+struct with_modules {};
 
 }  // namespace stint
 // ---- end stint/policies.hpp ----
@@ -356,6 +398,7 @@ enum class event_kind : std::uint8_t {
     user_annotation,  ///< STINT_SCOPE, STINT_SCOPE_NAMED, record_function, ProfilerStep#N
     cpu_op,           ///< STINT_OP
     instant,          ///< STINT_INSTANT (zero duration)
+    module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
 };
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -364,9 +407,18 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::user_annotation: return "user_annotation";
         case event_kind::cpu_op: return "cpu_op";
         case event_kind::instant: return "cpu_instant_event";
+        case event_kind::module: return "user_annotation";
     }
     return "unknown";
 }
+
+/// Where a site is in the source: `file(line): function` in stacks. (std::source_location is
+/// unusable with clang 14 and libstdc++ 12; the builtins behind it work in both compilers.)
+struct source_location {
+    const char* file = "";
+    const char* function = "";
+    std::uint32_t line = 0;
+};
 
 /// Index into an event_list; `no_index` means "none" (no parent, no child, no args).
 using event_index = std::uint32_t;
@@ -419,6 +471,9 @@ struct event {
     event_index args = no_index;       ///< into event_list::args_table(), when inputs were captured
     event_index stack = no_index;      ///< into event_list::stacks(), when stacks were captured
     std::int64_t flops = -1;           ///< -1: no flop estimate for this event
+    /// The site's source location (static data of the instrumented code), or nullptr for names
+    /// made at run time (record_function, STINT_SCOPE_NAMED) and hand-built events.
+    const source_location* location = nullptr;
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }
@@ -1629,15 +1684,11 @@ enum class payload_kind : std::uint8_t {
     runtime_name_inputs, ///< a copied name, then captured inputs (record_function with args): the
                          ///< header's aux is the name's length; at the name's 8-byte-padded end,
                          ///< u32 inputs aux, u32 inputs bytes, the inputs
+    native_stack,        ///< native return addresses (with_stack<native>; capture/native_stack.hpp)
+    native_stack_inputs, ///< native return addresses, then captured inputs
 };
 
-/// Where a site is in the source. (std::source_location is unusable with clang 14 and libstdc++ 12;
-/// the builtins behind it work in both compilers.)
-struct source_location {
-    const char* file = "";
-    const char* function = "";
-    std::uint32_t line = 0;
-};
+using stint::source_location;
 
 /// A static call site. `static constexpr` at every STINT_* macro.
 struct site {
@@ -1650,6 +1701,8 @@ struct site {
 
 /// Site used by record_function and STINT_SCOPE_NAMED: the name travels in the payload.
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
+/// Site used by stint::module_scope: a module call named at run time.
+inline constexpr site runtime_named_module_site{"", event_kind::module, payload_kind::runtime_name, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 
@@ -2387,6 +2440,150 @@ inline void set_thread_name(std::string_view name) {
 #include <vector>
 
 
+// ---- begin stint/capture/detail/config_traits.hpp ----
+// What a configuration's policies mean for its sites, decided at compile time: which payload its
+// records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
+// scope.hpp pick their type from these; nothing here runs while recording.
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+
+namespace stint::detail {
+
+template <class... Policies>
+struct find_shapes_limits {
+    using type = record_shapes;  // implied by another policy (with_flops): the defaults
+};
+template <class P, class... Rest>
+struct find_shapes_limits<P, Rest...> {
+    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
+};
+
+/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
+template <class Config>
+using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
+
+/// Whether ops of Config capture their inputs.
+template <class Config>
+inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
+
+template <class P>
+constexpr std::size_t policy_native_depth() noexcept {
+    if constexpr (same_policy<P, with_stack<>>) {
+        return P::native_depth;
+    } else {
+        return 0;
+    }
+}
+template <class... Policies>
+struct find_native_depth {
+    static constexpr std::size_t value = std::max({std::size_t{0}, policy_native_depth<Policies>()...});
+};
+
+/// Native frames the sites of Config capture (with_stack<native_frames<N>>), 0 for none.
+template <class Config>
+inline constexpr std::size_t native_stack_depth = Config::template apply<find_native_depth>::value;
+
+/// The payload kind of a scope site (STINT_SCOPE) of Config.
+template <class Config>
+constexpr payload_kind scope_payload_kind() noexcept {
+    return Config::enabled && native_stack_depth<Config> > 0 ? payload_kind::native_stack : payload_kind::none;
+}
+
+/// The payload kind of an op site of Config.
+template <class Config>
+constexpr payload_kind op_payload_kind() noexcept {
+    const bool native = Config::enabled && native_stack_depth<Config> > 0;
+    if constexpr (captures_inputs<Config>) {
+        return native ? payload_kind::native_stack_inputs : payload_kind::inputs;
+    } else {
+        return native ? payload_kind::native_stack : payload_kind::none;
+    }
+}
+
+/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
+template <class Config>
+constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
+    if constexpr (Config::enabled && Config::template has<with_flops>) {
+        return formula;
+    } else {
+        return {};
+    }
+}
+
+}  // namespace stint::detail
+// ---- end stint/capture/detail/config_traits.hpp ----
+
+// ---- begin stint/capture/native_stack.hpp ----
+// Native call stacks (with_stack<native>): return addresses taken at scope entry, and their names,
+// looked up only when a session is drained. The record carries the addresses; symbols are read from
+// the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
+// included), then demangled.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+
+#if defined(__linux__) && defined(__GLIBC__)
+#include <execinfo.h>
+#define STINT_DETAIL_HAS_BACKTRACE 1
+#else
+#define STINT_DETAIL_HAS_BACKTRACE 0
+#endif
+
+namespace stint::detail {
+
+/// Bytes the frames of a with_stack<native> record take ahead of its other payload: a u32 count, a
+/// u32 of padding, then `count` addresses.
+inline constexpr std::size_t native_stack_header_bytes = 8;
+
+constexpr std::size_t native_stack_bytes(std::size_t depth) noexcept {
+    return depth == 0 ? 0 : native_stack_header_bytes + depth * sizeof(std::uint64_t);
+}
+
+/// Writes up to `depth` return addresses of the caller's stack into `out` (count, padding,
+/// addresses), the caller's own frame first; returns the bytes written. Out of line so that frame 0
+/// is this function and frame 1 the instrumented function (scopes are inlined into it).
+STINT_DETAIL_NOINLINE inline std::size_t capture_native_stack(std::byte* out, std::size_t depth) noexcept {
+    std::uint32_t count = 0;
+#if STINT_DETAIL_HAS_BACKTRACE
+    void* frames[129];
+    const std::size_t asked = depth + 1 < 129 ? depth + 1 : 129;
+    const int taken = ::backtrace(frames, static_cast<int>(asked));
+    if (taken > 1) count = static_cast<std::uint32_t>(taken - 1);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[i + 1]));
+        std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
+    }
+#else
+    (void)depth;
+#endif
+    const std::uint32_t padding = 0;
+    std::memcpy(out, &count, sizeof(count));
+    std::memcpy(out + sizeof(count), &padding, sizeof(padding));
+    return native_stack_header_bytes + count * sizeof(std::uint64_t);
+}
+
+/// Loads what backtrace() needs (libgcc's unwinder) now, so a first capture inside a session does
+/// not pay a dlopen.
+inline void warm_native_stacks() noexcept {
+#if STINT_DETAIL_HAS_BACKTRACE
+    static const bool warmed = [] {
+        void* frames[2];
+        (void)::backtrace(frames, 2);
+        return true;
+    }();
+    (void)warmed;
+#endif
+}
+
+}  // namespace stint::detail
+// ---- end stint/capture/native_stack.hpp ----
+
 namespace stint::detail {
 
 /// Times one static site: one relaxed load on entry when nothing records; two tick reads and one
@@ -2429,25 +2626,8 @@ public:
 /// removes only after its early tail-recursion pass, so a recursive function would compile
 /// differently from the uninstrumented one (tests/codegen checks that it does not).
 template <class Config>
-using scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
+using plain_scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
 
-
-template <class... Policies>
-struct find_shapes_limits {
-    using type = record_shapes;  // implied by another policy (with_flops): the defaults
-};
-template <class P, class... Rest>
-struct find_shapes_limits<P, Rest...> {
-    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
-};
-
-/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
-template <class Config>
-using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
-
-/// Whether ops of Config capture their inputs.
-template <class Config>
-inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
 
 /// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
 struct input_sink {
@@ -2458,36 +2638,45 @@ struct input_sink {
     }
 };
 
-/// The op scope of a configuration with record_shapes. Its constructor only reads the session state;
-/// capture_op_inputs() then encodes the inputs into a bounded buffer in this object (only while a session
-/// records) and takes the begin tick after it, so the capture is not charged to the op; at exit the
-/// record and that payload are appended together.
-template <class Config>
-class capturing_op_scope {
-    using limits = shapes_limits_t<Config>;
+/// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
+/// taken at entry, and an op's inputs (record_shapes; `Inputs`), which capture_op_inputs() encodes
+/// right after the constructor. Both go into a bounded buffer in this object while a session
+/// records, before the begin tick, so capturing is not charged to the scope; at exit the record and
+/// the payload are appended together.
+template <class Config, bool Inputs>
+class capturing_scope {
+    static constexpr std::size_t frames_bytes = native_stack_bytes(native_stack_depth<Config>);
+    static constexpr std::size_t inputs_bytes = Inputs ? shapes_limits_t<Config>::max_bytes : 0;
 
 public:
-    STINT_DETAIL_ALWAYS_INLINE explicit capturing_op_scope(const site& where) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {}
-    STINT_DETAIL_ALWAYS_INLINE ~capturing_op_scope() {
+    STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (!is_recording_state(state_)) return;
+        if constexpr (frames_bytes > 0) frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        if constexpr (!Inputs) begin_ = read_ticks();
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
-            append_record_payload(where_, begin_, read_ticks(), state_, aux_, std::span<const std::byte>(buffer_, used_));
+            append_record_payload(where_, begin_, read_ticks(), state_, aux_,
+                                  std::span<const std::byte>(buffer_, frames_used_),
+                                  std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
         }
     }
-    capturing_op_scope(const capturing_op_scope&) = delete;
-    capturing_op_scope& operator=(const capturing_op_scope&) = delete;
+    capturing_scope(const capturing_scope&) = delete;
+    capturing_scope& operator=(const capturing_scope&) = delete;
 
-    template <class Inputs>
-    STINT_DETAIL_ALWAYS_INLINE void capture(Inputs& inputs) noexcept {
+    template <class Produce>
+    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs) noexcept {
         if (!is_recording_state(state_)) return;
-        input_writer writer(buffer_, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
-                            record_concrete_inputs());
+        using limits = shapes_limits_t<Config>;
+        input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
+                            limits::max_bytes / 4, record_concrete_inputs());
         try {
             inputs(input_sink{&writer});
         } catch (...) {
             writer.mark_truncated();  // an input's accessor threw: keep what was captured
         }
-        used_ = static_cast<std::uint32_t>(writer.size());
+        inputs_used_ = static_cast<std::uint32_t>(writer.size());
         aux_ = writer.aux();
         begin_ = read_ticks();
     }
@@ -2495,16 +2684,24 @@ public:
 private:
     std::uint32_t state_;
     std::uint32_t aux_ = 0;
-    std::uint32_t used_ = 0;
+    std::uint32_t frames_used_ = 0;
+    std::uint32_t inputs_used_ = 0;
     const site* where_;
     std::uint64_t begin_ = 0;
-    alignas(8) std::byte buffer_[limits::max_bytes];
+    alignas(8) std::byte buffer_[frames_bytes + inputs_bytes];
 };
 
-/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs.
+/// What STINT_SCOPE declares: plain_scope_or_site, or the capturing scope when Config takes native
+/// frames.
+template <class Config>
+using scope_or_site = std::conditional_t<Config::enabled && native_stack_depth<Config> != 0,
+                                         capturing_scope<Config, false>, plain_scope_or_site<Config>>;
+
+/// What STINT_OP declares: plain_scope_or_site, or the capturing scope when Config captures inputs
+/// or native frames.
 template <class Config>
 using op_scope_or_site =
-    std::conditional_t<captures_inputs<Config>, capturing_op_scope<Config>, scope_or_site<Config>>;
+    std::conditional_t<captures_inputs<Config>, capturing_scope<Config, true>, scope_or_site<Config>>;
 
 /// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
 /// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
@@ -2512,28 +2709,8 @@ using op_scope_or_site =
 template <class Scope, class Inputs>
 STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
 template <class Config, class Inputs>
-STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_op_scope<Config>& scope, Inputs&& inputs) noexcept {
+STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_scope<Config, true>& scope, Inputs&& inputs) noexcept {
     scope.capture(inputs);
-}
-
-/// The payload kind of an op site of Config.
-template <class Config>
-constexpr payload_kind op_payload_kind() noexcept {
-    if constexpr (captures_inputs<Config>) {
-        return payload_kind::inputs;
-    } else {
-        return payload_kind::none;
-    }
-}
-
-/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
-template <class Config>
-constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
-    if constexpr (Config::enabled && Config::template has<with_flops>) {
-        return formula;
-    } else {
-        return {};
-    }
 }
 
 /// Writes a zero-length event now.
@@ -2658,9 +2835,9 @@ private:
 #define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
 #else
-#define STINT_DETAIL_SITE(var, name, kind)                                                                   \
+#define STINT_DETAIL_SITE(var, name, kind, payload)                                                          \
     static constexpr ::stint::detail::site var {                                                             \
-        name, kind, ::stint::detail::payload_kind::none,                                                    \
+        name, kind, payload,                                                                                 \
             ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}           \
     }
 
@@ -2670,7 +2847,8 @@ private:
 #define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
 // [[maybe_unused]]: with stint::disabled the declaration is only a reference to the site.
 #define STINT_DETAIL_SCOPE(name, id)                                                                         \
-    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation);       \
+    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation,        \
+                      ::stint::detail::scope_payload_kind<STINT_CONFIG>());                                  \
     [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
         STINT_DETAIL_CAT(stint_site_, id)                                                                    \
     }
@@ -2711,17 +2889,723 @@ private:
         STINT_DETAIL_CAT(stint_site_, id)                                                                    \
     };                                                                                                       \
     if constexpr (config::enabled)                                                                           \
-        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                                       \
-                                   [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
+        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                               \
+                                           [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
 
 /// Records a zero-length event now.
 #define STINT_INSTANT(name)                                                                                  \
     do {                                                                                                     \
-        STINT_DETAIL_SITE(stint_instant_site_, name, ::stint::event_kind::instant);                          \
+        STINT_DETAIL_SITE(stint_instant_site_, name, ::stint::event_kind::instant,                           \
+                          ::stint::detail::payload_kind::none);                                              \
         if constexpr (STINT_CONFIG::enabled) ::stint::detail::instant(stint_instant_site_);                  \
     } while (false)
 #endif
 // ---- end stint/scope.hpp ----
+
+// ---- begin stint/module.hpp ----
+// Module scopes: one call of a model module's method, for with_modules' "Module Hierarchy"
+// (`TOP(Net)::forward.encoder(Encoder)::forward.`). They record as ordinary scopes of kind
+// `module`; the hierarchy of each op is read from the module scopes around it when the session is
+// drained (analysis/module_hierarchy.hpp).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+
+namespace stint {
+
+/// A module call whose names are known only at run time (a framework's module objects). The event
+/// is named `attribute(Type)::method`; attribute "SELF" means a call on the enclosing module's own
+/// object, and its type is then taken from that module.
+///
+///     stint::module_scope call(child.attribute_name(), child.type_name());   // method "forward"
+class module_scope {
+public:
+    module_scope(std::string_view attribute, std::string_view type, std::string_view method = "forward")
+        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
+        if (detail::is_recording_state(state_)) {
+            name_.reserve(attribute.size() + type.size() + method.size() + 4);
+            name_.append(attribute).append("(").append(type).append(")::").append(method);
+            begin_ = read_ticks();
+        }
+    }
+    ~module_scope() {
+        if (detail::is_recording_state(state_)) {
+            detail::append_record_slow(&detail::runtime_named_module_site, begin_, read_ticks(), state_, name_);
+        }
+    }
+    module_scope(const module_scope&) = delete;
+    module_scope& operator=(const module_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    std::uint64_t begin_ = 0;
+    std::string name_;
+};
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+#define STINT_MODULE(attribute, type) static_assert(true, "")
+#define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
+#define STINT_MODULE_SELF(method) static_assert(true, "")
+#else
+/// Times the rest of the block as the `forward` call of the module held in attribute `attribute`
+/// (string literals) of type `type`, for with_modules. The outermost module shows as TOP.
+///
+///     Tensor Encoder::forward(const Tensor& x) { STINT_MODULE("encoder", "Encoder"); ... }
+#define STINT_MODULE(attribute, type) STINT_MODULE_METHOD(attribute, type, "forward")
+
+/// STINT_MODULE for another method than `forward`.
+#define STINT_MODULE_METHOD(attribute, type, method)                                                         \
+    STINT_DETAIL_MODULE(attribute "(" type ")::" method, __COUNTER__)
+
+/// A call of `method` on the enclosing module's own object: `SELF(Type)::method.` in the hierarchy,
+/// as torch shows `self.forward_impl_(x)`.
+#define STINT_MODULE_SELF(method) STINT_DETAIL_MODULE("SELF::" method, __COUNTER__)
+
+#define STINT_DETAIL_MODULE(name, id)                                                                        \
+    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::module,                 \
+                      ::stint::detail::scope_payload_kind<STINT_CONFIG>());                                  \
+    [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    }
+#endif
+// ---- end stint/module.hpp ----
+
+// ---- begin stint/region.hpp ----
+// Framework regions: STINT_REGION(kind, "name") records "name (label)" while a session records, as
+// torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
+// its kind's cumulative counters (count, total time), which the framework reads without a session.
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+
+// ---- begin stint/detail/region_counter.hpp ----
+// The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
+// updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The counters of one STINT_REGION site. Aligned to a cache line so that two regions running on two
+/// threads never write one line (the same region from two threads does: regions are meant for
+/// coarse phases, a compile or a cache lookup, not inner loops).
+struct alignas(64) region_counter {
+    const site* where;                      ///< the event: "name (label)"
+    std::string_view name;                  ///< the name given to STINT_REGION
+    std::atomic<region_counter*>* list;     ///< head of the kind's list
+    std::atomic<std::uint64_t> count{0};    ///< regions ended
+    std::atomic<std::uint64_t> ticks{0};    ///< their total duration
+    std::atomic<bool> linked{false};        ///< in the kind's list (or being linked by one thread)
+    region_counter* next = nullptr;         ///< written once, before the counter is published
+
+    /// Adds one region of `elapsed` ticks. Relaxed: the counters order nothing else, and a reader
+    /// may see a region's count before its time (documented on region_counters()).
+    void add(std::uint64_t elapsed) noexcept {
+        count.fetch_add(1, std::memory_order_relaxed);
+        ticks.fetch_add(elapsed, std::memory_order_relaxed);
+    }
+};
+
+/// The counters of every site of one region kind, a lock-free list that only grows. Process-wide (a
+/// kind defined with default visibility has one list even across shared objects).
+template <class Kind>
+struct region_list {
+    STINT_DETAIL_EXPORT static inline constinit std::atomic<region_counter*> head{nullptr};
+};
+
+/// Links a counter into its kind's list, once: the first region of each site comes here.
+STINT_DETAIL_COLD inline void link_region(region_counter& counter) noexcept {
+    // relaxed: the exchange only elects the thread that links; the list's own release publishes.
+    if (counter.linked.exchange(true, std::memory_order_relaxed)) return;
+    region_counter* head = counter.list->load(std::memory_order_relaxed);
+    do {
+        counter.next = head;
+        // release: pairs with the acquire in read_region_list(); `next` and the site are visible.
+    } while (!counter.list->compare_exchange_weak(head, &counter, std::memory_order_release,
+                                                  std::memory_order_relaxed));
+}
+
+/// "name (label)" of a region, built at compile time from a literal name: `text` holds it, the
+/// first `name_size` bytes are the name alone.
+template <std::size_t Size>
+struct region_name {
+    std::array<char, Size> text{};
+    std::size_t name_size = 0;
+
+    [[nodiscard]] constexpr std::string_view event_name() const noexcept { return {text.data(), Size}; }
+    [[nodiscard]] constexpr std::string_view name() const noexcept { return {text.data(), name_size}; }
+};
+
+template <class Kind, std::size_t N>
+consteval auto make_region_name(const char (&name)[N]) {
+    constexpr std::string_view label = Kind::label;
+    region_name<N - 1 + label.size() + 3> out;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i + 1 < N; ++i) out.text[at++] = name[i];
+    out.name_size = at;
+    out.text[at++] = ' ';
+    out.text[at++] = '(';
+    for (const char c : label) out.text[at++] = c;
+    out.text[at++] = ')';
+    return out;
+}
+
+/// Named after the rule so that the rejected type shows in the compiler's diagnostic.
+template <class T>
+struct region_name_must_be_a_literal {
+    static constexpr bool value = false;
+};
+
+/// Anything but a string literal: a compile error that says so.
+template <class Kind, class T>
+consteval auto make_region_name(const T&) {
+    static_assert(region_name_must_be_a_literal<T>::value,
+                  "stint: STINT_REGION needs a string literal name (its event name is built at compile time); "
+                  "for a name built at run time use stint::record_function");
+    return region_name<1>{};
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+// ---- end stint/detail/region_counter.hpp ----
+
+namespace stint {
+
+/// A region kind: a tag type whose `label` names it in events.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void inner_fn() { STINT_REGION(dynamo_timed, "inner_fn"); ... }   // "inner_fn (dynamo_timed)"
+template <class Kind>
+concept region_kind = requires {
+    { Kind::label } -> std::convertible_to<std::string_view>;
+};
+
+/// The counters of one region name of a kind (every STINT_REGION site with that name).
+struct region_stats {
+    std::string_view name;      ///< the name given to STINT_REGION ("inner_fn")
+    std::uint64_t count = 0;    ///< regions that have ended
+    std::int64_t total_ns = 0;  ///< their summed duration (nested regions count in each)
+};
+
+/// The counters of a region kind: one row per name, sorted by name, and their totals.
+struct region_kind_stats {
+    std::string_view label;
+    std::vector<region_stats> regions;
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+
+    /// The row of `name`, or nullptr when no region of that name has run yet.
+    [[nodiscard]] const region_stats* find(std::string_view name) const noexcept {
+        auto it = std::find_if(regions.begin(), regions.end(), [&](const region_stats& r) { return r.name == name; });
+        return it == regions.end() ? nullptr : &*it;
+    }
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+
+/// Times one region: its counters always, a record only when `Records` and a session records.
+/// Two tick reads and two relaxed atomic adds without a session; one 24-byte append more with one.
+template <bool Records>
+class region_timer {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit region_timer(region_counter& counter) noexcept
+        : counter_(counter), state_(Records ? recording.value.load(std::memory_order_relaxed) : 0) {
+        // relaxed: a stale false only sends this thread to link_region, which links once.
+        if (!counter.linked.load(std::memory_order_relaxed)) [[unlikely]] link_region(counter);
+        begin_ = read_ticks();
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
+        const std::uint64_t end = read_ticks();
+        counter_.add(end - begin_);
+        if constexpr (Records) {
+            if (is_recording_state(state_)) append_record(counter_.where, begin_, end, state_);
+        }
+    }
+    region_timer(const region_timer&) = delete;
+    region_timer& operator=(const region_timer&) = delete;
+
+private:
+    region_counter& counter_;
+    std::uint32_t state_;
+    std::uint64_t begin_ = 0;
+};
+
+/// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
+/// meanwhile may show in the count and not yet in the time.
+inline region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
+    region_kind_stats out;
+    out.label = label;
+    const double ns_per_tick = the_registry().calibration().ns_per_tick;
+    // acquire: pairs with the release in link_region(); each counter's fields are visible.
+    for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
+        const std::uint64_t count = c->count.load(std::memory_order_relaxed);
+        const double ticks = static_cast<double>(c->ticks.load(std::memory_order_relaxed));
+        const auto ns = static_cast<std::int64_t>(ticks * ns_per_tick);
+        auto it = std::find_if(out.regions.begin(), out.regions.end(),
+                               [&](const region_stats& r) { return r.name == c->name; });
+        if (it == out.regions.end()) {
+            out.regions.push_back({c->name, count, ns});
+        } else {
+            it->count += count;
+            it->total_ns += ns;
+        }
+        out.count += count;
+        out.total_ns += ns;
+    }
+    std::sort(out.regions.begin(), out.regions.end(),
+              [](const region_stats& a, const region_stats& b) { return a.name < b.name; });
+    return out;
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// The cumulative counters of every STINT_REGION of `Kind` in the process since it started, with or
+/// without a session (dynamo's compile metrics). Regions still open are not counted yet.
+///
+///     const stint::region_kind_stats s = stint::region_counters<dynamo_timed>();
+///     if (const auto* r = s.find("inner_fn")) fmt::print("{} x, {} ns\n", r->count, r->total_ns);
+template <region_kind Kind>
+[[nodiscard]] region_kind_stats region_counters() {
+    return detail::read_region_list(Kind::label, detail::region_list<Kind>::head);
+}
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
+// and nothing is counted.
+#define STINT_REGION(kind, name) static_assert(true, "")
+#else
+/// Times the rest of the block as a region of `kind` named by a string literal: the event is
+/// "name (label)" (a user_annotation) while a session records, and the kind's counters
+/// (stint::region_counters<kind>()) count it always. With `STINT_CONFIG` set to stint::disabled the
+/// event is left out and the counters stay: they are the framework's own metrics.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void compile(Graph& g) { STINT_REGION(dynamo_timed, "call_user_compiler"); ... }
+#define STINT_REGION(kind, name) STINT_DETAIL_REGION(kind, name, __COUNTER__)
+#define STINT_DETAIL_REGION(kind, literal, id)                                                                \
+    static_assert(::stint::region_kind<kind>,                                                                \
+                  "stint: STINT_REGION's kind needs `static constexpr std::string_view label`");           \
+    static constexpr auto STINT_DETAIL_CAT(stint_region_name_, id) =                                         \
+        ::stint::detail::make_region_name<kind>(literal);                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        STINT_DETAIL_CAT(stint_region_name_, id).event_name(), ::stint::event_kind::user_annotation,         \
+            ::stint::detail::payload_kind::none,                                                             \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    static constinit ::stint::detail::region_counter STINT_DETAIL_CAT(stint_region_counter_, id) {          \
+        &STINT_DETAIL_CAT(stint_site_, id), STINT_DETAIL_CAT(stint_region_name_, id).name(),                 \
+            &::stint::detail::region_list<kind>::head                                                        \
+    };                                                                                                       \
+    ::stint::detail::region_timer<STINT_CONFIG::enabled> STINT_DETAIL_CAT(stint_scope_, id) {                 \
+        STINT_DETAIL_CAT(stint_region_counter_, id)                                                          \
+    }
+#endif
+// ---- end stint/region.hpp ----
+
+// ---- begin stint/dynamic_name.hpp ----
+// Scope names from an object's dynamic type: STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this)
+// in SGD's step records "Optimizer.step#SGD.step" (torch's high-level optimizer and data-loader
+// events). The name is made once per call site and type; each call records a 24-byte record that
+// points to it, as a static site's does.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#define STINT_DETAIL_HAS_CXXABI 1
+#else
+#define STINT_DETAIL_HAS_CXXABI 0
+#endif
+
+
+// ---- begin stint/detail/interned_site.hpp ----
+// Sites made at run time (a name from an object's dynamic type, a compiled region's ids) and kept for
+// the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
+// event, and the name is made once, not per call.
+
+#include <string>
+#include <utility>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A site and the name it points to. Never freed: records of any later session, and the events
+/// drained from them, may point to it. The tables that make them keep them reachable.
+struct interned_site {
+    std::string name;
+    site where;
+
+    interned_site(std::string text, const site& like) : name(std::move(text)), where(like) { where.name = name; }
+    interned_site(const interned_site&) = delete;
+    interned_site& operator=(const interned_site&) = delete;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+// ---- end stint/detail/interned_site.hpp ----
+
+namespace stint::detail {
+
+/// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
+inline std::string demangled_name(const std::type_info& type) {
+#if STINT_DETAIL_HAS_CXXABI
+    int status = 0;
+    char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+    if (status == 0 && text != nullptr) {
+        std::string out(text);
+        std::free(text);
+        return out;
+    }
+    std::free(text);
+#endif
+    return type.name();
+}
+
+/// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
+/// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
+/// ("ns::(anonymous namespace)::SGD" and "train()::SGD" give "SGD"); template arguments are kept as
+/// the demangler writes them ("ns::adam<ns::half>" gives "adam<ns::half>").
+constexpr std::string_view unqualified_name(std::string_view name) noexcept {
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const char c = name[i];
+        if (c == '<' || c == '(' || c == '[' || c == '{') {
+            ++depth;
+        } else if (c == '>' || c == ')' || c == ']' || c == '}') {
+            --depth;
+        } else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
+            start = i + 2;
+            ++i;
+        }
+    }
+    return name.substr(start);
+}
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A site made for one dynamic type at one STINT_SCOPE_DYNAMIC site.
+struct dynamic_name_entry {
+    const std::type_info* type;
+    interned_site site;
+};
+
+/// A STINT_SCOPE_DYNAMIC call site: what every call shares, and the first types seen there.
+struct dynamic_site {
+    static constexpr std::size_t cached_types = 4;
+
+    std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
+    std::string_view method;  ///< "step"
+    source_location location;
+    /// The sites made here for the first types seen: each slot is set once, under the table's mutex,
+    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
+    /// called with more types than this finds the others in the table.
+    std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
+};
+
+/// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
+/// registry: its sites must outlive every record and event.
+class dynamic_name_table {
+public:
+    /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
+    const site& intern(dynamic_site& where, const std::type_info& type) {
+        std::lock_guard lock(mutex_);
+        auto [it, added] = entries_.try_emplace(key{&where, std::type_index(type)}, nullptr);
+        if (added) {
+            try {
+                it->second = new dynamic_name_entry{&type, interned_site(event_name(where, type), site_like(where))};
+            } catch (...) {
+                entries_.erase(it);
+                throw;
+            }
+        }
+        const dynamic_name_entry* entry = it->second;
+        for (auto& slot : where.seen) {
+            const dynamic_name_entry* cached = slot.load(std::memory_order_relaxed);  // writers hold mutex_
+            if (cached == entry) break;
+            if (cached == nullptr) {
+                // release: pairs with the acquire in find_dynamic_site(); the entry is complete.
+                slot.store(entry, std::memory_order_release);
+                break;
+            }
+        }
+        return entry->site.where;
+    }
+
+private:
+    struct key {
+        const dynamic_site* where;
+        std::type_index type;
+        bool operator==(const key&) const = default;
+    };
+    struct key_hash {
+        std::size_t operator()(const key& k) const noexcept {
+            return std::hash<const void*>{}(k.where) * 31 + std::hash<std::type_index>{}(k.type);
+        }
+    };
+
+    static std::string event_name(const dynamic_site& where, const std::type_info& type) {
+        const std::string full = demangled_name(type);
+        const std::string_view cls = unqualified_name(full);
+        std::string name;
+        name.reserve(where.prefix.size() + cls.size() + where.method.size() + 2);
+        name.append(where.prefix).append(1, '#').append(cls).append(1, '.').append(where.method);
+        return name;
+    }
+    static site site_like(const dynamic_site& where) noexcept {
+        return site{"", event_kind::user_annotation, payload_kind::none, where.location};
+    }
+
+    std::mutex mutex_;
+    std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
+};
+
+STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
+    static dynamic_name_table* const instance = new dynamic_name_table();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The first sight of a type at a site: made under the table's lock. nullptr when that allocation
+/// failed; the event is then counted as dropped.
+STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
+                                                         std::uint32_t state) noexcept {
+    try {
+        return &the_dynamic_name_table().intern(where, type);
+    } catch (...) {
+        thread_buffer& buffer = tls_buffer;
+        if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+        return nullptr;
+    }
+}
+
+/// The site of `type` at `where`: a cached one by identity, then by equality (one type can have two
+/// type_info objects across shared objects), else the table's.
+STINT_DETAIL_ALWAYS_INLINE const site* find_dynamic_site(dynamic_site& where, const std::type_info& type,
+                                                         std::uint32_t state) noexcept {
+    for (const auto& slot : where.seen) {
+        // acquire: pairs with the release in dynamic_name_table::intern(); the entry is complete.
+        const dynamic_name_entry* entry = slot.load(std::memory_order_acquire);
+        if (entry == nullptr) break;
+        if (entry->type == &type || *entry->type == type) return &entry->site.where;
+    }
+    return intern_dynamic_site(where, type, state);
+}
+
+/// Times the enclosing block under the name of `object`'s dynamic type at `where`. Without a session:
+/// one relaxed load. With one: typeid, a few loads to find the site, and a 24-byte record.
+class dynamic_scope {
+public:
+    template <class T>
+    STINT_DETAIL_ALWAYS_INLINE dynamic_scope(dynamic_site& where, const T& object) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)) {
+        static_assert(!std::is_pointer_v<T>,
+                      "stint: STINT_SCOPE_DYNAMIC names the object's type, not a pointer's; pass *this, not this");
+        if (is_recording_state(state_)) {
+            where_ = find_dynamic_site(where, typeid(object), state_);
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
+        if (is_recording_state(state_) && where_ != nullptr) append_record(where_, begin_, read_ticks(), state_);
+    }
+    dynamic_scope(const dynamic_scope&) = delete;
+    dynamic_scope& operator=(const dynamic_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+};
+
+/// What STINT_SCOPE_DYNAMIC declares for a disabled configuration: nothing that runs.
+class no_dynamic_scope {
+public:
+    template <class T>
+    constexpr no_dynamic_scope(dynamic_site&, const T&) noexcept {}
+};
+
+template <class Config>
+using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_dynamic_scope>;
+
+}  // namespace stint::detail
+
+#if defined(STINT_DISABLE)
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
+#else
+/// Times the rest of the block under a name from `object`'s dynamic type,
+/// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).
+/// The name is made once per site and type; `object` (evaluated once, like a function argument)
+/// is looked at only while a session records.
+///
+///     struct sgd : optimizer {
+///         void step() override { STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this); ... }
+///     };   // "Optimizer.step#sgd.step", or "Optimizer.step#custom_sgd.step" for a subclass
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, __COUNTER__)
+#define STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, id)                                               \
+    static constinit ::stint::detail::dynamic_site STINT_DETAIL_CAT(stint_dynamic_site_, id) {               \
+        prefix, method,                                                                                      \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    [[maybe_unused]] ::stint::detail::dynamic_scope_for<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {   \
+        STINT_DETAIL_CAT(stint_dynamic_site_, id), object                                                    \
+    }
+#endif
+// ---- end stint/dynamic_name.hpp ----
+
+// ---- begin stint/compiled_region.hpp ----
+// Compiled-region annotations in torch.compile's form, "Torch-Compiled Region: <frame>/<compile>",
+// the name trace tools (HTA, Perfetto queries) look for to find the calls of compiled code.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Every compiled-region site made so far, by (frame, compile) id. Process-wide and leaked, like the
+/// registry: its sites must outlive every record and event.
+class compiled_region_table {
+public:
+    const site& intern(std::uint64_t key) {
+        std::lock_guard lock(mutex_);
+        auto [it, added] = sites_.try_emplace(key, nullptr);
+        if (added) {
+            try {
+                std::string name = fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU);
+                it->second =
+                    new interned_site(std::move(name), site{"", event_kind::user_annotation, payload_kind::none, {}});
+            } catch (...) {
+                sites_.erase(it);
+                throw;
+            }
+        }
+        return it->second->where;
+    }
+
+private:
+    std::mutex mutex_;
+    std::unordered_map<std::uint64_t, const interned_site*> sites_;
+};
+
+STINT_DETAIL_EXPORT inline compiled_region_table& the_compiled_region_table() {
+    static compiled_region_table* const instance = new compiled_region_table();
+    return *instance;
+}
+
+/// Each thread's recent compiled-region sites, direct-mapped: a repeated (frame, compile) finds its
+/// site without a lock. Trivial, so the thread_local costs no registration.
+struct compiled_region_cache {
+    static constexpr std::size_t slots = 64;
+    std::array<std::uint64_t, slots> keys{};
+    std::array<const site*, slots> sites{};
+};
+inline constinit thread_local compiled_region_cache tls_compiled_regions{};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The site of a (frame, compile) key, from the thread's cache or the table; nullptr when making it
+/// failed (the event is then counted as dropped).
+inline const site* compiled_region_site(std::uint64_t key, std::uint32_t state) noexcept {
+    compiled_region_cache& cache = tls_compiled_regions;
+    const std::size_t slot = (key ^ (key >> 29)) % compiled_region_cache::slots;
+    if (cache.sites[slot] != nullptr && cache.keys[slot] == key) return cache.sites[slot];
+    try {
+        const site* found = &the_compiled_region_table().intern(key);
+        cache.keys[slot] = key;
+        cache.sites[slot] = found;
+        return found;
+    } catch (...) {
+        thread_buffer& buffer = tls_buffer;
+        if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+        return nullptr;
+    }
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Annotates one call of compiled code as torch.compile does: a user_annotation named
+/// "Torch-Compiled Region: <frame_id>/<compile_id>" (the frame's id, and which compile of it runs:
+/// 0 first, 1 after a recompile). The name is made once per pair, not per call; without a session
+/// the annotation costs one relaxed load.
+///
+///     stint::compiled_region region(frame.id, frame.compile_count);
+///     frame.run_compiled(inputs);
+class compiled_region {
+public:
+    compiled_region(std::uint32_t frame_id, std::uint32_t compile_id) noexcept
+        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
+        if (detail::is_recording_state(state_)) {
+            where_ = detail::compiled_region_site((std::uint64_t{frame_id} << 32) | compile_id, state_);
+            begin_ = read_ticks();
+        }
+    }
+    ~compiled_region() { end(); }
+    compiled_region(const compiled_region&) = delete;
+    compiled_region& operator=(const compiled_region&) = delete;
+
+    /// Ends the annotation early; later calls do nothing.
+    void end() noexcept {
+        if (detail::is_recording_state(state_) && where_ != nullptr) {
+            detail::append_record(where_, begin_, read_ticks(), state_);
+        }
+        state_ = 0;
+    }
+
+private:
+    std::uint32_t state_;
+    const detail::site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+};
+
+}  // namespace stint
+// ---- end stint/compiled_region.hpp ----
 
 // ---- begin stint/analysis/event_list.hpp ----
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
@@ -2887,6 +3771,325 @@ private:
 #include <vector>
 
 
+// ---- begin stint/analysis/detail/call_stacks.hpp ----
+// with_stack at drain: each event's stack, innermost frame first, from its site's source location
+// and its ancestors' (or from the native frames it recorded). Stacks are interned: events on the
+// same call path share one stack, so a million events cost as many stacks as there are paths.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+
+// ---- begin stint/capture/detail/native_symbols.hpp ----
+// Names of native return addresses, for with_stack<native> at drain time: the object an address
+// belongs to (dladdr), that object's function symbols read from its ELF file (.symtab, else
+// .dynsym), demangled. Every address and object is looked up once per symbolizer.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#if defined(__linux__) && defined(__GLIBC__)
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <unistd.h>
+#define STINT_DETAIL_HAS_ELF_SYMBOLS 1
+#else
+#define STINT_DETAIL_HAS_ELF_SYMBOLS 0
+#endif
+
+namespace stint::detail {
+
+/// `name` demangled if it is a C++ symbol, else as is.
+inline std::string demangle(const char* name) {
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+    if (status == 0 && out) return out.get();
+#endif
+    return name;
+}
+
+class native_symbolizer {
+public:
+    /// The function containing the return address `address` ("ns::f(int)"), or "<object>+0x<offset>"
+    /// when no symbol covers it, or "0x<address>" outside every loaded object.
+    const std::string& name_of(std::uint64_t address) {
+        auto [it, added] = names_.try_emplace(address);
+        if (added) it->second = look_up(address);
+        return it->second;
+    }
+
+private:
+    struct symbol {
+        std::uint64_t begin = 0;  // as in the file: relative to the load base for ET_DYN objects
+        std::uint64_t size = 0;
+        std::uint32_t name = 0;   // offset into the object's string table
+    };
+    struct object_symbols {
+        bool relative = true;  // ET_DYN (PIE executables, shared objects)
+        std::vector<symbol> symbols;
+        std::string strings;
+    };
+
+    std::string look_up(std::uint64_t address) {
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+        // A return address follows its call: look up the call instruction's last byte.
+        const std::uint64_t at = address - 1;
+        Dl_info info{};
+        if (::dladdr(reinterpret_cast<void*>(static_cast<std::uintptr_t>(at)), &info) == 0 || info.dli_fbase == nullptr) {
+            return fmt::format("0x{:x}", address);
+        }
+        const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+        const std::string path = object_path(info);
+        const object_symbols& object = symbols_of(path);
+        const std::uint64_t key = object.relative ? at - base : at;
+        auto next = std::upper_bound(object.symbols.begin(), object.symbols.end(), key,
+                                     [](std::uint64_t k, const symbol& s) { return k < s.begin; });
+        if (next != object.symbols.begin()) {
+            const symbol& s = *(next - 1);
+            if (key < s.begin + std::max<std::uint64_t>(s.size, 1) && s.name < object.strings.size()) {
+                return demangle(object.strings.c_str() + s.name);
+            }
+        }
+        if (info.dli_sname != nullptr) return demangle(info.dli_sname);  // the nearest exported symbol
+        const std::string_view file = path;
+        return fmt::format("{}+0x{:x}", file.substr(file.rfind('/') + 1), at - base);
+#else
+        return fmt::format("0x{:x}", address);
+#endif
+    }
+
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+    // dladdr names the main program as it was started (argv[0]); read it through /proc instead.
+    static std::string object_path(const Dl_info& info) {
+        static const void* main_base = [] {
+            const void* found = nullptr;
+            ::dl_iterate_phdr(
+                [](dl_phdr_info* phdr, std::size_t, void* out) {
+                    *static_cast<const void**>(out) = reinterpret_cast<const void*>(phdr->dlpi_addr);
+                    return 1;  // the first object is the main program
+                },
+                &found);
+            return found;
+        }();
+        const bool is_main = info.dli_fbase == main_base ||
+                             (info.dli_fname != nullptr && std::strcmp(info.dli_fname, "") == 0);
+        if (is_main || info.dli_fname == nullptr) return "/proc/self/exe";
+        return info.dli_fname;
+    }
+
+    const object_symbols& symbols_of(const std::string& path) {
+        auto [it, added] = objects_.try_emplace(path);
+        if (added) read_symbols(path, it->second);
+        return it->second;
+    }
+
+    static bool read_at(int fd, void* out, std::size_t bytes, std::uint64_t offset) {
+        auto* to = static_cast<char*>(out);
+        while (bytes > 0) {
+            const ssize_t n = ::pread(fd, to, bytes, static_cast<off_t>(offset));
+            if (n <= 0) return false;
+            to += n;
+            bytes -= static_cast<std::size_t>(n);
+            offset += static_cast<std::uint64_t>(n);
+        }
+        return true;
+    }
+
+    // Reads the function symbols of a 64-bit ELF file; an unreadable file leaves `out` empty.
+    static void read_symbols(const std::string& path, object_symbols& out) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        struct closer {
+            int fd;
+            ~closer() { ::close(fd); }
+        } close_at_exit{fd};
+        Elf64_Ehdr header{};
+        if (!read_at(fd, &header, sizeof(header), 0) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+            header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr)) {
+            return;
+        }
+        out.relative = header.e_type == ET_DYN;
+        std::vector<Elf64_Shdr> sections(header.e_shnum);
+        if (sections.empty() ||
+            !read_at(fd, sections.data(), sections.size() * sizeof(Elf64_Shdr), header.e_shoff)) {
+            return;
+        }
+        // .symtab has every function; stripped objects keep only the exported ones in .dynsym.
+        const Elf64_Shdr* table = nullptr;
+        for (const Elf64_Shdr& s : sections) {
+            if (s.sh_type == SHT_SYMTAB) table = &s;
+        }
+        if (table == nullptr) {
+            for (const Elf64_Shdr& s : sections) {
+                if (s.sh_type == SHT_DYNSYM) table = &s;
+            }
+        }
+        if (table == nullptr || table->sh_link >= sections.size() || table->sh_entsize != sizeof(Elf64_Sym)) return;
+        const Elf64_Shdr& strings = sections[table->sh_link];
+        std::vector<Elf64_Sym> symbols(table->sh_size / sizeof(Elf64_Sym));
+        out.strings.resize(strings.sh_size);
+        if (!read_at(fd, symbols.data(), symbols.size() * sizeof(Elf64_Sym), table->sh_offset) ||
+            !read_at(fd, out.strings.data(), out.strings.size(), strings.sh_offset)) {
+            out.strings.clear();
+            return;
+        }
+        for (const Elf64_Sym& s : symbols) {
+            const unsigned type = ELF64_ST_TYPE(s.st_info);
+            if ((type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_value != 0 && s.st_name < out.strings.size()) {
+                out.symbols.push_back({s.st_value, s.st_size, s.st_name});
+            }
+        }
+        std::sort(out.symbols.begin(), out.symbols.end(),
+                  [](const symbol& a, const symbol& b) { return a.begin < b.begin; });
+    }
+
+    std::unordered_map<std::string, object_symbols> objects_;
+#endif
+    std::unordered_map<std::uint64_t, std::string> names_;
+};
+
+}  // namespace stint::detail
+// ---- end stint/capture/detail/native_symbols.hpp ----
+
+namespace stint::detail {
+
+/// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
+/// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
+/// Events must be ordered parents first (as event_list_builder orders them).
+inline void assign_call_stacks(std::vector<event>& events, const std::vector<std::vector<std::uint64_t>>& native,
+                               std::vector<std::vector<std::string>>& stacks) {
+    // A stack is its innermost frame on top of its parent's stack. The frame is the site's location
+    // (one per site) or, for names made at run time, the name: (frame, parent stack) -> stack.
+    struct key_hash {
+        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
+            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
+        }
+    };
+    std::unordered_map<const source_location*, std::string> location_frames;
+    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame;
+    std::map<std::vector<std::uint64_t>, event_index> by_native;
+    native_symbolizer symbols;
+    for (event& e : events) {
+        const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
+        if (e.stack != no_index && e.stack < native.size()) {
+            const std::vector<std::uint64_t>& frames = native[e.stack];
+            auto [it, added] = by_native.try_emplace(frames, static_cast<event_index>(stacks.size()));
+            if (added) {
+                std::vector<std::string> names;
+                names.reserve(frames.size());
+                for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
+                stacks.push_back(std::move(names));
+            }
+            e.stack = it->second;
+            continue;
+        }
+        std::string_view frame = e.name;
+        if (e.location != nullptr) {
+            auto [at, added] = location_frames.try_emplace(e.location);
+            if (added) at->second = fmt::format("{}({}): {}", e.location->file, e.location->line, e.location->function);
+            frame = at->second;  // node-based map: the string stays put
+        }
+        auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
+        if (added) {
+            std::vector<std::string> frames{std::string(frame)};
+            if (parent_stack != no_index) {
+                const std::vector<std::string>& outer = stacks[parent_stack];
+                frames.insert(frames.end(), outer.begin(), outer.end());
+            }
+            stacks.push_back(std::move(frames));
+        }
+        e.stack = it->second;
+    }
+}
+
+}  // namespace stint::detail
+// ---- end stint/analysis/detail/call_stacks.hpp ----
+
+// ---- begin stint/analysis/detail/module_hierarchy.hpp ----
+// with_modules at drain: each op's "Module Hierarchy" from the module scopes around it, in torch's
+// form: `TOP(C)::forward.A0(A)::forward.SELF(A)::forward_impl_.` (the outermost module as TOP, then
+// `attribute(Type)::method.` per module call, SELF for a call on the enclosing module's object).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace stint::detail {
+
+/// One module call's parts, from its event name `attribute(Type)::method` (or `SELF::method`).
+struct module_call {
+    std::string_view attribute;
+    std::string_view type;  // empty for SELF: the enclosing module's
+    std::string_view method;
+};
+
+inline module_call parse_module_call(std::string_view name) {
+    if (name.starts_with("SELF::")) return {"SELF", {}, name.substr(6)};
+    const std::size_t open = name.find('(');
+    const std::size_t close = name.rfind(")::");
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open) return {name, {}, {}};
+    return {name.substr(0, open), name.substr(open + 1, close - open - 1), name.substr(close + 3)};
+}
+
+/// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
+/// args to ops that have none. Events must be ordered parents first.
+inline void assign_module_hierarchy(std::vector<event>& events, std::vector<event_args>& args) {
+    struct path {
+        std::string text;       // "TOP(C)::forward.A0(A)::forward."
+        std::string_view type;  // the innermost module's type, for SELF
+    };
+    std::vector<path> paths;                             // the paths module calls opened
+    std::vector<event_index> path_of(events.size(), no_index);  // per event: the path around it
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        event& e = events[i];
+        const event_index outer = e.parent == no_index ? no_index : path_of[e.parent];
+        if (e.kind == event_kind::module) {
+            const module_call call = parse_module_call(e.name);
+            path p;
+            if (outer != no_index) p = paths[outer];
+            const std::string_view type = call.type.empty() ? p.type : call.type;
+            const std::string_view attribute = outer == no_index ? std::string_view("TOP") : call.attribute;
+            p.text.append(attribute).append("(").append(type).append(")::").append(call.method).append(".");
+            p.type = type;
+            paths.push_back(std::move(p));
+            path_of[i] = static_cast<event_index>(paths.size() - 1);
+            continue;
+        }
+        path_of[i] = outer;
+        if (e.kind != event_kind::cpu_op || outer == no_index) continue;
+        if (e.args == no_index) {
+            e.args = static_cast<event_index>(args.size());
+            args.emplace_back();
+        }
+        args[e.args].module_hierarchy = paths[outer].text;
+    }
+}
+
+}  // namespace stint::detail
+// ---- end stint/analysis/detail/module_hierarchy.hpp ----
+
 namespace stint::detail {
 
 /// Collects events (from a drain, or by hand in tests) and turns them into an event_list.
@@ -2935,6 +4138,17 @@ public:
         list_.events_[i].stack = static_cast<event_index>(list_.stacks_.size());
         list_.stacks_.push_back(std::move(frames_innermost_first));
     }
+    /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
+    /// them when stacks are built.
+    void set_native_frames(event_index i, std::vector<std::uint64_t> frames) {
+        list_.events_[i].stack = static_cast<event_index>(native_frames_.size());
+        native_frames_.push_back(std::move(frames));
+    }
+    /// build() gives every event a stack (with_stack): its location and its ancestors', or its native
+    /// frames.
+    void build_call_stacks() { call_stacks_ = true; }
+    /// build() gives every op inside module scopes its "Module Hierarchy" (with_modules).
+    void build_module_hierarchy() { module_hierarchy_ = true; }
     void set_totals(std::uint64_t recorded, std::uint64_t dropped) {
         list_.recorded_ = recorded;
         list_.dropped_ = dropped;
@@ -2955,6 +4169,12 @@ public:
         std::vector<event_index> order = ordered_indices();
         apply_order(order);
         link_tree();
+        if (call_stacks_) {
+            assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
+        } else if (!native_frames_.empty()) {
+            for (event& e : list_.events_) e.stack = no_index;  // frames recorded, stacks not asked for
+        }
+        if (module_hierarchy_) assign_module_hierarchy(list_.events_, list_.args_);
         list_.arenas_.push_back(std::move(arena_));
         return std::move(list_);
     }
@@ -3098,6 +4318,9 @@ private:
     std::shared_ptr<string_arena> arena_;
     std::uint64_t first_id_ = 0;
     std::vector<event_index> runs_;  // first event of each run
+    std::vector<std::vector<std::uint64_t>> native_frames_;
+    bool call_stacks_ = false;
+    bool module_hierarchy_ = false;
 };
 
 }  // namespace stint::detail
@@ -3786,7 +5009,7 @@ struct name_cache {
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
 inline void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
     a.key = name;
-    a.is_user_annotation = e.kind == event_kind::user_annotation;
+    a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
     if (key.shapes != nullptr) a.input_shapes = *key.shapes;
     a.stack.assign(key.stack.begin(), key.stack.end());
@@ -3847,7 +5070,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         if (detail::is_folded_recursion(events, e)) continue;
         detail::group_key key;
         key.name = detail::table_name(e.name);
-        key.user_annotation = e.kind == event_kind::user_annotation;
+        key.user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
         if (options.group_by_input_shape) {
             const event_args* args = events.args(e);
             if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
@@ -3901,7 +5124,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         last = &e;
     }
     if (last != nullptr) {
-        total.is_user_annotation = last->kind == event_kind::user_annotation;
+        total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
         if (const event_args* args = events.args(*last)) total.input_shapes = args->input_dims;
         const std::span<const std::string> frames = events.stack(*last);
@@ -5333,6 +6556,12 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
     return static_cast<double>(to_ns - from_ns) / 1e3;
 }
 
+/// What a drain builds beyond the event tree (from the profiler's policies).
+struct drain_options {
+    bool call_stacks = false;       ///< with_stack
+    bool module_hierarchy = false;  ///< with_modules
+};
+
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
 /// (disable + drain + build), and the result.
 class session {
@@ -5393,11 +6622,13 @@ public:
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
     /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    bool close(event_list& out, std::uint64_t first_id = 0) {
+    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {}) {
         if (state_ == 0) return false;
         registry& reg = the_registry();
         event_list_builder builder;
         builder.set_first_id(first_id);
+        if (options.call_stacks) builder.build_call_stacks();
+        if (options.module_hierarchy) builder.build_module_hierarchy();
         std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
         std::uint64_t last_tid = ~std::uint64_t{0};
         std::uint32_t last_index = 0;
@@ -5441,31 +6672,41 @@ public:
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            switch (r.where->payload) {
-                case payload_kind::none: builder.add(r.where->kind, r.where->name, thread, start, end); return;
+            const site& where = *r.where;
+            std::span<const std::byte> bytes = payload.bytes;
+            std::vector<std::uint64_t> frames;
+            if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
+                frames = take_native_frames(bytes);
+            }
+            event_index i = no_index;
+            switch (where.payload) {
+                case payload_kind::none:
+                case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end); break;
                 case payload_kind::runtime_name:
-                    builder.add_copy(r.where->kind, runtime_name_of(payload), thread, start, end);
-                    return;
-                case payload_kind::inputs: {
-                    const event_index i = builder.add(r.where->kind, r.where->name, thread, start, end);
-                    truncated_inputs += add_inputs(builder, i, *r.where, payload.bytes, payload.aux, flops);
-                    return;
-                }
+                    i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end);
+                    break;
+                case payload_kind::inputs:
+                case payload_kind::native_stack_inputs:
+                    i = builder.add(where.kind, where.name, thread, start, end);
+                    truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops);
+                    break;
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
-                    const event_index i = builder.add_copy(r.where->kind, name, thread, start, end);
+                    i = builder.add_copy(where.kind, name, thread, start, end);
                     const std::size_t at = (name.size() + 7) & ~std::size_t{7};
                     std::uint32_t aux = 0;
                     std::uint32_t used = 0;
-                    if (payload.bytes.size() < at + 8) return;
-                    std::memcpy(&aux, payload.bytes.data() + at, 4);
-                    std::memcpy(&used, payload.bytes.data() + at + 4, 4);
+                    if (bytes.size() < at + 8) break;
+                    std::memcpy(&aux, bytes.data() + at, 4);
+                    std::memcpy(&used, bytes.data() + at + 4, 4);
                     const std::span<const std::byte> inputs =
-                        payload.bytes.subspan(at + 8, std::min<std::size_t>(used, payload.bytes.size() - at - 8));
-                    truncated_inputs += add_inputs(builder, i, *r.where, inputs, aux, flops, true);
-                    return;
+                        bytes.subspan(at + 8, std::min<std::size_t>(used, bytes.size() - at - 8));
+                    truncated_inputs += add_inputs(builder, i, where, inputs, aux, flops, true);
+                    break;
                 }
             }
+            if (where.location.line != 0) builder.at(i).location = &where.location;
+            if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
         const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
@@ -5495,6 +6736,21 @@ public:
 private:
     // Flop formulas resolved once per site and session (a registry lookup takes a lock).
     using flop_cache = std::unordered_map<const site*, flop_callable>;
+
+    // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
+    static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes) {
+        std::vector<std::uint64_t> frames;
+        if (bytes.size() < native_stack_header_bytes) return frames;
+        std::uint32_t count = 0;
+        std::memcpy(&count, bytes.data(), sizeof(count));
+        const std::size_t fit = (bytes.size() - native_stack_header_bytes) / sizeof(std::uint64_t);
+        frames.resize(std::min<std::size_t>(count, fit));
+        if (!frames.empty()) {
+            std::memcpy(frames.data(), bytes.data() + native_stack_header_bytes, frames.size() * sizeof(std::uint64_t));
+        }
+        bytes = bytes.subspan(native_stack_header_bytes + frames.size() * sizeof(std::uint64_t));
+        return frames;
+    }
 
     static std::string_view runtime_name_of(const record_payload& payload) noexcept {
         const std::size_t n = std::min<std::size_t>(payload.aux, payload.bytes.size());
@@ -5548,6 +6804,7 @@ private:
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -5793,9 +7050,9 @@ struct chrome_trace_info {
 
 /// An op's captured inputs as Kineto writes them: "Input Dims" (a TensorList nests one list per
 /// tensor), "Input Strides", "Input type", "Concrete Inputs" (when captured); stint adds
-/// "Inputs truncated": true when the capture hit a bound.
+/// "Inputs truncated": true when the capture hit a bound; then "Module Hierarchy" (with_modules).
 template <class Writer>
-void write_input_args(Writer& out, const event_args& args) {
+void write_event_args(Writer& out, const event_args& args) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -5832,17 +7089,23 @@ void write_input_args(Writer& out, const event_args& args) {
         }
         out.raw("]");
     };
-    out.raw(", \"Input Dims\": ");
-    shapes(args.input_dims, args.tensor_list_dims);
-    out.raw(", \"Input Strides\": ");
-    shapes(args.input_strides, args.tensor_list_strides);
-    out.raw(", \"Input type\": ");
-    strings(args.input_types);
-    if (!args.concrete_inputs.empty()) {
-        out.raw(", \"Concrete Inputs\": ");
-        strings(args.concrete_inputs);
+    if (!args.input_types.empty() || args.truncated) {
+        out.raw(", \"Input Dims\": ");
+        shapes(args.input_dims, args.tensor_list_dims);
+        out.raw(", \"Input Strides\": ");
+        shapes(args.input_strides, args.tensor_list_strides);
+        out.raw(", \"Input type\": ");
+        strings(args.input_types);
+        if (!args.concrete_inputs.empty()) {
+            out.raw(", \"Concrete Inputs\": ");
+            strings(args.concrete_inputs);
+        }
+        if (args.truncated) out.raw(", \"Inputs truncated\": true");
     }
-    if (args.truncated) out.raw(", \"Inputs truncated\": true");
+    if (!args.module_hierarchy.empty()) {
+        out.raw(", \"Module Hierarchy\": ");
+        out.string(args.module_hierarchy);
+    }
 }
 
 /// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
@@ -5913,6 +7176,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const thread_info& t : events.threads()) {
         where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
     }
+    std::string call_stack;
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = where[e.thread];
@@ -5934,7 +7198,14 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         o = write_literal(o, ", \"Record function id\": ");
         o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
         out.commit(o);
-        if (const event_args* args = events.args(e)) write_input_args(out, *args);
+        if (const event_args* args = events.args(e)) write_event_args(out, *args);
+        if (const std::span<const std::string> stack = events.stack(e); !stack.empty()) {
+            // Kineto's "Call stack": the frames innermost first, each followed by ';'.
+            call_stack.clear();
+            for (const std::string& frame : stack) call_stack.append(frame).push_back(';');
+            out.raw(", \"Call stack\": ");
+            out.string(call_stack);
+        }
         out.raw("}}");
     }
     out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
@@ -5953,6 +7224,82 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 
 }  // namespace stint::detail
 // ---- end stint/export/chrome_trace.hpp ----
+
+// ---- begin stint/export/collapsed_stacks.hpp ----
+// Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
+// per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
+// export_stacks).
+
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+
+namespace stint::detail {
+
+inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "self_cuda_time_total"};
+
+/// Appends `frame` with the characters that the format uses (space, ';', tab, newline) as '_'.
+inline void append_stack_frame(std::string& out, std::string_view frame) {
+    for (char c : frame) out.push_back(c == ' ' || c == ';' || c == '\t' || c == '\n' ? '_' : c);
+}
+
+/// Throws std::invalid_argument unless `metric` is one export_stacks knows.
+inline void check_stack_metric(std::string_view metric) {
+    for (std::string_view known : stack_metrics) {
+        if (metric == known) return;
+    }
+    throw std::invalid_argument(fmt::format("stint: export_stacks: metric should be one of: [{}], not \"{}\"",
+                                            fmt::join(stack_metrics, ", "), metric));
+}
+
+/// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
+/// blocks of about 64 KiB. Events without a stack, and those whose metric rounds down to 0 µs, are
+/// left out. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1` line, so
+/// no drop goes unseen.
+template <class Sink>
+void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric) {
+    check_stack_metric(metric);
+    const bool cpu = metric == stack_metrics[0];
+    std::string block;
+    for (const event& e : events) {
+        const std::span<const std::string> stack = events.stack(e);
+        if (stack.empty()) continue;
+        // Device time arrives with device activity; until then every self_cuda value is 0.
+        const double value = cpu ? e.self_cpu_time_total() : 0.0;
+        const auto whole = static_cast<std::int64_t>(std::floor(value));
+        if (whole <= 0) continue;
+        for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+            if (frame != stack.rbegin()) block.push_back(';');
+            append_stack_frame(block, *frame);
+        }
+        fmt::format_to(std::back_inserter(block), " {}\n", whole);
+        if (block.size() >= (std::size_t{64} << 10)) {
+            sink.write(block);
+            block.clear();
+        }
+    }
+    if (events.dropped() > 0) fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    if (!block.empty()) sink.write(block);
+}
+
+/// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
+inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric) {
+    check_stack_metric(metric);  // before the file exists
+    output_file file(path);
+    write_collapsed_stacks(file, events, metric);
+    file.commit();
+}
+
+}  // namespace stint::detail
+// ---- end stint/export/collapsed_stacks.hpp ----
 
 // ---- begin stint/export/json_validate.hpp ----
 
@@ -6408,7 +7755,25 @@ public:
         set_metadata(key, std::string(json));
     }
 
+    /// Writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per event with
+    /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
+    /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
+    /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
+    /// them. An unwritable path throws std::runtime_error and leaves nothing behind.
+    ///
+    ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
+    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const {
+        static_assert(has_stacks,
+                      "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
+                      "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
+        require_finished("export_stacks()");
+        detail::write_collapsed_stacks_file(path, events(), metric);
+    }
+
 private:
+    static constexpr bool has_stacks = Config::template has<with_stack<>>;
+    static constexpr bool has_modules = Config::template has<with_modules>;
+
     [[nodiscard]] bool active() const noexcept {
         if constexpr (Config::enabled) {
             return options_.enabled;
@@ -6426,6 +7791,7 @@ private:
             try {
                 switch (ops[i]) {
                     case detail::session_op::prepare_trace:
+                        if constexpr (has_stacks) detail::warm_native_stacks();
                         session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
                         break;
                     case detail::session_op::start_trace:
@@ -6438,6 +7804,7 @@ private:
                             if (session_.is_open()) {
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
+                            if constexpr (has_stacks) detail::warm_native_stacks();
                             session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
                         }
                         break;
@@ -6457,7 +7824,9 @@ private:
     /// Drains the session into the window's results; false when none was recording.
     bool close_window() {
         event_list window;
-        if (!session_.close(window, next_id_)) return false;
+        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules})) {
+            return false;
+        }
         next_id_ += window.size();
         window_stats_ = session_.stats();
         window_events_ = std::move(window);

@@ -1,0 +1,157 @@
+#pragma once
+// Framework regions: STINT_REGION(kind, "name") records "name (label)" while a session records, as
+// torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
+// its kind's cumulative counters (count, total time), which the framework reads without a session.
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "stint/buffer.hpp"
+#include "stint/clock.hpp"
+#include "stint/config.hpp"
+#include "stint/detail/region_counter.hpp"
+#include "stint/registry.hpp"
+#include "stint/scope.hpp"
+#include "stint/site.hpp"
+
+namespace stint {
+
+/// A region kind: a tag type whose `label` names it in events.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void inner_fn() { STINT_REGION(dynamo_timed, "inner_fn"); ... }   // "inner_fn (dynamo_timed)"
+template <class Kind>
+concept region_kind = requires {
+    { Kind::label } -> std::convertible_to<std::string_view>;
+};
+
+/// The counters of one region name of a kind (every STINT_REGION site with that name).
+struct region_stats {
+    std::string_view name;      ///< the name given to STINT_REGION ("inner_fn")
+    std::uint64_t count = 0;    ///< regions that have ended
+    std::int64_t total_ns = 0;  ///< their summed duration (nested regions count in each)
+};
+
+/// The counters of a region kind: one row per name, sorted by name, and their totals.
+struct region_kind_stats {
+    std::string_view label;
+    std::vector<region_stats> regions;
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+
+    /// The row of `name`, or nullptr when no region of that name has run yet.
+    [[nodiscard]] const region_stats* find(std::string_view name) const noexcept {
+        auto it = std::find_if(regions.begin(), regions.end(), [&](const region_stats& r) { return r.name == name; });
+        return it == regions.end() ? nullptr : &*it;
+    }
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+
+/// Times one region: its counters always, a record only when `Records` and a session records.
+/// Two tick reads and two relaxed atomic adds without a session; one 24-byte append more with one.
+template <bool Records>
+class region_timer {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit region_timer(region_counter& counter) noexcept
+        : counter_(counter), state_(Records ? recording.value.load(std::memory_order_relaxed) : 0) {
+        // relaxed: a stale false only sends this thread to link_region, which links once.
+        if (!counter.linked.load(std::memory_order_relaxed)) [[unlikely]] link_region(counter);
+        begin_ = read_ticks();
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
+        const std::uint64_t end = read_ticks();
+        counter_.add(end - begin_);
+        if constexpr (Records) {
+            if (is_recording_state(state_)) append_record(counter_.where, begin_, end, state_);
+        }
+    }
+    region_timer(const region_timer&) = delete;
+    region_timer& operator=(const region_timer&) = delete;
+
+private:
+    region_counter& counter_;
+    std::uint32_t state_;
+    std::uint64_t begin_ = 0;
+};
+
+/// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
+/// meanwhile may show in the count and not yet in the time.
+inline region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
+    region_kind_stats out;
+    out.label = label;
+    const double ns_per_tick = the_registry().calibration().ns_per_tick;
+    // acquire: pairs with the release in link_region(); each counter's fields are visible.
+    for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
+        const std::uint64_t count = c->count.load(std::memory_order_relaxed);
+        const double ticks = static_cast<double>(c->ticks.load(std::memory_order_relaxed));
+        const auto ns = static_cast<std::int64_t>(ticks * ns_per_tick);
+        auto it = std::find_if(out.regions.begin(), out.regions.end(),
+                               [&](const region_stats& r) { return r.name == c->name; });
+        if (it == out.regions.end()) {
+            out.regions.push_back({c->name, count, ns});
+        } else {
+            it->count += count;
+            it->total_ns += ns;
+        }
+        out.count += count;
+        out.total_ns += ns;
+    }
+    std::sort(out.regions.begin(), out.regions.end(),
+              [](const region_stats& a, const region_stats& b) { return a.name < b.name; });
+    return out;
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// The cumulative counters of every STINT_REGION of `Kind` in the process since it started, with or
+/// without a session (dynamo's compile metrics). Regions still open are not counted yet.
+///
+///     const stint::region_kind_stats s = stint::region_counters<dynamo_timed>();
+///     if (const auto* r = s.find("inner_fn")) fmt::print("{} x, {} ns\n", r->count, r->total_ns);
+template <region_kind Kind>
+[[nodiscard]] region_kind_stats region_counters() {
+    return detail::read_region_list(Kind::label, detail::region_list<Kind>::head);
+}
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
+// and nothing is counted.
+#define STINT_REGION(kind, name) static_assert(true, "")
+#else
+/// Times the rest of the block as a region of `kind` named by a string literal: the event is
+/// "name (label)" (a user_annotation) while a session records, and the kind's counters
+/// (stint::region_counters<kind>()) count it always. With `STINT_CONFIG` set to stint::disabled the
+/// event is left out and the counters stay: they are the framework's own metrics.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void compile(Graph& g) { STINT_REGION(dynamo_timed, "call_user_compiler"); ... }
+#define STINT_REGION(kind, name) STINT_DETAIL_REGION(kind, name, __COUNTER__)
+#define STINT_DETAIL_REGION(kind, literal, id)                                                                \
+    static_assert(::stint::region_kind<kind>,                                                                \
+                  "stint: STINT_REGION's kind needs `static constexpr std::string_view label`");           \
+    static constexpr auto STINT_DETAIL_CAT(stint_region_name_, id) =                                         \
+        ::stint::detail::make_region_name<kind>(literal);                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        STINT_DETAIL_CAT(stint_region_name_, id).event_name(), ::stint::event_kind::user_annotation,         \
+            ::stint::detail::payload_kind::none,                                                             \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    static constinit ::stint::detail::region_counter STINT_DETAIL_CAT(stint_region_counter_, id) {          \
+        &STINT_DETAIL_CAT(stint_site_, id), STINT_DETAIL_CAT(stint_region_name_, id).name(),                 \
+            &::stint::detail::region_list<kind>::head                                                        \
+    };                                                                                                       \
+    ::stint::detail::region_timer<STINT_CONFIG::enabled> STINT_DETAIL_CAT(stint_scope_, id) {                 \
+        STINT_DETAIL_CAT(stint_region_counter_, id)                                                          \
+    }
+#endif
