@@ -3988,17 +3988,21 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
     std::unordered_map<const source_location*, std::string> location_frames;
     std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame;
     std::map<std::vector<std::uint64_t>, event_index> by_native;
+    std::map<std::vector<std::string>, event_index> by_names;
     native_symbolizer symbols;
     for (event& e : events) {
         const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
         if (e.stack != no_index && e.stack < native.size()) {
             const std::vector<std::uint64_t>& frames = native[e.stack];
-            auto [it, added] = by_native.try_emplace(frames, static_cast<event_index>(stacks.size()));
+            auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
+                // Different return addresses in the same functions are one stack by name.
                 std::vector<std::string> names;
                 names.reserve(frames.size());
                 for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
-                stacks.push_back(std::move(names));
+                auto [named, new_names] = by_names.try_emplace(std::move(names), static_cast<event_index>(stacks.size()));
+                if (new_names) stacks.push_back(named->first);
+                it->second = named->second;
             }
             e.stack = it->second;
             continue;
