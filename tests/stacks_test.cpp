@@ -397,11 +397,12 @@ TEST_CASE("stacks from threads started and joined before, during and after the s
          {{false, false}, {false, false}, {false, false}, {false, false}, {false, true}, {false, true}, {true, false},
           {true, true}}},
     };
-    for (const auto& [name, spec] : specs) {
+    for (const auto& named_spec : specs) {
         for (bool main_works : {true, false}) {
+            const std::string name = named_spec.first;  // clang 14: no structured binding in CAPTURE
             CAPTURE(name);
             CAPTURE(main_works);
-            run_threads(spec, main_works);
+            run_threads(named_spec.second, main_works);
         }
     }
 }
