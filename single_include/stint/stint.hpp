@@ -2522,6 +2522,7 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 // the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
 // included), then demangled.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -2546,17 +2547,27 @@ constexpr std::size_t native_stack_bytes(std::size_t depth) noexcept {
 }
 
 /// Writes up to `depth` return addresses of the caller's stack into `out` (count, padding,
-/// addresses), the caller's own frame first; returns the bytes written. Out of line so that frame 0
-/// is this function and frame 1 the instrumented function (scopes are inlined into it).
+/// addresses), the caller's own frame first; returns the bytes written. Out of line, so that its
+/// return address is in the instrumented function (scopes are inlined into it): the frames before
+/// that one (this function, and a sanitizer's backtrace interceptor) are left out.
 STINT_DETAIL_NOINLINE inline std::size_t capture_native_stack(std::byte* out, std::size_t depth) noexcept {
     std::uint32_t count = 0;
 #if STINT_DETAIL_HAS_BACKTRACE
-    void* frames[129];
-    const std::size_t asked = depth + 1 < 129 ? depth + 1 : 129;
+    constexpr int most = 132;
+    void* frames[most];
+    const std::size_t asked = depth + 4 < most ? depth + 4 : most;
     const int taken = ::backtrace(frames, static_cast<int>(asked));
-    if (taken > 1) count = static_cast<std::uint32_t>(taken - 1);
+    void* const caller = __builtin_return_address(0);
+    int first = 1;
+    for (int i = 0; i < taken && i < 4; ++i) {
+        if (frames[i] == caller) {
+            first = i;
+            break;
+        }
+    }
+    if (taken > first) count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
     for (std::uint32_t i = 0; i < count; ++i) {
-        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[i + 1]));
+        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
         std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
     }
 #else
