@@ -159,7 +159,8 @@ TEST_CASE("Module Hierarchy sits beside captured inputs; module_scope names modu
     int seen = 0;
     for (const auto& e : stint_test::timed_events(stint_test::read_json(dir.file("t.json")))) {
         if (e.at("name") != "aten::linear") continue;
-        CHECK(e.at("args").at("Module Hierarchy") == "TOP(Sequential)::forward.0(Linear)::forward.SELF(Linear)::reset.");
+        CHECK(e.at("args").at("Module Hierarchy") ==
+              "TOP(Sequential)::forward.0(Linear)::forward.SELF(Linear)::reset.");
         CHECK(e.at("args").at("Input type") == nlohmann::json({"ScalarList"}));
         ++seen;
     }

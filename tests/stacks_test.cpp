@@ -172,7 +172,9 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
     // Each row's value is the event's self time in whole microseconds.
     std::int64_t forward_total = 0;
     for (const std::string& l : lines) {
-        if (l.find(';') == std::string::npos && contains(l, "forward_pass")) forward_total += std::stoll(l.substr(l.rfind(' ') + 1));
+        if (l.find(';') == std::string::npos && contains(l, "forward_pass")) {
+            forward_total += std::stoll(l.substr(l.rfind(' ') + 1));
+        }
     }
     const stint::event* forward = find(prof.events(), "forward");
     REQUIRE(forward != nullptr);
@@ -279,7 +281,8 @@ TEST_CASE("with_stack<native> records return addresses and names them, demangled
     // Functions in an anonymous namespace are not exported: found in the executable's .symtab.
     CHECK(contains(stack[0], "native_leaf(int)"));
     CHECK(contains(stack[1], "native_caller(int)"));
-    CHECK(std::any_of(stack.begin(), stack.end(), [](const std::string& f) { return contains(f, "DOCTEST_ANON_FUNC"); }));
+    CHECK(std::any_of(stack.begin(), stack.end(),
+                      [](const std::string& f) { return contains(f, "DOCTEST_ANON_FUNC"); }));
     // Interned by name: two calls from different lines of one function share a stack.
     std::vector<const stint::event*> ops;
     for (const stint::event& e : prof.events()) ops.push_back(&e);

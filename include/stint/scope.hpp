@@ -66,7 +66,6 @@ public:
 template <class Config>
 using plain_scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
 
-
 /// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
 struct input_sink {
     input_writer* writer;
@@ -90,7 +89,9 @@ public:
     STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
         : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
         if (!is_recording_state(state_)) return;
-        if constexpr (frames_bytes > 0) frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        if constexpr (frames_bytes > 0) {
+            frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        }
         if constexpr (!Inputs) begin_ = read_ticks();
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {

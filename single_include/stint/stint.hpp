@@ -2565,7 +2565,9 @@ STINT_DETAIL_NOINLINE inline std::size_t capture_native_stack(std::byte* out, st
             break;
         }
     }
-    if (taken > first) count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
+    if (taken > first) {
+        count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
+    }
     for (std::uint32_t i = 0; i < count; ++i) {
         const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
         std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
@@ -2639,7 +2641,6 @@ public:
 template <class Config>
 using plain_scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
 
-
 /// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
 struct input_sink {
     input_writer* writer;
@@ -2663,7 +2664,9 @@ public:
     STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
         : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
         if (!is_recording_state(state_)) return;
-        if constexpr (frames_bytes > 0) frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        if constexpr (frames_bytes > 0) {
+            frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        }
         if constexpr (!Inputs) begin_ = read_ticks();
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
@@ -3866,7 +3869,8 @@ private:
         // A return address follows its call: look up the call instruction's last byte.
         const std::uint64_t at = address - 1;
         Dl_info info{};
-        if (::dladdr(reinterpret_cast<void*>(static_cast<std::uintptr_t>(at)), &info) == 0 || info.dli_fbase == nullptr) {
+        void* const where = reinterpret_cast<void*>(static_cast<std::uintptr_t>(at));
+        if (::dladdr(where, &info) == 0 || info.dli_fbase == nullptr) {
             return fmt::format("0x{:x}", address);
         }
         const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(info.dli_fbase));
@@ -4011,7 +4015,8 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
                 std::vector<std::string> names;
                 names.reserve(frames.size());
                 for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
-                auto [named, new_names] = by_names.try_emplace(std::move(names), static_cast<event_index>(stacks.size()));
+                const auto next = static_cast<event_index>(stacks.size());
+                auto [named, new_names] = by_names.try_emplace(std::move(names), next);
                 if (new_names) stacks.push_back(named->first);
                 it->second = named->second;
             }
@@ -7301,7 +7306,9 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
             block.clear();
         }
     }
-    if (events.dropped() > 0) fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    if (events.dropped() > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    }
     if (!block.empty()) sink.write(block);
 }
 

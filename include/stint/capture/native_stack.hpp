@@ -48,7 +48,9 @@ STINT_DETAIL_NOINLINE inline std::size_t capture_native_stack(std::byte* out, st
             break;
         }
     }
-    if (taken > first) count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
+    if (taken > first) {
+        count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
+    }
     for (std::uint32_t i = 0; i < count; ++i) {
         const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
         std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));

@@ -61,7 +61,9 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
             block.clear();
         }
     }
-    if (events.dropped() > 0) fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    if (events.dropped() > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    }
     if (!block.empty()) sink.write(block);
 }
 

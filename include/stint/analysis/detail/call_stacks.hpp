@@ -45,7 +45,8 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
                 std::vector<std::string> names;
                 names.reserve(frames.size());
                 for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
-                auto [named, new_names] = by_names.try_emplace(std::move(names), static_cast<event_index>(stacks.size()));
+                const auto next = static_cast<event_index>(stacks.size());
+                auto [named, new_names] = by_names.try_emplace(std::move(names), next);
                 if (new_names) stacks.push_back(named->first);
                 it->second = named->second;
             }

@@ -66,7 +66,8 @@ private:
         // A return address follows its call: look up the call instruction's last byte.
         const std::uint64_t at = address - 1;
         Dl_info info{};
-        if (::dladdr(reinterpret_cast<void*>(static_cast<std::uintptr_t>(at)), &info) == 0 || info.dli_fbase == nullptr) {
+        void* const where = reinterpret_cast<void*>(static_cast<std::uintptr_t>(at));
+        if (::dladdr(where, &info) == 0 || info.dli_fbase == nullptr) {
             return fmt::format("0x{:x}", address);
         }
         const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(info.dli_fbase));
