@@ -38,8 +38,8 @@ struct record_shapes_limits {
 /// Records each op's inputs (STINT_OP's arguments): kind, dtype, dims, strides and scalar values,
 /// shown as "Input Dims", "Input type", "Input Strides" and "Concrete Inputs" in traces and used by
 /// `key_averages({.group_by_input_shape = true})`. Costs an encode of the inputs at op entry and
-/// their bytes in the record (three rank-2 tensors: 75 bytes, about 3x a timing-only op where a clock
-/// read costs 10 ns; bench/scope_bench.cpp). Limits: 32 inputs, 16 integers per shape or list, 512
+/// their bytes in the record (three rank-2 tensors: 75 bytes, about 3x a timing-only op at the minimum,
+/// 3.5x at the median; bench/scope_bench.cpp). Limits: 32 inputs, 16 integers per shape or list, 512
 /// bytes per op; choose others with `record_shapes_limits`.
 ///
 ///     using shapes = stint::config<stint::record_shapes>;
