@@ -4,13 +4,8 @@
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
 // drained (analysis/module_hierarchy.hpp).
 
-#include <cstdint>
-#include <string>
 #include <string_view>
 
-#include "stint/buffer.hpp"
-#include "stint/clock.hpp"
-#include "stint/registry.hpp"
 #include "stint/scope.hpp"
 #include "stint/site.hpp"
 
@@ -21,28 +16,10 @@ namespace stint {
 /// object, and its type is then taken from that module.
 ///
 ///     stint::module_scope call(child.attribute_name(), child.type_name());   // method "forward"
-class module_scope {
+class module_scope : public record_function {
 public:
     module_scope(std::string_view attribute, std::string_view type, std::string_view method = "forward")
-        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
-        if (detail::is_recording_state(state_)) {
-            name_.reserve(attribute.size() + type.size() + method.size() + 4);
-            name_.append(attribute).append("(").append(type).append(")::").append(method);
-            begin_ = read_ticks();
-        }
-    }
-    ~module_scope() {
-        if (detail::is_recording_state(state_)) {
-            detail::append_record_slow(&detail::runtime_named_module_site, begin_, read_ticks(), state_, name_);
-        }
-    }
-    module_scope(const module_scope&) = delete;
-    module_scope& operator=(const module_scope&) = delete;
-
-private:
-    std::uint32_t state_;
-    std::uint64_t begin_ = 0;
-    std::string name_;
+        : record_function(detail::runtime_named_module_site, {attribute, "(", type, ")::", method}) {}
 };
 
 }  // namespace stint

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -198,20 +199,15 @@ namespace stint {
 ///     stint::record_function rf("## TEST 1 ##", "1, 2, 3");
 class record_function {
 public:
-    explicit record_function(std::string_view name)
-        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
-        if (detail::is_recording_state(state_)) {
-            name_.assign(name);
-            begin_ = read_ticks();
-        }
-    }
+    explicit record_function(std::string_view name) : record_function(detail::runtime_named_site, {name}) {}
     record_function(std::string_view name, std::string_view args)
-        : state_(detail::recording.value.load(std::memory_order_relaxed)), has_args_(true) {
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&detail::runtime_named_args_site) {
         if (detail::is_recording_state(state_)) {
             name_.assign(name);
             if (name_.size() > detail::max_runtime_name_bytes) name_.resize(detail::max_runtime_name_bytes);
             // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
-            const std::size_t text = args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
+            const std::size_t text =
+                args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
             args_.resize(8 + 4 + text);
             input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
             writer.string(args);
@@ -230,21 +226,35 @@ public:
     /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_)) {
-            if (has_args_) {
-                detail::append_record_payload(&detail::runtime_named_args_site, begin_, read_ticks(), state_,
+            if (where_->payload == detail::payload_kind::runtime_name_inputs) {
+                detail::append_record_payload(where_, begin_, read_ticks(), state_,
                                               static_cast<std::uint32_t>(name_.size()),
                                               std::as_bytes(std::span<const char>(name_)),
                                               std::span<const std::byte>(args_));
             } else {
-                detail::append_record_slow(&detail::runtime_named_site, begin_, read_ticks(), state_, name_);
+                detail::append_record_slow(where_, begin_, read_ticks(), state_, name_);
             }
             state_ = 0;
         }
     }
 
+protected:
+    /// An annotation of `where`'s kind (a runtime-named site) named by `parts` joined, built only
+    /// while a session records (stint::module_scope names a module call this way).
+    record_function(const detail::site& where, std::initializer_list<std::string_view> parts)
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (detail::is_recording_state(state_)) {
+            std::size_t size = 0;
+            for (std::string_view part : parts) size += part.size();
+            name_.reserve(size);
+            for (std::string_view part : parts) name_.append(part);
+            begin_ = read_ticks();
+        }
+    }
+
 private:
     std::uint32_t state_;
-    bool has_args_ = false;
+    const detail::site* where_;  // runtime_named_site, runtime_named_args_site, or a subclass's
     std::uint64_t begin_ = 0;
     std::string name_;
     std::vector<std::byte> args_;

@@ -2432,6 +2432,7 @@ inline void set_thread_name(std::string_view name) {
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -2773,20 +2774,15 @@ namespace stint {
 ///     stint::record_function rf("## TEST 1 ##", "1, 2, 3");
 class record_function {
 public:
-    explicit record_function(std::string_view name)
-        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
-        if (detail::is_recording_state(state_)) {
-            name_.assign(name);
-            begin_ = read_ticks();
-        }
-    }
+    explicit record_function(std::string_view name) : record_function(detail::runtime_named_site, {name}) {}
     record_function(std::string_view name, std::string_view args)
-        : state_(detail::recording.value.load(std::memory_order_relaxed)), has_args_(true) {
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&detail::runtime_named_args_site) {
         if (detail::is_recording_state(state_)) {
             name_.assign(name);
             if (name_.size() > detail::max_runtime_name_bytes) name_.resize(detail::max_runtime_name_bytes);
             // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
-            const std::size_t text = args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
+            const std::size_t text =
+                args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
             args_.resize(8 + 4 + text);
             input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
             writer.string(args);
@@ -2805,21 +2801,35 @@ public:
     /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_)) {
-            if (has_args_) {
-                detail::append_record_payload(&detail::runtime_named_args_site, begin_, read_ticks(), state_,
+            if (where_->payload == detail::payload_kind::runtime_name_inputs) {
+                detail::append_record_payload(where_, begin_, read_ticks(), state_,
                                               static_cast<std::uint32_t>(name_.size()),
                                               std::as_bytes(std::span<const char>(name_)),
                                               std::span<const std::byte>(args_));
             } else {
-                detail::append_record_slow(&detail::runtime_named_site, begin_, read_ticks(), state_, name_);
+                detail::append_record_slow(where_, begin_, read_ticks(), state_, name_);
             }
             state_ = 0;
         }
     }
 
+protected:
+    /// An annotation of `where`'s kind (a runtime-named site) named by `parts` joined, built only
+    /// while a session records (stint::module_scope names a module call this way).
+    record_function(const detail::site& where, std::initializer_list<std::string_view> parts)
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (detail::is_recording_state(state_)) {
+            std::size_t size = 0;
+            for (std::string_view part : parts) size += part.size();
+            name_.reserve(size);
+            for (std::string_view part : parts) name_.append(part);
+            begin_ = read_ticks();
+        }
+    }
+
 private:
     std::uint32_t state_;
-    bool has_args_ = false;
+    const detail::site* where_;  // runtime_named_site, runtime_named_args_site, or a subclass's
     std::uint64_t begin_ = 0;
     std::string name_;
     std::vector<std::byte> args_;
@@ -2922,8 +2932,6 @@ private:
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
 // drained (analysis/module_hierarchy.hpp).
 
-#include <cstdint>
-#include <string>
 #include <string_view>
 
 
@@ -2934,28 +2942,10 @@ namespace stint {
 /// object, and its type is then taken from that module.
 ///
 ///     stint::module_scope call(child.attribute_name(), child.type_name());   // method "forward"
-class module_scope {
+class module_scope : public record_function {
 public:
     module_scope(std::string_view attribute, std::string_view type, std::string_view method = "forward")
-        : state_(detail::recording.value.load(std::memory_order_relaxed)) {
-        if (detail::is_recording_state(state_)) {
-            name_.reserve(attribute.size() + type.size() + method.size() + 4);
-            name_.append(attribute).append("(").append(type).append(")::").append(method);
-            begin_ = read_ticks();
-        }
-    }
-    ~module_scope() {
-        if (detail::is_recording_state(state_)) {
-            detail::append_record_slow(&detail::runtime_named_module_site, begin_, read_ticks(), state_, name_);
-        }
-    }
-    module_scope(const module_scope&) = delete;
-    module_scope& operator=(const module_scope&) = delete;
-
-private:
-    std::uint32_t state_;
-    std::uint64_t begin_ = 0;
-    std::string name_;
+        : record_function(detail::runtime_named_module_site, {attribute, "(", type, ")::", method}) {}
 };
 
 }  // namespace stint
@@ -7196,7 +7186,8 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const thread_info& t : events.threads()) {
         where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
     }
-    std::string call_stack;
+    // "Call stack" text per stack: events on one call path share their stack, so join it once.
+    std::vector<std::string> call_stacks;
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = where[e.thread];
@@ -7221,10 +7212,13 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         if (const event_args* args = events.args(e)) write_event_args(out, *args);
         if (const std::span<const std::string> stack = events.stack(e); !stack.empty()) {
             // Kineto's "Call stack": the frames innermost first, each followed by ';'.
-            call_stack.clear();
-            for (const std::string& frame : stack) call_stack.append(frame).push_back(';');
+            if (e.stack >= call_stacks.size()) call_stacks.resize(e.stack + 1);
+            std::string& text = call_stacks[e.stack];
+            if (text.empty()) {
+                for (const std::string& frame : stack) text.append(frame).push_back(';');
+            }
             out.raw(", \"Call stack\": ");
-            out.string(call_stack);
+            out.string(text);
         }
         out.raw("}}");
     }
@@ -7257,6 +7251,7 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7289,6 +7284,7 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
+    std::vector<std::string> paths;
     for (const event& e : events) {
         const std::span<const std::string> stack = events.stack(e);
         if (stack.empty()) continue;
@@ -7296,10 +7292,16 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
-        for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-            if (frame != stack.rbegin()) block.push_back(';');
-            append_stack_frame(block, *frame);
+        // Events on one call path share their stack: its line prefix is built once.
+        if (e.stack >= paths.size()) paths.resize(e.stack + 1);
+        std::string& path = paths[e.stack];
+        if (path.empty()) {
+            for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+                if (frame != stack.rbegin()) path.push_back(';');
+                append_stack_frame(path, *frame);
+            }
         }
+        block.append(path);
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {
             sink.write(block);

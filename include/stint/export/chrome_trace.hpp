@@ -156,7 +156,8 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const thread_info& t : events.threads()) {
         where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
     }
-    std::string call_stack;
+    // "Call stack" text per stack: events on one call path share their stack, so join it once.
+    std::vector<std::string> call_stacks;
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = where[e.thread];
@@ -181,10 +182,13 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         if (const event_args* args = events.args(e)) write_event_args(out, *args);
         if (const std::span<const std::string> stack = events.stack(e); !stack.empty()) {
             // Kineto's "Call stack": the frames innermost first, each followed by ';'.
-            call_stack.clear();
-            for (const std::string& frame : stack) call_stack.append(frame).push_back(';');
+            if (e.stack >= call_stacks.size()) call_stacks.resize(e.stack + 1);
+            std::string& text = call_stacks[e.stack];
+            if (text.empty()) {
+                for (const std::string& frame : stack) text.append(frame).push_back(';');
+            }
             out.raw(", \"Call stack\": ");
-            out.string(call_stack);
+            out.string(text);
         }
         out.raw("}}");
     }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -44,6 +45,7 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
+    std::vector<std::string> paths;
     for (const event& e : events) {
         const std::span<const std::string> stack = events.stack(e);
         if (stack.empty()) continue;
@@ -51,10 +53,16 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
-        for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-            if (frame != stack.rbegin()) block.push_back(';');
-            append_stack_frame(block, *frame);
+        // Events on one call path share their stack: its line prefix is built once.
+        if (e.stack >= paths.size()) paths.resize(e.stack + 1);
+        std::string& path = paths[e.stack];
+        if (path.empty()) {
+            for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+                if (frame != stack.rbegin()) path.push_back(';');
+                append_stack_frame(path, *frame);
+            }
         }
+        block.append(path);
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {
             sink.write(block);
