@@ -4,7 +4,7 @@
 #include <cmath>
 #include <thread>
 
-#include "stint/clock.hpp"
+#include "stint/recording/clock.hpp"
 
 TEST_CASE("the tick clock converts to nanoseconds within 0.5% of steady_clock over 200 ms") {
     const stint::tick_calibration cal = stint::calibrate_ticks();

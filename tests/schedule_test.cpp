@@ -21,7 +21,7 @@
 #include <unistd.h>
 #endif
 
-#include "stint/warning.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "stint/step_tracker.hpp"
+#include "stint/profiler/step_tracker.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "stint/warning.hpp"
+#include "stint/profiler/warning.hpp"
 
 // The tracker is process-wide and other tests step it too: every test uses its own requester names
 // and compares the global step with its value at the start of the test.

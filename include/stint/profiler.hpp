@@ -22,18 +22,18 @@
 #include "stint/analysis/table.hpp"
 #include "stint/config.hpp"
 #include "stint/detail/platform.hpp"
-#include "stint/detail/session.hpp"
+#include "stint/drain/session.hpp"
 #include "stint/capture/native_stack.hpp"
 #include "stint/policies.hpp"
-#include "stint/distributed.hpp"
+#include "stint/profiler/distributed.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/collapsed_stacks.hpp"
 #include "stint/export/json_validate.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/schedule.hpp"
 #include "stint/scope.hpp"
-#include "stint/step_tracker.hpp"
-#include "stint/warning.hpp"
+#include "stint/profiler/step_tracker.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint {
 

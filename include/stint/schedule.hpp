@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "stint/warning.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint {
 

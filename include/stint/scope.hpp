@@ -13,15 +13,15 @@
 #include <utility>
 #include <vector>
 
-#include "stint/buffer.hpp"
+#include "stint/recording/buffer.hpp"
 #include "stint/capture/detail/config_traits.hpp"
 #include "stint/capture/inputs.hpp"
 #include "stint/capture/native_stack.hpp"
-#include "stint/clock.hpp"
+#include "stint/recording/clock.hpp"
 #include "stint/config.hpp"
 #include "stint/policies.hpp"
-#include "stint/registry.hpp"
-#include "stint/site.hpp"
+#include "stint/recording/registry.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 

@@ -37,6 +37,54 @@
 #define STINT_VERSION_STRING "0.1.0"
 // ---- end stint/detail/export_macros.hpp ----
 
+// ---- begin stint/common/event_kind.hpp ----
+// What produced an event: vocabulary shared by the recording engine (sites) and the analysis (events).
+
+#include <cstdint>
+#include <string_view>
+
+namespace stint {
+
+/// What produced an event; decides the Chrome trace `cat` and which table rows it feeds.
+enum class event_kind : std::uint8_t {
+    user_annotation,  ///< STINT_SCOPE, STINT_SCOPE_NAMED, record_function, ProfilerStep#N
+    cpu_op,           ///< STINT_OP
+    instant,          ///< STINT_INSTANT (zero duration)
+    module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
+};
+
+/// Chrome trace category of a kind, as Kineto names it.
+constexpr std::string_view category_name(event_kind kind) noexcept {
+    switch (kind) {
+        case event_kind::user_annotation: return "user_annotation";
+        case event_kind::cpu_op: return "cpu_op";
+        case event_kind::instant: return "cpu_instant_event";
+        case event_kind::module: return "user_annotation";
+    }
+    return "unknown";
+}
+
+}  // namespace stint
+// ---- end stint/common/event_kind.hpp ----
+
+// ---- begin stint/common/source_location.hpp ----
+// Where a site is in the source: vocabulary shared by the recording engine and the analysis.
+
+#include <cstdint>
+
+namespace stint {
+
+/// Where a site is in the source: `file(line): function` in stacks. (std::source_location is
+/// unusable with clang 14 and libstdc++ 12; the builtins behind it work in both compilers.)
+struct source_location {
+    const char* file = "";
+    const char* function = "";
+    std::uint32_t line = 0;
+};
+
+}  // namespace stint
+// ---- end stint/common/source_location.hpp ----
+
 // ---- begin stint/config.hpp ----
 // Compile-time configuration (design §2): a config is a list of policy tags; absent features leave
 // no code, no branch and no bytes in the record.
@@ -216,7 +264,7 @@ struct with_modules {};
 }  // namespace stint
 // ---- end stint/policies.hpp ----
 
-// ---- begin stint/clock.hpp ----
+// ---- begin stint/recording/clock.hpp ----
 // The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
 // aarch64, steady_clock elsewhere), read on the hot path, converted to nanoseconds only at drain.
 
@@ -322,7 +370,7 @@ inline tick_calibration refine_calibration(const tick_calibration& base, const c
 }
 
 }  // namespace stint
-// ---- end stint/clock.hpp ----
+// ---- end stint/recording/clock.hpp ----
 
 // ---- begin stint/capture/flop_formula.hpp ----
 // How a site names the formula that estimates its flops (with_flops). Kept apart from the formulas
@@ -391,34 +439,8 @@ struct flop_formula {
 #include <string_view>
 #include <vector>
 
+
 namespace stint {
-
-/// What produced an event; decides the Chrome trace `cat` and which table rows it feeds.
-enum class event_kind : std::uint8_t {
-    user_annotation,  ///< STINT_SCOPE, STINT_SCOPE_NAMED, record_function, ProfilerStep#N
-    cpu_op,           ///< STINT_OP
-    instant,          ///< STINT_INSTANT (zero duration)
-    module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
-};
-
-/// Chrome trace category of a kind, as Kineto names it.
-constexpr std::string_view category_name(event_kind kind) noexcept {
-    switch (kind) {
-        case event_kind::user_annotation: return "user_annotation";
-        case event_kind::cpu_op: return "cpu_op";
-        case event_kind::instant: return "cpu_instant_event";
-        case event_kind::module: return "user_annotation";
-    }
-    return "unknown";
-}
-
-/// Where a site is in the source: `file(line): function` in stacks. (std::source_location is
-/// unusable with clang 14 and libstdc++ 12; the builtins behind it work in both compilers.)
-struct source_location {
-    const char* file = "";
-    const char* function = "";
-    std::uint32_t line = 0;
-};
 
 /// Index into an event_list; `no_index` means "none" (no parent, no child, no args).
 using event_index = std::uint32_t;
@@ -1665,7 +1687,7 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 }  // namespace stint
 // ---- end stint/capture/flops.hpp ----
 
-// ---- begin stint/site.hpp ----
+// ---- begin stint/recording/site.hpp ----
 // Call-site descriptors: everything about a site that is the same for every event it records lives
 // here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
 
@@ -1707,9 +1729,9 @@ inline constexpr site runtime_named_module_site{"", event_kind::module, payload_
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 
 }  // namespace stint::detail
-// ---- end stint/site.hpp ----
+// ---- end stint/recording/site.hpp ----
 
-// ---- begin stint/buffer.hpp ----
+// ---- begin stint/recording/buffer.hpp ----
 // Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
 // exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
 
@@ -1802,9 +1824,9 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
-// ---- end stint/buffer.hpp ----
+// ---- end stint/recording/buffer.hpp ----
 
-// ---- begin stint/registry.hpp ----
+// ---- begin stint/recording/registry.hpp ----
 // The process-wide side of recording: the recording flag, the chunk pool with its byte budget, the
 // thread registry (which keeps exited threads' buffers until they are drained), the session
 // lifecycle, fork safety, and the cold slow path of append.
@@ -2423,7 +2445,7 @@ inline void set_thread_name(std::string_view name) {
 }
 
 }  // namespace stint
-// ---- end stint/registry.hpp ----
+// ---- end stint/recording/registry.hpp ----
 
 // ---- begin stint/scope.hpp ----
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
@@ -2926,7 +2948,7 @@ private:
 #endif
 // ---- end stint/scope.hpp ----
 
-// ---- begin stint/module.hpp ----
+// ---- begin stint/annotations/module.hpp ----
 // Module scopes: one call of a model module's method, for with_modules' "Module Hierarchy"
 // (`TOP(Net)::forward.encoder(Encoder)::forward.`). They record as ordinary scopes of kind
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
@@ -2976,9 +2998,9 @@ public:
         STINT_DETAIL_CAT(stint_site_, id)                                                                    \
     }
 #endif
-// ---- end stint/module.hpp ----
+// ---- end stint/annotations/module.hpp ----
 
-// ---- begin stint/region.hpp ----
+// ---- begin stint/annotations/region.hpp ----
 // Framework regions: STINT_REGION(kind, "name") records "name (label)" while a session records, as
 // torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
 // its kind's cumulative counters (count, total time), which the framework reads without a session.
@@ -2991,7 +3013,7 @@ public:
 #include <vector>
 
 
-// ---- begin stint/detail/region_counter.hpp ----
+// ---- begin stint/annotations/detail/region_counter.hpp ----
 // The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
 // updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
 
@@ -3087,7 +3109,7 @@ consteval auto make_region_name(const T&) {
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
-// ---- end stint/detail/region_counter.hpp ----
+// ---- end stint/annotations/detail/region_counter.hpp ----
 
 namespace stint {
 
@@ -3226,9 +3248,9 @@ template <region_kind Kind>
         STINT_DETAIL_CAT(stint_region_counter_, id)                                                          \
     }
 #endif
-// ---- end stint/region.hpp ----
+// ---- end stint/annotations/region.hpp ----
 
-// ---- begin stint/dynamic_name.hpp ----
+// ---- begin stint/annotations/dynamic_name.hpp ----
 // Scope names from an object's dynamic type: STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this)
 // in SGD's step records "Optimizer.step#SGD.step" (torch's high-level optimizer and data-loader
 // events). The name is made once per call site and type; each call records a 24-byte record that
@@ -3255,7 +3277,7 @@ template <region_kind Kind>
 #endif
 
 
-// ---- begin stint/detail/interned_site.hpp ----
+// ---- begin stint/annotations/detail/interned_site.hpp ----
 // Sites made at run time (a name from an object's dynamic type, a compiled region's ids) and kept for
 // the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
 // event, and the name is made once, not per call.
@@ -3280,7 +3302,7 @@ struct interned_site {
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
-// ---- end stint/detail/interned_site.hpp ----
+// ---- end stint/annotations/detail/interned_site.hpp ----
 
 namespace stint::detail {
 
@@ -3490,9 +3512,9 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
         STINT_DETAIL_CAT(stint_dynamic_site_, id), object                                                    \
     }
 #endif
-// ---- end stint/dynamic_name.hpp ----
+// ---- end stint/annotations/dynamic_name.hpp ----
 
-// ---- begin stint/compiled_region.hpp ----
+// ---- begin stint/annotations/compiled_region.hpp ----
 // Compiled-region annotations in torch.compile's form, "Torch-Compiled Region: <frame>/<compile>",
 // the name trace tools (HTA, Perfetto queries) look for to find the calls of compiled code.
 
@@ -3609,7 +3631,7 @@ private:
 };
 
 }  // namespace stint
-// ---- end stint/compiled_region.hpp ----
+// ---- end stint/annotations/compiled_region.hpp ----
 
 // ---- begin stint/analysis/event_list.hpp ----
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
@@ -5188,7 +5210,7 @@ struct fmt::formatter<stint::averaged_event_list> : fmt::formatter<std::string_v
 };
 // ---- end stint/analysis/key_averages.hpp ----
 
-// ---- begin stint/warning.hpp ----
+// ---- begin stint/profiler/warning.hpp ----
 // Warnings: one process-wide handler, replaceable, so tests and applications decide where stint's
 // warnings go (torch uses Python's `warnings.warn` for the same texts).
 
@@ -5298,7 +5320,7 @@ inline warning_handler set_warning_handler(warning_handler handler) {
 }
 
 }  // namespace stint
-// ---- end stint/warning.hpp ----
+// ---- end stint/profiler/warning.hpp ----
 
 // ---- begin stint/schedule.hpp ----
 // Step schedules: what the profiler does at each step (torch.profiler.schedule and ProfilerAction),
@@ -5573,7 +5595,7 @@ struct fmt::formatter<stint::profiler_action> : fmt::formatter<std::string_view>
 };
 // ---- end stint/schedule.hpp ----
 
-// ---- begin stint/step_tracker.hpp ----
+// ---- begin stint/profiler/step_tracker.hpp ----
 // One global step count for the process, advanced by several requesters (the profiler's step(), an
 // optimizer hook, a data loader) without double counting: torch's KinetoStepTracker.
 
@@ -5754,9 +5776,9 @@ private:
 };
 
 }  // namespace stint
-// ---- end stint/step_tracker.hpp ----
+// ---- end stint/profiler/step_tracker.hpp ----
 
-// ---- begin stint/distributed.hpp ----
+// ---- begin stint/profiler/distributed.hpp ----
 // Which rank of a multi-process job this process is, so traces carry Kineto's top-level
 // "distributedInfo" object and multi-rank tools (HTA, TensorBoard's distributed view) group files
 // by rank.
@@ -6219,7 +6241,7 @@ inline std::optional<distributed_info> current_distributed_info() {
 }
 
 }  // namespace stint
-// ---- end stint/distributed.hpp ----
+// ---- end stint/profiler/distributed.hpp ----
 
 // ---- begin stint/profiler.hpp ----
 // stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
@@ -6241,7 +6263,7 @@ inline std::optional<distributed_info> current_distributed_info() {
 #include <fmt/format.h>
 
 
-// ---- begin stint/detail/session.hpp ----
+// ---- begin stint/drain/session.hpp ----
 // One recording session from start to drain: the untemplated core behind stint::profiler.
 
 #include <algorithm>
@@ -6804,7 +6826,7 @@ private:
 };
 
 }  // namespace stint::detail
-// ---- end stint/detail/session.hpp ----
+// ---- end stint/drain/session.hpp ----
 
 // ---- begin stint/export/chrome_trace.hpp ----
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built

@@ -7,34 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "stint/common/event_kind.hpp"
+#include "stint/common/source_location.hpp"
+
 namespace stint {
-
-/// What produced an event; decides the Chrome trace `cat` and which table rows it feeds.
-enum class event_kind : std::uint8_t {
-    user_annotation,  ///< STINT_SCOPE, STINT_SCOPE_NAMED, record_function, ProfilerStep#N
-    cpu_op,           ///< STINT_OP
-    instant,          ///< STINT_INSTANT (zero duration)
-    module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
-};
-
-/// Chrome trace category of a kind, as Kineto names it.
-constexpr std::string_view category_name(event_kind kind) noexcept {
-    switch (kind) {
-        case event_kind::user_annotation: return "user_annotation";
-        case event_kind::cpu_op: return "cpu_op";
-        case event_kind::instant: return "cpu_instant_event";
-        case event_kind::module: return "user_annotation";
-    }
-    return "unknown";
-}
-
-/// Where a site is in the source: `file(line): function` in stacks. (std::source_location is
-/// unusable with clang 14 and libstdc++ 12; the builtins behind it work in both compilers.)
-struct source_location {
-    const char* file = "";
-    const char* function = "";
-    std::uint32_t line = 0;
-};
 
 /// Index into an event_list; `no_index` means "none" (no parent, no child, no args).
 using event_index = std::uint32_t;

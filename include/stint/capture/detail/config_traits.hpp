@@ -10,7 +10,7 @@
 #include "stint/capture/flop_formula.hpp"
 #include "stint/config.hpp"
 #include "stint/policies.hpp"
-#include "stint/site.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 

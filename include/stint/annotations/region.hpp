@@ -10,13 +10,13 @@
 #include <string_view>
 #include <vector>
 
-#include "stint/buffer.hpp"
-#include "stint/clock.hpp"
+#include "stint/recording/buffer.hpp"
+#include "stint/recording/clock.hpp"
 #include "stint/config.hpp"
-#include "stint/detail/region_counter.hpp"
-#include "stint/registry.hpp"
+#include "stint/annotations/detail/region_counter.hpp"
+#include "stint/recording/registry.hpp"
 #include "stint/scope.hpp"
-#include "stint/site.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint {
 

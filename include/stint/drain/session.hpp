@@ -20,8 +20,8 @@
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/flops.hpp"
 #include "stint/capture/native_stack.hpp"
-#include "stint/clock.hpp"
-#include "stint/registry.hpp"
+#include "stint/recording/clock.hpp"
+#include "stint/recording/registry.hpp"
 
 namespace stint {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "stint/detail/export_macros.hpp"
-#include "stint/site.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

@@ -13,12 +13,12 @@
 
 #include <fmt/format.h>
 
-#include "stint/buffer.hpp"
-#include "stint/clock.hpp"
+#include "stint/recording/buffer.hpp"
+#include "stint/recording/clock.hpp"
 #include "stint/detail/export_macros.hpp"
-#include "stint/detail/interned_site.hpp"
-#include "stint/registry.hpp"
-#include "stint/site.hpp"
+#include "stint/annotations/detail/interned_site.hpp"
+#include "stint/recording/registry.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

@@ -24,14 +24,14 @@
 #define STINT_DETAIL_HAS_CXXABI 0
 #endif
 
-#include "stint/buffer.hpp"
-#include "stint/clock.hpp"
+#include "stint/recording/buffer.hpp"
+#include "stint/recording/clock.hpp"
 #include "stint/config.hpp"
 #include "stint/detail/export_macros.hpp"
-#include "stint/detail/interned_site.hpp"
-#include "stint/registry.hpp"
+#include "stint/annotations/detail/interned_site.hpp"
+#include "stint/recording/registry.hpp"
 #include "stint/scope.hpp"
-#include "stint/site.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stint/buffer.hpp"
-#include "stint/clock.hpp"
+#include "stint/recording/buffer.hpp"
+#include "stint/recording/clock.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 

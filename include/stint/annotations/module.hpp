@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "stint/scope.hpp"
-#include "stint/site.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint {
 

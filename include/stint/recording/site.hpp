@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "stint/analysis/event.hpp"
+#include "stint/common/event_kind.hpp"
+#include "stint/common/source_location.hpp"
 #include "stint/capture/flop_formula.hpp"
 
 namespace stint::detail {

@@ -18,7 +18,7 @@
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/export/json_writer.hpp"
-#include "stint/warning.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint {
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "stint/detail/export_macros.hpp"
-#include "stint/warning.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
