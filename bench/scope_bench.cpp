@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -133,6 +134,61 @@ void stint_scope_timing_only_cold(benchmark::State& state) {
     }
 }
 BENCHMARK(stint_scope_timing_only_cold)->Iterations(recorded_iterations);
+
+// stint's own slow path, which a session records as overhead events (cat "overhead") so that it is
+// never charged to the user's scopes. First record on a new thread: registration and its first chunk,
+// timed around one scope on a thread created for it (the thread's creation is not in the time).
+void stint_first_record_new_thread(benchmark::State& state) {
+    stint::profiler<> prof({.buffer_budget_bytes = std::size_t{8} << 30});
+    prof.start();
+    for (auto _ : state) {
+        std::int64_t ns = 0;
+        std::thread fresh([&ns] {
+            const auto t0 = std::chrono::steady_clock::now();
+            {
+                STINT_SCOPE("first");
+            }
+            ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+        });
+        fresh.join();
+        state.SetIterationTime(static_cast<double>(ns) / 1e9);
+    }
+    prof.stop();
+}
+BENCHMARK(stint_first_record_new_thread)->UseManualTime()->Iterations(2'000);
+
+// Each chunk after the first: the slow path's own measurement, read back from the session's overhead
+// events ("[stint] buffer chunk"), as the mean ns per chunk. Arg 1: chunks cached warm by a reserve;
+// arg 0: fresh chunks, whose pages the slow path faults in.
+void stint_chunk_slow_path(benchmark::State& state) {
+    const bool warm = state.range(0) != 0;
+    double total_ns = 0;
+    double chunks = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        stint::profiler<> prof({.buffer_budget_bytes = std::size_t{1} << 30,
+                                .reserve_buffer_bytes = warm ? std::size_t{64} << 20 : 0});
+        prof.start();
+        state.ResumeTiming();
+        for (int i = 0; i < 1'000'000; ++i) {
+            STINT_SCOPE("bench");
+            benchmark::ClobberMemory();
+        }
+        state.PauseTiming();
+        prof.stop();
+        for (const stint::event& e : prof.events()) {
+            if (e.kind == stint::event_kind::overhead && e.name == "[stint] buffer chunk") {
+                total_ns += static_cast<double>(e.duration_ns());
+                chunks += 1;
+            }
+        }
+        stint::detail::the_registry().release_buffers();  // the next repetition starts cold again
+        state.ResumeTiming();
+    }
+    state.counters["ns_per_chunk"] = chunks > 0 ? total_ns / chunks : 0;
+    state.counters["chunks"] = chunks;
+}
+BENCHMARK(stint_chunk_slow_path)->Arg(1)->Arg(0)->Iterations(3);
 
 void stint_op_timing_only(benchmark::State& state) {
     bench_session<> session(state, true);

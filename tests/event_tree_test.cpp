@@ -13,6 +13,9 @@
 
 #include <stint/stint.hpp>
 
+#include "nesting_workload.hpp"
+#include "test_util.hpp"
+
 namespace {
 
 using stint::event_kind;
@@ -142,7 +145,8 @@ TEST_CASE("a drained session orders several threads' records like a sort would")
     other.join();
     prof.stop();
     const stint::event_list& list = prof.events();
-    REQUIRE(list.size() == 2 * 300 * 3);
+    REQUIRE(stint_test::program_event_count(list) == 2 * 300 * 3);
+    CHECK(stint_test::overhead_event_count(list, "[stint] register thread") >= 1);  // `other` registered
     for (std::size_t i = 1; i < list.size(); ++i) {
         const stint::event& a = list[i - 1];
         const stint::event& b = list[i];
@@ -153,4 +157,12 @@ TEST_CASE("a drained session orders several threads' records like a sort would")
         if (e.name == "inner") REQUIRE(list[e.parent].name == "outer");
         if (e.name == "tick") REQUIRE(list[e.parent].name == "inner");
     }
+}
+
+TEST_CASE("on the machine's clock, the tree is the nesting the program executed") {
+    nesting::run_and_check(4, 3000);
+}
+
+TEST_CASE("three nested scopes in a loop nest as written, with the machine's clock ties") {
+    nesting::check_three_level_loop(300'000);
 }

@@ -9,8 +9,11 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "stint/stint.hpp"
 
 namespace stint_test {
 
@@ -59,6 +62,15 @@ inline nlohmann::json read_json(const std::string& path) {
     return nlohmann::json::parse(gz ? read_gzip(path) : read_file(path));
 }
 
+/// The trace's events of the program: timed, without stint's own (cat "overhead").
+inline std::vector<nlohmann::json> program_timed_events(const nlohmann::json& trace) {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : trace.at("traceEvents")) {
+        if (e.at("ph") != "M" && e.value("cat", "") != "overhead") out.push_back(e);
+    }
+    return out;
+}
+
 /// The trace's events with ph "X" or "i" (not metadata).
 inline std::vector<nlohmann::json> timed_events(const nlohmann::json& trace) {
     std::vector<nlohmann::json> out;
@@ -66,6 +78,22 @@ inline std::vector<nlohmann::json> timed_events(const nlohmann::json& trace) {
         if (e.at("ph") != "M") out.push_back(e);
     }
     return out;
+}
+
+/// How many of a list's events are the program's, not stint's own overhead events.
+template <class List>
+std::size_t program_event_count(const List& list) {
+    std::size_t n = 0;
+    for (const auto& e : list) n += e.kind != stint::event_kind::overhead ? 1 : 0;
+    return n;
+}
+
+/// How many of a list's events are stint's own overhead events named `name`.
+template <class List>
+std::size_t overhead_event_count(const List& list, std::string_view name) {
+    std::size_t n = 0;
+    for (const auto& e : list) n += e.kind == stint::event_kind::overhead && e.name == name ? 1 : 0;
+    return n;
 }
 
 }  // namespace stint_test

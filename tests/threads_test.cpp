@@ -20,7 +20,8 @@ void record_scopes(int n) {
 struct run_result {
     std::uint64_t recorded = 0;
     std::uint64_t dropped = 0;
-    std::size_t events = 0;
+    std::size_t events = 0;  ///< the program's (stint's own overhead events apart)
+    std::uint64_t overhead = 0;
     std::uint64_t per_thread_recorded = 0;
     std::uint64_t per_thread_dropped = 0;
 };
@@ -35,7 +36,8 @@ run_result run_threads(int threads, int scopes_per_thread, std::size_t budget, c
     run_result r;
     r.recorded = prof.stats().recorded;
     r.dropped = prof.stats().dropped;
-    r.events = prof.events().size();
+    r.events = stint_test::program_event_count(prof.events());
+    r.overhead = prof.stats().overhead_events;
     for (const auto& t : prof.events().threads()) {
         r.per_thread_recorded += t.recorded;
         r.per_thread_dropped += t.dropped;
@@ -61,7 +63,11 @@ TEST_CASE("8 threads x 200,000 scopes: recorded + dropped == issued exactly") {
         const auto trace = stint_test::read_json(dir.file("ample.json"));
         CHECK(trace["stint"]["recorded"] == issued);
         CHECK(trace["stint"]["dropped"] == 0);
-        CHECK(stint_test::timed_events(trace).size() == issued);
+        CHECK(stint_test::program_timed_events(trace).size() == issued);
+        // Each thread registered once and took one chunk per 2,728 records after its first.
+        const std::uint64_t per_chunk = stint::detail::chunk::data_bytes / sizeof(stint::detail::record);
+        CHECK(r.overhead == threads * (1 + (scopes - 1) / (per_chunk - 1)));
+        CHECK(stint_test::timed_events(trace).size() == issued + r.overhead);
     }
     SUBCASE("a tiny budget drops, counts every drop, and still writes a valid trace") {
         const auto r = run_threads(threads, scopes, 256 * 1024, dir.file("tiny.json"));
@@ -74,7 +80,7 @@ TEST_CASE("8 threads x 200,000 scopes: recorded + dropped == issued exactly") {
         const auto trace = stint_test::read_json(dir.file("tiny.json"));
         CHECK(trace["stint"]["recorded"].get<std::uint64_t>() + trace["stint"]["dropped"].get<std::uint64_t>() ==
               issued);
-        CHECK(stint_test::timed_events(trace).size() == r.recorded);
+        CHECK(stint_test::program_timed_events(trace).size() == r.recorded);
         std::uint64_t per_thread = 0;
         for (const auto& t : trace["stint"]["threads"]) per_thread += t["dropped"].get<std::uint64_t>();
         CHECK(per_thread == r.dropped);
@@ -96,7 +102,11 @@ TEST_CASE("1,000 short-lived threads x 10 scopes: every event, distinct ids, thr
         for (auto& t : threads) t.join();
     }
     prof.stop();
-    CHECK(prof.events().size() == 10'000);
+    CHECK(stint_test::program_event_count(prof.events()) == 10'000);
+    // set_thread_name registered each thread; its first record then took a chunk (no chunk was set
+    // aside: the thread did not exist at start()).
+    CHECK(stint_test::overhead_event_count(prof.events(), "[stint] buffer chunk") == 1000);
+    CHECK(prof.stats().overhead_events == 1000);
     CHECK(prof.stats().dropped == 0);
     const auto& threads = prof.events().threads();
     CHECK(threads.size() == 1000);
@@ -140,7 +150,9 @@ TEST_CASE("threads started before the session and exiting during it keep their e
     go.store(1);
     for (auto& t : threads) t.join();
     prof.stop();
-    CHECK(prof.events().size() == 400);
+    // Recording nothing before the session, they register during it (one overhead event each).
+    CHECK(stint_test::program_event_count(prof.events()) == 400);
+    CHECK(stint_test::overhead_event_count(prof.events(), "[stint] register thread") == 4);
     CHECK(prof.events().threads().size() == 4);
 }
 
@@ -160,7 +172,9 @@ TEST_CASE("a thread that keeps recording across sessions records into each") {
         phase.store(p);
         while (done.load() != p) std::this_thread::yield();
         prof.stop();
-        CHECK(prof.events().size() == 1000);
+        CHECK(stint_test::program_event_count(prof.events()) == 1000);
+        // Registered in the first session; the second gave it a chunk at start(): no slow path.
+        CHECK(prof.stats().overhead_events == (p == 1 ? 1U : 0U));
     }
     worker.join();
 }

@@ -33,11 +33,12 @@ public:
         : state_(recording.value.load(std::memory_order_relaxed)) {
         if (is_recording_state(state_)) {
             where_ = &where;
+            enter_recorded_scope();
             begin_ = read_ticks();
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
-        if (is_recording_state(state_)) append_record(where_, begin_, read_ticks(), state_);
+        if (is_recording_state(state_)) append_scope_record(where_, begin_, read_ticks(), state_);
     }
     scope_timer(const scope_timer&) = delete;
     scope_timer& operator=(const scope_timer&) = delete;
@@ -90,6 +91,7 @@ public:
     STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
         : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
         if (!is_recording_state(state_)) return;
+        enter_recorded_scope();
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
@@ -97,7 +99,8 @@ public:
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
-            append_record_payload(where_, begin_, read_ticks(), state_, aux_,
+            const std::uint64_t end = read_ticks();
+            append_record_payload(where_, leave_recorded_scope(), begin_, end, state_, aux_,
                                   std::span<const std::byte>(buffer_, frames_used_),
                                   std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
         }
@@ -158,7 +161,7 @@ STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
     const std::uint32_t state = recording.value.load(std::memory_order_relaxed);
     if (is_recording_state(state)) {
         const std::uint64_t now = read_ticks();
-        append_record(&where, now, now, state);
+        append_record(&where, current_depth(), now, now, state);
     }
 }
 
@@ -168,10 +171,16 @@ class named_scope {
 public:
     explicit named_scope(std::string_view name) noexcept
         : state_(recording.value.load(std::memory_order_relaxed)), name_(name) {
-        if (is_recording_state(state_)) begin_ = read_ticks();
+        if (is_recording_state(state_)) {
+            enter_recorded_scope();
+            begin_ = read_ticks();
+        }
     }
     ~named_scope() {
-        if (is_recording_state(state_)) append_record_slow(&runtime_named_site, begin_, read_ticks(), state_, name_);
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
+        }
     }
     named_scope(const named_scope&) = delete;
     named_scope& operator=(const named_scope&) = delete;
@@ -216,6 +225,7 @@ public:
             std::memcpy(args_.data(), &aux, 4);
             std::memcpy(args_.data() + 4, &used, 4);
             args_.resize(8 + used);
+            opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
         }
     }
@@ -226,13 +236,15 @@ public:
     /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            const std::uint32_t depth = detail::leave_scope_on(opened_on_);
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
-                detail::append_record_payload(where_, begin_, read_ticks(), state_,
+                detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
                                               std::as_bytes(std::span<const char>(name_)),
                                               std::span<const std::byte>(args_));
             } else {
-                detail::append_record_slow(where_, begin_, read_ticks(), state_, name_);
+                detail::append_record_slow(where_, depth, begin_, end, state_, name_);
             }
             state_ = 0;
         }
@@ -248,6 +260,7 @@ protected:
             for (std::string_view part : parts) size += part.size();
             name_.reserve(size);
             for (std::string_view part : parts) name_.append(part);
+            opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
         }
     }
@@ -255,6 +268,7 @@ protected:
 private:
     std::uint32_t state_;
     const detail::site* where_;  // runtime_named_site, runtime_named_args_site, or a subclass's
+    const void* opened_on_ = nullptr;  // the thread whose depth it entered (it may end on another)
     std::uint64_t begin_ = 0;
     std::string name_;
     std::vector<std::byte> args_;

@@ -51,6 +51,7 @@ enum class event_kind : std::uint8_t {
     cpu_op,           ///< STINT_OP
     instant,          ///< STINT_INSTANT (zero duration)
     module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
+    overhead,         ///< stint's own work during a session (registering a thread, taking a buffer chunk)
 };
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -60,6 +61,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::cpu_op: return "cpu_op";
         case event_kind::instant: return "cpu_instant_event";
         case event_kind::module: return "user_annotation";
+        case event_kind::overhead: return "overhead";
     }
     return "unknown";
 }
@@ -278,8 +280,8 @@ struct with_modules {};
 
 namespace stint {
 
-/// Reads the tick counter. Two reads cost about two rdtsc instructions; nothing else.
-STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
+/// Reads the tick counter without the test-only quantisation below.
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_raw_ticks() noexcept {
 #if defined(__x86_64__) || defined(_M_X64)
     return __rdtsc();
 #elif defined(__aarch64__)
@@ -290,6 +292,19 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
             .count());
+#endif
+}
+
+/// Reads the tick counter. Two reads cost about two rdtsc instructions; nothing else.
+///
+/// STINT_DETAIL_TEST_TICK_SHIFT (tests only, for a whole test binary) rounds every reading down to a
+/// multiple of 2^shift ticks: a clock so coarse that most events share their ticks, as a few happen
+/// to on machines whose counter steps every ~10 ns.
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
+#if defined(STINT_DETAIL_TEST_TICK_SHIFT)
+    return read_raw_ticks() & ~((std::uint64_t{1} << STINT_DETAIL_TEST_TICK_SHIFT) - 1);
+#else
+    return read_raw_ticks();
 #endif
 }
 
@@ -1745,12 +1760,35 @@ inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, p
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The fixed part of every record: which site, when it began and ended. A payload follows when the
-/// site says so.
+/// The fixed part of every record: which site, at which nesting depth on its thread, when it began
+/// and ended. A payload follows when the site says so.
+///
+/// The depth is what makes the drain's tree exact: on a coarse tick clock a parent, its children and
+/// its next sibling often share ticks, but a thread's records arrive in program order (a scope at its
+/// exit) and, with each record's depth, that order alone rebuilds the nesting (drain/session.hpp,
+/// analysis/event_tree.hpp). It rides in the site pointer's top 16 bits, which user-space addresses
+/// leave zero on x86-64 and aarch64 (47/48-bit address spaces), so a record stays 24 bytes.
 struct record {
-    const site* where;
+    std::uint64_t site_and_depth;
     std::uint64_t begin_ticks;
     std::uint64_t end_ticks;
+
+    static constexpr int depth_shift = 48;
+    static constexpr std::uint64_t site_mask = (std::uint64_t{1} << depth_shift) - 1;
+
+    STINT_DETAIL_ALWAYS_INLINE record(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                      std::uint64_t end) noexcept
+        : site_and_depth(reinterpret_cast<std::uintptr_t>(where) | (std::uint64_t{depth} << depth_shift)),
+          begin_ticks(begin), end_ticks(end) {}
+    record() = default;
+
+    [[nodiscard]] const site* where() const noexcept {
+        return reinterpret_cast<const site*>(static_cast<std::uintptr_t>(site_and_depth & site_mask));
+    }
+    /// The thread's depth when the record's scope began, modulo 2^16 (the drain unwraps it).
+    [[nodiscard]] std::uint16_t depth() const noexcept {
+        return static_cast<std::uint16_t>(site_and_depth >> depth_shift);
+    }
 };
 static_assert(sizeof(record) == 24, "stint: a timing-only record must stay 24 bytes (design §6: <= 32)");
 
@@ -1786,6 +1824,7 @@ struct thread_buffer {
     std::byte* limit = nullptr;    ///< end of the current chunk; nullptr until the first record
     chunk* current = nullptr;
     std::uint32_t state = 0;       ///< the recording state (session) this buffer's chunks belong to
+    std::uint32_t depth = 0;       ///< recorded scopes open on this thread (modulo 2^32; records keep 16 bits)
     bool dead = false;             ///< the thread is exiting: records are discarded
     thread_node* node = nullptr;
 };
@@ -1797,22 +1836,50 @@ inline constinit thread_local thread_buffer tls_buffer{};
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. (A template
 /// only so that it can be out of line and cold yet defined in a header.)
 template <int = 0>
-STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                 std::uint32_t state, std::string_view name) noexcept;
+STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;
+
+/// Marks the entry of a scope that will be recorded: records made until its exit are inside it.
+STINT_DETAIL_ALWAYS_INLINE void enter_recorded_scope() noexcept { ++tls_buffer.depth; }
+
+/// Leaves a scope entered with enter_recorded_scope(); returns its depth (the scopes around it).
+STINT_DETAIL_ALWAYS_INLINE std::uint32_t leave_recorded_scope() noexcept { return --tls_buffer.depth; }
+
+/// The depth of a record made now outside any scope of its own (an instant).
+STINT_DETAIL_ALWAYS_INLINE std::uint32_t current_depth() noexcept { return tls_buffer.depth; }
 
 /// Appends one timing-only record for the session `state`. Single writer: no lock, no CAS.
-STINT_DETAIL_ALWAYS_INLINE void append_record(const site* where, std::uint64_t begin, std::uint64_t end,
-                                              std::uint32_t state) noexcept {
+STINT_DETAIL_ALWAYS_INLINE void append_record(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                              std::uint64_t end, std::uint32_t state) noexcept {
     thread_buffer& buffer = tls_buffer;
     std::byte* at = buffer.cursor;
     if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < sizeof(record)) [[unlikely]] {
-        append_record_slow(where, begin, end, state, {});
+        append_record_slow(where, depth, begin, end, state, {});
         return;
     }
-    ::new (at) record{where, begin, end};
+    ::new (at) record{where, depth, begin, end};
     buffer.cursor = at + sizeof(record);
     // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
+/// enter_recorded_scope() for a scope that may end on another thread (record_function, which a
+/// framework may pass along): returns this thread's identity for leave_scope_on().
+inline const void* enter_scope_on_this_thread() noexcept {
+    enter_recorded_scope();
+    return &tls_buffer;
+}
+/// Leaves a scope entered by enter_scope_on_this_thread() on `thread`, when this is that thread; on
+/// another thread the record takes that thread's current depth (the first thread's depth stays one
+/// higher, which only shifts all its later depths alike).
+inline std::uint32_t leave_scope_on(const void* thread) noexcept {
+    return thread == &tls_buffer ? leave_recorded_scope() : current_depth();
+}
+
+/// Ends a recorded scope: leaves it and appends its record.
+STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
+                                                    std::uint32_t state) noexcept {
+    append_record(where, leave_recorded_scope(), begin, end, state);
 }
 
 /// Bytes a record with a runtime name of `name_size` bytes occupies.
@@ -1842,6 +1909,7 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 
@@ -1920,6 +1988,9 @@ struct thread_node {
     std::atomic<std::uint64_t> dropped{0};
     /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
     std::atomic<std::uint64_t> truncated{0};
+    /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
+    /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
+    chunk* ready = nullptr;
     /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
@@ -1943,16 +2014,27 @@ public:
     /// Bytes kept between sessions when no profiler asks for more.
     static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
 
-    /// A chunk charged to the session's budget, or nullptr once the budget is spent.
+    /// A chunk charged to the session's budget, or nullptr once the budget is spent. A chunk the pool
+    /// did not have cached is faulted in here, on the slow path, not page by page under later records.
     chunk* acquire() {
-        if (budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) <
-            static_cast<std::int64_t>(chunk::total_bytes)) {
-            return nullptr;
-        }
+        if (!charge()) return nullptr;
         chunk* c = pop_cached();
-        if (c == nullptr) c = allocate();
-        c->published.store(c->data(), std::memory_order_relaxed);
-        c->next.store(nullptr, std::memory_order_relaxed);
+        if (c == nullptr) c = allocate_faulted();
+        reset(c);
+        return c;
+    }
+
+    /// Charges one chunk to the session's budget; false once the budget is spent.
+    bool charge() noexcept {
+        return budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) >=
+               static_cast<std::int64_t>(chunk::total_bytes);
+    }
+
+    /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
+    chunk* take_uncharged() {
+        chunk* c = pop_cached();
+        if (c == nullptr) c = allocate_faulted();
+        reset(c);
         return c;
     }
 
@@ -1977,12 +2059,8 @@ public:
         std::lock_guard lock(mutex_);
         retained_bytes_ = std::max(retained_bytes_, bytes);
         free_.reserve(bytes / chunk::total_bytes);
-        while (free_.size() * chunk::total_bytes < bytes) {
-            chunk* c = allocate();
-            // Fault every page in now rather than on the records' path.
-            for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
-            free_.push_back(c);
-        }
+        // Fault every page in now rather than on the records' path.
+        while (free_.size() * chunk::total_bytes < bytes) free_.push_back(allocate_faulted());
     }
 
     /// Keeps at least `bytes` of chunks cached between sessions.
@@ -2042,6 +2120,15 @@ private:
         void* memory = ::operator new(chunk::total_bytes, std::align_val_t{64});
         return ::new (memory) chunk;
     }
+    static chunk* allocate_faulted() {
+        chunk* c = allocate();
+        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
+        return c;
+    }
+    static void reset(chunk* c) noexcept {
+        c->published.store(c->data(), std::memory_order_relaxed);
+        c->next.store(nullptr, std::memory_order_relaxed);
+    }
     static void deallocate(chunk* c) noexcept {
         c->~chunk();
         ::operator delete(c, std::align_val_t{64});
@@ -2065,7 +2152,8 @@ struct record_payload {
 struct drained_thread {
     std::uint64_t os_tid = 0;
     std::string name;
-    std::uint64_t recorded = 0;
+    std::uint64_t recorded = 0;   ///< records of the program (stint's own overhead records apart)
+    std::uint64_t overhead = 0;   ///< stint's own records (event_kind::overhead)
     std::uint64_t dropped = 0;
     std::uint64_t truncated = 0;
 };
@@ -2086,6 +2174,7 @@ public:
         if (serial_ == 0) serial_ = 1;
         active_ = (serial_ << 1) | 1U;
         pool_.reset_budget(budget_bytes);
+        set_aside_ready_chunks(budget_bytes);
         // release: a thread that sees the new state also sees the budget.
         recording.value.store(active_, std::memory_order_release);
         return active_;
@@ -2105,6 +2194,7 @@ public:
         active_ = 0;
         on_disabled();
         for (thread_node* node : nodes_) {
+            pool_.release(std::exchange(node->ready, nullptr));  // set aside, never taken
             if (node->state.load(std::memory_order_acquire) != state) continue;
             drain_node(*node, stop_ticks, on_thread, on_record);
         }
@@ -2139,7 +2229,10 @@ public:
     // --- called by the owning thread's slow path ---
 
     bool register_thread(thread_buffer& buffer);
-    bool reset_for_session(thread_buffer& buffer, std::uint32_t state);
+    /// What starting a session on a thread took: nothing (it is not the recording session), a chunk
+    /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
+    enum class session_start { refused, ready_chunk, no_chunk };
+    session_start reset_for_session(thread_buffer& buffer, std::uint32_t state);
     bool next_chunk(thread_buffer& buffer, std::uint32_t state);
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
@@ -2163,7 +2256,8 @@ private:
                 std::memcpy(&r, at, sizeof(r));
                 std::size_t bytes = sizeof(record);
                 record_payload payload;
-                if (r.where->payload != payload_kind::none) {
+                const site& where = *r.where();
+                if (where.payload != payload_kind::none) {
                     payload_header header;
                     std::memcpy(&header, at + sizeof(record), sizeof(header));
                     bytes += header.bytes;
@@ -2173,7 +2267,7 @@ private:
                 at += bytes;
                 // A scope still open at stop ended after it: it belongs to no window.
                 if (r.end_ticks > stop_ticks) continue;
-                ++info.recorded;
+                ++(where.kind == event_kind::overhead ? info.overhead : info.recorded);
                 on_record(info, r, payload);
             }
         }
@@ -2191,12 +2285,34 @@ private:
         node.head.store(keep, std::memory_order_release);
     }
 
+    /// Gives each live thread a resident chunk for its first records of the session, so that neither
+    /// the allocation nor the page faults land inside the user's scopes. Bounded: at most
+    /// `max_ready_threads` threads and the budget; the others take the slow path.
+    /// A thread charges its chunk to the budget only when it takes it.
+    static constexpr std::size_t max_ready_threads = 256;
+    void set_aside_ready_chunks(std::size_t budget_bytes) noexcept {
+        std::size_t bytes = 0;
+        std::size_t given = 0;
+        for (thread_node* node : nodes_) {
+            if (given == max_ready_threads || bytes + chunk::total_bytes > budget_bytes) break;
+            if (node->exited.load(std::memory_order_acquire) || node->ready != nullptr) continue;
+            try {
+                node->ready = pool_.take_uncharged();
+            } catch (...) {
+                return;  // out of memory: the remaining threads take the slow path
+            }
+            bytes += chunk::total_bytes;
+            ++given;
+        }
+    }
+
     void free_exited_nodes() noexcept {
         auto dead = std::partition(nodes_.begin(), nodes_.end(), [](thread_node* node) {
             return !node->exited.load(std::memory_order_acquire);
         });
         for (auto it = dead; it != nodes_.end(); ++it) {
             release_chain(**it);
+            pool_.release(std::exchange((*it)->ready, nullptr));
             delete *it;
         }
         nodes_.erase(dead, nodes_.end());
@@ -2299,20 +2415,35 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     return true;
 }
 
-inline bool registry::reset_for_session(thread_buffer& buffer, std::uint32_t state) {
+inline registry::session_start registry::reset_for_session(thread_buffer& buffer, std::uint32_t state) {
     std::lock_guard lock(mutex_);
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
-    if (state != active_) return false;
+    if (state != active_) return session_start::refused;
     thread_node& node = *buffer.node;
     release_chain(node);
     node.dropped.store(0, std::memory_order_relaxed);
     node.truncated.store(0, std::memory_order_relaxed);
-    node.state.store(state, std::memory_order_release);
     buffer.state = state;
     buffer.current = nullptr;
     buffer.cursor = nullptr;
     buffer.limit = nullptr;
-    return true;
+    session_start result = session_start::no_chunk;
+    if (node.ready != nullptr) {
+        chunk* c = std::exchange(node.ready, nullptr);
+        if (pool_.charge()) {
+            node.head.store(c, std::memory_order_release);
+            node.current.store(c, std::memory_order_release);
+            buffer.current = c;
+            buffer.cursor = c->data();
+            buffer.limit = c->data_end();
+            result = session_start::ready_chunk;
+        } else {
+            pool_.release(c);
+        }
+    }
+    // release: pairs with the acquire in end_session(); the chunk above is visible before the state.
+    node.state.store(state, std::memory_order_release);
+    return result;
 }
 
 inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
@@ -2335,31 +2466,87 @@ inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
     return true;
 }
 
+/// Sites of stint's own work during a session, recorded (cat "overhead") right after the record
+/// whose append paid for it, at the same depth: the time is the enclosing scope's child, not its self
+/// time.
+inline constexpr site overhead_register_thread_site{"[stint] register thread", event_kind::overhead,
+                                                    payload_kind::none, {}};
+inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_kind::overhead, payload_kind::none,
+                                                 {}};
+
+/// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
+struct buffer_room {
+    bool ok = false;                     ///< false: the record is lost (counted unless `discarded`)
+    bool discarded = false;              ///< stale session or exiting thread: in no session, not a drop
+    const site* overhead = nullptr;      ///< the work done, when it is worth an overhead record
+};
+
+/// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
+/// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
+template <int = 0>
+STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes) {
+    registry& reg = the_registry();
+    buffer_room room;
+    if (buffer.node == nullptr) {
+        reg.register_thread(buffer);
+        room.overhead = &overhead_register_thread_site;
+    }
+    if (buffer.state != state) {
+        const registry::session_start start = reg.reset_for_session(buffer, state);
+        if (start == registry::session_start::refused) {
+            room.discarded = true;
+            return room;
+        }
+        if (start == registry::session_start::no_chunk && room.overhead == nullptr) {
+            room.overhead = &overhead_buffer_chunk_site;
+        }
+    }
+    if (bytes > chunk::data_bytes) return room;  // can never fit a chunk: dropped
+    const auto left = [&] { return static_cast<std::size_t>(buffer.limit - buffer.cursor); };
+    if (left() < bytes + sizeof(record)) {
+        if (reg.next_chunk(buffer, state)) {
+            if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
+        } else if (left() >= bytes) {
+            room.overhead = nullptr;  // the budget is spent: the record fits, its overhead record does not
+        } else {
+            return room;
+        }
+    }
+    if (left() < bytes + sizeof(record)) room.overhead = nullptr;
+    room.ok = true;
+    return room;
+}
+
+/// Writes an overhead record for work that ran from `work_begin` until now (room was made for it).
+inline void append_overhead_record(thread_buffer& buffer, const site* what, std::uint32_t depth,
+                                   std::uint64_t work_begin) noexcept {
+    ::new (buffer.cursor) record{what, depth, work_begin, read_ticks()};
+    buffer.cursor += sizeof(record);
+    // release: pairs with the acquire in drain_node().
+    buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
 template <int>
-STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin, std::uint64_t end, std::uint32_t state,
-                               std::string_view name) noexcept {
+STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept {
     thread_buffer& buffer = tls_buffer;
     if (buffer.dead) return;
+    const std::uint64_t work_begin = read_ticks();
     try {
-        registry& reg = the_registry();
-        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
-        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
-        thread_node& node = *buffer.node;
         std::size_t bytes = sizeof(record);
         const bool named = where->payload == payload_kind::runtime_name;
-        if (named) {
-            if (name.size() > max_runtime_name_bytes) {
-                name = name.substr(0, max_runtime_name_bytes);
-                bump(node.truncated);
-            }
-            bytes = named_record_bytes(name.size());
-        }
-        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
-            bump(node.dropped);
+        if (named) bytes = named_record_bytes(std::min(name.size(), max_runtime_name_bytes));
+        const buffer_room room = make_room(buffer, state, bytes);
+        if (!room.ok) {
+            if (!room.discarded) bump(buffer.node->dropped);
             return;
         }
+        if (named && name.size() > max_runtime_name_bytes) {
+            name = name.substr(0, max_runtime_name_bytes);
+            bump(buffer.node->truncated);
+        }
         std::byte* at = buffer.cursor;
-        ::new (at) record{where, begin, end};
+        ::new (at) record{where, depth, begin, end};
         if (named) {
             const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)),
                                         static_cast<std::uint32_t>(name.size())};
@@ -2369,6 +2556,7 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin
         buffer.cursor = at + bytes;
         // release: pairs with the acquire in drain_node().
         buffer.current->published.store(buffer.cursor, std::memory_order_release);
+        if (room.overhead != nullptr) append_overhead_record(buffer, room.overhead, depth, work_begin);
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
@@ -2380,8 +2568,8 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin
 /// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
 template <int = 0>
-STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                 std::uint32_t state, std::uint32_t aux,
+STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                                 std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  std::span<const std::byte> first,
                                                  std::span<const std::byte> second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
@@ -2390,22 +2578,19 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_
     const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
     try {
         // The common case (this session's chunk has room) touches neither the registry nor the node.
+        buffer_room room{.ok = true};
+        std::uint64_t work_begin = 0;
         if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
             if (buffer.dead) return;
-            registry& reg = the_registry();
-            if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
-            if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
-            if (bytes > chunk::data_bytes) {
-                bump(buffer.node->dropped);
-                return;
-            }
-            if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
-                bump(buffer.node->dropped);
+            work_begin = read_ticks();
+            room = make_room(buffer, state, bytes);
+            if (!room.ok) {
+                if (!room.discarded) bump(buffer.node->dropped);
                 return;
             }
         }
         std::byte* at = buffer.cursor;
-        ::new (at) record{where, begin, end};
+        ::new (at) record{where, depth, begin, end};
         const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
         std::byte* out = at + sizeof(record);
         std::memcpy(out, &header, sizeof(header));
@@ -2416,6 +2601,7 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_
         buffer.cursor = at + bytes;
         // release: pairs with the acquire in drain_node().
         buffer.current->published.store(buffer.cursor, std::memory_order_release);
+        if (room.overhead != nullptr) append_overhead_record(buffer, room.overhead, depth, work_begin);
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
@@ -2630,11 +2816,12 @@ public:
         : state_(recording.value.load(std::memory_order_relaxed)) {
         if (is_recording_state(state_)) {
             where_ = &where;
+            enter_recorded_scope();
             begin_ = read_ticks();
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
-        if (is_recording_state(state_)) append_record(where_, begin_, read_ticks(), state_);
+        if (is_recording_state(state_)) append_scope_record(where_, begin_, read_ticks(), state_);
     }
     scope_timer(const scope_timer&) = delete;
     scope_timer& operator=(const scope_timer&) = delete;
@@ -2687,6 +2874,7 @@ public:
     STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
         : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
         if (!is_recording_state(state_)) return;
+        enter_recorded_scope();
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
@@ -2694,7 +2882,8 @@ public:
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
-            append_record_payload(where_, begin_, read_ticks(), state_, aux_,
+            const std::uint64_t end = read_ticks();
+            append_record_payload(where_, leave_recorded_scope(), begin_, end, state_, aux_,
                                   std::span<const std::byte>(buffer_, frames_used_),
                                   std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
         }
@@ -2755,7 +2944,7 @@ STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
     const std::uint32_t state = recording.value.load(std::memory_order_relaxed);
     if (is_recording_state(state)) {
         const std::uint64_t now = read_ticks();
-        append_record(&where, now, now, state);
+        append_record(&where, current_depth(), now, now, state);
     }
 }
 
@@ -2765,10 +2954,16 @@ class named_scope {
 public:
     explicit named_scope(std::string_view name) noexcept
         : state_(recording.value.load(std::memory_order_relaxed)), name_(name) {
-        if (is_recording_state(state_)) begin_ = read_ticks();
+        if (is_recording_state(state_)) {
+            enter_recorded_scope();
+            begin_ = read_ticks();
+        }
     }
     ~named_scope() {
-        if (is_recording_state(state_)) append_record_slow(&runtime_named_site, begin_, read_ticks(), state_, name_);
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
+        }
     }
     named_scope(const named_scope&) = delete;
     named_scope& operator=(const named_scope&) = delete;
@@ -2813,6 +3008,7 @@ public:
             std::memcpy(args_.data(), &aux, 4);
             std::memcpy(args_.data() + 4, &used, 4);
             args_.resize(8 + used);
+            opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
         }
     }
@@ -2823,13 +3019,15 @@ public:
     /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            const std::uint32_t depth = detail::leave_scope_on(opened_on_);
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
-                detail::append_record_payload(where_, begin_, read_ticks(), state_,
+                detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
                                               std::as_bytes(std::span<const char>(name_)),
                                               std::span<const std::byte>(args_));
             } else {
-                detail::append_record_slow(where_, begin_, read_ticks(), state_, name_);
+                detail::append_record_slow(where_, depth, begin_, end, state_, name_);
             }
             state_ = 0;
         }
@@ -2845,6 +3043,7 @@ protected:
             for (std::string_view part : parts) size += part.size();
             name_.reserve(size);
             for (std::string_view part : parts) name_.append(part);
+            opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
         }
     }
@@ -2852,6 +3051,7 @@ protected:
 private:
     std::uint32_t state_;
     const detail::site* where_;  // runtime_named_site, runtime_named_args_site, or a subclass's
+    const void* opened_on_ = nullptr;  // the thread whose depth it entered (it may end on another)
     std::uint64_t begin_ = 0;
     std::string name_;
     std::vector<std::byte> args_;
@@ -3156,13 +3356,16 @@ public:
         : counter_(counter), state_(Records ? recording.value.load(std::memory_order_relaxed) : 0) {
         // relaxed: a stale false only sends this thread to link_region, which links once.
         if (!counter.linked.load(std::memory_order_relaxed)) [[unlikely]] link_region(counter);
+        if constexpr (Records) {
+            if (is_recording_state(state_)) enter_recorded_scope();
+        }
         begin_ = read_ticks();
     }
     STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
         const std::uint64_t end = read_ticks();
         counter_.add(end - begin_);
         if constexpr (Records) {
-            if (is_recording_state(state_)) append_record(counter_.where, begin_, end, state_);
+            if (is_recording_state(state_)) append_scope_record(counter_.where, begin_, end, state_);
         }
     }
     region_timer(const region_timer&) = delete;
@@ -3464,11 +3667,12 @@ public:
                       "stint: STINT_SCOPE_DYNAMIC names the object's type, not a pointer's; pass *this, not this");
         if (is_recording_state(state_)) {
             where_ = find_dynamic_site(where, typeid(object), state_);
+            if (where_ != nullptr) enter_recorded_scope();
             begin_ = read_ticks();
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
-        if (is_recording_state(state_) && where_ != nullptr) append_record(where_, begin_, read_ticks(), state_);
+        if (is_recording_state(state_) && where_ != nullptr) append_scope_record(where_, begin_, read_ticks(), state_);
     }
     dynamic_scope(const dynamic_scope&) = delete;
     dynamic_scope& operator=(const dynamic_scope&) = delete;
@@ -3609,6 +3813,7 @@ public:
         : state_(detail::recording.value.load(std::memory_order_relaxed)) {
         if (detail::is_recording_state(state_)) {
             where_ = detail::compiled_region_site((std::uint64_t{frame_id} << 32) | compile_id, state_);
+            if (where_ != nullptr) opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
         }
     }
@@ -3619,7 +3824,8 @@ public:
     /// Ends the annotation early; later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_) && where_ != nullptr) {
-            detail::append_record(where_, begin_, read_ticks(), state_);
+            const std::uint64_t end = read_ticks();
+            detail::append_record(where_, detail::leave_scope_on(opened_on_), begin_, end, state_);
         }
         state_ = 0;
     }
@@ -3627,6 +3833,7 @@ public:
 private:
     std::uint32_t state_;
     const detail::site* where_ = nullptr;
+    const void* opened_on_ = nullptr;
     std::uint64_t begin_ = 0;
 };
 
@@ -4190,17 +4397,32 @@ public:
     void set_first_id(std::uint64_t id) { first_id_ = id; }
 
     /// Room for `events` events, so that a drain never copies the list while it grows.
-    void reserve(std::size_t events) { list_.events_.reserve(events); }
+    void reserve(std::size_t events) {
+        list_.events_.reserve(events);
+        depth_.reserve(events);
+    }
 
     /// Starts a run: the events added until the next run come from one thread buffer, which appends
-    /// each scope when it ends. build() orders such a run in linear time instead of sorting it.
+    /// each scope when it ends. build() rebuilds a run's nesting from that order.
     void begin_run() { runs_.push_back(static_cast<event_index>(list_.events_.size())); }
 
-    /// Orders events by (start, longer first, insertion), assigns ids in that order, links the tree.
+    /// The nesting depth (modulo 2^16) that the thread had when event `i` began, as a record stores it
+    /// (recording/buffer.hpp). A run whose events all have one is linked exactly: the arrival order and
+    /// the depths say who is inside whom, whatever the times say.
+    void set_record_depth(event_index i, std::uint16_t depth) {
+        if (depth_.size() <= i) depth_.resize(std::size_t{i} + 1, no_depth);
+        depth_[i] = depth;
+    }
+
+    /// Orders events by (start, longer first, then the program's order or insertion), assigns ids in
+    /// that order, and links the tree.
     event_list build() && {
+        depth_.resize(list_.events_.size(), no_depth);
+        exact_.assign(list_.events_.size(), exact_place{});
         std::vector<event_index> order = ordered_indices();
+        const std::vector<event_index> original = order;  // apply_order consumes `order`
         apply_order(order);
-        link_tree();
+        link_tree(original);
         if (call_stacks_) {
             assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
@@ -4212,6 +4434,17 @@ public:
     }
 
 private:
+    static constexpr std::uint32_t no_depth = 0xffffffffU;
+
+    // Where an event of an exactly linked run sits in its run's forest: the run, its parent (an
+    // index as added), its pre-order position and subtree size within the run.
+    struct exact_place {
+        event_index run = no_index;
+        event_index parent = no_index;
+        event_index pre = 0;
+        event_index size = 1;
+    };
+
     // The order of the list: each run ordered on its own, then the runs merged.
     std::vector<event_index> ordered_indices() {
         const auto n = static_cast<event_index>(list_.events_.size());
@@ -4222,8 +4455,18 @@ private:
         bounds.push_back(n);
         std::vector<event_index> order(n);
         for (event_index i = 0; i < n; ++i) order[i] = i;
-        std::vector<event_index> scratch;
-        for (std::size_t r = 0; r + 1 < bounds.size(); ++r) order_run(order, bounds[r], bounds[r + 1], scratch);
+        for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
+            const event_index lo = bounds[r];
+            const event_index hi = bounds[r + 1];
+            const bool exact = !runs_.empty() && std::all_of(depth_.begin() + lo, depth_.begin() + hi,
+                                                             [](std::uint32_t d) { return d != no_depth; });
+            if (exact) {
+                order_exact_run(order, static_cast<event_index>(r), lo, hi);
+            } else {
+                std::sort(order.begin() + lo, order.begin() + hi,
+                          [this](event_index a, event_index b) { return before(a, b); });
+            }
+        }
         if (bounds.size() <= 2) return order;
         return merge_runs(order, bounds);
     }
@@ -4233,39 +4476,73 @@ private:
         const event& y = list_.events_[b];
         if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
         if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;  // the enclosing one first
+        if (exact_[a].run != no_index && exact_[a].run == exact_[b].run) return exact_[a].pre < exact_[b].pre;
         return a < b;  // insertion order: a scope recorded before its zero-length twin
     }
 
-    // Orders order[lo, hi). A thread's records arrive in end order (post-order of its scope tree);
-    // start order is the pre-order, and each event's place in it follows from its subtree size and
-    // depth: pre = post - size + 1 + depth. Anything that is not a clean post-order (records added
-    // by hand, scopes ended out of order, equal times) fails the check and is sorted instead.
-    void order_run(std::vector<event_index>& order, event_index lo, event_index hi,
-                   std::vector<event_index>& size) const {
+    // Links run [lo, hi) from its arrival order and depths.
+    //
+    // A thread appends a scope at its exit and an instant when it happens, so a run is the post-order
+    // of the thread's forest: the records that arrived since a scope began are inside it. With depths,
+    // the records of greater depth that arrived since the last one of equal or lower depth are the
+    // next record's children (the depth falls at most one level per record, which unwraps the 16
+    // stored bits). A record whose enclosing scope is missing (it began before start(), or was dropped
+    // over budget) is deeper than its neighbours: it goes to the nearest recorded ancestor, or becomes
+    // a root when its times prove it ended before that ancestor began.
+    void link_exact_run(event_index lo, event_index hi, event_index run) {
         const auto& ev = list_.events_;
         const event_index m = hi - lo;
-        size.assign(m, 1);
-        std::vector<event_index> stack;
-        for (event_index i = 0; i < m; ++i) {  // children are the finished subtrees starting within
-            while (!stack.empty() && ev[lo + stack.back()].start_ns >= ev[lo + i].start_ns) {
-                size[i] += size[stack.back()];
-                stack.pop_back();
+        std::vector<std::int64_t> depth(m);
+        std::int64_t level = 0;
+        for (event_index i = 0; i < m; ++i) {
+            if (i > 0) {
+                const auto step = static_cast<std::uint16_t>(depth_[lo + i] - depth_[lo + i - 1]);
+                level += step == 0xffff ? -1 : step;
             }
-            stack.push_back(i);
+            depth[i] = level;
         }
-        stack.clear();
-        for (event_index i = m; i-- > 0;) {  // ancestors come later in post-order
-            while (!stack.empty() && stack.back() + 1 - size[stack.back()] > i) stack.pop_back();
-            const auto depth = static_cast<event_index>(stack.size());
-            order[lo + i + 1 - size[i] + depth] = lo + i;
-            stack.push_back(i);
+        std::vector<event_index> pending;  // finished subtrees not yet given a parent, in arrival order
+        for (event_index i = 0; i < m; ++i) {
+            exact_place& place = exact_[lo + i];
+            place.run = run;
+            while (!pending.empty() && depth[pending.back()] > depth[i]) {
+                const event_index child = pending.back();
+                pending.pop_back();
+                if (ev[lo + child].end_ns < ev[lo + i].start_ns) {
+                    // Ended before this record began: an orphan, and so is everything deeper below it.
+                    while (!pending.empty() && depth[pending.back()] > depth[i]) pending.pop_back();
+                    break;
+                }
+                exact_[lo + child].parent = lo + i;
+                place.size += exact_[lo + child].size;
+            }
+            pending.push_back(i);
         }
-        for (event_index i = lo + 1; i < hi; ++i) {
-            if (before(order[i], order[i - 1])) {
-                std::sort(order.begin() + lo, order.begin() + hi,
-                          [this](event_index a, event_index b) { return before(a, b); });
+        // Pre-order position = post-order position - subtree size + 1 + number of ancestors.
+        pending.clear();  // now: the subtrees enclosing i
+        for (event_index i = m; i-- > 0;) {
+            while (!pending.empty() && pending.back() + 1 - exact_[lo + pending.back()].size > i) pending.pop_back();
+            exact_[lo + i].pre = i + 1 - exact_[lo + i].size + static_cast<event_index>(pending.size());
+            pending.push_back(i);
+        }
+    }
+
+    // Orders run [lo, hi) by `before` in linear time when starts are distinct: pre-order is the
+    // entry order, whose starts never fall; only groups of equal starts are sorted.
+    void order_exact_run(std::vector<event_index>& order, event_index run, event_index lo, event_index hi) {
+        link_exact_run(lo, hi, run);
+        for (event_index i = lo; i < hi; ++i) order[lo + exact_[i].pre] = i;
+        const auto& ev = list_.events_;
+        const auto less = [this](event_index a, event_index b) { return before(a, b); };
+        for (event_index i = lo; i < hi;) {
+            event_index j = i + 1;
+            while (j < hi && ev[order[j]].start_ns == ev[order[i]].start_ns) ++j;
+            if (j < hi && ev[order[j]].start_ns < ev[order[i]].start_ns) {  // a clock that stepped back
+                std::sort(order.begin() + lo, order.begin() + hi, less);
                 return;
             }
+            if (j - i > 1) std::sort(order.begin() + i, order.begin() + j, less);
+            i = j;
         }
     }
 
@@ -4315,23 +4592,55 @@ private:
         }
     }
 
-    void link_tree() {
+    // Links parents, children, depth and self time. `original[i]` is the index as added of event i.
+    // A thread whose events all come from one exactly linked run takes that run's parents. Otherwise
+    // (hand-built events, or one OS thread recording through several buffers: a shared library with
+    // hidden visibility has its own) an open-scope stack decides: exactly within a run, by times across
+    // runs (torch's rule: what ended when or before an event starts, or ends before it does, cannot
+    // contain it).
+    void link_tree(const std::vector<event_index>& original) {
         auto& ev = list_.events_;
-        // One open-scope stack and one "last child" slot per thread; events arrive parents first.
+        const auto n = static_cast<event_index>(ev.size());
+        std::vector<event_index> position(n);
+        for (event_index i = 0; i < n; ++i) position[original[i]] = i;
+        constexpr event_index mixed = no_index - 1;
+        std::vector<event_index> thread_run(list_.threads_.size(), no_index);
+        for (event_index i = 0; i < n; ++i) {
+            event_index& run = thread_run[ev[i].thread];
+            const event_index mine = exact_[original[i]].run == no_index ? mixed : exact_[original[i]].run;
+            run = (run == no_index || run == mine) ? mine : mixed;
+        }
+        const auto contains = [&](event_index outer, event_index inner) {
+            const exact_place& o = exact_[original[outer]];
+            const exact_place& e = exact_[original[inner]];
+            if (o.run != no_index && o.run == e.run) return o.pre < e.pre && e.pre < o.pre + o.size;
+            return !(ev[outer].end_ns <= ev[inner].start_ns || ev[outer].end_ns < ev[inner].end_ns);
+        };
         std::vector<std::vector<event_index>> open(list_.threads_.size());
-        std::vector<event_index> last_child(ev.size(), no_index);
-        for (event_index i = 0; i < ev.size(); ++i) {
+        std::vector<event_index> last_child(n, no_index);
+        for (event_index i = 0; i < n; ++i) {
             event& e = ev[i];
             e.id = first_id_ + i;
             e.self_ns = e.duration_ns();
-            auto& stack = open[e.thread];
-            // Pop what cannot contain this event: what ended when or before it starts (torch's rule,
-            // which also keeps zero-length events leaves) and what ends before it does.
-            while (!stack.empty() && (ev[stack.back()].end_ns <= e.start_ns || ev[stack.back()].end_ns < e.end_ns)) {
-                stack.pop_back();
+            event_index p = no_index;
+            const exact_place& place = exact_[original[i]];
+            if (thread_run[e.thread] != mixed) {
+                if (place.parent != no_index) p = position[place.parent];
+            } else {
+                auto& stack = open[e.thread];
+                while (!stack.empty() && !contains(stack.back(), i)) stack.pop_back();
+                if (!stack.empty()) p = stack.back();
+                // The run's own parent wins over the stack, unless the stack found a scope of another
+                // buffer nested inside that parent; a run's root has no parent in its own run.
+                if (place.parent != no_index) {
+                    const event_index known = position[place.parent];
+                    if (p == no_index || exact_[original[p]].run == place.run || p < known) p = known;
+                } else if (p != no_index && place.run != no_index && exact_[original[p]].run == place.run) {
+                    p = no_index;
+                }
+                stack.push_back(i);
             }
-            if (!stack.empty()) {
-                event_index p = stack.back();
+            if (p != no_index) {
                 e.parent = p;
                 e.depth = static_cast<std::uint16_t>(std::min<int>(ev[p].depth + 1, 0xffff));
                 ev[p].self_ns -= e.duration_ns();
@@ -4342,7 +4651,6 @@ private:
                 }
                 last_child[p] = i;
             }
-            stack.push_back(i);
         }
     }
 
@@ -4350,6 +4658,8 @@ private:
     std::shared_ptr<string_arena> arena_;
     std::uint64_t first_id_ = 0;
     std::vector<event_index> runs_;  // first event of each run
+    std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
+    std::vector<exact_place> exact_;    // per event as added, during build()
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
@@ -6575,6 +6885,7 @@ struct profiler_stats {
     double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
+    std::uint64_t overhead_events = 0;                 ///< stint's own events (cat "overhead"), not in recorded
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
     std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
@@ -6668,6 +6979,7 @@ public:
         std::int64_t disabled_at = 0;
         std::uint64_t recorded = 0;
         std::uint64_t dropped = 0;
+        std::uint64_t overhead = 0;
         std::uint64_t truncated = 0;
 
         const auto thread_for = [&](const drained_thread& t) {
@@ -6695,6 +7007,7 @@ public:
             if (info.name.empty()) info.name = t.name;
             recorded += t.recorded;
             dropped += t.dropped;
+            overhead += t.overhead;
             truncated += t.truncated;
             builder.begin_run();  // the next node's records are a run of their own
         };
@@ -6704,7 +7017,7 @@ public:
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            const site& where = *r.where;
+            const site& where = *r.where();
             std::span<const std::byte> bytes = payload.bytes;
             std::vector<std::uint64_t> frames;
             if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
@@ -6737,6 +7050,7 @@ public:
                     break;
                 }
             }
+            builder.set_record_depth(i, r.depth());
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
@@ -6757,6 +7071,7 @@ public:
         stats_.number_of_events = out.size();
         stats_.recorded = recorded;
         stats_.dropped = dropped;
+        stats_.overhead_events = overhead;
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;

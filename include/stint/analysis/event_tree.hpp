@@ -83,17 +83,32 @@ public:
     void set_first_id(std::uint64_t id) { first_id_ = id; }
 
     /// Room for `events` events, so that a drain never copies the list while it grows.
-    void reserve(std::size_t events) { list_.events_.reserve(events); }
+    void reserve(std::size_t events) {
+        list_.events_.reserve(events);
+        depth_.reserve(events);
+    }
 
     /// Starts a run: the events added until the next run come from one thread buffer, which appends
-    /// each scope when it ends. build() orders such a run in linear time instead of sorting it.
+    /// each scope when it ends. build() rebuilds a run's nesting from that order.
     void begin_run() { runs_.push_back(static_cast<event_index>(list_.events_.size())); }
 
-    /// Orders events by (start, longer first, insertion), assigns ids in that order, links the tree.
+    /// The nesting depth (modulo 2^16) that the thread had when event `i` began, as a record stores it
+    /// (recording/buffer.hpp). A run whose events all have one is linked exactly: the arrival order and
+    /// the depths say who is inside whom, whatever the times say.
+    void set_record_depth(event_index i, std::uint16_t depth) {
+        if (depth_.size() <= i) depth_.resize(std::size_t{i} + 1, no_depth);
+        depth_[i] = depth;
+    }
+
+    /// Orders events by (start, longer first, then the program's order or insertion), assigns ids in
+    /// that order, and links the tree.
     event_list build() && {
+        depth_.resize(list_.events_.size(), no_depth);
+        exact_.assign(list_.events_.size(), exact_place{});
         std::vector<event_index> order = ordered_indices();
+        const std::vector<event_index> original = order;  // apply_order consumes `order`
         apply_order(order);
-        link_tree();
+        link_tree(original);
         if (call_stacks_) {
             assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
@@ -105,6 +120,17 @@ public:
     }
 
 private:
+    static constexpr std::uint32_t no_depth = 0xffffffffU;
+
+    // Where an event of an exactly linked run sits in its run's forest: the run, its parent (an
+    // index as added), its pre-order position and subtree size within the run.
+    struct exact_place {
+        event_index run = no_index;
+        event_index parent = no_index;
+        event_index pre = 0;
+        event_index size = 1;
+    };
+
     // The order of the list: each run ordered on its own, then the runs merged.
     std::vector<event_index> ordered_indices() {
         const auto n = static_cast<event_index>(list_.events_.size());
@@ -115,8 +141,18 @@ private:
         bounds.push_back(n);
         std::vector<event_index> order(n);
         for (event_index i = 0; i < n; ++i) order[i] = i;
-        std::vector<event_index> scratch;
-        for (std::size_t r = 0; r + 1 < bounds.size(); ++r) order_run(order, bounds[r], bounds[r + 1], scratch);
+        for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
+            const event_index lo = bounds[r];
+            const event_index hi = bounds[r + 1];
+            const bool exact = !runs_.empty() && std::all_of(depth_.begin() + lo, depth_.begin() + hi,
+                                                             [](std::uint32_t d) { return d != no_depth; });
+            if (exact) {
+                order_exact_run(order, static_cast<event_index>(r), lo, hi);
+            } else {
+                std::sort(order.begin() + lo, order.begin() + hi,
+                          [this](event_index a, event_index b) { return before(a, b); });
+            }
+        }
         if (bounds.size() <= 2) return order;
         return merge_runs(order, bounds);
     }
@@ -126,39 +162,73 @@ private:
         const event& y = list_.events_[b];
         if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
         if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;  // the enclosing one first
+        if (exact_[a].run != no_index && exact_[a].run == exact_[b].run) return exact_[a].pre < exact_[b].pre;
         return a < b;  // insertion order: a scope recorded before its zero-length twin
     }
 
-    // Orders order[lo, hi). A thread's records arrive in end order (post-order of its scope tree);
-    // start order is the pre-order, and each event's place in it follows from its subtree size and
-    // depth: pre = post - size + 1 + depth. Anything that is not a clean post-order (records added
-    // by hand, scopes ended out of order, equal times) fails the check and is sorted instead.
-    void order_run(std::vector<event_index>& order, event_index lo, event_index hi,
-                   std::vector<event_index>& size) const {
+    // Links run [lo, hi) from its arrival order and depths.
+    //
+    // A thread appends a scope at its exit and an instant when it happens, so a run is the post-order
+    // of the thread's forest: the records that arrived since a scope began are inside it. With depths,
+    // the records of greater depth that arrived since the last one of equal or lower depth are the
+    // next record's children (the depth falls at most one level per record, which unwraps the 16
+    // stored bits). A record whose enclosing scope is missing (it began before start(), or was dropped
+    // over budget) is deeper than its neighbours: it goes to the nearest recorded ancestor, or becomes
+    // a root when its times prove it ended before that ancestor began.
+    void link_exact_run(event_index lo, event_index hi, event_index run) {
         const auto& ev = list_.events_;
         const event_index m = hi - lo;
-        size.assign(m, 1);
-        std::vector<event_index> stack;
-        for (event_index i = 0; i < m; ++i) {  // children are the finished subtrees starting within
-            while (!stack.empty() && ev[lo + stack.back()].start_ns >= ev[lo + i].start_ns) {
-                size[i] += size[stack.back()];
-                stack.pop_back();
+        std::vector<std::int64_t> depth(m);
+        std::int64_t level = 0;
+        for (event_index i = 0; i < m; ++i) {
+            if (i > 0) {
+                const auto step = static_cast<std::uint16_t>(depth_[lo + i] - depth_[lo + i - 1]);
+                level += step == 0xffff ? -1 : step;
             }
-            stack.push_back(i);
+            depth[i] = level;
         }
-        stack.clear();
-        for (event_index i = m; i-- > 0;) {  // ancestors come later in post-order
-            while (!stack.empty() && stack.back() + 1 - size[stack.back()] > i) stack.pop_back();
-            const auto depth = static_cast<event_index>(stack.size());
-            order[lo + i + 1 - size[i] + depth] = lo + i;
-            stack.push_back(i);
+        std::vector<event_index> pending;  // finished subtrees not yet given a parent, in arrival order
+        for (event_index i = 0; i < m; ++i) {
+            exact_place& place = exact_[lo + i];
+            place.run = run;
+            while (!pending.empty() && depth[pending.back()] > depth[i]) {
+                const event_index child = pending.back();
+                pending.pop_back();
+                if (ev[lo + child].end_ns < ev[lo + i].start_ns) {
+                    // Ended before this record began: an orphan, and so is everything deeper below it.
+                    while (!pending.empty() && depth[pending.back()] > depth[i]) pending.pop_back();
+                    break;
+                }
+                exact_[lo + child].parent = lo + i;
+                place.size += exact_[lo + child].size;
+            }
+            pending.push_back(i);
         }
-        for (event_index i = lo + 1; i < hi; ++i) {
-            if (before(order[i], order[i - 1])) {
-                std::sort(order.begin() + lo, order.begin() + hi,
-                          [this](event_index a, event_index b) { return before(a, b); });
+        // Pre-order position = post-order position - subtree size + 1 + number of ancestors.
+        pending.clear();  // now: the subtrees enclosing i
+        for (event_index i = m; i-- > 0;) {
+            while (!pending.empty() && pending.back() + 1 - exact_[lo + pending.back()].size > i) pending.pop_back();
+            exact_[lo + i].pre = i + 1 - exact_[lo + i].size + static_cast<event_index>(pending.size());
+            pending.push_back(i);
+        }
+    }
+
+    // Orders run [lo, hi) by `before` in linear time when starts are distinct: pre-order is the
+    // entry order, whose starts never fall; only groups of equal starts are sorted.
+    void order_exact_run(std::vector<event_index>& order, event_index run, event_index lo, event_index hi) {
+        link_exact_run(lo, hi, run);
+        for (event_index i = lo; i < hi; ++i) order[lo + exact_[i].pre] = i;
+        const auto& ev = list_.events_;
+        const auto less = [this](event_index a, event_index b) { return before(a, b); };
+        for (event_index i = lo; i < hi;) {
+            event_index j = i + 1;
+            while (j < hi && ev[order[j]].start_ns == ev[order[i]].start_ns) ++j;
+            if (j < hi && ev[order[j]].start_ns < ev[order[i]].start_ns) {  // a clock that stepped back
+                std::sort(order.begin() + lo, order.begin() + hi, less);
                 return;
             }
+            if (j - i > 1) std::sort(order.begin() + i, order.begin() + j, less);
+            i = j;
         }
     }
 
@@ -208,23 +278,55 @@ private:
         }
     }
 
-    void link_tree() {
+    // Links parents, children, depth and self time. `original[i]` is the index as added of event i.
+    // A thread whose events all come from one exactly linked run takes that run's parents. Otherwise
+    // (hand-built events, or one OS thread recording through several buffers: a shared library with
+    // hidden visibility has its own) an open-scope stack decides: exactly within a run, by times across
+    // runs (torch's rule: what ended when or before an event starts, or ends before it does, cannot
+    // contain it).
+    void link_tree(const std::vector<event_index>& original) {
         auto& ev = list_.events_;
-        // One open-scope stack and one "last child" slot per thread; events arrive parents first.
+        const auto n = static_cast<event_index>(ev.size());
+        std::vector<event_index> position(n);
+        for (event_index i = 0; i < n; ++i) position[original[i]] = i;
+        constexpr event_index mixed = no_index - 1;
+        std::vector<event_index> thread_run(list_.threads_.size(), no_index);
+        for (event_index i = 0; i < n; ++i) {
+            event_index& run = thread_run[ev[i].thread];
+            const event_index mine = exact_[original[i]].run == no_index ? mixed : exact_[original[i]].run;
+            run = (run == no_index || run == mine) ? mine : mixed;
+        }
+        const auto contains = [&](event_index outer, event_index inner) {
+            const exact_place& o = exact_[original[outer]];
+            const exact_place& e = exact_[original[inner]];
+            if (o.run != no_index && o.run == e.run) return o.pre < e.pre && e.pre < o.pre + o.size;
+            return !(ev[outer].end_ns <= ev[inner].start_ns || ev[outer].end_ns < ev[inner].end_ns);
+        };
         std::vector<std::vector<event_index>> open(list_.threads_.size());
-        std::vector<event_index> last_child(ev.size(), no_index);
-        for (event_index i = 0; i < ev.size(); ++i) {
+        std::vector<event_index> last_child(n, no_index);
+        for (event_index i = 0; i < n; ++i) {
             event& e = ev[i];
             e.id = first_id_ + i;
             e.self_ns = e.duration_ns();
-            auto& stack = open[e.thread];
-            // Pop what cannot contain this event: what ended when or before it starts (torch's rule,
-            // which also keeps zero-length events leaves) and what ends before it does.
-            while (!stack.empty() && (ev[stack.back()].end_ns <= e.start_ns || ev[stack.back()].end_ns < e.end_ns)) {
-                stack.pop_back();
+            event_index p = no_index;
+            const exact_place& place = exact_[original[i]];
+            if (thread_run[e.thread] != mixed) {
+                if (place.parent != no_index) p = position[place.parent];
+            } else {
+                auto& stack = open[e.thread];
+                while (!stack.empty() && !contains(stack.back(), i)) stack.pop_back();
+                if (!stack.empty()) p = stack.back();
+                // The run's own parent wins over the stack, unless the stack found a scope of another
+                // buffer nested inside that parent; a run's root has no parent in its own run.
+                if (place.parent != no_index) {
+                    const event_index known = position[place.parent];
+                    if (p == no_index || exact_[original[p]].run == place.run || p < known) p = known;
+                } else if (p != no_index && place.run != no_index && exact_[original[p]].run == place.run) {
+                    p = no_index;
+                }
+                stack.push_back(i);
             }
-            if (!stack.empty()) {
-                event_index p = stack.back();
+            if (p != no_index) {
                 e.parent = p;
                 e.depth = static_cast<std::uint16_t>(std::min<int>(ev[p].depth + 1, 0xffff));
                 ev[p].self_ns -= e.duration_ns();
@@ -235,7 +337,6 @@ private:
                 }
                 last_child[p] = i;
             }
-            stack.push_back(i);
         }
     }
 
@@ -243,6 +344,8 @@ private:
     std::shared_ptr<string_arena> arena_;
     std::uint64_t first_id_ = 0;
     std::vector<event_index> runs_;  // first event of each run
+    std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
+    std::vector<exact_place> exact_;    // per event as added, during build()
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;

@@ -99,6 +99,7 @@ public:
         : state_(detail::recording.value.load(std::memory_order_relaxed)) {
         if (detail::is_recording_state(state_)) {
             where_ = detail::compiled_region_site((std::uint64_t{frame_id} << 32) | compile_id, state_);
+            if (where_ != nullptr) opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
         }
     }
@@ -109,7 +110,8 @@ public:
     /// Ends the annotation early; later calls do nothing.
     void end() noexcept {
         if (detail::is_recording_state(state_) && where_ != nullptr) {
-            detail::append_record(where_, begin_, read_ticks(), state_);
+            const std::uint64_t end = read_ticks();
+            detail::append_record(where_, detail::leave_scope_on(opened_on_), begin_, end, state_);
         }
         state_ = 0;
     }
@@ -117,6 +119,7 @@ public:
 private:
     std::uint32_t state_;
     const detail::site* where_ = nullptr;
+    const void* opened_on_ = nullptr;
     std::uint64_t begin_ = 0;
 };
 

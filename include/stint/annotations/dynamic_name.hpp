@@ -193,11 +193,12 @@ public:
                       "stint: STINT_SCOPE_DYNAMIC names the object's type, not a pointer's; pass *this, not this");
         if (is_recording_state(state_)) {
             where_ = find_dynamic_site(where, typeid(object), state_);
+            if (where_ != nullptr) enter_recorded_scope();
             begin_ = read_ticks();
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
-        if (is_recording_state(state_) && where_ != nullptr) append_record(where_, begin_, read_ticks(), state_);
+        if (is_recording_state(state_) && where_ != nullptr) append_scope_record(where_, begin_, read_ticks(), state_);
     }
     dynamic_scope(const dynamic_scope&) = delete;
     dynamic_scope& operator=(const dynamic_scope&) = delete;

@@ -63,13 +63,16 @@ public:
         : counter_(counter), state_(Records ? recording.value.load(std::memory_order_relaxed) : 0) {
         // relaxed: a stale false only sends this thread to link_region, which links once.
         if (!counter.linked.load(std::memory_order_relaxed)) [[unlikely]] link_region(counter);
+        if constexpr (Records) {
+            if (is_recording_state(state_)) enter_recorded_scope();
+        }
         begin_ = read_ticks();
     }
     STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
         const std::uint64_t end = read_ticks();
         counter_.add(end - begin_);
         if constexpr (Records) {
-            if (is_recording_state(state_)) append_record(counter_.where, begin_, end, state_);
+            if (is_recording_state(state_)) append_scope_record(counter_.where, begin_, end, state_);
         }
     }
     region_timer(const region_timer&) = delete;

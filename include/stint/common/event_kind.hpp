@@ -12,6 +12,7 @@ enum class event_kind : std::uint8_t {
     cpu_op,           ///< STINT_OP
     instant,          ///< STINT_INSTANT (zero duration)
     module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
+    overhead,         ///< stint's own work during a session (registering a thread, taking a buffer chunk)
 };
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -21,6 +22,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::cpu_op: return "cpu_op";
         case event_kind::instant: return "cpu_instant_event";
         case event_kind::module: return "user_annotation";
+        case event_kind::overhead: return "overhead";
     }
     return "unknown";
 }

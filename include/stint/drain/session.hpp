@@ -37,6 +37,7 @@ struct profiler_stats {
     double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
+    std::uint64_t overhead_events = 0;                 ///< stint's own events (cat "overhead"), not in recorded
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
     std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
@@ -130,6 +131,7 @@ public:
         std::int64_t disabled_at = 0;
         std::uint64_t recorded = 0;
         std::uint64_t dropped = 0;
+        std::uint64_t overhead = 0;
         std::uint64_t truncated = 0;
 
         const auto thread_for = [&](const drained_thread& t) {
@@ -157,6 +159,7 @@ public:
             if (info.name.empty()) info.name = t.name;
             recorded += t.recorded;
             dropped += t.dropped;
+            overhead += t.overhead;
             truncated += t.truncated;
             builder.begin_run();  // the next node's records are a run of their own
         };
@@ -166,7 +169,7 @@ public:
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
-            const site& where = *r.where;
+            const site& where = *r.where();
             std::span<const std::byte> bytes = payload.bytes;
             std::vector<std::uint64_t> frames;
             if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
@@ -199,6 +202,7 @@ public:
                     break;
                 }
             }
+            builder.set_record_depth(i, r.depth());
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
@@ -219,6 +223,7 @@ public:
         stats_.number_of_events = out.size();
         stats_.recorded = recorded;
         stats_.dropped = dropped;
+        stats_.overhead_events = overhead;
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;

@@ -14,12 +14,35 @@
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The fixed part of every record: which site, when it began and ended. A payload follows when the
-/// site says so.
+/// The fixed part of every record: which site, at which nesting depth on its thread, when it began
+/// and ended. A payload follows when the site says so.
+///
+/// The depth is what makes the drain's tree exact: on a coarse tick clock a parent, its children and
+/// its next sibling often share ticks, but a thread's records arrive in program order (a scope at its
+/// exit) and, with each record's depth, that order alone rebuilds the nesting (drain/session.hpp,
+/// analysis/event_tree.hpp). It rides in the site pointer's top 16 bits, which user-space addresses
+/// leave zero on x86-64 and aarch64 (47/48-bit address spaces), so a record stays 24 bytes.
 struct record {
-    const site* where;
+    std::uint64_t site_and_depth;
     std::uint64_t begin_ticks;
     std::uint64_t end_ticks;
+
+    static constexpr int depth_shift = 48;
+    static constexpr std::uint64_t site_mask = (std::uint64_t{1} << depth_shift) - 1;
+
+    STINT_DETAIL_ALWAYS_INLINE record(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                      std::uint64_t end) noexcept
+        : site_and_depth(reinterpret_cast<std::uintptr_t>(where) | (std::uint64_t{depth} << depth_shift)),
+          begin_ticks(begin), end_ticks(end) {}
+    record() = default;
+
+    [[nodiscard]] const site* where() const noexcept {
+        return reinterpret_cast<const site*>(static_cast<std::uintptr_t>(site_and_depth & site_mask));
+    }
+    /// The thread's depth when the record's scope began, modulo 2^16 (the drain unwraps it).
+    [[nodiscard]] std::uint16_t depth() const noexcept {
+        return static_cast<std::uint16_t>(site_and_depth >> depth_shift);
+    }
 };
 static_assert(sizeof(record) == 24, "stint: a timing-only record must stay 24 bytes (design §6: <= 32)");
 
@@ -55,6 +78,7 @@ struct thread_buffer {
     std::byte* limit = nullptr;    ///< end of the current chunk; nullptr until the first record
     chunk* current = nullptr;
     std::uint32_t state = 0;       ///< the recording state (session) this buffer's chunks belong to
+    std::uint32_t depth = 0;       ///< recorded scopes open on this thread (modulo 2^32; records keep 16 bits)
     bool dead = false;             ///< the thread is exiting: records are discarded
     thread_node* node = nullptr;
 };
@@ -66,22 +90,50 @@ inline constinit thread_local thread_buffer tls_buffer{};
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. (A template
 /// only so that it can be out of line and cold yet defined in a header.)
 template <int = 0>
-STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                 std::uint32_t state, std::string_view name) noexcept;
+STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;
+
+/// Marks the entry of a scope that will be recorded: records made until its exit are inside it.
+STINT_DETAIL_ALWAYS_INLINE void enter_recorded_scope() noexcept { ++tls_buffer.depth; }
+
+/// Leaves a scope entered with enter_recorded_scope(); returns its depth (the scopes around it).
+STINT_DETAIL_ALWAYS_INLINE std::uint32_t leave_recorded_scope() noexcept { return --tls_buffer.depth; }
+
+/// The depth of a record made now outside any scope of its own (an instant).
+STINT_DETAIL_ALWAYS_INLINE std::uint32_t current_depth() noexcept { return tls_buffer.depth; }
 
 /// Appends one timing-only record for the session `state`. Single writer: no lock, no CAS.
-STINT_DETAIL_ALWAYS_INLINE void append_record(const site* where, std::uint64_t begin, std::uint64_t end,
-                                              std::uint32_t state) noexcept {
+STINT_DETAIL_ALWAYS_INLINE void append_record(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                              std::uint64_t end, std::uint32_t state) noexcept {
     thread_buffer& buffer = tls_buffer;
     std::byte* at = buffer.cursor;
     if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < sizeof(record)) [[unlikely]] {
-        append_record_slow(where, begin, end, state, {});
+        append_record_slow(where, depth, begin, end, state, {});
         return;
     }
-    ::new (at) record{where, begin, end};
+    ::new (at) record{where, depth, begin, end};
     buffer.cursor = at + sizeof(record);
     // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
+/// enter_recorded_scope() for a scope that may end on another thread (record_function, which a
+/// framework may pass along): returns this thread's identity for leave_scope_on().
+inline const void* enter_scope_on_this_thread() noexcept {
+    enter_recorded_scope();
+    return &tls_buffer;
+}
+/// Leaves a scope entered by enter_scope_on_this_thread() on `thread`, when this is that thread; on
+/// another thread the record takes that thread's current depth (the first thread's depth stays one
+/// higher, which only shifts all its later depths alike).
+inline std::uint32_t leave_scope_on(const void* thread) noexcept {
+    return thread == &tls_buffer ? leave_recorded_scope() : current_depth();
+}
+
+/// Ends a recorded scope: leaves it and appends its record.
+STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
+                                                    std::uint32_t state) noexcept {
+    append_record(where, leave_recorded_scope(), begin, end, state);
 }
 
 /// Bytes a record with a runtime name of `name_size` bytes occupies.

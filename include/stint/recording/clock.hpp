@@ -13,8 +13,8 @@
 
 namespace stint {
 
-/// Reads the tick counter. Two reads cost about two rdtsc instructions; nothing else.
-STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
+/// Reads the tick counter without the test-only quantisation below.
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_raw_ticks() noexcept {
 #if defined(__x86_64__) || defined(_M_X64)
     return __rdtsc();
 #elif defined(__aarch64__)
@@ -25,6 +25,19 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
             .count());
+#endif
+}
+
+/// Reads the tick counter. Two reads cost about two rdtsc instructions; nothing else.
+///
+/// STINT_DETAIL_TEST_TICK_SHIFT (tests only, for a whole test binary) rounds every reading down to a
+/// multiple of 2^shift ticks: a clock so coarse that most events share their ticks, as a few happen
+/// to on machines whose counter steps every ~10 ns.
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
+#if defined(STINT_DETAIL_TEST_TICK_SHIFT)
+    return read_raw_ticks() & ~((std::uint64_t{1} << STINT_DETAIL_TEST_TICK_SHIFT) - 1);
+#else
+    return read_raw_ticks();
 #endif
 }
 

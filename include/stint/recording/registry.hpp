@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stint/recording/buffer.hpp"
@@ -46,6 +47,9 @@ struct thread_node {
     std::atomic<std::uint64_t> dropped{0};
     /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
     std::atomic<std::uint64_t> truncated{0};
+    /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
+    /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
+    chunk* ready = nullptr;
     /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
@@ -69,16 +73,27 @@ public:
     /// Bytes kept between sessions when no profiler asks for more.
     static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
 
-    /// A chunk charged to the session's budget, or nullptr once the budget is spent.
+    /// A chunk charged to the session's budget, or nullptr once the budget is spent. A chunk the pool
+    /// did not have cached is faulted in here, on the slow path, not page by page under later records.
     chunk* acquire() {
-        if (budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) <
-            static_cast<std::int64_t>(chunk::total_bytes)) {
-            return nullptr;
-        }
+        if (!charge()) return nullptr;
         chunk* c = pop_cached();
-        if (c == nullptr) c = allocate();
-        c->published.store(c->data(), std::memory_order_relaxed);
-        c->next.store(nullptr, std::memory_order_relaxed);
+        if (c == nullptr) c = allocate_faulted();
+        reset(c);
+        return c;
+    }
+
+    /// Charges one chunk to the session's budget; false once the budget is spent.
+    bool charge() noexcept {
+        return budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) >=
+               static_cast<std::int64_t>(chunk::total_bytes);
+    }
+
+    /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
+    chunk* take_uncharged() {
+        chunk* c = pop_cached();
+        if (c == nullptr) c = allocate_faulted();
+        reset(c);
         return c;
     }
 
@@ -103,12 +118,8 @@ public:
         std::lock_guard lock(mutex_);
         retained_bytes_ = std::max(retained_bytes_, bytes);
         free_.reserve(bytes / chunk::total_bytes);
-        while (free_.size() * chunk::total_bytes < bytes) {
-            chunk* c = allocate();
-            // Fault every page in now rather than on the records' path.
-            for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
-            free_.push_back(c);
-        }
+        // Fault every page in now rather than on the records' path.
+        while (free_.size() * chunk::total_bytes < bytes) free_.push_back(allocate_faulted());
     }
 
     /// Keeps at least `bytes` of chunks cached between sessions.
@@ -168,6 +179,15 @@ private:
         void* memory = ::operator new(chunk::total_bytes, std::align_val_t{64});
         return ::new (memory) chunk;
     }
+    static chunk* allocate_faulted() {
+        chunk* c = allocate();
+        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
+        return c;
+    }
+    static void reset(chunk* c) noexcept {
+        c->published.store(c->data(), std::memory_order_relaxed);
+        c->next.store(nullptr, std::memory_order_relaxed);
+    }
     static void deallocate(chunk* c) noexcept {
         c->~chunk();
         ::operator delete(c, std::align_val_t{64});
@@ -191,7 +211,8 @@ struct record_payload {
 struct drained_thread {
     std::uint64_t os_tid = 0;
     std::string name;
-    std::uint64_t recorded = 0;
+    std::uint64_t recorded = 0;   ///< records of the program (stint's own overhead records apart)
+    std::uint64_t overhead = 0;   ///< stint's own records (event_kind::overhead)
     std::uint64_t dropped = 0;
     std::uint64_t truncated = 0;
 };
@@ -212,6 +233,7 @@ public:
         if (serial_ == 0) serial_ = 1;
         active_ = (serial_ << 1) | 1U;
         pool_.reset_budget(budget_bytes);
+        set_aside_ready_chunks(budget_bytes);
         // release: a thread that sees the new state also sees the budget.
         recording.value.store(active_, std::memory_order_release);
         return active_;
@@ -231,6 +253,7 @@ public:
         active_ = 0;
         on_disabled();
         for (thread_node* node : nodes_) {
+            pool_.release(std::exchange(node->ready, nullptr));  // set aside, never taken
             if (node->state.load(std::memory_order_acquire) != state) continue;
             drain_node(*node, stop_ticks, on_thread, on_record);
         }
@@ -265,7 +288,10 @@ public:
     // --- called by the owning thread's slow path ---
 
     bool register_thread(thread_buffer& buffer);
-    bool reset_for_session(thread_buffer& buffer, std::uint32_t state);
+    /// What starting a session on a thread took: nothing (it is not the recording session), a chunk
+    /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
+    enum class session_start { refused, ready_chunk, no_chunk };
+    session_start reset_for_session(thread_buffer& buffer, std::uint32_t state);
     bool next_chunk(thread_buffer& buffer, std::uint32_t state);
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
@@ -289,7 +315,8 @@ private:
                 std::memcpy(&r, at, sizeof(r));
                 std::size_t bytes = sizeof(record);
                 record_payload payload;
-                if (r.where->payload != payload_kind::none) {
+                const site& where = *r.where();
+                if (where.payload != payload_kind::none) {
                     payload_header header;
                     std::memcpy(&header, at + sizeof(record), sizeof(header));
                     bytes += header.bytes;
@@ -299,7 +326,7 @@ private:
                 at += bytes;
                 // A scope still open at stop ended after it: it belongs to no window.
                 if (r.end_ticks > stop_ticks) continue;
-                ++info.recorded;
+                ++(where.kind == event_kind::overhead ? info.overhead : info.recorded);
                 on_record(info, r, payload);
             }
         }
@@ -317,12 +344,34 @@ private:
         node.head.store(keep, std::memory_order_release);
     }
 
+    /// Gives each live thread a resident chunk for its first records of the session, so that neither
+    /// the allocation nor the page faults land inside the user's scopes. Bounded: at most
+    /// `max_ready_threads` threads and the budget; the others take the slow path.
+    /// A thread charges its chunk to the budget only when it takes it.
+    static constexpr std::size_t max_ready_threads = 256;
+    void set_aside_ready_chunks(std::size_t budget_bytes) noexcept {
+        std::size_t bytes = 0;
+        std::size_t given = 0;
+        for (thread_node* node : nodes_) {
+            if (given == max_ready_threads || bytes + chunk::total_bytes > budget_bytes) break;
+            if (node->exited.load(std::memory_order_acquire) || node->ready != nullptr) continue;
+            try {
+                node->ready = pool_.take_uncharged();
+            } catch (...) {
+                return;  // out of memory: the remaining threads take the slow path
+            }
+            bytes += chunk::total_bytes;
+            ++given;
+        }
+    }
+
     void free_exited_nodes() noexcept {
         auto dead = std::partition(nodes_.begin(), nodes_.end(), [](thread_node* node) {
             return !node->exited.load(std::memory_order_acquire);
         });
         for (auto it = dead; it != nodes_.end(); ++it) {
             release_chain(**it);
+            pool_.release(std::exchange((*it)->ready, nullptr));
             delete *it;
         }
         nodes_.erase(dead, nodes_.end());
@@ -425,20 +474,35 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     return true;
 }
 
-inline bool registry::reset_for_session(thread_buffer& buffer, std::uint32_t state) {
+inline registry::session_start registry::reset_for_session(thread_buffer& buffer, std::uint32_t state) {
     std::lock_guard lock(mutex_);
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
-    if (state != active_) return false;
+    if (state != active_) return session_start::refused;
     thread_node& node = *buffer.node;
     release_chain(node);
     node.dropped.store(0, std::memory_order_relaxed);
     node.truncated.store(0, std::memory_order_relaxed);
-    node.state.store(state, std::memory_order_release);
     buffer.state = state;
     buffer.current = nullptr;
     buffer.cursor = nullptr;
     buffer.limit = nullptr;
-    return true;
+    session_start result = session_start::no_chunk;
+    if (node.ready != nullptr) {
+        chunk* c = std::exchange(node.ready, nullptr);
+        if (pool_.charge()) {
+            node.head.store(c, std::memory_order_release);
+            node.current.store(c, std::memory_order_release);
+            buffer.current = c;
+            buffer.cursor = c->data();
+            buffer.limit = c->data_end();
+            result = session_start::ready_chunk;
+        } else {
+            pool_.release(c);
+        }
+    }
+    // release: pairs with the acquire in end_session(); the chunk above is visible before the state.
+    node.state.store(state, std::memory_order_release);
+    return result;
 }
 
 inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
@@ -461,31 +525,87 @@ inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
     return true;
 }
 
+/// Sites of stint's own work during a session, recorded (cat "overhead") right after the record
+/// whose append paid for it, at the same depth: the time is the enclosing scope's child, not its self
+/// time.
+inline constexpr site overhead_register_thread_site{"[stint] register thread", event_kind::overhead,
+                                                    payload_kind::none, {}};
+inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_kind::overhead, payload_kind::none,
+                                                 {}};
+
+/// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
+struct buffer_room {
+    bool ok = false;                     ///< false: the record is lost (counted unless `discarded`)
+    bool discarded = false;              ///< stale session or exiting thread: in no session, not a drop
+    const site* overhead = nullptr;      ///< the work done, when it is worth an overhead record
+};
+
+/// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
+/// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
+template <int = 0>
+STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes) {
+    registry& reg = the_registry();
+    buffer_room room;
+    if (buffer.node == nullptr) {
+        reg.register_thread(buffer);
+        room.overhead = &overhead_register_thread_site;
+    }
+    if (buffer.state != state) {
+        const registry::session_start start = reg.reset_for_session(buffer, state);
+        if (start == registry::session_start::refused) {
+            room.discarded = true;
+            return room;
+        }
+        if (start == registry::session_start::no_chunk && room.overhead == nullptr) {
+            room.overhead = &overhead_buffer_chunk_site;
+        }
+    }
+    if (bytes > chunk::data_bytes) return room;  // can never fit a chunk: dropped
+    const auto left = [&] { return static_cast<std::size_t>(buffer.limit - buffer.cursor); };
+    if (left() < bytes + sizeof(record)) {
+        if (reg.next_chunk(buffer, state)) {
+            if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
+        } else if (left() >= bytes) {
+            room.overhead = nullptr;  // the budget is spent: the record fits, its overhead record does not
+        } else {
+            return room;
+        }
+    }
+    if (left() < bytes + sizeof(record)) room.overhead = nullptr;
+    room.ok = true;
+    return room;
+}
+
+/// Writes an overhead record for work that ran from `work_begin` until now (room was made for it).
+inline void append_overhead_record(thread_buffer& buffer, const site* what, std::uint32_t depth,
+                                   std::uint64_t work_begin) noexcept {
+    ::new (buffer.cursor) record{what, depth, work_begin, read_ticks()};
+    buffer.cursor += sizeof(record);
+    // release: pairs with the acquire in drain_node().
+    buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
 template <int>
-STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin, std::uint64_t end, std::uint32_t state,
-                               std::string_view name) noexcept {
+STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept {
     thread_buffer& buffer = tls_buffer;
     if (buffer.dead) return;
+    const std::uint64_t work_begin = read_ticks();
     try {
-        registry& reg = the_registry();
-        if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
-        if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
-        thread_node& node = *buffer.node;
         std::size_t bytes = sizeof(record);
         const bool named = where->payload == payload_kind::runtime_name;
-        if (named) {
-            if (name.size() > max_runtime_name_bytes) {
-                name = name.substr(0, max_runtime_name_bytes);
-                bump(node.truncated);
-            }
-            bytes = named_record_bytes(name.size());
-        }
-        if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
-            bump(node.dropped);
+        if (named) bytes = named_record_bytes(std::min(name.size(), max_runtime_name_bytes));
+        const buffer_room room = make_room(buffer, state, bytes);
+        if (!room.ok) {
+            if (!room.discarded) bump(buffer.node->dropped);
             return;
         }
+        if (named && name.size() > max_runtime_name_bytes) {
+            name = name.substr(0, max_runtime_name_bytes);
+            bump(buffer.node->truncated);
+        }
         std::byte* at = buffer.cursor;
-        ::new (at) record{where, begin, end};
+        ::new (at) record{where, depth, begin, end};
         if (named) {
             const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)),
                                         static_cast<std::uint32_t>(name.size())};
@@ -495,6 +615,7 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin
         buffer.cursor = at + bytes;
         // release: pairs with the acquire in drain_node().
         buffer.current->published.store(buffer.cursor, std::memory_order_release);
+        if (room.overhead != nullptr) append_overhead_record(buffer, room.overhead, depth, work_begin);
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
@@ -506,8 +627,8 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint64_t begin
 /// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
 template <int = 0>
-STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                 std::uint32_t state, std::uint32_t aux,
+STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                                 std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  std::span<const std::byte> first,
                                                  std::span<const std::byte> second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
@@ -516,22 +637,19 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_
     const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
     try {
         // The common case (this session's chunk has room) touches neither the registry nor the node.
+        buffer_room room{.ok = true};
+        std::uint64_t work_begin = 0;
         if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
             if (buffer.dead) return;
-            registry& reg = the_registry();
-            if (buffer.node == nullptr && !reg.register_thread(buffer)) return;
-            if (buffer.state != state && !reg.reset_for_session(buffer, state)) return;
-            if (bytes > chunk::data_bytes) {
-                bump(buffer.node->dropped);
-                return;
-            }
-            if (static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes && !reg.next_chunk(buffer, state)) {
-                bump(buffer.node->dropped);
+            work_begin = read_ticks();
+            room = make_room(buffer, state, bytes);
+            if (!room.ok) {
+                if (!room.discarded) bump(buffer.node->dropped);
                 return;
             }
         }
         std::byte* at = buffer.cursor;
-        ::new (at) record{where, begin, end};
+        ::new (at) record{where, depth, begin, end};
         const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
         std::byte* out = at + sizeof(record);
         std::memcpy(out, &header, sizeof(header));
@@ -542,6 +660,7 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint64_
         buffer.cursor = at + bytes;
         // release: pairs with the acquire in drain_node().
         buffer.current->published.store(buffer.cursor, std::memory_order_release);
+        if (room.overhead != nullptr) append_overhead_record(buffer, room.overhead, depth, work_begin);
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
