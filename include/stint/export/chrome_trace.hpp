@@ -17,6 +17,7 @@
 #include "stint/detail/platform.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
+#include "stint/export/trace_time.hpp"
 
 namespace stint::detail {
 
@@ -137,6 +138,14 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.raw("  \"traceEvents\": [\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
     out.raw(", \"tid\": 0, \"args\": {\"name\": \"stint\"}}");
+    // Kineto's sort metadata: the process by its pid, as Kineto does; threads in the order of the
+    // trace's thread list (the order they first recorded), so viewers show them in that order.
+    out.raw(",\n    {\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
+    out.number(info.pid);
+    out.raw(", \"tid\": 0, \"args\": {\"sort_index\": ");
+    out.number(info.pid);
+    out.raw("}}");
+    std::size_t sort_index = 0;
     for (const thread_info& t : events.threads()) {
         out.raw(",\n    {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
         out.number(info.pid);
@@ -148,6 +157,12 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         } else {
             out.string(t.name);
         }
+        out.raw("}},\n    {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
+        out.number(info.pid);
+        out.raw(", \"tid\": ");
+        out.number(t.os_tid);
+        out.raw(", \"args\": {\"sort_index\": ");
+        out.number(sort_index++);
         out.raw("}}");
     }
     // ", \"pid\": P, \"tid\": T" of each thread, formatted once.
@@ -158,6 +173,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     }
     // "Call stack" text per stack: events on one call path share their stack, so join it once.
     std::vector<std::string> call_stacks;
+    trace_timeline timeline(events);
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = where[e.thread];
@@ -172,11 +188,16 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         o = write_microseconds(o, e.start_ns);
         if (e.kind != event_kind::instant) {
             o = write_literal(o, ", \"dur\": ");
-            o = write_microseconds(o, e.duration_ns());
+            o = write_trace_duration(o, timeline.duration(events.index_of(e)), e.duration_ns());
         }
-        o = write_literal(o, ", \"args\": {\"External id\": ");
-        o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
-        o = write_literal(o, ", \"Record function id\": ");
+        // Kineto writes no "External id" of 0 (it would link unrelated events).
+        o = write_literal(o, ", \"args\": {");
+        if (e.id != 0) {
+            o = write_literal(o, "\"External id\": ");
+            o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
+            o = write_literal(o, ", ");
+        }
+        o = write_literal(o, "\"Record function id\": ");
         o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
         out.commit(o);
         if (const event_args* args = events.args(e)) write_event_args(out, *args);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every example of a build in a scratch directory and loads each trace and flame-graph file it
+# writes into speedscope under Debian's headless Chromium (speedscope_check.mjs). Installs what it
+# needs: the chromium package when /usr/bin/chromium is missing, and the npm packages pinned in
+# package.json into $STINT_VIEWER_DEPS (default /tmp/stint-viewer), outside the repository.
+# Usage: tests/viewer/run.sh [build dir with -Dexamples=true, default build-test-gcc]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$root/build-test-gcc}" && pwd)
+deps=${STINT_VIEWER_DEPS:-/tmp/stint-viewer}
+
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+mkdir -p "$deps"
+if ! cmp -s "$here/package.json" "$deps/package.json" || [ ! -d "$deps/node_modules/speedscope" ]; then
+  cp "$here/package.json" "$deps/package.json"
+  (cd "$deps" && npm install --no-package-lock --no-audit --no-fund --loglevel=error)
+fi
+
+work=$(mktemp -d /tmp/stint-viewer-run.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+for source in "$root"/examples/*.cpp; do
+  example=$(basename "$source" .cpp)
+  mkdir "$work/$example"
+  (cd "$work/$example" && "$build/examples/$example" >output.txt 2>&1) ||
+    { echo "example $example failed:"; cat "$work/$example/output.txt"; exit 1; }
+done
+mapfile -t files < <(find "$work" -type f \( -name '*.pt.trace.json' -o -name '*.stacks' \) | sort)
+if [ "${#files[@]}" -eq 0 ]; then echo "the examples wrote no trace"; exit 1; fi
+node "$here/speedscope_check.mjs" "$deps" "${files[@]}"
