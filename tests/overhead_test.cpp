@@ -62,7 +62,7 @@ TEST_CASE("a new thread's registration is an overhead event beside its first rec
     stint_test::temp_dir dir;
     prof.export_chrome_trace(dir.file("t.json"));
     std::size_t overhead = 0;
-    for (const auto& e : stint_test::timed_events(stint_test::read_json(dir.file("t.json")))) {
+    for (const auto& e : stint_test::all_timed_events(stint_test::read_json(dir.file("t.json")))) {
         if (e.at("cat") == "overhead") {
             ++overhead;
             CHECK(e.at("name") == "[stint] register thread");

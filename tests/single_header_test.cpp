@@ -24,7 +24,7 @@ TEST_CASE("the single header records and exports a trace") {
     REQUIRE(stint_test::program_event_count(prof.events()) == 2);
     prof.export_chrome_trace(dir.file("single.json"));
     const auto trace = stint_test::read_json(dir.file("single.json"));
-    CHECK(stint_test::program_timed_events(trace).size() == 2);
+    CHECK(stint_test::timed_events(trace).size() == 2);
 }
 
 TEST_CASE("the single header captures op inputs and flops") {

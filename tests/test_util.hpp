@@ -62,20 +62,20 @@ inline nlohmann::json read_json(const std::string& path) {
     return nlohmann::json::parse(gz ? read_gzip(path) : read_file(path));
 }
 
-/// The trace's events of the program: timed, without stint's own (cat "overhead").
-inline std::vector<nlohmann::json> program_timed_events(const nlohmann::json& trace) {
+/// The trace's timed events (ph "X" or "i", not metadata), stint's own (cat "overhead") included.
+inline std::vector<nlohmann::json> all_timed_events(const nlohmann::json& trace) {
     std::vector<nlohmann::json> out;
     for (const auto& e : trace.at("traceEvents")) {
-        if (e.at("ph") != "M" && e.value("cat", "") != "overhead") out.push_back(e);
+        if (e.at("ph") != "M") out.push_back(e);
     }
     return out;
 }
 
-/// The trace's events with ph "X" or "i" (not metadata).
+/// The trace's timed events of the program: without stint's own (cat "overhead").
 inline std::vector<nlohmann::json> timed_events(const nlohmann::json& trace) {
     std::vector<nlohmann::json> out;
     for (const auto& e : trace.at("traceEvents")) {
-        if (e.at("ph") != "M") out.push_back(e);
+        if (e.at("ph") != "M" && e.value("cat", "") != "overhead") out.push_back(e);
     }
     return out;
 }

@@ -44,5 +44,5 @@ TEST_CASE("two shared libraries and the executable record into one session and o
     }
     CHECK(prof.events().threads().size() == 2);
     prof.export_chrome_trace(dir.file("embed.json"));
-    CHECK(stint_test::program_timed_events(stint_test::read_json(dir.file("embed.json"))).size() == 5);
+    CHECK(stint_test::timed_events(stint_test::read_json(dir.file("embed.json"))).size() == 5);
 }
