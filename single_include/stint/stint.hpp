@@ -4435,11 +4435,13 @@ inline void event_list::append(const event_list& later) {
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -4513,30 +4515,85 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
 inline constexpr std::string_view profiler_step_prefix = "ProfilerStep#";
 inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
 
-[[nodiscard]] inline std::string_view table_name(std::string_view name) noexcept {
-    return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
+// Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
+[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
+
+// torch's _rewrite_name(name, with_wildcard=True), as its function events carry names into
+// key_averages and the table: a name of more than one character goes through c10::demangle
+// (abi::__cxa_demangle; the name itself when that fails, so "_Z3foov" -> "foo()" and "forward" stays),
+// then "ProfilerStep#N" becomes "ProfilerStep*". The trace keeps the names as recorded, as Kineto's
+// does. Each distinct name is rewritten once: names are mostly a site's static string, so a pointer
+// cache answers most events without hashing the text.
+class display_names {
+public:
+    display_names() = default;
+    display_names(const display_names&) = delete;
+    display_names& operator=(const display_names&) = delete;
+
+    [[nodiscard]] std::string_view operator()(std::string_view raw) {
+        slot& s = slots_[(reinterpret_cast<std::uintptr_t>(raw.data()) >> 3) & (slots_.size() - 1)];
+        if (s.used && s.data == raw.data() && s.size == raw.size()) return s.shown;
+        auto [at, added] = seen_.try_emplace(raw);
+        if (added) at->second = rewrite(raw);
+        s = {raw.data(), raw.size(), at->second, true};
+        return at->second;
+    }
+
+private:
+    struct slot {
+        const char* data = nullptr;
+        std::size_t size = 0;
+        std::string_view shown;
+        bool used = false;  // an empty name may have a null pointer, like an unused slot
+    };
+
+    std::string_view rewrite(std::string_view raw) {
+        std::string_view name = raw;
+        if (text_width(raw) > 1) {  // Python's len(): code points
+            std::string demangled = demangle(std::string(raw).c_str());
+            if (demangled != raw) name = demangled_.emplace_back(std::move(demangled));
+        }
+        return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
+    }
+
+    std::array<slot, 64> slots_{};
+    std::unordered_map<std::string_view, std::string_view> seen_;
+    std::deque<std::string> demangled_;  // a deque never moves its strings: views stay valid
+};
 
 // torch's _build_tree deletes an event whose parent has the same name and no other child, and hands its
 // children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two.
-[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e) noexcept {
+[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
     if (e.parent == no_index || e.next_sibling != no_index) return false;
     const event& p = list[e.parent];
-    return p.first_child == list.index_of(e) && table_name(p.name) == table_name(e.name);
+    return p.first_child == list.index_of(e) && names(p.name) == names(e.name);
 }
 
-// Self time of an event that survives folding: its own plus that of the chain folded into it, which is
-// what torch gets by subtracting the folded chain's children from its duration.
-[[nodiscard]] inline std::int64_t folded_self_ns(const event_list& list, const event& e) noexcept {
-    std::int64_t self = e.self_ns;
-    const std::string_view name = table_name(e.name);
-    for (event_index c = e.first_child; c != no_index;) {
-        const event& child = list[c];
-        if (child.next_sibling != no_index || table_name(child.name) != name) break;
-        self += child.self_ns;
-        c = child.first_child;
+// torch's FunctionEvent times, to the last bit. Kineto gives integer nanoseconds; torch divides each
+// timestamp by 1000 as a double (start_us = rel_start_ns / 1000), so a duration is end_us - start_us,
+// not (end_ns - start_ns) / 1000, and a self time subtracts the children's durations, summed in order
+// from 0. Integer sums round some half-way cells the other way: a[0,18] b[100,109] c[200,205] (ns)
+// shows b at 28.13% in torch, 28.12% from nanosecond sums.
+[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+    return static_cast<double>(e.end_ns) / 1e3 - static_cast<double>(e.start_ns) / 1e3;
+}
+
+// torch's self_cpu_time_total of an event that survives folding: a folded chain's children are those
+// of its innermost member, which _remove_dup_nodes hands to the survivor.
+[[nodiscard]] inline double torch_self_cpu_time_total(const event_list& list, const event& e, display_names& names) {
+    event_index first = e.first_child;
+    const std::string_view name = names(e.name);
+    while (first != no_index) {
+        const event& child = list[first];
+        if (child.next_sibling != no_index || names(child.name) != name) break;
+        first = child.first_child;
     }
-    return self;
+    double children = 0;
+    for (event_index c = first; c != no_index; c = list[c].next_sibling) children += torch_cpu_time_total(list[c]);
+    return torch_cpu_time_total(e) - children;
 }
 
 // What the table reads of one row, from a raw event or an averaged one. A new column adds a field here.
@@ -4620,12 +4677,6 @@ inline void append_shapes(std::string& out, const std::vector<std::vector<std::i
         }
     }
     out += ']';
-}
-
-// Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
-[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
-    return static_cast<std::size_t>(
-        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // Byte offset of the code point that starts after `points` code points.
@@ -4897,12 +4948,13 @@ inline void check_options(const table_options& options) {
     detail::check_options(options);
     std::vector<detail::table_row> rows;
     rows.reserve(events.size());
+    detail::display_names names;
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
+        if (detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
-        r.name = detail::table_name(e.name);
-        r.self_cpu_time_total = static_cast<double>(detail::folded_self_ns(events, e)) / 1e3;
-        r.cpu_time_total = e.cpu_time_total();
+        r.name = names(e.name);
+        r.self_cpu_time_total = detail::torch_self_cpu_time_total(events, e, names);
+        r.cpu_time_total = detail::torch_cpu_time_total(e);
         r.cpu_time = r.cpu_time_total;
         r.count = 1;
         if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
@@ -4934,7 +4986,7 @@ struct key_averages_options {
 ///     for (const stint::averaged_event& a : prof.key_averages())
 ///         fmt::print("{} x{} {:.3f}us\n", a.key, a.count, a.cpu_time);
 struct averaged_event {
-    std::string key;                 ///< the event name; every "ProfilerStep#N" shows as "ProfilerStep*"
+    std::string key;                 ///< the event name, demangled; every "ProfilerStep#N" shows as "ProfilerStep*"
     std::int64_t count = 0;          ///< events in the group
     double cpu_time_total = 0;       ///< sum of the events' durations (a recursive op counts each level)
     double self_cpu_time_total = 0;  ///< sum of the events' self times
@@ -5021,8 +5073,8 @@ struct group_key_equal {
     }
 };
 
-// Direct-mapped: name pointer and kind -> group. A slot is only trusted on an exact pointer, size and
-// kind match, and equal pointers with equal sizes are equal names.
+// Direct-mapped: recorded name pointer and kind -> group. A slot is only trusted on an exact pointer,
+// size and kind match, and equal pointers with equal sizes are equal names.
 struct name_cache {
     struct slot {
         const char* name = nullptr;
@@ -5032,9 +5084,9 @@ struct name_cache {
         std::uint32_t group = 0;
     };
     std::array<slot, 64> slots{};
-    slot& at(const group_key& k) noexcept {
-        const auto bits = reinterpret_cast<std::uintptr_t>(k.name.data());
-        return slots[((bits >> 3) ^ (bits >> 9) ^ (k.user_annotation ? 1U : 0U)) & (slots.size() - 1)];
+    slot& at(std::string_view name, bool user_annotation) noexcept {
+        const auto bits = reinterpret_cast<std::uintptr_t>(name.data());
+        return slots[((bits >> 3) ^ (bits >> 9) ^ (user_annotation ? 1U : 0U)) & (slots.size() - 1)];
     }
 };
 
@@ -5047,9 +5099,15 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
     a.stack.assign(key.stack.begin(), key.stack.end());
 }
 
-inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t self_ns) {
-    a.cpu_time_total = static_cast<double>(total_ns) / 1e3;
-    a.self_cpu_time_total = static_cast<double>(self_ns) / 1e3;
+// torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
+inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+    ++a.count;
+    a.cpu_time_total += torch_cpu_time_total(e);
+    a.self_cpu_time_total += torch_self_cpu_time_total(events, e, names);
+    if (e.flops > 0) a.flops += e.flops;
+}
+
+inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
 }
 
@@ -5070,10 +5128,11 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
 }  // namespace detail
 
 /// Groups events as torch's `key_averages()` does: by name and kind (scope or op), plus input dims
-/// and the innermost stack frames when asked. Every "ProfilerStep#N" joins one "ProfilerStep*" group.
-/// An event that is the only child of a same-named parent is merged into that parent, as torch's tree
-/// drops it; any other recursion counts each level in cpu_time_total, as torch does, while self
-/// times (and so the table's footer) count every nanosecond once.
+/// and the innermost stack frames when asked. Names are demangled ("_Z3foov" shows as "foo()") and
+/// every "ProfilerStep#N" joins one "ProfilerStep*" group. An event that is the only child of a
+/// same-named parent is merged into that parent, as torch's tree drops it; any other recursion counts
+/// each level in cpu_time_total, as torch does. Times are torch's to the last bit: each timestamp in
+/// µs as a double, durations and sums taken in torch's order.
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
@@ -5085,56 +5144,43 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
     }
     const auto stack_n = static_cast<std::size_t>(options.group_by_stack_n);
 
-    struct sums {
-        std::int64_t total_ns = 0;
-        std::int64_t self_ns = 0;
-    };
     std::vector<averaged_event> groups;
-    std::vector<sums> totals;
     std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal> index;
     index.reserve(256);
+    detail::display_names names;
     // Names are mostly a site's static string, so the same pointer recurs; when only the name and kind
     // decide the group, a pointer hit skips hashing the text (1 M events: 55 ms -> 15 ms, measured).
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
     detail::name_cache cache;
 
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
-        detail::group_key key;
-        key.name = detail::table_name(e.name);
-        key.user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
-        if (options.group_by_input_shape) {
-            const event_args* args = events.args(e);
-            if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
-        }
-        if (stack_n > 0) {
-            const std::span<const std::string> frames = events.stack(e);
-            key.stack = frames.first(std::min(stack_n, frames.size()));
-        }
+        if (detail::is_folded_recursion(events, e, names)) continue;
+        const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         std::uint32_t group = 0;
-        detail::name_cache::slot& hit = cache.at(key);
-        if (cache_usable && hit.used && hit.name == key.name.data() && hit.size == key.name.size() &&
-            hit.user_annotation == key.user_annotation) {
+        detail::name_cache::slot& hit = cache.at(e.name, user_annotation);
+        if (cache_usable && hit.used && hit.name == e.name.data() && hit.size == e.name.size() &&
+            hit.user_annotation == user_annotation) {
             group = hit.group;
         } else {
-            const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
-            if (opened) {
-                detail::open_group(groups.emplace_back(), key.name, e, key);
-                totals.emplace_back();
+            detail::group_key key;
+            key.name = names(e.name);
+            key.user_annotation = user_annotation;
+            if (options.group_by_input_shape) {
+                const event_args* args = events.args(e);
+                if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
             }
+            if (stack_n > 0) {
+                const std::span<const std::string> frames = events.stack(e);
+                key.stack = frames.first(std::min(stack_n, frames.size()));
+            }
+            const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
+            if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
             group = at->second;
-            hit = {key.name.data(), key.name.size(), key.user_annotation, true, group};
+            hit = {e.name.data(), e.name.size(), user_annotation, true, group};
         }
-        averaged_event& a = groups[group];
-        sums& s = totals[group];
-        ++a.count;
-        s.total_ns += e.duration_ns();
-        s.self_ns += detail::folded_self_ns(events, e);
-        if (e.flops > 0) a.flops += e.flops;
+        detail::add_to_group(groups[group], events, e, names);
     }
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        detail::finish_group(groups[i], totals[i].total_ns, totals[i].self_ns);
-    }
+    for (averaged_event& a : groups) detail::finish_group(a);
     return averaged_event_list(std::move(groups));
 }
 
@@ -5144,15 +5190,11 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
 ///     const stint::averaged_event all = stint::total_average(prof.events());
 [[nodiscard]] inline averaged_event total_average(const event_list& events) {
     averaged_event total;
-    std::int64_t total_ns = 0;
-    std::int64_t self_ns = 0;
+    detail::display_names names;
     const event* last = nullptr;
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
-        ++total.count;
-        total_ns += e.duration_ns();
-        self_ns += detail::folded_self_ns(events, e);
-        if (e.flops > 0) total.flops += e.flops;
+        if (detail::is_folded_recursion(events, e, names)) continue;
+        detail::add_to_group(total, events, e, names);
         last = &e;
     }
     if (last != nullptr) {
@@ -5163,7 +5205,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         total.stack.assign(frames.begin(), frames.end());
     }
     total.key = "Total";
-    detail::finish_group(total, total_ns, self_ns);
+    detail::finish_group(total);
     return total;
 }
 
@@ -5180,7 +5222,7 @@ inline averaged_event averaged_event_list::total_average() const {
         total.has_cpu_parent = a.has_cpu_parent;
     }
     total.key = "Total";
-    total.cpu_time = total.count == 0 ? 0.0 : total.cpu_time_total / static_cast<double>(total.count);
+    detail::finish_group(total);
     return total;
 }
 
