@@ -3803,9 +3803,11 @@ private:
 // same call path share one stack, so a million events cost as many stacks as there are paths.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -4000,6 +4002,56 @@ private:
 
 namespace stint::detail {
 
+/// A source file as stacks show it (collapsed stacks, the trace's "Call stack", the table's Source
+/// Location). `__FILE__` is the path the build gave the compiler, relative to the build directory
+/// (meson, make: "../examples/quickstart.cpp") or absolute (CMake). Shown instead:
+/// 1. "." components and "dir/.." pairs removed ("src/./a/../b.cpp" -> "src/b.cpp");
+/// 2. an absolute path under `cwd` (the working directory when the stacks are built) made relative to
+///    it ("/home/u/proj/src/a.cpp" in /home/u/proj -> "src/a.cpp"); other absolute paths stay whole;
+/// 3. the leading ".." components of a relative path dropped ("../../src/a.cpp" -> "src/a.cpp"), so
+///    a build directory inside the source tree shows paths from the source root.
+/// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
+[[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
+    const bool absolute = file.starts_with('/');
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0; at <= file.size();) {
+        std::size_t end = file.find('/', at);
+        if (end == std::string_view::npos) end = file.size();
+        const std::string_view part = file.substr(at, end - at);
+        at = end + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == ".." && !parts.empty() && parts.back() != "..") {
+            parts.pop_back();
+        } else if (part != ".." || !absolute) {  // "/.." is "/"
+            parts.push_back(part);
+        }
+    }
+    std::size_t first = 0;
+    if (absolute) {
+        // Compare component-wise, so "/home/u/proj2" is not under "/home/u/proj".
+        std::size_t matched = 0;
+        bool under = cwd.starts_with('/');
+        for (std::size_t at = 1; under && at < cwd.size();) {
+            std::size_t end = cwd.find('/', at);
+            if (end == std::string_view::npos) end = cwd.size();
+            const std::string_view part = cwd.substr(at, end - at);
+            at = end + 1;
+            if (part.empty()) continue;
+            under = matched + 1 < parts.size() && parts[matched] == part;
+            ++matched;
+        }
+        if (under && matched > 0) first = matched;
+    } else {
+        while (first + 1 < parts.size() && parts[first] == "..") ++first;
+    }
+    std::string out = absolute && first == 0 ? "/" : "";
+    for (std::size_t i = first; i < parts.size(); ++i) {
+        if (i != first) out.push_back('/');
+        out.append(parts[i]);
+    }
+    return out;
+}
+
 /// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
 /// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
 /// Events must be ordered parents first (as event_list_builder orders them).
@@ -4017,6 +4069,8 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
     std::map<std::vector<std::uint64_t>, event_index> by_native;
     std::map<std::vector<std::string>, event_index> by_names;
     native_symbolizer symbols;
+    std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
+    const std::string cwd = std::filesystem::current_path(no_cwd).string();
     for (event& e : events) {
         const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
         if (e.stack != no_index && e.stack < native.size()) {
@@ -4038,7 +4092,10 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
         std::string_view frame = e.name;
         if (e.location != nullptr) {
             auto [at, added] = location_frames.try_emplace(e.location);
-            if (added) at->second = fmt::format("{}({}): {}", e.location->file, e.location->line, e.location->function);
+            if (added) {
+                at->second = fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd), e.location->line,
+                                         e.location->function);
+            }
             frame = at->second;  // node-based map: the string stays put
         }
         auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
@@ -7306,20 +7363,40 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 // ---- begin stint/export/collapsed_stacks.hpp ----
 // Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
 // per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
-// export_stacks).
+// export_stacks). The frames are the stack's source locations (torch's form) or the names of the
+// event and its enclosing scopes.
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+
+namespace stint {
+
+/// What each frame of `export_stacks` is.
+///
+///     prof.export_stacks("cpu.stacks");  // main.cpp(12):_train_step;model.cpp(40):_forward 37
+///     prof.export_stacks("cpu.stacks", "self_cpu_time_total", stint::stack_frames::names);
+///     // train_step;forward;aten::mm 37
+enum class stack_frames : std::uint8_t {
+    locations,  ///< the stack's frames, `file(line): function` (torch's form; with_stack<native>: symbols)
+    names,      ///< the names of the event and its enclosing scopes and ops, as the table shows them
+                ///< (demangled, every "ProfilerStep#N" as "ProfilerStep*")
+};
+
+}  // namespace stint
 
 namespace stint::detail {
 
@@ -7339,33 +7416,80 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
+// The `;`-joined, escaped name path (root first) of every event, each distinct path built once: an
+// event's path is its name on top of its parent's, interned by (name, parent path).
+class name_paths {
+public:
+    explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+
+    const std::string& of(const event& e) {
+        // Resolve the unresolved ancestors first, outermost last in `pending_`.
+        pending_.clear();
+        for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
+            pending_.push_back(i);
+        }
+        for (auto i = pending_.rbegin(); i != pending_.rend(); ++i) {
+            const event& at = events_[*i];
+            const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
+            const std::string_view name = names_(at.name);
+            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(paths_.size()));
+            if (added) {
+                std::string path = parent == no_index ? std::string() : paths_[parent] + ';';
+                append_stack_frame(path, name);
+                paths_.push_back(std::move(path));
+            }
+            path_of_[*i] = it->second;
+        }
+        return paths_[path_of_[events_.index_of(e)]];
+    }
+
+private:
+    struct key_hash {
+        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
+            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
+        }
+    };
+    const event_list& events_;
+    display_names names_;
+    std::vector<event_index> path_of_;
+    std::vector<event_index> pending_;
+    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
+    std::deque<std::string> paths_;  // a deque never moves its strings: references stay valid
+};
+
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
-/// blocks of about 64 KiB. Events without a stack, and those whose metric rounds down to 0 µs, are
-/// left out. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1` line, so
-/// no drop goes unseen.
+/// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
+/// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
+/// `[stint]_<n>_records_dropped 1` line, so no drop goes unseen.
 template <class Sink>
-void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric) {
+void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
+                            stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
-    std::vector<std::string> paths;
+    std::vector<std::string> location_paths;
+    name_paths named(events);
     for (const event& e : events) {
         const std::span<const std::string> stack = events.stack(e);
-        if (stack.empty()) continue;
+        if (frames == stack_frames::locations && stack.empty()) continue;
         // Device time arrives with device activity; until then every self_cuda value is 0.
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
-        // Events on one call path share their stack: its line prefix is built once.
-        if (e.stack >= paths.size()) paths.resize(e.stack + 1);
-        std::string& path = paths[e.stack];
-        if (path.empty()) {
-            for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-                if (frame != stack.rbegin()) path.push_back(';');
-                append_stack_frame(path, *frame);
+        if (frames == stack_frames::names) {
+            block.append(named.of(e));
+        } else {
+            // Events on one call path share their stack: its line prefix is built once.
+            if (e.stack >= location_paths.size()) location_paths.resize(e.stack + 1);
+            std::string& path = location_paths[e.stack];
+            if (path.empty()) {
+                for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+                    if (frame != stack.rbegin()) path.push_back(';');
+                    append_stack_frame(path, *frame);
+                }
             }
+            block.append(path);
         }
-        block.append(path);
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {
             sink.write(block);
@@ -7379,10 +7503,11 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric) {
+inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
+                                        stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
     output_file file(path);
-    write_collapsed_stacks(file, events, metric);
+    write_collapsed_stacks(file, events, metric, frames);
     file.commit();
 }
 
@@ -7847,15 +7972,18 @@ public:
     /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
     /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
     /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
-    /// them. An unwritable path throws std::runtime_error and leaves nothing behind.
+    /// them. `frames`: source locations `file(line): function` (torch's form), or the names of the
+    /// scopes and ops. An unwritable path throws std::runtime_error and leaves nothing behind.
     ///
     ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
-    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const {
+    ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
+    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total",
+                       stack_frames frames = stack_frames::locations) const {
         static_assert(has_stacks,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
         require_finished("export_stacks()");
-        detail::write_collapsed_stacks_file(path, events(), metric);
+        detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
 
 private:
