@@ -160,7 +160,7 @@ private:
 // of its innermost member, which _remove_dup_nodes hands to the survivor.
 [[nodiscard]] inline double torch_self_cpu_time_total(const event_list& list, const event& e, display_names& names) {
     event_index first = e.first_child;
-    const std::string_view name = names(e.name);
+    const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
         const event& child = list[first];
         if (child.next_sibling != no_index || names(child.name) != name) break;
