@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -109,7 +110,8 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     const bool cpu = metric == stack_metrics[0];
     std::string block;
     std::vector<std::string> location_paths;
-    name_paths named(events);
+    std::optional<name_paths> named;
+    if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
         const std::span<const std::string> stack = events.stack(e);
         if (frames == stack_frames::locations && stack.empty()) continue;
@@ -118,7 +120,7 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
         if (frames == stack_frames::names) {
-            block.append(named.of(e));
+            block.append(named->of(e));
         } else {
             // Events on one call path share their stack: its line prefix is built once.
             if (e.stack >= location_paths.size()) location_paths.resize(e.stack + 1);
