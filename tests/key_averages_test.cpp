@@ -9,9 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include <stint/stint.hpp>
+
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"
 #include "stint/analysis/key_averages.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -371,4 +374,42 @@ TEST_CASE("a large list is averaged with exact counts") {
     CHECK(avg[1].cpu_time_total == 3.0 * steps);
     CHECK(avg[2].count == steps / 2);
     CHECK(avg[3].count == steps / 2);
+}
+
+TEST_CASE("key_averages shows demangled names while the trace keeps the recorded ones") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof;
+    prof.start();
+    {
+        stint::record_function add("_ZN2at6native3addEv");
+        stint::record_function foo("_Z3foov");
+    }
+    prof.stop();
+    const averaged_event_list avg = prof.key_averages();
+    REQUIRE(avg.size() == 2);
+    CHECK(row(avg, 0).key == "at::native::add()");
+    CHECK(row(avg, 1).key == "foo()");
+    CHECK(avg.table().find("at::native::add()") != std::string::npos);
+
+    // torch's _rewrite_name runs on its function events; Kineto writes the trace from the raw names.
+    prof.export_chrome_trace(dir.file("t.json"));
+    std::vector<std::string> names;
+    for (const auto& e : stint_test::timed_events(stint_test::read_json(dir.file("t.json")))) {
+        names.push_back(e.at("name"));
+    }
+    CHECK(names == std::vector<std::string>{"_ZN2at6native3addEv", "_Z3foov"});
+}
+
+TEST_CASE("each distinct name is demangled once, whatever string holds it") {
+    stint::detail::display_names names;
+    const std::string first = "_Z3foov";
+    const std::string second = "_Z3foov";
+    const std::string_view shown = names(first);
+    CHECK(shown == "foo()");
+    CHECK(names(second).data() == shown.data());  // the same stored text
+    CHECK(names(first).data() == shown.data());
+    CHECK(names("ProfilerStep#12") == "ProfilerStep*");
+    CHECK(names("x") == "x");
+    CHECK(names("") == "");
+    CHECK(names("aten::mm") == "aten::mm");
 }

@@ -60,6 +60,11 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
+// This file as stacks show it: the compiler's __FILE__ under the source path rule.
+std::string paths_of_test_file() {
+    return stint::detail::readable_source_path(__FILE__, std::filesystem::current_path().string());
+}
+
 }  // namespace
 
 TEST_CASE("with_stack gives each event its site and its enclosing scopes, innermost first") {
@@ -77,7 +82,14 @@ TEST_CASE("with_stack gives each event its site and its enclosing scopes, innerm
     CHECK(stack[1].ends_with("): forward_pass"));
     REQUIRE(op->location != nullptr);
     CHECK(std::string_view(op->location->function) == "leaf_op");
-    CHECK(stack[0] == fmt::format("{}({}): leaf_op", op->location->file, op->location->line));
+    const std::string cwd = std::filesystem::current_path().string();
+    CHECK(stack[0] == fmt::format("{}({}): leaf_op", stint::detail::readable_source_path(op->location->file, cwd),
+                                  op->location->line));
+    // The build's "../" (meson and make build inside the source tree) never shows.
+    CHECK(stack[0].starts_with("tests/stacks_test.cpp(") == std::string_view(op->location->file).ends_with(
+                                                               "tests/stacks_test.cpp"));
+    CHECK_FALSE(stack[0].starts_with("."));
+    CHECK_FALSE(contains(stack[0], "/../"));
 
     // Both calls share one interned stack; the scope's stack is the op's without its first frame.
     const stint::event* forward = find(prof.events(), "forward");
@@ -185,6 +197,117 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
     CHECK(stint_test::read_file(dir.file("cuda.stacks")).empty());
 }
 
+TEST_CASE("export_stacks with stack_frames::names writes scope and op names, root first") {
+    stint_test::temp_dir dir;
+    stint::profiler<stacks> prof;
+    prof.start();
+    forward_pass();
+    {
+        stint::record_function odd("a b;c\td\ne");
+        spin_us(30);
+        stint::record_function inner("in ner;x");
+        spin_us(30);
+    }
+    prof.stop();
+
+    // Rows of this test's events (a session may hold stint's own events too), split into path and value.
+    const auto rows = [](const std::string& file, auto&& mine) {
+        std::vector<std::pair<std::string, std::int64_t>> kept;
+        for (const std::string& line : lines_of(stint_test::read_file(file))) {
+            REQUIRE(std::count(line.begin(), line.end(), ' ') == 1);
+            const std::size_t space = line.rfind(' ');
+            CHECK(std::stoll(line.substr(space + 1)) > 0);
+            if (mine(line.substr(0, space))) {
+                kept.emplace_back(line.substr(0, space), std::stoll(line.substr(space + 1)));
+            }
+        }
+        return kept;
+    };
+    const std::string names = dir.file("names.stacks");
+    prof.export_stacks(names, "self_cpu_time_total", stint::stack_frames::names);
+    const auto named = rows(names, [](const std::string& path) {
+        return path.starts_with("forward") || path.starts_with("a_b_c_d_e");
+    });
+    // One row per event with whole microseconds of self time, in the events' order.
+    std::vector<std::string> paths;
+    for (const auto& row : named) paths.push_back(row.first);
+    CHECK(paths == std::vector<std::string>{"forward", "forward;aten::mm", "forward;aten::mm", "a_b_c_d_e",
+                                            "a_b_c_d_e;in_ner_x"});
+    // Each row's value is that event's self time, as in torch's form.
+    std::vector<std::int64_t> expected;
+    for (const stint::event& e : prof.events()) {
+        const bool mine =
+            e.name == "forward" || e.name == "aten::mm" || e.name == "a b;c\td\ne" || e.name == "in ner;x";
+        if (mine && e.self_ns >= 1000) expected.push_back(e.self_ns / 1000);
+    }
+    std::vector<std::int64_t> values;
+    for (const auto& row : named) values.push_back(row.second);
+    CHECK(values == expected);
+
+    // torch's form stays the default: the same rows, framed by source locations.
+    const std::string locations = dir.file("locations.stacks");
+    prof.export_stacks(locations);
+    const auto located = rows(locations, [](const std::string& path) {
+        return contains(path, "forward_pass") || path.starts_with("a_b_c_d_e");
+    });
+    REQUIRE(located.size() == named.size());
+    CHECK(located[1].first.starts_with(paths_of_test_file() + "("));
+    CHECK(contains(located[1].first, "):_forward_pass;"));
+    CHECK(located[1].first.ends_with("):_leaf_op"));
+    CHECK(located[3].first == "a_b_c_d_e");
+    CHECK(located[4].first == "a_b_c_d_e;in_ner_x");
+    for (std::size_t i = 0; i < named.size(); ++i) CHECK(located[i].second == named[i].second);
+}
+
+TEST_CASE("stack_frames::names shows names as the table does, and the drop row") {
+    using stint::detail::event_list_builder;
+    event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+    b.add(stint::event_kind::user_annotation, "ProfilerStep#3", t, 0, 10'000);
+    b.add(stint::event_kind::cpu_op, "_ZN2at6native3addEv", t, 1'000, 4'000);
+    b.add(stint::event_kind::cpu_op, "x\ty", t, 5'000, 7'000);
+    b.add(stint::event_kind::cpu_op, "x\ty", t, 11'000, 12'999);  // 1.999 us: written as 1
+    b.add(stint::event_kind::cpu_op, "short", t, 13'000, 13'999);  // rounds to 0 us: no row
+    b.set_totals(5, 7);
+    const stint::event_list events = std::move(b).build();
+    std::string text;
+    struct string_sink {
+        std::string* text;
+        void write(std::string_view block) const { text->append(block); }
+    } sink{&text};
+    stint::detail::write_collapsed_stacks(sink, events, "self_cpu_time_total", stint::stack_frames::names);
+    CHECK(text == "ProfilerStep* 5\nProfilerStep*;at::native::add() 3\nProfilerStep*;x_y 2\nx_y 1\n"
+                  "[stint]_7_records_dropped 1\n");
+    // No stacks recorded: torch's form has no rows, only the drops.
+    std::string located;
+    string_sink located_sink{&located};
+    stint::detail::write_collapsed_stacks(located_sink, events, "self_cpu_time_total");
+    CHECK(located == "[stint]_7_records_dropped 1\n");
+}
+
+TEST_CASE("source paths show from the source root, without the build directory's ..") {
+    using stint::detail::readable_source_path;
+    const std::string_view cwd = "/home/u/proj";
+    CHECK(readable_source_path("../examples/quickstart.cpp", cwd) == "examples/quickstart.cpp");
+    CHECK(readable_source_path("../../src/a.cpp", cwd) == "src/a.cpp");
+    CHECK(readable_source_path("./src/a.cpp", cwd) == "src/a.cpp");
+    CHECK(readable_source_path("src/./x/../b.cpp", cwd) == "src/b.cpp");
+    CHECK(readable_source_path("src/a.cpp", cwd) == "src/a.cpp");
+    CHECK(readable_source_path("a.cpp", cwd) == "a.cpp");
+    CHECK(readable_source_path("../x/../../lib/c.hpp", cwd) == "lib/c.hpp");
+    // Absolute (CMake): relative to the working directory when under it, else whole.
+    CHECK(readable_source_path("/home/u/proj/src/a.cpp", cwd) == "src/a.cpp");
+    CHECK(readable_source_path("/home/u/proj/build/../src/a.cpp", cwd) == "src/a.cpp");
+    CHECK(readable_source_path("/home/u/proj/src/a.cpp", "/home/u/proj/") == "src/a.cpp");
+    CHECK(readable_source_path("/home/u/proj2/a.cpp", cwd) == "/home/u/proj2/a.cpp");
+    CHECK(readable_source_path("/home/u/proj", cwd) == "/home/u/proj");
+    CHECK(readable_source_path("/usr/include/c++/12/vector", cwd) == "/usr/include/c++/12/vector");
+    CHECK(readable_source_path("/usr//include/./x.h", "/") == "/usr/include/x.h");
+    CHECK(readable_source_path("/../a.cpp", "") == "/a.cpp");
+    CHECK(readable_source_path("/home/u/proj/a.cpp", "") == "/home/u/proj/a.cpp");
+    CHECK(readable_source_path("", cwd).empty());
+}
+
 TEST_CASE("export_stacks refuses an unknown metric and an unwritable path, and shows drops") {
     stint_test::temp_dir dir;
     stint::profiler<stacks> prof;
@@ -230,6 +353,8 @@ TEST_CASE("stacks feed the table's Source Location, key_averages by stack and th
     const std::string table = prof.key_averages({.group_by_stack_n = 5}).table({.sort_by = "self_cpu_time_total"});
     CHECK(contains(table, "Source Location"));
     CHECK(contains(table, "leaf_op"));
+    CHECK(contains(table, "  " + paths_of_test_file() + "("));
+    CHECK_FALSE(contains(table, "../"));
     const auto by_stack = prof.key_averages({.group_by_stack_n = 1});
     const auto mm = std::find_if(by_stack.begin(), by_stack.end(), [](const auto& a) { return a.key == "aten::mm"; });
     REQUIRE(mm != by_stack.end());
@@ -245,6 +370,8 @@ TEST_CASE("stacks feed the table's Source Location, key_averages by stack and th
         const std::string call_stack = e.at("args").at("Call stack");
         CHECK(contains(call_stack, "leaf_op;"));
         CHECK(call_stack.ends_with("forward_pass;"));  // Kineto: innermost first, each followed by ';'
+        CHECK(call_stack.starts_with(paths_of_test_file() + "("));
+        CHECK_FALSE(contains(call_stack, "../"));
         ++with_stack;
     }
     CHECK(with_stack == 2);

@@ -493,3 +493,60 @@ TEST_CASE("stream and fmt output equal table()") {
     CHECK(fmt::format("{}", avg) == avg.table());
     CHECK(fmt::format("{}", stint::averaged_event_list{}).empty());
 }
+
+namespace {
+
+// The reproductions of torch's rounding, times in ns on one thread.
+event_list sequence(const std::vector<std::pair<std::int64_t, std::int64_t>>& spans) {
+    event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+    const char* names[] = {"a", "b", "c"};
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        b.add(event_kind::cpu_op, names[i], t, spans[i].first, spans[i].second);
+    }
+    return std::move(b).build();
+}
+
+}  // namespace
+
+TEST_CASE("times, shares and the footer round as torch's doubles do, not as exact nanoseconds would") {
+    // torch: start_us = start_ns / 1000 and end_us likewise, a duration is their difference, and sums
+    // run in list order. b's 9 ns is 0.008999999999999994 us there: 28.13%, where 9/32 would print
+    // 28.12%; c's 5 ns (0.004999999999999977) gives 15.62%. The golden files are torch's own tables.
+    const event_list shares = sequence({{0, 18}, {100, 109}, {200, 205}});
+    CHECK(stint::key_averages(shares).table() == read_golden("half_way_share.txt"));
+    CHECK(stint::table(shares) == read_golden("half_way_share.txt"));
+    CHECK(stint::key_averages(shares)[1].self_cpu_time_total == 0.109 - 0.1);
+
+    // 542 + 7199819 + 2139 ns = 7202.5 us exactly, yet torch's sum is a hair below: 7.202ms.
+    const event_list total = sequence({{0, 542}, {542, 7'200'361}, {7'200'361, 7'202'500}});
+    CHECK(stint::table(total) == read_golden("half_way_total.txt"));
+    CHECK(lines_of(stint::key_averages(total).table()).back() == "Self CPU time total: 7.202ms");
+}
+
+TEST_CASE("names are demangled as torch's _rewrite_name does, once per distinct name, in tables only") {
+    event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+    b.add(event_kind::cpu_op, "_ZN2at6native3addEv", t, 0, 3'000);
+    b.add(event_kind::cpu_op, "_Z3foov", t, 500, 1'500);
+    b.add(event_kind::cpu_op, "foo()", t, 1'600, 2'100);  // the same key as _Z3foov once demangled
+    b.add(event_kind::cpu_op, "i", t, 2'200, 2'300);      // one character: kept ("int" otherwise)
+    b.add(event_kind::cpu_op, "ProfilerStep#1", t, 4'000, 9'000);
+    b.add(event_kind::cpu_op, "Ss", t, 4'100, 4'200);     // a valid mangled type: torch shows std::string
+    b.add(event_kind::cpu_op, "3foo", t, 4'300, 4'400);
+    b.add(event_kind::cpu_op, "forward", t, 4'500, 8'000);  // not a mangled name: as it is
+    b.add(event_kind::cpu_op, "foo()", t, 5'000, 7'000);
+    b.add(event_kind::cpu_op, "_Z3foov", t, 5'500, 6'500);  // the lone child of foo(): folded into it
+    const event_list events = std::move(b).build();
+
+    const stint::averaged_event_list avg = stint::key_averages(events);
+    std::vector<std::string> keys;
+    for (const stint::averaged_event& a : avg) keys.push_back(a.key);
+    CHECK(keys == std::vector<std::string>{"at::native::add()", "foo()", "i", "ProfilerStep*", "std::string", "foo",
+                                           "forward"});
+    CHECK(avg[1].count == 3);
+    CHECK(avg.table() == read_golden("demangled_names.txt"));
+    CHECK(stint::table(events).find("_Z") == std::string::npos);
+    CHECK(stint::total_average(events).count == 9);
+    CHECK(events[1].name == "_Z3foov");  // the events keep the names as recorded
+}

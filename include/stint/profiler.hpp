@@ -263,15 +263,18 @@ public:
     /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
     /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
     /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
-    /// them. An unwritable path throws std::runtime_error and leaves nothing behind.
+    /// them. `frames`: source locations `file(line): function` (torch's form), or the names of the
+    /// scopes and ops. An unwritable path throws std::runtime_error and leaves nothing behind.
     ///
     ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
-    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const {
+    ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
+    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total",
+                       stack_frames frames = stack_frames::locations) const {
         static_assert(has_stacks,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
         require_finished("export_stacks()");
-        detail::write_collapsed_stacks_file(path, events(), metric);
+        detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
 
 private:

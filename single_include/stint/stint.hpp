@@ -4010,9 +4010,11 @@ private:
 // same call path share one stack, so a million events cost as many stacks as there are paths.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -4207,6 +4209,56 @@ private:
 
 namespace stint::detail {
 
+/// A source file as stacks show it (collapsed stacks, the trace's "Call stack", the table's Source
+/// Location). `__FILE__` is the path the build gave the compiler, relative to the build directory
+/// (meson, make: "../examples/quickstart.cpp") or absolute (CMake). Shown instead:
+/// 1. "." components and "dir/.." pairs removed ("src/./a/../b.cpp" -> "src/b.cpp");
+/// 2. an absolute path under `cwd` (the working directory when the stacks are built) made relative to
+///    it ("/home/u/proj/src/a.cpp" in /home/u/proj -> "src/a.cpp"); other absolute paths stay whole;
+/// 3. the leading ".." components of a relative path dropped ("../../src/a.cpp" -> "src/a.cpp"), so
+///    a build directory inside the source tree shows paths from the source root.
+/// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
+[[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
+    const bool absolute = file.starts_with('/');
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0; at <= file.size();) {
+        std::size_t end = file.find('/', at);
+        if (end == std::string_view::npos) end = file.size();
+        const std::string_view part = file.substr(at, end - at);
+        at = end + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == ".." && !parts.empty() && parts.back() != "..") {
+            parts.pop_back();
+        } else if (part != ".." || !absolute) {  // "/.." is "/"
+            parts.push_back(part);
+        }
+    }
+    std::size_t first = 0;
+    if (absolute) {
+        // Compare component-wise, so "/home/u/proj2" is not under "/home/u/proj".
+        std::size_t matched = 0;
+        bool under = cwd.starts_with('/');
+        for (std::size_t at = 1; under && at < cwd.size();) {
+            std::size_t end = cwd.find('/', at);
+            if (end == std::string_view::npos) end = cwd.size();
+            const std::string_view part = cwd.substr(at, end - at);
+            at = end + 1;
+            if (part.empty()) continue;
+            under = matched + 1 < parts.size() && parts[matched] == part;
+            ++matched;
+        }
+        if (under && matched > 0) first = matched;
+    } else {
+        while (first + 1 < parts.size() && parts[first] == "..") ++first;
+    }
+    std::string out = absolute && first == 0 ? "/" : "";
+    for (std::size_t i = first; i < parts.size(); ++i) {
+        if (i != first) out.push_back('/');
+        out.append(parts[i]);
+    }
+    return out;
+}
+
 /// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
 /// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
 /// Events must be ordered parents first (as event_list_builder orders them).
@@ -4224,6 +4276,8 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
     std::map<std::vector<std::uint64_t>, event_index> by_native;
     std::map<std::vector<std::string>, event_index> by_names;
     native_symbolizer symbols;
+    std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
+    const std::string cwd = std::filesystem::current_path(no_cwd).string();
     for (event& e : events) {
         const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
         if (e.stack != no_index && e.stack < native.size()) {
@@ -4245,7 +4299,10 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
         std::string_view frame = e.name;
         if (e.location != nullptr) {
             auto [at, added] = location_frames.try_emplace(e.location);
-            if (added) at->second = fmt::format("{}({}): {}", e.location->file, e.location->line, e.location->function);
+            if (added) {
+                at->second = fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd), e.location->line,
+                                         e.location->function);
+            }
             frame = at->second;  // node-based map: the string stays put
         }
         auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
@@ -4745,11 +4802,13 @@ inline void event_list::append(const event_list& later) {
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -4823,30 +4882,85 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
 inline constexpr std::string_view profiler_step_prefix = "ProfilerStep#";
 inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
 
-[[nodiscard]] inline std::string_view table_name(std::string_view name) noexcept {
-    return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
+// Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
+[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
+
+// torch's _rewrite_name(name, with_wildcard=True), as its function events carry names into
+// key_averages and the table: a name of more than one character goes through c10::demangle
+// (abi::__cxa_demangle; the name itself when that fails, so "_Z3foov" -> "foo()" and "forward" stays),
+// then "ProfilerStep#N" becomes "ProfilerStep*". The trace keeps the names as recorded, as Kineto's
+// does. Each distinct name is rewritten once: names are mostly a site's static string, so a pointer
+// cache answers most events without hashing the text.
+class display_names {
+public:
+    display_names() = default;
+    display_names(const display_names&) = delete;
+    display_names& operator=(const display_names&) = delete;
+
+    [[nodiscard]] std::string_view operator()(std::string_view raw) {
+        slot& s = slots_[(reinterpret_cast<std::uintptr_t>(raw.data()) >> 3) & (slots_.size() - 1)];
+        if (s.used && s.data == raw.data() && s.size == raw.size()) return s.shown;
+        auto [at, added] = seen_.try_emplace(raw);
+        if (added) at->second = rewrite(raw);
+        s = {raw.data(), raw.size(), at->second, true};
+        return at->second;
+    }
+
+private:
+    struct slot {
+        const char* data = nullptr;
+        std::size_t size = 0;
+        std::string_view shown;
+        bool used = false;  // an empty name may have a null pointer, like an unused slot
+    };
+
+    std::string_view rewrite(std::string_view raw) {
+        std::string_view name = raw;
+        if (text_width(raw) > 1) {  // Python's len(): code points
+            std::string demangled = demangle(std::string(raw).c_str());
+            if (demangled != raw) name = demangled_.emplace_back(std::move(demangled));
+        }
+        return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
+    }
+
+    std::array<slot, 64> slots_{};
+    std::unordered_map<std::string_view, std::string_view> seen_;
+    std::deque<std::string> demangled_;  // a deque never moves its strings: views stay valid
+};
 
 // torch's _build_tree deletes an event whose parent has the same name and no other child, and hands its
 // children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two.
-[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e) noexcept {
+[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
     if (e.parent == no_index || e.next_sibling != no_index) return false;
     const event& p = list[e.parent];
-    return p.first_child == list.index_of(e) && table_name(p.name) == table_name(e.name);
+    return p.first_child == list.index_of(e) && names(p.name) == names(e.name);
 }
 
-// Self time of an event that survives folding: its own plus that of the chain folded into it, which is
-// what torch gets by subtracting the folded chain's children from its duration.
-[[nodiscard]] inline std::int64_t folded_self_ns(const event_list& list, const event& e) noexcept {
-    std::int64_t self = e.self_ns;
-    const std::string_view name = table_name(e.name);
-    for (event_index c = e.first_child; c != no_index;) {
-        const event& child = list[c];
-        if (child.next_sibling != no_index || table_name(child.name) != name) break;
-        self += child.self_ns;
-        c = child.first_child;
+// torch's FunctionEvent times, to the last bit. Kineto gives integer nanoseconds; torch divides each
+// timestamp by 1000 as a double (start_us = rel_start_ns / 1000), so a duration is end_us - start_us,
+// not (end_ns - start_ns) / 1000, and a self time subtracts the children's durations, summed in order
+// from 0. Integer sums round some half-way cells the other way: a[0,18] b[100,109] c[200,205] (ns)
+// shows b at 28.13% in torch, 28.12% from nanosecond sums.
+[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+    return static_cast<double>(e.end_ns) / 1e3 - static_cast<double>(e.start_ns) / 1e3;
+}
+
+// torch's self_cpu_time_total of an event that survives folding: a folded chain's children are those
+// of its innermost member, which _remove_dup_nodes hands to the survivor.
+[[nodiscard]] inline double torch_self_cpu_time_total(const event_list& list, const event& e, display_names& names) {
+    event_index first = e.first_child;
+    const std::string_view name = first == no_index ? std::string_view() : names(e.name);
+    while (first != no_index) {
+        const event& child = list[first];
+        if (child.next_sibling != no_index || names(child.name) != name) break;
+        first = child.first_child;
     }
-    return self;
+    double children = 0;
+    for (event_index c = first; c != no_index; c = list[c].next_sibling) children += torch_cpu_time_total(list[c]);
+    return torch_cpu_time_total(e) - children;
 }
 
 // What the table reads of one row, from a raw event or an averaged one. A new column adds a field here.
@@ -4930,12 +5044,6 @@ inline void append_shapes(std::string& out, const std::vector<std::vector<std::i
         }
     }
     out += ']';
-}
-
-// Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
-[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
-    return static_cast<std::size_t>(
-        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // Byte offset of the code point that starts after `points` code points.
@@ -5207,12 +5315,13 @@ inline void check_options(const table_options& options) {
     detail::check_options(options);
     std::vector<detail::table_row> rows;
     rows.reserve(events.size());
+    detail::display_names names;
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
+        if (detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
-        r.name = detail::table_name(e.name);
-        r.self_cpu_time_total = static_cast<double>(detail::folded_self_ns(events, e)) / 1e3;
-        r.cpu_time_total = e.cpu_time_total();
+        r.name = names(e.name);
+        r.self_cpu_time_total = detail::torch_self_cpu_time_total(events, e, names);
+        r.cpu_time_total = detail::torch_cpu_time_total(e);
         r.cpu_time = r.cpu_time_total;
         r.count = 1;
         if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
@@ -5244,7 +5353,7 @@ struct key_averages_options {
 ///     for (const stint::averaged_event& a : prof.key_averages())
 ///         fmt::print("{} x{} {:.3f}us\n", a.key, a.count, a.cpu_time);
 struct averaged_event {
-    std::string key;                 ///< the event name; every "ProfilerStep#N" shows as "ProfilerStep*"
+    std::string key;                 ///< the event name, demangled; every "ProfilerStep#N" shows as "ProfilerStep*"
     std::int64_t count = 0;          ///< events in the group
     double cpu_time_total = 0;       ///< sum of the events' durations (a recursive op counts each level)
     double self_cpu_time_total = 0;  ///< sum of the events' self times
@@ -5331,8 +5440,8 @@ struct group_key_equal {
     }
 };
 
-// Direct-mapped: name pointer and kind -> group. A slot is only trusted on an exact pointer, size and
-// kind match, and equal pointers with equal sizes are equal names.
+// Direct-mapped: recorded name pointer and kind -> group. A slot is only trusted on an exact pointer,
+// size and kind match, and equal pointers with equal sizes are equal names.
 struct name_cache {
     struct slot {
         const char* name = nullptr;
@@ -5342,9 +5451,9 @@ struct name_cache {
         std::uint32_t group = 0;
     };
     std::array<slot, 64> slots{};
-    slot& at(const group_key& k) noexcept {
-        const auto bits = reinterpret_cast<std::uintptr_t>(k.name.data());
-        return slots[((bits >> 3) ^ (bits >> 9) ^ (k.user_annotation ? 1U : 0U)) & (slots.size() - 1)];
+    slot& at(std::string_view name, bool user_annotation) noexcept {
+        const auto bits = reinterpret_cast<std::uintptr_t>(name.data());
+        return slots[((bits >> 3) ^ (bits >> 9) ^ (user_annotation ? 1U : 0U)) & (slots.size() - 1)];
     }
 };
 
@@ -5357,9 +5466,15 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
     a.stack.assign(key.stack.begin(), key.stack.end());
 }
 
-inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t self_ns) {
-    a.cpu_time_total = static_cast<double>(total_ns) / 1e3;
-    a.self_cpu_time_total = static_cast<double>(self_ns) / 1e3;
+// torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
+inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+    ++a.count;
+    a.cpu_time_total += torch_cpu_time_total(e);
+    a.self_cpu_time_total += torch_self_cpu_time_total(events, e, names);
+    if (e.flops > 0) a.flops += e.flops;
+}
+
+inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
 }
 
@@ -5380,10 +5495,11 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
 }  // namespace detail
 
 /// Groups events as torch's `key_averages()` does: by name and kind (scope or op), plus input dims
-/// and the innermost stack frames when asked. Every "ProfilerStep#N" joins one "ProfilerStep*" group.
-/// An event that is the only child of a same-named parent is merged into that parent, as torch's tree
-/// drops it; any other recursion counts each level in cpu_time_total, as torch does, while self
-/// times (and so the table's footer) count every nanosecond once.
+/// and the innermost stack frames when asked. Names are demangled ("_Z3foov" shows as "foo()") and
+/// every "ProfilerStep#N" joins one "ProfilerStep*" group. An event that is the only child of a
+/// same-named parent is merged into that parent, as torch's tree drops it; any other recursion counts
+/// each level in cpu_time_total, as torch does. Times are torch's to the last bit: each timestamp in
+/// µs as a double, durations and sums taken in torch's order.
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
@@ -5395,56 +5511,43 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
     }
     const auto stack_n = static_cast<std::size_t>(options.group_by_stack_n);
 
-    struct sums {
-        std::int64_t total_ns = 0;
-        std::int64_t self_ns = 0;
-    };
     std::vector<averaged_event> groups;
-    std::vector<sums> totals;
     std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal> index;
     index.reserve(256);
+    detail::display_names names;
     // Names are mostly a site's static string, so the same pointer recurs; when only the name and kind
     // decide the group, a pointer hit skips hashing the text (1 M events: 55 ms -> 15 ms, measured).
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
     detail::name_cache cache;
 
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
-        detail::group_key key;
-        key.name = detail::table_name(e.name);
-        key.user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
-        if (options.group_by_input_shape) {
-            const event_args* args = events.args(e);
-            if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
-        }
-        if (stack_n > 0) {
-            const std::span<const std::string> frames = events.stack(e);
-            key.stack = frames.first(std::min(stack_n, frames.size()));
-        }
+        if (detail::is_folded_recursion(events, e, names)) continue;
+        const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         std::uint32_t group = 0;
-        detail::name_cache::slot& hit = cache.at(key);
-        if (cache_usable && hit.used && hit.name == key.name.data() && hit.size == key.name.size() &&
-            hit.user_annotation == key.user_annotation) {
+        detail::name_cache::slot& hit = cache.at(e.name, user_annotation);
+        if (cache_usable && hit.used && hit.name == e.name.data() && hit.size == e.name.size() &&
+            hit.user_annotation == user_annotation) {
             group = hit.group;
         } else {
-            const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
-            if (opened) {
-                detail::open_group(groups.emplace_back(), key.name, e, key);
-                totals.emplace_back();
+            detail::group_key key;
+            key.name = names(e.name);
+            key.user_annotation = user_annotation;
+            if (options.group_by_input_shape) {
+                const event_args* args = events.args(e);
+                if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
             }
+            if (stack_n > 0) {
+                const std::span<const std::string> frames = events.stack(e);
+                key.stack = frames.first(std::min(stack_n, frames.size()));
+            }
+            const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
+            if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
             group = at->second;
-            hit = {key.name.data(), key.name.size(), key.user_annotation, true, group};
+            hit = {e.name.data(), e.name.size(), user_annotation, true, group};
         }
-        averaged_event& a = groups[group];
-        sums& s = totals[group];
-        ++a.count;
-        s.total_ns += e.duration_ns();
-        s.self_ns += detail::folded_self_ns(events, e);
-        if (e.flops > 0) a.flops += e.flops;
+        detail::add_to_group(groups[group], events, e, names);
     }
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        detail::finish_group(groups[i], totals[i].total_ns, totals[i].self_ns);
-    }
+    for (averaged_event& a : groups) detail::finish_group(a);
     return averaged_event_list(std::move(groups));
 }
 
@@ -5454,15 +5557,11 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
 ///     const stint::averaged_event all = stint::total_average(prof.events());
 [[nodiscard]] inline averaged_event total_average(const event_list& events) {
     averaged_event total;
-    std::int64_t total_ns = 0;
-    std::int64_t self_ns = 0;
+    detail::display_names names;
     const event* last = nullptr;
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
-        ++total.count;
-        total_ns += e.duration_ns();
-        self_ns += detail::folded_self_ns(events, e);
-        if (e.flops > 0) total.flops += e.flops;
+        if (detail::is_folded_recursion(events, e, names)) continue;
+        detail::add_to_group(total, events, e, names);
         last = &e;
     }
     if (last != nullptr) {
@@ -5473,7 +5572,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         total.stack.assign(frames.begin(), frames.end());
     }
     total.key = "Total";
-    detail::finish_group(total, total_ns, self_ns);
+    detail::finish_group(total);
     return total;
 }
 
@@ -5490,7 +5589,7 @@ inline averaged_event averaged_event_list::total_average() const {
         total.has_cpu_parent = a.has_cpu_parent;
     }
     total.key = "Total";
-    total.cpu_time = total.count == 0 ? 0.0 : total.cpu_time_total / static_cast<double>(total.count);
+    detail::finish_group(total);
     return total;
 }
 
@@ -7756,20 +7855,41 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 // ---- begin stint/export/collapsed_stacks.hpp ----
 // Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
 // per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
-// export_stacks).
+// export_stacks). The frames are the stack's source locations (torch's form) or the names of the
+// event and its enclosing scopes.
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+
+namespace stint {
+
+/// What each frame of `export_stacks` is.
+///
+///     prof.export_stacks("cpu.stacks");  // main.cpp(12):_train_step;model.cpp(40):_forward 37
+///     prof.export_stacks("cpu.stacks", "self_cpu_time_total", stint::stack_frames::names);
+///     // train_step;forward;aten::mm 37
+enum class stack_frames : std::uint8_t {
+    locations,  ///< the stack's frames, `file(line): function` (torch's form; with_stack<native>: symbols)
+    names,      ///< the names of the event and its enclosing scopes and ops, as the table shows them
+                ///< (demangled, every "ProfilerStep#N" as "ProfilerStep*")
+};
+
+}  // namespace stint
 
 namespace stint::detail {
 
@@ -7789,33 +7909,81 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
+// The `;`-joined, escaped name path (root first) of every event, each distinct path built once: an
+// event's path is its name on top of its parent's, interned by (name, parent path).
+class name_paths {
+public:
+    explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+
+    const std::string& of(const event& e) {
+        // Resolve the unresolved ancestors first, outermost last in `pending_`.
+        pending_.clear();
+        for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
+            pending_.push_back(i);
+        }
+        for (auto i = pending_.rbegin(); i != pending_.rend(); ++i) {
+            const event& at = events_[*i];
+            const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
+            const std::string_view name = names_(at.name);
+            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(paths_.size()));
+            if (added) {
+                std::string path = parent == no_index ? std::string() : paths_[parent] + ';';
+                append_stack_frame(path, name);
+                paths_.push_back(std::move(path));
+            }
+            path_of_[*i] = it->second;
+        }
+        return paths_[path_of_[events_.index_of(e)]];
+    }
+
+private:
+    struct key_hash {
+        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
+            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
+        }
+    };
+    const event_list& events_;
+    display_names names_;
+    std::vector<event_index> path_of_;
+    std::vector<event_index> pending_;
+    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
+    std::deque<std::string> paths_;  // a deque never moves its strings: references stay valid
+};
+
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
-/// blocks of about 64 KiB. Events without a stack, and those whose metric rounds down to 0 µs, are
-/// left out. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1` line, so
-/// no drop goes unseen.
+/// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
+/// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
+/// `[stint]_<n>_records_dropped 1` line, so no drop goes unseen.
 template <class Sink>
-void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric) {
+void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
+                            stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
-    std::vector<std::string> paths;
+    std::vector<std::string> location_paths;
+    std::optional<name_paths> named;
+    if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
         const std::span<const std::string> stack = events.stack(e);
-        if (stack.empty()) continue;
+        if (frames == stack_frames::locations && stack.empty()) continue;
         // Device time arrives with device activity; until then every self_cuda value is 0.
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
-        // Events on one call path share their stack: its line prefix is built once.
-        if (e.stack >= paths.size()) paths.resize(e.stack + 1);
-        std::string& path = paths[e.stack];
-        if (path.empty()) {
-            for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-                if (frame != stack.rbegin()) path.push_back(';');
-                append_stack_frame(path, *frame);
+        if (frames == stack_frames::names) {
+            block.append(named->of(e));
+        } else {
+            // Events on one call path share their stack: its line prefix is built once.
+            if (e.stack >= location_paths.size()) location_paths.resize(e.stack + 1);
+            std::string& path = location_paths[e.stack];
+            if (path.empty()) {
+                for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+                    if (frame != stack.rbegin()) path.push_back(';');
+                    append_stack_frame(path, *frame);
+                }
             }
+            block.append(path);
         }
-        block.append(path);
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {
             sink.write(block);
@@ -7829,10 +7997,11 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric) {
+inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
+                                        stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
     output_file file(path);
-    write_collapsed_stacks(file, events, metric);
+    write_collapsed_stacks(file, events, metric, frames);
     file.commit();
 }
 
@@ -8297,15 +8466,18 @@ public:
     /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
     /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
     /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
-    /// them. An unwritable path throws std::runtime_error and leaves nothing behind.
+    /// them. `frames`: source locations `file(line): function` (torch's form), or the names of the
+    /// scopes and ops. An unwritable path throws std::runtime_error and leaves nothing behind.
     ///
     ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
-    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const {
+    ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
+    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total",
+                       stack_frames frames = stack_frames::locations) const {
         static_assert(has_stacks,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
         require_finished("export_stacks()");
-        detail::write_collapsed_stacks_file(path, events(), metric);
+        detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
 
 private:

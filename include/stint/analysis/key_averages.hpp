@@ -40,7 +40,7 @@ struct key_averages_options {
 ///     for (const stint::averaged_event& a : prof.key_averages())
 ///         fmt::print("{} x{} {:.3f}us\n", a.key, a.count, a.cpu_time);
 struct averaged_event {
-    std::string key;                 ///< the event name; every "ProfilerStep#N" shows as "ProfilerStep*"
+    std::string key;                 ///< the event name, demangled; every "ProfilerStep#N" shows as "ProfilerStep*"
     std::int64_t count = 0;          ///< events in the group
     double cpu_time_total = 0;       ///< sum of the events' durations (a recursive op counts each level)
     double self_cpu_time_total = 0;  ///< sum of the events' self times
@@ -127,8 +127,8 @@ struct group_key_equal {
     }
 };
 
-// Direct-mapped: name pointer and kind -> group. A slot is only trusted on an exact pointer, size and
-// kind match, and equal pointers with equal sizes are equal names.
+// Direct-mapped: recorded name pointer and kind -> group. A slot is only trusted on an exact pointer,
+// size and kind match, and equal pointers with equal sizes are equal names.
 struct name_cache {
     struct slot {
         const char* name = nullptr;
@@ -138,9 +138,9 @@ struct name_cache {
         std::uint32_t group = 0;
     };
     std::array<slot, 64> slots{};
-    slot& at(const group_key& k) noexcept {
-        const auto bits = reinterpret_cast<std::uintptr_t>(k.name.data());
-        return slots[((bits >> 3) ^ (bits >> 9) ^ (k.user_annotation ? 1U : 0U)) & (slots.size() - 1)];
+    slot& at(std::string_view name, bool user_annotation) noexcept {
+        const auto bits = reinterpret_cast<std::uintptr_t>(name.data());
+        return slots[((bits >> 3) ^ (bits >> 9) ^ (user_annotation ? 1U : 0U)) & (slots.size() - 1)];
     }
 };
 
@@ -153,9 +153,15 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
     a.stack.assign(key.stack.begin(), key.stack.end());
 }
 
-inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t self_ns) {
-    a.cpu_time_total = static_cast<double>(total_ns) / 1e3;
-    a.self_cpu_time_total = static_cast<double>(self_ns) / 1e3;
+// torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
+inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+    ++a.count;
+    a.cpu_time_total += torch_cpu_time_total(e);
+    a.self_cpu_time_total += torch_self_cpu_time_total(events, e, names);
+    if (e.flops > 0) a.flops += e.flops;
+}
+
+inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
 }
 
@@ -176,10 +182,11 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
 }  // namespace detail
 
 /// Groups events as torch's `key_averages()` does: by name and kind (scope or op), plus input dims
-/// and the innermost stack frames when asked. Every "ProfilerStep#N" joins one "ProfilerStep*" group.
-/// An event that is the only child of a same-named parent is merged into that parent, as torch's tree
-/// drops it; any other recursion counts each level in cpu_time_total, as torch does, while self
-/// times (and so the table's footer) count every nanosecond once.
+/// and the innermost stack frames when asked. Names are demangled ("_Z3foov" shows as "foo()") and
+/// every "ProfilerStep#N" joins one "ProfilerStep*" group. An event that is the only child of a
+/// same-named parent is merged into that parent, as torch's tree drops it; any other recursion counts
+/// each level in cpu_time_total, as torch does. Times are torch's to the last bit: each timestamp in
+/// µs as a double, durations and sums taken in torch's order.
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
@@ -191,56 +198,43 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
     }
     const auto stack_n = static_cast<std::size_t>(options.group_by_stack_n);
 
-    struct sums {
-        std::int64_t total_ns = 0;
-        std::int64_t self_ns = 0;
-    };
     std::vector<averaged_event> groups;
-    std::vector<sums> totals;
     std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal> index;
     index.reserve(256);
+    detail::display_names names;
     // Names are mostly a site's static string, so the same pointer recurs; when only the name and kind
     // decide the group, a pointer hit skips hashing the text (1 M events: 55 ms -> 15 ms, measured).
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
     detail::name_cache cache;
 
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
-        detail::group_key key;
-        key.name = detail::table_name(e.name);
-        key.user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
-        if (options.group_by_input_shape) {
-            const event_args* args = events.args(e);
-            if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
-        }
-        if (stack_n > 0) {
-            const std::span<const std::string> frames = events.stack(e);
-            key.stack = frames.first(std::min(stack_n, frames.size()));
-        }
+        if (detail::is_folded_recursion(events, e, names)) continue;
+        const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         std::uint32_t group = 0;
-        detail::name_cache::slot& hit = cache.at(key);
-        if (cache_usable && hit.used && hit.name == key.name.data() && hit.size == key.name.size() &&
-            hit.user_annotation == key.user_annotation) {
+        detail::name_cache::slot& hit = cache.at(e.name, user_annotation);
+        if (cache_usable && hit.used && hit.name == e.name.data() && hit.size == e.name.size() &&
+            hit.user_annotation == user_annotation) {
             group = hit.group;
         } else {
-            const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
-            if (opened) {
-                detail::open_group(groups.emplace_back(), key.name, e, key);
-                totals.emplace_back();
+            detail::group_key key;
+            key.name = names(e.name);
+            key.user_annotation = user_annotation;
+            if (options.group_by_input_shape) {
+                const event_args* args = events.args(e);
+                if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
             }
+            if (stack_n > 0) {
+                const std::span<const std::string> frames = events.stack(e);
+                key.stack = frames.first(std::min(stack_n, frames.size()));
+            }
+            const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
+            if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
             group = at->second;
-            hit = {key.name.data(), key.name.size(), key.user_annotation, true, group};
+            hit = {e.name.data(), e.name.size(), user_annotation, true, group};
         }
-        averaged_event& a = groups[group];
-        sums& s = totals[group];
-        ++a.count;
-        s.total_ns += e.duration_ns();
-        s.self_ns += detail::folded_self_ns(events, e);
-        if (e.flops > 0) a.flops += e.flops;
+        detail::add_to_group(groups[group], events, e, names);
     }
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        detail::finish_group(groups[i], totals[i].total_ns, totals[i].self_ns);
-    }
+    for (averaged_event& a : groups) detail::finish_group(a);
     return averaged_event_list(std::move(groups));
 }
 
@@ -250,15 +244,11 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
 ///     const stint::averaged_event all = stint::total_average(prof.events());
 [[nodiscard]] inline averaged_event total_average(const event_list& events) {
     averaged_event total;
-    std::int64_t total_ns = 0;
-    std::int64_t self_ns = 0;
+    detail::display_names names;
     const event* last = nullptr;
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e)) continue;
-        ++total.count;
-        total_ns += e.duration_ns();
-        self_ns += detail::folded_self_ns(events, e);
-        if (e.flops > 0) total.flops += e.flops;
+        if (detail::is_folded_recursion(events, e, names)) continue;
+        detail::add_to_group(total, events, e, names);
         last = &e;
     }
     if (last != nullptr) {
@@ -269,7 +259,7 @@ inline void finish_group(averaged_event& a, std::int64_t total_ns, std::int64_t 
         total.stack.assign(frames.begin(), frames.end());
     }
     total.key = "Total";
-    detail::finish_group(total, total_ns, self_ns);
+    detail::finish_group(total);
     return total;
 }
 
@@ -286,7 +276,7 @@ inline averaged_event averaged_event_list::total_average() const {
         total.has_cpu_parent = a.has_cpu_parent;
     }
     total.key = "Total";
-    total.cpu_time = total.count == 0 ? 0.0 : total.cpu_time_total / static_cast<double>(total.count);
+    detail::finish_group(total);
     return total;
 }
 

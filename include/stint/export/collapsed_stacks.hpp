@@ -1,22 +1,44 @@
 #pragma once
 // Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
 // per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
-// export_stacks).
+// export_stacks). The frames are the stack's source locations (torch's form) or the names of the
+// event and its enclosing scopes.
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/analysis/table.hpp"
 #include "stint/export/output_file.hpp"
+
+namespace stint {
+
+/// What each frame of `export_stacks` is.
+///
+///     prof.export_stacks("cpu.stacks");  // main.cpp(12):_train_step;model.cpp(40):_forward 37
+///     prof.export_stacks("cpu.stacks", "self_cpu_time_total", stint::stack_frames::names);
+///     // train_step;forward;aten::mm 37
+enum class stack_frames : std::uint8_t {
+    locations,  ///< the stack's frames, `file(line): function` (torch's form; with_stack<native>: symbols)
+    names,      ///< the names of the event and its enclosing scopes and ops, as the table shows them
+                ///< (demangled, every "ProfilerStep#N" as "ProfilerStep*")
+};
+
+}  // namespace stint
 
 namespace stint::detail {
 
@@ -36,33 +58,81 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
+// The `;`-joined, escaped name path (root first) of every event, each distinct path built once: an
+// event's path is its name on top of its parent's, interned by (name, parent path).
+class name_paths {
+public:
+    explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+
+    const std::string& of(const event& e) {
+        // Resolve the unresolved ancestors first, outermost last in `pending_`.
+        pending_.clear();
+        for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
+            pending_.push_back(i);
+        }
+        for (auto i = pending_.rbegin(); i != pending_.rend(); ++i) {
+            const event& at = events_[*i];
+            const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
+            const std::string_view name = names_(at.name);
+            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(paths_.size()));
+            if (added) {
+                std::string path = parent == no_index ? std::string() : paths_[parent] + ';';
+                append_stack_frame(path, name);
+                paths_.push_back(std::move(path));
+            }
+            path_of_[*i] = it->second;
+        }
+        return paths_[path_of_[events_.index_of(e)]];
+    }
+
+private:
+    struct key_hash {
+        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
+            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
+        }
+    };
+    const event_list& events_;
+    display_names names_;
+    std::vector<event_index> path_of_;
+    std::vector<event_index> pending_;
+    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
+    std::deque<std::string> paths_;  // a deque never moves its strings: references stay valid
+};
+
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
-/// blocks of about 64 KiB. Events without a stack, and those whose metric rounds down to 0 µs, are
-/// left out. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1` line, so
-/// no drop goes unseen.
+/// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
+/// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
+/// `[stint]_<n>_records_dropped 1` line, so no drop goes unseen.
 template <class Sink>
-void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric) {
+void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
+                            stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
-    std::vector<std::string> paths;
+    std::vector<std::string> location_paths;
+    std::optional<name_paths> named;
+    if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
         const std::span<const std::string> stack = events.stack(e);
-        if (stack.empty()) continue;
+        if (frames == stack_frames::locations && stack.empty()) continue;
         // Device time arrives with device activity; until then every self_cuda value is 0.
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
-        // Events on one call path share their stack: its line prefix is built once.
-        if (e.stack >= paths.size()) paths.resize(e.stack + 1);
-        std::string& path = paths[e.stack];
-        if (path.empty()) {
-            for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-                if (frame != stack.rbegin()) path.push_back(';');
-                append_stack_frame(path, *frame);
+        if (frames == stack_frames::names) {
+            block.append(named->of(e));
+        } else {
+            // Events on one call path share their stack: its line prefix is built once.
+            if (e.stack >= location_paths.size()) location_paths.resize(e.stack + 1);
+            std::string& path = location_paths[e.stack];
+            if (path.empty()) {
+                for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+                    if (frame != stack.rbegin()) path.push_back(';');
+                    append_stack_frame(path, *frame);
+                }
             }
+            block.append(path);
         }
-        block.append(path);
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {
             sink.write(block);
@@ -76,10 +146,11 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric) {
+inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
+                                        stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
     output_file file(path);
-    write_collapsed_stacks(file, events, metric);
+    write_collapsed_stacks(file, events, metric, frames);
     file.commit();
 }
 

@@ -4,9 +4,11 @@
 // same call path share one stack, so a million events cost as many stacks as there are paths.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -17,6 +19,56 @@
 #include "stint/capture/detail/native_symbols.hpp"
 
 namespace stint::detail {
+
+/// A source file as stacks show it (collapsed stacks, the trace's "Call stack", the table's Source
+/// Location). `__FILE__` is the path the build gave the compiler, relative to the build directory
+/// (meson, make: "../examples/quickstart.cpp") or absolute (CMake). Shown instead:
+/// 1. "." components and "dir/.." pairs removed ("src/./a/../b.cpp" -> "src/b.cpp");
+/// 2. an absolute path under `cwd` (the working directory when the stacks are built) made relative to
+///    it ("/home/u/proj/src/a.cpp" in /home/u/proj -> "src/a.cpp"); other absolute paths stay whole;
+/// 3. the leading ".." components of a relative path dropped ("../../src/a.cpp" -> "src/a.cpp"), so
+///    a build directory inside the source tree shows paths from the source root.
+/// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
+[[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
+    const bool absolute = file.starts_with('/');
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0; at <= file.size();) {
+        std::size_t end = file.find('/', at);
+        if (end == std::string_view::npos) end = file.size();
+        const std::string_view part = file.substr(at, end - at);
+        at = end + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == ".." && !parts.empty() && parts.back() != "..") {
+            parts.pop_back();
+        } else if (part != ".." || !absolute) {  // "/.." is "/"
+            parts.push_back(part);
+        }
+    }
+    std::size_t first = 0;
+    if (absolute) {
+        // Compare component-wise, so "/home/u/proj2" is not under "/home/u/proj".
+        std::size_t matched = 0;
+        bool under = cwd.starts_with('/');
+        for (std::size_t at = 1; under && at < cwd.size();) {
+            std::size_t end = cwd.find('/', at);
+            if (end == std::string_view::npos) end = cwd.size();
+            const std::string_view part = cwd.substr(at, end - at);
+            at = end + 1;
+            if (part.empty()) continue;
+            under = matched + 1 < parts.size() && parts[matched] == part;
+            ++matched;
+        }
+        if (under && matched > 0) first = matched;
+    } else {
+        while (first + 1 < parts.size() && parts[first] == "..") ++first;
+    }
+    std::string out = absolute && first == 0 ? "/" : "";
+    for (std::size_t i = first; i < parts.size(); ++i) {
+        if (i != first) out.push_back('/');
+        out.append(parts[i]);
+    }
+    return out;
+}
 
 /// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
 /// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
@@ -35,6 +87,8 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
     std::map<std::vector<std::uint64_t>, event_index> by_native;
     std::map<std::vector<std::string>, event_index> by_names;
     native_symbolizer symbols;
+    std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
+    const std::string cwd = std::filesystem::current_path(no_cwd).string();
     for (event& e : events) {
         const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
         if (e.stack != no_index && e.stack < native.size()) {
@@ -56,7 +110,10 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
         std::string_view frame = e.name;
         if (e.location != nullptr) {
             auto [at, added] = location_frames.try_emplace(e.location);
-            if (added) at->second = fmt::format("{}({}): {}", e.location->file, e.location->line, e.location->function);
+            if (added) {
+                at->second = fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd), e.location->line,
+                                         e.location->function);
+            }
             frame = at->second;  // node-based map: the string stays put
         }
         auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
