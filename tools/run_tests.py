@@ -5,7 +5,7 @@ Prints each binary's doctest summary and ends with one line `N passed, N failed`
 over all binaries; a binary that crashes or prints no summary counts as one failed test case).
 Exit status is non-zero on any failure.
 
-usage: tools/run_tests.py BUILD_DIR [BUILD_DIR ...] [--only NAME,NAME]
+usage: tools/run_tests.py BUILD_DIR [BUILD_DIR ...] [--only NAME,NAME] [--skip NAME,NAME]
 """
 import argparse
 import json
@@ -26,13 +26,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build_dirs", nargs="+")
     parser.add_argument("--only", default="", help="comma-separated test names to run (default: all)")
+    parser.add_argument("--skip", default="", help="comma-separated test names not to run")
     parser.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the tests")
     args = parser.parse_args()
     only = {name for name in args.only.split(",") if name}
+    skip = {name for name in args.skip.split(",") if name}
     passed = failed = 0
     for build_dir in args.build_dirs:
         for test in tests_of(build_dir):
-            if only and test["name"] not in only:
+            if (only and test["name"] not in only) or test["name"] in skip:
                 continue
             env = dict(os.environ)
             env.update(test.get("env") or {})

@@ -2,6 +2,8 @@
 // Compile-time configuration (design §2): a config is a list of policy tags; absent features leave
 // no code, no branch and no bytes in the record.
 
+#include "stint/detail/require_cxx20.hpp"
+
 #include <concepts>
 #include <type_traits>
 

@@ -5,6 +5,8 @@
 // A policy may carry constexpr parameters. Tags of one feature share a `policy_family` (the tag
 // `config::has` answers for), and a tag may `imply` another, as with_flops implies record_shapes.
 
+#include "stint/detail/require_cxx20.hpp"
+
 #include <cstddef>
 
 namespace stint {

@@ -1,6 +1,7 @@
 #pragma once
 // stint: the one header users include.
 
+#include "stint/detail/require_cxx20.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/common/event_kind.hpp"
 #include "stint/common/source_location.hpp"

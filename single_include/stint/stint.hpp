@@ -7,6 +7,29 @@
 // stint: the one header users include.
 
 
+// ---- begin stint/detail/require_cxx20.hpp ----
+// stint is C++20 (concepts, requires-clauses, designated initialisers). Without this check a C++17
+// build fails with hundreds of unrelated errors, the first of them "'requires' does not name a type"
+// deep in config.hpp. Every header that needs C++20 reaches this one before its own code.
+// (MSVC reports __cplusplus as 199711L unless /Zc:__cplusplus; _MSVC_LANG is its real mode.)
+
+#if defined(_MSVC_LANG)
+#define STINT_DETAIL_CPLUSPLUS _MSVC_LANG
+#else
+#define STINT_DETAIL_CPLUSPLUS __cplusplus
+#endif
+
+#if STINT_DETAIL_CPLUSPLUS < 202002L
+#error "stint needs C++20, but this file is compiled as an older C++ (__cplusplus < 202002L). Fix, one of:"
+#error "1. compile with -std=c++20 (g++ 12 or later, clang++ 14 or later);"
+#error "2. with CMake, link the target stint::stint (it requires cxx_std_20) or set CMAKE_CXX_STANDARD 20;"
+#error "3. with meson, add default_options: ['cpp_std=c++20'] to project()."
+// Stop here: the rest of stint would only add hundreds of errors that follow from this one. A missing
+// header is the one error gcc and clang treat as fatal.
+#include <stint: C++20 is required, see the error above>
+#endif
+// ---- end stint/detail/require_cxx20.hpp ----
+
 // ---- begin stint/detail/export_macros.hpp ----
 // Process-wide symbols and the ABI tag.
 //
@@ -16,6 +39,7 @@
 // STB_GNU_UNIQUE, clang as interposable weak symbols). The inline namespace carries the layout
 // version: two stint versions in one process get distinct symbols instead of sharing a mismatched
 // registry.
+
 
 #if defined(__GNUC__) || defined(__clang__)
 #define STINT_DETAIL_EXPORT __attribute__((visibility("default")))
@@ -39,6 +63,7 @@
 
 // ---- begin stint/common/event_kind.hpp ----
 // What produced an event: vocabulary shared by the recording engine (sites) and the analysis (events).
+
 
 #include <cstdint>
 #include <string_view>
@@ -72,6 +97,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
 // ---- begin stint/common/source_location.hpp ----
 // Where a site is in the source: vocabulary shared by the recording engine and the analysis.
 
+
 #include <cstdint>
 
 namespace stint {
@@ -90,6 +116,7 @@ struct source_location {
 // ---- begin stint/config.hpp ----
 // Compile-time configuration (design §2): a config is a list of policy tags; absent features leave
 // no code, no branch and no bytes in the record.
+
 
 #include <concepts>
 #include <type_traits>
@@ -168,6 +195,7 @@ concept configuration = requires {
 //
 // A policy may carry constexpr parameters. Tags of one feature share a `policy_family` (the tag
 // `config::has` answers for), and a tag may `imply` another, as with_flops implies record_shapes.
+
 
 #include <cstddef>
 
@@ -390,6 +418,7 @@ inline tick_calibration refine_calibration(const tick_calibration& base, const c
 // ---- begin stint/capture/flop_formula.hpp ----
 // How a site names the formula that estimates its flops (with_flops). Kept apart from the formulas
 // themselves (flops.hpp) because every site descriptor holds one.
+
 
 #include <concepts>
 #include <cstdint>

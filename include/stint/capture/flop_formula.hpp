@@ -2,6 +2,8 @@
 // How a site names the formula that estimates its flops (with_flops). Kept apart from the formulas
 // themselves (flops.hpp) because every site descriptor holds one.
 
+#include "stint/detail/require_cxx20.hpp"
+
 #include <concepts>
 #include <cstdint>
 #include <string_view>

@@ -1,6 +1,8 @@
 #pragma once
 // What produced an event: vocabulary shared by the recording engine (sites) and the analysis (events).
 
+#include "stint/detail/require_cxx20.hpp"
+
 #include <cstdint>
 #include <string_view>
 

@@ -1,6 +1,8 @@
 #pragma once
 // Where a site is in the source: vocabulary shared by the recording engine and the analysis.
 
+#include "stint/detail/require_cxx20.hpp"
+
 #include <cstdint>
 
 namespace stint {

@@ -8,6 +8,8 @@
 // version: two stint versions in one process get distinct symbols instead of sharing a mismatched
 // registry.
 
+#include "stint/detail/require_cxx20.hpp"
+
 #if defined(__GNUC__) || defined(__clang__)
 #define STINT_DETAIL_EXPORT __attribute__((visibility("default")))
 #define STINT_DETAIL_NOINLINE __attribute__((noinline))
