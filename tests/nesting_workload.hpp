@@ -134,7 +134,9 @@ inline void check_tree(const stint::event_list& list, const std::map<std::uint64
         }
     }
     CHECK(got.size() == expected.size());
-    for (const auto& [tid, want] : expected) {
+    for (const auto& entry : expected) {  // no structured binding: clang 14 cannot capture one in INFO
+        const std::uint64_t tid = entry.first;
+        const paths& want = entry.second;
         INFO("thread " << tid);
         const auto found = got.find(tid);
         REQUIRE(found != got.end());
