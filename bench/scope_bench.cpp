@@ -3,6 +3,7 @@
 // disabled at run time, recording timing-only scopes, ops and instants, at 1, nproc and 8 threads.
 // bench/run turns the JSON of this binary into the design §6 table.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <chrono>
 #include <cstdint>
@@ -159,7 +160,8 @@ BENCHMARK(stint_first_record_new_thread)->UseManualTime()->Iterations(2'000);
 
 // Each chunk after the first: the slow path's own measurement, read back from the session's overhead
 // events ("[stint] buffer chunk"), as the mean ns per chunk. Arg 1: chunks cached warm by a reserve;
-// arg 0: fresh chunks, whose pages the slow path faults in.
+// arg 0: fresh chunks, whose pages the slow path faults in (glibc's malloc_trim returns the previous
+// repetition's pages to the system first).
 void stint_chunk_slow_path(benchmark::State& state) {
     const bool warm = state.range(0) != 0;
     double total_ns = 0;
@@ -182,7 +184,8 @@ void stint_chunk_slow_path(benchmark::State& state) {
                 chunks += 1;
             }
         }
-        stint::detail::the_registry().release_buffers();  // the next repetition starts cold again
+        stint::detail::the_registry().release_buffers();
+        ::malloc_trim(0);  // give the freed chunks' pages back, so that fresh chunks fault them in again
         state.ResumeTiming();
     }
     state.counters["ns_per_chunk"] = chunks > 0 ? total_ns / chunks : 0;
