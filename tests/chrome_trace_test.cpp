@@ -209,7 +209,9 @@ TEST_CASE("ts + dur read back as doubles is the double nearest the end, never pa
             // The three decimals were passed over only because they miss the ends.
             ok = ok && (ts + exact != chosen.end.plain || (ts - origin) + exact != chosen.end.shifted);
         }
-        if (!ok && wrong++ == 0) first_wrong = fmt::format("start {} end {} origin {}: dur {}", start, end, origin_ns, written);
+        if (!ok && wrong++ == 0) {
+            first_wrong = fmt::format("start {} end {} origin {}: dur {}", start, end, origin_ns, written);
+        }
     };
     SUBCASE("every start below 1 us and every length below 2 us") {
         for (std::int64_t start = 0; start < 1000; ++start) {
@@ -322,7 +324,9 @@ TEST_CASE("a child read back as doubles never ends after its parent nor starts b
         CHECK(std::abs(plain(mine).second - static_cast<double>(e.end_ns) / 1e3) <= 1e-3);  // within 1 ns
         if (plain(mine).second == trace_microseconds(e.end_ns)) ++exact_ends;
         for (const auto& draw : {std::function(plain), std::function(shifted)}) {
-            if (e.next_sibling != stint::no_index) CHECK(draw(mine).second <= draw(by_id.at(list[e.next_sibling].id)).first);
+            if (e.next_sibling != stint::no_index) {
+                CHECK(draw(mine).second <= draw(by_id.at(list[e.next_sibling].id)).first);
+            }
             if (e.parent == stint::no_index) continue;
             const seen& parent = by_id.at(list[e.parent].id);
             CHECK(draw(parent).first <= draw(mine).first);
