@@ -2535,23 +2535,27 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
     if (left() < bytes + sizeof(record)) {
         if (reg.next_chunk(buffer, state)) {
             if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
-        } else if (left() >= bytes) {
-            room.overhead = nullptr;  // the budget is spent: the record fits, its overhead record does not
-        } else {
-            return room;
+        } else if (left() < bytes) {
+            return room;  // the budget is spent
         }
     }
+    // No room for the overhead record after the record (the budget is spent, or the record nearly fills
+    // a chunk): the record wins.
     if (left() < bytes + sizeof(record)) room.overhead = nullptr;
     room.ok = true;
     return room;
 }
 
-/// Writes an overhead record for work that ran from `work_begin` until now (room was made for it).
-inline void append_overhead_record(thread_buffer& buffer, const site* what, std::uint32_t depth,
-                                   std::uint64_t work_begin) noexcept {
-    ::new (buffer.cursor) record{what, depth, work_begin, read_ticks()};
-    buffer.cursor += sizeof(record);
-    // release: pairs with the acquire in drain_node().
+/// Publishes the `bytes` just written at the cursor and, when the slow path did work to make room for
+/// them, its overhead record, timed from `work_begin` until now (make_room left room for it).
+inline void publish_record(thread_buffer& buffer, std::size_t bytes, const buffer_room& room, std::uint32_t depth,
+                           std::uint64_t work_begin) noexcept {
+    buffer.cursor += bytes;
+    if (room.overhead != nullptr) {
+        ::new (buffer.cursor) record{room.overhead, depth, work_begin, read_ticks()};
+        buffer.cursor += sizeof(record);
+    }
+    // release: pairs with the acquire in drain_node(); the records' bytes are visible before their end.
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
 }
 
@@ -2582,10 +2586,7 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
             std::memcpy(at + sizeof(record), &header, sizeof(header));
             if (!name.empty()) std::memcpy(at + sizeof(record) + sizeof(header), name.data(), name.size());
         }
-        buffer.cursor = at + bytes;
-        // release: pairs with the acquire in drain_node().
-        buffer.current->published.store(buffer.cursor, std::memory_order_release);
-        if (room.overhead != nullptr) append_overhead_record(buffer, room.overhead, depth, work_begin);
+        publish_record(buffer, bytes, room, depth, work_begin);
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
@@ -2627,10 +2628,7 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_
         if (!first.empty()) std::memcpy(out, first.data(), first.size());
         out += first_padded;
         if (!second.empty()) std::memcpy(out, second.data(), second.size());
-        buffer.cursor = at + bytes;
-        // release: pairs with the acquire in drain_node().
-        buffer.current->published.store(buffer.cursor, std::memory_order_release);
-        if (room.overhead != nullptr) append_overhead_record(buffer, room.overhead, depth, work_begin);
+        publish_record(buffer, bytes, room, depth, work_begin);
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
