@@ -3,6 +3,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +62,31 @@ inline std::string read_gzip(const std::string& path) {
 inline nlohmann::json read_json(const std::string& path) {
     const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
     return nlohmann::json::parse(gz ? read_gzip(path) : read_file(path));
+}
+
+/// The overhead records (registration and buffer chunks) a thread that registers during a session
+/// makes while it appends `records` timing-only records: its chunks grow from the smallest size class,
+/// doubling up to the largest, and each chunk after the first adds one record after the one that
+/// took it (the first is part of the registration). Follows registry.hpp's make_room: a new chunk is
+/// taken when fewer than 24 bytes are left, and it must hold the record and the overhead record.
+inline std::uint64_t overhead_of_new_thread(std::uint64_t records) {
+    using stint::detail::chunk;
+    constexpr std::size_t record_bytes = sizeof(stint::detail::record);
+    std::uint64_t overhead = 0;
+    std::size_t left = 0;
+    std::uint32_t size_class = 0;
+    bool first = true;
+    for (std::uint64_t i = 0; i < records; ++i) {
+        if (left >= record_bytes) {
+            left -= record_bytes;
+            continue;
+        }
+        if (!first) size_class = std::min<std::uint32_t>(size_class + 1, chunk::size_classes - 1);
+        first = false;
+        left = chunk::bytes_of_class(size_class) - chunk::header_bytes - 2 * record_bytes;
+        ++overhead;
+    }
+    return overhead;
 }
 
 /// The trace's timed events (ph "X" or "i", not metadata), stint's own (cat "overhead") included.

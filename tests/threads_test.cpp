@@ -64,9 +64,9 @@ TEST_CASE("8 threads x 200,000 scopes: recorded + dropped == issued exactly") {
         CHECK(trace["stint"]["recorded"] == issued);
         CHECK(trace["stint"]["dropped"] == 0);
         CHECK(stint_test::timed_events(trace).size() == issued);
-        // Each thread registered once and took one chunk per 2,728 records after its first.
-        const std::uint64_t per_chunk = stint::detail::chunk::data_bytes / sizeof(stint::detail::record);
-        CHECK(r.overhead == threads * (1 + (scopes - 1) / (per_chunk - 1)));
+        // Each thread registered once, then took chunks of 1, 2, 4 ... 64 KiB, each an overhead record.
+        CHECK(r.overhead == threads * stint_test::overhead_of_new_thread(scopes));
+        CHECK(r.overhead == threads * 79U);
         CHECK(stint_test::all_timed_events(trace).size() == issued + r.overhead);
     }
     SUBCASE("a tiny budget drops, counts every drop, and still writes a valid trace") {
@@ -173,8 +173,10 @@ TEST_CASE("a thread that keeps recording across sessions records into each") {
         while (done.load() != p) std::this_thread::yield();
         prof.stop();
         CHECK(stint_test::program_event_count(prof.events()) == 1000);
-        // Registered in the first session; the second gave it a chunk at start(): no slow path.
-        CHECK(prof.stats().overhead_events == (p == 1 ? 1U : 0U));
+        // Registered in the first session, growing its chunks from 1 KiB (1 + 5 overhead records for
+        // 1,000 records); the second gave it a 64 KiB chunk at start(): no slow path.
+        CHECK(prof.stats().overhead_events == (p == 1 ? stint_test::overhead_of_new_thread(1000) : 0U));
+        CHECK(prof.stats().overhead_events == (p == 1 ? 5U : 0U));
     }
     worker.join();
 }

@@ -3,10 +3,12 @@
 // .profile's start/step/stop), their results, and what their traces carry besides events.
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -26,6 +28,7 @@
 #include "stint/capture/native_stack.hpp"
 #include "stint/policies.hpp"
 #include "stint/profiler/distributed.hpp"
+#include "stint/profiler/exit_trace.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/collapsed_stacks.hpp"
 #include "stint/export/json_validate.hpp"
@@ -71,7 +74,10 @@ struct profiler_options {
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
-/// records at a time in a process. Driven by one thread at a time.
+/// records at a time in a process. Its calls (start, stop, step, the exports and queries) may come
+/// from several threads: they take turns on the profiler's lock (on_trace_ready runs under it, and
+/// may call back into the profiler). A reference that events() returns stays valid until the next
+/// start(), stop() or step() of the profiler.
 ///
 /// Without a schedule it records from start() to stop():
 ///
@@ -101,21 +107,18 @@ public:
         session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
         if (options_.schedule) current_action_ = options_.schedule(0);
         step_tracker::init_step_count(step_tracker::profiler_step_name);
+        detail::the_exit_trace().arm(this, &write_unfinished_trace);
     }
     profiler(const profiler&) = delete;
     profiler& operator=(const profiler&) = delete;
 
     /// A profiler destroyed while recording stops first (a window in progress is delivered to
-    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning.
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
+    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
     ~profiler() {
         if (!active()) return;
-        try {
-            if (!in_callback_) stop();
-        } catch (const std::exception& e) {
-            detail::warn(fmt::format("~profiler(): stop() threw and a destructor cannot rethrow: {}", e.what()));
-        } catch (...) {
-            detail::warn("~profiler(): stop() threw and a destructor cannot rethrow");
-        }
+        detail::the_exit_trace().disarm(this);
+        if (!in_callback_) write_unfinished_trace(this, detail::the_exit_trace().path());
         try {
             step_tracker::erase_step_count(step_tracker::profiler_step_name);
         } catch (...) {
@@ -128,6 +131,7 @@ public:
     /// when it must record while another profiler records.
     void start() {
         if (!active()) return;
+        const std::lock_guard lock(mutex_);
         refuse_in_callback("start()");
         if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
         std::exception_ptr error;
@@ -141,6 +145,7 @@ public:
     /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
     void stop() {
         if (!active()) return;
+        const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
         close_step_annotation();
         started_ = false;
@@ -156,6 +161,7 @@ public:
     /// (the next window opens on schedule) and the exception then propagates.
     void step() {
         if (!active()) return;
+        const std::lock_guard lock(mutex_);
         refuse_in_callback("step()");
         const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
         close_step_annotation();
@@ -171,20 +177,23 @@ public:
     }
 
     /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
-    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_; }
+    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
 
     /// What the current step does (always RECORD without a schedule).
-    [[nodiscard]] profiler_action current_action() const noexcept { return current_action_; }
+    [[nodiscard]] profiler_action current_action() const noexcept {
+        return current_action_.load(std::memory_order_relaxed);
+    }
 
     /// Whether this profiler's session is recording now (a record step, or between start and stop
     /// without a schedule).
-    [[nodiscard]] bool is_running() const noexcept { return session_.is_open(); }
+    [[nodiscard]] bool is_running() const noexcept { return running_.load(std::memory_order_relaxed); }
 
     /// The events of the last saved window, or of every window with `accumulate_events` (torch's
     /// `prof.events()`). Without a schedule, reading while recording is an error.
     ///
     ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
     [[nodiscard]] const event_list& events() const {
+        const std::lock_guard lock(mutex_);
         require_finished("events()");
         return options_.accumulate_events ? all_events_ : window_events_;
     }
@@ -194,6 +203,7 @@ public:
     ///
     ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
     [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
+        const std::lock_guard lock(mutex_);
         require_finished("key_averages()");
         return stint::key_averages(events(), options);
     }
@@ -201,6 +211,7 @@ public:
     /// Sum of every event's self time in events(), in microseconds (torch's
     /// `prof.self_cpu_time_total`).
     [[nodiscard]] double self_cpu_time_total() const {
+        const std::lock_guard lock(mutex_);
         require_finished("self_cpu_time_total()");
         std::int64_t total = 0;
         for (const event& e : events()) total += e.self_ns;
@@ -208,7 +219,8 @@ public:
     }
 
     /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
-    [[nodiscard]] const profiler_stats& stats() const {
+    [[nodiscard]] profiler_stats stats() const {
+        const std::lock_guard lock(mutex_);
         require_finished("stats()");
         return window_stats_;
     }
@@ -218,6 +230,7 @@ public:
     ///
     ///     prof.export_chrome_trace("run.pt.trace.json.gz");
     void export_chrome_trace(const std::string& path) const {
+        const std::lock_guard lock(mutex_);
         require_finished("export_chrome_trace()");
         detail::chrome_trace_info info;
         info.pid = detail::current_pid();
@@ -239,6 +252,7 @@ public:
     void add_metadata(std::string_view key, std::string_view value) {
         if (!active()) return;
         refuse_reserved("add_metadata", key);
+        const std::lock_guard lock(mutex_);
         fmt::memory_buffer json;
         detail::append_json_string(json, value);
         set_metadata(key, fmt::to_string(json));
@@ -252,6 +266,7 @@ public:
     void add_metadata_json(std::string_view key, std::string_view json) {
         if (!active()) return;
         refuse_reserved("add_metadata_json", key);
+        const std::lock_guard lock(mutex_);
         if (std::optional<std::string> reason = detail::validate_json(json)) {
             throw std::invalid_argument(
                 fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
@@ -273,6 +288,7 @@ public:
         static_assert(has_stacks,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
+        const std::lock_guard lock(mutex_);
         require_finished("export_stacks()");
         detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
@@ -325,6 +341,7 @@ private:
             } catch (...) {
                 if (!error) error = std::current_exception();
             }
+            running_.store(session_.is_open(), std::memory_order_relaxed);
         }
     }
 
@@ -339,6 +356,30 @@ private:
         window_events_ = std::move(window);
         if (options_.accumulate_events) all_events_.append(window_events_);
         return true;
+    }
+
+    /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
+    /// there (STINT_TRACE_ON_EXIT). Failures become warnings: it runs in a destructor or at exit.
+    static void write_unfinished_trace(void* self, const std::string& path) noexcept {
+        auto& prof = *static_cast<profiler*>(self);
+        const bool unfinished = prof.is_running();
+        try {
+            prof.stop();
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
+                                     "threw and cannot rethrow: {}", e.what()));
+        } catch (...) {
+            detail::warn("stopping an unfinished session (profiler destroyed, or process exit): stop() threw and "
+                         "cannot rethrow");
+        }
+        if (!unfinished || path.empty()) return;
+        try {
+            prof.export_chrome_trace(path);
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace: {}", e.what()));
+        } catch (...) {
+            detail::warn("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace");
+        }
     }
 
     void trace_ready() {
@@ -358,7 +399,7 @@ private:
     void open_step_annotation() {
         if (!options_.schedule || !session_.is_open()) return;
         std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
-        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_);
+        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_.load());
         step_annotation_.emplace(std::string_view(name.data(), written.size));
     }
     void close_step_annotation() noexcept { step_annotation_.reset(); }
@@ -401,11 +442,16 @@ private:
         metadata_.emplace_back(std::string(key), std::move(json));
     }
 
+    // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
+    // can read and export the window.
+    mutable std::recursive_mutex mutex_;
     options_type options_;
     detail::session session_;
     schedule_checker checker_;
-    profiler_action current_action_ = profiler_action::record;
-    std::int64_t step_num_ = 0;
+    // Atomic so that the queries that return them need no lock; written under the lock.
+    std::atomic<profiler_action> current_action_{profiler_action::record};
+    std::atomic<std::int64_t> step_num_{0};
+    std::atomic<bool> running_{false};
     bool started_ = false;
     bool in_callback_ = false;
     std::optional<record_function> step_annotation_;

@@ -1828,19 +1828,38 @@ struct payload_header {
 };
 static_assert(sizeof(payload_header) == 8);
 
-/// A fixed-size block of records owned by one thread while it fills it.
+/// A block of records owned by one thread while it fills it. Chunks come in sizes from 1 KiB to 64 KiB
+/// (powers of two): a thread's first chunk of a session is the smallest unless one was set aside for
+/// it, and each next chunk doubles, so a session's budget pays for what threads record, not for what
+/// they reserve (100,000 threads of three scopes each take 1 KiB apiece, not 64).
 struct chunk {
-    static constexpr std::size_t total_bytes = 64 * 1024;
     static constexpr std::size_t header_bytes = 64;
+    static constexpr std::size_t min_total_bytes = 1024;
+    static constexpr std::size_t total_bytes = 64 * 1024;  ///< the largest size
     static constexpr std::size_t data_bytes = total_bytes - header_bytes;
+    static constexpr std::size_t size_classes = 7;         ///< 1, 2, 4, ... 64 KiB
 
     /// End of the complete records. Release by the owner after each record; acquire in drain.
     std::atomic<std::byte*> published{nullptr};
     /// Next chunk of the same thread and session. Release by the owner; acquire in drain.
     std::atomic<chunk*> next{nullptr};
+    /// This chunk's size class: it spans `min_total_bytes << size_class` bytes, header included.
+    std::uint32_t size_class = 0;
 
+    explicit chunk(std::uint32_t size_class_index) noexcept : size_class(size_class_index) {}
+
+    static constexpr std::size_t bytes_of_class(std::uint32_t size_class_index) noexcept {
+        return min_total_bytes << size_class_index;
+    }
+    /// The smallest size class whose data area holds `bytes` (the largest when none does).
+    static constexpr std::uint32_t class_for_data(std::size_t bytes) noexcept {
+        std::uint32_t c = 0;
+        while (c + 1 < size_classes && bytes_of_class(c) - header_bytes < bytes) ++c;
+        return c;
+    }
+    [[nodiscard]] std::size_t total() const noexcept { return bytes_of_class(size_class); }
     std::byte* data() noexcept { return reinterpret_cast<std::byte*>(this) + header_bytes; }
-    std::byte* data_end() noexcept { return reinterpret_cast<std::byte*>(this) + total_bytes; }
+    std::byte* data_end() noexcept { return reinterpret_cast<std::byte*>(this) + total(); }
 };
 static_assert(sizeof(chunk) <= chunk::header_bytes);
 
@@ -1928,6 +1947,7 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 // lifecycle, fork safety, and the cold slow path of append.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -2020,6 +2040,15 @@ struct thread_node {
     /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
     /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
     chunk* ready = nullptr;
+    /// Where the drain of session `drained_state` stopped reading (the chunk the owner kept and the end
+    /// of what it had published), and the counts it read. A scope that ended before that stop but
+    /// reached the buffer after the drain lands beyond this point: count_late() finds it there.
+    /// Guarded by the registry mutex.
+    std::uint32_t drained_state = 0;
+    std::uint64_t drained_stop_ticks = 0;
+    chunk* drained_chunk = nullptr;
+    const std::byte* drained_until = nullptr;
+    std::uint64_t drained_dropped = 0;
     /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
@@ -2037,33 +2066,45 @@ inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
 /// records written into it (about 30 ns per 24-byte record on this project's VMs, against 23 ns for
 /// the record itself). So the pool keeps drained chunks warm for the next session, up to
 /// `retained_bytes` (the last session's use while its profiler lives), and `reserve` pre-faults
-/// chunks before a session so that even its first records land in resident memory.
+/// chunks before a session so that even its first records land in resident memory. Chunks are cached
+/// per size class; the budget is charged each chunk's real size.
 class chunk_pool {
 public:
     /// Bytes kept between sessions when no profiler asks for more.
     static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
 
-    /// A chunk charged to the session's budget, or nullptr once the budget is spent. A chunk the pool
-    /// did not have cached is faulted in here, on the slow path, not page by page under later records.
-    chunk* acquire() {
-        if (!charge()) return nullptr;
-        chunk* c = pop_cached();
-        if (c == nullptr) c = allocate_faulted();
-        reset(c);
-        return c;
+    /// A chunk of `size_class` charged to the session's budget; when the budget cannot pay for it, the
+    /// smallest chunk that holds `min_data` bytes; nullptr when it cannot pay for that either. A chunk
+    /// the pool did not have cached is faulted in here, on the slow path, not page by page under later
+    /// records.
+    chunk* acquire(std::uint32_t size_class, std::size_t min_data) {
+        if (!charge(size_class)) {
+            size_class = chunk::class_for_data(min_data);
+            if (!charge(size_class)) return nullptr;
+        }
+        try {
+            return take_uncharged(size_class);
+        } catch (...) {
+            refund(size_class);
+            throw;
+        }
     }
 
-    /// Charges one chunk to the session's budget; false once the budget is spent.
-    bool charge() noexcept {
-        return budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) >=
-               static_cast<std::int64_t>(chunk::total_bytes);
+    /// Charges one chunk of `size_class` to the session's budget; false (and nothing charged) when
+    /// what is left cannot pay for it.
+    bool charge(std::uint32_t size_class) noexcept {
+        const auto bytes = static_cast<std::int64_t>(chunk::bytes_of_class(size_class));
+        if (budget_left_.fetch_sub(bytes, std::memory_order_relaxed) >= bytes) return true;
+        refund(size_class);
+        return false;
     }
 
     /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
-    chunk* take_uncharged() {
-        chunk* c = pop_cached();
-        if (c == nullptr) c = allocate_faulted();
-        reset(c);
+    chunk* take_uncharged(std::uint32_t size_class) {
+        chunk* c = pop_cached(size_class);
+        if (c == nullptr) c = allocate_faulted(size_class);
+        c->published.store(c->data(), std::memory_order_relaxed);
+        c->next.store(nullptr, std::memory_order_relaxed);
         return c;
     }
 
@@ -2071,9 +2112,10 @@ public:
     void release(chunk* c) noexcept {
         if (c == nullptr) return;
         std::unique_lock lock(mutex_);
-        if ((free_.size() + 1) * chunk::total_bytes <= retained_bytes_) {
+        if (cached_bytes_ + c->total() <= retained_bytes_) {
             try {
-                free_.push_back(c);
+                free_[c->size_class].push_back(c);
+                cached_bytes_ += c->total();
                 return;
             } catch (...) {
                 // fall through: free it instead of caching it
@@ -2083,13 +2125,17 @@ public:
         deallocate(c);
     }
 
-    /// Allocates and touches chunks until `bytes` are cached (outside any session's hot path).
+    /// Allocates and touches largest chunks until `bytes` are cached (outside any session's hot path).
     void reserve(std::size_t bytes) {
         std::lock_guard lock(mutex_);
         retained_bytes_ = std::max(retained_bytes_, bytes);
-        free_.reserve(bytes / chunk::total_bytes);
+        std::vector<chunk*>& largest = free_[largest_class];
+        largest.reserve(largest.size() + bytes / chunk::total_bytes);
         // Fault every page in now rather than on the records' path.
-        while (free_.size() * chunk::total_bytes < bytes) free_.push_back(allocate_faulted());
+        while (cached_bytes_ < bytes) {
+            largest.push_back(allocate_faulted(largest_class));
+            cached_bytes_ += chunk::total_bytes;
+        }
     }
 
     /// Keeps at least `bytes` of chunks cached between sessions.
@@ -2098,20 +2144,23 @@ public:
         retained_bytes_ = std::max(retained_bytes_, bytes);
     }
 
-    /// Sets how many bytes of chunks stay cached between sessions, freeing the excess now.
+    /// Sets how many bytes of chunks stay cached between sessions, freeing the excess now (the
+    /// smallest chunks first: the largest are the ones a busy thread reuses).
     void set_retained(std::size_t bytes) noexcept {
         std::vector<chunk*> excess;
         {
             std::lock_guard lock(mutex_);
             retained_bytes_ = bytes;
-            const std::size_t keep = bytes / chunk::total_bytes;
-            while (free_.size() > keep) {
-                chunk* c = free_.back();
-                free_.pop_back();
-                try {
-                    excess.push_back(c);
-                } catch (...) {
-                    deallocate(c);
+            for (std::vector<chunk*>& cached : free_) {
+                while (cached_bytes_ > bytes && !cached.empty()) {
+                    chunk* c = cached.back();
+                    cached.pop_back();
+                    cached_bytes_ -= c->total();
+                    try {
+                        excess.push_back(c);
+                    } catch (...) {
+                        deallocate(c);
+                    }
                 }
             }
         }
@@ -2130,41 +2179,46 @@ public:
     }
     [[nodiscard]] std::size_t cached_bytes() {
         std::lock_guard lock(mutex_);
-        return free_.size() * chunk::total_bytes;
+        return cached_bytes_;
     }
 
     /// The session whose budget is spent: its threads drop without touching the pool again.
     std::atomic<std::uint32_t> exhausted_state{0};
     std::mutex& mutex() noexcept { return mutex_; }
 
+    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
+
 private:
-    chunk* pop_cached() noexcept {
+    void refund(std::uint32_t size_class) noexcept {
+        budget_left_.fetch_add(static_cast<std::int64_t>(chunk::bytes_of_class(size_class)),
+                               std::memory_order_relaxed);
+    }
+    chunk* pop_cached(std::uint32_t size_class) noexcept {
         std::lock_guard lock(mutex_);
-        if (free_.empty()) return nullptr;
-        chunk* c = free_.back();
-        free_.pop_back();
+        std::vector<chunk*>& cached = free_[size_class];
+        if (cached.empty()) return nullptr;
+        chunk* c = cached.back();
+        cached.pop_back();
+        cached_bytes_ -= c->total();
         return c;
     }
-    static chunk* allocate() {
-        void* memory = ::operator new(chunk::total_bytes, std::align_val_t{64});
-        return ::new (memory) chunk;
-    }
-    static chunk* allocate_faulted() {
-        chunk* c = allocate();
+    static chunk* allocate_faulted(std::uint32_t size_class) {
+        const std::size_t bytes = chunk::bytes_of_class(size_class);
+        void* memory = ::operator new(bytes, std::align_val_t{64});
+        chunk* c = ::new (memory) chunk(size_class);
         for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
         return c;
     }
-    static void reset(chunk* c) noexcept {
-        c->published.store(c->data(), std::memory_order_relaxed);
-        c->next.store(nullptr, std::memory_order_relaxed);
-    }
     static void deallocate(chunk* c) noexcept {
+        const std::size_t bytes = c->total();
         c->~chunk();
-        ::operator delete(c, std::align_val_t{64});
+        ::operator delete(c, bytes, std::align_val_t{64});
     }
 
     std::mutex mutex_;
-    std::vector<chunk*> free_;  // LIFO: the most recently drained (warmest) chunk is reused first
+    // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
+    std::array<std::vector<chunk*>, chunk::size_classes> free_;
+    std::size_t cached_bytes_ = 0;
     std::size_t retained_bytes_ = default_retained_bytes;
     std::int64_t budget_ = 0;   // written by begin_session under the registry mutex
     std::atomic<std::int64_t> budget_left_{0};
@@ -2176,6 +2230,28 @@ struct record_payload {
     std::uint32_t aux = 0;
     std::span<const std::byte> bytes;
 };
+
+/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
+/// to what its owner has published.
+template <class OnRecord>
+void for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
+    const std::byte* end = c.published.load(std::memory_order_acquire);
+    for (const std::byte* at = from; at < end;) {
+        record r;
+        std::memcpy(&r, at, sizeof(r));
+        std::size_t bytes = sizeof(record);
+        record_payload payload;
+        if (r.where()->payload != payload_kind::none) {
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof(header));
+            bytes += header.bytes;
+            payload.aux = header.aux;
+            payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
+        }
+        at += bytes;
+        on_record(r, payload);
+    }
+}
 
 /// Counts a drain reports per thread.
 struct drained_thread {
@@ -2221,14 +2297,30 @@ public:
         recording.value.store(state & ~1U, std::memory_order_release);
         const std::uint64_t stop_ticks = read_ticks();
         active_ = 0;
+        // Threads that did not record in this session may hold late records of an earlier one.
+        for (thread_node* node : nodes_) {
+            if (node->state.load(std::memory_order_acquire) != state) count_late(*node);
+        }
+        late_in_last_drain_ = late_total_ - late_reported_;
+        late_reported_ = late_total_;
         on_disabled();
         for (thread_node* node : nodes_) {
             pool_.release(std::exchange(node->ready, nullptr));  // set aside, never taken
             if (node->state.load(std::memory_order_acquire) != state) continue;
-            drain_node(*node, stop_ticks, on_thread, on_record);
+            drain_node(*node, state, stop_ticks, on_thread, on_record);
         }
         free_exited_nodes();
         return true;
+    }
+
+    /// Records of earlier sessions found since the drain before this one: scopes that ended before
+    /// their session stopped but reached their buffer after it was drained (a thread preempted
+    /// between its scope's end and its append). Exact inside end_session's callbacks.
+    std::uint64_t late_records_found() const noexcept { return late_in_last_drain_; }
+    /// Late records found since the process started.
+    std::uint64_t late_records_total() {
+        std::lock_guard lock(mutex_);
+        return late_total_;
     }
 
     /// Pre-faults `bytes` of chunks for the next session and keeps them between sessions.
@@ -2242,6 +2334,13 @@ public:
     void release_buffers() noexcept { pool_.set_retained(chunk_pool::default_retained_bytes); }
     /// Bytes of chunks cached for the next session.
     std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
+
+    /// Threads (per shared object) registered and not yet freed: exited threads are freed by the drain
+    /// or the next session's start.
+    std::size_t registered_threads() {
+        std::lock_guard lock(mutex_);
+        return nodes_.size();
+    }
 
     /// Whether `state` is the session currently recording.
     bool is_active(std::uint32_t state) {
@@ -2262,7 +2361,9 @@ public:
     /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
     enum class session_start { refused, ready_chunk, no_chunk };
     session_start reset_for_session(thread_buffer& buffer, std::uint32_t state);
-    bool next_chunk(thread_buffer& buffer, std::uint32_t state);
+    /// Links a new chunk with room for at least `min_data` bytes; false when the budget is spent or
+    /// the session has ended.
+    bool next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data);
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
         node.name.assign(name);
@@ -2270,39 +2371,34 @@ public:
 
 private:
     template <class OnThread, class OnRecord>
-    void drain_node(thread_node& node, std::uint64_t stop_ticks, OnThread& on_thread, OnRecord& on_record) {
+    void drain_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks, OnThread& on_thread,
+                    OnRecord& on_record) {
         drained_thread info;
         info.os_tid = node.os_tid;
         info.name = node.name;
         chunk* const keep = node.exited.load(std::memory_order_acquire)
                                 ? nullptr
                                 : node.current.load(std::memory_order_acquire);
+        const std::byte* kept_until = nullptr;
         for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
              c = c->next.load(std::memory_order_acquire)) {
-            const std::byte* end = c->published.load(std::memory_order_acquire);
-            for (const std::byte* at = c->data(); at < end;) {
-                record r;
-                std::memcpy(&r, at, sizeof(r));
-                std::size_t bytes = sizeof(record);
-                record_payload payload;
-                const site& where = *r.where();
-                if (where.payload != payload_kind::none) {
-                    payload_header header;
-                    std::memcpy(&header, at + sizeof(record), sizeof(header));
-                    bytes += header.bytes;
-                    payload.aux = header.aux;
-                    payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
-                }
-                at += bytes;
+            if (c == keep) kept_until = c->published.load(std::memory_order_acquire);
+            for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
                 // A scope still open at stop ended after it: it belongs to no window.
-                if (r.end_ticks > stop_ticks) continue;
-                ++(where.kind == event_kind::overhead ? info.overhead : info.recorded);
+                if (r.end_ticks > stop_ticks) return;
+                ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
                 on_record(info, r, payload);
-            }
+            });
+            if (c == keep) break;  // what the owner links after it now is late
         }
         info.dropped = node.dropped.load(std::memory_order_relaxed);
         info.truncated = node.truncated.load(std::memory_order_relaxed);
         on_thread(info);
+        node.drained_state = state;
+        node.drained_stop_ticks = stop_ticks;
+        node.drained_chunk = keep;
+        node.drained_until = kept_until;
+        node.drained_dropped = info.dropped;
         // Chunks the owner has moved past are free now; the owner keeps writing into `keep` (late
         // scopes) and returns it when its next session begins.
         chunk* c = node.head.load(std::memory_order_acquire);
@@ -2312,6 +2408,32 @@ private:
             c = next;
         }
         node.head.store(keep, std::memory_order_release);
+    }
+
+    /// Counts the records of the node's drained session that reached its buffer after the drain (and
+    /// its drops since), once each: before the node's chunks are reused or freed, and at each later
+    /// drain. Under the registry mutex.
+    void count_late(thread_node& node) noexcept {
+        if (node.drained_state == 0 || node.state.load(std::memory_order_acquire) != node.drained_state) return;
+        const std::uint64_t dropped = node.dropped.load(std::memory_order_relaxed);
+        late_total_ += dropped - node.drained_dropped;
+        node.drained_dropped = dropped;
+        for (chunk* c = node.drained_chunk; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+            const std::byte* from = c == node.drained_chunk && node.drained_until != nullptr ? node.drained_until
+                                                                                              : c->data();
+            for_each_record(*c, from, [&](const record& r, const record_payload&) {
+                if (r.end_ticks <= node.drained_stop_ticks && r.where()->kind != event_kind::overhead) ++late_total_;
+            });
+            node.drained_chunk = c;
+            node.drained_until = c->published.load(std::memory_order_acquire);
+        }
+    }
+
+    /// Forgets where the last drain stopped (the node's chunks are being reused or freed).
+    static void forget_drain(thread_node& node) noexcept {
+        node.drained_state = 0;
+        node.drained_chunk = nullptr;
+        node.drained_until = nullptr;
     }
 
     /// Gives each live thread a resident chunk for its first records of the session, so that neither
@@ -2326,7 +2448,7 @@ private:
             if (given == max_ready_threads || bytes + chunk::total_bytes > budget_bytes) break;
             if (node->exited.load(std::memory_order_acquire) || node->ready != nullptr) continue;
             try {
-                node->ready = pool_.take_uncharged();
+                node->ready = pool_.take_uncharged(chunk_pool::largest_class);
             } catch (...) {
                 return;  // out of memory: the remaining threads take the slow path
             }
@@ -2340,6 +2462,7 @@ private:
             return !node->exited.load(std::memory_order_acquire);
         });
         for (auto it = dead; it != nodes_.end(); ++it) {
+            count_late(**it);
             release_chain(**it);
             pool_.release(std::exchange((*it)->ready, nullptr));
             delete *it;
@@ -2348,6 +2471,7 @@ private:
     }
 
     void release_chain(thread_node& node) noexcept {
+        forget_drain(node);
         chunk* c = node.head.load(std::memory_order_acquire);
         while (c != nullptr) {
             chunk* next = c->next.load(std::memory_order_acquire);
@@ -2393,6 +2517,9 @@ private:
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
+    std::uint64_t late_total_ = 0;          // late records found since the process started
+    std::uint64_t late_reported_ = 0;       // ... of which earlier drains reported
+    std::uint64_t late_in_last_drain_ = 0;  // ... found since the drain before the last one
     std::once_flag calibrated_;
     tick_calibration calibration_;
 };
@@ -2449,6 +2576,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
     if (state != active_) return session_start::refused;
     thread_node& node = *buffer.node;
+    count_late(node);
     release_chain(node);
     node.dropped.store(0, std::memory_order_relaxed);
     node.truncated.store(0, std::memory_order_relaxed);
@@ -2459,7 +2587,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     session_start result = session_start::no_chunk;
     if (node.ready != nullptr) {
         chunk* c = std::exchange(node.ready, nullptr);
-        if (pool_.charge()) {
+        if (pool_.charge(c->size_class)) {
             node.head.store(c, std::memory_order_release);
             node.current.store(c, std::memory_order_release);
             buffer.current = c;
@@ -2475,9 +2603,16 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     return result;
 }
 
-inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
+inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data) {
     if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return false;
-    chunk* c = pool_.acquire();
+    // A session that has ended takes no more chunks from the pool (its late records are counted).
+    if (recording.value.load(std::memory_order_relaxed) != state) return false;
+    // Each chunk doubles the last, from the smallest: the budget pays for what a thread records.
+    std::uint32_t size_class = buffer.current == nullptr
+                                   ? 0
+                                   : std::min(buffer.current->size_class + 1, chunk_pool::largest_class);
+    size_class = std::max(size_class, chunk::class_for_data(min_data));
+    chunk* c = pool_.acquire(size_class, min_data);
     if (c == nullptr) {
         pool_.exhausted_state.store(state, std::memory_order_relaxed);
         return false;
@@ -2533,7 +2668,7 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
     if (bytes > chunk::data_bytes) return room;  // can never fit a chunk: dropped
     const auto left = [&] { return static_cast<std::size_t>(buffer.limit - buffer.cursor); };
     if (left() < bytes + sizeof(record)) {
-        if (reg.next_chunk(buffer, state)) {
+        if (reg.next_chunk(buffer, state, std::min(bytes + sizeof(record), chunk::data_bytes))) {
             if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
         } else if (left() < bytes) {
             return room;  // the budget is spent
@@ -3997,6 +4132,10 @@ public:
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
+    /// Records of earlier sessions that reached their buffers after those sessions were drained (a
+    /// thread preempted between a scope's end and its append), found while this one ran: not in any
+    /// event list, counted here instead.
+    [[nodiscard]] std::uint64_t late() const noexcept { return late_; }
     /// Wall-clock time (ns since the Unix epoch) that event time 0 corresponds to.
     [[nodiscard]] std::int64_t base_time_ns() const noexcept { return base_time_ns_; }
 
@@ -4012,6 +4151,7 @@ private:
     std::vector<std::shared_ptr<detail::string_arena>> arenas_;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
+    std::uint64_t late_ = 0;
     std::int64_t base_time_ns_ = 0;
 };
 
@@ -4472,9 +4612,10 @@ public:
     void build_call_stacks() { call_stacks_ = true; }
     /// build() gives every op inside module scopes its "Module Hierarchy" (with_modules).
     void build_module_hierarchy() { module_hierarchy_ = true; }
-    void set_totals(std::uint64_t recorded, std::uint64_t dropped) {
+    void set_totals(std::uint64_t recorded, std::uint64_t dropped, std::uint64_t late = 0) {
         list_.recorded_ = recorded;
         list_.dropped_ = dropped;
+        list_.late_ = late;
     }
     void set_base_time_ns(std::int64_t ns) { list_.base_time_ns_ = ns; }
     /// First "Record function id" to hand out (so ids stay unique across windows).
@@ -4754,7 +4895,7 @@ private:
 namespace stint {
 
 inline void event_list::append(const event_list& later) {
-    if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0) return;
+    if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
     if (events_.empty() && threads_.empty()) {
         *this = later;
         return;
@@ -4794,6 +4935,7 @@ inline void event_list::append(const event_list& later) {
     arenas_.insert(arenas_.end(), later.arenas_.begin(), later.arenas_.end());
     recorded_ += later.recorded_;
     dropped_ += later.dropped_;
+    late_ += later.late_;
 }
 
 }  // namespace stint
@@ -6684,10 +6826,12 @@ inline std::optional<distributed_info> current_distributed_info() {
 // .profile's start/step/stop), their results, and what their traces carry besides events.
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -7011,6 +7155,10 @@ struct profiler_stats {
     double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
+    /// Records of earlier sessions that reached their buffers after those sessions were drained (a
+    /// thread preempted between a scope's end and its append), found during this one. Never silent:
+    /// every export shows them.
+    std::uint64_t late_records = 0;
     std::uint64_t overhead_events = 0;                 ///< stint's own events (cat "overhead"), not in recorded
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
@@ -7117,9 +7265,11 @@ public:
             return last_index;
         };
         std::uint64_t buffer_bytes = 0;
+        std::uint64_t late = 0;
         const auto on_disabled = [&] {
             disabled_at = steady_now_ns();
             buffer_bytes = reg.session_buffer_bytes();
+            late = reg.late_records_found();
             builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
             // Before the drain releases the chunks: the next window reuses them, resident.
             if (keep_buffers_) reg.retain_buffers(buffer_bytes);
@@ -7184,7 +7334,7 @@ public:
         state_ = 0;
         if (!closed) return false;
         const std::int64_t parsed_at = steady_now_ns();
-        builder.set_totals(recorded, dropped);
+        builder.set_totals(recorded, dropped, late);
         builder.set_base_time_ns(calibration_.anchor.system_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
@@ -7197,6 +7347,7 @@ public:
         stats_.number_of_events = out.size();
         stats_.recorded = recorded;
         stats_.dropped = dropped;
+        stats_.late_records = late;
         stats_.overhead_events = overhead;
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
@@ -7268,6 +7419,76 @@ private:
 
 }  // namespace stint::detail
 // ---- end stint/drain/session.hpp ----
+
+// ---- begin stint/profiler/exit_trace.hpp ----
+// STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
+// (return from main, exit()) is written to `path`, so a program that never reaches its stop() still
+// leaves its trace. Read once per process; without it, nothing is registered and nothing costs.
+// quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+class exit_trace;
+/// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
+STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace();
+
+/// The profilers that write their unfinished session at exit. A profiler arms itself at construction
+/// and disarms at destruction (not under its own lock, so that the exit handler, which holds this
+/// registry's lock and then takes a profiler's, cannot deadlock with it).
+class exit_trace {
+public:
+    /// Stops the profiler if it still records and writes its trace to `path`; never throws.
+    using writer = void (*)(void* profiler, const std::string& path) noexcept;
+
+    exit_trace() {
+        if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
+        if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
+    }
+
+    /// The path STINT_TRACE_ON_EXIT named; empty when it is unset or empty.
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+    void arm(void* profiler, writer write) {
+        if (path_.empty()) return;
+        const std::lock_guard lock(mutex_);
+        armed_.emplace_back(profiler, write);
+    }
+    void disarm(void* profiler) noexcept {
+        if (path_.empty()) return;
+        const std::lock_guard lock(mutex_);
+        std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
+    }
+
+private:
+    void write_unfinished() noexcept {
+        const std::lock_guard lock(mutex_);
+        for (const auto& [profiler, write] : armed_) write(profiler, path_);
+        armed_.clear();
+    }
+
+    std::mutex mutex_;
+    std::string path_;
+    std::vector<std::pair<void*, writer>> armed_;
+};
+
+/// Leaked: the exit handler may run after static destructors.
+STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
+    static exit_trace* const instance = new exit_trace();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+// ---- end stint/profiler/exit_trace.hpp ----
 
 // ---- begin stint/export/chrome_trace.hpp ----
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
@@ -7765,6 +7986,8 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.number(events.recorded());
     out.raw(", \"dropped\": ");
     out.number(events.dropped());
+    out.raw(", \"late\": ");
+    out.number(events.late());
     out.raw(", \"truncated_names\": ");
     out.number(info.truncated_names);
     out.raw(", \"threads\": [");
@@ -7980,7 +8203,8 @@ private:
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
 /// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
 /// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
-/// `[stint]_<n>_records_dropped 1` line, so no drop goes unseen.
+/// `[stint]_<n>_records_dropped 1` line, and late records (event_list::late) as
+/// `[stint]_<n>_records_late 1`, so no loss goes unseen.
 template <class Sink>
 void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
                             stack_frames frames = stack_frames::locations) {
@@ -8019,6 +8243,9 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     }
     if (events.dropped() > 0) {
         fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    }
+    if (events.late() > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_late 1\n", events.late());
     }
     if (!block.empty()) sink.write(block);
 }
@@ -8301,7 +8528,10 @@ struct profiler_options {
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
-/// records at a time in a process. Driven by one thread at a time.
+/// records at a time in a process. Its calls (start, stop, step, the exports and queries) may come
+/// from several threads: they take turns on the profiler's lock (on_trace_ready runs under it, and
+/// may call back into the profiler). A reference that events() returns stays valid until the next
+/// start(), stop() or step() of the profiler.
 ///
 /// Without a schedule it records from start() to stop():
 ///
@@ -8331,21 +8561,18 @@ public:
         session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
         if (options_.schedule) current_action_ = options_.schedule(0);
         step_tracker::init_step_count(step_tracker::profiler_step_name);
+        detail::the_exit_trace().arm(this, &write_unfinished_trace);
     }
     profiler(const profiler&) = delete;
     profiler& operator=(const profiler&) = delete;
 
     /// A profiler destroyed while recording stops first (a window in progress is delivered to
-    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning.
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
+    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
     ~profiler() {
         if (!active()) return;
-        try {
-            if (!in_callback_) stop();
-        } catch (const std::exception& e) {
-            detail::warn(fmt::format("~profiler(): stop() threw and a destructor cannot rethrow: {}", e.what()));
-        } catch (...) {
-            detail::warn("~profiler(): stop() threw and a destructor cannot rethrow");
-        }
+        detail::the_exit_trace().disarm(this);
+        if (!in_callback_) write_unfinished_trace(this, detail::the_exit_trace().path());
         try {
             step_tracker::erase_step_count(step_tracker::profiler_step_name);
         } catch (...) {
@@ -8358,6 +8585,7 @@ public:
     /// when it must record while another profiler records.
     void start() {
         if (!active()) return;
+        const std::lock_guard lock(mutex_);
         refuse_in_callback("start()");
         if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
         std::exception_ptr error;
@@ -8371,6 +8599,7 @@ public:
     /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
     void stop() {
         if (!active()) return;
+        const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
         close_step_annotation();
         started_ = false;
@@ -8386,6 +8615,7 @@ public:
     /// (the next window opens on schedule) and the exception then propagates.
     void step() {
         if (!active()) return;
+        const std::lock_guard lock(mutex_);
         refuse_in_callback("step()");
         const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
         close_step_annotation();
@@ -8401,20 +8631,23 @@ public:
     }
 
     /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
-    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_; }
+    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
 
     /// What the current step does (always RECORD without a schedule).
-    [[nodiscard]] profiler_action current_action() const noexcept { return current_action_; }
+    [[nodiscard]] profiler_action current_action() const noexcept {
+        return current_action_.load(std::memory_order_relaxed);
+    }
 
     /// Whether this profiler's session is recording now (a record step, or between start and stop
     /// without a schedule).
-    [[nodiscard]] bool is_running() const noexcept { return session_.is_open(); }
+    [[nodiscard]] bool is_running() const noexcept { return running_.load(std::memory_order_relaxed); }
 
     /// The events of the last saved window, or of every window with `accumulate_events` (torch's
     /// `prof.events()`). Without a schedule, reading while recording is an error.
     ///
     ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
     [[nodiscard]] const event_list& events() const {
+        const std::lock_guard lock(mutex_);
         require_finished("events()");
         return options_.accumulate_events ? all_events_ : window_events_;
     }
@@ -8424,6 +8657,7 @@ public:
     ///
     ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
     [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
+        const std::lock_guard lock(mutex_);
         require_finished("key_averages()");
         return stint::key_averages(events(), options);
     }
@@ -8431,6 +8665,7 @@ public:
     /// Sum of every event's self time in events(), in microseconds (torch's
     /// `prof.self_cpu_time_total`).
     [[nodiscard]] double self_cpu_time_total() const {
+        const std::lock_guard lock(mutex_);
         require_finished("self_cpu_time_total()");
         std::int64_t total = 0;
         for (const event& e : events()) total += e.self_ns;
@@ -8438,7 +8673,8 @@ public:
     }
 
     /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
-    [[nodiscard]] const profiler_stats& stats() const {
+    [[nodiscard]] profiler_stats stats() const {
+        const std::lock_guard lock(mutex_);
         require_finished("stats()");
         return window_stats_;
     }
@@ -8448,6 +8684,7 @@ public:
     ///
     ///     prof.export_chrome_trace("run.pt.trace.json.gz");
     void export_chrome_trace(const std::string& path) const {
+        const std::lock_guard lock(mutex_);
         require_finished("export_chrome_trace()");
         detail::chrome_trace_info info;
         info.pid = detail::current_pid();
@@ -8469,6 +8706,7 @@ public:
     void add_metadata(std::string_view key, std::string_view value) {
         if (!active()) return;
         refuse_reserved("add_metadata", key);
+        const std::lock_guard lock(mutex_);
         fmt::memory_buffer json;
         detail::append_json_string(json, value);
         set_metadata(key, fmt::to_string(json));
@@ -8482,6 +8720,7 @@ public:
     void add_metadata_json(std::string_view key, std::string_view json) {
         if (!active()) return;
         refuse_reserved("add_metadata_json", key);
+        const std::lock_guard lock(mutex_);
         if (std::optional<std::string> reason = detail::validate_json(json)) {
             throw std::invalid_argument(
                 fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
@@ -8503,6 +8742,7 @@ public:
         static_assert(has_stacks,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
+        const std::lock_guard lock(mutex_);
         require_finished("export_stacks()");
         detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
@@ -8555,6 +8795,7 @@ private:
             } catch (...) {
                 if (!error) error = std::current_exception();
             }
+            running_.store(session_.is_open(), std::memory_order_relaxed);
         }
     }
 
@@ -8569,6 +8810,30 @@ private:
         window_events_ = std::move(window);
         if (options_.accumulate_events) all_events_.append(window_events_);
         return true;
+    }
+
+    /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
+    /// there (STINT_TRACE_ON_EXIT). Failures become warnings: it runs in a destructor or at exit.
+    static void write_unfinished_trace(void* self, const std::string& path) noexcept {
+        auto& prof = *static_cast<profiler*>(self);
+        const bool unfinished = prof.is_running();
+        try {
+            prof.stop();
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
+                                     "threw and cannot rethrow: {}", e.what()));
+        } catch (...) {
+            detail::warn("stopping an unfinished session (profiler destroyed, or process exit): stop() threw and "
+                         "cannot rethrow");
+        }
+        if (!unfinished || path.empty()) return;
+        try {
+            prof.export_chrome_trace(path);
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace: {}", e.what()));
+        } catch (...) {
+            detail::warn("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace");
+        }
     }
 
     void trace_ready() {
@@ -8588,7 +8853,7 @@ private:
     void open_step_annotation() {
         if (!options_.schedule || !session_.is_open()) return;
         std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
-        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_);
+        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_.load());
         step_annotation_.emplace(std::string_view(name.data(), written.size));
     }
     void close_step_annotation() noexcept { step_annotation_.reset(); }
@@ -8631,11 +8896,16 @@ private:
         metadata_.emplace_back(std::string(key), std::move(json));
     }
 
+    // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
+    // can read and export the window.
+    mutable std::recursive_mutex mutex_;
     options_type options_;
     detail::session session_;
     schedule_checker checker_;
-    profiler_action current_action_ = profiler_action::record;
-    std::int64_t step_num_ = 0;
+    // Atomic so that the queries that return them need no lock; written under the lock.
+    std::atomic<profiler_action> current_action_{profiler_action::record};
+    std::atomic<std::int64_t> step_num_{0};
+    std::atomic<bool> running_{false};
     bool started_ = false;
     bool in_callback_ = false;
     std::optional<record_function> step_annotation_;

@@ -129,6 +129,10 @@ public:
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
+    /// Records of earlier sessions that reached their buffers after those sessions were drained (a
+    /// thread preempted between a scope's end and its append), found while this one ran: not in any
+    /// event list, counted here instead.
+    [[nodiscard]] std::uint64_t late() const noexcept { return late_; }
     /// Wall-clock time (ns since the Unix epoch) that event time 0 corresponds to.
     [[nodiscard]] std::int64_t base_time_ns() const noexcept { return base_time_ns_; }
 
@@ -144,6 +148,7 @@ private:
     std::vector<std::shared_ptr<detail::string_arena>> arenas_;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
+    std::uint64_t late_ = 0;
     std::int64_t base_time_ns_ = 0;
 };
 

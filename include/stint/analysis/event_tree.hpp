@@ -74,9 +74,10 @@ public:
     void build_call_stacks() { call_stacks_ = true; }
     /// build() gives every op inside module scopes its "Module Hierarchy" (with_modules).
     void build_module_hierarchy() { module_hierarchy_ = true; }
-    void set_totals(std::uint64_t recorded, std::uint64_t dropped) {
+    void set_totals(std::uint64_t recorded, std::uint64_t dropped, std::uint64_t late = 0) {
         list_.recorded_ = recorded;
         list_.dropped_ = dropped;
+        list_.late_ = late;
     }
     void set_base_time_ns(std::int64_t ns) { list_.base_time_ns_ = ns; }
     /// First "Record function id" to hand out (so ids stay unique across windows).
@@ -356,7 +357,7 @@ private:
 namespace stint {
 
 inline void event_list::append(const event_list& later) {
-    if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0) return;
+    if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
     if (events_.empty() && threads_.empty()) {
         *this = later;
         return;
@@ -396,6 +397,7 @@ inline void event_list::append(const event_list& later) {
     arenas_.insert(arenas_.end(), later.arenas_.begin(), later.arenas_.end());
     recorded_ += later.recorded_;
     dropped_ += later.dropped_;
+    late_ += later.late_;
 }
 
 }  // namespace stint

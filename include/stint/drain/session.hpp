@@ -37,6 +37,10 @@ struct profiler_stats {
     double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
+    /// Records of earlier sessions that reached their buffers after those sessions were drained (a
+    /// thread preempted between a scope's end and its append), found during this one. Never silent:
+    /// every export shows them.
+    std::uint64_t late_records = 0;
     std::uint64_t overhead_events = 0;                 ///< stint's own events (cat "overhead"), not in recorded
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
@@ -143,9 +147,11 @@ public:
             return last_index;
         };
         std::uint64_t buffer_bytes = 0;
+        std::uint64_t late = 0;
         const auto on_disabled = [&] {
             disabled_at = steady_now_ns();
             buffer_bytes = reg.session_buffer_bytes();
+            late = reg.late_records_found();
             builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
             // Before the drain releases the chunks: the next window reuses them, resident.
             if (keep_buffers_) reg.retain_buffers(buffer_bytes);
@@ -210,7 +216,7 @@ public:
         state_ = 0;
         if (!closed) return false;
         const std::int64_t parsed_at = steady_now_ns();
-        builder.set_totals(recorded, dropped);
+        builder.set_totals(recorded, dropped, late);
         builder.set_base_time_ns(calibration_.anchor.system_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
@@ -223,6 +229,7 @@ public:
         stats_.number_of_events = out.size();
         stats_.recorded = recorded;
         stats_.dropped = dropped;
+        stats_.late_records = late;
         stats_.overhead_events = overhead;
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;

@@ -116,6 +116,8 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.number(events.recorded());
     out.raw(", \"dropped\": ");
     out.number(events.dropped());
+    out.raw(", \"late\": ");
+    out.number(events.late());
     out.raw(", \"truncated_names\": ");
     out.number(info.truncated_names);
     out.raw(", \"threads\": [");

@@ -102,7 +102,8 @@ private:
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
 /// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
 /// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
-/// `[stint]_<n>_records_dropped 1` line, so no drop goes unseen.
+/// `[stint]_<n>_records_dropped 1` line, and late records (event_list::late) as
+/// `[stint]_<n>_records_late 1`, so no loss goes unseen.
 template <class Sink>
 void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
                             stack_frames frames = stack_frames::locations) {
@@ -141,6 +142,9 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     }
     if (events.dropped() > 0) {
         fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    }
+    if (events.late() > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_late 1\n", events.late());
     }
     if (!block.empty()) sink.write(block);
 }

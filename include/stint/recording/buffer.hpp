@@ -53,19 +53,38 @@ struct payload_header {
 };
 static_assert(sizeof(payload_header) == 8);
 
-/// A fixed-size block of records owned by one thread while it fills it.
+/// A block of records owned by one thread while it fills it. Chunks come in sizes from 1 KiB to 64 KiB
+/// (powers of two): a thread's first chunk of a session is the smallest unless one was set aside for
+/// it, and each next chunk doubles, so a session's budget pays for what threads record, not for what
+/// they reserve (100,000 threads of three scopes each take 1 KiB apiece, not 64).
 struct chunk {
-    static constexpr std::size_t total_bytes = 64 * 1024;
     static constexpr std::size_t header_bytes = 64;
+    static constexpr std::size_t min_total_bytes = 1024;
+    static constexpr std::size_t total_bytes = 64 * 1024;  ///< the largest size
     static constexpr std::size_t data_bytes = total_bytes - header_bytes;
+    static constexpr std::size_t size_classes = 7;         ///< 1, 2, 4, ... 64 KiB
 
     /// End of the complete records. Release by the owner after each record; acquire in drain.
     std::atomic<std::byte*> published{nullptr};
     /// Next chunk of the same thread and session. Release by the owner; acquire in drain.
     std::atomic<chunk*> next{nullptr};
+    /// This chunk's size class: it spans `min_total_bytes << size_class` bytes, header included.
+    std::uint32_t size_class = 0;
 
+    explicit chunk(std::uint32_t size_class_index) noexcept : size_class(size_class_index) {}
+
+    static constexpr std::size_t bytes_of_class(std::uint32_t size_class_index) noexcept {
+        return min_total_bytes << size_class_index;
+    }
+    /// The smallest size class whose data area holds `bytes` (the largest when none does).
+    static constexpr std::uint32_t class_for_data(std::size_t bytes) noexcept {
+        std::uint32_t c = 0;
+        while (c + 1 < size_classes && bytes_of_class(c) - header_bytes < bytes) ++c;
+        return c;
+    }
+    [[nodiscard]] std::size_t total() const noexcept { return bytes_of_class(size_class); }
     std::byte* data() noexcept { return reinterpret_cast<std::byte*>(this) + header_bytes; }
-    std::byte* data_end() noexcept { return reinterpret_cast<std::byte*>(this) + total_bytes; }
+    std::byte* data_end() noexcept { return reinterpret_cast<std::byte*>(this) + total(); }
 };
 static_assert(sizeof(chunk) <= chunk::header_bytes);
 

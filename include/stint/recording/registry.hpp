@@ -4,6 +4,7 @@
 // lifecycle, fork safety, and the cold slow path of append.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,15 @@ struct thread_node {
     /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
     /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
     chunk* ready = nullptr;
+    /// Where the drain of session `drained_state` stopped reading (the chunk the owner kept and the end
+    /// of what it had published), and the counts it read. A scope that ended before that stop but
+    /// reached the buffer after the drain lands beyond this point: count_late() finds it there.
+    /// Guarded by the registry mutex.
+    std::uint32_t drained_state = 0;
+    std::uint64_t drained_stop_ticks = 0;
+    chunk* drained_chunk = nullptr;
+    const std::byte* drained_until = nullptr;
+    std::uint64_t drained_dropped = 0;
     /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
@@ -67,33 +77,45 @@ inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
 /// records written into it (about 30 ns per 24-byte record on this project's VMs, against 23 ns for
 /// the record itself). So the pool keeps drained chunks warm for the next session, up to
 /// `retained_bytes` (the last session's use while its profiler lives), and `reserve` pre-faults
-/// chunks before a session so that even its first records land in resident memory.
+/// chunks before a session so that even its first records land in resident memory. Chunks are cached
+/// per size class; the budget is charged each chunk's real size.
 class chunk_pool {
 public:
     /// Bytes kept between sessions when no profiler asks for more.
     static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
 
-    /// A chunk charged to the session's budget, or nullptr once the budget is spent. A chunk the pool
-    /// did not have cached is faulted in here, on the slow path, not page by page under later records.
-    chunk* acquire() {
-        if (!charge()) return nullptr;
-        chunk* c = pop_cached();
-        if (c == nullptr) c = allocate_faulted();
-        reset(c);
-        return c;
+    /// A chunk of `size_class` charged to the session's budget; when the budget cannot pay for it, the
+    /// smallest chunk that holds `min_data` bytes; nullptr when it cannot pay for that either. A chunk
+    /// the pool did not have cached is faulted in here, on the slow path, not page by page under later
+    /// records.
+    chunk* acquire(std::uint32_t size_class, std::size_t min_data) {
+        if (!charge(size_class)) {
+            size_class = chunk::class_for_data(min_data);
+            if (!charge(size_class)) return nullptr;
+        }
+        try {
+            return take_uncharged(size_class);
+        } catch (...) {
+            refund(size_class);
+            throw;
+        }
     }
 
-    /// Charges one chunk to the session's budget; false once the budget is spent.
-    bool charge() noexcept {
-        return budget_left_.fetch_sub(static_cast<std::int64_t>(chunk::total_bytes), std::memory_order_relaxed) >=
-               static_cast<std::int64_t>(chunk::total_bytes);
+    /// Charges one chunk of `size_class` to the session's budget; false (and nothing charged) when
+    /// what is left cannot pay for it.
+    bool charge(std::uint32_t size_class) noexcept {
+        const auto bytes = static_cast<std::int64_t>(chunk::bytes_of_class(size_class));
+        if (budget_left_.fetch_sub(bytes, std::memory_order_relaxed) >= bytes) return true;
+        refund(size_class);
+        return false;
     }
 
     /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
-    chunk* take_uncharged() {
-        chunk* c = pop_cached();
-        if (c == nullptr) c = allocate_faulted();
-        reset(c);
+    chunk* take_uncharged(std::uint32_t size_class) {
+        chunk* c = pop_cached(size_class);
+        if (c == nullptr) c = allocate_faulted(size_class);
+        c->published.store(c->data(), std::memory_order_relaxed);
+        c->next.store(nullptr, std::memory_order_relaxed);
         return c;
     }
 
@@ -101,9 +123,10 @@ public:
     void release(chunk* c) noexcept {
         if (c == nullptr) return;
         std::unique_lock lock(mutex_);
-        if ((free_.size() + 1) * chunk::total_bytes <= retained_bytes_) {
+        if (cached_bytes_ + c->total() <= retained_bytes_) {
             try {
-                free_.push_back(c);
+                free_[c->size_class].push_back(c);
+                cached_bytes_ += c->total();
                 return;
             } catch (...) {
                 // fall through: free it instead of caching it
@@ -113,13 +136,17 @@ public:
         deallocate(c);
     }
 
-    /// Allocates and touches chunks until `bytes` are cached (outside any session's hot path).
+    /// Allocates and touches largest chunks until `bytes` are cached (outside any session's hot path).
     void reserve(std::size_t bytes) {
         std::lock_guard lock(mutex_);
         retained_bytes_ = std::max(retained_bytes_, bytes);
-        free_.reserve(bytes / chunk::total_bytes);
+        std::vector<chunk*>& largest = free_[largest_class];
+        largest.reserve(largest.size() + bytes / chunk::total_bytes);
         // Fault every page in now rather than on the records' path.
-        while (free_.size() * chunk::total_bytes < bytes) free_.push_back(allocate_faulted());
+        while (cached_bytes_ < bytes) {
+            largest.push_back(allocate_faulted(largest_class));
+            cached_bytes_ += chunk::total_bytes;
+        }
     }
 
     /// Keeps at least `bytes` of chunks cached between sessions.
@@ -128,20 +155,23 @@ public:
         retained_bytes_ = std::max(retained_bytes_, bytes);
     }
 
-    /// Sets how many bytes of chunks stay cached between sessions, freeing the excess now.
+    /// Sets how many bytes of chunks stay cached between sessions, freeing the excess now (the
+    /// smallest chunks first: the largest are the ones a busy thread reuses).
     void set_retained(std::size_t bytes) noexcept {
         std::vector<chunk*> excess;
         {
             std::lock_guard lock(mutex_);
             retained_bytes_ = bytes;
-            const std::size_t keep = bytes / chunk::total_bytes;
-            while (free_.size() > keep) {
-                chunk* c = free_.back();
-                free_.pop_back();
-                try {
-                    excess.push_back(c);
-                } catch (...) {
-                    deallocate(c);
+            for (std::vector<chunk*>& cached : free_) {
+                while (cached_bytes_ > bytes && !cached.empty()) {
+                    chunk* c = cached.back();
+                    cached.pop_back();
+                    cached_bytes_ -= c->total();
+                    try {
+                        excess.push_back(c);
+                    } catch (...) {
+                        deallocate(c);
+                    }
                 }
             }
         }
@@ -160,41 +190,46 @@ public:
     }
     [[nodiscard]] std::size_t cached_bytes() {
         std::lock_guard lock(mutex_);
-        return free_.size() * chunk::total_bytes;
+        return cached_bytes_;
     }
 
     /// The session whose budget is spent: its threads drop without touching the pool again.
     std::atomic<std::uint32_t> exhausted_state{0};
     std::mutex& mutex() noexcept { return mutex_; }
 
+    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
+
 private:
-    chunk* pop_cached() noexcept {
+    void refund(std::uint32_t size_class) noexcept {
+        budget_left_.fetch_add(static_cast<std::int64_t>(chunk::bytes_of_class(size_class)),
+                               std::memory_order_relaxed);
+    }
+    chunk* pop_cached(std::uint32_t size_class) noexcept {
         std::lock_guard lock(mutex_);
-        if (free_.empty()) return nullptr;
-        chunk* c = free_.back();
-        free_.pop_back();
+        std::vector<chunk*>& cached = free_[size_class];
+        if (cached.empty()) return nullptr;
+        chunk* c = cached.back();
+        cached.pop_back();
+        cached_bytes_ -= c->total();
         return c;
     }
-    static chunk* allocate() {
-        void* memory = ::operator new(chunk::total_bytes, std::align_val_t{64});
-        return ::new (memory) chunk;
-    }
-    static chunk* allocate_faulted() {
-        chunk* c = allocate();
+    static chunk* allocate_faulted(std::uint32_t size_class) {
+        const std::size_t bytes = chunk::bytes_of_class(size_class);
+        void* memory = ::operator new(bytes, std::align_val_t{64});
+        chunk* c = ::new (memory) chunk(size_class);
         for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
         return c;
     }
-    static void reset(chunk* c) noexcept {
-        c->published.store(c->data(), std::memory_order_relaxed);
-        c->next.store(nullptr, std::memory_order_relaxed);
-    }
     static void deallocate(chunk* c) noexcept {
+        const std::size_t bytes = c->total();
         c->~chunk();
-        ::operator delete(c, std::align_val_t{64});
+        ::operator delete(c, bytes, std::align_val_t{64});
     }
 
     std::mutex mutex_;
-    std::vector<chunk*> free_;  // LIFO: the most recently drained (warmest) chunk is reused first
+    // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
+    std::array<std::vector<chunk*>, chunk::size_classes> free_;
+    std::size_t cached_bytes_ = 0;
     std::size_t retained_bytes_ = default_retained_bytes;
     std::int64_t budget_ = 0;   // written by begin_session under the registry mutex
     std::atomic<std::int64_t> budget_left_{0};
@@ -206,6 +241,28 @@ struct record_payload {
     std::uint32_t aux = 0;
     std::span<const std::byte> bytes;
 };
+
+/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
+/// to what its owner has published.
+template <class OnRecord>
+void for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
+    const std::byte* end = c.published.load(std::memory_order_acquire);
+    for (const std::byte* at = from; at < end;) {
+        record r;
+        std::memcpy(&r, at, sizeof(r));
+        std::size_t bytes = sizeof(record);
+        record_payload payload;
+        if (r.where()->payload != payload_kind::none) {
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof(header));
+            bytes += header.bytes;
+            payload.aux = header.aux;
+            payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
+        }
+        at += bytes;
+        on_record(r, payload);
+    }
+}
 
 /// Counts a drain reports per thread.
 struct drained_thread {
@@ -251,14 +308,30 @@ public:
         recording.value.store(state & ~1U, std::memory_order_release);
         const std::uint64_t stop_ticks = read_ticks();
         active_ = 0;
+        // Threads that did not record in this session may hold late records of an earlier one.
+        for (thread_node* node : nodes_) {
+            if (node->state.load(std::memory_order_acquire) != state) count_late(*node);
+        }
+        late_in_last_drain_ = late_total_ - late_reported_;
+        late_reported_ = late_total_;
         on_disabled();
         for (thread_node* node : nodes_) {
             pool_.release(std::exchange(node->ready, nullptr));  // set aside, never taken
             if (node->state.load(std::memory_order_acquire) != state) continue;
-            drain_node(*node, stop_ticks, on_thread, on_record);
+            drain_node(*node, state, stop_ticks, on_thread, on_record);
         }
         free_exited_nodes();
         return true;
+    }
+
+    /// Records of earlier sessions found since the drain before this one: scopes that ended before
+    /// their session stopped but reached their buffer after it was drained (a thread preempted
+    /// between its scope's end and its append). Exact inside end_session's callbacks.
+    std::uint64_t late_records_found() const noexcept { return late_in_last_drain_; }
+    /// Late records found since the process started.
+    std::uint64_t late_records_total() {
+        std::lock_guard lock(mutex_);
+        return late_total_;
     }
 
     /// Pre-faults `bytes` of chunks for the next session and keeps them between sessions.
@@ -272,6 +345,13 @@ public:
     void release_buffers() noexcept { pool_.set_retained(chunk_pool::default_retained_bytes); }
     /// Bytes of chunks cached for the next session.
     std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
+
+    /// Threads (per shared object) registered and not yet freed: exited threads are freed by the drain
+    /// or the next session's start.
+    std::size_t registered_threads() {
+        std::lock_guard lock(mutex_);
+        return nodes_.size();
+    }
 
     /// Whether `state` is the session currently recording.
     bool is_active(std::uint32_t state) {
@@ -292,7 +372,9 @@ public:
     /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
     enum class session_start { refused, ready_chunk, no_chunk };
     session_start reset_for_session(thread_buffer& buffer, std::uint32_t state);
-    bool next_chunk(thread_buffer& buffer, std::uint32_t state);
+    /// Links a new chunk with room for at least `min_data` bytes; false when the budget is spent or
+    /// the session has ended.
+    bool next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data);
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
         node.name.assign(name);
@@ -300,39 +382,34 @@ public:
 
 private:
     template <class OnThread, class OnRecord>
-    void drain_node(thread_node& node, std::uint64_t stop_ticks, OnThread& on_thread, OnRecord& on_record) {
+    void drain_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks, OnThread& on_thread,
+                    OnRecord& on_record) {
         drained_thread info;
         info.os_tid = node.os_tid;
         info.name = node.name;
         chunk* const keep = node.exited.load(std::memory_order_acquire)
                                 ? nullptr
                                 : node.current.load(std::memory_order_acquire);
+        const std::byte* kept_until = nullptr;
         for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
              c = c->next.load(std::memory_order_acquire)) {
-            const std::byte* end = c->published.load(std::memory_order_acquire);
-            for (const std::byte* at = c->data(); at < end;) {
-                record r;
-                std::memcpy(&r, at, sizeof(r));
-                std::size_t bytes = sizeof(record);
-                record_payload payload;
-                const site& where = *r.where();
-                if (where.payload != payload_kind::none) {
-                    payload_header header;
-                    std::memcpy(&header, at + sizeof(record), sizeof(header));
-                    bytes += header.bytes;
-                    payload.aux = header.aux;
-                    payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
-                }
-                at += bytes;
+            if (c == keep) kept_until = c->published.load(std::memory_order_acquire);
+            for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
                 // A scope still open at stop ended after it: it belongs to no window.
-                if (r.end_ticks > stop_ticks) continue;
-                ++(where.kind == event_kind::overhead ? info.overhead : info.recorded);
+                if (r.end_ticks > stop_ticks) return;
+                ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
                 on_record(info, r, payload);
-            }
+            });
+            if (c == keep) break;  // what the owner links after it now is late
         }
         info.dropped = node.dropped.load(std::memory_order_relaxed);
         info.truncated = node.truncated.load(std::memory_order_relaxed);
         on_thread(info);
+        node.drained_state = state;
+        node.drained_stop_ticks = stop_ticks;
+        node.drained_chunk = keep;
+        node.drained_until = kept_until;
+        node.drained_dropped = info.dropped;
         // Chunks the owner has moved past are free now; the owner keeps writing into `keep` (late
         // scopes) and returns it when its next session begins.
         chunk* c = node.head.load(std::memory_order_acquire);
@@ -342,6 +419,32 @@ private:
             c = next;
         }
         node.head.store(keep, std::memory_order_release);
+    }
+
+    /// Counts the records of the node's drained session that reached its buffer after the drain (and
+    /// its drops since), once each: before the node's chunks are reused or freed, and at each later
+    /// drain. Under the registry mutex.
+    void count_late(thread_node& node) noexcept {
+        if (node.drained_state == 0 || node.state.load(std::memory_order_acquire) != node.drained_state) return;
+        const std::uint64_t dropped = node.dropped.load(std::memory_order_relaxed);
+        late_total_ += dropped - node.drained_dropped;
+        node.drained_dropped = dropped;
+        for (chunk* c = node.drained_chunk; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+            const std::byte* from = c == node.drained_chunk && node.drained_until != nullptr ? node.drained_until
+                                                                                              : c->data();
+            for_each_record(*c, from, [&](const record& r, const record_payload&) {
+                if (r.end_ticks <= node.drained_stop_ticks && r.where()->kind != event_kind::overhead) ++late_total_;
+            });
+            node.drained_chunk = c;
+            node.drained_until = c->published.load(std::memory_order_acquire);
+        }
+    }
+
+    /// Forgets where the last drain stopped (the node's chunks are being reused or freed).
+    static void forget_drain(thread_node& node) noexcept {
+        node.drained_state = 0;
+        node.drained_chunk = nullptr;
+        node.drained_until = nullptr;
     }
 
     /// Gives each live thread a resident chunk for its first records of the session, so that neither
@@ -356,7 +459,7 @@ private:
             if (given == max_ready_threads || bytes + chunk::total_bytes > budget_bytes) break;
             if (node->exited.load(std::memory_order_acquire) || node->ready != nullptr) continue;
             try {
-                node->ready = pool_.take_uncharged();
+                node->ready = pool_.take_uncharged(chunk_pool::largest_class);
             } catch (...) {
                 return;  // out of memory: the remaining threads take the slow path
             }
@@ -370,6 +473,7 @@ private:
             return !node->exited.load(std::memory_order_acquire);
         });
         for (auto it = dead; it != nodes_.end(); ++it) {
+            count_late(**it);
             release_chain(**it);
             pool_.release(std::exchange((*it)->ready, nullptr));
             delete *it;
@@ -378,6 +482,7 @@ private:
     }
 
     void release_chain(thread_node& node) noexcept {
+        forget_drain(node);
         chunk* c = node.head.load(std::memory_order_acquire);
         while (c != nullptr) {
             chunk* next = c->next.load(std::memory_order_acquire);
@@ -423,6 +528,9 @@ private:
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
+    std::uint64_t late_total_ = 0;          // late records found since the process started
+    std::uint64_t late_reported_ = 0;       // ... of which earlier drains reported
+    std::uint64_t late_in_last_drain_ = 0;  // ... found since the drain before the last one
     std::once_flag calibrated_;
     tick_calibration calibration_;
 };
@@ -479,6 +587,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
     if (state != active_) return session_start::refused;
     thread_node& node = *buffer.node;
+    count_late(node);
     release_chain(node);
     node.dropped.store(0, std::memory_order_relaxed);
     node.truncated.store(0, std::memory_order_relaxed);
@@ -489,7 +598,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     session_start result = session_start::no_chunk;
     if (node.ready != nullptr) {
         chunk* c = std::exchange(node.ready, nullptr);
-        if (pool_.charge()) {
+        if (pool_.charge(c->size_class)) {
             node.head.store(c, std::memory_order_release);
             node.current.store(c, std::memory_order_release);
             buffer.current = c;
@@ -505,9 +614,16 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     return result;
 }
 
-inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state) {
+inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data) {
     if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return false;
-    chunk* c = pool_.acquire();
+    // A session that has ended takes no more chunks from the pool (its late records are counted).
+    if (recording.value.load(std::memory_order_relaxed) != state) return false;
+    // Each chunk doubles the last, from the smallest: the budget pays for what a thread records.
+    std::uint32_t size_class = buffer.current == nullptr
+                                   ? 0
+                                   : std::min(buffer.current->size_class + 1, chunk_pool::largest_class);
+    size_class = std::max(size_class, chunk::class_for_data(min_data));
+    chunk* c = pool_.acquire(size_class, min_data);
     if (c == nullptr) {
         pool_.exhausted_state.store(state, std::memory_order_relaxed);
         return false;
@@ -563,7 +679,7 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
     if (bytes > chunk::data_bytes) return room;  // can never fit a chunk: dropped
     const auto left = [&] { return static_cast<std::size_t>(buffer.limit - buffer.cursor); };
     if (left() < bytes + sizeof(record)) {
-        if (reg.next_chunk(buffer, state)) {
+        if (reg.next_chunk(buffer, state, std::min(bytes + sizeof(record), chunk::data_bytes))) {
             if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
         } else if (left() < bytes) {
             return room;  // the budget is spent
