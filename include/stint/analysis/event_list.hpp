@@ -69,7 +69,6 @@ struct stack_tree {
     event_index append(const stack_tree& later) {
         const auto node_offset = static_cast<event_index>(nodes.size());
         const auto frame_offset = static_cast<std::uint32_t>(frames.size());
-        nodes.reserve(nodes.size() + later.nodes.size());
         for (node n : later.nodes) {
             n.frame += frame_offset;
             if (n.parent != no_index) n.parent += node_offset;
