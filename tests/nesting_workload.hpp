@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -128,9 +129,9 @@ inline void check_tree(const stint::event_list& list, const std::map<std::uint64
         // call stack: this event's frame, then its ancestors' own frames
         const auto stack = list.stack(e);
         REQUIRE(stack.size() == ancestors + 1);
-        std::size_t k = 1;
-        for (stint::event_index p = e.parent; p != stint::no_index; p = list[p].parent, ++k) {
-            CHECK(stack[k] == list.stack(list[p])[0]);
+        auto frame = std::next(stack.begin());
+        for (stint::event_index p = e.parent; p != stint::no_index; p = list[p].parent, ++frame) {
+            CHECK(*frame == list.stack(list[p]).front());
         }
     }
     CHECK(got.size() == expected.size());

@@ -10,6 +10,7 @@
 #include <barrier>
 #include <chrono>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -104,6 +105,48 @@ TEST_CASE("with_stack gives each event its site and its enclosing scopes, innerm
     CHECK(op_stacks.size() == 1);
 }
 
+TEST_CASE("a stack is a view of the list's interned stacks: iteration, front, outer, first, equality") {
+    stint::profiler<stacks> prof;
+    prof.start();
+    forward_pass();
+    prof.stop();
+    const stint::event* op = find(prof.events(), "aten::mm");
+    const stint::event* forward = find(prof.events(), "forward");
+    REQUIRE(op != nullptr);
+    REQUIRE(forward != nullptr);
+    const stint::call_stack stack = prof.events().stack(*op);
+    const stint::call_stack caller = prof.events().stack(*forward);
+
+    const std::vector<std::string> frames(stack.begin(), stack.end());
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].ends_with("): leaf_op"));
+    CHECK(frames[1].ends_with("): forward_pass"));
+    CHECK(stack.size() == 2);
+    CHECK_FALSE(stack.empty());
+    CHECK(stack.front() == frames[0]);
+    CHECK(stack[1] == frames[1]);
+    CHECK(std::distance(stack.begin(), stack.end()) == 2);
+    CHECK(stack.begin()->size() == frames[0].size());
+
+    // outer(): the caller's stack; first(n): the innermost n frames.
+    CHECK(stack.outer() == caller);
+    CHECK(stack.outer().size() == 1);
+    CHECK(caller.outer().empty());
+    CHECK(stack.first(1).size() == 1);
+    CHECK(stack.first(1).front() == frames[0]);
+    CHECK(std::vector<std::string>(stack.first(1).begin(), stack.first(1).end()) ==
+          std::vector<std::string>{frames[0]});
+    CHECK(stack.first(5) == stack);
+    CHECK(stack.first(0).empty());
+    CHECK_FALSE(stack.first(1) == caller);  // same size, other frame
+
+    const stint::call_stack none;
+    CHECK(none.empty());
+    CHECK(none.size() == 0);
+    CHECK(none.begin() == none.end());
+    CHECK(none == stack.first(0));
+}
+
 TEST_CASE("names made at run time are their own frame") {
     stint::profiler<stacks> prof;
     prof.start();
@@ -171,8 +214,9 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
     const stint::event* op = find(prof.events(), "aten::mm");
     REQUIRE(op != nullptr);
     const auto stack = prof.events().stack(*op);
+    const std::vector<std::string> frames(stack.begin(), stack.end());
     std::string expected_path;
-    for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+    for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
         if (!expected_path.empty()) expected_path += ';';
         for (char c : *frame) expected_path += c == ' ' ? '_' : c;
     }
@@ -436,7 +480,8 @@ TEST_CASE("with_stack<native> records return addresses and names them, demangled
     const auto outer_stack = nested.events().stack(*outer);
     REQUIRE(inner_stack.size() == outer_stack.size() + 1);
     CHECK(inner_stack[0].ends_with(std::string(": ") + inner->location->function));
-    CHECK(std::equal(outer_stack.begin(), outer_stack.end(), inner_stack.begin() + 1));
+    CHECK(std::equal(outer_stack.begin(), outer_stack.end(), std::next(inner_stack.begin())));
+    CHECK(inner_stack.outer() == outer_stack);
 }
 
 TEST_CASE("with_stack<native> without a session takes no stack") {

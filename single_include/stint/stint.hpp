@@ -527,7 +527,7 @@ struct event {
     std::uint64_t id = 0;              ///< "Record function id": unique, non-negative, per session
     std::uint32_t thread = 0;          ///< index into event_list::threads()
     event_kind kind = event_kind::user_annotation;
-    std::uint16_t depth = 0;           ///< nesting depth on its thread, 0 for top level
+    std::uint16_t depth = 0;           ///< nesting depth on its thread, 0 for top level; stays at 65535 deeper
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
     std::int64_t self_ns = 0;          ///< duration minus the durations of direct children
@@ -535,7 +535,7 @@ struct event {
     event_index first_child = no_index;
     event_index next_sibling = no_index;
     event_index args = no_index;       ///< into event_list::args_table(), when inputs were captured
-    event_index stack = no_index;      ///< into event_list::stacks(), when stacks were captured
+    event_index stack = no_index;      ///< the stack's node (event_list::stack), when stacks were captured
     std::int64_t flops = -1;           ///< -1: no flop estimate for this event
     /// The site's source location (static data of the instrumented code), or nullptr for names
     /// made at run time (record_function, STINT_SCOPE_NAMED) and hand-built events.
@@ -4008,6 +4008,7 @@ private:
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <memory>
 #include <span>
@@ -4047,6 +4048,137 @@ private:
     std::vector<std::unique_ptr<char[]>> blocks_;
     std::vector<std::unique_ptr<char[]>> big_;
     std::size_t used_ = 0;
+};
+
+/// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
+/// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
+/// one string. A node's parent always comes before it.
+struct stack_tree {
+    struct node {
+        std::uint32_t frame;  // into `frames`
+        event_index parent;   // the stack without this frame; no_index: this is the outermost frame
+        std::uint32_t size;   // frames in the stack, this one included
+    };
+    std::vector<node> nodes;
+    std::deque<std::string> frames;  // a deque never moves its strings: views into them stay valid
+
+    /// The stack `frame` on top of `parent` (no_index: none), as a new node.
+    event_index push(std::uint32_t frame, event_index parent) {
+        const std::uint32_t size = parent == no_index ? 1 : nodes[parent].size + 1;
+        nodes.push_back({frame, parent, size});
+        return static_cast<event_index>(nodes.size() - 1);
+    }
+    /// Appends another list's stacks; returns the offset to add to its node indices.
+    event_index append(const stack_tree& later) {
+        const auto node_offset = static_cast<event_index>(nodes.size());
+        const auto frame_offset = static_cast<std::uint32_t>(frames.size());
+        for (node n : later.nodes) {
+            n.frame += frame_offset;
+            if (n.parent != no_index) n.parent += node_offset;
+            nodes.push_back(n);
+        }
+        frames.insert(frames.end(), later.frames.begin(), later.frames.end());
+        return node_offset;
+    }
+};
+
+struct call_stack_access;
+}  // namespace detail
+
+/// An event's call stack as event_list::stack() returns it: its frames, innermost first (torch's
+/// FunctionEvent.stack order). A view of the list's stack tree: copying one copies no frames, size()
+/// is O(1), and it stays valid while the event_list lives unchanged.
+///
+///     const stint::call_stack stack = prof.events().stack(e);
+///     for (const std::string& frame : stack) fmt::print("  at {}\n", frame);  // innermost first
+///     std::vector<std::string> root_first(stack.begin(), stack.end());  // then std::ranges::reverse
+class call_stack {
+public:
+    /// Walks from the innermost frame outwards.
+    class iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = std::string;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const std::string*;
+        using reference = const std::string&;
+        iterator() = default;
+        reference operator*() const { return tree_->frames[tree_->nodes[node_].frame]; }
+        pointer operator->() const { return &**this; }
+        iterator& operator++() {
+            node_ = --left_ == 0 ? no_index : tree_->nodes[node_].parent;
+            return *this;
+        }
+        iterator operator++(int) {
+            iterator old = *this;
+            ++*this;
+            return old;
+        }
+        bool operator==(const iterator& other) const { return node_ == other.node_ && left_ == other.left_; }
+
+    private:
+        friend class call_stack;
+        iterator(const detail::stack_tree* tree, event_index node, std::uint32_t left)
+            : tree_(tree), node_(node), left_(left) {}
+        const detail::stack_tree* tree_ = nullptr;
+        event_index node_ = no_index;
+        std::uint32_t left_ = 0;
+    };
+    using const_iterator = iterator;
+    using value_type = std::string;
+    using size_type = std::size_t;
+
+    /// An empty stack.
+    call_stack() = default;
+
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] iterator begin() const noexcept { return {tree_, size_ == 0 ? no_index : node_, size_}; }
+    [[nodiscard]] iterator end() const noexcept { return {tree_, no_index, 0}; }
+    /// The innermost frame (the event's own); the stack must not be empty.
+    [[nodiscard]] const std::string& front() const { return *begin(); }
+    /// Frame `i`, innermost first. Walks `i` links: iterate rather than index in a loop.
+    [[nodiscard]] const std::string& operator[](std::size_t i) const {
+        event_index at = node_;
+        for (; i > 0; --i) at = tree_->nodes[at].parent;
+        return tree_->frames[tree_->nodes[at].frame];
+    }
+    /// The caller's stack: this one without its innermost frame (empty when it has one frame).
+    [[nodiscard]] call_stack outer() const noexcept {
+        if (size_ <= 1) return {};
+        return {tree_, tree_->nodes[node_].parent, size_ - 1};
+    }
+    /// The innermost `n` frames (all of them when there are fewer).
+    [[nodiscard]] call_stack first(std::size_t n) const noexcept {
+        if (n == 0) return {};
+        return {tree_, node_, n < size_ ? static_cast<std::uint32_t>(n) : size_};
+    }
+    /// The same frames in the same order.
+    friend bool operator==(const call_stack& a, const call_stack& b) noexcept {
+        if (a.size_ != b.size_) return false;
+        if (a.tree_ == b.tree_ && a.node_ == b.node_) return true;
+        for (iterator x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
+            if (*x != *y) return false;
+        }
+        return true;
+    }
+
+private:
+    friend class event_list;
+    friend struct detail::call_stack_access;
+    call_stack(const detail::stack_tree* tree, event_index node, std::uint32_t size)
+        : tree_(tree), node_(node), size_(size) {}
+    const detail::stack_tree* tree_ = nullptr;
+    event_index node_ = no_index;  // the innermost frame's node
+    std::uint32_t size_ = 0;       // frames shown: the node's size, or fewer (first())
+};
+static_assert(std::forward_iterator<call_stack::iterator>);
+
+namespace detail {
+/// What analyses read of a call_stack besides its frames: the tree it views and its innermost node.
+struct call_stack_access {
+    static const stack_tree* tree(const call_stack& s) noexcept { return s.tree_; }
+    static event_index node(const call_stack& s) noexcept { return s.node_; }
 };
 }  // namespace detail
 
@@ -4124,9 +4256,12 @@ public:
         return e.args == no_index ? nullptr : &args_[e.args];
     }
     /// Stack of an event, innermost frame first (as torch's FunctionEvent.stack); empty if none.
-    [[nodiscard]] std::span<const std::string> stack(const event& e) const noexcept {
+    /// Events on one call path share a stack (equal `event::stack`).
+    ///
+    ///     for (const std::string& frame : prof.events().stack(e)) fmt::print("  at {}\n", frame);
+    [[nodiscard]] call_stack stack(const event& e) const noexcept {
         if (e.stack == no_index) return {};
-        return stacks_[e.stack];
+        return {&stacks_, e.stack, stacks_.nodes[e.stack].size};
     }
 
     /// Records kept and records lost to the buffer budget, summed over threads.
@@ -4147,7 +4282,7 @@ private:
     std::vector<event> events_;
     std::vector<thread_info> threads_;
     std::vector<event_args> args_;
-    std::vector<std::vector<std::string>> stacks_;
+    detail::stack_tree stacks_;
     std::vector<std::shared_ptr<detail::string_arena>> arenas_;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
@@ -4173,8 +4308,9 @@ private:
 
 // ---- begin stint/analysis/detail/call_stacks.hpp ----
 // with_stack at drain: each event's stack, innermost frame first, from its site's source location
-// and its ancestors' (or from the native frames it recorded). Stacks are interned: events on the
-// same call path share one stack, so a million events cost as many stacks as there are paths.
+// and its ancestors' (or from the native frames it recorded). Stacks are interned as a tree: events on
+// the same call path share one stack, and a stack costs one node over its caller's, so a million
+// events cost at most a million nodes however deep they nest.
 
 #include <cstdint>
 #include <filesystem>
@@ -4426,62 +4562,62 @@ namespace stint::detail {
     return out;
 }
 
-/// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
+/// Sets `events[i].stack` for every event to its node in `stacks`, innermost frame first. On entry,
 /// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
-/// Events must be ordered parents first (as event_list_builder orders them).
+/// Events must be ordered parents first (as event_list_builder orders them). Stacks are interned as a
+/// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
+/// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
+/// linear in the events whatever their depth.
 inline void assign_call_stacks(std::vector<event>& events, const std::vector<std::vector<std::uint64_t>>& native,
-                               std::vector<std::vector<std::string>>& stacks) {
-    // A stack is its innermost frame on top of its parent's stack. The frame is the site's location
-    // (one per site) or, for names made at run time, the name: (frame, parent stack) -> stack.
-    struct key_hash {
-        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
-            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
-        }
-    };
-    std::unordered_map<const source_location*, std::string> location_frames;
-    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame;
+                               stack_tree& stacks) {
+    std::unordered_map<const source_location*, std::uint32_t> location_frames;
+    std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
+    std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
     std::map<std::vector<std::uint64_t>, event_index> by_native;
-    std::map<std::vector<std::string>, event_index> by_names;
     native_symbolizer symbols;
     std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
     const std::string cwd = std::filesystem::current_path(no_cwd).string();
+    const auto frame_of_text = [&](std::string_view text) {
+        if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
+        const auto id = static_cast<std::uint32_t>(stacks.frames.size());
+        text_frames.emplace(stacks.frames.emplace_back(text), id);
+        return id;
+    };
+    const auto intern = [&](std::uint32_t frame, event_index parent) {
+        const std::uint64_t key = std::uint64_t{frame} << 32 | parent;
+        auto [it, added] = by_frame.try_emplace(key, no_index);
+        if (added) it->second = stacks.push(frame, parent);
+        return it->second;
+    };
     for (event& e : events) {
         const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
         if (e.stack != no_index && e.stack < native.size()) {
             const std::vector<std::uint64_t>& frames = native[e.stack];
             auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
-                // Different return addresses in the same functions are one stack by name.
-                std::vector<std::string> names;
-                names.reserve(frames.size());
-                for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
-                const auto next = static_cast<event_index>(stacks.size());
-                auto [named, new_names] = by_names.try_emplace(std::move(names), next);
-                if (new_names) stacks.push_back(named->first);
-                it->second = named->second;
+                // Outermost first onto the tree; different return addresses in the same functions
+                // are one stack by name.
+                event_index at = no_index;
+                for (auto address = frames.rbegin(); address != frames.rend(); ++address) {
+                    at = intern(frame_of_text(symbols.name_of(*address)), at);
+                }
+                it->second = at;
             }
             e.stack = it->second;
             continue;
         }
-        std::string_view frame = e.name;
+        std::uint32_t frame = 0;
         if (e.location != nullptr) {
-            auto [at, added] = location_frames.try_emplace(e.location);
+            auto [at, added] = location_frames.try_emplace(e.location, 0);
             if (added) {
-                at->second = fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd), e.location->line,
-                                         e.location->function);
+                at->second = frame_of_text(fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd),
+                                                       e.location->line, e.location->function));
             }
-            frame = at->second;  // node-based map: the string stays put
+            frame = at->second;
+        } else {
+            frame = frame_of_text(e.name);
         }
-        auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
-        if (added) {
-            std::vector<std::string> frames{std::string(frame)};
-            if (parent_stack != no_index) {
-                const std::vector<std::string>& outer = stacks[parent_stack];
-                frames.insert(frames.end(), outer.begin(), outer.end());
-            }
-            stacks.push_back(std::move(frames));
-        }
-        e.stack = it->second;
+        e.stack = intern(frame, parent_stack);
     }
 }
 
@@ -4597,9 +4733,13 @@ public:
         list_.events_[i].args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
     }
-    void set_stack(event_index i, std::vector<std::string> frames_innermost_first) {
-        list_.events_[i].stack = static_cast<event_index>(list_.stacks_.size());
-        list_.stacks_.push_back(std::move(frames_innermost_first));
+    void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
+        event_index at = no_index;
+        for (auto frame = frames_innermost_first.rbegin(); frame != frames_innermost_first.rend(); ++frame) {
+            list_.stacks_.frames.push_back(*frame);
+            at = list_.stacks_.push(static_cast<std::uint32_t>(list_.stacks_.frames.size() - 1), at);
+        }
+        list_.events_[i].stack = at;
     }
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
@@ -4918,7 +5058,7 @@ inline void event_list::append(const event_list& later) {
     const auto offset = static_cast<event_index>(events_.size());
     const auto relink = [offset](event_index i) { return i == no_index ? no_index : i + offset; };
     const auto args_offset = static_cast<event_index>(args_.size());
-    const auto stacks_offset = static_cast<event_index>(stacks_.size());
+    const event_index stacks_offset = stacks_.append(later.stacks_);
     for (event e : later.events_) {
         e.start_ns += shift;
         e.end_ns += shift;
@@ -4931,7 +5071,6 @@ inline void event_list::append(const event_list& later) {
         events_.push_back(e);
     }
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
-    stacks_.insert(stacks_.end(), later.stacks_.begin(), later.stacks_.end());
     arenas_.insert(arenas_.end(), later.arenas_.begin(), later.arenas_.end());
     recorded_ += later.recorded_;
     dropped_ += later.dropped_;
@@ -4951,7 +5090,6 @@ inline void event_list::append(const event_list& later) {
 #include <cstdint>
 #include <functional>
 #include <ostream>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -5140,10 +5278,33 @@ struct table_row {
     double cpu_time = 0;             // µs, average per call
     std::int64_t count = 0;
     const std::vector<std::vector<std::int64_t>>* input_shapes = nullptr;  // nullptr: none
-    std::span<const std::string> stack;                                   // innermost first
+    call_stack stack;                                                     // an event's, innermost first,
+    std::span<const std::string> frames;                                  // or an averaged event's
+    std::size_t widest_frame = 0;                                         // text_width, widest frame
     std::int64_t flops = 0;                                               // <= 0: none ("--")
     bool has_cpu_parent = false;
 };
+
+// Calls `f` on each frame of the row's stack, innermost first.
+template <class F>
+void for_each_frame(const table_row& r, F&& f) {
+    for (const std::string& frame : r.frames) f(frame);
+    for (const std::string& frame : r.stack) f(frame);
+}
+
+// The text_width of each stack's widest frame, per node of `tree`: from its caller's, so linear in the
+// nodes however deep the stacks nest (a loop over each event's frames would be quadratic).
+[[nodiscard]] inline std::vector<std::size_t> widest_frames(const stack_tree& tree) {
+    std::vector<std::size_t> frame_width;
+    frame_width.reserve(tree.frames.size());
+    for (const std::string& frame : tree.frames) frame_width.push_back(text_width(frame));
+    std::vector<std::size_t> widest(tree.nodes.size());
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {  // a parent comes before its children
+        const stack_tree::node& n = tree.nodes[i];
+        widest[i] = std::max(frame_width[n.frame], n.parent == no_index ? 0 : widest[n.parent]);
+    }
+    return widest;
+}
 
 [[nodiscard]] inline const sort_key_entry* find_sort_key(std::string_view name) noexcept {
     for (const sort_key_entry& k : sort_keys) {
@@ -5336,9 +5497,9 @@ inline void check_options(const table_options& options) {
     for (const table_row& r : rows) {
         name_width = std::max(name_width, text_width(r.name));
         has_input_shapes = has_input_shapes || (r.input_shapes != nullptr && !r.input_shapes->empty());
-        for (const std::string& frame : r.stack) {
+        if (!r.stack.empty() || !r.frames.empty()) {
             has_stack = true;
-            src_width = std::max(src_width, text_width(frame));
+            src_width = std::max(src_width, r.widest_frame);
         }
         if (r.flops > 0 && (min_flops == 0 || r.flops < min_flops)) min_flops = r.flops;
         sum_self_cpu += r.self_cpu_time_total;
@@ -5433,7 +5594,8 @@ inline void check_options(const table_options& options) {
         append_time(cells[++c], r.cpu_time, unit);
         fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
-        if (has_stack && !r.stack.empty()) cells[++c] = trim_path(r.stack.front(), src_width);
+        if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
+        else if (has_stack && !r.stack.empty()) cells[++c] = trim_path(r.stack.front(), src_width);
         else if (has_stack) ++c;
         if (has_flops) {
             if (r.flops <= 0) {
@@ -5445,10 +5607,12 @@ inline void check_options(const table_options& options) {
         writer.row(out, cells);
 
         if (has_stack) {
-            for (std::size_t f = 1; f < r.stack.size(); ++f) {
-                blank[src_column] = trim_path(r.stack[f], src_width);
+            bool innermost = true;
+            for_each_frame(r, [&](const std::string& frame) {
+                if (std::exchange(innermost, false)) return;  // in the row itself
+                blank[src_column] = trim_path(frame, src_width);
                 writer.row(out, blank);
-            }
+            });
             blank[src_column].clear();
             writer.row(out, blank);
         }
@@ -5485,6 +5649,12 @@ inline void check_options(const table_options& options) {
     std::vector<detail::table_row> rows;
     rows.reserve(events.size());
     detail::display_names names;
+    std::vector<std::size_t> widest;
+    for (const event& e : events) {
+        if (e.stack == no_index) continue;
+        widest = detail::widest_frames(*detail::call_stack_access::tree(events.stack(e)));
+        break;
+    }
     for (const event& e : events) {
         if (detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
@@ -5495,6 +5665,7 @@ inline void check_options(const table_options& options) {
         r.count = 1;
         if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
         r.stack = events.stack(e);
+        if (!r.stack.empty()) r.widest_frame = widest[detail::call_stack_access::node(r.stack)];
         r.flops = e.flops;
         r.has_cpu_parent = e.parent != no_index;
     }
@@ -5581,7 +5752,7 @@ struct group_key {
     std::string_view name;
     bool user_annotation = false;
     const std::vector<std::vector<std::int64_t>>* shapes = nullptr;  // nullptr: not grouped, or no dims
-    std::span<const std::string> stack;                              // empty when not grouped by stack
+    call_stack stack;                                                // empty when not grouped by stack
 };
 
 struct group_key_hash {
@@ -5605,7 +5776,7 @@ struct group_key_equal {
         if (a.name != b.name || a.user_annotation != b.user_annotation) return false;
         if ((a.shapes == nullptr) != (b.shapes == nullptr)) return false;
         if (a.shapes != nullptr && a.shapes != b.shapes && *a.shapes != *b.shapes) return false;
-        return std::equal(a.stack.begin(), a.stack.end(), b.stack.begin(), b.stack.end());
+        return a.stack == b.stack;
     }
 };
 
@@ -5655,7 +5826,8 @@ inline void finish_group(averaged_event& a) {
     r.cpu_time = a.cpu_time;
     r.count = a.count;
     r.input_shapes = &a.input_shapes;
-    r.stack = a.stack;
+    r.frames = a.stack;
+    for (const std::string& frame : a.stack) r.widest_frame = std::max(r.widest_frame, text_width(frame));
     r.flops = a.flops;
     r.has_cpu_parent = a.has_cpu_parent;
     return r;
@@ -5706,8 +5878,7 @@ inline void finish_group(averaged_event& a) {
                 if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
             }
             if (stack_n > 0) {
-                const std::span<const std::string> frames = events.stack(e);
-                key.stack = frames.first(std::min(stack_n, frames.size()));
+                key.stack = events.stack(e).first(stack_n);
             }
             const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
             if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
@@ -5737,7 +5908,7 @@ inline void finish_group(averaged_event& a) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
         if (const event_args* args = events.args(*last)) total.input_shapes = args->input_dims;
-        const std::span<const std::string> frames = events.stack(*last);
+        const call_stack frames = events.stack(*last);
         total.stack.assign(frames.begin(), frames.end());
     }
     total.key = "Total";
@@ -6522,15 +6693,12 @@ inline char* write_json_string(char* o, std::string_view s) noexcept {
     return o;
 }
 
-/// Appends `s` as a quoted JSON string (see write_json_string).
-///     fmt::memory_buffer out;
-///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+/// Appends `s` escaped as write_json_string escapes it, without the quotes.
+inline void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
     // In pieces, so that a long string never reserves six times its size at once.
     constexpr std::size_t piece_size = 16 * 1024;
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = p + s.size();
-    out.push_back('"');
     while (p < end) {
         const std::size_t size = out.size();
         const auto piece = std::min(static_cast<std::size_t>(end - p), piece_size);
@@ -6538,6 +6706,14 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
         char* const o = json_detail::escape(out.data() + size, p, p + piece, end);
         out.resize(static_cast<std::size_t>(o - out.data()));
     }
+}
+
+/// Appends `s` as a quoted JSON string (see write_json_string).
+///     fmt::memory_buffer out;
+///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
+inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+    out.push_back('"');
+    append_json_escaped(out, s);
     out.push_back('"');
 }
 
@@ -6603,6 +6779,15 @@ public:
     /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
     void string(std::string_view s) {
         append_json_string(buffer_, s);
+        flush_if_full();
+    }
+
+    /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
+    /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
+    /// that sequence replaced (write_json_string's rule, applied to each part alone).
+    ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
+    void string_part(std::string_view s) {
+        append_json_escaped(buffer_, s);
         flush_if_full();
     }
 
@@ -7498,7 +7683,6 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -8043,8 +8227,6 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const thread_info& t : events.threads()) {
         where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
     }
-    // "Call stack" text per stack: events on one call path share their stack, so join it once.
-    std::vector<std::string> call_stacks;
     trace_timeline timeline(events);
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
@@ -8073,15 +8255,15 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
         out.commit(o);
         if (const event_args* args = events.args(e)) write_event_args(out, *args);
-        if (const std::span<const std::string> stack = events.stack(e); !stack.empty()) {
-            // Kineto's "Call stack": the frames innermost first, each followed by ';'.
-            if (e.stack >= call_stacks.size()) call_stacks.resize(e.stack + 1);
-            std::string& text = call_stacks[e.stack];
-            if (text.empty()) {
-                for (const std::string& frame : stack) text.append(frame).push_back(';');
+        if (const call_stack stack = events.stack(e); !stack.empty()) {
+            // Kineto's "Call stack": the frames innermost first, each followed by ';'. Written frame
+            // by frame: a text per stack would cost the square of the depth for nested scopes.
+            out.raw(", \"Call stack\": \"");
+            for (const std::string& frame : stack) {
+                out.string_part(frame);
+                out.raw(";");
             }
-            out.raw(", \"Call stack\": ");
-            out.string(text);
+            out.raw("\"");
         }
         out.raw("}}");
     }
@@ -8110,11 +8292,9 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <iterator>
 #include <optional>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -8159,13 +8339,15 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
-// The `;`-joined, escaped name path (root first) of every event, each distinct path built once: an
-// event's path is its name on top of its parent's, interned by (name, parent path).
+// The name path (root first) of every event, interned as a tree like the list's stacks: an event's
+// path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
+// one node per path, not one string per path.
 class name_paths {
 public:
     explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
 
-    const std::string& of(const event& e) {
+    // Appends the path of `e`, its names escaped and joined by ';'.
+    void append(std::string& out, const event& e) {
         // Resolve the unresolved ancestors first, outermost last in `pending_`.
         pending_.clear();
         for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
@@ -8175,18 +8357,26 @@ public:
             const event& at = events_[*i];
             const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
             const std::string_view name = names_(at.name);
-            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(paths_.size()));
-            if (added) {
-                std::string path = parent == no_index ? std::string() : paths_[parent] + ';';
-                append_stack_frame(path, name);
-                paths_.push_back(std::move(path));
-            }
+            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(nodes_.size()));
+            if (added) nodes_.push_back({name, parent});
             path_of_[*i] = it->second;
         }
-        return paths_[path_of_[events_.index_of(e)]];
+        // Root first: collect the path's names innermost first, then write them backwards.
+        names_of_path_.clear();
+        for (event_index p = path_of_[events_.index_of(e)]; p != no_index; p = nodes_[p].parent) {
+            names_of_path_.push_back(nodes_[p].name);
+        }
+        for (auto name = names_of_path_.rbegin(); name != names_of_path_.rend(); ++name) {
+            if (name != names_of_path_.rbegin()) out.push_back(';');
+            append_stack_frame(out, *name);
+        }
     }
 
 private:
+    struct node {
+        std::string_view name;  // display_names keeps the text
+        event_index parent;
+    };
     struct key_hash {
         std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
             return std::hash<std::string_view>{}(k.first) * 31 + k.second;
@@ -8196,8 +8386,9 @@ private:
     display_names names_;
     std::vector<event_index> path_of_;
     std::vector<event_index> pending_;
+    std::vector<std::string_view> names_of_path_;
     std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
-    std::deque<std::string> paths_;  // a deque never moves its strings: references stay valid
+    std::vector<node> nodes_;
 };
 
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
@@ -8211,29 +8402,27 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
-    std::vector<std::string> location_paths;
+    std::vector<const std::string*> root_first;
     std::optional<name_paths> named;
     if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
-        const std::span<const std::string> stack = events.stack(e);
+        const call_stack stack = events.stack(e);
         if (frames == stack_frames::locations && stack.empty()) continue;
         // Device time arrives with device activity; until then every self_cuda value is 0.
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
         if (frames == stack_frames::names) {
-            block.append(named->of(e));
+            named->append(block, e);
         } else {
-            // Events on one call path share their stack: its line prefix is built once.
-            if (e.stack >= location_paths.size()) location_paths.resize(e.stack + 1);
-            std::string& path = location_paths[e.stack];
-            if (path.empty()) {
-                for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-                    if (frame != stack.rbegin()) path.push_back(';');
-                    append_stack_frame(path, *frame);
-                }
+            // Written from the stack each time: a cached line per stack would cost the square of the
+            // depth for nested scopes.
+            root_first.clear();
+            for (const std::string& frame : stack) root_first.push_back(&frame);
+            for (auto frame = root_first.rbegin(); frame != root_first.rend(); ++frame) {
+                if (frame != root_first.rbegin()) block.push_back(';');
+                append_stack_frame(block, **frame);
             }
-            block.append(path);
         }
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {

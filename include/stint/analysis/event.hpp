@@ -53,7 +53,7 @@ struct event {
     std::uint64_t id = 0;              ///< "Record function id": unique, non-negative, per session
     std::uint32_t thread = 0;          ///< index into event_list::threads()
     event_kind kind = event_kind::user_annotation;
-    std::uint16_t depth = 0;           ///< nesting depth on its thread, 0 for top level
+    std::uint16_t depth = 0;           ///< nesting depth on its thread, 0 for top level; stays at 65535 deeper
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
     std::int64_t self_ns = 0;          ///< duration minus the durations of direct children
@@ -61,7 +61,7 @@ struct event {
     event_index first_child = no_index;
     event_index next_sibling = no_index;
     event_index args = no_index;       ///< into event_list::args_table(), when inputs were captured
-    event_index stack = no_index;      ///< into event_list::stacks(), when stacks were captured
+    event_index stack = no_index;      ///< the stack's node (event_list::stack), when stacks were captured
     std::int64_t flops = -1;           ///< -1: no flop estimate for this event
     /// The site's source location (static data of the instrumented code), or nullptr for names
     /// made at run time (record_function, STINT_SCOPE_NAMED) and hand-built events.

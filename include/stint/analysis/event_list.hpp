@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <memory>
 #include <span>
@@ -44,6 +45,137 @@ private:
     std::vector<std::unique_ptr<char[]>> blocks_;
     std::vector<std::unique_ptr<char[]>> big_;
     std::size_t used_ = 0;
+};
+
+/// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
+/// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
+/// one string. A node's parent always comes before it.
+struct stack_tree {
+    struct node {
+        std::uint32_t frame;  // into `frames`
+        event_index parent;   // the stack without this frame; no_index: this is the outermost frame
+        std::uint32_t size;   // frames in the stack, this one included
+    };
+    std::vector<node> nodes;
+    std::deque<std::string> frames;  // a deque never moves its strings: views into them stay valid
+
+    /// The stack `frame` on top of `parent` (no_index: none), as a new node.
+    event_index push(std::uint32_t frame, event_index parent) {
+        const std::uint32_t size = parent == no_index ? 1 : nodes[parent].size + 1;
+        nodes.push_back({frame, parent, size});
+        return static_cast<event_index>(nodes.size() - 1);
+    }
+    /// Appends another list's stacks; returns the offset to add to its node indices.
+    event_index append(const stack_tree& later) {
+        const auto node_offset = static_cast<event_index>(nodes.size());
+        const auto frame_offset = static_cast<std::uint32_t>(frames.size());
+        for (node n : later.nodes) {
+            n.frame += frame_offset;
+            if (n.parent != no_index) n.parent += node_offset;
+            nodes.push_back(n);
+        }
+        frames.insert(frames.end(), later.frames.begin(), later.frames.end());
+        return node_offset;
+    }
+};
+
+struct call_stack_access;
+}  // namespace detail
+
+/// An event's call stack as event_list::stack() returns it: its frames, innermost first (torch's
+/// FunctionEvent.stack order). A view of the list's stack tree: copying one copies no frames, size()
+/// is O(1), and it stays valid while the event_list lives unchanged.
+///
+///     const stint::call_stack stack = prof.events().stack(e);
+///     for (const std::string& frame : stack) fmt::print("  at {}\n", frame);  // innermost first
+///     std::vector<std::string> root_first(stack.begin(), stack.end());  // then std::ranges::reverse
+class call_stack {
+public:
+    /// Walks from the innermost frame outwards.
+    class iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = std::string;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const std::string*;
+        using reference = const std::string&;
+        iterator() = default;
+        reference operator*() const { return tree_->frames[tree_->nodes[node_].frame]; }
+        pointer operator->() const { return &**this; }
+        iterator& operator++() {
+            node_ = --left_ == 0 ? no_index : tree_->nodes[node_].parent;
+            return *this;
+        }
+        iterator operator++(int) {
+            iterator old = *this;
+            ++*this;
+            return old;
+        }
+        bool operator==(const iterator& other) const { return node_ == other.node_ && left_ == other.left_; }
+
+    private:
+        friend class call_stack;
+        iterator(const detail::stack_tree* tree, event_index node, std::uint32_t left)
+            : tree_(tree), node_(node), left_(left) {}
+        const detail::stack_tree* tree_ = nullptr;
+        event_index node_ = no_index;
+        std::uint32_t left_ = 0;
+    };
+    using const_iterator = iterator;
+    using value_type = std::string;
+    using size_type = std::size_t;
+
+    /// An empty stack.
+    call_stack() = default;
+
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] iterator begin() const noexcept { return {tree_, size_ == 0 ? no_index : node_, size_}; }
+    [[nodiscard]] iterator end() const noexcept { return {tree_, no_index, 0}; }
+    /// The innermost frame (the event's own); the stack must not be empty.
+    [[nodiscard]] const std::string& front() const { return *begin(); }
+    /// Frame `i`, innermost first. Walks `i` links: iterate rather than index in a loop.
+    [[nodiscard]] const std::string& operator[](std::size_t i) const {
+        event_index at = node_;
+        for (; i > 0; --i) at = tree_->nodes[at].parent;
+        return tree_->frames[tree_->nodes[at].frame];
+    }
+    /// The caller's stack: this one without its innermost frame (empty when it has one frame).
+    [[nodiscard]] call_stack outer() const noexcept {
+        if (size_ <= 1) return {};
+        return {tree_, tree_->nodes[node_].parent, size_ - 1};
+    }
+    /// The innermost `n` frames (all of them when there are fewer).
+    [[nodiscard]] call_stack first(std::size_t n) const noexcept {
+        if (n == 0) return {};
+        return {tree_, node_, n < size_ ? static_cast<std::uint32_t>(n) : size_};
+    }
+    /// The same frames in the same order.
+    friend bool operator==(const call_stack& a, const call_stack& b) noexcept {
+        if (a.size_ != b.size_) return false;
+        if (a.tree_ == b.tree_ && a.node_ == b.node_) return true;
+        for (iterator x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
+            if (*x != *y) return false;
+        }
+        return true;
+    }
+
+private:
+    friend class event_list;
+    friend struct detail::call_stack_access;
+    call_stack(const detail::stack_tree* tree, event_index node, std::uint32_t size)
+        : tree_(tree), node_(node), size_(size) {}
+    const detail::stack_tree* tree_ = nullptr;
+    event_index node_ = no_index;  // the innermost frame's node
+    std::uint32_t size_ = 0;       // frames shown: the node's size, or fewer (first())
+};
+static_assert(std::forward_iterator<call_stack::iterator>);
+
+namespace detail {
+/// What analyses read of a call_stack besides its frames: the tree it views and its innermost node.
+struct call_stack_access {
+    static const stack_tree* tree(const call_stack& s) noexcept { return s.tree_; }
+    static event_index node(const call_stack& s) noexcept { return s.node_; }
 };
 }  // namespace detail
 
@@ -121,9 +253,12 @@ public:
         return e.args == no_index ? nullptr : &args_[e.args];
     }
     /// Stack of an event, innermost frame first (as torch's FunctionEvent.stack); empty if none.
-    [[nodiscard]] std::span<const std::string> stack(const event& e) const noexcept {
+    /// Events on one call path share a stack (equal `event::stack`).
+    ///
+    ///     for (const std::string& frame : prof.events().stack(e)) fmt::print("  at {}\n", frame);
+    [[nodiscard]] call_stack stack(const event& e) const noexcept {
         if (e.stack == no_index) return {};
-        return stacks_[e.stack];
+        return {&stacks_, e.stack, stacks_.nodes[e.stack].size};
     }
 
     /// Records kept and records lost to the buffer budget, summed over threads.
@@ -144,7 +279,7 @@ private:
     std::vector<event> events_;
     std::vector<thread_info> threads_;
     std::vector<event_args> args_;
-    std::vector<std::vector<std::string>> stacks_;
+    detail::stack_tree stacks_;
     std::vector<std::shared_ptr<detail::string_arena>> arenas_;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;

@@ -59,9 +59,13 @@ public:
         list_.events_[i].args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
     }
-    void set_stack(event_index i, std::vector<std::string> frames_innermost_first) {
-        list_.events_[i].stack = static_cast<event_index>(list_.stacks_.size());
-        list_.stacks_.push_back(std::move(frames_innermost_first));
+    void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
+        event_index at = no_index;
+        for (auto frame = frames_innermost_first.rbegin(); frame != frames_innermost_first.rend(); ++frame) {
+            list_.stacks_.frames.push_back(*frame);
+            at = list_.stacks_.push(static_cast<std::uint32_t>(list_.stacks_.frames.size() - 1), at);
+        }
+        list_.events_[i].stack = at;
     }
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
@@ -380,7 +384,7 @@ inline void event_list::append(const event_list& later) {
     const auto offset = static_cast<event_index>(events_.size());
     const auto relink = [offset](event_index i) { return i == no_index ? no_index : i + offset; };
     const auto args_offset = static_cast<event_index>(args_.size());
-    const auto stacks_offset = static_cast<event_index>(stacks_.size());
+    const event_index stacks_offset = stacks_.append(later.stacks_);
     for (event e : later.events_) {
         e.start_ns += shift;
         e.end_ns += shift;
@@ -393,7 +397,6 @@ inline void event_list::append(const event_list& later) {
         events_.push_back(e);
     }
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
-    stacks_.insert(stacks_.end(), later.stacks_.begin(), later.stacks_.end());
     arenas_.insert(arenas_.end(), later.arenas_.begin(), later.arenas_.end());
     recorded_ += later.recorded_;
     dropped_ += later.dropped_;

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -99,7 +98,7 @@ struct group_key {
     std::string_view name;
     bool user_annotation = false;
     const std::vector<std::vector<std::int64_t>>* shapes = nullptr;  // nullptr: not grouped, or no dims
-    std::span<const std::string> stack;                              // empty when not grouped by stack
+    call_stack stack;                                                // empty when not grouped by stack
 };
 
 struct group_key_hash {
@@ -123,7 +122,7 @@ struct group_key_equal {
         if (a.name != b.name || a.user_annotation != b.user_annotation) return false;
         if ((a.shapes == nullptr) != (b.shapes == nullptr)) return false;
         if (a.shapes != nullptr && a.shapes != b.shapes && *a.shapes != *b.shapes) return false;
-        return std::equal(a.stack.begin(), a.stack.end(), b.stack.begin(), b.stack.end());
+        return a.stack == b.stack;
     }
 };
 
@@ -173,7 +172,8 @@ inline void finish_group(averaged_event& a) {
     r.cpu_time = a.cpu_time;
     r.count = a.count;
     r.input_shapes = &a.input_shapes;
-    r.stack = a.stack;
+    r.frames = a.stack;
+    for (const std::string& frame : a.stack) r.widest_frame = std::max(r.widest_frame, text_width(frame));
     r.flops = a.flops;
     r.has_cpu_parent = a.has_cpu_parent;
     return r;
@@ -224,8 +224,7 @@ inline void finish_group(averaged_event& a) {
                 if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
             }
             if (stack_n > 0) {
-                const std::span<const std::string> frames = events.stack(e);
-                key.stack = frames.first(std::min(stack_n, frames.size()));
+                key.stack = events.stack(e).first(stack_n);
             }
             const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
             if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
@@ -255,7 +254,7 @@ inline void finish_group(averaged_event& a) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
         if (const event_args* args = events.args(*last)) total.input_shapes = args->input_dims;
-        const std::span<const std::string> frames = events.stack(*last);
+        const call_stack frames = events.stack(*last);
         total.stack.assign(frames.begin(), frames.end());
     }
     total.key = "Total";

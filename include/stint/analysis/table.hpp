@@ -179,10 +179,33 @@ struct table_row {
     double cpu_time = 0;             // µs, average per call
     std::int64_t count = 0;
     const std::vector<std::vector<std::int64_t>>* input_shapes = nullptr;  // nullptr: none
-    std::span<const std::string> stack;                                   // innermost first
+    call_stack stack;                                                     // an event's, innermost first,
+    std::span<const std::string> frames;                                  // or an averaged event's
+    std::size_t widest_frame = 0;                                         // text_width, widest frame
     std::int64_t flops = 0;                                               // <= 0: none ("--")
     bool has_cpu_parent = false;
 };
+
+// Calls `f` on each frame of the row's stack, innermost first.
+template <class F>
+void for_each_frame(const table_row& r, F&& f) {
+    for (const std::string& frame : r.frames) f(frame);
+    for (const std::string& frame : r.stack) f(frame);
+}
+
+// The text_width of each stack's widest frame, per node of `tree`: from its caller's, so linear in the
+// nodes however deep the stacks nest (a loop over each event's frames would be quadratic).
+[[nodiscard]] inline std::vector<std::size_t> widest_frames(const stack_tree& tree) {
+    std::vector<std::size_t> frame_width;
+    frame_width.reserve(tree.frames.size());
+    for (const std::string& frame : tree.frames) frame_width.push_back(text_width(frame));
+    std::vector<std::size_t> widest(tree.nodes.size());
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {  // a parent comes before its children
+        const stack_tree::node& n = tree.nodes[i];
+        widest[i] = std::max(frame_width[n.frame], n.parent == no_index ? 0 : widest[n.parent]);
+    }
+    return widest;
+}
 
 [[nodiscard]] inline const sort_key_entry* find_sort_key(std::string_view name) noexcept {
     for (const sort_key_entry& k : sort_keys) {
@@ -375,9 +398,9 @@ inline void check_options(const table_options& options) {
     for (const table_row& r : rows) {
         name_width = std::max(name_width, text_width(r.name));
         has_input_shapes = has_input_shapes || (r.input_shapes != nullptr && !r.input_shapes->empty());
-        for (const std::string& frame : r.stack) {
+        if (!r.stack.empty() || !r.frames.empty()) {
             has_stack = true;
-            src_width = std::max(src_width, text_width(frame));
+            src_width = std::max(src_width, r.widest_frame);
         }
         if (r.flops > 0 && (min_flops == 0 || r.flops < min_flops)) min_flops = r.flops;
         sum_self_cpu += r.self_cpu_time_total;
@@ -472,7 +495,8 @@ inline void check_options(const table_options& options) {
         append_time(cells[++c], r.cpu_time, unit);
         fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
-        if (has_stack && !r.stack.empty()) cells[++c] = trim_path(r.stack.front(), src_width);
+        if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
+        else if (has_stack && !r.stack.empty()) cells[++c] = trim_path(r.stack.front(), src_width);
         else if (has_stack) ++c;
         if (has_flops) {
             if (r.flops <= 0) {
@@ -484,10 +508,12 @@ inline void check_options(const table_options& options) {
         writer.row(out, cells);
 
         if (has_stack) {
-            for (std::size_t f = 1; f < r.stack.size(); ++f) {
-                blank[src_column] = trim_path(r.stack[f], src_width);
+            bool innermost = true;
+            for_each_frame(r, [&](const std::string& frame) {
+                if (std::exchange(innermost, false)) return;  // in the row itself
+                blank[src_column] = trim_path(frame, src_width);
                 writer.row(out, blank);
-            }
+            });
             blank[src_column].clear();
             writer.row(out, blank);
         }
@@ -524,6 +550,12 @@ inline void check_options(const table_options& options) {
     std::vector<detail::table_row> rows;
     rows.reserve(events.size());
     detail::display_names names;
+    std::vector<std::size_t> widest;
+    for (const event& e : events) {
+        if (e.stack == no_index) continue;
+        widest = detail::widest_frames(*detail::call_stack_access::tree(events.stack(e)));
+        break;
+    }
     for (const event& e : events) {
         if (detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
@@ -534,6 +566,7 @@ inline void check_options(const table_options& options) {
         r.count = 1;
         if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
         r.stack = events.stack(e);
+        if (!r.stack.empty()) r.widest_frame = widest[detail::call_stack_access::node(r.stack)];
         r.flops = e.flops;
         r.has_cpu_parent = e.parent != no_index;
     }

@@ -6,7 +6,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -173,8 +172,6 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const thread_info& t : events.threads()) {
         where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
     }
-    // "Call stack" text per stack: events on one call path share their stack, so join it once.
-    std::vector<std::string> call_stacks;
     trace_timeline timeline(events);
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
@@ -203,15 +200,15 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
         out.commit(o);
         if (const event_args* args = events.args(e)) write_event_args(out, *args);
-        if (const std::span<const std::string> stack = events.stack(e); !stack.empty()) {
-            // Kineto's "Call stack": the frames innermost first, each followed by ';'.
-            if (e.stack >= call_stacks.size()) call_stacks.resize(e.stack + 1);
-            std::string& text = call_stacks[e.stack];
-            if (text.empty()) {
-                for (const std::string& frame : stack) text.append(frame).push_back(';');
+        if (const call_stack stack = events.stack(e); !stack.empty()) {
+            // Kineto's "Call stack": the frames innermost first, each followed by ';'. Written frame
+            // by frame: a text per stack would cost the square of the depth for nested scopes.
+            out.raw(", \"Call stack\": \"");
+            for (const std::string& frame : stack) {
+                out.string_part(frame);
+                out.raw(";");
             }
-            out.raw(", \"Call stack\": ");
-            out.string(text);
+            out.raw("\"");
         }
         out.raw("}}");
     }

@@ -6,11 +6,9 @@
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <iterator>
 #include <optional>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,13 +56,15 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
-// The `;`-joined, escaped name path (root first) of every event, each distinct path built once: an
-// event's path is its name on top of its parent's, interned by (name, parent path).
+// The name path (root first) of every event, interned as a tree like the list's stacks: an event's
+// path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
+// one node per path, not one string per path.
 class name_paths {
 public:
     explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
 
-    const std::string& of(const event& e) {
+    // Appends the path of `e`, its names escaped and joined by ';'.
+    void append(std::string& out, const event& e) {
         // Resolve the unresolved ancestors first, outermost last in `pending_`.
         pending_.clear();
         for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
@@ -74,18 +74,26 @@ public:
             const event& at = events_[*i];
             const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
             const std::string_view name = names_(at.name);
-            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(paths_.size()));
-            if (added) {
-                std::string path = parent == no_index ? std::string() : paths_[parent] + ';';
-                append_stack_frame(path, name);
-                paths_.push_back(std::move(path));
-            }
+            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(nodes_.size()));
+            if (added) nodes_.push_back({name, parent});
             path_of_[*i] = it->second;
         }
-        return paths_[path_of_[events_.index_of(e)]];
+        // Root first: collect the path's names innermost first, then write them backwards.
+        names_of_path_.clear();
+        for (event_index p = path_of_[events_.index_of(e)]; p != no_index; p = nodes_[p].parent) {
+            names_of_path_.push_back(nodes_[p].name);
+        }
+        for (auto name = names_of_path_.rbegin(); name != names_of_path_.rend(); ++name) {
+            if (name != names_of_path_.rbegin()) out.push_back(';');
+            append_stack_frame(out, *name);
+        }
     }
 
 private:
+    struct node {
+        std::string_view name;  // display_names keeps the text
+        event_index parent;
+    };
     struct key_hash {
         std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
             return std::hash<std::string_view>{}(k.first) * 31 + k.second;
@@ -95,8 +103,9 @@ private:
     display_names names_;
     std::vector<event_index> path_of_;
     std::vector<event_index> pending_;
+    std::vector<std::string_view> names_of_path_;
     std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
-    std::deque<std::string> paths_;  // a deque never moves its strings: references stay valid
+    std::vector<node> nodes_;
 };
 
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
@@ -110,29 +119,27 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
     std::string block;
-    std::vector<std::string> location_paths;
+    std::vector<const std::string*> root_first;
     std::optional<name_paths> named;
     if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
-        const std::span<const std::string> stack = events.stack(e);
+        const call_stack stack = events.stack(e);
         if (frames == stack_frames::locations && stack.empty()) continue;
         // Device time arrives with device activity; until then every self_cuda value is 0.
         const double value = cpu ? e.self_cpu_time_total() : 0.0;
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
         if (frames == stack_frames::names) {
-            block.append(named->of(e));
+            named->append(block, e);
         } else {
-            // Events on one call path share their stack: its line prefix is built once.
-            if (e.stack >= location_paths.size()) location_paths.resize(e.stack + 1);
-            std::string& path = location_paths[e.stack];
-            if (path.empty()) {
-                for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-                    if (frame != stack.rbegin()) path.push_back(';');
-                    append_stack_frame(path, *frame);
-                }
+            // Written from the stack each time: a cached line per stack would cost the square of the
+            // depth for nested scopes.
+            root_first.clear();
+            for (const std::string& frame : stack) root_first.push_back(&frame);
+            for (auto frame = root_first.rbegin(); frame != root_first.rend(); ++frame) {
+                if (frame != root_first.rbegin()) block.push_back(';');
+                append_stack_frame(block, **frame);
             }
-            block.append(path);
         }
         fmt::format_to(std::back_inserter(block), " {}\n", whole);
         if (block.size() >= (std::size_t{64} << 10)) {

@@ -107,15 +107,12 @@ inline char* write_json_string(char* o, std::string_view s) noexcept {
     return o;
 }
 
-/// Appends `s` as a quoted JSON string (see write_json_string).
-///     fmt::memory_buffer out;
-///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+/// Appends `s` escaped as write_json_string escapes it, without the quotes.
+inline void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
     // In pieces, so that a long string never reserves six times its size at once.
     constexpr std::size_t piece_size = 16 * 1024;
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = p + s.size();
-    out.push_back('"');
     while (p < end) {
         const std::size_t size = out.size();
         const auto piece = std::min(static_cast<std::size_t>(end - p), piece_size);
@@ -123,6 +120,14 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
         char* const o = json_detail::escape(out.data() + size, p, p + piece, end);
         out.resize(static_cast<std::size_t>(o - out.data()));
     }
+}
+
+/// Appends `s` as a quoted JSON string (see write_json_string).
+///     fmt::memory_buffer out;
+///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
+inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+    out.push_back('"');
+    append_json_escaped(out, s);
     out.push_back('"');
 }
 
@@ -188,6 +193,15 @@ public:
     /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
     void string(std::string_view s) {
         append_json_string(buffer_, s);
+        flush_if_full();
+    }
+
+    /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
+    /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
+    /// that sequence replaced (write_json_string's rule, applied to each part alone).
+    ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
+    void string_part(std::string_view s) {
+        append_json_escaped(buffer_, s);
         flush_if_full();
     }
 

@@ -1,7 +1,8 @@
 #pragma once
 // with_stack at drain: each event's stack, innermost frame first, from its site's source location
-// and its ancestors' (or from the native frames it recorded). Stacks are interned: events on the
-// same call path share one stack, so a million events cost as many stacks as there are paths.
+// and its ancestors' (or from the native frames it recorded). Stacks are interned as a tree: events on
+// the same call path share one stack, and a stack costs one node over its caller's, so a million
+// events cost at most a million nodes however deep they nest.
 
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "stint/analysis/event.hpp"
+#include "stint/analysis/event_list.hpp"
 #include "stint/capture/detail/native_symbols.hpp"
 
 namespace stint::detail {
@@ -70,62 +72,62 @@ namespace stint::detail {
     return out;
 }
 
-/// Sets `events[i].stack` for every event and fills `stacks` with the distinct stacks. On entry,
+/// Sets `events[i].stack` for every event to its node in `stacks`, innermost frame first. On entry,
 /// an event whose `stack` is not no_index recorded native frames: `native[stack]`, innermost first.
-/// Events must be ordered parents first (as event_list_builder orders them).
+/// Events must be ordered parents first (as event_list_builder orders them). Stacks are interned as a
+/// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
+/// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
+/// linear in the events whatever their depth.
 inline void assign_call_stacks(std::vector<event>& events, const std::vector<std::vector<std::uint64_t>>& native,
-                               std::vector<std::vector<std::string>>& stacks) {
-    // A stack is its innermost frame on top of its parent's stack. The frame is the site's location
-    // (one per site) or, for names made at run time, the name: (frame, parent stack) -> stack.
-    struct key_hash {
-        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
-            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
-        }
-    };
-    std::unordered_map<const source_location*, std::string> location_frames;
-    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame;
+                               stack_tree& stacks) {
+    std::unordered_map<const source_location*, std::uint32_t> location_frames;
+    std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
+    std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
     std::map<std::vector<std::uint64_t>, event_index> by_native;
-    std::map<std::vector<std::string>, event_index> by_names;
     native_symbolizer symbols;
     std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
     const std::string cwd = std::filesystem::current_path(no_cwd).string();
+    const auto frame_of_text = [&](std::string_view text) {
+        if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
+        const auto id = static_cast<std::uint32_t>(stacks.frames.size());
+        text_frames.emplace(stacks.frames.emplace_back(text), id);
+        return id;
+    };
+    const auto intern = [&](std::uint32_t frame, event_index parent) {
+        const std::uint64_t key = std::uint64_t{frame} << 32 | parent;
+        auto [it, added] = by_frame.try_emplace(key, no_index);
+        if (added) it->second = stacks.push(frame, parent);
+        return it->second;
+    };
     for (event& e : events) {
         const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
         if (e.stack != no_index && e.stack < native.size()) {
             const std::vector<std::uint64_t>& frames = native[e.stack];
             auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
-                // Different return addresses in the same functions are one stack by name.
-                std::vector<std::string> names;
-                names.reserve(frames.size());
-                for (std::uint64_t address : frames) names.push_back(symbols.name_of(address));
-                const auto next = static_cast<event_index>(stacks.size());
-                auto [named, new_names] = by_names.try_emplace(std::move(names), next);
-                if (new_names) stacks.push_back(named->first);
-                it->second = named->second;
+                // Outermost first onto the tree; different return addresses in the same functions
+                // are one stack by name.
+                event_index at = no_index;
+                for (auto address = frames.rbegin(); address != frames.rend(); ++address) {
+                    at = intern(frame_of_text(symbols.name_of(*address)), at);
+                }
+                it->second = at;
             }
             e.stack = it->second;
             continue;
         }
-        std::string_view frame = e.name;
+        std::uint32_t frame = 0;
         if (e.location != nullptr) {
-            auto [at, added] = location_frames.try_emplace(e.location);
+            auto [at, added] = location_frames.try_emplace(e.location, 0);
             if (added) {
-                at->second = fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd), e.location->line,
-                                         e.location->function);
+                at->second = frame_of_text(fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd),
+                                                       e.location->line, e.location->function));
             }
-            frame = at->second;  // node-based map: the string stays put
+            frame = at->second;
+        } else {
+            frame = frame_of_text(e.name);
         }
-        auto [it, added] = by_frame.try_emplace({frame, parent_stack}, static_cast<event_index>(stacks.size()));
-        if (added) {
-            std::vector<std::string> frames{std::string(frame)};
-            if (parent_stack != no_index) {
-                const std::vector<std::string>& outer = stacks[parent_stack];
-                frames.insert(frames.end(), outer.begin(), outer.end());
-            }
-            stacks.push_back(std::move(frames));
-        }
-        e.stack = it->second;
+        e.stack = intern(frame, parent_stack);
     }
 }
 
