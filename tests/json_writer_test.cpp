@@ -109,9 +109,9 @@ std::string read_gzip(const std::string& path) {
     return text;
 }
 
-bool is_temporary_of(const std::string& name, const std::string& final_name) {
-    const std::string prefix = final_name + ".tmp.";
-    return name.size() == prefix.size() + 6 && name.starts_with(prefix);
+// output_file's temporary: a short name of its own, whatever the final name.
+bool is_temporary_of(const std::string& name, const std::string& /*final_name*/) {
+    return name.size() == 13 && name.starts_with(".stint-");
 }
 
 // Runs `body` in a forked child (for process-wide limits and peak memory) and returns what it
