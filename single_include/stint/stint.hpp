@@ -7947,7 +7947,10 @@ inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "sel
 /// Appends `frame` with the characters that the format uses (space, ';') and every ASCII control
 /// character as '_': readers split lines on more than '\n' (Python's splitlines() on '\r', '\v',
 /// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
+/// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
+/// the frame above.
 inline void append_stack_frame(std::string& out, std::string_view frame) {
+    if (frame.empty()) out.push_back('_');
     for (char c : frame) {
         const auto u = static_cast<unsigned char>(c);
         out.push_back(u <= 0x20 || u == 0x7F || c == ';' ? '_' : c);

@@ -348,6 +348,7 @@ TEST_CASE("collapsed stacks keep one line per event whatever the names hold") {
     std::vector<std::string> names;
     for (const hostile_case& c : hostile_cases()) names.push_back(c.raw);
     names.push_back("a b;c\nd\re\vf\tg\fh\x1ci\x1dj\x1ek\0l\x7fm"s);
+    names.push_back("");  // an empty frame is '_'
     stint_test::temp_dir dir;
     stint::profiler<stacks> prof;
     prof.start();
@@ -370,6 +371,7 @@ TEST_CASE("collapsed stacks keep one line per event whatever the names hold") {
         CHECK(line.find_first_not_of("0123456789", space + 1) == std::string::npos);
         CHECK(space + 1 < line.size());
         const std::string path = line.substr(0, space);
+        CHECK_FALSE(path.empty());
         for (char c : path) {
             const auto u = static_cast<unsigned char>(c);
             CHECK((u > 0x20 && u != 0x7F));
@@ -379,7 +381,7 @@ TEST_CASE("collapsed stacks keep one line per event whatever the names hold") {
     // Each event is one line: a top-level name is its whole path, with space, ';' and every ASCII
     // control character as '_', other bytes as they are.
     for (const std::string& name : names) {
-        std::string frame = name;
+        std::string frame = name.empty() ? "_" : name;
         for (char& c : frame) {
             const auto u = static_cast<unsigned char>(c);
             if (u <= 0x20 || u == 0x7F || c == ';') c = '_';
