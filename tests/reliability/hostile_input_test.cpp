@@ -254,10 +254,11 @@ TEST_CASE("metadata keys that read back alike appear once, with the value added 
     prof.export_chrome_trace(dir.file("t.json"));
     const std::string text = stint_test::read_file(dir.file("t.json"));
     const json trace = parse_unique(text);  // REQUIREs unique keys
-    for (const auto& [key, value] : expected) {
+    for (const auto& entry : expected) {  // not a structured binding: clang 14 cannot capture one
+        const std::string& key = entry.first;
         CAPTURE(key);
         REQUIRE(trace.contains(key));
-        CHECK(trace.at(key) == value);
+        CHECK(trace.at(key) == entry.second);
     }
     CHECK(text.find("\"invalid\"") == std::string::npos);
 }
@@ -280,10 +281,11 @@ TEST_CASE("metadata JSON with lone surrogates, invalid UTF-8 or NULs is refused 
         {"\xEF\xBB\xBF{}", "expected value at offset 0"},  // a byte-order mark is not JSON
         {repeat("[", 513) + repeat("]", 513), "nesting deeper than 512 at offset 512"},
     };
-    for (const auto& [text, reason] : refused) {
+    for (const auto& entry : refused) {
+        const std::string& text = entry.first;
         CAPTURE(text);
         CHECK_THROWS_WITH_AS(prof.add_metadata_json("k", text),
-                             ("stint: add_metadata_json(\"k\"): the value is not valid JSON: " + reason).c_str(),
+                             ("stint: add_metadata_json(\"k\"): the value is not valid JSON: " + entry.second).c_str(),
                              std::invalid_argument);
     }
     prof.add_metadata_json("pair", R"("\ud83d\ude00")");
