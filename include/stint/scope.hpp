@@ -213,7 +213,10 @@ public:
         : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&detail::runtime_named_args_site) {
         if (detail::is_recording_state(state_)) {
             name_.assign(name);
-            if (name_.size() > detail::max_runtime_name_bytes) name_.resize(detail::max_runtime_name_bytes);
+            if (name_.size() > detail::max_runtime_name_bytes) {
+                name_.resize(detail::max_runtime_name_bytes);
+                name_cut_ = true;  // counted in end(), on the thread whose buffer takes the record
+            }
             // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
             const std::size_t text =
                 args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
@@ -243,6 +246,9 @@ public:
                                               static_cast<std::uint32_t>(name_.size()),
                                               std::as_bytes(std::span<const char>(name_)),
                                               std::span<const std::byte>(args_));
+                // As append_record_slow counts the names it cuts (single writer: this thread's node).
+                detail::thread_buffer& buffer = detail::tls_buffer;
+                if (name_cut_ && buffer.node != nullptr && buffer.state == state_) detail::bump(buffer.node->truncated);
             } else {
                 detail::append_record_slow(where_, depth, begin_, end, state_, name_);
             }
@@ -272,6 +278,7 @@ private:
     std::uint64_t begin_ = 0;
     std::string name_;
     std::vector<std::byte> args_;
+    bool name_cut_ = false;  // the name passed with args was longer than max_runtime_name_bytes
 };
 
 }  // namespace stint

@@ -3158,7 +3158,10 @@ public:
         : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&detail::runtime_named_args_site) {
         if (detail::is_recording_state(state_)) {
             name_.assign(name);
-            if (name_.size() > detail::max_runtime_name_bytes) name_.resize(detail::max_runtime_name_bytes);
+            if (name_.size() > detail::max_runtime_name_bytes) {
+                name_.resize(detail::max_runtime_name_bytes);
+                name_cut_ = true;  // counted in end(), on the thread whose buffer takes the record
+            }
             // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
             const std::size_t text =
                 args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
@@ -3188,6 +3191,9 @@ public:
                                               static_cast<std::uint32_t>(name_.size()),
                                               std::as_bytes(std::span<const char>(name_)),
                                               std::span<const std::byte>(args_));
+                // As append_record_slow counts the names it cuts (single writer: this thread's node).
+                detail::thread_buffer& buffer = detail::tls_buffer;
+                if (name_cut_ && buffer.node != nullptr && buffer.state == state_) detail::bump(buffer.node->truncated);
             } else {
                 detail::append_record_slow(where_, depth, begin_, end, state_, name_);
             }
@@ -3217,6 +3223,7 @@ private:
     std::uint64_t begin_ = 0;
     std::string name_;
     std::vector<std::byte> args_;
+    bool name_cut_ = false;  // the name passed with args was longer than max_runtime_name_bytes
 };
 
 }  // namespace stint
@@ -5226,7 +5233,9 @@ private:
 
     std::string_view rewrite(std::string_view raw) {
         std::string_view name = raw;
-        if (text_width(raw) > 1) {  // Python's len(): code points
+        // The demangler reads a C string: a name with a NUL would be read up to it ("a\0b" as "a",
+        // demangled to "signed char"), so such a name is shown as recorded.
+        if (text_width(raw) > 1 && raw.find('\0') == std::string_view::npos) {  // Python's len(): code points
             std::string demangled = demangle(std::string(raw).c_str());
             if (demangled != raw) name = demangled_.emplace_back(std::move(demangled));
         }
@@ -7688,6 +7697,8 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 
 // ---- begin stint/export/output_file.hpp ----
 
@@ -8289,11 +8300,22 @@ template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
     json_writer out(sink);
     out.raw("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
-    for (const auto& [key, json] : info.metadata_json) {
+    // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
+    // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
+    // written, as a key added again takes the new value.
+    std::vector<std::string> keys;
+    keys.reserve(info.metadata_json.size());
+    for (const auto& entry : info.metadata_json) {
+        fmt::memory_buffer key;
+        append_json_string(key, entry.first);
+        keys.push_back(fmt::to_string(key));
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (std::find(keys.begin() + static_cast<std::ptrdiff_t>(i) + 1, keys.end(), keys[i]) != keys.end()) continue;
         out.raw("  ");
-        out.string(key);
+        out.raw(keys[i]);
         out.raw(": ");
-        out.raw(json);
+        out.raw(info.metadata_json[i].second);
         out.raw(",\n");
     }
     out.raw("  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
@@ -8455,9 +8477,17 @@ namespace stint::detail {
 
 inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "self_cuda_time_total"};
 
-/// Appends `frame` with the characters that the format uses (space, ';', tab, newline) as '_'.
+/// Appends `frame` with the characters that the format uses (space, ';') and every ASCII control
+/// character as '_': readers split lines on more than '\n' (Python's splitlines() on '\r', '\v',
+/// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
+/// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
+/// the frame above.
 inline void append_stack_frame(std::string& out, std::string_view frame) {
-    for (char c : frame) out.push_back(c == ' ' || c == ';' || c == '\t' || c == '\n' ? '_' : c);
+    if (frame.empty()) out.push_back('_');
+    for (char c : frame) {
+        const auto u = static_cast<unsigned char>(c);
+        out.push_back(u <= 0x20 || u == 0x7F || c == ';' ? '_' : c);
+    }
 }
 
 /// Throws std::invalid_argument unless `metric` is one export_stacks knows.

@@ -127,7 +127,9 @@ private:
 
     std::string_view rewrite(std::string_view raw) {
         std::string_view name = raw;
-        if (text_width(raw) > 1) {  // Python's len(): code points
+        // The demangler reads a C string: a name with a NUL would be read up to it ("a\0b" as "a",
+        // demangled to "signed char"), so such a name is shown as recorded.
+        if (text_width(raw) > 1 && raw.find('\0') == std::string_view::npos) {  // Python's len(): code points
             std::string demangled = demangle(std::string(raw).c_str());
             if (demangled != raw) name = demangled_.emplace_back(std::move(demangled));
         }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "stint/analysis/event_list.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
@@ -104,11 +106,22 @@ template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
     json_writer out(sink);
     out.raw("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
-    for (const auto& [key, json] : info.metadata_json) {
+    // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
+    // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
+    // written, as a key added again takes the new value.
+    std::vector<std::string> keys;
+    keys.reserve(info.metadata_json.size());
+    for (const auto& entry : info.metadata_json) {
+        fmt::memory_buffer key;
+        append_json_string(key, entry.first);
+        keys.push_back(fmt::to_string(key));
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (std::find(keys.begin() + static_cast<std::ptrdiff_t>(i) + 1, keys.end(), keys[i]) != keys.end()) continue;
         out.raw("  ");
-        out.string(key);
+        out.raw(keys[i]);
         out.raw(": ");
-        out.raw(json);
+        out.raw(info.metadata_json[i].second);
         out.raw(",\n");
     }
     out.raw("  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");

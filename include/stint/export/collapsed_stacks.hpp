@@ -42,9 +42,17 @@ namespace stint::detail {
 
 inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "self_cuda_time_total"};
 
-/// Appends `frame` with the characters that the format uses (space, ';', tab, newline) as '_'.
+/// Appends `frame` with the characters that the format uses (space, ';') and every ASCII control
+/// character as '_': readers split lines on more than '\n' (Python's splitlines() on '\r', '\v',
+/// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
+/// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
+/// the frame above.
 inline void append_stack_frame(std::string& out, std::string_view frame) {
-    for (char c : frame) out.push_back(c == ' ' || c == ';' || c == '\t' || c == '\n' ? '_' : c);
+    if (frame.empty()) out.push_back('_');
+    for (char c : frame) {
+        const auto u = static_cast<unsigned char>(c);
+        out.push_back(u <= 0x20 || u == 0x7F || c == ';' ? '_' : c);
+    }
 }
 
 /// Throws std::invalid_argument unless `metric` is one export_stacks knows.
