@@ -9082,7 +9082,7 @@ public:
     /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
     /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
     /// them. `frames`: source locations `file(line): function` (torch's form), or the names of the
-    /// scopes and ops. An unwritable path throws std::runtime_error and leaves nothing behind.
+    /// scopes and ops. An unwritable path throws std::system_error and leaves nothing behind.
     ///
     ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
     ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
@@ -9235,9 +9235,17 @@ private:
         }
         return nullptr;
     }
+    /// A key as the trace writes it (invalid UTF-8 as U+FFFD): keys that read back alike are one key.
+    static std::string written_key(std::string_view key) {
+        fmt::memory_buffer json;
+        detail::append_json_string(json, key);
+        return fmt::to_string(json);
+    }
     void set_metadata(std::string_view key, std::string json) {
+        const std::string written = written_key(key);
         for (auto& [k, v] : metadata_) {
-            if (k == key) {
+            if (written_key(k) == written) {
+                k.assign(key);
                 v = std::move(json);
                 return;
             }
