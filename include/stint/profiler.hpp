@@ -117,8 +117,15 @@ public:
     /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
     ~profiler() {
         if (!active()) return;
+        if (in_callback_) {
+            // The step() or stop() that called on_trace_ready is still running on this profiler: it
+            // would touch freed memory when the callback returns. Stop here rather than corrupt.
+            detail::warn("a profiler was destroyed inside its own on_trace_ready; destroy it after the step() or "
+                         "stop() that called the callback returns");
+            std::terminate();
+        }
         detail::the_exit_trace().disarm(this);
-        if (!in_callback_) write_unfinished_trace(this, detail::the_exit_trace().path());
+        write_unfinished_trace(this, detail::the_exit_trace().path());
         try {
             step_tracker::erase_step_count(step_tracker::profiler_step_name);
         } catch (...) {

@@ -2093,10 +2093,20 @@ public:
     /// Charges one chunk of `size_class` to the session's budget; false (and nothing charged) when
     /// what is left cannot pay for it.
     bool charge(std::uint32_t size_class) noexcept {
+        // A compare-exchange, not a fetch_sub and a refund: a failed charge must never make the
+        // budget look spent to a smaller charge racing with it.
         const auto bytes = static_cast<std::int64_t>(chunk::bytes_of_class(size_class));
-        if (budget_left_.fetch_sub(bytes, std::memory_order_relaxed) >= bytes) return true;
-        refund(size_class);
-        return false;
+        std::int64_t left = budget_left_.load(std::memory_order_relaxed);
+        do {
+            if (left < bytes) return false;
+        } while (!budget_left_.compare_exchange_weak(left, left - bytes, std::memory_order_relaxed));
+        return true;
+    }
+
+    /// Gives back a chunk charged by acquire() but not used.
+    void refund_and_release(chunk* c) noexcept {
+        refund(c->size_class);
+        release(c);
     }
 
     /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
@@ -2232,10 +2242,10 @@ struct record_payload {
 };
 
 /// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
-/// to what its owner has published.
+/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
 template <class OnRecord>
-void for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
-    const std::byte* end = c.published.load(std::memory_order_acquire);
+const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
+    const std::byte* const end = c.published.load(std::memory_order_acquire);
     for (const std::byte* at = from; at < end;) {
         record r;
         std::memcpy(&r, at, sizeof(r));
@@ -2251,6 +2261,7 @@ void for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
         at += bytes;
         on_record(r, payload);
     }
+    return end;
 }
 
 /// Counts a drain reports per thread.
@@ -2297,6 +2308,8 @@ public:
         recording.value.store(state & ~1U, std::memory_order_release);
         const std::uint64_t stop_ticks = read_ticks();
         active_ = 0;
+        last_stopped_state_ = state;
+        last_stop_ticks_ = stop_ticks;
         // Threads that did not record in this session may hold late records of an earlier one.
         for (thread_node* node : nodes_) {
             if (node->state.load(std::memory_order_acquire) != state) count_late(*node);
@@ -2360,10 +2373,13 @@ public:
     /// What starting a session on a thread took: nothing (it is not the recording session), a chunk
     /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
     enum class session_start { refused, ready_chunk, no_chunk };
-    session_start reset_for_session(thread_buffer& buffer, std::uint32_t state);
-    /// Links a new chunk with room for at least `min_data` bytes; false when the budget is spent or
-    /// the session has ended.
-    bool next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data);
+    /// `end`: the end tick of the record that needs it (counted late when the session has just ended).
+    session_start reset_for_session(thread_buffer& buffer, std::uint32_t state, std::uint64_t end);
+    /// What next_chunk did: linked a chunk, found the budget spent (a drop), or found the session
+    /// ended (the record is counted late when it ended before the stop, else it is in no window).
+    enum class chunk_result { linked, budget_spent, session_ended };
+    /// Links a new chunk with room for at least `min_data` bytes for a record that ended at `end`.
+    chunk_result next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data, std::uint64_t end);
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
         node.name.assign(name);
@@ -2382,14 +2398,17 @@ private:
         const std::byte* kept_until = nullptr;
         for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
              c = c->next.load(std::memory_order_acquire)) {
-            if (c == keep) kept_until = c->published.load(std::memory_order_acquire);
-            for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
-                // A scope still open at stop ended after it: it belongs to no window.
-                if (r.end_ticks > stop_ticks) return;
-                ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
-                on_record(info, r, payload);
-            });
-            if (c == keep) break;  // what the owner links after it now is late
+            const std::byte* const read_until =
+                for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
+                    // A scope still open at stop ended after it: it belongs to no window.
+                    if (r.end_ticks > stop_ticks) return;
+                    ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                    on_record(info, r, payload);
+                });
+            if (c == keep) {
+                kept_until = read_until;
+                break;  // what the owner publishes after this point, or links after it, is late
+            }
         }
         info.dropped = node.dropped.load(std::memory_order_relaxed);
         info.truncated = node.truncated.load(std::memory_order_relaxed);
@@ -2421,12 +2440,18 @@ private:
         for (chunk* c = node.drained_chunk; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
             const std::byte* from = c == node.drained_chunk && node.drained_until != nullptr ? node.drained_until
                                                                                               : c->data();
-            for_each_record(*c, from, [&](const record& r, const record_payload&) {
+            node.drained_until = for_each_record(*c, from, [&](const record& r, const record_payload&) {
                 if (r.end_ticks <= node.drained_stop_ticks && r.where()->kind != event_kind::overhead) ++late_total_;
             });
             node.drained_chunk = c;
-            node.drained_until = c->published.load(std::memory_order_acquire);
         }
+    }
+
+    /// A record of session `state` that ended at `end` and found its session closed before it had room
+    /// (its thread's first record or chunk of the session came after the stop): late when it ended
+    /// before the last drained session's stop, else in no window. Under the registry mutex.
+    void count_if_late(std::uint32_t state, std::uint64_t end) noexcept {
+        if (state == last_stopped_state_ && end <= last_stop_ticks_) ++late_total_;
     }
 
     /// Forgets where the last drain stopped (the node's chunks are being reused or freed).
@@ -2517,6 +2542,8 @@ private:
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
+    std::uint32_t last_stopped_state_ = 0;  // the last session drained, and its stop tick
+    std::uint64_t last_stop_ticks_ = 0;
     std::uint64_t late_total_ = 0;          // late records found since the process started
     std::uint64_t late_reported_ = 0;       // ... of which earlier drains reported
     std::uint64_t late_in_last_drain_ = 0;  // ... found since the drain before the last one
@@ -2571,10 +2598,14 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     return true;
 }
 
-inline registry::session_start registry::reset_for_session(thread_buffer& buffer, std::uint32_t state) {
+inline registry::session_start registry::reset_for_session(thread_buffer& buffer, std::uint32_t state,
+                                                           std::uint64_t end) {
     std::lock_guard lock(mutex_);
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
-    if (state != active_) return session_start::refused;
+    if (state != active_) {
+        count_if_late(state, end);
+        return session_start::refused;
+    }
     thread_node& node = *buffer.node;
     count_late(node);
     release_chain(node);
@@ -2603,10 +2634,16 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     return result;
 }
 
-inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data) {
-    if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return false;
-    // A session that has ended takes no more chunks from the pool (its late records are counted).
-    if (recording.value.load(std::memory_order_relaxed) != state) return false;
+inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
+                                                   std::uint64_t end) {
+    // A session that has ended takes no more chunks from the pool (checked first: a record of an
+    // ended session is late or in no window, not a drop of the session, even when its budget is spent).
+    if (recording.value.load(std::memory_order_relaxed) != state) {
+        std::lock_guard lock(mutex_);  // waits for a drain in progress, which sets the stop tick
+        count_if_late(state, end);
+        return chunk_result::session_ended;
+    }
+    if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return chunk_result::budget_spent;
     // Each chunk doubles the last, from the smallest: the budget pays for what a thread records.
     std::uint32_t size_class = buffer.current == nullptr
                                    ? 0
@@ -2615,19 +2652,30 @@ inline bool registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std
     chunk* c = pool_.acquire(size_class, min_data);
     if (c == nullptr) {
         pool_.exhausted_state.store(state, std::memory_order_relaxed);
-        return false;
+        return chunk_result::budget_spent;
     }
     thread_node& node = *buffer.node;
     if (buffer.current != nullptr) {
+        // The drain keeps the chunk it saw as current and counts what is linked after it as late.
         buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire
+        node.current.store(c, std::memory_order_release);
     } else {
+        // The session's first chunk: linked under the registry lock, so that a drain sees the node
+        // either without chunks or with this one, never half-linked.
+        std::unique_lock lock(mutex_);
+        if (active_ != state) {
+            count_if_late(state, end);
+            lock.unlock();
+            pool_.refund_and_release(c);
+            return chunk_result::session_ended;
+        }
         node.head.store(c, std::memory_order_release);
+        node.current.store(c, std::memory_order_release);
     }
-    node.current.store(c, std::memory_order_release);
     buffer.current = c;
     buffer.cursor = c->data();
     buffer.limit = c->data_end();
-    return true;
+    return chunk_result::linked;
 }
 
 /// Sites of stint's own work during a session, recorded (cat "overhead") right after the record
@@ -2641,14 +2689,16 @@ inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_k
 /// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
 struct buffer_room {
     bool ok = false;                     ///< false: the record is lost (counted unless `discarded`)
-    bool discarded = false;              ///< stale session or exiting thread: in no session, not a drop
+    bool discarded = false;              ///< session ended (counted late if it ended before the stop), stale
+                                         ///< session or exiting thread: not a drop
     const site* overhead = nullptr;      ///< the work done, when it is worth an overhead record
 };
 
 /// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
 /// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
 template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes) {
+STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+                                        std::uint64_t end) {
     registry& reg = the_registry();
     buffer_room room;
     if (buffer.node == nullptr) {
@@ -2656,7 +2706,7 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
         room.overhead = &overhead_register_thread_site;
     }
     if (buffer.state != state) {
-        const registry::session_start start = reg.reset_for_session(buffer, state);
+        const registry::session_start start = reg.reset_for_session(buffer, state, end);
         if (start == registry::session_start::refused) {
             room.discarded = true;
             return room;
@@ -2668,10 +2718,13 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
     if (bytes > chunk::data_bytes) return room;  // can never fit a chunk: dropped
     const auto left = [&] { return static_cast<std::size_t>(buffer.limit - buffer.cursor); };
     if (left() < bytes + sizeof(record)) {
-        if (reg.next_chunk(buffer, state, std::min(bytes + sizeof(record), chunk::data_bytes))) {
+        const registry::chunk_result taken =
+            reg.next_chunk(buffer, state, std::min(bytes + sizeof(record), chunk::data_bytes), end);
+        if (taken == registry::chunk_result::linked) {
             if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
         } else if (left() < bytes) {
-            return room;  // the budget is spent
+            room.discarded = taken == registry::chunk_result::session_ended;  // counted late, or in no window
+            return room;  // else the budget is spent: a drop
         }
     }
     // No room for the overhead record after the record (the budget is spent, or the record nearly fills
@@ -2704,7 +2757,7 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
         std::size_t bytes = sizeof(record);
         const bool named = where->payload == payload_kind::runtime_name;
         if (named) bytes = named_record_bytes(std::min(name.size(), max_runtime_name_bytes));
-        const buffer_room room = make_room(buffer, state, bytes);
+        const buffer_room room = make_room(buffer, state, bytes, end);
         if (!room.ok) {
             if (!room.discarded) bump(buffer.node->dropped);
             return;
@@ -2748,7 +2801,7 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_
         if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
             if (buffer.dead) return;
             work_begin = read_ticks();
-            room = make_room(buffer, state, bytes);
+            room = make_room(buffer, state, bytes, end);
             if (!room.ok) {
                 if (!room.discarded) bump(buffer.node->dropped);
                 return;
@@ -5044,7 +5097,14 @@ namespace stint {
 inline void event_list::append(const event_list& later) {
     if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
     if (events_.empty() && threads_.empty()) {
+        // Counts of earlier windows that had no events (all dropped, or only late records found) stay.
+        const std::uint64_t recorded = recorded_;
+        const std::uint64_t dropped = dropped_;
+        const std::uint64_t late = late_;
         *this = later;
+        recorded_ += recorded;
+        dropped_ += dropped;
+        late_ += late;
         return;
     }
     const std::int64_t shift = later.base_time_ns_ - base_time_ns_;
@@ -7621,9 +7681,11 @@ private:
 // quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -7636,8 +7698,8 @@ class exit_trace;
 STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace();
 
 /// The profilers that write their unfinished session at exit. A profiler arms itself at construction
-/// and disarms at destruction (not under its own lock, so that the exit handler, which holds this
-/// registry's lock and then takes a profiler's, cannot deadlock with it).
+/// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
+/// this registry's lock, so no lock order links it with the profilers' own locks.
 class exit_trace {
 public:
     /// Stops the profiler if it still records and writes its trace to `path`; never throws.
@@ -7656,22 +7718,38 @@ public:
         const std::lock_guard lock(mutex_);
         armed_.emplace_back(profiler, write);
     }
+    /// Forgets `profiler`; when the exit handler is writing it on another thread, waits until it is done.
     void disarm(void* profiler) noexcept {
         if (path_.empty()) return;
-        const std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
+        idle_.wait(lock, [&] { return busy_ != profiler || busy_thread_ == std::this_thread::get_id(); });
     }
 
 private:
+    // Writes each armed profiler without holding the lock while it does (a writer takes the profiler's
+    // lock, and on_trace_ready may construct or destroy other profilers, which arm and disarm).
     void write_unfinished() noexcept {
-        const std::lock_guard lock(mutex_);
-        for (const auto& [profiler, write] : armed_) write(profiler, path_);
-        armed_.clear();
+        std::unique_lock lock(mutex_);
+        while (!armed_.empty()) {
+            const auto [profiler, write] = armed_.back();
+            armed_.pop_back();
+            busy_ = profiler;
+            busy_thread_ = std::this_thread::get_id();
+            lock.unlock();
+            write(profiler, path_);
+            lock.lock();
+            busy_ = nullptr;
+            idle_.notify_all();
+        }
     }
 
     std::mutex mutex_;
+    std::condition_variable idle_;
     std::string path_;
     std::vector<std::pair<void*, writer>> armed_;
+    void* busy_ = nullptr;            // the profiler the exit handler is writing
+    std::thread::id busy_thread_;     // ... on this thread
 };
 
 /// Leaked: the exit handler may run after static destructors.
@@ -8920,8 +8998,15 @@ public:
     /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
     ~profiler() {
         if (!active()) return;
+        if (in_callback_) {
+            // The step() or stop() that called on_trace_ready is still running on this profiler: it
+            // would touch freed memory when the callback returns. Stop here rather than corrupt.
+            detail::warn("a profiler was destroyed inside its own on_trace_ready; destroy it after the step() or "
+                         "stop() that called the callback returns");
+            std::terminate();
+        }
         detail::the_exit_trace().disarm(this);
-        if (!in_callback_) write_unfinished_trace(this, detail::the_exit_trace().path());
+        write_unfinished_trace(this, detail::the_exit_trace().path());
         try {
             step_tracker::erase_step_count(step_tracker::profiler_step_name);
         } catch (...) {

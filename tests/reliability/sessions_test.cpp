@@ -3,7 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -264,4 +269,84 @@ TEST_CASE("an exception from on_trace_ready: the step reports it, the last file 
     CHECK(stint_test::read_file(path).find("\"w3\"") != std::string::npos);
     CHECK(prof.step_num() == 3);
     prof.stop();
+}
+
+TEST_CASE("a late record that needs its thread's first or next chunk after the stop is counted, not lost") {
+    using namespace stint::detail;
+    static constexpr site late_site{"late, no room", stint::event_kind::user_annotation, payload_kind::none, {}};
+    std::mutex mutex;
+    std::condition_variable wake;
+    int phase = 0;
+    const auto advance_to = [&](int next) {
+        std::lock_guard lock(mutex);
+        phase = next;
+        wake.notify_all();
+    };
+    const auto wait_for = [&](int wanted) {
+        std::unique_lock lock(mutex);
+        wake.wait(lock, [&] { return phase == wanted; });
+    };
+    std::uint32_t state = 0;
+    // `fresh` has not recorded in session A: its late record is its first of the session. `full` has
+    // filled its chunk: its late record needs the next one.
+    std::thread fresh([&] {
+        wait_for(1);
+        const std::uint64_t begin = stint::read_ticks();
+        const std::uint64_t end = stint::read_ticks();
+        advance_to(2);
+        wait_for(3);
+        append_record(&late_site, current_depth(), begin, end, state);
+        advance_to(4);
+    });
+    std::thread full([&] {
+        wait_for(4);
+        do {
+            STINT_INSTANT("filling");
+        } while (static_cast<std::size_t>(tls_buffer.limit - tls_buffer.cursor) >= sizeof(record));
+        const std::uint64_t begin = stint::read_ticks();
+        const std::uint64_t end = stint::read_ticks();
+        advance_to(5);
+        wait_for(6);
+        append_record(&late_site, current_depth(), begin, end, state);                            // late
+        append_record(&late_site, current_depth(), stint::read_ticks(), stint::read_ticks(), state);  // after
+        advance_to(7);
+    });
+    stint::profiler<> a;
+    a.start();
+    state = recording.value.load();
+    advance_to(1);
+    wait_for(2);
+    advance_to(4);  // `fresh` waits for 3: let `full` fill its chunk first
+    wait_for(5);
+    a.stop();
+    advance_to(6);
+    wait_for(7);
+    advance_to(3);
+    wait_for(4);
+    fresh.join();
+    full.join();
+    const std::uint64_t recorded_in_a = a.stats().recorded;
+    CHECK(a.stats().dropped == 0);
+    CHECK(recorded_in_a > 0);  // the instants that filled the chunk
+    stint::profiler<> b;
+    b.start();
+    b.stop();
+    CHECK(b.stats().late_records == 2);
+    CHECK(b.stats().dropped == 0);
+}
+
+TEST_CASE("a profiler destroyed inside its own on_trace_ready stops the process with a message") {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::signal(SIGABRT, SIG_DFL);  // not doctest's crash report: the parent checks the signal
+        auto* prof = new stint::profiler<>({.on_trace_ready = [](stint::profiler<>& p) { delete &p; }});
+        prof->start();
+        prof->stop();
+        std::_Exit(0);  // not reached
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGABRT);
 }

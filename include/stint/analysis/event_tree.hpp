@@ -363,7 +363,14 @@ namespace stint {
 inline void event_list::append(const event_list& later) {
     if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
     if (events_.empty() && threads_.empty()) {
+        // Counts of earlier windows that had no events (all dropped, or only late records found) stay.
+        const std::uint64_t recorded = recorded_;
+        const std::uint64_t dropped = dropped_;
+        const std::uint64_t late = late_;
         *this = later;
+        recorded_ += recorded;
+        dropped_ += dropped;
+        late_ += late;
         return;
     }
     const std::int64_t shift = later.base_time_ns_ - base_time_ns_;

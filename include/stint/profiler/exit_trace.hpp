@@ -5,9 +5,11 @@
 // quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -21,8 +23,8 @@ class exit_trace;
 STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace();
 
 /// The profilers that write their unfinished session at exit. A profiler arms itself at construction
-/// and disarms at destruction (not under its own lock, so that the exit handler, which holds this
-/// registry's lock and then takes a profiler's, cannot deadlock with it).
+/// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
+/// this registry's lock, so no lock order links it with the profilers' own locks.
 class exit_trace {
 public:
     /// Stops the profiler if it still records and writes its trace to `path`; never throws.
@@ -41,22 +43,38 @@ public:
         const std::lock_guard lock(mutex_);
         armed_.emplace_back(profiler, write);
     }
+    /// Forgets `profiler`; when the exit handler is writing it on another thread, waits until it is done.
     void disarm(void* profiler) noexcept {
         if (path_.empty()) return;
-        const std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
+        idle_.wait(lock, [&] { return busy_ != profiler || busy_thread_ == std::this_thread::get_id(); });
     }
 
 private:
+    // Writes each armed profiler without holding the lock while it does (a writer takes the profiler's
+    // lock, and on_trace_ready may construct or destroy other profilers, which arm and disarm).
     void write_unfinished() noexcept {
-        const std::lock_guard lock(mutex_);
-        for (const auto& [profiler, write] : armed_) write(profiler, path_);
-        armed_.clear();
+        std::unique_lock lock(mutex_);
+        while (!armed_.empty()) {
+            const auto [profiler, write] = armed_.back();
+            armed_.pop_back();
+            busy_ = profiler;
+            busy_thread_ = std::this_thread::get_id();
+            lock.unlock();
+            write(profiler, path_);
+            lock.lock();
+            busy_ = nullptr;
+            idle_.notify_all();
+        }
     }
 
     std::mutex mutex_;
+    std::condition_variable idle_;
     std::string path_;
     std::vector<std::pair<void*, writer>> armed_;
+    void* busy_ = nullptr;            // the profiler the exit handler is writing
+    std::thread::id busy_thread_;     // ... on this thread
 };
 
 /// Leaked: the exit handler may run after static destructors.
