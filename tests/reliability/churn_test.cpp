@@ -134,11 +134,14 @@ TEST_CASE("churn: a thread pool outlives 100 sessions and its memory returns to 
         }
     }
     const std::size_t rss_after_last = resident_bytes();
+    const std::size_t cached_after_last = reg.cached_buffer_bytes();
     // The chunks kept warm between sessions stay within the pool's bound, however many sessions ran.
     CHECK(reg.cached_buffer_bytes() <= stint::detail::chunk_pool::default_retained_bytes);
     CHECK(reg.registered_threads() == threads_after_first);
-    // No growth with the number of sessions: what one session needs is reused by the next.
-    CHECK(rss_after_last <= rss_after_first + (std::size_t{4} << 20));
-    MESSAGE(sessions << " sessions: RSS after the first " << rss_after_first / 1024 << " KiB, after the last "
-                     << rss_after_last / 1024 << " KiB; cached chunks " << cached_after_first << " bytes");
+    // No growth with the number of sessions: what one session needs is reused by the next. The chunk
+    // cache may fill up to its bound meanwhile (checked above), so it is counted apart.
+    CHECK(rss_after_last - cached_after_last <= rss_after_first - cached_after_first + (std::size_t{4} << 20));
+    MESSAGE(sessions << " sessions: RSS after the first " << rss_after_first / 1024 << " KiB (chunk cache "
+                     << cached_after_first / 1024 << " KiB), after the last " << rss_after_last / 1024
+                     << " KiB (chunk cache " << cached_after_last / 1024 << " KiB)");
 }
