@@ -2220,9 +2220,8 @@ private:
         return c;
     }
     static void deallocate(chunk* c) noexcept {
-        const std::size_t bytes = c->total();
         c->~chunk();
-        ::operator delete(c, bytes, std::align_val_t{64});
+        ::operator delete(c, std::align_val_t{64});  // unsized: clang has no sized delete by default
     }
 
     std::mutex mutex_;
