@@ -29,19 +29,6 @@ namespace {
 
 using deep = stint::config<stint::with_stack<>>;
 
-// RSS is meaningless under a sanitizer (shadow memory, quarantine): the peak is only asserted without.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
-
 // A /proc/self/status field in bytes ("VmRSS:", "VmHWM:"), or -1.
 std::int64_t status_bytes(const std::string& key) {
     std::ifstream in("/proc/self/status");
@@ -177,7 +164,7 @@ TEST_CASE("100,000 nested scopes with with_stack<> drain, link and analyse in me
     REQUIRE(levels.size() == depth);
 
     // Memory: records are 24 bytes (2.4 MB for 100,000); the drain and the analyses stay under 100 MB.
-    if (sanitized) {
+    if (stint_test::sanitized) {
         MESSAGE("peak RSS not asserted under a sanitizer");
     } else if (!rss.available()) {
         MESSAGE("peak RSS not asserted: no /proc/self/status");

@@ -8,6 +8,20 @@
 
 namespace stint_test {
 
+/// Whether a sanitizer instruments this build: RSS is meaningless then (shadow memory, ASan's
+/// quarantine of freed memory), so memory bounds are asserted only without one.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+inline constexpr bool sanitized = true;
+#else
+inline constexpr bool sanitized = false;
+#endif
+#else
+inline constexpr bool sanitized = false;
+#endif
+
 /// Whether the full sizes were asked for (read once).
 inline bool full_size() {
     static const bool full = [] {
