@@ -184,22 +184,24 @@ TEST_CASE("a record that reaches its buffer after its session's drain is counted
     // A thread that records in session A, is "preempted" between its scope's end and its append
     // across A's stop, and appends afterwards; then records nothing in session B.
     std::thread preempted([&] {
+        wait_for(1);  // A records
         { STINT_SCOPE("on time"); }  // registers the thread in session A
         state = recording.value.load();
         begin = stint::read_ticks();
         end = stint::read_ticks();
-        advance_to(1);
-        wait_for(2);  // A has been stopped and drained
+        advance_to(2);
+        wait_for(3);  // A has been stopped and drained
         append_record(&late_site, current_depth(), begin, end, state);  // ended before the stop
         append_record(&late_site, current_depth(), stint::read_ticks(), stint::read_ticks(), state);  // ended after it
-        advance_to(3);
+        advance_to(4);
     });
     stint::profiler<> a;
     a.start();
-    wait_for(1);
+    advance_to(1);
+    wait_for(2);
     a.stop();
-    advance_to(2);
-    wait_for(3);
+    advance_to(3);
+    wait_for(4);
     preempted.join();
     CHECK(a.stats().late_records == 0);
     CHECK(a.stats().recorded == 1);
