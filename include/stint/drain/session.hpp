@@ -44,7 +44,7 @@ struct profiler_stats {
     std::uint64_t overhead_events = 0;                 ///< stint's own events (cat "overhead"), not in recorded
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
-    std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (64 KiB chunks)
+    std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (chunks of 1 to 64 KiB)
 };
 
 }  // namespace stint
