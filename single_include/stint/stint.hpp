@@ -76,8 +76,22 @@ enum class event_kind : std::uint8_t {
     cpu_op,           ///< STINT_OP
     instant,          ///< STINT_INSTANT (zero duration)
     module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
-    overhead,         ///< stint's own work during a session (registering a thread, taking a buffer chunk)
+    overhead,         ///< stint's own work during a session (registering a thread, taking a buffer chunk),
+                      ///< or the device collector's (CUPTI's buffer flushes)
+    // Device activity (cuda_activities): what a GPU did, and the CUDA API calls that asked for it.
+    kernel,           ///< a kernel on a device stream
+    gpu_memcpy,       ///< a copy on a device stream
+    gpu_memset,       ///< a memset on a device stream
+    cuda_sync,        ///< a synchronisation (stream, event, context) on a device stream
+    cuda_runtime,     ///< a CUDA runtime API call on the CPU thread that made it (cudaLaunchKernel)
+    cuda_driver,      ///< a CUDA driver API call on the CPU thread that made it (cuLaunchKernel)
 };
+
+/// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
+constexpr bool is_device_kind(event_kind kind) noexcept {
+    return kind == event_kind::kernel || kind == event_kind::gpu_memcpy || kind == event_kind::gpu_memset ||
+           kind == event_kind::cuda_sync;
+}
 
 /// Chrome trace category of a kind, as Kineto names it.
 constexpr std::string_view category_name(event_kind kind) noexcept {
@@ -87,6 +101,12 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::instant: return "cpu_instant_event";
         case event_kind::module: return "user_annotation";
         case event_kind::overhead: return "overhead";
+        case event_kind::kernel: return "kernel";
+        case event_kind::gpu_memcpy: return "gpu_memcpy";
+        case event_kind::gpu_memset: return "gpu_memset";
+        case event_kind::cuda_sync: return "cuda_sync";
+        case event_kind::cuda_runtime: return "cuda_runtime";
+        case event_kind::cuda_driver: return "cuda_driver";
     }
     return "unknown";
 }
@@ -484,6 +504,45 @@ struct flop_formula {
 #include <vector>
 
 
+// ---- begin stint/common/device.hpp ----
+// Where work ran: the CPU or an accelerator (torch's DeviceType and device index). Shared by the
+// events (a kernel's device), the device collectors and memory reporting.
+
+
+#include <cstdint>
+#include <string_view>
+
+namespace stint {
+
+/// The kind of device, numbered as torch's DeviceType (Kineto writes these numbers as "Device Type").
+enum class device_type : std::uint8_t {
+    cpu = 0,
+    cuda = 1,
+};
+
+/// torch's name of a device type ("cpu", "cuda").
+constexpr std::string_view device_type_name(device_type type) noexcept {
+    switch (type) {
+        case device_type::cpu: return "cpu";
+        case device_type::cuda: return "cuda";
+    }
+    return "unknown";
+}
+
+/// One device: its type and its index among the devices of that type (-1 for the CPU, as Kineto's
+/// "Device Id" of host memory).
+///
+///     stint::device gpu1{stint::device_type::cuda, 1};
+struct device {
+    device_type type = device_type::cpu;
+    std::int32_t index = -1;
+
+    friend constexpr bool operator==(const device&, const device&) noexcept = default;
+};
+
+}  // namespace stint
+// ---- end stint/common/device.hpp ----
+
 namespace stint {
 
 /// Index into an event_list; `no_index` means "none" (no parent, no child, no args).
@@ -520,6 +579,34 @@ struct event_args {
     bool truncated = false;                                ///< capture hit a bound ("Inputs truncated")
 };
 
+/// What a device event (kernel, copy, memset, sync) or a CUDA API call carries besides its times, as
+/// CUPTI reported it (cuda_activities); the trace writes these as Kineto's args. Fields that do not
+/// apply to the event's kind stay at their defaults.
+struct device_args {
+    std::uint32_t correlation = 0;  ///< CUPTI's correlation id: an API call and the work it launched share it
+    std::uint32_t context = 0;      ///< CUDA context
+    // kernels
+    std::int32_t grid[3] = {0, 0, 0};
+    std::int32_t block[3] = {0, 0, 0};
+    std::uint32_t registers_per_thread = 0;
+    std::uint32_t static_shared_memory = 0;   ///< bytes per block
+    std::uint32_t dynamic_shared_memory = 0;  ///< bytes per block
+    std::uint32_t graph_id = 0;               ///< the CUDA graph that launched it; 0: none
+    std::uint64_t graph_node_id = 0;
+    // copies and memsets
+    std::uint64_t bytes = 0;
+    std::uint8_t copy_kind = 0;     ///< CUpti_ActivityMemcpyKind (HtoD = 1, DtoH = 2, ...)
+    std::uint8_t src_kind = 0;      ///< CUpti_ActivityMemoryKind of the source (memset: of the target)
+    std::uint8_t dst_kind = 0;      ///< CUpti_ActivityMemoryKind of the destination
+    bool peer = false;              ///< a peer-to-peer copy: src_device and dst_device say which
+    std::int32_t src_device = -1;
+    std::int32_t dst_device = -1;
+    std::uint32_t sync_type = 0;    ///< CUpti_ActivitySynchronizationType of a cuda_sync event
+    // API calls
+    std::uint32_t cbid = 0;         ///< CUPTI callback id (cudaLaunchKernel_v7000 = 211)
+    std::int32_t return_value = 0;
+};
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {
@@ -530,7 +617,7 @@ struct event {
     std::uint16_t depth = 0;           ///< nesting depth on its thread, 0 for top level; stays at 65535 deeper
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
-    std::int64_t self_ns = 0;          ///< duration minus the durations of direct children
+    std::int64_t self_ns = 0;          ///< duration minus the durations of direct children; 0 on a device
     event_index parent = no_index;
     event_index first_child = no_index;
     event_index next_sibling = no_index;
@@ -540,23 +627,113 @@ struct event {
     /// The site's source location (static data of the instrumented code), or nullptr for names
     /// made at run time (record_function, STINT_SCOPE_NAMED) and hand-built events.
     const source_location* location = nullptr;
+    /// Where it ran: the CPU, or for a kernel, copy, memset or sync the device (torch's device_type
+    /// and device_index).
+    stint::device device = {};
+    std::uint32_t stream = 0;           ///< device events: the CUDA stream
+    /// Device events and CUDA API calls: the CPU op or scope that launched them (the innermost one
+    /// open on the launching thread), found through CUPTI's external correlation; no_index: none.
+    event_index linked = no_index;
+    /// CPU events: the first device event they launched (event_list::kernels walks the rest).
+    event_index first_linked = no_index;
+    event_index next_linked = no_index;  ///< the next device event of the same launcher
+    event_index device_info = no_index;  ///< into event_list::device_args_of, for device events and API calls
+    /// Device time (ns): for a device event its duration; for a CPU event the durations of the device
+    /// events it launched, with (device_ns) or without (self_device_ns) those of its descendants.
+    std::int64_t device_ns = 0;
+    std::int64_t self_device_ns = 0;
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }
     [[nodiscard]] double end_us() const noexcept { return static_cast<double>(end_ns) / 1e3; }
-    /// torch: FunctionEvent.cpu_time_total (µs).
-    [[nodiscard]] double cpu_time_total() const noexcept { return static_cast<double>(duration_ns()) / 1e3; }
+    /// torch: FunctionEvent.cpu_time_total (µs); 0 for an event on a device.
+    [[nodiscard]] double cpu_time_total() const noexcept {
+        return on_device() ? 0.0 : static_cast<double>(duration_ns()) / 1e3;
+    }
     /// torch: FunctionEvent.self_cpu_time_total (µs).
     [[nodiscard]] double self_cpu_time_total() const noexcept { return static_cast<double>(self_ns) / 1e3; }
     [[nodiscard]] bool is_top_level() const noexcept { return parent == no_index; }
+    /// Whether it ran on a device (a kernel, copy, memset or sync) rather than on a CPU thread.
+    [[nodiscard]] bool on_device() const noexcept { return device.type != device_type::cpu; }
+    /// torch: FunctionEvent.device_time_total (µs): see device_ns.
+    [[nodiscard]] double device_time_total() const noexcept { return static_cast<double>(device_ns) / 1e3; }
+    /// torch: FunctionEvent.self_device_time_total (µs): see self_device_ns.
+    [[nodiscard]] double self_device_time_total() const noexcept { return static_cast<double>(self_device_ns) / 1e3; }
 };
 
-/// A thread that recorded into the session.
+/// A thread that recorded into the session, or a device stream that device events ran on.
 struct thread_info {
-    std::uint64_t os_tid = 0;    ///< the kernel's thread id (gettid), as Kineto exports it
+    std::uint64_t os_tid = 0;    ///< the kernel's thread id (gettid), as Kineto exports it; a device
+                                 ///< track's CUDA stream id
     std::string name;            ///< pthread name at registration, or stint::set_thread_name's
     std::uint64_t recorded = 0;  ///< records kept for this thread in the session
     std::uint64_t dropped = 0;   ///< records lost to the buffer budget, counted exactly
+    stint::device device = {};   ///< the CPU for a thread; the device of a stream's track
+
+    [[nodiscard]] bool is_device_track() const noexcept { return device.type != device_type::cpu; }
+};
+
+/// Properties of a device that device events ran on, as Kineto's top-level "deviceProperties" lists
+/// them (known fields only; 0 or "" when CUPTI did not report them).
+struct device_properties {
+    std::int32_t id = 0;
+    std::string name;
+    std::uint32_t compute_major = 0;
+    std::uint32_t compute_minor = 0;
+    std::uint64_t total_global_memory = 0;  ///< bytes
+    std::uint32_t multiprocessors = 0;
+    std::uint32_t max_threads_per_block = 0;
+    std::uint32_t max_threads_per_multiprocessor = 0;
+    std::uint32_t max_registers_per_block = 0;
+    std::uint32_t max_registers_per_multiprocessor = 0;
+    std::uint32_t max_shared_memory_per_block = 0;
+    std::uint32_t max_shared_memory_per_multiprocessor = 0;
+    std::uint32_t warp_size = 0;
+};
+
+/// What the device collector (cuda_activities) lost, each count separate and exported: nothing is
+/// dropped silently.
+struct device_loss {
+    std::uint64_t dropped_records = 0;       ///< records CUPTI could not store (cuptiActivityGetNumDroppedRecords)
+    std::uint64_t rejected_buffers = 0;      ///< buffer requests refused over the budget (CUPTI then drops)
+    std::uint64_t incomplete_records = 0;    ///< records with no or reversed timestamps (work still running)
+    std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode
+    std::uint64_t unparsed_bytes = 0;        ///< bytes of a buffer after a record CUPTI could not walk
+    std::uint64_t unlinked_records = 0;      ///< device events and API calls with no recorded launching op
+    std::uint64_t out_of_window_records = 0; ///< records outside the session's window
+    std::uint64_t stale_records = 0;         ///< records of an earlier session delivered late
+    std::uint64_t gpu_before_launch = 0;     ///< device events that start before their API call (clock skew)
+
+    [[nodiscard]] std::uint64_t lost() const noexcept {
+        return dropped_records + incomplete_records + unknown_records + out_of_window_records + stale_records;
+    }
+    device_loss& operator+=(const device_loss& o) noexcept {
+        dropped_records += o.dropped_records;
+        rejected_buffers += o.rejected_buffers;
+        incomplete_records += o.incomplete_records;
+        unknown_records += o.unknown_records;
+        unparsed_bytes += o.unparsed_bytes;
+        unlinked_records += o.unlinked_records;
+        out_of_window_records += o.out_of_window_records;
+        stale_records += o.stale_records;
+        gpu_before_launch += o.gpu_before_launch;
+        return *this;
+    }
+};
+
+/// The device collection of a session: whether it ran, why not, and what it lost.
+struct device_report {
+    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", or
+    /// "unavailable: <reason>" (the session recorded the CPU only).
+    std::string status = "off";
+    std::string library;               ///< the libcupti that was loaded
+    std::uint32_t cupti_version = 0;   ///< cuptiGetVersion() of the loaded library
+    std::uint32_t cupti_headers = 0;   ///< CUPTI_API_VERSION stint was compiled against
+    std::string clock_alignment;       ///< how device times were put on stint's clock
+    device_loss loss;
+    std::vector<device_properties> devices;
+
+    [[nodiscard]] bool active() const noexcept { return status == "active"; }
 };
 
 }  // namespace stint
@@ -4250,7 +4427,7 @@ public:
     using value_type = event;
     using const_iterator = std::vector<event>::const_iterator;
 
-    /// Iterates the direct children of one event, in start order.
+    /// Iterates the direct children of one event, or the device events it launched, in start order.
     class child_range {
     public:
         class iterator {
@@ -4261,11 +4438,13 @@ public:
             using pointer = const event*;
             using reference = const event&;
             iterator() = default;
-            iterator(const std::vector<event>* events, event_index at) : events_(events), at_(at) {}
+            iterator(const std::vector<event>* events, event_index at, bool linked = false)
+                : events_(events), at_(at), linked_(linked) {}
             reference operator*() const { return (*events_)[at_]; }
             pointer operator->() const { return &(*events_)[at_]; }
             iterator& operator++() {
-                at_ = (*events_)[at_].next_sibling;
+                const event& e = (*events_)[at_];
+                at_ = linked_ ? e.next_linked : e.next_sibling;
                 return *this;
             }
             iterator operator++(int) {
@@ -4278,16 +4457,19 @@ public:
         private:
             const std::vector<event>* events_ = nullptr;
             event_index at_ = no_index;
+            bool linked_ = false;  // walks a launcher's device events instead of siblings
         };
-        child_range(const std::vector<event>* events, event_index first) : events_(events), first_(first) {}
-        [[nodiscard]] iterator begin() const { return {events_, first_}; }
-        [[nodiscard]] iterator end() const { return {events_, no_index}; }
+        child_range(const std::vector<event>* events, event_index first, bool linked = false)
+            : events_(events), first_(first), linked_(linked) {}
+        [[nodiscard]] iterator begin() const { return {events_, first_, linked_}; }
+        [[nodiscard]] iterator end() const { return {events_, no_index, linked_}; }
         [[nodiscard]] bool empty() const { return first_ == no_index; }
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
         const std::vector<event>* events_;
         event_index first_;
+        bool linked_;
     };
 
     event_list() = default;
@@ -4323,6 +4505,24 @@ public:
         return {&stacks_, e.stack, stacks_.nodes[e.stack].size};
     }
 
+    /// A device event's or CUDA API call's CUPTI details (grid, bytes, correlation...), or nullptr.
+    [[nodiscard]] const device_args* device_args_of(const event& e) const noexcept {
+        return e.device_info == no_index ? nullptr : &device_args_[e.device_info];
+    }
+    /// The CPU op or scope that launched a device event or made a CUDA API call, or nullptr.
+    [[nodiscard]] const event* launcher(const event& e) const noexcept {
+        return e.linked == no_index ? nullptr : &events_[e.linked];
+    }
+    /// The device events (kernels, copies, memsets, syncs) that a CPU event launched itself, in start
+    /// order (torch's FunctionEvent.kernels); its descendants' are theirs.
+    ///
+    ///     for (const stint::event& k : prof.events().kernels(op)) fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
+    [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&events_, e.first_linked, true}; }
+    /// Whether any event ran on a device.
+    [[nodiscard]] bool has_device_events() const noexcept { return device_events_ != 0; }
+    /// The device collection of the session: its status and what it lost.
+    [[nodiscard]] const device_report& device() const noexcept { return device_; }
+
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -4343,6 +4543,9 @@ private:
     std::vector<event_args> args_;
     detail::stack_tree stacks_;
     std::vector<std::shared_ptr<detail::string_arena>> arenas_;
+    std::vector<device_args> device_args_;
+    device_report device_;
+    std::size_t device_events_ = 0;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
     std::uint64_t late_ = 0;
@@ -4786,6 +4989,48 @@ public:
         return add(kind, arena_->store(name), thread, start_ns, end_ns);
     }
     event& at(event_index i) { return list_.events_[i]; }
+
+    /// The track of one device stream, added the first time it is asked for.
+    std::uint32_t device_track(stint::device where, std::uint32_t stream) {
+        for (std::uint32_t t = 0; t < list_.threads_.size(); ++t) {
+            const thread_info& info = list_.threads_[t];
+            if (info.device == where && info.os_tid == stream) return t;
+        }
+        thread_info info;
+        info.os_tid = stream;
+        info.device = where;
+        return add_thread(std::move(info));
+    }
+    /// Adds a device event (kernel, copy, memset, sync) on a track of device_track(); its name is
+    /// copied. It has no parent: set_launcher() says which CPU event launched it.
+    event_index add_device_event(event_kind kind, std::string_view name, std::uint32_t track, std::int64_t start_ns,
+                                 std::int64_t end_ns, const device_args& args) {
+        const event_index i = add_copy(kind, name, track, start_ns, end_ns);
+        event& e = list_.events_[i];
+        e.device = list_.threads_[track].device;
+        e.stream = static_cast<std::uint32_t>(list_.threads_[track].os_tid);
+        e.device_info = static_cast<event_index>(list_.device_args_.size());
+        list_.device_args_.push_back(args);
+        return i;
+    }
+    /// Adds a CUDA API call made on CPU thread `thread`. Its parent is the CPU event that set_launcher()
+    /// names, and it is top-level without one; a drain that knows neither leaves it to the times.
+    event_index add_api_call(event_kind kind, std::string_view static_name, std::uint32_t thread,
+                             std::int64_t start_ns, std::int64_t end_ns, const device_args& args) {
+        const event_index i = add(kind, static_name, thread, start_ns, end_ns);
+        list_.events_[i].device_info = static_cast<event_index>(list_.device_args_.size());
+        list_.device_args_.push_back(args);
+        set_launcher(i, no_index);
+        return i;
+    }
+    /// Event `launched` (a device event or API call, as added) was launched by CPU event `launcher`
+    /// (as added; no_index: by none that was recorded). An API call becomes the launcher's child.
+    void set_launcher(event_index launched, event_index launcher) {
+        if (launcher_.size() <= launched) launcher_.resize(std::size_t{launched} + 1, not_linked);
+        launcher_[launched] = launcher;
+    }
+    /// The device collection's status and losses, as the list reports them.
+    void set_device_report(device_report report) { list_.device_ = std::move(report); }
     std::string_view copy_string(std::string_view text) { return arena_->store(text); }
 
     void set_args(event_index i, event_args args) {
@@ -4843,10 +5088,12 @@ public:
     event_list build() && {
         depth_.resize(list_.events_.size(), no_depth);
         exact_.assign(list_.events_.size(), exact_place{});
+        clamp_api_calls();
         std::vector<event_index> order = ordered_indices();
         const std::vector<event_index> original = order;  // apply_order consumes `order`
         apply_order(order);
         link_tree(original);
+        if (!list_.device_args_.empty()) link_device_events();
         if (call_stacks_) {
             assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
@@ -5029,7 +5276,12 @@ private:
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
         constexpr event_index mixed = no_index - 1;
         std::vector<event_index> thread_run(list_.threads_.size(), no_index);
+        launcher_.resize(n, not_linked);
+        // Device events and API calls whose launcher is known sit outside the runs: they take no part
+        // in deciding how a thread is linked.
+        const auto placed = [&](event_index i) { return ev[i].on_device() || launcher_[original[i]] != not_linked; };
         for (event_index i = 0; i < n; ++i) {
+            if (placed(i)) continue;
             event_index& run = thread_run[ev[i].thread];
             const event_index mine = exact_[original[i]].run == no_index ? mixed : exact_[original[i]].run;
             run = (run == no_index || run == mine) ? mine : mixed;
@@ -5048,7 +5300,17 @@ private:
             e.self_ns = e.duration_ns();
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];
-            if (thread_run[e.thread] != mixed) {
+            if (const event_index launcher = launcher_[original[i]]; launcher != not_linked) {
+                e.linked = launcher == no_index ? no_index : position[launcher];
+            }
+            if (e.on_device()) {
+                e.self_ns = 0;  // device time is not CPU time; the track has no nesting
+                continue;
+            }
+            if (launcher_[original[i]] != not_linked) {
+                // An API call: inside the op that made it (which clamp_api_calls ordered first), or top-level.
+                p = e.linked != no_index && e.linked < i ? e.linked : no_index;
+            } else if (thread_run[e.thread] != mixed) {
                 if (place.parent != no_index) p = position[place.parent];
             } else {
                 auto& stack = open[e.thread];
@@ -5078,8 +5340,55 @@ private:
         }
     }
 
+    // An API call lies inside the op that made it, whatever the two clocks say (CUPTI's timestamps of
+    // API calls come through the same tick counter, but a coarse tick can put its start a step before
+    // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
+    void clamp_api_calls() {
+        auto& ev = list_.events_;
+        for (event_index i = 0; i < launcher_.size() && i < ev.size(); ++i) {
+            const event_index op = launcher_[i];
+            if (op == not_linked || op == no_index || ev[i].on_device()) continue;
+            event& call = ev[i];
+            const event& outer = ev[op];
+            call.start_ns = std::clamp(call.start_ns, outer.start_ns, outer.end_ns);
+            call.end_ns = std::clamp(call.end_ns, call.start_ns, outer.end_ns);
+        }
+    }
+
+    // Gives each device event to its launcher's chain (event_list::kernels) and sums device times:
+    // an event's own (its duration), a CPU event's self (its launches) and total (with descendants').
+    void link_device_events() {
+        auto& ev = list_.events_;
+        const auto n = static_cast<event_index>(ev.size());
+        std::vector<event_index> last(n, no_index);
+        for (event_index i = 0; i < n; ++i) {
+            event& e = ev[i];
+            if (!e.on_device()) continue;
+            ++list_.device_events_;
+            e.device_ns = e.self_device_ns = e.duration_ns();
+            if (e.linked == no_index) continue;
+            event& op = ev[e.linked];
+            op.self_device_ns += e.duration_ns();
+            if (last[e.linked] == no_index) {
+                op.first_linked = i;
+            } else {
+                ev[last[e.linked]].next_linked = i;
+            }
+            last[e.linked] = i;
+        }
+        for (event& e : ev) {
+            if (!e.on_device()) e.device_ns = e.self_device_ns;
+        }
+        for (event_index i = n; i-- > 0;) {  // children come after their parents
+            if (!ev[i].on_device() && ev[i].parent != no_index) ev[ev[i].parent].device_ns += ev[i].device_ns;
+        }
+    }
+
+    static constexpr event_index not_linked = no_index - 1;
+
     event_list list_;
     std::shared_ptr<string_arena> arena_;
+    std::vector<event_index> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
     std::uint64_t first_id_ = 0;
     std::vector<event_index> runs_;  // first event of each run
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
@@ -5110,8 +5419,9 @@ inline void event_list::append(const event_list& later) {
     std::vector<std::uint32_t> thread_map(later.threads_.size());
     for (std::size_t t = 0; t < later.threads_.size(); ++t) {
         const thread_info& info = later.threads_[t];
-        auto found = std::find_if(threads_.begin(), threads_.end(),
-                                  [&](const thread_info& mine) { return mine.os_tid == info.os_tid; });
+        auto found = std::find_if(threads_.begin(), threads_.end(), [&](const thread_info& mine) {
+            return mine.os_tid == info.os_tid && mine.device == info.device;
+        });
         if (found == threads_.end()) {
             threads_.push_back(info);
             thread_map[t] = static_cast<std::uint32_t>(threads_.size() - 1);
@@ -5125,7 +5435,12 @@ inline void event_list::append(const event_list& later) {
     const auto relink = [offset](event_index i) { return i == no_index ? no_index : i + offset; };
     const auto args_offset = static_cast<event_index>(args_.size());
     const event_index stacks_offset = stacks_.append(later.stacks_);
+    const auto device_offset = static_cast<event_index>(device_args_.size());
     for (event e : later.events_) {
+        e.linked = relink(e.linked);
+        e.first_linked = relink(e.first_linked);
+        e.next_linked = relink(e.next_linked);
+        if (e.device_info != no_index) e.device_info += device_offset;
         e.start_ns += shift;
         e.end_ns += shift;
         e.thread = thread_map[e.thread];
@@ -5137,6 +5452,21 @@ inline void event_list::append(const event_list& later) {
         events_.push_back(e);
     }
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
+    device_args_.insert(device_args_.end(), later.device_args_.begin(), later.device_args_.end());
+    device_events_ += later.device_events_;
+    device_.loss += later.device_.loss;
+    if (later.device_.status != "off") {
+        device_loss loss = device_.loss;
+        std::vector<device_properties> devices = std::move(device_.devices);
+        device_ = later.device_;  // the latest window's status
+        device_.loss = loss;
+        for (const device_properties& d : later.device_.devices) {
+            if (std::none_of(devices.begin(), devices.end(), [&](const device_properties& o) { return o.id == d.id; })) {
+                devices.push_back(d);
+            }
+        }
+        device_.devices = std::move(devices);
+    }
     arenas_.insert(arenas_.end(), later.arenas_.begin(), later.arenas_.end());
     recorded_ += later.recorded_;
     dropped_ += later.dropped_;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stint/common/device.hpp"
 #include "stint/common/event_kind.hpp"
 #include "stint/common/source_location.hpp"
 
@@ -46,6 +47,34 @@ struct event_args {
     bool truncated = false;                                ///< capture hit a bound ("Inputs truncated")
 };
 
+/// What a device event (kernel, copy, memset, sync) or a CUDA API call carries besides its times, as
+/// CUPTI reported it (cuda_activities); the trace writes these as Kineto's args. Fields that do not
+/// apply to the event's kind stay at their defaults.
+struct device_args {
+    std::uint32_t correlation = 0;  ///< CUPTI's correlation id: an API call and the work it launched share it
+    std::uint32_t context = 0;      ///< CUDA context
+    // kernels
+    std::int32_t grid[3] = {0, 0, 0};
+    std::int32_t block[3] = {0, 0, 0};
+    std::uint32_t registers_per_thread = 0;
+    std::uint32_t static_shared_memory = 0;   ///< bytes per block
+    std::uint32_t dynamic_shared_memory = 0;  ///< bytes per block
+    std::uint32_t graph_id = 0;               ///< the CUDA graph that launched it; 0: none
+    std::uint64_t graph_node_id = 0;
+    // copies and memsets
+    std::uint64_t bytes = 0;
+    std::uint8_t copy_kind = 0;     ///< CUpti_ActivityMemcpyKind (HtoD = 1, DtoH = 2, ...)
+    std::uint8_t src_kind = 0;      ///< CUpti_ActivityMemoryKind of the source (memset: of the target)
+    std::uint8_t dst_kind = 0;      ///< CUpti_ActivityMemoryKind of the destination
+    bool peer = false;              ///< a peer-to-peer copy: src_device and dst_device say which
+    std::int32_t src_device = -1;
+    std::int32_t dst_device = -1;
+    std::uint32_t sync_type = 0;    ///< CUpti_ActivitySynchronizationType of a cuda_sync event
+    // API calls
+    std::uint32_t cbid = 0;         ///< CUPTI callback id (cudaLaunchKernel_v7000 = 211)
+    std::int32_t return_value = 0;
+};
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {
@@ -56,7 +85,7 @@ struct event {
     std::uint16_t depth = 0;           ///< nesting depth on its thread, 0 for top level; stays at 65535 deeper
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
-    std::int64_t self_ns = 0;          ///< duration minus the durations of direct children
+    std::int64_t self_ns = 0;          ///< duration minus the durations of direct children; 0 on a device
     event_index parent = no_index;
     event_index first_child = no_index;
     event_index next_sibling = no_index;
@@ -66,23 +95,113 @@ struct event {
     /// The site's source location (static data of the instrumented code), or nullptr for names
     /// made at run time (record_function, STINT_SCOPE_NAMED) and hand-built events.
     const source_location* location = nullptr;
+    /// Where it ran: the CPU, or for a kernel, copy, memset or sync the device (torch's device_type
+    /// and device_index).
+    stint::device device = {};
+    std::uint32_t stream = 0;           ///< device events: the CUDA stream
+    /// Device events and CUDA API calls: the CPU op or scope that launched them (the innermost one
+    /// open on the launching thread), found through CUPTI's external correlation; no_index: none.
+    event_index linked = no_index;
+    /// CPU events: the first device event they launched (event_list::kernels walks the rest).
+    event_index first_linked = no_index;
+    event_index next_linked = no_index;  ///< the next device event of the same launcher
+    event_index device_info = no_index;  ///< into event_list::device_args_of, for device events and API calls
+    /// Device time (ns): for a device event its duration; for a CPU event the durations of the device
+    /// events it launched, with (device_ns) or without (self_device_ns) those of its descendants.
+    std::int64_t device_ns = 0;
+    std::int64_t self_device_ns = 0;
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }
     [[nodiscard]] double end_us() const noexcept { return static_cast<double>(end_ns) / 1e3; }
-    /// torch: FunctionEvent.cpu_time_total (µs).
-    [[nodiscard]] double cpu_time_total() const noexcept { return static_cast<double>(duration_ns()) / 1e3; }
+    /// torch: FunctionEvent.cpu_time_total (µs); 0 for an event on a device.
+    [[nodiscard]] double cpu_time_total() const noexcept {
+        return on_device() ? 0.0 : static_cast<double>(duration_ns()) / 1e3;
+    }
     /// torch: FunctionEvent.self_cpu_time_total (µs).
     [[nodiscard]] double self_cpu_time_total() const noexcept { return static_cast<double>(self_ns) / 1e3; }
     [[nodiscard]] bool is_top_level() const noexcept { return parent == no_index; }
+    /// Whether it ran on a device (a kernel, copy, memset or sync) rather than on a CPU thread.
+    [[nodiscard]] bool on_device() const noexcept { return device.type != device_type::cpu; }
+    /// torch: FunctionEvent.device_time_total (µs): see device_ns.
+    [[nodiscard]] double device_time_total() const noexcept { return static_cast<double>(device_ns) / 1e3; }
+    /// torch: FunctionEvent.self_device_time_total (µs): see self_device_ns.
+    [[nodiscard]] double self_device_time_total() const noexcept { return static_cast<double>(self_device_ns) / 1e3; }
 };
 
-/// A thread that recorded into the session.
+/// A thread that recorded into the session, or a device stream that device events ran on.
 struct thread_info {
-    std::uint64_t os_tid = 0;    ///< the kernel's thread id (gettid), as Kineto exports it
+    std::uint64_t os_tid = 0;    ///< the kernel's thread id (gettid), as Kineto exports it; a device
+                                 ///< track's CUDA stream id
     std::string name;            ///< pthread name at registration, or stint::set_thread_name's
     std::uint64_t recorded = 0;  ///< records kept for this thread in the session
     std::uint64_t dropped = 0;   ///< records lost to the buffer budget, counted exactly
+    stint::device device = {};   ///< the CPU for a thread; the device of a stream's track
+
+    [[nodiscard]] bool is_device_track() const noexcept { return device.type != device_type::cpu; }
+};
+
+/// Properties of a device that device events ran on, as Kineto's top-level "deviceProperties" lists
+/// them (known fields only; 0 or "" when CUPTI did not report them).
+struct device_properties {
+    std::int32_t id = 0;
+    std::string name;
+    std::uint32_t compute_major = 0;
+    std::uint32_t compute_minor = 0;
+    std::uint64_t total_global_memory = 0;  ///< bytes
+    std::uint32_t multiprocessors = 0;
+    std::uint32_t max_threads_per_block = 0;
+    std::uint32_t max_threads_per_multiprocessor = 0;
+    std::uint32_t max_registers_per_block = 0;
+    std::uint32_t max_registers_per_multiprocessor = 0;
+    std::uint32_t max_shared_memory_per_block = 0;
+    std::uint32_t max_shared_memory_per_multiprocessor = 0;
+    std::uint32_t warp_size = 0;
+};
+
+/// What the device collector (cuda_activities) lost, each count separate and exported: nothing is
+/// dropped silently.
+struct device_loss {
+    std::uint64_t dropped_records = 0;       ///< records CUPTI could not store (cuptiActivityGetNumDroppedRecords)
+    std::uint64_t rejected_buffers = 0;      ///< buffer requests refused over the budget (CUPTI then drops)
+    std::uint64_t incomplete_records = 0;    ///< records with no or reversed timestamps (work still running)
+    std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode
+    std::uint64_t unparsed_bytes = 0;        ///< bytes of a buffer after a record CUPTI could not walk
+    std::uint64_t unlinked_records = 0;      ///< device events and API calls with no recorded launching op
+    std::uint64_t out_of_window_records = 0; ///< records outside the session's window
+    std::uint64_t stale_records = 0;         ///< records of an earlier session delivered late
+    std::uint64_t gpu_before_launch = 0;     ///< device events that start before their API call (clock skew)
+
+    [[nodiscard]] std::uint64_t lost() const noexcept {
+        return dropped_records + incomplete_records + unknown_records + out_of_window_records + stale_records;
+    }
+    device_loss& operator+=(const device_loss& o) noexcept {
+        dropped_records += o.dropped_records;
+        rejected_buffers += o.rejected_buffers;
+        incomplete_records += o.incomplete_records;
+        unknown_records += o.unknown_records;
+        unparsed_bytes += o.unparsed_bytes;
+        unlinked_records += o.unlinked_records;
+        out_of_window_records += o.out_of_window_records;
+        stale_records += o.stale_records;
+        gpu_before_launch += o.gpu_before_launch;
+        return *this;
+    }
+};
+
+/// The device collection of a session: whether it ran, why not, and what it lost.
+struct device_report {
+    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", or
+    /// "unavailable: <reason>" (the session recorded the CPU only).
+    std::string status = "off";
+    std::string library;               ///< the libcupti that was loaded
+    std::uint32_t cupti_version = 0;   ///< cuptiGetVersion() of the loaded library
+    std::uint32_t cupti_headers = 0;   ///< CUPTI_API_VERSION stint was compiled against
+    std::string clock_alignment;       ///< how device times were put on stint's clock
+    device_loss loss;
+    std::vector<device_properties> devices;
+
+    [[nodiscard]] bool active() const noexcept { return status == "active"; }
 };
 
 }  // namespace stint

@@ -188,7 +188,7 @@ public:
     using value_type = event;
     using const_iterator = std::vector<event>::const_iterator;
 
-    /// Iterates the direct children of one event, in start order.
+    /// Iterates the direct children of one event, or the device events it launched, in start order.
     class child_range {
     public:
         class iterator {
@@ -199,11 +199,13 @@ public:
             using pointer = const event*;
             using reference = const event&;
             iterator() = default;
-            iterator(const std::vector<event>* events, event_index at) : events_(events), at_(at) {}
+            iterator(const std::vector<event>* events, event_index at, bool linked = false)
+                : events_(events), at_(at), linked_(linked) {}
             reference operator*() const { return (*events_)[at_]; }
             pointer operator->() const { return &(*events_)[at_]; }
             iterator& operator++() {
-                at_ = (*events_)[at_].next_sibling;
+                const event& e = (*events_)[at_];
+                at_ = linked_ ? e.next_linked : e.next_sibling;
                 return *this;
             }
             iterator operator++(int) {
@@ -216,16 +218,19 @@ public:
         private:
             const std::vector<event>* events_ = nullptr;
             event_index at_ = no_index;
+            bool linked_ = false;  // walks a launcher's device events instead of siblings
         };
-        child_range(const std::vector<event>* events, event_index first) : events_(events), first_(first) {}
-        [[nodiscard]] iterator begin() const { return {events_, first_}; }
-        [[nodiscard]] iterator end() const { return {events_, no_index}; }
+        child_range(const std::vector<event>* events, event_index first, bool linked = false)
+            : events_(events), first_(first), linked_(linked) {}
+        [[nodiscard]] iterator begin() const { return {events_, first_, linked_}; }
+        [[nodiscard]] iterator end() const { return {events_, no_index, linked_}; }
         [[nodiscard]] bool empty() const { return first_ == no_index; }
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
         const std::vector<event>* events_;
         event_index first_;
+        bool linked_;
     };
 
     event_list() = default;
@@ -261,6 +266,24 @@ public:
         return {&stacks_, e.stack, stacks_.nodes[e.stack].size};
     }
 
+    /// A device event's or CUDA API call's CUPTI details (grid, bytes, correlation...), or nullptr.
+    [[nodiscard]] const device_args* device_args_of(const event& e) const noexcept {
+        return e.device_info == no_index ? nullptr : &device_args_[e.device_info];
+    }
+    /// The CPU op or scope that launched a device event or made a CUDA API call, or nullptr.
+    [[nodiscard]] const event* launcher(const event& e) const noexcept {
+        return e.linked == no_index ? nullptr : &events_[e.linked];
+    }
+    /// The device events (kernels, copies, memsets, syncs) that a CPU event launched itself, in start
+    /// order (torch's FunctionEvent.kernels); its descendants' are theirs.
+    ///
+    ///     for (const stint::event& k : prof.events().kernels(op)) fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
+    [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&events_, e.first_linked, true}; }
+    /// Whether any event ran on a device.
+    [[nodiscard]] bool has_device_events() const noexcept { return device_events_ != 0; }
+    /// The device collection of the session: its status and what it lost.
+    [[nodiscard]] const device_report& device() const noexcept { return device_; }
+
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -281,6 +304,9 @@ private:
     std::vector<event_args> args_;
     detail::stack_tree stacks_;
     std::vector<std::shared_ptr<detail::string_arena>> arenas_;
+    std::vector<device_args> device_args_;
+    device_report device_;
+    std::size_t device_events_ = 0;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
     std::uint64_t late_ = 0;

@@ -53,6 +53,48 @@ public:
         return add(kind, arena_->store(name), thread, start_ns, end_ns);
     }
     event& at(event_index i) { return list_.events_[i]; }
+
+    /// The track of one device stream, added the first time it is asked for.
+    std::uint32_t device_track(stint::device where, std::uint32_t stream) {
+        for (std::uint32_t t = 0; t < list_.threads_.size(); ++t) {
+            const thread_info& info = list_.threads_[t];
+            if (info.device == where && info.os_tid == stream) return t;
+        }
+        thread_info info;
+        info.os_tid = stream;
+        info.device = where;
+        return add_thread(std::move(info));
+    }
+    /// Adds a device event (kernel, copy, memset, sync) on a track of device_track(); its name is
+    /// copied. It has no parent: set_launcher() says which CPU event launched it.
+    event_index add_device_event(event_kind kind, std::string_view name, std::uint32_t track, std::int64_t start_ns,
+                                 std::int64_t end_ns, const device_args& args) {
+        const event_index i = add_copy(kind, name, track, start_ns, end_ns);
+        event& e = list_.events_[i];
+        e.device = list_.threads_[track].device;
+        e.stream = static_cast<std::uint32_t>(list_.threads_[track].os_tid);
+        e.device_info = static_cast<event_index>(list_.device_args_.size());
+        list_.device_args_.push_back(args);
+        return i;
+    }
+    /// Adds a CUDA API call made on CPU thread `thread`. Its parent is the CPU event that set_launcher()
+    /// names, and it is top-level without one; a drain that knows neither leaves it to the times.
+    event_index add_api_call(event_kind kind, std::string_view static_name, std::uint32_t thread,
+                             std::int64_t start_ns, std::int64_t end_ns, const device_args& args) {
+        const event_index i = add(kind, static_name, thread, start_ns, end_ns);
+        list_.events_[i].device_info = static_cast<event_index>(list_.device_args_.size());
+        list_.device_args_.push_back(args);
+        set_launcher(i, no_index);
+        return i;
+    }
+    /// Event `launched` (a device event or API call, as added) was launched by CPU event `launcher`
+    /// (as added; no_index: by none that was recorded). An API call becomes the launcher's child.
+    void set_launcher(event_index launched, event_index launcher) {
+        if (launcher_.size() <= launched) launcher_.resize(std::size_t{launched} + 1, not_linked);
+        launcher_[launched] = launcher;
+    }
+    /// The device collection's status and losses, as the list reports them.
+    void set_device_report(device_report report) { list_.device_ = std::move(report); }
     std::string_view copy_string(std::string_view text) { return arena_->store(text); }
 
     void set_args(event_index i, event_args args) {
@@ -110,10 +152,12 @@ public:
     event_list build() && {
         depth_.resize(list_.events_.size(), no_depth);
         exact_.assign(list_.events_.size(), exact_place{});
+        clamp_api_calls();
         std::vector<event_index> order = ordered_indices();
         const std::vector<event_index> original = order;  // apply_order consumes `order`
         apply_order(order);
         link_tree(original);
+        if (!list_.device_args_.empty()) link_device_events();
         if (call_stacks_) {
             assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
@@ -296,7 +340,12 @@ private:
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
         constexpr event_index mixed = no_index - 1;
         std::vector<event_index> thread_run(list_.threads_.size(), no_index);
+        launcher_.resize(n, not_linked);
+        // Device events and API calls whose launcher is known sit outside the runs: they take no part
+        // in deciding how a thread is linked.
+        const auto placed = [&](event_index i) { return ev[i].on_device() || launcher_[original[i]] != not_linked; };
         for (event_index i = 0; i < n; ++i) {
+            if (placed(i)) continue;
             event_index& run = thread_run[ev[i].thread];
             const event_index mine = exact_[original[i]].run == no_index ? mixed : exact_[original[i]].run;
             run = (run == no_index || run == mine) ? mine : mixed;
@@ -315,7 +364,17 @@ private:
             e.self_ns = e.duration_ns();
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];
-            if (thread_run[e.thread] != mixed) {
+            if (const event_index launcher = launcher_[original[i]]; launcher != not_linked) {
+                e.linked = launcher == no_index ? no_index : position[launcher];
+            }
+            if (e.on_device()) {
+                e.self_ns = 0;  // device time is not CPU time; the track has no nesting
+                continue;
+            }
+            if (launcher_[original[i]] != not_linked) {
+                // An API call: inside the op that made it (which clamp_api_calls ordered first), or top-level.
+                p = e.linked != no_index && e.linked < i ? e.linked : no_index;
+            } else if (thread_run[e.thread] != mixed) {
                 if (place.parent != no_index) p = position[place.parent];
             } else {
                 auto& stack = open[e.thread];
@@ -345,8 +404,55 @@ private:
         }
     }
 
+    // An API call lies inside the op that made it, whatever the two clocks say (CUPTI's timestamps of
+    // API calls come through the same tick counter, but a coarse tick can put its start a step before
+    // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
+    void clamp_api_calls() {
+        auto& ev = list_.events_;
+        for (event_index i = 0; i < launcher_.size() && i < ev.size(); ++i) {
+            const event_index op = launcher_[i];
+            if (op == not_linked || op == no_index || ev[i].on_device()) continue;
+            event& call = ev[i];
+            const event& outer = ev[op];
+            call.start_ns = std::clamp(call.start_ns, outer.start_ns, outer.end_ns);
+            call.end_ns = std::clamp(call.end_ns, call.start_ns, outer.end_ns);
+        }
+    }
+
+    // Gives each device event to its launcher's chain (event_list::kernels) and sums device times:
+    // an event's own (its duration), a CPU event's self (its launches) and total (with descendants').
+    void link_device_events() {
+        auto& ev = list_.events_;
+        const auto n = static_cast<event_index>(ev.size());
+        std::vector<event_index> last(n, no_index);
+        for (event_index i = 0; i < n; ++i) {
+            event& e = ev[i];
+            if (!e.on_device()) continue;
+            ++list_.device_events_;
+            e.device_ns = e.self_device_ns = e.duration_ns();
+            if (e.linked == no_index) continue;
+            event& op = ev[e.linked];
+            op.self_device_ns += e.duration_ns();
+            if (last[e.linked] == no_index) {
+                op.first_linked = i;
+            } else {
+                ev[last[e.linked]].next_linked = i;
+            }
+            last[e.linked] = i;
+        }
+        for (event& e : ev) {
+            if (!e.on_device()) e.device_ns = e.self_device_ns;
+        }
+        for (event_index i = n; i-- > 0;) {  // children come after their parents
+            if (!ev[i].on_device() && ev[i].parent != no_index) ev[ev[i].parent].device_ns += ev[i].device_ns;
+        }
+    }
+
+    static constexpr event_index not_linked = no_index - 1;
+
     event_list list_;
     std::shared_ptr<string_arena> arena_;
+    std::vector<event_index> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
     std::uint64_t first_id_ = 0;
     std::vector<event_index> runs_;  // first event of each run
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
@@ -377,8 +483,9 @@ inline void event_list::append(const event_list& later) {
     std::vector<std::uint32_t> thread_map(later.threads_.size());
     for (std::size_t t = 0; t < later.threads_.size(); ++t) {
         const thread_info& info = later.threads_[t];
-        auto found = std::find_if(threads_.begin(), threads_.end(),
-                                  [&](const thread_info& mine) { return mine.os_tid == info.os_tid; });
+        auto found = std::find_if(threads_.begin(), threads_.end(), [&](const thread_info& mine) {
+            return mine.os_tid == info.os_tid && mine.device == info.device;
+        });
         if (found == threads_.end()) {
             threads_.push_back(info);
             thread_map[t] = static_cast<std::uint32_t>(threads_.size() - 1);
@@ -392,7 +499,12 @@ inline void event_list::append(const event_list& later) {
     const auto relink = [offset](event_index i) { return i == no_index ? no_index : i + offset; };
     const auto args_offset = static_cast<event_index>(args_.size());
     const event_index stacks_offset = stacks_.append(later.stacks_);
+    const auto device_offset = static_cast<event_index>(device_args_.size());
     for (event e : later.events_) {
+        e.linked = relink(e.linked);
+        e.first_linked = relink(e.first_linked);
+        e.next_linked = relink(e.next_linked);
+        if (e.device_info != no_index) e.device_info += device_offset;
         e.start_ns += shift;
         e.end_ns += shift;
         e.thread = thread_map[e.thread];
@@ -404,6 +516,21 @@ inline void event_list::append(const event_list& later) {
         events_.push_back(e);
     }
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
+    device_args_.insert(device_args_.end(), later.device_args_.begin(), later.device_args_.end());
+    device_events_ += later.device_events_;
+    device_.loss += later.device_.loss;
+    if (later.device_.status != "off") {
+        device_loss loss = device_.loss;
+        std::vector<device_properties> devices = std::move(device_.devices);
+        device_ = later.device_;  // the latest window's status
+        device_.loss = loss;
+        for (const device_properties& d : later.device_.devices) {
+            if (std::none_of(devices.begin(), devices.end(), [&](const device_properties& o) { return o.id == d.id; })) {
+                devices.push_back(d);
+            }
+        }
+        device_.devices = std::move(devices);
+    }
     arenas_.insert(arenas_.end(), later.arenas_.begin(), later.arenas_.end());
     recorded_ += later.recorded_;
     dropped_ += later.dropped_;

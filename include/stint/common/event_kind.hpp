@@ -14,8 +14,22 @@ enum class event_kind : std::uint8_t {
     cpu_op,           ///< STINT_OP
     instant,          ///< STINT_INSTANT (zero duration)
     module,           ///< STINT_MODULE, stint::module_scope: one call of a model module's method
-    overhead,         ///< stint's own work during a session (registering a thread, taking a buffer chunk)
+    overhead,         ///< stint's own work during a session (registering a thread, taking a buffer chunk),
+                      ///< or the device collector's (CUPTI's buffer flushes)
+    // Device activity (cuda_activities): what a GPU did, and the CUDA API calls that asked for it.
+    kernel,           ///< a kernel on a device stream
+    gpu_memcpy,       ///< a copy on a device stream
+    gpu_memset,       ///< a memset on a device stream
+    cuda_sync,        ///< a synchronisation (stream, event, context) on a device stream
+    cuda_runtime,     ///< a CUDA runtime API call on the CPU thread that made it (cudaLaunchKernel)
+    cuda_driver,      ///< a CUDA driver API call on the CPU thread that made it (cuLaunchKernel)
 };
+
+/// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
+constexpr bool is_device_kind(event_kind kind) noexcept {
+    return kind == event_kind::kernel || kind == event_kind::gpu_memcpy || kind == event_kind::gpu_memset ||
+           kind == event_kind::cuda_sync;
+}
 
 /// Chrome trace category of a kind, as Kineto names it.
 constexpr std::string_view category_name(event_kind kind) noexcept {
@@ -25,6 +39,12 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::instant: return "cpu_instant_event";
         case event_kind::module: return "user_annotation";
         case event_kind::overhead: return "overhead";
+        case event_kind::kernel: return "kernel";
+        case event_kind::gpu_memcpy: return "gpu_memcpy";
+        case event_kind::gpu_memset: return "gpu_memset";
+        case event_kind::cuda_sync: return "cuda_sync";
+        case event_kind::cuda_runtime: return "cuda_runtime";
+        case event_kind::cuda_driver: return "cuda_driver";
     }
     return "unknown";
 }
