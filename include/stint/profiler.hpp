@@ -24,9 +24,11 @@
 #include "stint/analysis/table.hpp"
 #include "stint/config.hpp"
 #include "stint/detail/platform.hpp"
+#include "stint/device/device_link.hpp"
 #include "stint/drain/session.hpp"
 #include "stint/capture/native_stack.hpp"
 #include "stint/policies.hpp"
+#include "stint/profiler/activities.hpp"
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler/exit_trace.hpp"
 #include "stint/export/chrome_trace.hpp"
@@ -71,6 +73,17 @@ struct profiler_options {
     /// more than the records written to it. With a schedule, each window also keeps the buffers the
     /// previous one used; all of them go back to the system with the profiler.
     std::size_t reserve_buffer_bytes = 0;
+    /// What sessions profile (torch's `activities`). A config with stint::cuda_activities records the CPU
+    /// and the devices by default; {activity::cpu} leaves the devices alone, {activity::cuda} records
+    /// only device activity and the CUDA calls that launched it (no scopes: the device events are then
+    /// linked to no op). A config without the policy records the CPU whatever this says.
+    activity_set activities = {activity::cpu, activity::cuda};
+    /// Device sessions: wait at stop for the work queued on every device, so that kernels still
+    /// running are captured whole (torch synchronises the device at exit too).
+    bool sync_device_on_stop = true;
+    /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
+    /// beyond them.
+    std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -104,6 +117,11 @@ public:
     /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
     explicit profiler(options_type options = {}) : options_(std::move(options)) {
         if (!active()) return;
+        if (!options_.activities.contains(activity::cpu) && !(has_device && options_.activities.contains(activity::cuda))) {
+            throw std::invalid_argument(
+                "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
+                "activity::cuda with stint::cuda_activities in the config");
+        }
         session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
         if (options_.schedule) current_action_ = options_.schedule(0);
         step_tracker::init_step_count(step_tracker::profiler_step_name);
@@ -301,6 +319,8 @@ public:
     }
 
 private:
+    using device_backend = detail::device_backend_t<Config>;
+    static constexpr bool has_device = detail::has_device_backend<Config>;
     static constexpr bool has_stacks = Config::template has<with_stack<>>;
     static constexpr bool has_modules = Config::template has<with_modules>;
 
@@ -335,7 +355,7 @@ private:
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
                             if constexpr (has_stacks) detail::warm_native_stacks();
-                            session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                            open_session();
                         }
                         break;
                     case detail::session_op::stop_trace:
@@ -352,10 +372,33 @@ private:
         }
     }
 
+    /// Opens the CPU session and, when asked for and compiled in, the device session beside it.
+    void open_session() {
+        const bool device = has_device && options_.activities.contains(activity::cuda);
+        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
+                      options_.activities.contains(activity::cpu) || !device);
+        if constexpr (has_device) {
+            if (device) {
+                device_requested_ = true;
+                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes});
+            }
+        }
+    }
+
     /// Drains the session into the window's results; false when none was recording.
     bool close_window() {
         event_list window;
-        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules})) {
+        std::optional<detail::device_capture> device;
+        if constexpr (has_device) {
+            // The device session ends first: its records must all be in before the CPU side is drained.
+            if (device_requested_) {
+                device = device_started_ ? device_backend::stop(options_.sync_device_on_stop)
+                                         : device_backend::unavailable();
+                device_requested_ = device_started_ = false;
+            }
+        }
+        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules},
+                            device ? &*device : nullptr)) {
             return false;
         }
         next_id_ += window.size();
@@ -469,6 +512,8 @@ private:
     std::atomic<bool> running_{false};
     bool started_ = false;
     bool in_callback_ = false;
+    bool device_requested_ = false;  // the open session asked for device activity
+    bool device_started_ = false;    // ... and the device collector started
     std::optional<record_function> step_annotation_;
     event_list window_events_;
     event_list all_events_;

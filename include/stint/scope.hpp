@@ -19,6 +19,7 @@
 #include "stint/capture/native_stack.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/config.hpp"
+#include "stint/device/device_link.hpp"
 #include "stint/policies.hpp"
 #include "stint/recording/registry.hpp"
 #include "stint/recording/site.hpp"
@@ -47,6 +48,39 @@ private:
     std::uint32_t state_;
     const site* where_ = nullptr;
     std::uint64_t begin_ = 0;
+};
+
+/// scope_timer for a config with a device backend (cuda_activities): while a device session is live it
+/// also links the device work launched inside it (device/device_link.hpp); otherwise it costs one more
+/// relaxed load than scope_timer, and only while a session records.
+template <class Config>
+class linked_scope {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit linked_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (is_recording_state(state_)) {
+            enter_recorded_scope();
+            link_.open();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            link_.close();
+            const std::uint32_t depth = leave_recorded_scope();
+            append_record(where_, depth, begin_, end, state_);
+            link_.record(depth, end, state_);
+        }
+    }
+    linked_scope(const linked_scope&) = delete;
+    linked_scope& operator=(const linked_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_;
+    std::uint64_t begin_ = 0;
+    device_link<device_backend_t<Config>> link_;
 };
 
 /// A scope for configuration Config; a disabled configuration gets an empty type that vanishes.
@@ -92,6 +126,7 @@ public:
         : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
         if (!is_recording_state(state_)) return;
         enter_recorded_scope();
+        link_.open();
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
@@ -100,9 +135,12 @@ public:
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
-            append_record_payload(where_, leave_recorded_scope(), begin_, end, state_, aux_,
+            link_.close();
+            const std::uint32_t depth = leave_recorded_scope();
+            append_record_payload(where_, depth, begin_, end, state_, aux_,
                                   std::span<const std::byte>(buffer_, frames_used_),
                                   std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
+            link_.record(depth, end, state_);
         }
     }
     capturing_scope(const capturing_scope&) = delete;
@@ -131,14 +169,16 @@ private:
     std::uint32_t inputs_used_ = 0;
     const site* where_;
     std::uint64_t begin_ = 0;
+    [[no_unique_address]] device_link<device_backend_t<Config>> link_;
     alignas(8) std::byte buffer_[frames_bytes + inputs_bytes];
 };
 
-/// What STINT_SCOPE declares: plain_scope_or_site, or the capturing scope when Config takes native
-/// frames.
+/// What STINT_SCOPE declares: plain_scope_or_site, the linked scope when Config has a device backend,
+/// or the capturing scope when Config takes native frames.
 template <class Config>
-using scope_or_site = std::conditional_t<Config::enabled && native_stack_depth<Config> != 0,
-                                         capturing_scope<Config, false>, plain_scope_or_site<Config>>;
+using scope_or_site = std::conditional_t<
+    Config::enabled && native_stack_depth<Config> != 0, capturing_scope<Config, false>,
+    std::conditional_t<has_device_backend<Config>, linked_scope<Config>, plain_scope_or_site<Config>>>;
 
 /// What STINT_OP declares: plain_scope_or_site, or the capturing scope when Config captures inputs
 /// or native frames.

@@ -1929,7 +1929,14 @@ enum class payload_kind : std::uint8_t {
                          ///< u32 inputs aux, u32 inputs bytes, the inputs
     native_stack,        ///< native return addresses (with_stack<native>; capture/native_stack.hpp)
     native_stack_inputs, ///< native return addresses, then captured inputs
+    device_link,         ///< no payload and no event: the record's begin field is the external correlation id
+                         ///< that the thread's previous scope record pushed to a device collector
 };
+
+/// Whether records of this kind carry a payload after their 24 bytes.
+constexpr bool has_payload(payload_kind kind) noexcept {
+    return kind != payload_kind::none && kind != payload_kind::device_link;
+}
 
 using stint::source_location;
 
@@ -1946,6 +1953,9 @@ struct site {
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
 /// Site used by stint::module_scope: a module call named at run time.
 inline constexpr site runtime_named_module_site{"", event_kind::module, payload_kind::runtime_name, {}};
+/// Site of the record a scope appends after its own when it pushed an external correlation id to a device
+/// collector (device/device_link.hpp): the drain links the device work launched under that id to the scope.
+inline constexpr site device_link_site{"[stint] device link", event_kind::overhead, payload_kind::device_link, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 
@@ -2427,7 +2437,7 @@ const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_
         std::memcpy(&r, at, sizeof(r));
         std::size_t bytes = sizeof(record);
         record_payload payload;
-        if (r.where()->payload != payload_kind::none) {
+        if (has_payload(r.where()->payload)) {
             payload_header header;
             std::memcpy(&header, at + sizeof(record), sizeof(header));
             bytes += header.bytes;
@@ -2578,7 +2588,10 @@ private:
                 for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
                     // A scope still open at stop ended after it: it belongs to no window.
                     if (r.end_ticks > stop_ticks) return;
-                    ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                    // A device link is part of the scope record before it, not a record of its own.
+                    if (r.where()->payload != payload_kind::device_link) {
+                        ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                    }
                     on_record(info, r, payload);
                 });
             if (c == keep) {
@@ -3197,6 +3210,106 @@ inline void warm_native_stacks() noexcept {
 }  // namespace stint::detail
 // ---- end stint/capture/native_stack.hpp ----
 
+// ---- begin stint/device/device_link.hpp ----
+// The seam between recording and a device collector (design §2): a config's policies may name a device
+// backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
+// it to itself. Without one, scopes and profilers contain no device code.
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace stint::detail {
+
+/// The device backend of configs that collect no device activity.
+struct no_device_backend {
+    static constexpr bool enabled = false;
+};
+
+/// The first policy's `device_backend`, or no_device_backend.
+template <class... Policies>
+struct find_device_backend {
+    using type = no_device_backend;
+};
+template <class Policy, class... Rest>
+struct find_device_backend<Policy, Rest...> {
+    using type = typename find_device_backend<Rest...>::type;
+};
+template <class Policy, class... Rest>
+    requires requires { typename Policy::device_backend; }
+struct find_device_backend<Policy, Rest...> {
+    using type = typename Policy::device_backend;
+};
+
+/// The device backend of a configuration.
+template <class Config>
+using device_backend_t = typename Config::template apply<find_device_backend>::type;
+
+template <class Config>
+inline constexpr bool has_device_backend = Config::enabled && device_backend_t<Config>::enabled;
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// Set while a device session is live: scopes of configs with a device backend then push external
+/// correlation ids. One per process (export_macros.hpp), so a library's scopes follow the session too.
+STINT_DETAIL_EXPORT inline constinit std::atomic<bool> device_correlating{false};
+/// Where the next block of external correlation ids starts; threads take blocks, not single ids.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> next_external_id_block{1};
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// This thread's unused external correlation ids: [next, limit).
+struct external_id_block {
+    std::uint64_t next = 0;
+    std::uint64_t limit = 0;
+};
+inline constinit thread_local external_id_block tls_external_ids{};
+
+/// A process-unique, non-zero external correlation id; a shared atomic is touched once per 4096 ids.
+inline std::uint64_t next_external_id() noexcept {
+    external_id_block& ids = tls_external_ids;
+    if (ids.next == ids.limit) [[unlikely]] {
+        constexpr std::uint64_t block = 4096;
+        ids.next = next_external_id_block.fetch_add(block, std::memory_order_relaxed);
+        ids.limit = ids.next + block;
+    }
+    return ids.next++;
+}
+
+/// The device part of a recorded scope: while a device session is live, an external correlation id is
+/// pushed at entry and popped at exit on the same thread (CUPTI keeps a stack per thread), and a
+/// device-link record after the scope's own tells the drain which scope that id named.
+template <class Backend>
+class device_link {
+public:
+    STINT_DETAIL_ALWAYS_INLINE void open() noexcept {
+        if (device_correlating.load(std::memory_order_relaxed)) [[unlikely]] {
+            id_ = next_external_id();
+            if (!Backend::push_external_id(id_)) id_ = 0;
+        }
+    }
+    /// Pops what open() pushed, even when the session has ended since: the stack must stay balanced.
+    STINT_DETAIL_ALWAYS_INLINE void close() noexcept {
+        if (id_ != 0) [[unlikely]] Backend::pop_external_id();
+    }
+    /// Appends the link, right after the scope's record (same depth, same end).
+    STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t depth, std::uint64_t end, std::uint32_t state) noexcept {
+        if (id_ != 0) [[unlikely]] append_record(&device_link_site, depth, id_, end, state);
+    }
+
+private:
+    std::uint64_t id_ = 0;
+};
+
+template <>
+class device_link<no_device_backend> {
+public:
+    STINT_DETAIL_ALWAYS_INLINE void open() noexcept {}
+    STINT_DETAIL_ALWAYS_INLINE void close() noexcept {}
+    STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t, std::uint64_t, std::uint32_t) noexcept {}
+};
+
+}  // namespace stint::detail
+// ---- end stint/device/device_link.hpp ----
+
 namespace stint::detail {
 
 /// Times one static site: one relaxed load on entry when nothing records; two tick reads and one
@@ -3221,6 +3334,39 @@ private:
     std::uint32_t state_;
     const site* where_ = nullptr;
     std::uint64_t begin_ = 0;
+};
+
+/// scope_timer for a config with a device backend (cuda_activities): while a device session is live it
+/// also links the device work launched inside it (device/device_link.hpp); otherwise it costs one more
+/// relaxed load than scope_timer, and only while a session records.
+template <class Config>
+class linked_scope {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit linked_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (is_recording_state(state_)) {
+            enter_recorded_scope();
+            link_.open();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            link_.close();
+            const std::uint32_t depth = leave_recorded_scope();
+            append_record(where_, depth, begin_, end, state_);
+            link_.record(depth, end, state_);
+        }
+    }
+    linked_scope(const linked_scope&) = delete;
+    linked_scope& operator=(const linked_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_;
+    std::uint64_t begin_ = 0;
+    device_link<device_backend_t<Config>> link_;
 };
 
 /// A scope for configuration Config; a disabled configuration gets an empty type that vanishes.
@@ -3266,6 +3412,7 @@ public:
         : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
         if (!is_recording_state(state_)) return;
         enter_recorded_scope();
+        link_.open();
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
@@ -3274,9 +3421,12 @@ public:
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
-            append_record_payload(where_, leave_recorded_scope(), begin_, end, state_, aux_,
+            link_.close();
+            const std::uint32_t depth = leave_recorded_scope();
+            append_record_payload(where_, depth, begin_, end, state_, aux_,
                                   std::span<const std::byte>(buffer_, frames_used_),
                                   std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
+            link_.record(depth, end, state_);
         }
     }
     capturing_scope(const capturing_scope&) = delete;
@@ -3305,14 +3455,16 @@ private:
     std::uint32_t inputs_used_ = 0;
     const site* where_;
     std::uint64_t begin_ = 0;
+    [[no_unique_address]] device_link<device_backend_t<Config>> link_;
     alignas(8) std::byte buffer_[frames_bytes + inputs_bytes];
 };
 
-/// What STINT_SCOPE declares: plain_scope_or_site, or the capturing scope when Config takes native
-/// frames.
+/// What STINT_SCOPE declares: plain_scope_or_site, the linked scope when Config has a device backend,
+/// or the capturing scope when Config takes native frames.
 template <class Config>
-using scope_or_site = std::conditional_t<Config::enabled && native_stack_depth<Config> != 0,
-                                         capturing_scope<Config, false>, plain_scope_or_site<Config>>;
+using scope_or_site = std::conditional_t<
+    Config::enabled && native_stack_depth<Config> != 0, capturing_scope<Config, false>,
+    std::conditional_t<has_device_backend<Config>, linked_scope<Config>, plain_scope_or_site<Config>>>;
 
 /// What STINT_OP declares: plain_scope_or_site, or the capturing scope when Config captures inputs
 /// or native frames.
@@ -7724,6 +7876,129 @@ inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& a
 }  // namespace stint::detail
 // ---- end stint/capture/detail/input_decoding.hpp ----
 
+// ---- begin stint/device/device_capture.hpp ----
+// What a device collector hands the drain at stop: the session's device activity, decoded from the
+// collector's own format (CUPTI records) into plain values, and the collection's report. No CUDA type
+// appears here: the drain and every analysis compile without the toolkit.
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace stint::detail {
+
+/// One decoded activity record: device work (kernel, copy, memset, sync), an API call or an overhead.
+struct device_activity {
+    event_kind kind = event_kind::kernel;
+    std::uint64_t start_ticks = 0;  ///< on stint's tick clock (the collector maps its clock to it)
+    std::uint64_t end_ticks = 0;
+    std::int32_t device = -1;       ///< device work: the device index; else -1
+    std::uint32_t stream = 0;       ///< device work: the stream
+    std::uint64_t thread = 0;       ///< API calls and thread overheads: the OS thread id (gettid)
+    std::string_view name;          ///< final display name; storage owned by the capture or static
+    std::uint64_t external_id = 0;  ///< the scope's external correlation id, when the collector found one
+    device_args args;
+};
+
+/// A session's device activity and what the collection reported about itself.
+struct device_capture {
+    std::vector<device_activity> activities;
+    std::deque<std::string> names;  ///< storage for activities' names (a deque never moves them)
+    device_report report;
+    /// The ticks of the stopping thread's own device synchronisation (sync_device_on_stop): its API
+    /// calls in that span are stint's, not the program's, and are left out.
+    std::uint64_t own_thread = 0;
+    std::uint64_t own_from_ticks = 0;
+    std::uint64_t own_until_ticks = 0;
+
+    std::string_view keep(std::string text) { return names.emplace_back(std::move(text)); }
+};
+
+}  // namespace stint::detail
+// ---- end stint/device/device_capture.hpp ----
+
+// ---- begin stint/drain/device_join.hpp ----
+// Joins a session's device activity to its CPU events (design §8): each API call and each piece of device
+// work goes to the scope whose external correlation id CUPTI reported for it, the scope's record found
+// through the device-link record the scope appended after its own.
+
+#include <cstdint>
+#include <unordered_map>
+
+
+namespace stint::detail {
+
+/// The window and clock the join needs from the drain.
+struct device_join_window {
+    std::uint64_t from_ticks = 0;  ///< the session's start
+    std::uint64_t until_ticks = 0; ///< its stop
+    tick_calibration calibration;
+};
+
+/// Adds `capture`'s activities to `builder`. `links` maps external correlation ids to the scope events
+/// (as added) that pushed them; `thread_of_tid` finds or adds the CPU thread of an OS thread id.
+template <class ThreadOf>
+void join_device_activity(event_list_builder& builder, device_capture& capture,
+                          const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
+                          ThreadOf&& thread_of_tid) {
+    device_report& report = capture.report;
+    device_loss& loss = report.loss;
+    builder.begin_run();  // device events and API calls are a run of their own, linked by correlation
+    // API calls by correlation id, to check that device work does not start before its launch.
+    std::unordered_map<std::uint32_t, std::uint64_t> launch_ticks;
+    for (const device_activity& a : capture.activities) {
+        if ((a.kind == event_kind::cuda_runtime || a.kind == event_kind::cuda_driver) && a.args.correlation != 0) {
+            auto [it, added] = launch_ticks.try_emplace(a.args.correlation, a.start_ticks);
+            if (!added && a.start_ticks < it->second) it->second = a.start_ticks;
+        }
+    }
+    const auto to_ns = [&](std::uint64_t ticks) { return window.calibration.to_ns_since_anchor(ticks); };
+    for (const device_activity& a : capture.activities) {
+        if (a.end_ticks < window.from_ticks || a.start_ticks > window.until_ticks) {
+            ++loss.out_of_window_records;
+            continue;
+        }
+        const bool api = a.kind == event_kind::cuda_runtime || a.kind == event_kind::cuda_driver;
+        if (api && capture.own_thread != 0 && a.thread == capture.own_thread &&
+            a.start_ticks >= capture.own_from_ticks && a.end_ticks <= capture.own_until_ticks) {
+            continue;  // stint's own synchronisation at stop
+        }
+        event_index launcher = no_index;
+        if (a.external_id != 0) {
+            if (auto found = links.find(a.external_id); found != links.end()) launcher = found->second;
+        }
+        const std::int64_t start = to_ns(a.start_ticks);
+        const std::int64_t end = to_ns(a.end_ticks);
+        event_index i = no_index;
+        if (a.device >= 0) {
+            const std::uint32_t track = builder.device_track({device_type::cuda, a.device}, a.stream);
+            i = builder.add_device_event(a.kind, a.name, track, start, end, a.args);
+            if (auto launch = launch_ticks.find(a.args.correlation);
+                launch != launch_ticks.end() && a.start_ticks < launch->second) {
+                ++loss.gpu_before_launch;
+            }
+        } else if (api) {
+            i = builder.add_api_call(a.kind, a.name, thread_of_tid(a.thread), start, end, a.args);
+        } else {
+            // A CPU-side overhead of the collector (a buffer flush): top-level on its thread.
+            builder.set_launcher(builder.add(event_kind::overhead, a.name, thread_of_tid(a.thread), start, end),
+                                 no_index);
+            continue;
+        }
+        if (launcher == no_index) {
+            ++loss.unlinked_records;
+        }
+        builder.set_launcher(i, launcher);
+    }
+    builder.set_device_report(report);
+}
+
+}  // namespace stint::detail
+// ---- end stint/drain/device_join.hpp ----
+
 namespace stint {
 
 /// Self-measurement of a session, with one field for each of torch's profiler stats (durations of
@@ -7746,6 +8021,11 @@ struct profiler_stats {
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
     std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (chunks of 1 to 64 KiB)
+    /// The device collection (cuda_activities): "off", "active" or "unavailable: <reason>".
+    std::string device_status = "off";
+    std::uint64_t device_events = 0;                   ///< kernels, copies, memsets and syncs kept
+    std::uint64_t device_api_calls = 0;                ///< CUDA runtime and driver calls kept
+    stint::device_loss device_loss = {};               ///< what the device collection lost, by cause
 };
 
 }  // namespace stint
@@ -7799,14 +8079,16 @@ public:
 
     /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
     /// Throws std::logic_error if another session records in this process.
-    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
+    /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
+    /// records, only the device activity that close() is given.
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true) {
         registry& reg = the_registry();
-        prepare(budget_bytes, reserve_bytes);
+        prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
         // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
         // window's start.
         calibration_.anchor = take_clock_anchor();
-        state_ = reg.begin_session(budget_bytes);
+        state_ = record_cpu ? reg.begin_session(budget_bytes) : device_only_state;
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
@@ -7822,7 +8104,9 @@ public:
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
     /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {}) {
+    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
+    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
+               device_capture* device = nullptr) {
         if (state_ == 0) return false;
         registry& reg = the_registry();
         event_list_builder builder;
@@ -7849,7 +8133,9 @@ public:
         };
         std::uint64_t buffer_bytes = 0;
         std::uint64_t late = 0;
+        std::uint64_t stop_ticks = 0;
         const auto on_disabled = [&] {
+            stop_ticks = read_ticks();
             disabled_at = steady_now_ns();
             buffer_bytes = reg.session_buffer_bytes();
             late = reg.late_records_found();
@@ -7858,6 +8144,10 @@ public:
             if (keep_buffers_) reg.retain_buffers(buffer_bytes);
             calibration_ = refine_calibration(calibration_, take_clock_anchor());
         };
+        std::unordered_map<std::uint64_t, event_index> links;
+        event_index last_scope = no_index;
+        std::uint64_t last_scope_end = 0;
+        std::uint16_t last_scope_depth = 0;
         const auto on_thread = [&](const drained_thread& t) {
             thread_info& info = builder.thread(thread_for(t));
             // Several nodes (one per shared object) of one OS thread merge into one thread.
@@ -7869,10 +8159,21 @@ public:
             overhead += t.overhead;
             truncated += t.truncated;
             builder.begin_run();  // the next node's records are a run of their own
+            last_scope = no_index;
         };
+
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
+            if (r.where()->payload == payload_kind::device_link) {
+                // The link names the scope record just before it: same depth, same end. Anything else
+                // (that record was dropped over budget) leaves the id unlinked, counted at the join.
+                if (last_scope != no_index && last_scope_depth == r.depth() && last_scope_end == r.end_ticks) {
+                    links.emplace(r.begin_ticks, last_scope);
+                }
+                last_scope = no_index;
+                return;
+            }
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
@@ -7885,6 +8186,7 @@ public:
             event_index i = no_index;
             switch (where.payload) {
                 case payload_kind::none:
+                case payload_kind::device_link:  // handled above
                 case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end); break;
                 case payload_kind::runtime_name:
                     i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end);
@@ -7910,12 +8212,29 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
+            if (where.kind != event_kind::overhead) {
+                last_scope = i;
+                last_scope_end = r.end_ticks;
+                last_scope_depth = r.depth();
+            }
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
-        const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
+        const bool closed =
+            state_ == device_only_state ? (on_disabled(), true) : reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
         if (!closed) return false;
+        if (device != nullptr) {
+            const auto thread_of_tid = [&](std::uint64_t tid) {
+                auto [it, added] = thread_index.try_emplace(tid, 0);
+                if (added) it->second = builder.add_thread({tid, {}, 0, 0});
+                return it->second;
+            };
+            join_device_activity(builder, *device, links, {calibration_.anchor.ticks, stop_ticks, calibration_},
+                                 thread_of_tid);
+            stats_.device_status = device->report.status;
+            stats_.device_loss = device->report.loss;
+        }
         const std::int64_t parsed_at = steady_now_ns();
         builder.set_totals(recorded, dropped, late);
         builder.set_base_time_ns(calibration_.anchor.system_ns);
@@ -7935,6 +8254,10 @@ public:
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;
+        for (const event& e : out) {
+            if (e.on_device()) ++stats_.device_events;
+            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
+        }
         return true;
     }
 
@@ -7991,6 +8314,9 @@ private:
         }
     }
 
+    // A recording state the registry never hands out (its states have bit 0 set): a device-only session.
+    static constexpr std::uint32_t device_only_state = 2;
+
     std::uint32_t state_ = 0;
     bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
     bool prepared_ = false;
@@ -8002,6 +8328,46 @@ private:
 
 }  // namespace stint::detail
 // ---- end stint/drain/session.hpp ----
+
+// ---- begin stint/profiler/activities.hpp ----
+// What a session profiles (torch's ProfilerActivity): the CPU, the device, or both.
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace stint {
+
+/// One kind of activity a session can profile.
+enum class activity : std::uint8_t {
+    cpu = 1,   ///< scopes and ops of every thread
+    cuda = 2,  ///< CUDA kernels, copies, memsets and API calls (needs stint::cuda_activities in the config)
+};
+
+/// A set of activities, as torch's `activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`.
+///
+///     stint::profiler<gpu> prof({.activities = {stint::activity::cuda}});   // device only
+class activity_set {
+public:
+    constexpr activity_set() noexcept = default;
+    constexpr activity_set(std::initializer_list<activity> list) noexcept {
+        for (activity a : list) bits_ |= static_cast<std::uint8_t>(a);
+    }
+    [[nodiscard]] constexpr bool contains(activity a) const noexcept {
+        return (bits_ & static_cast<std::uint8_t>(a)) != 0;
+    }
+    [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
+    constexpr activity_set& insert(activity a) noexcept {
+        bits_ |= static_cast<std::uint8_t>(a);
+        return *this;
+    }
+    friend constexpr bool operator==(activity_set, activity_set) noexcept = default;
+
+private:
+    std::uint8_t bits_ = 0;
+};
+
+}  // namespace stint
+// ---- end stint/profiler/activities.hpp ----
 
 // ---- begin stint/profiler/exit_trace.hpp ----
 // STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
@@ -9281,6 +9647,17 @@ struct profiler_options {
     /// more than the records written to it. With a schedule, each window also keeps the buffers the
     /// previous one used; all of them go back to the system with the profiler.
     std::size_t reserve_buffer_bytes = 0;
+    /// What sessions profile (torch's `activities`). A config with stint::cuda_activities records the CPU
+    /// and the devices by default; {activity::cpu} leaves the devices alone, {activity::cuda} records
+    /// only device activity and the CUDA calls that launched it (no scopes: the device events are then
+    /// linked to no op). A config without the policy records the CPU whatever this says.
+    activity_set activities = {activity::cpu, activity::cuda};
+    /// Device sessions: wait at stop for the work queued on every device, so that kernels still
+    /// running are captured whole (torch synchronises the device at exit too).
+    bool sync_device_on_stop = true;
+    /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
+    /// beyond them.
+    std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -9314,6 +9691,11 @@ public:
     /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
     explicit profiler(options_type options = {}) : options_(std::move(options)) {
         if (!active()) return;
+        if (!options_.activities.contains(activity::cpu) && !(has_device && options_.activities.contains(activity::cuda))) {
+            throw std::invalid_argument(
+                "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
+                "activity::cuda with stint::cuda_activities in the config");
+        }
         session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
         if (options_.schedule) current_action_ = options_.schedule(0);
         step_tracker::init_step_count(step_tracker::profiler_step_name);
@@ -9511,6 +9893,8 @@ public:
     }
 
 private:
+    using device_backend = detail::device_backend_t<Config>;
+    static constexpr bool has_device = detail::has_device_backend<Config>;
     static constexpr bool has_stacks = Config::template has<with_stack<>>;
     static constexpr bool has_modules = Config::template has<with_modules>;
 
@@ -9545,7 +9929,7 @@ private:
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
                             if constexpr (has_stacks) detail::warm_native_stacks();
-                            session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                            open_session();
                         }
                         break;
                     case detail::session_op::stop_trace:
@@ -9562,10 +9946,33 @@ private:
         }
     }
 
+    /// Opens the CPU session and, when asked for and compiled in, the device session beside it.
+    void open_session() {
+        const bool device = has_device && options_.activities.contains(activity::cuda);
+        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
+                      options_.activities.contains(activity::cpu) || !device);
+        if constexpr (has_device) {
+            if (device) {
+                device_requested_ = true;
+                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes});
+            }
+        }
+    }
+
     /// Drains the session into the window's results; false when none was recording.
     bool close_window() {
         event_list window;
-        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules})) {
+        std::optional<detail::device_capture> device;
+        if constexpr (has_device) {
+            // The device session ends first: its records must all be in before the CPU side is drained.
+            if (device_requested_) {
+                device = device_started_ ? device_backend::stop(options_.sync_device_on_stop)
+                                         : device_backend::unavailable();
+                device_requested_ = device_started_ = false;
+            }
+        }
+        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules},
+                            device ? &*device : nullptr)) {
             return false;
         }
         next_id_ += window.size();
@@ -9679,6 +10086,8 @@ private:
     std::atomic<bool> running_{false};
     bool started_ = false;
     bool in_callback_ = false;
+    bool device_requested_ = false;  // the open session asked for device activity
+    bool device_started_ = false;    // ... and the device collector started
     std::optional<record_function> step_annotation_;
     event_list window_events_;
     event_list all_events_;

@@ -20,6 +20,8 @@
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/flops.hpp"
 #include "stint/capture/native_stack.hpp"
+#include "stint/device/device_capture.hpp"
+#include "stint/drain/device_join.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
 
@@ -45,6 +47,11 @@ struct profiler_stats {
     std::uint64_t truncated_names = 0;                 ///< runtime names cut to 4096 bytes
     std::uint64_t truncated_inputs = 0;                ///< ops whose input capture hit a bound
     std::uint64_t buffer_bytes = 0;                    ///< record buffers the session used (chunks of 1 to 64 KiB)
+    /// The device collection (cuda_activities): "off", "active" or "unavailable: <reason>".
+    std::string device_status = "off";
+    std::uint64_t device_events = 0;                   ///< kernels, copies, memsets and syncs kept
+    std::uint64_t device_api_calls = 0;                ///< CUDA runtime and driver calls kept
+    stint::device_loss device_loss = {};               ///< what the device collection lost, by cause
 };
 
 }  // namespace stint
@@ -98,14 +105,16 @@ public:
 
     /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
     /// Throws std::logic_error if another session records in this process.
-    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0) {
+    /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
+    /// records, only the device activity that close() is given.
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true) {
         registry& reg = the_registry();
-        prepare(budget_bytes, reserve_bytes);
+        prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
         // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
         // window's start.
         calibration_.anchor = take_clock_anchor();
-        state_ = reg.begin_session(budget_bytes);
+        state_ = record_cpu ? reg.begin_session(budget_bytes) : device_only_state;
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
@@ -121,7 +130,9 @@ public:
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
     /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {}) {
+    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
+    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
+               device_capture* device = nullptr) {
         if (state_ == 0) return false;
         registry& reg = the_registry();
         event_list_builder builder;
@@ -148,7 +159,9 @@ public:
         };
         std::uint64_t buffer_bytes = 0;
         std::uint64_t late = 0;
+        std::uint64_t stop_ticks = 0;
         const auto on_disabled = [&] {
+            stop_ticks = read_ticks();
             disabled_at = steady_now_ns();
             buffer_bytes = reg.session_buffer_bytes();
             late = reg.late_records_found();
@@ -157,6 +170,10 @@ public:
             if (keep_buffers_) reg.retain_buffers(buffer_bytes);
             calibration_ = refine_calibration(calibration_, take_clock_anchor());
         };
+        std::unordered_map<std::uint64_t, event_index> links;
+        event_index last_scope = no_index;
+        std::uint64_t last_scope_end = 0;
+        std::uint16_t last_scope_depth = 0;
         const auto on_thread = [&](const drained_thread& t) {
             thread_info& info = builder.thread(thread_for(t));
             // Several nodes (one per shared object) of one OS thread merge into one thread.
@@ -168,10 +185,21 @@ public:
             overhead += t.overhead;
             truncated += t.truncated;
             builder.begin_run();  // the next node's records are a run of their own
+            last_scope = no_index;
         };
+
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
+            if (r.where()->payload == payload_kind::device_link) {
+                // The link names the scope record just before it: same depth, same end. Anything else
+                // (that record was dropped over budget) leaves the id unlinked, counted at the join.
+                if (last_scope != no_index && last_scope_depth == r.depth() && last_scope_end == r.end_ticks) {
+                    links.emplace(r.begin_ticks, last_scope);
+                }
+                last_scope = no_index;
+                return;
+            }
             const std::uint32_t thread = thread_for(t);
             const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
@@ -184,6 +212,7 @@ public:
             event_index i = no_index;
             switch (where.payload) {
                 case payload_kind::none:
+                case payload_kind::device_link:  // handled above
                 case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end); break;
                 case payload_kind::runtime_name:
                     i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end);
@@ -209,12 +238,29 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
+            if (where.kind != event_kind::overhead) {
+                last_scope = i;
+                last_scope_end = r.end_ticks;
+                last_scope_depth = r.depth();
+            }
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
-        const bool closed = reg.end_session(state_, on_disabled, on_thread, on_record);
+        const bool closed =
+            state_ == device_only_state ? (on_disabled(), true) : reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
         if (!closed) return false;
+        if (device != nullptr) {
+            const auto thread_of_tid = [&](std::uint64_t tid) {
+                auto [it, added] = thread_index.try_emplace(tid, 0);
+                if (added) it->second = builder.add_thread({tid, {}, 0, 0});
+                return it->second;
+            };
+            join_device_activity(builder, *device, links, {calibration_.anchor.ticks, stop_ticks, calibration_},
+                                 thread_of_tid);
+            stats_.device_status = device->report.status;
+            stats_.device_loss = device->report.loss;
+        }
         const std::int64_t parsed_at = steady_now_ns();
         builder.set_totals(recorded, dropped, late);
         builder.set_base_time_ns(calibration_.anchor.system_ns);
@@ -234,6 +280,10 @@ public:
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;
+        for (const event& e : out) {
+            if (e.on_device()) ++stats_.device_events;
+            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
+        }
         return true;
     }
 
@@ -289,6 +339,9 @@ private:
             return -1;
         }
     }
+
+    // A recording state the registry never hands out (its states have bit 0 set): a device-only session.
+    static constexpr std::uint32_t device_only_state = 2;
 
     std::uint32_t state_ = 0;
     bool opened_ = false;  // once opened or reserved: buffers to give back at destruction

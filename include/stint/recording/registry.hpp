@@ -261,7 +261,7 @@ const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_
         std::memcpy(&r, at, sizeof(r));
         std::size_t bytes = sizeof(record);
         record_payload payload;
-        if (r.where()->payload != payload_kind::none) {
+        if (has_payload(r.where()->payload)) {
             payload_header header;
             std::memcpy(&header, at + sizeof(record), sizeof(header));
             bytes += header.bytes;
@@ -412,7 +412,10 @@ private:
                 for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
                     // A scope still open at stop ended after it: it belongs to no window.
                     if (r.end_ticks > stop_ticks) return;
-                    ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                    // A device link is part of the scope record before it, not a record of its own.
+                    if (r.where()->payload != payload_kind::device_link) {
+                        ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                    }
                     on_record(info, r, payload);
                 });
             if (c == keep) {

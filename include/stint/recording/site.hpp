@@ -22,7 +22,14 @@ enum class payload_kind : std::uint8_t {
                          ///< u32 inputs aux, u32 inputs bytes, the inputs
     native_stack,        ///< native return addresses (with_stack<native>; capture/native_stack.hpp)
     native_stack_inputs, ///< native return addresses, then captured inputs
+    device_link,         ///< no payload and no event: the record's begin field is the external correlation id
+                         ///< that the thread's previous scope record pushed to a device collector
 };
+
+/// Whether records of this kind carry a payload after their 24 bytes.
+constexpr bool has_payload(payload_kind kind) noexcept {
+    return kind != payload_kind::none && kind != payload_kind::device_link;
+}
 
 using stint::source_location;
 
@@ -39,6 +46,9 @@ struct site {
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
 /// Site used by stint::module_scope: a module call named at run time.
 inline constexpr site runtime_named_module_site{"", event_kind::module, payload_kind::runtime_name, {}};
+/// Site of the record a scope appends after its own when it pushed an external correlation id to a device
+/// collector (device/device_link.hpp): the drain links the device work launched under that id to the scope.
+inline constexpr site device_link_site{"[stint] device link", event_kind::overhead, payload_kind::device_link, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
 

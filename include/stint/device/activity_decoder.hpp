@@ -1,0 +1,368 @@
+#pragma once
+// Decodes CUPTI activity buffers into device_capture records (design §7): two passes over all buffers of
+// a session, because the external-correlation record that names an API call's scope may sit in another
+// buffer than the call or the work it launched (CUPTI keeps buffers per thread and per context).
+
+#include <cxxabi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "stint/device/cupti_api.hpp"
+#include "stint/device/device_capture.hpp"
+
+namespace stint::detail {
+
+/// A completed CUPTI buffer: the bytes CUPTI filled, and the device session it was filled in.
+struct activity_buffer {
+    std::uint8_t* data = nullptr;
+    std::size_t valid_bytes = 0;
+    std::uint64_t epoch = 0;
+};
+
+/// How CUPTI's timestamps map to stint's ticks: identity when CUPTI's clock is stint's (the timestamp
+/// callback), else a line through one bracketed pair (CUPTI's own clock, CLOCK_REALTIME in ns).
+struct cupti_clock_map {
+    bool identity = true;
+    std::uint64_t anchor_ticks = 0;
+    std::uint64_t anchor_cupti = 0;
+    double ticks_per_unit = 1.0;
+
+    [[nodiscard]] std::uint64_t to_ticks(std::uint64_t t) const noexcept {
+        if (identity || t == 0) return t;
+        const auto delta = static_cast<double>(static_cast<std::int64_t>(t - anchor_cupti)) * ticks_per_unit;
+        return anchor_ticks + static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
+    }
+};
+
+/// Kineto's names of CUPTI's memory-copy and memory kinds.
+constexpr std::string_view memcpy_kind_name(std::uint32_t kind) noexcept {
+    constexpr std::string_view names[] = {"<unknown>", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                          "AtoD",      "DtoA", "DtoD", "HtoH", "PtoP"};
+    return kind < std::size(names) ? names[kind] : "<unknown>";
+}
+constexpr std::string_view memory_kind_name(std::uint32_t kind) noexcept {
+    constexpr std::string_view names[] = {"Unknown", "Pageable", "Pinned",        "Device",
+                                          "Array",   "Managed",  "Device Static", "Managed Static"};
+    return kind < std::size(names) ? names[kind] : "Unrecognized";
+}
+constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
+    switch (type) {
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "Stream Wait Event";
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "Stream Sync";
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "Context Sync";
+        default: return "Unknown Sync";
+    }
+}
+constexpr std::string_view overhead_kind_name(std::uint32_t kind) noexcept {
+    switch (kind) {
+        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "Driver Compiler";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "Buffer Flush";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "Instrumentation";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "Resource";
+        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "Runtime Triggered Module Loading";
+        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "Lazy Function Loading";
+        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "Command Buffer Full";
+        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "Activity Buffer Request";
+        default: return "Unknown";
+    }
+}
+
+/// An API's name without CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
+inline std::string_view strip_api_version(std::string_view name) noexcept {
+    const std::size_t at = name.rfind("_v");
+    if (at == std::string_view::npos || name.size() - at < 6) return name;  // at least 4 digits
+    for (std::size_t i = at + 2; i < name.size(); ++i) {
+        if (name[i] < '0' || name[i] > '9') return name;
+    }
+    return name.substr(0, at);
+}
+
+/// Turns a session's buffers into device activity.
+class activity_decoder {
+public:
+    activity_decoder(const cupti_table& table, const cupti_clock_map& clock, device_capture& out)
+        : table_(table), clock_(clock), out_(out) {}
+
+    /// Decodes `buffers`; those of another epoch than `epoch` are a previous session's, counted stale.
+    void decode(std::span<const activity_buffer> buffers, std::uint64_t epoch) {
+        for (const activity_buffer& b : buffers) {
+            if (b.epoch == epoch) walk(b, [&](const CUpti_Activity& r) { collect_correlation(r); });
+        }
+        for (const activity_buffer& b : buffers) {
+            if (b.epoch != epoch) {
+                walk(b, [&](const CUpti_Activity&) { ++out_.report.loss.stale_records; }, false);
+            } else {
+                walk(b, [&](const CUpti_Activity& r) { decode_record(r); }, true);
+            }
+        }
+        place_syncs();
+    }
+
+private:
+    // Calls `each` for every record CUPTI walks; what it cannot walk is counted once (`count`).
+    template <class Each>
+    void walk(const activity_buffer& b, Each&& each, bool count = false) {
+        if (b.data == nullptr || b.valid_bytes == 0) return;
+        CUpti_Activity* record = nullptr;
+        for (;;) {
+            const CUptiResult r = table_.get_next_record(b.data, b.valid_bytes, &record);
+            if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) return;
+            if (r != CUPTI_SUCCESS || record == nullptr) {
+                // An unknown kind stops the walk: the rest of the buffer is lost, and counted.
+                if (count) {
+                    ++out_.report.loss.unknown_records;
+                    const auto* at = reinterpret_cast<const std::uint8_t*>(record);
+                    const std::size_t done = at != nullptr && at >= b.data && at < b.data + b.valid_bytes
+                                                 ? static_cast<std::size_t>(at - b.data)
+                                                 : 0;
+                    out_.report.loss.unparsed_bytes += b.valid_bytes - done;
+                }
+                return;
+            }
+            each(*record);
+        }
+    }
+
+    // Records are read by memcpy into their struct: CUPTI packs them at 8-byte alignment, and a copy
+    // reads only the fields this version shares with newer ones.
+    template <class T>
+    static T read(const CUpti_Activity& r) noexcept {
+        T value;
+        std::memcpy(&value, &r, sizeof(T));
+        return value;
+    }
+
+    void collect_correlation(const CUpti_Activity& r) {
+        if (r.kind != CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) return;
+        const auto c = read<cupti_external_correlation>(r);
+        if (c.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) external_[c.correlationId] = c.externalId;
+    }
+
+    // Zero or reversed timestamps: a record of work still running at a forced flush.
+    bool incomplete(std::uint64_t start, std::uint64_t end) {
+        if (start != 0 && end != 0 && end >= start) return false;
+        ++out_.report.loss.incomplete_records;
+        return true;
+    }
+
+    device_activity& add(event_kind kind, std::uint64_t start, std::uint64_t end, std::uint32_t correlation) {
+        device_activity& a = out_.activities.emplace_back();
+        a.kind = kind;
+        a.start_ticks = clock_.to_ticks(start);
+        a.end_ticks = clock_.to_ticks(end);
+        a.args.correlation = correlation;
+        if (auto found = external_.find(correlation); correlation != 0 && found != external_.end()) {
+            a.external_id = found->second;
+        }
+        return a;
+    }
+
+    void decode_record(const CUpti_Activity& r) {
+        switch (r.kind) {
+            case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+            case CUPTI_ACTIVITY_KIND_KERNEL: {
+                const auto k = read<cupti_kernel>(r);
+                if (incomplete(k.start, k.end)) return;
+                device_activity& a = add(event_kind::kernel, k.start, k.end, k.correlationId);
+                a.device = static_cast<std::int32_t>(k.deviceId);
+                a.stream = k.streamId;
+                a.name = kernel_name(k.name);
+                a.args.context = k.contextId;
+                a.args.grid[0] = k.gridX;
+                a.args.grid[1] = k.gridY;
+                a.args.grid[2] = k.gridZ;
+                a.args.block[0] = k.blockX;
+                a.args.block[1] = k.blockY;
+                a.args.block[2] = k.blockZ;
+                a.args.registers_per_thread = k.registersPerThread;
+                a.args.static_shared_memory = static_cast<std::uint32_t>(k.staticSharedMemory);
+                a.args.dynamic_shared_memory = static_cast<std::uint32_t>(k.dynamicSharedMemory);
+                a.args.graph_id = k.graphId;
+                a.args.graph_node_id = k.graphNodeId;
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_MEMCPY: {
+                const auto m = read<cupti_memcpy>(r);
+                if (incomplete(m.start, m.end)) return;
+                device_activity& a = add(event_kind::gpu_memcpy, m.start, m.end, m.correlationId);
+                a.device = static_cast<std::int32_t>(m.deviceId);
+                a.stream = m.streamId;
+                a.args.context = m.contextId;
+                a.args.bytes = m.bytes;
+                a.args.copy_kind = m.copyKind;
+                a.args.src_kind = m.srcKind;
+                a.args.dst_kind = m.dstKind;
+                a.args.graph_id = m.graphId;
+                a.args.graph_node_id = m.graphNodeId;
+                a.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+                const auto m = read<cupti_memcpy_peer>(r);
+                if (incomplete(m.start, m.end)) return;
+                device_activity& a = add(event_kind::gpu_memcpy, m.start, m.end, m.correlationId);
+                a.device = static_cast<std::int32_t>(m.deviceId);
+                a.stream = m.streamId;
+                a.args.context = m.contextId;
+                a.args.bytes = m.bytes;
+                a.args.copy_kind = m.copyKind;
+                a.args.src_kind = m.srcKind;
+                a.args.dst_kind = m.dstKind;
+                a.args.peer = true;
+                a.args.src_device = static_cast<std::int32_t>(m.srcDeviceId);
+                a.args.dst_device = static_cast<std::int32_t>(m.dstDeviceId);
+                a.args.graph_id = m.graphId;
+                a.args.graph_node_id = m.graphNodeId;
+                a.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_MEMSET: {
+                const auto m = read<cupti_memset>(r);
+                if (incomplete(m.start, m.end)) return;
+                device_activity& a = add(event_kind::gpu_memset, m.start, m.end, m.correlationId);
+                a.device = static_cast<std::int32_t>(m.deviceId);
+                a.stream = m.streamId;
+                a.args.context = m.contextId;
+                a.args.bytes = m.bytes;
+                a.args.src_kind = static_cast<std::uint8_t>(m.memoryKind);
+                a.args.dst_kind = static_cast<std::uint8_t>(m.memoryKind);
+                a.args.graph_id = m.graphId;
+                a.args.graph_node_id = m.graphNodeId;
+                a.name = intern(fmt::format("Memset ({})", memory_kind_name(m.memoryKind)));
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+                const auto s = read<cupti_sync>(r);
+                if (incomplete(s.start, s.end)) return;
+                device_activity& a = add(event_kind::cuda_sync, s.start, s.end, s.correlationId);
+                // A sync's record names a context and stream, not a device: the join places it on the
+                // device of other work in that context.
+                a.device = -2;
+                a.stream = s.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s.streamId;
+                a.args.context = s.contextId;
+                a.args.sync_type = static_cast<std::uint32_t>(s.type);
+                a.args.return_value = static_cast<std::int32_t>(s.returnValue);
+                a.name = sync_type_name(static_cast<std::uint32_t>(s.type));
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_RUNTIME:
+            case CUPTI_ACTIVITY_KIND_DRIVER: {
+                const auto c = read<cupti_api_call>(r);
+                if (incomplete(c.start, c.end)) return;
+                const bool runtime = r.kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+                device_activity& a =
+                    add(runtime ? event_kind::cuda_runtime : event_kind::cuda_driver, c.start, c.end, c.correlationId);
+                a.thread = c.threadId;
+                a.args.cbid = c.cbid;
+                a.args.return_value = static_cast<std::int32_t>(c.returnValue);
+                a.name = api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c.cbid);
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+                const auto o = read<cupti_overhead>(r);
+                if (incomplete(o.start, o.end)) return;
+                device_activity& a = add(event_kind::overhead, o.start, o.end, o.correlationId);
+                if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+                    a.thread = o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o.objectId.pt.threadId : 0;
+                } else {
+                    a.device = static_cast<std::int32_t>(o.objectId.dcs.deviceId);
+                    a.stream = o.objectId.dcs.streamId;
+                }
+                a.name = intern(fmt::format("CUPTI {}", overhead_kind_name(static_cast<std::uint32_t>(o.overheadKind))));
+                return;
+            }
+            case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return;  // read in the first pass
+            default: ++out_.report.loss.unknown_records; return;
+        }
+    }
+
+    // A sync record names a context, not a device: it goes to the device that other work of that
+    // context ran on, or to the only device seen; otherwise it cannot be placed, and is counted.
+    void place_syncs() {
+        std::unordered_map<std::uint32_t, std::int32_t> device_of_context;
+        std::int32_t only_device = -1;
+        bool several = false;
+        for (const device_activity& a : out_.activities) {
+            if (a.device < 0 || a.kind == event_kind::overhead) continue;
+            device_of_context.emplace(a.args.context, a.device);
+            if (only_device >= 0 && only_device != a.device) several = true;
+            only_device = a.device;
+        }
+        std::size_t kept = 0;
+        for (device_activity& a : out_.activities) {
+            if (a.device == -2) {
+                if (auto found = device_of_context.find(a.args.context); found != device_of_context.end()) {
+                    a.device = found->second;
+                } else if (only_device >= 0 && !several) {
+                    a.device = only_device;
+                } else {
+                    ++out_.report.loss.unknown_records;
+                    continue;
+                }
+            }
+            out_.activities[kept++] = a;
+        }
+        out_.activities.resize(kept);
+    }
+
+    std::string_view intern(std::string text) {
+        auto [it, added] = interned_.try_emplace(text, std::string_view{});
+        if (added) it->second = out_.keep(std::move(text));
+        return it->second;
+    }
+
+    std::string_view copy_name(std::uint8_t copy, std::uint8_t src, std::uint8_t dst) {
+        return intern(fmt::format("Memcpy {} ({} -> {})", memcpy_kind_name(copy), memory_kind_name(src),
+                                  memory_kind_name(dst)));
+    }
+
+    // Kernel names belong to CUPTI and repeat: demangled and copied once per pointer.
+    std::string_view kernel_name(const char* mangled) {
+        if (mangled == nullptr) return "unknown kernel";
+        auto [it, added] = kernels_.try_emplace(mangled, std::string_view{});
+        if (!added) return it->second;
+        int status = 0;
+        std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                              &std::free);
+        it->second = intern(status == 0 && demangled ? std::string(demangled.get()) : std::string(mangled));
+        return it->second;
+    }
+
+    // The callback's name from CUPTI (its version suffix removed), or "cuda_runtime_cbid_<n>" when CUPTI
+    // cannot say (a test's table has no names).
+    std::string_view api_name(CUpti_CallbackDomain domain, std::uint32_t cbid) {
+        const std::uint64_t key = (std::uint64_t{static_cast<std::uint32_t>(domain)} << 32) | cbid;
+        auto [it, added] = apis_.try_emplace(key, std::string_view{});
+        if (!added) return it->second;
+        const char* name = nullptr;
+        if (table_.get_callback_name == nullptr || table_.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS ||
+            name == nullptr) {
+            it->second = intern(fmt::format("{}_cbid_{}",
+                                            domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cuda_runtime" : "cuda_driver", cbid));
+        } else {
+            it->second = intern(std::string(strip_api_version(name)));
+        }
+        return it->second;
+    }
+
+    const cupti_table& table_;
+    cupti_clock_map clock_;
+    device_capture& out_;
+    std::unordered_map<std::uint32_t, std::uint64_t> external_;
+    std::unordered_map<std::string, std::string_view> interned_;
+    std::unordered_map<const char*, std::string_view> kernels_;
+    std::unordered_map<std::uint64_t, std::string_view> apis_;
+};
+
+}  // namespace stint::detail

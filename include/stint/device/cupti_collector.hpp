@@ -1,0 +1,439 @@
+#pragma once
+// The process's CUPTI activity collector (design §3, "device sessions"): loads CUPTI once, latches
+// whether it works, runs device sessions (enable, external correlation, buffers, flush) and decodes
+// their records. One per process, leaked: CUPTI's worker thread may deliver buffers during exit.
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "stint/detail/export_macros.hpp"
+#include "stint/device/activity_decoder.hpp"
+#include "stint/device/cupti_api.hpp"
+#include "stint/device/cupti_library.hpp"
+#include "stint/device/device_capture.hpp"
+#include "stint/device/device_link.hpp"
+#include "stint/detail/platform.hpp"
+#include "stint/profiler/warning.hpp"
+#include "stint/recording/clock.hpp"
+#include "stint/recording/registry.hpp"
+
+namespace stint::detail {
+
+/// What a device session asks of the collector.
+struct device_session_options {
+    std::size_t budget_bytes = std::size_t{128} << 20;  ///< CUPTI buffers held at once
+    std::size_t buffer_bytes = std::size_t{4} << 20;    ///< one buffer (CUPTI advises 1 to 10 MiB)
+};
+
+class cupti_collector {
+public:
+    /// Uses `table` (and `driver`, or none: no driver check) instead of loading libcupti, and forgets the
+    /// latch: for tests, which feed hand-built buffers through the table's callbacks. Call with no session.
+    void use_table_for_tests(const cupti_table& table, std::optional<cuda_driver_table> driver,
+                             std::string library = "test table") {
+        const std::lock_guard lock(mutex_);
+        injected_ = table;
+        injected_driver_ = std::move(driver);
+        injected_library_ = std::move(library);
+        loaded_ = false;
+        configured_ = false;
+        reason_.clear();
+    }
+    /// Goes back to loading libcupti (the latch is taken again on the next session).
+    void stop_using_test_table() {
+        const std::lock_guard lock(mutex_);
+        injected_.reset();
+        injected_driver_.reset();
+        loaded_ = false;
+        configured_ = false;
+        reason_.clear();
+    }
+
+    /// Whether device sessions can run here: CUPTI loads, its version fits, a driver with a device is
+    /// present, and no earlier session failed to enable. Loads CUPTI the first time (once per process).
+    bool available() {
+        const std::lock_guard lock(mutex_);
+        load();
+        return reason_.empty();
+    }
+    /// Why not, or "" when available.
+    std::string unavailable_reason() {
+        const std::lock_guard lock(mutex_);
+        load();
+        return reason_;
+    }
+
+    /// Starts a device session; false (with the reason in report()) when CUPTI cannot be used, in which
+    /// case nothing else of CUPTI is ever called in this process.
+    bool start(const device_session_options& options) {
+        std::unique_lock lock(mutex_);
+        load();
+        if (!reason_.empty() || active_) return false;
+        if (!configured_ && !configure()) return false;
+        budget_bytes_ = options.budget_bytes;
+        buffer_bytes_ = (std::max<std::size_t>(options.buffer_bytes, 4096) + 7) & ~std::size_t{7};
+        epoch_.fetch_add(1, std::memory_order_acq_rel);
+        rejected_.store(0, std::memory_order_relaxed);
+        dropped_.store(0, std::memory_order_relaxed);
+        lock.unlock();
+        table_.flush_all(0);  // leftovers of earlier sessions arrive now, tagged with their epoch
+        lock.lock();
+        for (std::size_t i = 0; i < std::size(enabled_kinds); ++i) {
+            if (const CUptiResult r = table_.enable(enabled_kinds[i]); r != CUPTI_SUCCESS) {
+                for (std::size_t j = 0; j < i; ++j) table_.disable(enabled_kinds[j]);
+                fail("cuptiActivityEnable", r);
+                return false;
+            }
+        }
+        // Getters the runtime and driver call all the time: noise in a trace, cost in the buffers.
+        for (const CUpti_CallbackId cbid : quiet_runtime_calls) table_.enable_runtime_api(cbid, 0);
+        for (const CUpti_CallbackId cbid : quiet_driver_calls) table_.enable_driver_api(cbid, 0);
+        if (!clock_.identity) clock_ = measure_clock(false);
+        active_ = true;
+        device_correlating.store(true, std::memory_order_release);
+        return true;
+    }
+
+    /// Ends the device session and decodes what it recorded. `sync`: first wait for the work queued on
+    /// every device, so a kernel still running is captured (its end would otherwise be unknown).
+    device_capture stop(bool sync) {
+        std::unique_lock lock(mutex_);
+        device_capture capture;
+        if (!active_) {
+            capture.report = report();
+            return capture;
+        }
+        device_correlating.store(false, std::memory_order_release);
+        active_ = false;
+        if (sync) synchronise_devices(capture);
+        for (const CUpti_ActivityKind kind : enabled_kinds) table_.disable(kind);
+        lock.unlock();
+        // Outside every lock: the completion callback runs inside the flush, and CUPTI holds its own lock
+        // while it calls us (an ABBA deadlock otherwise).
+        table_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        std::size_t dropped = 0;
+        if (table_.get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS) {
+            dropped_.fetch_add(dropped, std::memory_order_relaxed);
+        }
+        std::vector<activity_buffer> buffers;
+        {
+            const std::lock_guard ready(ready_mutex_);
+            buffers.swap(ready_);
+        }
+        lock.lock();
+        capture.report = report();
+        capture.report.status = "active";
+        capture.report.loss.dropped_records = dropped_.load(std::memory_order_relaxed);
+        capture.report.loss.rejected_buffers = rejected_.load(std::memory_order_relaxed);
+        activity_decoder decoder(table_, clock_, capture);
+        decoder.decode(buffers, epoch_.load(std::memory_order_acquire));
+        for (const activity_buffer& b : buffers) release_buffer(b.data);
+        describe_devices(capture);
+        return capture;
+    }
+
+    /// The collection's report outside a session: status "unavailable: <reason>" or "active"/"off".
+    device_report report() const {
+        device_report r;
+        r.status = reason_.empty() ? (loaded_ ? "active" : "off") : "unavailable: " + reason_;
+        r.library = library_;
+        r.cupti_version = version_;
+        r.cupti_headers = CUPTI_API_VERSION;
+        r.clock_alignment = clock_alignment_;
+        return r;
+    }
+
+    /// Hot path of a linked scope while a device session is live.
+    bool push_external_id(std::uint64_t id) noexcept {
+        return table_.push_external_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) == CUPTI_SUCCESS;
+    }
+    void pop_external_id() noexcept {
+        std::uint64_t last = 0;
+        table_.pop_external_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+    }
+
+    // CUPTI's buffer callbacks (static: CUPTI takes plain function pointers).
+    static void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
+    static void CUPTIAPI on_buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t size,
+                                             std::size_t valid);
+    // CUPTI's timestamps are stint's ticks: device times need no conversion at drain.
+    static std::uint64_t CUPTIAPI timestamp_in_ticks() { return read_ticks(); }
+
+private:
+    static constexpr CUpti_ActivityKind enabled_kinds[] = {
+        // Never CUPTI_ACTIVITY_KIND_KERNEL: it serialises kernels. RUNTIME is what makes CUPTI write the
+        // external-correlation records, and the API calls that flows start from.
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMCPY2,
+        CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+        CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,          CUPTI_ACTIVITY_KIND_OVERHEAD,
+    };
+    static constexpr CUpti_CallbackId quiet_runtime_calls[] = {
+        CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,         CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+    };
+    static constexpr CUpti_CallbackId quiet_driver_calls[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
+        CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
+    };
+
+    // The latch's first half, once: load, version, driver. Under mutex_.
+    void load() {
+        if (loaded_) return;
+        loaded_ = true;
+        if (injected_) {
+            table_ = *injected_;
+            library_ = injected_library_;
+        } else {
+            cupti_library lib = load_cupti_library(std::getenv("STINT_CUPTI_LIBRARY"));
+            library_ = lib.path;
+            if (!lib.error.empty()) return unavailable(lib.error);
+            table_ = lib.table;
+        }
+        if (table_.get_version == nullptr || table_.get_version(&version_) != CUPTI_SUCCESS) {
+            return unavailable(fmt::format("cuptiGetVersion failed in {}", library_));
+        }
+        // CUPTI 13 numbers versions 130001 (13.0 Update 1); 12.x and older used small integers.
+        const std::uint32_t major = version_ >= 10000 ? version_ / 10000 : 12;
+        if (major != cupti_major_version) {
+            return unavailable(fmt::format("{} is CUPTI version {} (major {}); stint was built for CUPTI {} "
+                                           "(headers {})",
+                                           library_, version_, major, cupti_major_version, CUPTI_API_VERSION));
+        }
+        if (injected_) {
+            if (injected_driver_) driver_ = *injected_driver_;
+            return;
+        }
+        cuda_driver_library driver = load_cuda_driver();
+        if (std::string problem = cuda_driver_problem(driver); !problem.empty()) return unavailable(problem);
+        driver_ = driver.table;
+    }
+
+    // The latch's second half, at the first session: what must precede every enable. Under mutex_.
+    bool configure() {
+        // gettid() as API records' threadId: the id stint's CPU tracks use (CUPTI's default is pthread_self).
+        table_.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+        const bool ticks = table_.register_timestamp_callback(&timestamp_in_ticks) == CUPTI_SUCCESS;
+        if (const CUptiResult r = table_.register_callbacks(&on_buffer_requested, &on_buffer_completed);
+            r != CUPTI_SUCCESS) {
+            fail("cuptiActivityRegisterCallbacks", r);
+            return false;
+        }
+        clock_ = measure_clock(ticks);
+        configured_ = true;
+        return true;
+    }
+
+    // Checks that CUPTI's clock is now stint's (a reading between two tick reads); otherwise maps CUPTI's
+    // own clock (CLOCK_REALTIME, ns) to ticks through the tightest of 16 bracketed readings.
+    cupti_clock_map measure_clock(bool ticks) {
+        cupti_clock_map best;
+        std::uint64_t best_width = ~std::uint64_t{0};
+        bool inside = true;
+        for (int i = 0; i < 16; ++i) {
+            const std::uint64_t before = read_ticks();
+            std::uint64_t cupti = 0;
+            table_.get_timestamp(&cupti);
+            const std::uint64_t after = read_ticks();
+            inside = inside && cupti >= before && cupti <= after + 1000;
+            if (after - before < best_width) {
+                best_width = after - before;
+                best.anchor_ticks = before + (after - before) / 2;
+                best.anchor_cupti = cupti;
+            }
+        }
+        if (ticks && inside) {
+            clock_alignment_ = "cupti_timestamp_callback";
+            return {};
+        }
+        best.identity = false;
+        best.ticks_per_unit = 1.0 / the_registry().calibration().ns_per_tick;
+        clock_alignment_ = ticks ? "offset (CUPTI did not use the timestamp callback)" : "offset";
+        return best;
+    }
+
+    void unavailable(std::string reason) {
+        reason_ = std::move(reason);
+        warn(fmt::format("device activity (cuda_activities) is off in this process: {}. Sessions record the CPU "
+                         "only; every trace says why under \"stint\".\"device\".",
+                         reason_));
+    }
+
+    // A CUPTI call failed at the first session: latch off, with the driver's own reason when it has one
+    // (CUPTI says only CUPTI_ERROR_UNKNOWN when there is no usable driver).
+    void fail(std::string_view call, CUptiResult result) {
+        const char* name = nullptr;
+        if (table_.get_result_string == nullptr || table_.get_result_string(result, &name) != CUPTI_SUCCESS) {
+            name = "CUPTI error";
+        }
+        std::string reason = fmt::format("{} returned {} ({})", call, name, static_cast<int>(result));
+        if (!injected_) {
+            if (std::string problem = cuda_driver_problem(load_cuda_driver()); !problem.empty()) {
+                reason += "; " + problem;
+            }
+        }
+        unavailable(std::move(reason));
+    }
+
+    // Waits for the work queued in every active primary context (the runtime's), without creating one.
+    void synchronise_devices(device_capture& capture) {
+        const cuda_driver_table& d = driver_;
+        if (d.device_get_count == nullptr || d.device_get == nullptr || d.primary_ctx_get_state == nullptr ||
+            d.primary_ctx_retain == nullptr || d.primary_ctx_release == nullptr || d.ctx_push_current == nullptr ||
+            d.ctx_pop_current == nullptr || d.ctx_synchronize == nullptr) {
+            return;
+        }
+        capture.own_thread = current_os_tid();
+        capture.own_from_ticks = read_ticks();
+        int count = 0;
+        if (d.device_get_count(&count) == CUDA_SUCCESS) {
+            for (int i = 0; i < count; ++i) {
+                CUdevice dev = 0;
+                unsigned flags = 0;
+                int active = 0;
+                if (d.device_get(&dev, i) != CUDA_SUCCESS) continue;
+                if (d.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || active == 0) continue;
+                CUcontext ctx = nullptr;
+                if (d.primary_ctx_retain(&ctx, dev) != CUDA_SUCCESS) continue;
+                if (d.ctx_push_current(ctx) == CUDA_SUCCESS) {
+                    d.ctx_synchronize();
+                    d.ctx_pop_current(&ctx);
+                }
+                d.primary_ctx_release(dev);
+            }
+        }
+        capture.own_until_ticks = read_ticks();
+    }
+
+    // deviceProperties of the devices that ran work, from the driver.
+    void describe_devices(device_capture& capture) const {
+        std::vector<std::int32_t> seen;
+        for (const device_activity& a : capture.activities) {
+            if (a.device >= 0 && std::find(seen.begin(), seen.end(), a.device) == seen.end()) seen.push_back(a.device);
+        }
+        std::sort(seen.begin(), seen.end());
+        const cuda_driver_table& d = driver_;
+        for (const std::int32_t index : seen) {
+            device_properties p;
+            p.id = index;
+            CUdevice dev = 0;
+            if (d.device_get != nullptr && d.device_get(&dev, index) == CUDA_SUCCESS) {
+                char name[256] = {};
+                if (d.device_get_name != nullptr && d.device_get_name(name, sizeof(name) - 1, dev) == CUDA_SUCCESS) {
+                    p.name = name;
+                }
+                std::size_t memory = 0;
+                if (d.device_total_mem != nullptr && d.device_total_mem(&memory, dev) == CUDA_SUCCESS) {
+                    p.total_global_memory = memory;
+                }
+                const auto attribute = [&](CUdevice_attribute a) -> std::uint32_t {
+                    int value = 0;
+                    if (d.device_get_attribute == nullptr || d.device_get_attribute(&value, a, dev) != CUDA_SUCCESS) {
+                        return 0;
+                    }
+                    return static_cast<std::uint32_t>(value);
+                };
+                p.compute_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+                p.compute_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+                p.multiprocessors = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+                p.max_threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+                p.max_threads_per_multiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+                p.max_registers_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+                p.max_registers_per_multiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+                p.max_shared_memory_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+                p.max_shared_memory_per_multiprocessor =
+                    attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+                p.warp_size = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+            }
+            capture.report.devices.push_back(std::move(p));
+        }
+    }
+
+    void request_buffer(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+        *max_records = 0;  // as many as fit
+        const std::size_t bytes = buffer_bytes_;
+        std::size_t held = held_bytes_.load(std::memory_order_relaxed);
+        do {
+            if (held + bytes > budget_bytes_) {
+                // Refused (allowed since CUPTI 12.9): CUPTI drops what it cannot store, and counts it.
+                rejected_.fetch_add(1, std::memory_order_relaxed);
+                *buffer = nullptr;
+                *size = 0;
+                return;
+            }
+        } while (!held_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+        *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
+        *size = *buffer == nullptr ? 0 : bytes;
+        if (*buffer == nullptr) held_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    }
+
+    void complete_buffer(std::uint8_t* buffer, std::size_t valid) {
+        if (buffer == nullptr) return;
+        {
+            const std::lock_guard lock(ready_mutex_);
+            ready_.push_back({buffer, valid, epoch_.load(std::memory_order_acquire)});
+        }
+        // After our lock is released: CUPTI takes its own lock here, and calls us under it.
+        std::size_t dropped = 0;
+        if (table_.get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped != 0) {
+            dropped_.fetch_add(dropped, std::memory_order_relaxed);
+        }
+    }
+
+    void release_buffer(std::uint8_t* buffer) {
+        if (buffer == nullptr) return;
+        std::free(buffer);
+        held_bytes_.fetch_sub(buffer_bytes_, std::memory_order_relaxed);
+    }
+
+    std::mutex mutex_;        // sessions and the latch
+    std::mutex ready_mutex_;  // completed buffers, taken briefly by CUPTI's callback
+    bool loaded_ = false;
+    bool configured_ = false;
+    bool active_ = false;
+    std::string reason_;      // why CUPTI is off in this process; empty: usable
+    std::optional<cupti_table> injected_;
+    std::optional<cuda_driver_table> injected_driver_;
+    std::string injected_library_;
+    cupti_table table_;
+    cuda_driver_table driver_;
+    std::string library_;
+    std::uint32_t version_ = 0;
+    cupti_clock_map clock_;
+    std::string clock_alignment_;
+    std::size_t budget_bytes_ = 0;
+    std::size_t buffer_bytes_ = std::size_t{4} << 20;
+    std::atomic<std::size_t> held_bytes_{0};
+    std::atomic<std::uint64_t> epoch_{0};
+    std::atomic<std::uint64_t> rejected_{0};
+    std::atomic<std::uint64_t> dropped_{0};
+    std::vector<activity_buffer> ready_;
+};
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// The process's collector (one even across shared libraries; never destroyed).
+STINT_DETAIL_EXPORT inline cupti_collector& the_cupti_collector() {
+    static cupti_collector* const collector = new cupti_collector();
+    return *collector;
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+inline void CUPTIAPI cupti_collector::on_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                                          std::size_t* max_records) {
+    the_cupti_collector().request_buffer(buffer, size, max_records);
+}
+inline void CUPTIAPI cupti_collector::on_buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                                                          std::size_t valid) {
+    the_cupti_collector().complete_buffer(buffer, valid);
+}
+
+}  // namespace stint::detail
