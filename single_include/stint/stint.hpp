@@ -5165,11 +5165,11 @@ public:
         list_.device_args_.push_back(args);
         return i;
     }
-    /// Adds a CUDA API call made on CPU thread `thread`. Its parent is the CPU event that set_launcher()
+    /// Adds a CUDA API call made on CPU thread `thread` (its name is copied). Its parent is the CPU event that set_launcher()
     /// names, and it is top-level without one; a drain that knows neither leaves it to the times.
-    event_index add_api_call(event_kind kind, std::string_view static_name, std::uint32_t thread,
-                             std::int64_t start_ns, std::int64_t end_ns, const device_args& args) {
-        const event_index i = add(kind, static_name, thread, start_ns, end_ns);
+    event_index add_api_call(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
+                             std::int64_t end_ns, const device_args& args) {
+        const event_index i = add_copy(kind, name, thread, start_ns, end_ns);
         list_.events_[i].device_info = static_cast<event_index>(list_.device_args_.size());
         list_.device_args_.push_back(args);
         set_launcher(i, no_index);
@@ -7984,7 +7984,7 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
             i = builder.add_api_call(a.kind, a.name, thread_of_tid(a.thread), start, end, a.args);
         } else {
             // A CPU-side overhead of the collector (a buffer flush): top-level on its thread.
-            builder.set_launcher(builder.add(event_kind::overhead, a.name, thread_of_tid(a.thread), start, end),
+            builder.set_launcher(builder.add_copy(event_kind::overhead, a.name, thread_of_tid(a.thread), start, end),
                                  no_index);
             continue;
         }

@@ -65,7 +65,7 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
             i = builder.add_api_call(a.kind, a.name, thread_of_tid(a.thread), start, end, a.args);
         } else {
             // A CPU-side overhead of the collector (a buffer flush): top-level on its thread.
-            builder.set_launcher(builder.add(event_kind::overhead, a.name, thread_of_tid(a.thread), start, end),
+            builder.set_launcher(builder.add_copy(event_kind::overhead, a.name, thread_of_tid(a.thread), start, end),
                                  no_index);
             continue;
         }

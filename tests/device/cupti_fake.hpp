@@ -1,0 +1,278 @@
+#pragma once
+// A CUPTI stand-in for the tests (design §6): a cupti_table whose functions record what stint asks and
+// hand stint buffers that a test filled with real CUDA 13 record structs, through the very callbacks
+// CUPTI would call. Everything after "CUPTI completes a buffer" then runs as in production.
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stint/device/cuda_activities.hpp"
+
+namespace stint_test {
+
+/// Record sizes as libcupti 13.0 lays them out: consecutive, at the size of the newest struct.
+inline std::size_t record_size(CUpti_ActivityKind kind) {
+    using namespace stint::detail;
+    switch (kind) {
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(cupti_kernel);
+        case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(cupti_memcpy);
+        case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(cupti_memcpy_peer);
+        case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(cupti_memset);
+        case CUPTI_ACTIVITY_KIND_RUNTIME:
+        case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(cupti_api_call);
+        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(cupti_external_correlation);
+        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(cupti_sync);
+        case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(cupti_overhead);
+        default: return 0;
+    }
+}
+
+/// What the fake CUPTI saw and will answer. One per process, reset by each test.
+struct fake_cupti_state {
+    std::mutex mutex;
+    CUpti_BuffersCallbackRequestFunc request = nullptr;
+    CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+    CUpti_TimestampCallbackFunc timestamp = nullptr;
+    std::vector<CUpti_ActivityKind> enabled;
+    std::map<CUpti_ActivityKind, CUptiResult> enable_result;  // scripted failures
+    CUptiResult register_result = CUPTI_SUCCESS;
+    std::vector<std::uint64_t> pushed;  // every id pushed, in order
+    std::size_t pops = 0;
+    std::size_t calls = 0;              // every call through the table
+    std::size_t dropped_next = 0;       // what GetNumDroppedRecords answers next
+    std::vector<std::pair<std::uint8_t*, std::size_t>> in_flight;  // filled, not yet completed
+    std::size_t flushes = 0;
+};
+inline fake_cupti_state& fake() {
+    static fake_cupti_state state;
+    return state;
+}
+
+/// The table; its functions take no lock of stint's.
+inline stint::detail::cupti_table fake_table() {
+    stint::detail::cupti_table t;
+    t.get_version = [](std::uint32_t* v) { ++fake().calls; *v = 130001; return CUPTI_SUCCESS; };
+    t.get_result_string = [](CUptiResult r, const char** s) {
+        *s = r == CUPTI_ERROR_UNKNOWN ? "CUPTI_ERROR_UNKNOWN" : "CUPTI_ERROR_OTHER";
+        return CUPTI_SUCCESS;
+    };
+    t.get_timestamp = [](std::uint64_t* ts) {
+        ++fake().calls;
+        *ts = fake().timestamp != nullptr ? fake().timestamp() : stint::read_ticks();
+        return CUPTI_SUCCESS;
+    };
+    t.get_callback_name = [](CUpti_CallbackDomain domain, std::uint32_t cbid, const char** name) {
+        if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211) *name = "cudaLaunchKernel_v7000";
+        else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 31) *name = "cudaMemcpy_v3020";
+        else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 311) *name = "cudaGraphLaunch_v10000";
+        else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == 307) *name = "cuLaunchKernel";
+        else return CUPTI_ERROR_INVALID_PARAMETER;
+        return CUPTI_SUCCESS;
+    };
+    t.set_thread_id_type = [](CUpti_ActivityThreadIdType) { ++fake().calls; return CUPTI_SUCCESS; };
+    t.register_timestamp_callback = [](CUpti_TimestampCallbackFunc f) {
+        ++fake().calls;
+        fake().timestamp = f;
+        return CUPTI_SUCCESS;
+    };
+    t.register_callbacks = [](CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
+        ++fake().calls;
+        fake().request = req;
+        fake().complete = done;
+        return fake().register_result;
+    };
+    t.enable = [](CUpti_ActivityKind kind) {
+        ++fake().calls;
+        if (auto it = fake().enable_result.find(kind); it != fake().enable_result.end()) return it->second;
+        fake().enabled.push_back(kind);
+        return CUPTI_SUCCESS;
+    };
+    t.disable = [](CUpti_ActivityKind) { ++fake().calls; return CUPTI_SUCCESS; };
+    t.enable_runtime_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
+    t.enable_driver_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
+    t.flush_all = [](std::uint32_t) {
+        ++fake().calls;
+        ++fake().flushes;
+        std::vector<std::pair<std::uint8_t*, std::size_t>> buffers;
+        {
+            const std::lock_guard lock(fake().mutex);
+            buffers.swap(fake().in_flight);
+        }
+        for (auto [data, valid] : buffers) fake().complete(nullptr, 0, data, valid, valid);
+        return CUPTI_SUCCESS;
+    };
+    t.get_next_record = [](std::uint8_t* buffer, std::size_t valid, CUpti_Activity** record) {
+        if (buffer == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+        std::uint8_t* at = buffer;
+        if (*record != nullptr) {
+            at = reinterpret_cast<std::uint8_t*>(*record) + record_size((*record)->kind);
+        }
+        if (at + sizeof(CUpti_Activity) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+        CUpti_Activity head;
+        std::memcpy(&head, at, sizeof(head));
+        const std::size_t size = record_size(head.kind);
+        if (size == 0) {
+            *record = reinterpret_cast<CUpti_Activity*>(at);
+            return CUPTI_ERROR_INVALID_KIND;
+        }
+        if (at + size > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;  // a truncated tail is skipped
+        *record = reinterpret_cast<CUpti_Activity*>(at);
+        return CUPTI_SUCCESS;
+    };
+    t.get_num_dropped_records = [](CUcontext, std::uint32_t, std::size_t* n) {
+        *n = fake().dropped_next;
+        fake().dropped_next = 0;
+        return CUPTI_SUCCESS;
+    };
+    t.push_external_id = [](CUpti_ExternalCorrelationKind kind, std::uint64_t id) {
+        ++fake().calls;
+        if (kind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) return CUPTI_ERROR_INVALID_PARAMETER;
+        fake().pushed.push_back(id);
+        return CUPTI_SUCCESS;
+    };
+    t.pop_external_id = [](CUpti_ExternalCorrelationKind, std::uint64_t*) {
+        ++fake().calls;
+        ++fake().pops;
+        return CUPTI_SUCCESS;
+    };
+    return t;
+}
+
+/// Resets the fake and makes the process's collector use it.
+inline void use_fake_cupti() {
+    auto& f = fake();
+    f.request = nullptr;
+    f.complete = nullptr;
+    f.timestamp = nullptr;
+    f.enabled.clear();
+    f.enable_result.clear();
+    f.register_result = CUPTI_SUCCESS;
+    f.pushed.clear();
+    f.pops = 0;
+    f.calls = 0;
+    f.dropped_next = 0;
+    f.in_flight.clear();
+    f.flushes = 0;
+    stint::detail::the_cupti_collector().use_table_for_tests(fake_table(), std::nullopt);
+}
+
+/// Writes records back to back into a buffer that CUPTI's request callback handed out, as CUPTI does;
+/// `finish()` leaves it for the next flush (or `complete()` delivers it now).
+class buffer_writer {
+public:
+    buffer_writer() {
+        std::size_t max_records = 0;
+        fake().request(&data_, &size_, &max_records);
+    }
+    [[nodiscard]] bool granted() const { return data_ != nullptr && size_ != 0; }
+
+    template <class Record>
+    Record& add(const Record& record) {
+        std::memcpy(data_ + used_, &record, sizeof(Record));
+        auto& written = *reinterpret_cast<Record*>(data_ + used_);
+        used_ += sizeof(Record);
+        return written;
+    }
+    /// Raw bytes (a record of a kind stint does not know, a truncated tail).
+    void add_bytes(const void* bytes, std::size_t n) {
+        std::memcpy(data_ + used_, bytes, n);
+        used_ += n;
+    }
+    [[nodiscard]] std::size_t used() const { return used_; }
+    [[nodiscard]] std::uint8_t* data() const { return data_; }
+    void finish() {
+        const std::lock_guard lock(fake().mutex);
+        fake().in_flight.emplace_back(data_, used_);
+    }
+    void complete() { fake().complete(nullptr, 0, data_, size_, used_); }
+
+private:
+    std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+    std::size_t used_ = 0;
+};
+
+// Record builders (zero-filled, then the fields stint reads).
+inline stint::detail::cupti_external_correlation external(std::uint32_t correlation, std::uint64_t id,
+                                                          CUpti_ExternalCorrelationKind kind =
+                                                              CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+    stint::detail::cupti_external_correlation r{};
+    r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    r.externalKind = kind;
+    r.externalId = id;
+    r.correlationId = correlation;
+    return r;
+}
+inline stint::detail::cupti_api_call api(std::uint32_t cbid, std::uint64_t start, std::uint64_t end,
+                                         std::uint32_t correlation, bool runtime = true) {
+    stint::detail::cupti_api_call r{};
+    r.kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+    r.cbid = cbid;
+    r.start = start;
+    r.end = end;
+    r.processId = static_cast<std::uint32_t>(stint::detail::current_pid());
+    r.threadId = static_cast<std::uint32_t>(stint::detail::current_os_tid());
+    r.correlationId = correlation;
+    return r;
+}
+inline stint::detail::cupti_kernel kernel(const char* name, std::uint64_t start, std::uint64_t end,
+                                          std::uint32_t correlation, std::uint32_t device = 0,
+                                          std::uint32_t stream = 7) {
+    stint::detail::cupti_kernel r{};
+    r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r.name = name;
+    r.start = start;
+    r.end = end;
+    r.correlationId = correlation;
+    r.deviceId = device;
+    r.contextId = 1 + device;
+    r.streamId = stream;
+    r.gridX = 64;
+    r.gridY = 2;
+    r.gridZ = 1;
+    r.blockX = 256;
+    r.blockY = 1;
+    r.blockZ = 1;
+    r.registersPerThread = 32;
+    r.staticSharedMemory = 1024;
+    r.dynamicSharedMemory = 512;
+    return r;
+}
+inline stint::detail::cupti_memcpy memcpy_record(std::uint64_t start, std::uint64_t end, std::uint32_t correlation,
+                                                 std::uint64_t bytes, std::uint8_t copy = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                                 std::uint8_t src = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                                                 std::uint8_t dst = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+    stint::detail::cupti_memcpy r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    r.copyKind = copy;
+    r.srcKind = src;
+    r.dstKind = dst;
+    r.bytes = bytes;
+    r.start = start;
+    r.end = end;
+    r.deviceId = 0;
+    r.contextId = 1;
+    r.streamId = 7;
+    r.correlationId = correlation;
+    return r;
+}
+inline stint::detail::cupti_memset memset_record(std::uint64_t start, std::uint64_t end, std::uint32_t correlation,
+                                                 std::uint64_t bytes) {
+    stint::detail::cupti_memset r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    r.bytes = bytes;
+    r.start = start;
+    r.end = end;
+    r.deviceId = 0;
+    r.contextId = 1;
+    r.streamId = 7;
+    r.correlationId = correlation;
+    r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    return r;
+}
+
+}  // namespace stint_test
