@@ -617,8 +617,8 @@ inline void check_options(const table_options& options) {
 /// One row per event, as torch's `EventList.table()` prints `prof.events()`: "ProfilerStep#N" shows
 /// as "ProfilerStep*", and an event that is the only child of a same-named parent is merged into that
 /// parent (torch's tree drops it). A device event (kernel, copy) is a row with no CPU time; the CUDA
-/// columns and footer line appear when some row has self device time. An empty list gives "". Throws std::invalid_argument for an unknown
-/// sort key or time unit, or a maximum width under 4.
+/// columns and footer line appear when some row has self device time. An empty list gives "". Throws
+/// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
 [[nodiscard]] inline std::string table(const event_list& events, const table_options& options = {}) {
