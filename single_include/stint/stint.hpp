@@ -5690,10 +5690,21 @@ struct table_options {
 
 namespace detail {
 
-// The columns a sort key reads. Device and memory keys read zero until stint records those values;
-// they are accepted now because torch accepts them on a CPU-only run (its test_flops sorts by
-// self_cuda_time_total) and the sort is stable, so such a sort keeps the list's order.
-enum class sort_field : std::uint8_t { cpu_time, cpu_time_total, self_cpu_time_total, count, flops, not_recorded };
+// The columns a sort key reads. torch maps cuda, xpu and privateuse1 in a key to device, so all three
+// spellings sort by the device times. Memory keys read zero until stint records memory; they are
+// accepted because torch accepts them on any run, and the sort is stable, so such a sort keeps the
+// list's order (as a device key does on a CPU-only run: torch's test_flops sorts by self_cuda_time_total).
+enum class sort_field : std::uint8_t {
+    cpu_time,
+    cpu_time_total,
+    self_cpu_time_total,
+    device_time,
+    device_time_total,
+    self_device_time_total,
+    count,
+    flops,
+    not_recorded,
+};
 
 struct sort_key_entry {
     std::string_view name;
@@ -5705,11 +5716,11 @@ struct sort_key_entry {
 // in torch's table() docstring, in its order.
 inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"cpu_time", sort_field::cpu_time},
-    {"cuda_time", sort_field::not_recorded},
-    {"xpu_time", sort_field::not_recorded},
+    {"cuda_time", sort_field::device_time},
+    {"xpu_time", sort_field::device_time},
     {"cpu_time_total", sort_field::cpu_time_total},
-    {"cuda_time_total", sort_field::not_recorded},
-    {"xpu_time_total", sort_field::not_recorded},
+    {"cuda_time_total", sort_field::device_time_total},
+    {"xpu_time_total", sort_field::device_time_total},
     {"cpu_memory_usage", sort_field::not_recorded},
     {"cuda_memory_usage", sort_field::not_recorded},
     {"xpu_memory_usage", sort_field::not_recorded},
@@ -5718,16 +5729,16 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"self_xpu_memory_usage", sort_field::not_recorded},
     {"count", sort_field::count},
     {"self_cpu_time_total", sort_field::self_cpu_time_total},
-    {"self_cuda_time_total", sort_field::not_recorded},
-    {"self_xpu_time_total", sort_field::not_recorded},
-    {"device_time", sort_field::not_recorded},
-    {"device_time_total", sort_field::not_recorded},
-    {"self_device_time_total", sort_field::not_recorded},
+    {"self_cuda_time_total", sort_field::self_device_time_total},
+    {"self_xpu_time_total", sort_field::self_device_time_total},
+    {"device_time", sort_field::device_time},
+    {"device_time_total", sort_field::device_time_total},
+    {"self_device_time_total", sort_field::self_device_time_total},
     {"device_memory_usage", sort_field::not_recorded},
     {"self_device_memory_usage", sort_field::not_recorded},
-    {"privateuse1_time", sort_field::not_recorded},
-    {"privateuse1_time_total", sort_field::not_recorded},
-    {"self_privateuse1_time_total", sort_field::not_recorded},
+    {"privateuse1_time", sort_field::device_time},
+    {"privateuse1_time_total", sort_field::device_time_total},
+    {"self_privateuse1_time_total", sort_field::self_device_time_total},
     {"privateuse1_memory_usage", sort_field::not_recorded},
     {"self_privateuse1_memory_usage", sort_field::not_recorded},
     {"flops", sort_field::flops},
@@ -5801,13 +5812,18 @@ private:
 // not (end_ns - start_ns) / 1000, and a self time subtracts the children's durations, summed in order
 // from 0. Integer sums round some half-way cells the other way: a[0,18] b[100,109] c[200,205] (ns)
 // shows b at 28.13% in torch, 28.12% from nanosecond sums.
-[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+[[nodiscard]] inline double torch_elapsed_us(const event& e) noexcept {
     return static_cast<double>(e.end_ns) / 1e3 - static_cast<double>(e.start_ns) / 1e3;
 }
 
-// torch's self_cpu_time_total of an event that survives folding: a folded chain's children are those
-// of its innermost member, which _remove_dup_nodes hands to the survivor.
-[[nodiscard]] inline double torch_self_cpu_time_total(const event_list& list, const event& e, display_names& names) {
+// torch's cpu_time_total: 0 for an event on a device.
+[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+    return e.on_device() ? 0.0 : torch_elapsed_us(e);
+}
+
+// The first child of an event that survives folding: a folded chain's children are those of its
+// innermost member, which _remove_dup_nodes hands to the survivor.
+[[nodiscard]] inline event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
     event_index first = e.first_child;
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
@@ -5815,9 +5831,39 @@ private:
         if (child.next_sibling != no_index || names(child.name) != name) break;
         first = child.first_child;
     }
+    return first;
+}
+
+// One event's times as torch's FunctionEvent gives them (µs). A device event has no CPU time and its
+// duration as both device times. A CPU event's device time is that of the device events it and its
+// descendants launched; its self device time leaves out its children's (after folding). torch's
+// _remove_dup_nodes keeps only the innermost member's kernels on a folded chain's survivor; here the
+// survivor keeps the whole chain's, so no device time vanishes from the table.
+struct torch_times {
+    double cpu_time_total = 0;
+    double self_cpu_time_total = 0;
+    double device_time_total = 0;
+    double self_device_time_total = 0;
+};
+
+[[nodiscard]] inline torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
+    torch_times t;
+    if (e.on_device()) {
+        t.device_time_total = t.self_device_time_total = torch_elapsed_us(e);
+        return t;
+    }
+    t.cpu_time_total = torch_elapsed_us(e);
+    t.device_time_total = static_cast<double>(e.device_ns) / 1e3;
+    const event_index first = torch_first_child(list, e, names);
     double children = 0;
-    for (event_index c = first; c != no_index; c = list[c].next_sibling) children += torch_cpu_time_total(list[c]);
-    return torch_cpu_time_total(e) - children;
+    std::int64_t children_device_ns = 0;
+    for (event_index c = first; c != no_index; c = list[c].next_sibling) {
+        children += torch_cpu_time_total(list[c]);
+        children_device_ns += list[c].device_ns;
+    }
+    t.self_cpu_time_total = t.cpu_time_total - children;
+    t.self_device_time_total = static_cast<double>(e.device_ns - children_device_ns) / 1e3;
+    return t;
 }
 
 // What the table reads of one row, from a raw event or an averaged one. A new column adds a field here.
@@ -5826,6 +5872,11 @@ struct table_row {
     double self_cpu_time_total = 0;  // µs
     double cpu_time_total = 0;       // µs
     double cpu_time = 0;             // µs, average per call
+    double self_device_time_total = 0;  // µs
+    double device_time_total = 0;       // µs
+    double device_time = 0;             // µs, average per call
+    device_type device = device_type::cpu;  // where the row's events ran
+    bool is_user_annotation = false;
     std::int64_t count = 0;
     const std::vector<std::vector<std::int64_t>>* input_shapes = nullptr;  // nullptr: none
     call_stack stack;                                                     // an event's, innermost first,
@@ -5868,6 +5919,9 @@ void for_each_frame(const table_row& r, F&& f) {
         case sort_field::cpu_time: return row.cpu_time;
         case sort_field::cpu_time_total: return row.cpu_time_total;
         case sort_field::self_cpu_time_total: return row.self_cpu_time_total;
+        case sort_field::device_time: return row.device_time;
+        case sort_field::device_time_total: return row.device_time_total;
+        case sort_field::self_device_time_total: return row.self_device_time_total;
         case sort_field::count: return static_cast<double>(row.count);
         case sort_field::flops: return static_cast<double>(std::max<std::int64_t>(row.flops, 0));
         case sort_field::not_recorded: return 0;
@@ -6021,8 +6075,8 @@ inline void check_options(const table_options& options) {
     check_width("max_shapes_column_width", options.max_shapes_column_width);
 }
 
-// torch's _build_table for the columns stint records (device, memory, overload and node id columns
-// join here when their fields exist).
+// torch's _build_table for the columns stint records (memory, overload and node id columns join here
+// when their fields exist).
 [[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options) {
     check_options(options);
     if (rows.empty()) return {};
@@ -6044,6 +6098,10 @@ inline void check_options(const table_options& options) {
     std::size_t src_width = 0;
     std::int64_t min_flops = 0;
     double sum_self_cpu = 0;
+    // torch's has_device_time and sum_self_device_time_total: the share and the footer sum the rows of
+    // device events only, as a CPU row's self device time is theirs again.
+    bool has_device_time = false;
+    double sum_self_device = 0;
     for (const table_row& r : rows) {
         name_width = std::max(name_width, text_width(r.name));
         has_input_shapes = has_input_shapes || (r.input_shapes != nullptr && !r.input_shapes->empty());
@@ -6053,6 +6111,8 @@ inline void check_options(const table_options& options) {
         }
         if (r.flops > 0 && (min_flops == 0 || r.flops < min_flops)) min_flops = r.flops;
         sum_self_cpu += r.self_cpu_time_total;
+        has_device_time = has_device_time || r.self_device_time_total > 0;
+        if (r.device != device_type::cpu && !r.is_user_annotation) sum_self_device += r.self_device_time_total;
     }
     name_width = std::min(name_width + 4, max_name);
     src_width = std::min(src_width + 4, static_cast<std::size_t>(options.max_src_column_width));
@@ -6082,8 +6142,9 @@ inline void check_options(const table_options& options) {
     }
 
     constexpr std::size_t default_width = 12;
-    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
-                                     "# of Calls"};
+    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+    if (has_device_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+    headers.emplace_back("# of Calls");
     std::vector<table_column> columns{{name_width}};
     columns.resize(headers.size(), {default_width});
     if (has_input_shapes) {
@@ -6142,6 +6203,12 @@ inline void check_options(const table_options& options) {
         append_share(cells[++c], r.cpu_time_total, sum_self_cpu);
         append_time(cells[++c], r.cpu_time_total, unit);
         append_time(cells[++c], r.cpu_time, unit);
+        if (has_device_time) {
+            append_time(cells[++c], r.self_device_time_total, unit);
+            append_share(cells[++c], r.self_device_time_total, sum_self_device);
+            append_time(cells[++c], r.device_time_total, unit);
+            append_time(cells[++c], r.device_time, unit);
+        }
         fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
         if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
@@ -6172,13 +6239,18 @@ inline void check_options(const table_options& options) {
     out += "Self CPU time total: ";
     append_time(out, sum_self_cpu, unit);
     out += '\n';
+    if (has_device_time) {
+        out += "Self CUDA time total: ";
+        append_time(out, sum_self_device, unit);
+        out += '\n';
+    }
     return out;
 }
 
 }  // namespace detail
 
-/// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings).
-/// Keys for device time and memory sort by zero until stint records those values.
+/// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings, which
+/// all sort by device time). Memory keys sort by zero until stint records memory.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
 [[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
@@ -6190,8 +6262,9 @@ inline void check_options(const table_options& options) {
 
 /// One row per event, as torch's `EventList.table()` prints `prof.events()`: "ProfilerStep#N" shows
 /// as "ProfilerStep*", and an event that is the only child of a same-named parent is merged into that
-/// parent (torch's tree drops it). An empty list gives "". Throws std::invalid_argument for an unknown
-/// sort key or time unit, or a maximum width under 4.
+/// parent (torch's tree drops it). A device event (kernel, copy) is a row with no CPU time; the CUDA
+/// columns and footer line appear when some row has self device time. An empty list gives "". Throws
+/// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
 [[nodiscard]] inline std::string table(const event_list& events, const table_options& options = {}) {
@@ -6209,9 +6282,15 @@ inline void check_options(const table_options& options) {
         if (detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
         r.name = names(e.name);
-        r.self_cpu_time_total = detail::torch_self_cpu_time_total(events, e, names);
-        r.cpu_time_total = detail::torch_cpu_time_total(e);
+        const detail::torch_times times = detail::torch_event_times(events, e, names);
+        r.self_cpu_time_total = times.self_cpu_time_total;
+        r.cpu_time_total = times.cpu_time_total;
         r.cpu_time = r.cpu_time_total;
+        r.self_device_time_total = times.self_device_time_total;
+        r.device_time_total = times.device_time_total;
+        r.device_time = r.device_time_total;
+        r.device = e.device.type;
+        r.is_user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         r.count = 1;
         if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
         r.stack = events.stack(e);
@@ -6248,6 +6327,14 @@ struct averaged_event {
     double cpu_time_total = 0;       ///< sum of the events' durations (a recursive op counts each level)
     double self_cpu_time_total = 0;  ///< sum of the events' self times
     double cpu_time = 0;             ///< cpu_time_total / count (0 when count is 0)
+    /// Where the events ran: a kernel's row never merges with a CPU op's row of the same name.
+    stint::device_type device_type = stint::device_type::cpu;
+    /// Sum of the events' device times: a device event's duration, a CPU event's launched device work
+    /// with its descendants' (event::device_time_total).
+    double device_time_total = 0;
+    /// Sum of the events' self device times: a CPU event's without its children's.
+    double self_device_time_total = 0;
+    double device_time = 0;          ///< device_time_total / count (0 when count is 0)
     /// The first event's input dims when grouped by input shape; empty otherwise.
     std::vector<std::vector<std::int64_t>> input_shapes;
     /// The first event's innermost `group_by_stack_n` frames, innermost first; empty when not grouped.
@@ -6259,6 +6346,11 @@ struct averaged_event {
     /// Whether the group's first event ran inside another event; torch decides
     /// top_level_events_only by this one event.
     bool has_cpu_parent = false;
+
+    /// torch's legacy names of the device times.
+    [[nodiscard]] double cuda_time_total() const noexcept { return device_time_total; }
+    [[nodiscard]] double self_cuda_time_total() const noexcept { return self_device_time_total; }
+    [[nodiscard]] double cuda_time() const noexcept { return device_time; }
 };
 
 /// The groups of `key_averages()`, in the order each group's first event started.
@@ -6301,6 +6393,7 @@ namespace detail {
 struct group_key {
     std::string_view name;
     bool user_annotation = false;
+    device_type device = device_type::cpu;
     const std::vector<std::vector<std::int64_t>>* shapes = nullptr;  // nullptr: not grouped, or no dims
     call_stack stack;                                                // empty when not grouped by stack
 };
@@ -6310,6 +6403,7 @@ struct group_key_hash {
     std::size_t operator()(const group_key& k) const noexcept {
         std::size_t h = std::hash<std::string_view>{}(k.name);
         mix(h, k.user_annotation ? 1 : 0);
+        mix(h, static_cast<std::size_t>(k.device));
         if (k.shapes != nullptr) {
             for (const auto& dims : *k.shapes) {
                 mix(h, dims.size());
@@ -6323,20 +6417,21 @@ struct group_key_hash {
 
 struct group_key_equal {
     bool operator()(const group_key& a, const group_key& b) const noexcept {
-        if (a.name != b.name || a.user_annotation != b.user_annotation) return false;
+        if (a.name != b.name || a.user_annotation != b.user_annotation || a.device != b.device) return false;
         if ((a.shapes == nullptr) != (b.shapes == nullptr)) return false;
         if (a.shapes != nullptr && a.shapes != b.shapes && *a.shapes != *b.shapes) return false;
         return a.stack == b.stack;
     }
 };
 
-// Direct-mapped: recorded name pointer and kind -> group. A slot is only trusted on an exact pointer,
-// size and kind match, and equal pointers with equal sizes are equal names.
+// Direct-mapped: recorded name pointer, kind and device type -> group. A slot is only trusted on an
+// exact pointer, size, kind and device match, and equal pointers with equal sizes are equal names.
 struct name_cache {
     struct slot {
         const char* name = nullptr;
         std::size_t size = 0;
         bool user_annotation = false;
+        device_type device = device_type::cpu;
         bool used = false;  // an empty name may have a null pointer, like an unused slot
         std::uint32_t group = 0;
     };
@@ -6352,6 +6447,7 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
     a.key = name;
     a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
+    a.device_type = e.device.type;
     if (key.shapes != nullptr) a.input_shapes = *key.shapes;
     a.stack.assign(key.stack.begin(), key.stack.end());
 }
@@ -6359,13 +6455,17 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
 // torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
 inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
     ++a.count;
-    a.cpu_time_total += torch_cpu_time_total(e);
-    a.self_cpu_time_total += torch_self_cpu_time_total(events, e, names);
+    const torch_times times = torch_event_times(events, e, names);
+    a.cpu_time_total += times.cpu_time_total;
+    a.self_cpu_time_total += times.self_cpu_time_total;
+    a.device_time_total += times.device_time_total;
+    a.self_device_time_total += times.self_device_time_total;
     if (e.flops > 0) a.flops += e.flops;
 }
 
 inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
+    a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
 }
 
 [[nodiscard]] inline table_row to_table_row(const averaged_event& a) {
@@ -6374,6 +6474,11 @@ inline void finish_group(averaged_event& a) {
     r.self_cpu_time_total = a.self_cpu_time_total;
     r.cpu_time_total = a.cpu_time_total;
     r.cpu_time = a.cpu_time;
+    r.self_device_time_total = a.self_device_time_total;
+    r.device_time_total = a.device_time_total;
+    r.device_time = a.device_time;
+    r.device = a.device_type;
+    r.is_user_annotation = a.is_user_annotation;
     r.count = a.count;
     r.input_shapes = &a.input_shapes;
     r.frames = a.stack;
@@ -6385,7 +6490,8 @@ inline void finish_group(averaged_event& a) {
 
 }  // namespace detail
 
-/// Groups events as torch's `key_averages()` does: by name and kind (scope or op), plus input dims
+/// Groups events as torch's `key_averages()` does: by name, kind (scope or op) and device type (a
+/// kernel's row is apart from a CPU op's of the same name), plus input dims
 /// and the innermost stack frames when asked. Names are demangled ("_Z3foov" shows as "foo()") and
 /// every "ProfilerStep#N" joins one "ProfilerStep*" group. An event that is the only child of a
 /// same-named parent is merged into that parent, as torch's tree drops it; any other recursion counts
@@ -6414,15 +6520,17 @@ inline void finish_group(averaged_event& a) {
     for (const event& e : events) {
         if (detail::is_folded_recursion(events, e, names)) continue;
         const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
+        const device_type device = e.device.type;
         std::uint32_t group = 0;
         detail::name_cache::slot& hit = cache.at(e.name, user_annotation);
         if (cache_usable && hit.used && hit.name == e.name.data() && hit.size == e.name.size() &&
-            hit.user_annotation == user_annotation) {
+            hit.user_annotation == user_annotation && hit.device == device) {
             group = hit.group;
         } else {
             detail::group_key key;
             key.name = names(e.name);
             key.user_annotation = user_annotation;
+            key.device = device;
             if (options.group_by_input_shape) {
                 const event_args* args = events.args(e);
                 if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
@@ -6433,7 +6541,7 @@ inline void finish_group(averaged_event& a) {
             const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
             if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
             group = at->second;
-            hit = {e.name.data(), e.name.size(), user_annotation, true, group};
+            hit = {e.name.data(), e.name.size(), user_annotation, device, true, group};
         }
         detail::add_to_group(groups[group], events, e, names);
     }
@@ -6457,6 +6565,7 @@ inline void finish_group(averaged_event& a) {
     if (last != nullptr) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
+        total.device_type = last->device.type;
         if (const event_args* args = events.args(*last)) total.input_shapes = args->input_dims;
         const call_stack frames = events.stack(*last);
         total.stack.assign(frames.begin(), frames.end());
@@ -6472,11 +6581,14 @@ inline averaged_event averaged_event_list::total_average() const {
         total.count += a.count;
         total.cpu_time_total += a.cpu_time_total;
         total.self_cpu_time_total += a.self_cpu_time_total;
+        total.device_time_total += a.device_time_total;
+        total.self_device_time_total += a.self_device_time_total;
         total.flops += a.flops;
         total.input_shapes = a.input_shapes;
         total.stack = a.stack;
         total.is_user_annotation = a.is_user_annotation;
         total.has_cpu_parent = a.has_cpu_parent;
+        total.device_type = a.device_type;
     }
     total.key = "Total";
     detail::finish_group(total);
@@ -9326,9 +9438,11 @@ private:
 
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
 /// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
-/// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
-/// `[stint]_<n>_records_dropped 1` line, and late records (event_list::late) as
-/// `[stint]_<n>_records_late 1`, so no loss goes unseen.
+/// `stack_frames::locations` those without a stack. "self_cuda_time_total" gives each CPU event's
+/// self device time (the device work it launched itself); device events are left out, as their time
+/// is their launcher's. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1`
+/// line, late records (event_list::late) as `[stint]_<n>_records_late 1`, and device records lost
+/// (device_loss::lost) as `[stint]_<n>_device_records_lost 1`, so no loss goes unseen.
 template <class Sink>
 void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
                             stack_frames frames = stack_frames::locations) {
@@ -9339,10 +9453,10 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     std::optional<name_paths> named;
     if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
+        if (e.on_device()) continue;
         const call_stack stack = events.stack(e);
         if (frames == stack_frames::locations && stack.empty()) continue;
-        // Device time arrives with device activity; until then every self_cuda value is 0.
-        const double value = cpu ? e.self_cpu_time_total() : 0.0;
+        const double value = cpu ? e.self_cpu_time_total() : e.self_device_time_total();
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
         if (frames == stack_frames::names) {
@@ -9368,6 +9482,9 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     }
     if (events.late() > 0) {
         fmt::format_to(std::back_inserter(block), "[stint]_{}_records_late 1\n", events.late());
+    }
+    if (const std::uint64_t lost = events.device().loss.lost(); lost > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_device_records_lost 1\n", lost);
     }
     if (!block.empty()) sink.write(block);
 }

@@ -20,6 +20,7 @@
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/table.hpp"
+#include "stint/common/device.hpp"
 
 namespace stint {
 
@@ -44,6 +45,14 @@ struct averaged_event {
     double cpu_time_total = 0;       ///< sum of the events' durations (a recursive op counts each level)
     double self_cpu_time_total = 0;  ///< sum of the events' self times
     double cpu_time = 0;             ///< cpu_time_total / count (0 when count is 0)
+    /// Where the events ran: a kernel's row never merges with a CPU op's row of the same name.
+    stint::device_type device_type = stint::device_type::cpu;
+    /// Sum of the events' device times: a device event's duration, a CPU event's launched device work
+    /// with its descendants' (event::device_time_total).
+    double device_time_total = 0;
+    /// Sum of the events' self device times: a CPU event's without its children's.
+    double self_device_time_total = 0;
+    double device_time = 0;          ///< device_time_total / count (0 when count is 0)
     /// The first event's input dims when grouped by input shape; empty otherwise.
     std::vector<std::vector<std::int64_t>> input_shapes;
     /// The first event's innermost `group_by_stack_n` frames, innermost first; empty when not grouped.
@@ -55,6 +64,11 @@ struct averaged_event {
     /// Whether the group's first event ran inside another event; torch decides
     /// top_level_events_only by this one event.
     bool has_cpu_parent = false;
+
+    /// torch's legacy names of the device times.
+    [[nodiscard]] double cuda_time_total() const noexcept { return device_time_total; }
+    [[nodiscard]] double self_cuda_time_total() const noexcept { return self_device_time_total; }
+    [[nodiscard]] double cuda_time() const noexcept { return device_time; }
 };
 
 /// The groups of `key_averages()`, in the order each group's first event started.
@@ -97,6 +111,7 @@ namespace detail {
 struct group_key {
     std::string_view name;
     bool user_annotation = false;
+    device_type device = device_type::cpu;
     const std::vector<std::vector<std::int64_t>>* shapes = nullptr;  // nullptr: not grouped, or no dims
     call_stack stack;                                                // empty when not grouped by stack
 };
@@ -106,6 +121,7 @@ struct group_key_hash {
     std::size_t operator()(const group_key& k) const noexcept {
         std::size_t h = std::hash<std::string_view>{}(k.name);
         mix(h, k.user_annotation ? 1 : 0);
+        mix(h, static_cast<std::size_t>(k.device));
         if (k.shapes != nullptr) {
             for (const auto& dims : *k.shapes) {
                 mix(h, dims.size());
@@ -119,20 +135,21 @@ struct group_key_hash {
 
 struct group_key_equal {
     bool operator()(const group_key& a, const group_key& b) const noexcept {
-        if (a.name != b.name || a.user_annotation != b.user_annotation) return false;
+        if (a.name != b.name || a.user_annotation != b.user_annotation || a.device != b.device) return false;
         if ((a.shapes == nullptr) != (b.shapes == nullptr)) return false;
         if (a.shapes != nullptr && a.shapes != b.shapes && *a.shapes != *b.shapes) return false;
         return a.stack == b.stack;
     }
 };
 
-// Direct-mapped: recorded name pointer and kind -> group. A slot is only trusted on an exact pointer,
-// size and kind match, and equal pointers with equal sizes are equal names.
+// Direct-mapped: recorded name pointer, kind and device type -> group. A slot is only trusted on an
+// exact pointer, size, kind and device match, and equal pointers with equal sizes are equal names.
 struct name_cache {
     struct slot {
         const char* name = nullptr;
         std::size_t size = 0;
         bool user_annotation = false;
+        device_type device = device_type::cpu;
         bool used = false;  // an empty name may have a null pointer, like an unused slot
         std::uint32_t group = 0;
     };
@@ -148,6 +165,7 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
     a.key = name;
     a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
+    a.device_type = e.device.type;
     if (key.shapes != nullptr) a.input_shapes = *key.shapes;
     a.stack.assign(key.stack.begin(), key.stack.end());
 }
@@ -155,13 +173,17 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
 // torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
 inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
     ++a.count;
-    a.cpu_time_total += torch_cpu_time_total(e);
-    a.self_cpu_time_total += torch_self_cpu_time_total(events, e, names);
+    const torch_times times = torch_event_times(events, e, names);
+    a.cpu_time_total += times.cpu_time_total;
+    a.self_cpu_time_total += times.self_cpu_time_total;
+    a.device_time_total += times.device_time_total;
+    a.self_device_time_total += times.self_device_time_total;
     if (e.flops > 0) a.flops += e.flops;
 }
 
 inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
+    a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
 }
 
 [[nodiscard]] inline table_row to_table_row(const averaged_event& a) {
@@ -170,6 +192,11 @@ inline void finish_group(averaged_event& a) {
     r.self_cpu_time_total = a.self_cpu_time_total;
     r.cpu_time_total = a.cpu_time_total;
     r.cpu_time = a.cpu_time;
+    r.self_device_time_total = a.self_device_time_total;
+    r.device_time_total = a.device_time_total;
+    r.device_time = a.device_time;
+    r.device = a.device_type;
+    r.is_user_annotation = a.is_user_annotation;
     r.count = a.count;
     r.input_shapes = &a.input_shapes;
     r.frames = a.stack;
@@ -181,7 +208,8 @@ inline void finish_group(averaged_event& a) {
 
 }  // namespace detail
 
-/// Groups events as torch's `key_averages()` does: by name and kind (scope or op), plus input dims
+/// Groups events as torch's `key_averages()` does: by name, kind (scope or op) and device type (a
+/// kernel's row is apart from a CPU op's of the same name), plus input dims
 /// and the innermost stack frames when asked. Names are demangled ("_Z3foov" shows as "foo()") and
 /// every "ProfilerStep#N" joins one "ProfilerStep*" group. An event that is the only child of a
 /// same-named parent is merged into that parent, as torch's tree drops it; any other recursion counts
@@ -210,15 +238,17 @@ inline void finish_group(averaged_event& a) {
     for (const event& e : events) {
         if (detail::is_folded_recursion(events, e, names)) continue;
         const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
+        const device_type device = e.device.type;
         std::uint32_t group = 0;
         detail::name_cache::slot& hit = cache.at(e.name, user_annotation);
         if (cache_usable && hit.used && hit.name == e.name.data() && hit.size == e.name.size() &&
-            hit.user_annotation == user_annotation) {
+            hit.user_annotation == user_annotation && hit.device == device) {
             group = hit.group;
         } else {
             detail::group_key key;
             key.name = names(e.name);
             key.user_annotation = user_annotation;
+            key.device = device;
             if (options.group_by_input_shape) {
                 const event_args* args = events.args(e);
                 if (args != nullptr && !args->input_dims.empty()) key.shapes = &args->input_dims;
@@ -229,7 +259,7 @@ inline void finish_group(averaged_event& a) {
             const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
             if (opened) detail::open_group(groups.emplace_back(), key.name, e, key);
             group = at->second;
-            hit = {e.name.data(), e.name.size(), user_annotation, true, group};
+            hit = {e.name.data(), e.name.size(), user_annotation, device, true, group};
         }
         detail::add_to_group(groups[group], events, e, names);
     }
@@ -253,6 +283,7 @@ inline void finish_group(averaged_event& a) {
     if (last != nullptr) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
+        total.device_type = last->device.type;
         if (const event_args* args = events.args(*last)) total.input_shapes = args->input_dims;
         const call_stack frames = events.stack(*last);
         total.stack.assign(frames.begin(), frames.end());
@@ -268,11 +299,14 @@ inline averaged_event averaged_event_list::total_average() const {
         total.count += a.count;
         total.cpu_time_total += a.cpu_time_total;
         total.self_cpu_time_total += a.self_cpu_time_total;
+        total.device_time_total += a.device_time_total;
+        total.self_device_time_total += a.self_device_time_total;
         total.flops += a.flops;
         total.input_shapes = a.input_shapes;
         total.stack = a.stack;
         total.is_user_annotation = a.is_user_annotation;
         total.has_cpu_parent = a.has_cpu_parent;
+        total.device_type = a.device_type;
     }
     total.key = "Total";
     detail::finish_group(total);

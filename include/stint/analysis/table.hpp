@@ -22,6 +22,7 @@
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/capture/detail/native_symbols.hpp"
+#include "stint/common/device.hpp"
 
 namespace stint {
 
@@ -43,10 +44,21 @@ struct table_options {
 
 namespace detail {
 
-// The columns a sort key reads. Device and memory keys read zero until stint records those values;
-// they are accepted now because torch accepts them on a CPU-only run (its test_flops sorts by
-// self_cuda_time_total) and the sort is stable, so such a sort keeps the list's order.
-enum class sort_field : std::uint8_t { cpu_time, cpu_time_total, self_cpu_time_total, count, flops, not_recorded };
+// The columns a sort key reads. torch maps cuda, xpu and privateuse1 in a key to device, so all three
+// spellings sort by the device times. Memory keys read zero until stint records memory; they are
+// accepted because torch accepts them on any run, and the sort is stable, so such a sort keeps the
+// list's order (as a device key does on a CPU-only run: torch's test_flops sorts by self_cuda_time_total).
+enum class sort_field : std::uint8_t {
+    cpu_time,
+    cpu_time_total,
+    self_cpu_time_total,
+    device_time,
+    device_time_total,
+    self_device_time_total,
+    count,
+    flops,
+    not_recorded,
+};
 
 struct sort_key_entry {
     std::string_view name;
@@ -58,11 +70,11 @@ struct sort_key_entry {
 // in torch's table() docstring, in its order.
 inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"cpu_time", sort_field::cpu_time},
-    {"cuda_time", sort_field::not_recorded},
-    {"xpu_time", sort_field::not_recorded},
+    {"cuda_time", sort_field::device_time},
+    {"xpu_time", sort_field::device_time},
     {"cpu_time_total", sort_field::cpu_time_total},
-    {"cuda_time_total", sort_field::not_recorded},
-    {"xpu_time_total", sort_field::not_recorded},
+    {"cuda_time_total", sort_field::device_time_total},
+    {"xpu_time_total", sort_field::device_time_total},
     {"cpu_memory_usage", sort_field::not_recorded},
     {"cuda_memory_usage", sort_field::not_recorded},
     {"xpu_memory_usage", sort_field::not_recorded},
@@ -71,16 +83,16 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"self_xpu_memory_usage", sort_field::not_recorded},
     {"count", sort_field::count},
     {"self_cpu_time_total", sort_field::self_cpu_time_total},
-    {"self_cuda_time_total", sort_field::not_recorded},
-    {"self_xpu_time_total", sort_field::not_recorded},
-    {"device_time", sort_field::not_recorded},
-    {"device_time_total", sort_field::not_recorded},
-    {"self_device_time_total", sort_field::not_recorded},
+    {"self_cuda_time_total", sort_field::self_device_time_total},
+    {"self_xpu_time_total", sort_field::self_device_time_total},
+    {"device_time", sort_field::device_time},
+    {"device_time_total", sort_field::device_time_total},
+    {"self_device_time_total", sort_field::self_device_time_total},
     {"device_memory_usage", sort_field::not_recorded},
     {"self_device_memory_usage", sort_field::not_recorded},
-    {"privateuse1_time", sort_field::not_recorded},
-    {"privateuse1_time_total", sort_field::not_recorded},
-    {"self_privateuse1_time_total", sort_field::not_recorded},
+    {"privateuse1_time", sort_field::device_time},
+    {"privateuse1_time_total", sort_field::device_time_total},
+    {"self_privateuse1_time_total", sort_field::self_device_time_total},
     {"privateuse1_memory_usage", sort_field::not_recorded},
     {"self_privateuse1_memory_usage", sort_field::not_recorded},
     {"flops", sort_field::flops},
@@ -154,13 +166,18 @@ private:
 // not (end_ns - start_ns) / 1000, and a self time subtracts the children's durations, summed in order
 // from 0. Integer sums round some half-way cells the other way: a[0,18] b[100,109] c[200,205] (ns)
 // shows b at 28.13% in torch, 28.12% from nanosecond sums.
-[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+[[nodiscard]] inline double torch_elapsed_us(const event& e) noexcept {
     return static_cast<double>(e.end_ns) / 1e3 - static_cast<double>(e.start_ns) / 1e3;
 }
 
-// torch's self_cpu_time_total of an event that survives folding: a folded chain's children are those
-// of its innermost member, which _remove_dup_nodes hands to the survivor.
-[[nodiscard]] inline double torch_self_cpu_time_total(const event_list& list, const event& e, display_names& names) {
+// torch's cpu_time_total: 0 for an event on a device.
+[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+    return e.on_device() ? 0.0 : torch_elapsed_us(e);
+}
+
+// The first child of an event that survives folding: a folded chain's children are those of its
+// innermost member, which _remove_dup_nodes hands to the survivor.
+[[nodiscard]] inline event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
     event_index first = e.first_child;
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
@@ -168,9 +185,39 @@ private:
         if (child.next_sibling != no_index || names(child.name) != name) break;
         first = child.first_child;
     }
+    return first;
+}
+
+// One event's times as torch's FunctionEvent gives them (µs). A device event has no CPU time and its
+// duration as both device times. A CPU event's device time is that of the device events it and its
+// descendants launched; its self device time leaves out its children's (after folding). torch's
+// _remove_dup_nodes keeps only the innermost member's kernels on a folded chain's survivor; here the
+// survivor keeps the whole chain's, so no device time vanishes from the table.
+struct torch_times {
+    double cpu_time_total = 0;
+    double self_cpu_time_total = 0;
+    double device_time_total = 0;
+    double self_device_time_total = 0;
+};
+
+[[nodiscard]] inline torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
+    torch_times t;
+    if (e.on_device()) {
+        t.device_time_total = t.self_device_time_total = torch_elapsed_us(e);
+        return t;
+    }
+    t.cpu_time_total = torch_elapsed_us(e);
+    t.device_time_total = static_cast<double>(e.device_ns) / 1e3;
+    const event_index first = torch_first_child(list, e, names);
     double children = 0;
-    for (event_index c = first; c != no_index; c = list[c].next_sibling) children += torch_cpu_time_total(list[c]);
-    return torch_cpu_time_total(e) - children;
+    std::int64_t children_device_ns = 0;
+    for (event_index c = first; c != no_index; c = list[c].next_sibling) {
+        children += torch_cpu_time_total(list[c]);
+        children_device_ns += list[c].device_ns;
+    }
+    t.self_cpu_time_total = t.cpu_time_total - children;
+    t.self_device_time_total = static_cast<double>(e.device_ns - children_device_ns) / 1e3;
+    return t;
 }
 
 // What the table reads of one row, from a raw event or an averaged one. A new column adds a field here.
@@ -179,6 +226,11 @@ struct table_row {
     double self_cpu_time_total = 0;  // µs
     double cpu_time_total = 0;       // µs
     double cpu_time = 0;             // µs, average per call
+    double self_device_time_total = 0;  // µs
+    double device_time_total = 0;       // µs
+    double device_time = 0;             // µs, average per call
+    device_type device = device_type::cpu;  // where the row's events ran
+    bool is_user_annotation = false;
     std::int64_t count = 0;
     const std::vector<std::vector<std::int64_t>>* input_shapes = nullptr;  // nullptr: none
     call_stack stack;                                                     // an event's, innermost first,
@@ -221,6 +273,9 @@ void for_each_frame(const table_row& r, F&& f) {
         case sort_field::cpu_time: return row.cpu_time;
         case sort_field::cpu_time_total: return row.cpu_time_total;
         case sort_field::self_cpu_time_total: return row.self_cpu_time_total;
+        case sort_field::device_time: return row.device_time;
+        case sort_field::device_time_total: return row.device_time_total;
+        case sort_field::self_device_time_total: return row.self_device_time_total;
         case sort_field::count: return static_cast<double>(row.count);
         case sort_field::flops: return static_cast<double>(std::max<std::int64_t>(row.flops, 0));
         case sort_field::not_recorded: return 0;
@@ -374,8 +429,8 @@ inline void check_options(const table_options& options) {
     check_width("max_shapes_column_width", options.max_shapes_column_width);
 }
 
-// torch's _build_table for the columns stint records (device, memory, overload and node id columns
-// join here when their fields exist).
+// torch's _build_table for the columns stint records (memory, overload and node id columns join here
+// when their fields exist).
 [[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options) {
     check_options(options);
     if (rows.empty()) return {};
@@ -397,6 +452,10 @@ inline void check_options(const table_options& options) {
     std::size_t src_width = 0;
     std::int64_t min_flops = 0;
     double sum_self_cpu = 0;
+    // torch's has_device_time and sum_self_device_time_total: the share and the footer sum the rows of
+    // device events only, as a CPU row's self device time is theirs again.
+    bool has_device_time = false;
+    double sum_self_device = 0;
     for (const table_row& r : rows) {
         name_width = std::max(name_width, text_width(r.name));
         has_input_shapes = has_input_shapes || (r.input_shapes != nullptr && !r.input_shapes->empty());
@@ -406,6 +465,8 @@ inline void check_options(const table_options& options) {
         }
         if (r.flops > 0 && (min_flops == 0 || r.flops < min_flops)) min_flops = r.flops;
         sum_self_cpu += r.self_cpu_time_total;
+        has_device_time = has_device_time || r.self_device_time_total > 0;
+        if (r.device != device_type::cpu && !r.is_user_annotation) sum_self_device += r.self_device_time_total;
     }
     name_width = std::min(name_width + 4, max_name);
     src_width = std::min(src_width + 4, static_cast<std::size_t>(options.max_src_column_width));
@@ -435,8 +496,9 @@ inline void check_options(const table_options& options) {
     }
 
     constexpr std::size_t default_width = 12;
-    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
-                                     "# of Calls"};
+    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+    if (has_device_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+    headers.emplace_back("# of Calls");
     std::vector<table_column> columns{{name_width}};
     columns.resize(headers.size(), {default_width});
     if (has_input_shapes) {
@@ -495,6 +557,12 @@ inline void check_options(const table_options& options) {
         append_share(cells[++c], r.cpu_time_total, sum_self_cpu);
         append_time(cells[++c], r.cpu_time_total, unit);
         append_time(cells[++c], r.cpu_time, unit);
+        if (has_device_time) {
+            append_time(cells[++c], r.self_device_time_total, unit);
+            append_share(cells[++c], r.self_device_time_total, sum_self_device);
+            append_time(cells[++c], r.device_time_total, unit);
+            append_time(cells[++c], r.device_time, unit);
+        }
         fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
         if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
@@ -525,13 +593,18 @@ inline void check_options(const table_options& options) {
     out += "Self CPU time total: ";
     append_time(out, sum_self_cpu, unit);
     out += '\n';
+    if (has_device_time) {
+        out += "Self CUDA time total: ";
+        append_time(out, sum_self_device, unit);
+        out += '\n';
+    }
     return out;
 }
 
 }  // namespace detail
 
-/// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings).
-/// Keys for device time and memory sort by zero until stint records those values.
+/// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings, which
+/// all sort by device time). Memory keys sort by zero until stint records memory.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
 [[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
@@ -543,8 +616,9 @@ inline void check_options(const table_options& options) {
 
 /// One row per event, as torch's `EventList.table()` prints `prof.events()`: "ProfilerStep#N" shows
 /// as "ProfilerStep*", and an event that is the only child of a same-named parent is merged into that
-/// parent (torch's tree drops it). An empty list gives "". Throws std::invalid_argument for an unknown
-/// sort key or time unit, or a maximum width under 4.
+/// parent (torch's tree drops it). A device event (kernel, copy) is a row with no CPU time; the CUDA
+/// columns and footer line appear when some row has self device time. An empty list gives "". Throws
+/// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
 [[nodiscard]] inline std::string table(const event_list& events, const table_options& options = {}) {
@@ -562,9 +636,15 @@ inline void check_options(const table_options& options) {
         if (detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
         r.name = names(e.name);
-        r.self_cpu_time_total = detail::torch_self_cpu_time_total(events, e, names);
-        r.cpu_time_total = detail::torch_cpu_time_total(e);
+        const detail::torch_times times = detail::torch_event_times(events, e, names);
+        r.self_cpu_time_total = times.self_cpu_time_total;
+        r.cpu_time_total = times.cpu_time_total;
         r.cpu_time = r.cpu_time_total;
+        r.self_device_time_total = times.self_device_time_total;
+        r.device_time_total = times.device_time_total;
+        r.device_time = r.device_time_total;
+        r.device = e.device.type;
+        r.is_user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         r.count = 1;
         if (const event_args* args = events.args(e)) r.input_shapes = &args->input_dims;
         r.stack = events.stack(e);

@@ -118,9 +118,11 @@ private:
 
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
 /// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
-/// `stack_frames::locations` those without a stack. Records lost to the buffer budget show as one
-/// `[stint]_<n>_records_dropped 1` line, and late records (event_list::late) as
-/// `[stint]_<n>_records_late 1`, so no loss goes unseen.
+/// `stack_frames::locations` those without a stack. "self_cuda_time_total" gives each CPU event's
+/// self device time (the device work it launched itself); device events are left out, as their time
+/// is their launcher's. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1`
+/// line, late records (event_list::late) as `[stint]_<n>_records_late 1`, and device records lost
+/// (device_loss::lost) as `[stint]_<n>_device_records_lost 1`, so no loss goes unseen.
 template <class Sink>
 void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
                             stack_frames frames = stack_frames::locations) {
@@ -131,10 +133,10 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     std::optional<name_paths> named;
     if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
+        if (e.on_device()) continue;
         const call_stack stack = events.stack(e);
         if (frames == stack_frames::locations && stack.empty()) continue;
-        // Device time arrives with device activity; until then every self_cuda value is 0.
-        const double value = cpu ? e.self_cpu_time_total() : 0.0;
+        const double value = cpu ? e.self_cpu_time_total() : e.self_device_time_total();
         const auto whole = static_cast<std::int64_t>(std::floor(value));
         if (whole <= 0) continue;
         if (frames == stack_frames::names) {
@@ -160,6 +162,9 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
     }
     if (events.late() > 0) {
         fmt::format_to(std::back_inserter(block), "[stint]_{}_records_late 1\n", events.late());
+    }
+    if (const std::uint64_t lost = events.device().loss.lost(); lost > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_device_records_lost 1\n", lost);
     }
     if (!block.empty()) sink.write(block);
 }
