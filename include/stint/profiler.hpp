@@ -117,7 +117,8 @@ public:
     /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
     explicit profiler(options_type options = {}) : options_(std::move(options)) {
         if (!active()) return;
-        if (!options_.activities.contains(activity::cpu) && !(has_device && options_.activities.contains(activity::cuda))) {
+        const bool records_device = has_device && options_.activities.contains(activity::cuda);
+        if (!options_.activities.contains(activity::cpu) && !records_device) {
             throw std::invalid_argument(
                 "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
                 "activity::cuda with stint::cuda_activities in the config");

@@ -4668,7 +4668,8 @@ public:
     /// The device events (kernels, copies, memsets, syncs) that a CPU event launched itself, in start
     /// order (torch's FunctionEvent.kernels); its descendants' are theirs.
     ///
-    ///     for (const stint::event& k : prof.events().kernels(op)) fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
+    ///     for (const stint::event& k : prof.events().kernels(op))
+    ///         fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
     [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&events_, e.first_linked, true}; }
     /// Whether any event ran on a device.
     [[nodiscard]] bool has_device_events() const noexcept { return device_events_ != 0; }
@@ -5165,8 +5166,8 @@ public:
         list_.device_args_.push_back(args);
         return i;
     }
-    /// Adds a CUDA API call made on CPU thread `thread` (its name is copied). Its parent is the CPU event that set_launcher()
-    /// names, and it is top-level without one; a drain that knows neither leaves it to the times.
+    /// Adds a CUDA API call made on CPU thread `thread` (its name is copied). Its parent is the CPU event
+    /// that set_launcher() names; without one it is top-level.
     event_index add_api_call(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
                              std::int64_t end_ns, const device_args& args) {
         const event_index i = add_copy(kind, name, thread, start_ns, end_ns);
@@ -5613,7 +5614,8 @@ inline void event_list::append(const event_list& later) {
         device_ = later.device_;  // the latest window's status
         device_.loss = loss;
         for (const device_properties& d : later.device_.devices) {
-            if (std::none_of(devices.begin(), devices.end(), [&](const device_properties& o) { return o.id == d.id; })) {
+            const auto same = [&](const device_properties& o) { return o.id == d.id; };
+            if (std::none_of(devices.begin(), devices.end(), same)) {
                 devices.push_back(d);
             }
         }
@@ -8273,7 +8275,6 @@ public:
             builder.begin_run();  // the next node's records are a run of their own
             last_scope = no_index;
         };
-
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
@@ -8332,8 +8333,8 @@ public:
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
-        const bool closed =
-            state_ == device_only_state ? (on_disabled(), true) : reg.end_session(state_, on_disabled, on_thread, on_record);
+        const bool closed = state_ == device_only_state ? (on_disabled(), true)
+                                                        : reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
         if (!closed) return false;
         if (device != nullptr) {
@@ -8366,7 +8367,7 @@ public:
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;
-        for (const event& e : out) {
+        for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
             if (e.on_device()) ++stats_.device_events;
             if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
         }
@@ -9808,7 +9809,8 @@ public:
     /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
     explicit profiler(options_type options = {}) : options_(std::move(options)) {
         if (!active()) return;
-        if (!options_.activities.contains(activity::cpu) && !(has_device && options_.activities.contains(activity::cuda))) {
+        const bool records_device = has_device && options_.activities.contains(activity::cuda);
+        if (!options_.activities.contains(activity::cpu) && !records_device) {
             throw std::invalid_argument(
                 "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
                 "activity::cuda with stint::cuda_activities in the config");

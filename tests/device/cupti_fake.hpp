@@ -243,7 +243,8 @@ inline stint::detail::cupti_kernel kernel(const char* name, std::uint64_t start,
     return r;
 }
 inline stint::detail::cupti_memcpy memcpy_record(std::uint64_t start, std::uint64_t end, std::uint32_t correlation,
-                                                 std::uint64_t bytes, std::uint8_t copy = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                                 std::uint64_t bytes,
+                                                 std::uint8_t copy = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
                                                  std::uint8_t src = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
                                                  std::uint8_t dst = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
     stint::detail::cupti_memcpy r{};

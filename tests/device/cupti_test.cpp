@@ -318,7 +318,8 @@ TEST_CASE("cupti: the latch: a failed first enable turns CUPTI off for the proce
     prof.start();
     { STINT_OP(gpu, "cpu op"); }
     prof.stop();
-    CHECK(prof.stats().device_status.starts_with("unavailable: cuptiActivityEnable returned CUPTI_ERROR_UNKNOWN (999)"));
+    CHECK(prof.stats().device_status.starts_with(
+        "unavailable: cuptiActivityEnable returned CUPTI_ERROR_UNKNOWN (999)"));
     CHECK(find(prof.events(), "cpu op") != nullptr);
     CHECK(fake().pushed.empty());
     const std::size_t calls = fake().calls;
@@ -420,7 +421,8 @@ TEST_CASE("cupti: the record layout the fake walks is the one the real libcupti 
         std::vector<std::pair<int, std::size_t>> seen;
         CUpti_Activity* r = nullptr;
         while (t.get_next_record(bytes, used, &r) == CUPTI_SUCCESS) {
-            seen.emplace_back(static_cast<int>(r->kind), static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(r) - bytes));
+            const auto offset = static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(r) - bytes);
+            seen.emplace_back(static_cast<int>(r->kind), offset);
         }
         return seen;
     };

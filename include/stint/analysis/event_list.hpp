@@ -277,7 +277,8 @@ public:
     /// The device events (kernels, copies, memsets, syncs) that a CPU event launched itself, in start
     /// order (torch's FunctionEvent.kernels); its descendants' are theirs.
     ///
-    ///     for (const stint::event& k : prof.events().kernels(op)) fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
+    ///     for (const stint::event& k : prof.events().kernels(op))
+    ///         fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
     [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&events_, e.first_linked, true}; }
     /// Whether any event ran on a device.
     [[nodiscard]] bool has_device_events() const noexcept { return device_events_ != 0; }

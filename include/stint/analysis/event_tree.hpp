@@ -77,8 +77,8 @@ public:
         list_.device_args_.push_back(args);
         return i;
     }
-    /// Adds a CUDA API call made on CPU thread `thread` (its name is copied). Its parent is the CPU event that set_launcher()
-    /// names, and it is top-level without one; a drain that knows neither leaves it to the times.
+    /// Adds a CUDA API call made on CPU thread `thread` (its name is copied). Its parent is the CPU event
+    /// that set_launcher() names; without one it is top-level.
     event_index add_api_call(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
                              std::int64_t end_ns, const device_args& args) {
         const event_index i = add_copy(kind, name, thread, start_ns, end_ns);
@@ -525,7 +525,8 @@ inline void event_list::append(const event_list& later) {
         device_ = later.device_;  // the latest window's status
         device_.loss = loss;
         for (const device_properties& d : later.device_.devices) {
-            if (std::none_of(devices.begin(), devices.end(), [&](const device_properties& o) { return o.id == d.id; })) {
+            const auto same = [&](const device_properties& o) { return o.id == d.id; };
+            if (std::none_of(devices.begin(), devices.end(), same)) {
                 devices.push_back(d);
             }
         }

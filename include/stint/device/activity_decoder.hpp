@@ -279,7 +279,8 @@ private:
                     a.device = static_cast<std::int32_t>(o.objectId.dcs.deviceId);
                     a.stream = o.objectId.dcs.streamId;
                 }
-                a.name = intern(fmt::format("CUPTI {}", overhead_kind_name(static_cast<std::uint32_t>(o.overheadKind))));
+                const auto overhead = static_cast<std::uint32_t>(o.overheadKind);
+                a.name = intern(fmt::format("CUPTI {}", overhead_kind_name(overhead)));
                 return;
             }
             case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return;  // read in the first pass
@@ -348,8 +349,8 @@ private:
         const char* name = nullptr;
         if (table_.get_callback_name == nullptr || table_.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS ||
             name == nullptr) {
-            it->second = intern(fmt::format("{}_cbid_{}",
-                                            domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cuda_runtime" : "cuda_driver", cbid));
+            const char* kind = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cuda_runtime" : "cuda_driver";
+            it->second = intern(fmt::format("{}_cbid_{}", kind, cbid));
         } else {
             it->second = intern(std::string(strip_api_version(name)));
         }

@@ -136,7 +136,9 @@ inline std::string cuda_driver_problem(const cuda_driver_library& driver) {
     const cuda_driver_table& t = driver.table;
     if (t.init == nullptr || t.device_get_count == nullptr) return "libcuda.so.1 lacks cuInit or cuDeviceGetCount";
     if (const CUresult r = t.init(0); r != CUDA_SUCCESS) {
-        if (r == CUDA_ERROR_STUB_LIBRARY) return "libcuda.so.1 is the CUDA toolkit's stub (CUDA_ERROR_STUB_LIBRARY, 34)";
+        if (r == CUDA_ERROR_STUB_LIBRARY) {
+            return "libcuda.so.1 is the CUDA toolkit's stub (CUDA_ERROR_STUB_LIBRARY, 34)";
+        }
         if (r == CUDA_ERROR_NO_DEVICE) return "no CUDA device (CUDA_ERROR_NO_DEVICE, 100)";
         return fmt::format("cuInit failed with CUresult {}", static_cast<int>(r));
     }

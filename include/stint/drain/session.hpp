@@ -187,7 +187,6 @@ public:
             builder.begin_run();  // the next node's records are a run of their own
             last_scope = no_index;
         };
-
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
@@ -246,8 +245,8 @@ public:
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
-        const bool closed =
-            state_ == device_only_state ? (on_disabled(), true) : reg.end_session(state_, on_disabled, on_thread, on_record);
+        const bool closed = state_ == device_only_state ? (on_disabled(), true)
+                                                        : reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
         if (!closed) return false;
         if (device != nullptr) {
@@ -280,7 +279,7 @@ public:
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;
-        for (const event& e : out) {
+        for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
             if (e.on_device()) ++stats_.device_events;
             if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
         }
