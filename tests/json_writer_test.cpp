@@ -3,6 +3,8 @@
 #include "stint/export/output_file.hpp"
 
 #include <doctest/doctest.h>
+
+#include "child_process.hpp"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -114,49 +116,7 @@ bool is_temporary_of(const std::string& name, const std::string& /*final_name*/)
     return name.size() == 13 && name.starts_with(".stint-");
 }
 
-// Runs `body` in a forked child (for process-wide limits and peak memory) and returns what it
-// returned, or the text of the exception it threw.
-std::string in_child(const std::function<std::string()>& body) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
-        std::string result;
-        try {
-            result = body();
-        } catch (const std::exception& e) {
-            result = std::string("exception: ") + e.what();
-        }
-        const char* p = result.data();
-        std::size_t left = result.size();
-        while (left > 0) {
-            const ssize_t n = ::write(fds[1], p, left);
-            if (n <= 0) break;
-            p += n;
-            left -= static_cast<std::size_t>(n);
-        }
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string result;
-    char chunk[4096];
-    for (;;) {
-        const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-        if (n > 0) {
-            result.append(chunk, static_cast<std::size_t>(n));
-        } else if (n == 0 || errno != EINTR) {
-            break;
-        }
-    }
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    return result;
-}
+using stint_test::in_child;
 
 std::string system_error_text(std::string_view path, std::string_view reason) {
     return "stint: cannot write trace '" + std::string(path) + "': " + std::string(reason);

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../child_process.hpp"
 #include "../test_util.hpp"
 #include "size.hpp"
 
@@ -105,52 +106,14 @@ std::string child_dir(const temp_dir& dir, const std::string& name) {
     return path;
 }
 
-// Runs `body` in a forked child, as "nobody" when the suite runs as root, and returns what it
-// returned, or the text of the exception it threw.
+// Runs `body` in a forked child (stint_test::in_child), as "nobody" when the suite runs as root.
 std::string in_child(const std::function<std::string()>& body, bool unprivileged = false) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
-        std::string result;
-        try {
-            if (unprivileged && is_root() && (::setgid(nobody) != 0 || ::setuid(nobody) != 0)) {
-                result = "cannot drop privileges";
-            } else {
-                result = body();
-            }
-        } catch (const std::exception& e) {
-            result = std::string("exception: ") + e.what();
+    return stint_test::in_child([&]() -> std::string {
+        if (unprivileged && is_root() && (::setgid(nobody) != 0 || ::setuid(nobody) != 0)) {
+            return "cannot drop privileges";
         }
-        const char* p = result.data();
-        std::size_t left = result.size();
-        while (left > 0) {
-            const ssize_t n = ::write(fds[1], p, left);
-            if (n <= 0) break;
-            p += n;
-            left -= static_cast<std::size_t>(n);
-        }
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string result;
-    char chunk[4096];
-    for (;;) {
-        const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-        if (n > 0) {
-            result.append(chunk, static_cast<std::size_t>(n));
-        } else if (n == 0 || errno != EINTR) {
-            break;
-        }
-    }
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    return result;
+        return body();
+    });
 }
 
 // A stopped session with `scopes` outer/inner pairs, and what its exports hold: exported once to
