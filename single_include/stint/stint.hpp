@@ -5429,10 +5429,9 @@ private:
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
         constexpr event_index mixed = no_index - 1;
         std::vector<event_index> thread_run(list_.threads_.size(), no_index);
-        launcher_.resize(n, not_linked);
         // Device events and API calls whose launcher is known sit outside the runs: they take no part
         // in deciding how a thread is linked.
-        const auto placed = [&](event_index i) { return ev[i].on_device() || launcher_[original[i]] != not_linked; };
+        const auto placed = [&](event_index i) { return ev[i].on_device() || launcher_of(original[i]) != not_linked; };
         for (event_index i = 0; i < n; ++i) {
             if (placed(i)) continue;
             event_index& run = thread_run[ev[i].thread];
@@ -5453,14 +5452,13 @@ private:
             e.self_ns = e.duration_ns();
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];
-            if (const event_index launcher = launcher_[original[i]]; launcher != not_linked) {
-                e.linked = launcher == no_index ? no_index : position[launcher];
-            }
+            const event_index launcher = launcher_of(original[i]);
+            if (launcher != not_linked) e.linked = launcher == no_index ? no_index : position[launcher];
             if (e.on_device()) {
                 e.self_ns = 0;  // device time is not CPU time; the track has no nesting
                 continue;
             }
-            if (launcher_[original[i]] != not_linked) {
+            if (launcher != not_linked) {
                 // An API call: inside the op that made it (which clamp_api_calls ordered first), or top-level.
                 p = e.linked != no_index && e.linked < i ? e.linked : no_index;
             } else if (thread_run[e.thread] != mixed) {
@@ -5538,6 +5536,12 @@ private:
     }
 
     static constexpr event_index not_linked = no_index - 1;
+
+    // The launcher set for event `added` (as added), or not_linked; a list without device activity
+    // never sized launcher_.
+    [[nodiscard]] event_index launcher_of(event_index added) const noexcept {
+        return added < launcher_.size() ? launcher_[added] : not_linked;
+    }
 
     event_list list_;
     std::shared_ptr<string_arena> arena_;

@@ -192,39 +192,14 @@ private:
                 a.args.graph_node_id = k.graphNodeId;
                 return;
             }
-            case CUPTI_ACTIVITY_KIND_MEMCPY: {
-                const auto m = read<cupti_memcpy>(r);
-                if (incomplete(m.start, m.end)) return;
-                device_activity& a = add(event_kind::gpu_memcpy, m.start, m.end, m.correlationId);
-                a.device = static_cast<std::int32_t>(m.deviceId);
-                a.stream = m.streamId;
-                a.args.context = m.contextId;
-                a.args.bytes = m.bytes;
-                a.args.copy_kind = m.copyKind;
-                a.args.src_kind = m.srcKind;
-                a.args.dst_kind = m.dstKind;
-                a.args.graph_id = m.graphId;
-                a.args.graph_node_id = m.graphNodeId;
-                a.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
-                return;
-            }
+            case CUPTI_ACTIVITY_KIND_MEMCPY: add_copy(read<cupti_memcpy>(r)); return;
             case CUPTI_ACTIVITY_KIND_MEMCPY2: {
                 const auto m = read<cupti_memcpy_peer>(r);
-                if (incomplete(m.start, m.end)) return;
-                device_activity& a = add(event_kind::gpu_memcpy, m.start, m.end, m.correlationId);
-                a.device = static_cast<std::int32_t>(m.deviceId);
-                a.stream = m.streamId;
-                a.args.context = m.contextId;
-                a.args.bytes = m.bytes;
-                a.args.copy_kind = m.copyKind;
-                a.args.src_kind = m.srcKind;
-                a.args.dst_kind = m.dstKind;
-                a.args.peer = true;
-                a.args.src_device = static_cast<std::int32_t>(m.srcDeviceId);
-                a.args.dst_device = static_cast<std::int32_t>(m.dstDeviceId);
-                a.args.graph_id = m.graphId;
-                a.args.graph_node_id = m.graphNodeId;
-                a.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
+                if (device_activity* a = add_copy(m)) {
+                    a->args.peer = true;
+                    a->args.src_device = static_cast<std::int32_t>(m.srcDeviceId);
+                    a->args.dst_device = static_cast<std::int32_t>(m.dstDeviceId);
+                }
                 return;
             }
             case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -315,6 +290,24 @@ private:
             out_.activities[kept++] = a;
         }
         out_.activities.resize(kept);
+    }
+
+    // A copy (CUPTI's memcpy and peer-memcpy records share these fields); nullptr when incomplete.
+    template <class Copy>
+    device_activity* add_copy(const Copy& m) {
+        if (incomplete(m.start, m.end)) return nullptr;
+        device_activity& a = add(event_kind::gpu_memcpy, m.start, m.end, m.correlationId);
+        a.device = static_cast<std::int32_t>(m.deviceId);
+        a.stream = m.streamId;
+        a.args.context = m.contextId;
+        a.args.bytes = m.bytes;
+        a.args.copy_kind = m.copyKind;
+        a.args.src_kind = m.srcKind;
+        a.args.dst_kind = m.dstKind;
+        a.args.graph_id = m.graphId;
+        a.args.graph_node_id = m.graphNodeId;
+        a.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
+        return &a;
     }
 
     std::string_view intern(std::string text) {
