@@ -8176,9 +8176,9 @@ public:
         where_.reserve(tracks);
         for (const thread_info& t : events.threads()) {
             if (t.is_device_track()) {
-                where_.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", t.device.index, device_track_tid(t)));
+                where_.push_back(where_text(t.device.index, device_track_tid(t)));
             } else {
-                where_.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, t.os_tid));
+                where_.push_back(where_text(pid, t.os_tid));
             }
         }
         sync_where_.resize(tracks);
@@ -8196,8 +8196,7 @@ public:
         for (std::size_t t = 0; t < tracks; ++t) {
             const thread_info& track = events.threads()[t];
             if (!sync_drawn_[t]) continue;
-            sync_where_[t] = fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", track.device.index,
-                                         track.os_tid + sync_row_tid_offset);
+            sync_where_[t] = where_text(track.device.index, track.os_tid + sync_row_tid_offset);
         }
         // The API call of each correlation; the runtime call where the driver call it made shares it.
         for (const event& e : events) {
@@ -8395,6 +8394,11 @@ public:
     }
 
 private:
+    template <class Pid>
+    static std::string where_text(Pid pid, std::uint64_t tid) {
+        return fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid);
+    }
+
     const device_properties* properties(std::int32_t index) const noexcept {
         for (const device_properties& p : events_.device().devices) {
             if (p.id == index && p.multiprocessors != 0) return &p;
