@@ -3,6 +3,7 @@
 # writes into speedscope under Debian's headless Chromium (speedscope_check.mjs). Installs what it
 # needs: the chromium package when /usr/bin/chromium is missing, and the npm packages pinned in
 # package.json into $STINT_VIEWER_DEPS (default /tmp/stint-viewer), outside the repository.
+# Also loads the device trace the unit tests write (tests/device_trace_test.cpp), when built.
 # Usage: tests/viewer/run.sh [build dir with -Dexamples=true, default build-test-gcc]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +28,12 @@ for source in "$root"/examples/*.cpp; do
   (cd "$work/$example" && "$build/examples/$example" >output.txt 2>&1) ||
     { echo "example $example failed:"; cat "$work/$example/output.txt"; exit 1; }
 done
+# A device trace (hand-built GPU streams, flows, sync rows) from the unit tests, when they are built.
+if [ -x "$build/tests/stint_tests" ]; then
+  mkdir "$work/device"
+  STINT_TEST_TRACE_DIR="$work/device" "$build/tests/stint_tests" -tc='*ac2g*' >"$work/device/output.txt" 2>&1 ||
+    { echo "the device trace test failed:"; cat "$work/device/output.txt"; exit 1; }
+fi
 mapfile -t files < <(find "$work" -type f \( -name '*.pt.trace.json' -o -name '*.stacks' \) | sort)
 if [ "${#files[@]}" -eq 0 ]; then echo "the examples wrote no trace"; exit 1; fi
 node "$here/speedscope_check.mjs" "$deps" "${files[@]}"

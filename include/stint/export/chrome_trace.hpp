@@ -16,6 +16,7 @@
 #include "stint/analysis/event_list.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
+#include "stint/export/device_trace.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
 #include "stint/export/trace_time.hpp"
@@ -105,7 +106,9 @@ inline bool is_reserved_trace_key(std::string_view key) noexcept {
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
     json_writer out(sink);
-    out.raw("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+    out.raw("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+    write_device_properties(out, events.device().devices);
+    out.raw("],\n");
     // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
     // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
     // written, as a key added again takes the new value.
@@ -132,9 +135,13 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.number(events.late());
     out.raw(", \"truncated_names\": ");
     out.number(info.truncated_names);
+    // Always written, "off" included, so that every trace shows what device collection lost.
+    out.raw(", \"device\": ");
+    write_device_report(out, events.device());
     out.raw(", \"threads\": [");
     bool first = true;
     for (const thread_info& t : events.threads()) {
+        if (t.is_device_track()) continue;  // a device stream records nothing itself
         out.raw(first ? "\n    {\"tid\": " : ",\n    {\"tid\": ");
         first = false;
         out.number(t.os_tid);
@@ -161,6 +168,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.raw("}}");
     std::size_t sort_index = 0;
     for (const thread_info& t : events.threads()) {
+        if (t.is_device_track()) continue;  // device_trace writes those
         out.raw(",\n    {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
         out.number(info.pid);
         out.raw(", \"tid\": ");
@@ -179,16 +187,12 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.number(sort_index++);
         out.raw("}}");
     }
-    // ", \"pid\": P, \"tid\": T" of each thread, formatted once.
-    std::vector<std::string> where;
-    where.reserve(events.threads().size());
-    for (const thread_info& t : events.threads()) {
-        where.push_back(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", info.pid, t.os_tid));
-    }
+    device_trace device(events, info.pid);
+    device.write_metadata(out, "stint");
     trace_timeline timeline(events);
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
-        const std::string& thread = where[e.thread];
+        const std::string& thread = device.where(e);
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
         o = e.kind == event_kind::instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
                                           : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
@@ -202,8 +206,16 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
             o = write_literal(o, ", \"dur\": ");
             o = write_trace_duration(o, timeline.duration(events.index_of(e)), e.duration_ns());
         }
-        // Kineto writes no "External id" of 0 (it would link unrelated events).
         o = write_literal(o, ", \"args\": {");
+        if (e.device_info != no_index) {
+            // A device event or a CUDA API call: its launcher's External id and CUPTI's details.
+            out.commit(o);
+            device.write_args(out, e);
+            out.raw("}}");
+            if (e.on_device()) device.write_flows(out, e);
+            continue;
+        }
+        // Kineto writes no "External id" of 0 (it would link unrelated events).
         if (e.id != 0) {
             o = write_literal(o, "\"External id\": ");
             o = fmt::format_to(o, FMT_COMPILE("{}"), e.id);
@@ -224,6 +236,18 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
             out.raw("\"");
         }
         out.raw("}}");
+    }
+    if (const std::uint64_t lost = events.device().loss.lost(); lost != 0) {
+        // A global instant, so that the timeline itself says device work is missing.
+        std::int64_t first_ns = events.empty() ? 0 : events[0].start_ns;
+        for (const event& e : events) first_ns = std::min(first_ns, e.start_ns);
+        out.raw(",\n    {\"ph\": \"i\", \"s\": \"g\", \"name\": \"stint: ");
+        out.number(lost);
+        out.raw(" device records lost\", \"pid\": ");
+        out.number(info.pid);
+        out.raw(", \"tid\": 0, \"ts\": ");
+        out.microseconds(first_ns);
+        out.raw("}");
     }
     out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
     out.number(events.base_time_ns());

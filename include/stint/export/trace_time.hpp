@@ -11,6 +11,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <unordered_map>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/export/device_trace.hpp"
 #include "stint/export/json_writer.hpp"
 
 namespace stint::detail {
@@ -102,17 +104,18 @@ inline char* write_trace_duration(char* o, const trace_duration& d, std::int64_t
     return fmt::format_to(o, FMT_COMPILE("{}"), d.value);
 }
 
-/// The durations of one event list's trace: each thread's origin, and the ends of events that others
-/// end with (a child that ends in its parent's nanosecond is held at or below the parent's ends).
+/// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
+/// stream's sync row), and the ends of events that others end with (a child that ends in its
+/// parent's nanosecond is held at or below the parent's ends).
 ///     trace_timeline timeline(events);
 ///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
 class trace_timeline {
 public:
     explicit trace_timeline(const event_list& events) : events_(events) {
-        origins_.assign(events.threads().size(), std::numeric_limits<double>::infinity());
+        origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
             if (e.kind == event_kind::instant) continue;  // viewers do not shift by instants' ts
-            double& origin = origins_[e.thread];
+            double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }
     }
@@ -123,7 +126,13 @@ public:
 private:
     trace_duration choose(event_index i, trace_end cap) const {
         const event& e = events_[i];
-        return choose_trace_duration(e.start_ns, e.end_ns, origins_[e.thread], cap);
+        return choose_trace_duration(e.start_ns, e.end_ns, origins_[row(e)], cap);
+    }
+
+    // The row a viewer draws an event on: its thread or device stream, or that stream's sync row
+    // (device_trace.hpp), each with its own origin.
+    std::size_t row(const event& e) const noexcept {
+        return on_sync_row(events_, e) ? events_.threads().size() + e.thread : e.thread;
     }
 
     // The parent's ends when it ends in the same nanosecond as events[i]; no bound otherwise. Ends
