@@ -607,6 +607,18 @@ struct device_args {
     std::int32_t return_value = 0;
 };
 
+/// Kineto's name of a CUpti_ActivitySynchronizationType (its syncTypeString): a sync event's name and
+/// its "cuda_sync_kind" arg. The decoder checks these numbers against <cupti.h>.
+constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
+    switch (type) {
+        case 1: return "Event Sync";
+        case 2: return "Stream Wait Event";
+        case 3: return "Stream Sync";
+        case 4: return "Context Sync";
+        default: return "Unknown Sync";
+    }
+}
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {
@@ -8617,17 +8629,6 @@ inline constexpr std::uint64_t sync_row_tid_offset = 1'000'000;
 inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
 /// Kineto's process_sort_index of GPU n is n + this (kExceedMaxPid): GPUs below the host processes.
 inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
-
-/// Kineto's name of a CUpti_ActivitySynchronizationType (its syncTypeString), the "cuda_sync_kind" arg.
-constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
-    switch (type) {
-        case 1: return "Event Sync";
-        case 2: return "Stream Wait Event";
-        case 3: return "Stream Sync";
-        case 4: return "Context Sync";
-        default: return "Unknown Sync";
-    }
-}
 
 /// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
 inline bool on_sync_row(const event_list& events, const event& e) noexcept {

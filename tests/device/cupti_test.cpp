@@ -399,7 +399,7 @@ TEST_CASE("cupti: names: kernels demangled, API version suffixes stripped, Kinet
     CHECK(stint::detail::memcpy_kind_name(99) == "<unknown>");
     CHECK(stint::detail::memory_kind_name(CUPTI_ACTIVITY_MEMORY_KIND_PINNED) == "Pinned");
     CHECK(stint::detail::memory_kind_name(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC) == "Managed Static");
-    CHECK(stint::detail::sync_type_name(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) == "Stream Sync");
+    CHECK(stint::sync_type_name(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) == "Stream Sync");
 }
 
 TEST_CASE("cupti: the record layout the fake walks is the one the real libcupti walks") {

@@ -75,6 +75,18 @@ struct device_args {
     std::int32_t return_value = 0;
 };
 
+/// Kineto's name of a CUpti_ActivitySynchronizationType (its syncTypeString): a sync event's name and
+/// its "cuda_sync_kind" arg. The decoder checks these numbers against <cupti.h>.
+constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
+    switch (type) {
+        case 1: return "Event Sync";
+        case 2: return "Stream Wait Event";
+        case 3: return "Stream Sync";
+        case 4: return "Context Sync";
+        default: return "Unknown Sync";
+    }
+}
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {

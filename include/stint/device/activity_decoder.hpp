@@ -55,15 +55,11 @@ constexpr std::string_view memory_kind_name(std::uint32_t kind) noexcept {
                                           "Array",   "Managed",  "Device Static", "Managed Static"};
     return kind < std::size(names) ? names[kind] : "Unrecognized";
 }
-constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
-    switch (type) {
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "Stream Wait Event";
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "Stream Sync";
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "Context Sync";
-        default: return "Unknown Sync";
-    }
-}
+static_assert(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE == 1 &&
+                  CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT == 2 &&
+                  CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE == 3 &&
+                  CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE == 4,
+              "sync_type_name (analysis/event.hpp) numbers CUPTI's synchronization types");
 constexpr std::string_view overhead_kind_name(std::uint32_t kind) noexcept {
     switch (kind) {
         case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "Driver Compiler";

@@ -28,17 +28,6 @@ inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
 /// Kineto's process_sort_index of GPU n is n + this (kExceedMaxPid): GPUs below the host processes.
 inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
 
-/// Kineto's name of a CUpti_ActivitySynchronizationType (its syncTypeString), the "cuda_sync_kind" arg.
-constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
-    switch (type) {
-        case 1: return "Event Sync";
-        case 2: return "Stream Wait Event";
-        case 3: return "Stream Sync";
-        case 4: return "Context Sync";
-        default: return "Unknown Sync";
-    }
-}
-
 /// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
 inline bool on_sync_row(const event_list& events, const event& e) noexcept {
     if (e.kind != event_kind::cuda_sync) return false;
