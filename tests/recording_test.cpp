@@ -88,7 +88,7 @@ TEST_CASE("nested scopes lie inside their parents and self times add up") {
     CHECK(root->self_cpu_time_total() == doctest::Approx(static_cast<double>(root->self_ns) / 1e3));
 }
 
-TEST_CASE("every event gets a distinct non-negative record function id") {
+TEST_CASE("every event gets a distinct record function id, counting from 1") {
     stint::profiler<> prof;
     prof.start();
     for (int i = 0; i < 100; ++i) middle();
@@ -97,6 +97,10 @@ TEST_CASE("every event gets a distinct non-negative record function id") {
     for (const auto& e : prof.events()) ids.insert(e.id);
     CHECK(ids.size() == prof.events().size());
     CHECK(prof.events().size() == 300);
+    // 1 to 300, as torch's handles: a trace writes no "External id" of 0, so an op with id 0
+    // could not be joined to the kernels it launched.
+    CHECK(*ids.begin() == 1);
+    CHECK(*ids.rbegin() == 300);
 }
 
 TEST_CASE("instants, runtime names and record_function are recorded") {

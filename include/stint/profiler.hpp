@@ -520,7 +520,8 @@ private:
     event_list all_events_;
     profiler_stats window_stats_;
     std::vector<std::pair<std::string, std::string>> metadata_;
-    std::uint64_t next_id_ = 0;
+    // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
+    std::uint64_t next_id_ = 1;
 };
 
 /// Prints the key-averages table, as `str(prof)` does in torch.
