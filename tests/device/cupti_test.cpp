@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cupti_fake.hpp"
+#include "reliability/size.hpp"
 #include "test_util.hpp"
 
 using gpu = stint::config<stint::cuda_activities>;
@@ -42,6 +44,16 @@ std::size_t count_named(const stint::event_list& events, std::string_view name) 
     std::size_t n = 0;
     for (const stint::event& e : events) n += e.name == name ? 1 : 0;
     return n;
+}
+
+// Resident set size of the process, in bytes (Linux).
+std::size_t resident_bytes() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    }
+    return 0;
 }
 
 stint::profiler_options<gpu> no_sync() {
@@ -472,4 +484,51 @@ TEST_CASE("cupti: the real libcupti where it cannot run: a CPU-only session that
     CHECK(run("libm.so.6") == "unavailable: symbol cuptiGetVersion missing in libm.so.6");
     CHECK(warnings.size() >= 2);
     stint::set_warning_handler(previous);
+}
+
+TEST_CASE("cupti: a thousand device sessions with kernels leave memory where the fifth left it") {
+    // torch's test_mem_leak for CUDA sessions: buffers, names, event lists and the collector's state
+    // are all returned when a session is read and its profiler goes away. The chunks the registry keeps
+    // warm between sessions (bounded, reliability/churn_test.cpp) are left out of the count.
+    stint_test::use_fake_cupti();
+    constexpr int ops = 500;
+    std::size_t rss_warm = 0;
+    for (int session = 0; session < 1000; ++session) {
+        fake().pushed.clear();  // the fake's own log: kept at its capacity, not grown
+        stint::profiler<gpu> prof(no_sync());
+        prof.start();
+        std::vector<std::uint64_t> ids;
+        std::vector<std::uint64_t> launches;
+        for (int i = 0; i < ops; ++i) {
+            STINT_OP(gpu, "aten::mm");
+            ids.push_back(fake().pushed.back());
+            launches.push_back(stint::read_ticks());
+            wait_past(launches.back() + 2);
+        }
+        const std::uint64_t t = stint::read_ticks();
+        {
+            buffer_writer b;
+            REQUIRE(b.granted());
+            for (int i = 0; i < ops; ++i) {
+                const auto correlation = static_cast<std::uint32_t>(i + 1);
+                const std::uint64_t at = t + 10 * static_cast<std::uint64_t>(i);
+                b.add(external(correlation, ids[static_cast<std::size_t>(i)]));
+                b.add(api(211, launches[static_cast<std::size_t>(i)], launches[static_cast<std::size_t>(i)] + 1,
+                          correlation));
+                b.add(kernel("_Z11gemm_kernelPfS_i", at + 1, at + 5, correlation));
+            }
+            b.finish();
+        }
+        wait_past(t + 10 * ops);
+        prof.stop();
+        REQUIRE(prof.stats().device_events == ops);
+        REQUIRE(prof.stats().device_loss.lost() == 0);
+        REQUIRE(prof.stats().device_loss.unlinked_records == 0);
+        if (session == 4) rss_warm = resident_bytes() - stint::detail::the_registry().cached_buffer_bytes();
+    }
+    const std::size_t rss_last = resident_bytes() - stint::detail::the_registry().cached_buffer_bytes();
+    INFO("resident after session 5: " << rss_warm << " B, after session 1000: " << rss_last << " B");
+    // One activity buffer leaked per session (500 kernel records written into each) would show as
+    // well over 100 MB here.
+    if (!stint_test::sanitized) CHECK(rss_last <= rss_warm + (std::size_t{4} << 20));
 }
