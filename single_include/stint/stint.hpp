@@ -709,7 +709,7 @@ struct device_loss {
     std::uint64_t dropped_records = 0;       ///< records CUPTI could not store (cuptiActivityGetNumDroppedRecords)
     std::uint64_t rejected_buffers = 0;      ///< buffer requests refused over the budget (CUPTI then drops)
     std::uint64_t incomplete_records = 0;    ///< records with no or reversed timestamps (work still running)
-    std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode
+    std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode, syncs on no known device
     std::uint64_t unparsed_bytes = 0;        ///< bytes of a buffer after a record CUPTI could not walk
     std::uint64_t unlinked_records = 0;      ///< device events and API calls with no recorded launching op
     std::uint64_t out_of_window_records = 0; ///< records outside the session's window

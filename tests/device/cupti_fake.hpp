@@ -275,5 +275,52 @@ inline stint::detail::cupti_memset memset_record(std::uint64_t start, std::uint6
     r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     return r;
 }
+inline stint::detail::cupti_memcpy_peer peer_record(std::uint64_t start, std::uint64_t end, std::uint32_t correlation,
+                                                    std::uint64_t bytes, std::uint32_t src, std::uint32_t dst) {
+    stint::detail::cupti_memcpy_peer r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    r.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+    r.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    r.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    r.bytes = bytes;
+    r.start = start;
+    r.end = end;
+    r.deviceId = src;
+    r.contextId = 1 + src;
+    r.streamId = 7;
+    r.srcDeviceId = src;
+    r.srcContextId = 1 + src;
+    r.dstDeviceId = dst;
+    r.dstContextId = 1 + dst;
+    r.correlationId = correlation;
+    return r;
+}
+/// A synchronisation record; `stream` CUPTI_SYNCHRONIZATION_INVALID_VALUE for a context or event sync.
+inline stint::detail::cupti_sync sync_record(CUpti_ActivitySynchronizationType type, std::uint64_t start,
+                                             std::uint64_t end, std::uint32_t correlation, std::uint32_t context,
+                                             std::uint32_t stream) {
+    stint::detail::cupti_sync r{};
+    r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    r.type = type;
+    r.start = start;
+    r.end = end;
+    r.correlationId = correlation;
+    r.contextId = context;
+    r.streamId = stream;
+    r.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    return r;
+}
+/// CUPTI's own overhead (a buffer request) on the calling thread.
+inline stint::detail::cupti_overhead overhead_record(std::uint64_t start, std::uint64_t end) {
+    stint::detail::cupti_overhead r{};
+    r.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    r.overheadKind = CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST;
+    r.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    r.objectId.pt.processId = static_cast<std::uint32_t>(stint::detail::current_pid());
+    r.objectId.pt.threadId = static_cast<std::uint32_t>(stint::detail::current_os_tid());
+    r.start = start;
+    r.end = end;
+    return r;
+}
 
 }  // namespace stint_test

@@ -532,3 +532,88 @@ TEST_CASE("cupti: a thousand device sessions with kernels leave memory where the
     // well over 100 MB here.
     if (!stint_test::sanitized) CHECK(rss_last <= rss_warm + (std::size_t{4} << 20));
 }
+
+TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are decoded and placed") {
+    stint_test::use_fake_cupti();
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    std::uint64_t id = 0;
+    std::uint64_t a = 0;
+    {
+        STINT_OP(gpu, "aten::to");
+        id = fake().pushed.back();
+        a = stint::read_ticks();
+        wait_past(a + 10);
+    }
+    const std::uint64_t t = stint::read_ticks();
+    const auto no_stream = static_cast<std::uint32_t>(CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+    {
+        buffer_writer b;
+        b.add(external(20, id));
+        b.add(api(31, a, a + 2, 20));
+        b.add(stint_test::peer_record(t + 1, t + 9, 20, 1 << 16, 0, 1));
+        b.add(kernel("on_gpu1", t + 10, t + 20, 21, 1, 9));  // context 2 ran on device 1
+        b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, t + 21, t + 22, 22, 1, 7));
+        b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t + 23, t + 24, 23, 2,
+                                      no_stream));
+        b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t + 25, t + 26, 24, 9,
+                                      no_stream));  // a context no other work names, two devices: unplaceable
+        b.add(stint_test::overhead_record(t + 27, t + 28));
+        b.finish();
+    }
+    wait_past(t + 30);
+    prof.stop();
+    const stint::event_list& events = prof.events();
+
+    const stint::event* peer = find(events, "Memcpy PtoP (Device -> Device)");
+    REQUIRE(peer != nullptr);
+    CHECK(peer->kind == stint::event_kind::gpu_memcpy);
+    CHECK(peer->device == stint::device{stint::device_type::cuda, 0});
+    CHECK(events.launcher(*peer) == find(events, "aten::to"));
+    const stint::device_args* copy = events.device_args_of(*peer);
+    REQUIRE(copy != nullptr);
+    CHECK(copy->peer);
+    CHECK(copy->src_device == 0);
+    CHECK(copy->dst_device == 1);
+    CHECK(copy->bytes == (1u << 16));
+
+    const stint::event* stream_sync = find(events, "Stream Sync");
+    const stint::event* context_sync = find(events, "Context Sync");
+    REQUIRE(stream_sync != nullptr);
+    REQUIRE(context_sync != nullptr);
+    CHECK(count_named(events, "Context Sync") == 1);  // the unplaceable one is counted, not drawn
+    CHECK(stream_sync->kind == stint::event_kind::cuda_sync);
+    CHECK(stream_sync->device.index == 0);  // context 1: the peer copy's
+    CHECK(stream_sync->stream == 7);
+    CHECK(context_sync->device.index == 1);  // context 2: the kernel's
+    CHECK(context_sync->stream == no_stream);
+    CHECK(prof.stats().device_loss.unknown_records == 1);
+
+    const stint::event* overhead = find(events, "CUPTI Activity Buffer Request");
+    REQUIRE(overhead != nullptr);
+    CHECK(overhead->kind == stint::event_kind::overhead);
+    CHECK(!overhead->on_device());
+    CHECK(overhead->parent == stint::no_index);
+
+    // The trace draws the stream sync on its stream's sync row and the context sync on the device's own
+    // row with stream -1, as Kineto does.
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir.file("syncs.json"));
+    const nlohmann::json trace = stint_test::read_json(dir.file("syncs.json"));
+    int seen = 0;
+    for (const auto& e : trace["traceEvents"]) {
+        if (e.value("cat", "") != "cuda_sync") continue;
+        if (e["name"] == "Stream Sync") {
+            CHECK(e["pid"] == 0);
+            CHECK(e["tid"] == 1'000'007);
+            CHECK(e["args"]["stream"] == 7);
+            ++seen;
+        } else if (e["name"] == "Context Sync") {
+            CHECK(e["pid"] == 1);
+            CHECK(e["tid"] == 1);
+            CHECK(e["args"]["stream"] == -1);
+            ++seen;
+        }
+    }
+    CHECK(seen == 2);
+}

@@ -220,7 +220,9 @@ private:
                 // A sync's record names a context and stream, not a device: the join places it on the
                 // device of other work in that context.
                 a.device = -2;
-                a.stream = s.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s.streamId;
+                // A context or event sync names no stream (CUPTI_SYNCHRONIZATION_INVALID_VALUE): it keeps
+                // that value, which the trace writes as Kineto does (stream -1, the device's own row).
+                a.stream = s.streamId;
                 a.args.context = s.contextId;
                 a.args.sync_type = static_cast<std::uint32_t>(s.type);
                 a.args.return_value = static_cast<std::int32_t>(s.returnValue);
