@@ -85,12 +85,20 @@ enum class event_kind : std::uint8_t {
     cuda_sync,        ///< a synchronisation (stream, event, context) on a device stream
     cuda_runtime,     ///< a CUDA runtime API call on the CPU thread that made it (cudaLaunchKernel)
     cuda_driver,      ///< a CUDA driver API call on the CPU thread that made it (cuLaunchKernel)
+    // Memory (profile_memory): instants on the thread that allocated, freed or ran out.
+    memory,           ///< "[memory]": an allocation (positive bytes) or a free (negative)
+    out_of_memory,    ///< "[OutOfMemory]": an allocation that failed
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
 constexpr bool is_device_kind(event_kind kind) noexcept {
     return kind == event_kind::kernel || kind == event_kind::gpu_memcpy || kind == event_kind::gpu_memset ||
            kind == event_kind::cuda_sync;
+}
+
+/// Whether events of this kind are memory instants ([memory], [OutOfMemory]).
+constexpr bool is_memory_kind(event_kind kind) noexcept {
+    return kind == event_kind::memory || kind == event_kind::out_of_memory;
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -107,6 +115,8 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::cuda_sync: return "cuda_sync";
         case event_kind::cuda_runtime: return "cuda_runtime";
         case event_kind::cuda_driver: return "cuda_driver";
+        case event_kind::memory: return "cpu_instant_event";
+        case event_kind::out_of_memory: return "cpu_instant_event";
     }
     return "unknown";
 }
@@ -619,6 +629,47 @@ constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
     }
 }
 
+/// What a "[memory]" or "[OutOfMemory]" event carries (profile_memory), as Kineto's args.
+struct memory_record {
+    std::uint64_t addr = 0;            ///< "Addr": the block (0 for an out-of-memory event)
+    /// "Bytes": positive for an allocation, negative for a free, the requested size for an OOM.
+    std::int64_t bytes = 0;
+    /// "Total Allocated" on the event's device just after it: the allocator's figure when it gave one,
+    /// else the bytes allocated during the session and still live (never counting blocks from before).
+    std::int64_t total_allocated = 0;
+    std::int64_t total_reserved = 0;   ///< "Total Reserved": the allocator's, else Total Allocated
+    stint::device device = {};         ///< "Device Type", "Device Id"
+    /// A free whose allocation the session saw. false: the block was allocated before the session (or
+    /// its record was dropped): its size is the allocator's if it gave one, else 0, and totals keep it.
+    bool matched = true;
+};
+
+/// How a memory event was reported, for the builder's replay (event_list_builder::add_memory_event).
+struct memory_event_flags {
+    bool free = false;          ///< a free (else an allocation, or an OOM by its kind)
+    bool size_known = true;     ///< a free: the allocator gave its size (else it is found from the allocation)
+    bool totals_given = false;  ///< the allocator gave Total Allocated and Total Reserved
+};
+
+/// Bytes an event allocated minus bytes it freed, by where the memory is (torch's cpu_memory_usage,
+/// self_cpu_memory_usage, device_memory_usage, self_device_memory_usage): a memory event's own
+/// bytes; an op's from the memory events on its thread while it was open, with (total) or without
+/// (self) those under its children.
+struct memory_usage {
+    std::int64_t cpu = 0;
+    std::int64_t self_cpu = 0;
+    std::int64_t device = 0;
+    std::int64_t self_device = 0;
+};
+
+/// The highest live memory of one device during a session, and what was running then.
+struct memory_peak {
+    stint::device device = {};
+    std::int64_t bytes = 0;       ///< the highest Total Allocated of the device's memory events
+    std::int64_t at_ns = 0;       ///< when it was reached
+    std::string_view op;          ///< the innermost op or scope open on the allocating thread then ("" if none)
+};
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {
@@ -654,6 +705,7 @@ struct event {
     /// events it launched, with (device_ns) or without (self_device_ns) those of its descendants.
     std::int64_t device_ns = 0;
     std::int64_t self_device_ns = 0;
+    event_index memory_info = no_index;  ///< into event_list::memory_of, for [memory] and [OutOfMemory]
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }
@@ -4688,6 +4740,23 @@ public:
     /// The device collection of the session: its status and what it lost.
     [[nodiscard]] const device_report& device() const noexcept { return device_; }
 
+    /// A [memory] or [OutOfMemory] event's block, bytes, totals and device, or nullptr.
+    [[nodiscard]] const memory_record* memory_of(const event& e) const noexcept {
+        return e.memory_info == no_index ? nullptr : &memory_records_[e.memory_info];
+    }
+    /// Bytes an event allocated minus freed (profile_memory); zeros when the session tracked none.
+    ///
+    ///     fmt::print("{} kept {} bytes\n", op.name, prof.events().memory_usage_of(op).cpu);
+    [[nodiscard]] memory_usage memory_usage_of(const event& e) const noexcept {
+        return memory_usage_.empty() ? memory_usage{} : memory_usage_[index_of(e)];
+    }
+    /// Whether the session recorded memory events.
+    [[nodiscard]] bool has_memory_events() const noexcept { return !memory_records_.empty(); }
+    /// The highest live memory of each device that had memory events, in the order first seen.
+    [[nodiscard]] std::span<const memory_peak> memory_peaks() const noexcept { return memory_peaks_; }
+    /// Memory events lost to the buffer budget (also counted in dropped()).
+    [[nodiscard]] std::uint64_t memory_dropped() const noexcept { return memory_dropped_; }
+
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -4711,6 +4780,10 @@ private:
     std::vector<device_args> device_args_;
     device_report device_;
     std::size_t device_events_ = 0;
+    std::vector<memory_record> memory_records_;
+    std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
+    std::vector<memory_peak> memory_peaks_;
+    std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
     std::uint64_t late_ = 0;
@@ -4726,9 +4799,11 @@ private:
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -5194,6 +5269,20 @@ public:
         if (launcher_.size() <= launched) launcher_.resize(std::size_t{launched} + 1, not_linked);
         launcher_[launched] = launcher;
     }
+    /// Adds a [memory] or [OutOfMemory] instant on CPU thread `thread` (its parent is found from the
+    /// thread's nesting as for any instant). `sequence` orders memory events across threads (a process-
+    /// wide counter taken when each was reported): build() replays them in that order to size frees
+    /// from their allocations and to compute totals.
+    event_index add_memory_event(event_kind kind, std::uint32_t thread, std::int64_t at_ns, const memory_record& record,
+                                 std::uint64_t sequence, memory_event_flags flags = {}) {
+        const event_index i = add(kind, kind == event_kind::memory ? "[memory]" : "[OutOfMemory]", thread, at_ns, at_ns);
+        list_.events_[i].memory_info = static_cast<event_index>(list_.memory_records_.size());
+        list_.memory_records_.push_back(record);
+        memory_order_.push_back({sequence, list_.events_[i].memory_info, flags});
+        return i;
+    }
+    /// Memory events lost to the buffer budget.
+    void set_memory_dropped(std::uint64_t dropped) { list_.memory_dropped_ = dropped; }
     /// The device collection's status and losses, as the list reports them.
     void set_device_report(device_report report) { list_.device_ = std::move(report); }
     std::string_view copy_string(std::string_view text) { return arena_->store(text); }
@@ -5259,6 +5348,7 @@ public:
         apply_order(order);
         link_tree(original);
         if (!list_.device_args_.empty()) link_device_events();
+        if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
             assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
@@ -5271,6 +5361,101 @@ public:
 
 private:
     static constexpr std::uint32_t no_depth = 0xffffffffU;
+
+    struct memory_order_entry {
+        std::uint64_t sequence = 0;
+        event_index record = 0;
+        memory_event_flags flags;
+    };
+
+    // Replays the memory events in the order they were reported: a free takes its size from the live
+    // allocation at its address, totals are the session's live bytes per device (unless the allocator
+    // gave its own), peaks are noted, then each event's bytes are charged to the events around it.
+    void resolve_memory() {
+        std::sort(memory_order_.begin(), memory_order_.end(),
+                  [](const memory_order_entry& a, const memory_order_entry& b) { return a.sequence < b.sequence; });
+        std::vector<event_index> event_of(list_.memory_records_.size(), no_index);
+        for (event_index i = 0; i < list_.events_.size(); ++i) {
+            if (list_.events_[i].memory_info != no_index) event_of[list_.events_[i].memory_info] = i;
+        }
+        const auto key = [](const memory_record& r) {
+            return std::pair<std::uint64_t, std::uint64_t>{
+                r.addr, (std::uint64_t{static_cast<std::uint8_t>(r.device.type)} << 32) |
+                            static_cast<std::uint32_t>(r.device.index)};
+        };
+        struct pair_hash {
+            std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& k) const noexcept {
+                return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
+            }
+        };
+        std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int64_t, pair_hash> live;
+        std::vector<std::pair<stint::device, std::int64_t>> totals;
+        const auto total_of = [&](stint::device d) -> std::int64_t& {
+            for (auto& [where, bytes] : totals) {
+                if (where == d) return bytes;
+            }
+            return totals.emplace_back(d, 0).second;
+        };
+        for (const memory_order_entry& entry : memory_order_) {
+            memory_record& r = list_.memory_records_[entry.record];
+            const event& e = list_.events_[event_of[entry.record]];
+            std::int64_t& total = total_of(r.device);
+            if (e.kind == event_kind::memory && !entry.flags.free) {
+                // An allocation. One at an address still live means its free was not seen (dropped, or
+                // made by a path that does not report): the old block's bytes leave the total.
+                auto [at, fresh] = live.try_emplace(key(r), r.bytes);
+                if (!fresh) {
+                    total -= at->second;
+                    at->second = r.bytes;
+                }
+                total += r.bytes;
+            } else if (e.kind == event_kind::memory) {  // a free
+                if (auto found = live.find(key(r)); found != live.end()) {
+                    r.bytes = -found->second;
+                    total -= found->second;
+                    live.erase(found);
+                } else {
+                    r.matched = false;
+                    r.bytes = entry.flags.size_known ? -std::abs(r.bytes) : 0;
+                }
+            }
+            if (!entry.flags.totals_given) {
+                r.total_allocated = total;
+                r.total_reserved = total;
+            }
+            if (e.kind != event_kind::memory) continue;
+            auto peak = std::find_if(list_.memory_peaks_.begin(), list_.memory_peaks_.end(),
+                                     [&](const memory_peak& p) { return p.device == r.device; });
+            if (peak == list_.memory_peaks_.end()) {
+                list_.memory_peaks_.push_back({r.device, -1, 0, {}});
+                peak = list_.memory_peaks_.end() - 1;
+            }
+            if (r.total_allocated > peak->bytes) {
+                peak->bytes = r.total_allocated;
+                peak->at_ns = e.start_ns;
+                peak->op = e.parent == no_index ? std::string_view{} : list_.events_[e.parent].name;
+            }
+        }
+        for (memory_peak& peak : list_.memory_peaks_) peak.bytes = std::max<std::int64_t>(peak.bytes, 0);
+        // Attribution: on the allocating thread, to every op or scope open around the event.
+        list_.memory_usage_.assign(list_.events_.size(), memory_usage{});
+        for (event_index i = 0; i < list_.events_.size(); ++i) {
+            const event& e = list_.events_[i];
+            if (e.kind != event_kind::memory) continue;
+            const memory_record& r = list_.memory_records_[e.memory_info];
+            const bool on_cpu = r.device.type == device_type::cpu;
+            const auto charge = [&](memory_usage& u, bool self) {
+                (on_cpu ? u.cpu : u.device) += r.bytes;
+                if (self) (on_cpu ? u.self_cpu : u.self_device) += r.bytes;
+            };
+            charge(list_.memory_usage_[i], true);
+            bool direct = true;
+            for (event_index p = e.parent; p != no_index; p = list_.events_[p].parent) {
+                charge(list_.memory_usage_[p], direct);
+                direct = false;
+            }
+        }
+    }
 
     // Where an event of an exactly linked run sits in its run's forest: the run, its parent (an
     // index as added), its pre-order position and subtree size within the run.
@@ -5562,6 +5747,7 @@ private:
     std::vector<event_index> runs_;  // first event of each run
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
     std::vector<exact_place> exact_;    // per event as added, during build()
+    std::vector<memory_order_entry> memory_order_;  // per memory event, as added
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
@@ -5578,10 +5764,12 @@ inline void event_list::append(const event_list& later) {
         const std::uint64_t recorded = recorded_;
         const std::uint64_t dropped = dropped_;
         const std::uint64_t late = late_;
+        const std::uint64_t memory_dropped = memory_dropped_;
         *this = later;
         recorded_ += recorded;
         dropped_ += dropped;
         late_ += late;
+        memory_dropped_ += memory_dropped;
         return;
     }
     const std::int64_t shift = later.base_time_ns_ - base_time_ns_;
@@ -5605,11 +5793,34 @@ inline void event_list::append(const event_list& later) {
     const auto args_offset = static_cast<event_index>(args_.size());
     const event_index stacks_offset = stacks_.append(later.stacks_);
     const auto device_offset = static_cast<event_index>(device_args_.size());
+    const auto memory_offset = static_cast<event_index>(memory_records_.size());
+    if (!later.memory_usage_.empty() || !memory_usage_.empty()) {
+        memory_usage_.resize(events_.size());
+        if (later.memory_usage_.empty()) {
+            memory_usage_.resize(events_.size() + later.events_.size());
+        } else {
+            memory_usage_.insert(memory_usage_.end(), later.memory_usage_.begin(), later.memory_usage_.end());
+        }
+    }
+    memory_records_.insert(memory_records_.end(), later.memory_records_.begin(), later.memory_records_.end());
+    for (const memory_peak& peak : later.memory_peaks_) {
+        auto mine = std::find_if(memory_peaks_.begin(), memory_peaks_.end(),
+                                 [&](const memory_peak& p) { return p.device == peak.device; });
+        if (mine == memory_peaks_.end()) {
+            memory_peaks_.push_back(peak);
+            memory_peaks_.back().at_ns += shift;
+        } else if (peak.bytes > mine->bytes) {
+            *mine = peak;
+            mine->at_ns += shift;
+        }
+    }
+    memory_dropped_ += later.memory_dropped_;
     for (event e : later.events_) {
         e.linked = relink(e.linked);
         e.first_linked = relink(e.first_linked);
         e.next_linked = relink(e.next_linked);
         if (e.device_info != no_index) e.device_info += device_offset;
+        if (e.memory_info != no_index) e.memory_info += memory_offset;
         e.start_ns += shift;
         e.end_ns += shift;
         e.thread = thread_map[e.thread];

@@ -87,6 +87,47 @@ constexpr std::string_view sync_type_name(std::uint32_t type) noexcept {
     }
 }
 
+/// What a "[memory]" or "[OutOfMemory]" event carries (profile_memory), as Kineto's args.
+struct memory_record {
+    std::uint64_t addr = 0;            ///< "Addr": the block (0 for an out-of-memory event)
+    /// "Bytes": positive for an allocation, negative for a free, the requested size for an OOM.
+    std::int64_t bytes = 0;
+    /// "Total Allocated" on the event's device just after it: the allocator's figure when it gave one,
+    /// else the bytes allocated during the session and still live (never counting blocks from before).
+    std::int64_t total_allocated = 0;
+    std::int64_t total_reserved = 0;   ///< "Total Reserved": the allocator's, else Total Allocated
+    stint::device device = {};         ///< "Device Type", "Device Id"
+    /// A free whose allocation the session saw. false: the block was allocated before the session (or
+    /// its record was dropped): its size is the allocator's if it gave one, else 0, and totals keep it.
+    bool matched = true;
+};
+
+/// How a memory event was reported, for the builder's replay (event_list_builder::add_memory_event).
+struct memory_event_flags {
+    bool free = false;          ///< a free (else an allocation, or an OOM by its kind)
+    bool size_known = true;     ///< a free: the allocator gave its size (else it is found from the allocation)
+    bool totals_given = false;  ///< the allocator gave Total Allocated and Total Reserved
+};
+
+/// Bytes an event allocated minus bytes it freed, by where the memory is (torch's cpu_memory_usage,
+/// self_cpu_memory_usage, device_memory_usage, self_device_memory_usage): a memory event's own
+/// bytes; an op's from the memory events on its thread while it was open, with (total) or without
+/// (self) those under its children.
+struct memory_usage {
+    std::int64_t cpu = 0;
+    std::int64_t self_cpu = 0;
+    std::int64_t device = 0;
+    std::int64_t self_device = 0;
+};
+
+/// The highest live memory of one device during a session, and what was running then.
+struct memory_peak {
+    stint::device device = {};
+    std::int64_t bytes = 0;       ///< the highest Total Allocated of the device's memory events
+    std::int64_t at_ns = 0;       ///< when it was reached
+    std::string_view op;          ///< the innermost op or scope open on the allocating thread then ("" if none)
+};
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {
@@ -122,6 +163,7 @@ struct event {
     /// events it launched, with (device_ns) or without (self_device_ns) those of its descendants.
     std::int64_t device_ns = 0;
     std::int64_t self_device_ns = 0;
+    event_index memory_info = no_index;  ///< into event_list::memory_of, for [memory] and [OutOfMemory]
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }

@@ -285,6 +285,23 @@ public:
     /// The device collection of the session: its status and what it lost.
     [[nodiscard]] const device_report& device() const noexcept { return device_; }
 
+    /// A [memory] or [OutOfMemory] event's block, bytes, totals and device, or nullptr.
+    [[nodiscard]] const memory_record* memory_of(const event& e) const noexcept {
+        return e.memory_info == no_index ? nullptr : &memory_records_[e.memory_info];
+    }
+    /// Bytes an event allocated minus freed (profile_memory); zeros when the session tracked none.
+    ///
+    ///     fmt::print("{} kept {} bytes\n", op.name, prof.events().memory_usage_of(op).cpu);
+    [[nodiscard]] memory_usage memory_usage_of(const event& e) const noexcept {
+        return memory_usage_.empty() ? memory_usage{} : memory_usage_[index_of(e)];
+    }
+    /// Whether the session recorded memory events.
+    [[nodiscard]] bool has_memory_events() const noexcept { return !memory_records_.empty(); }
+    /// The highest live memory of each device that had memory events, in the order first seen.
+    [[nodiscard]] std::span<const memory_peak> memory_peaks() const noexcept { return memory_peaks_; }
+    /// Memory events lost to the buffer budget (also counted in dropped()).
+    [[nodiscard]] std::uint64_t memory_dropped() const noexcept { return memory_dropped_; }
+
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -308,6 +325,10 @@ private:
     std::vector<device_args> device_args_;
     device_report device_;
     std::size_t device_events_ = 0;
+    std::vector<memory_record> memory_records_;
+    std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
+    std::vector<memory_peak> memory_peaks_;
+    std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
     std::uint64_t late_ = 0;

@@ -23,12 +23,20 @@ enum class event_kind : std::uint8_t {
     cuda_sync,        ///< a synchronisation (stream, event, context) on a device stream
     cuda_runtime,     ///< a CUDA runtime API call on the CPU thread that made it (cudaLaunchKernel)
     cuda_driver,      ///< a CUDA driver API call on the CPU thread that made it (cuLaunchKernel)
+    // Memory (profile_memory): instants on the thread that allocated, freed or ran out.
+    memory,           ///< "[memory]": an allocation (positive bytes) or a free (negative)
+    out_of_memory,    ///< "[OutOfMemory]": an allocation that failed
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
 constexpr bool is_device_kind(event_kind kind) noexcept {
     return kind == event_kind::kernel || kind == event_kind::gpu_memcpy || kind == event_kind::gpu_memset ||
            kind == event_kind::cuda_sync;
+}
+
+/// Whether events of this kind are memory instants ([memory], [OutOfMemory]).
+constexpr bool is_memory_kind(event_kind kind) noexcept {
+    return kind == event_kind::memory || kind == event_kind::out_of_memory;
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -45,6 +53,8 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::cuda_sync: return "cuda_sync";
         case event_kind::cuda_runtime: return "cuda_runtime";
         case event_kind::cuda_driver: return "cuda_driver";
+        case event_kind::memory: return "cpu_instant_event";
+        case event_kind::out_of_memory: return "cpu_instant_event";
     }
     return "unknown";
 }
