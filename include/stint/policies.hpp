@@ -101,4 +101,14 @@ struct with_stack {
 ///     using modules = stint::config<stint::with_modules>;
 struct with_modules {};
 
+/// Records memory allocations and frees into a session (torch's profile_memory): every
+/// stint::report_alloc / report_free / report_oom (memory/report.hpp) and the adapters that call them
+/// (tracking_allocator, tracking_resource, STINT_TRACK_GLOBAL_NEW) become "[memory]" and "[OutOfMemory]"
+/// instants on the reporting thread, charged to the ops open there (`event_list::memory_usage_of`).
+/// Without a live session of such a config each report costs one relaxed load.
+///
+///     using mem = stint::config<stint::profile_memory>;
+///     stint::profiler<mem> prof;
+struct profile_memory {};
+
 }  // namespace stint

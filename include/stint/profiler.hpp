@@ -324,6 +324,7 @@ private:
     static constexpr bool has_device = detail::has_device_backend<Config>;
     static constexpr bool has_stacks = Config::template has<with_stack<>>;
     static constexpr bool has_modules = Config::template has<with_modules>;
+    static constexpr bool has_memory = Config::template has<profile_memory>;
 
     [[nodiscard]] bool active() const noexcept {
         if constexpr (Config::enabled) {
@@ -377,7 +378,7 @@ private:
     void open_session() {
         const bool device = has_device && options_.activities.contains(activity::cuda);
         session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
-                      options_.activities.contains(activity::cpu) || !device);
+                      options_.activities.contains(activity::cpu) || !device, has_memory);
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;

@@ -321,6 +321,16 @@ struct with_stack {
 ///     using modules = stint::config<stint::with_modules>;
 struct with_modules {};
 
+/// Records memory allocations and frees into a session (torch's profile_memory): every
+/// stint::report_alloc / report_free / report_oom (memory/report.hpp) and the adapters that call them
+/// (tracking_allocator, tracking_resource, STINT_TRACK_GLOBAL_NEW) become "[memory]" and "[OutOfMemory]"
+/// instants on the reporting thread, charged to the ops open there (`event_list::memory_usage_of`).
+/// Without a live session of such a config each report costs one relaxed load.
+///
+///     using mem = stint::config<stint::profile_memory>;
+///     stint::profiler<mem> prof;
+struct profile_memory {};
+
 }  // namespace stint
 // ---- end stint/policies.hpp ----
 
@@ -667,7 +677,7 @@ struct memory_peak {
     stint::device device = {};
     std::int64_t bytes = 0;       ///< the highest Total Allocated of the device's memory events
     std::int64_t at_ns = 0;       ///< when it was reached
-    std::string_view op;          ///< the innermost op or scope open on the allocating thread then ("" if none)
+    std::string op;               ///< the innermost op or scope open on the allocating thread then ("" if none)
 };
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
@@ -1995,6 +2005,7 @@ enum class payload_kind : std::uint8_t {
     native_stack_inputs, ///< native return addresses, then captured inputs
     device_link,         ///< no payload and no event: the record's begin field is the external correlation id
                          ///< that the thread's previous scope record pushed to a device collector
+    memory,              ///< an allocation, free or OOM (profile_memory; memory/report.hpp's memory_payload)
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -2131,6 +2142,19 @@ struct thread_buffer {
 /// One buffer per thread and per shared object (a hidden-visibility library has its own copy; each
 /// registers separately and the drain merges them by OS thread id).
 inline constinit thread_local thread_buffer tls_buffer{};
+
+/// Allocations stint makes for itself on this thread right now (a buffer chunk, a thread's
+/// registration, a memory event's own append): memory reporting (memory/report.hpp) ignores them, so a
+/// tracking operator new never reports stint's own memory or re-enters a half-written record.
+STINT_DETAIL_EXPORT inline constinit thread_local std::uint32_t own_allocations = 0;
+
+/// Marks stint's own allocations on this thread for as long as it lives.
+struct own_allocation_scope {
+    own_allocation_scope() noexcept { ++own_allocations; }
+    ~own_allocation_scope() { --own_allocations; }
+    own_allocation_scope(const own_allocation_scope&) = delete;
+    own_allocation_scope& operator=(const own_allocation_scope&) = delete;
+};
 
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. (A template
 /// only so that it can be out of line and cold yet defined in a header.)
@@ -2952,6 +2976,7 @@ struct buffer_room {
 template <int = 0>
 STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
                                         std::uint64_t end) {
+    const own_allocation_scope own;  // the chunks and nodes below are stint's, never reported
     registry& reg = the_registry();
     buffer_room room;
     if (buffer.node == nullptr) {
@@ -3038,8 +3063,10 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
 /// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
 /// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
+/// Returns false when the record was dropped (and counted); true when written, or discarded because the
+/// session ended meanwhile.
 template <int = 0>
-STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  std::span<const std::byte> first,
                                                  std::span<const std::byte> second = {}) noexcept {
@@ -3052,12 +3079,13 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_
         buffer_room room{.ok = true};
         std::uint64_t work_begin = 0;
         if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
-            if (buffer.dead) return;
+            if (buffer.dead) return true;
             work_begin = read_ticks();
             room = make_room(buffer, state, bytes, end);
             if (!room.ok) {
-                if (!room.discarded) bump(buffer.node->dropped);
-                return;
+                if (room.discarded) return true;
+                bump(buffer.node->dropped);
+                return false;
             }
         }
         std::byte* at = buffer.cursor;
@@ -3070,9 +3098,11 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_
         out += first_padded;
         if (!second.empty()) std::memcpy(out, second.data(), second.size());
         publish_record(buffer, bytes, room, depth, work_begin);
+        return true;
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
+        return false;
     }
 }
 
@@ -5433,7 +5463,7 @@ private:
             if (r.total_allocated > peak->bytes) {
                 peak->bytes = r.total_allocated;
                 peak->at_ns = e.start_ns;
-                peak->op = e.parent == no_index ? std::string_view{} : list_.events_[e.parent].name;
+                peak->op = e.parent == no_index ? std::string{} : std::string(list_.events_[e.parent].name);
             }
         }
         for (memory_peak& peak : list_.memory_peaks_) peak.bytes = std::max<std::int64_t>(peak.bytes, 0);
@@ -8340,6 +8370,143 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 }  // namespace stint::detail
 // ---- end stint/drain/device_join.hpp ----
 
+// ---- begin stint/memory/report.hpp ----
+// Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
+// report_alloc / report_free / report_oom; the adapters in this folder call them for you.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The recording state of the live memory-profiling session, 0 when none is: the one relaxed load
+/// report_* pay outside such a session. Set by the session after it opens, cleared before it drains.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint32_t> memory_state{0};
+/// Orders memory events across threads (a relaxed fetch_add: its modification order agrees with
+/// happens-before), so the drain can size a free from its allocation even when another thread freed it.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> memory_sequence{0};
+/// Memory events lost to the buffer budget in the live session (they are also in the thread's drops).
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> memory_events_dropped{0};
+
+/// A memory event's payload after its record (begin = end = when it was reported).
+struct memory_payload {
+    std::uint64_t addr = 0;
+    std::int64_t bytes = 0;
+    std::int64_t total_allocated = 0;
+    std::int64_t total_reserved = 0;
+    std::uint64_t sequence = 0;
+    std::int32_t device_index = -1;
+    std::uint8_t device_type = 0;
+    std::uint8_t flags = 0;  // memory_free, memory_size_known, memory_totals_given
+    std::uint16_t unused = 0;
+};
+static_assert(sizeof(memory_payload) == 48);
+inline constexpr std::uint8_t memory_free = 1;
+inline constexpr std::uint8_t memory_size_known = 2;
+inline constexpr std::uint8_t memory_totals_given = 4;
+
+inline constexpr site memory_site{"[memory]", event_kind::memory, payload_kind::memory, {}};
+inline constexpr site out_of_memory_site{"[OutOfMemory]", event_kind::out_of_memory, payload_kind::memory, {}};
+
+/// Appends one memory event for session `state` on this thread, unless the allocation is stint's own
+/// (own_allocation_scope: a buffer chunk, a thread's registration, this very append).
+template <int = 0>
+STINT_DETAIL_NOINLINE void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
+    if (own_allocations != 0) return;
+    const own_allocation_scope own;
+    payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t now = read_ticks();
+    if (!append_record_payload(&where, current_depth(), now, now, state, 0,
+                               std::as_bytes(std::span<const memory_payload, 1>(&payload, 1)))) {
+        memory_events_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+inline memory_payload make_memory_payload(const void* ptr, std::int64_t bytes, device where,
+                                          std::uint8_t flags) noexcept {
+    memory_payload p;
+    p.addr = reinterpret_cast<std::uintptr_t>(ptr);
+    p.bytes = bytes;
+    p.device_index = where.index;
+    p.device_type = static_cast<std::uint8_t>(where.type);
+    p.flags = flags;
+    return p;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+namespace stint {
+
+/// An allocator's own view of a device's memory, when it has one (a caching allocator reserves more
+/// than it hands out): what the trace writes as "Total Allocated" and "Total Reserved".
+struct memory_totals {
+    std::int64_t allocated = 0;
+    std::int64_t reserved = 0;
+};
+
+/// Reports that `bytes` at `ptr` were allocated on `where` (the CPU unless said). Costs one relaxed load
+/// when no profile_memory session is live. Without `totals`, the trace's totals are the bytes allocated
+/// during the session and still live on that device.
+///
+///     void* p = my_pool.allocate(n);
+///     stint::report_alloc(p, n);                                   // host memory
+///     stint::report_alloc(d, n, {stint::device_type::cuda, 0});    // device memory
+inline void report_alloc(const void* ptr, std::size_t bytes, device where = {}) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0) [[likely]] return;
+    detail::record_memory(detail::memory_site, state,
+                          detail::make_memory_payload(ptr, static_cast<std::int64_t>(bytes), where,
+                                                      detail::memory_size_known));
+}
+inline void report_alloc(const void* ptr, std::size_t bytes, device where, memory_totals totals) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0) [[likely]] return;
+    detail::memory_payload p = detail::make_memory_payload(ptr, static_cast<std::int64_t>(bytes), where,
+                                                           detail::memory_size_known | detail::memory_totals_given);
+    p.total_allocated = totals.allocated;
+    p.total_reserved = totals.reserved;
+    detail::record_memory(detail::memory_site, state, p);
+}
+
+/// Reports that the block at `ptr` on `where` was freed. Its size is found from its allocation when
+/// the session is drained (the trace shows it as negative "Bytes", as torch does); a block allocated
+/// before the session started shows 0 bytes and leaves the totals alone. Null is ignored.
+inline void report_free(const void* ptr, device where = {}) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0 || ptr == nullptr) [[likely]] return;
+    detail::record_memory(detail::memory_site, state, detail::make_memory_payload(ptr, 0, where, detail::memory_free));
+}
+/// The same for an allocator that knows the size (a sized deallocate): a block from before the session
+/// then still shows its negative bytes, and still leaves the totals alone.
+inline void report_free(const void* ptr, std::size_t bytes, device where = {}) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0 || ptr == nullptr) [[likely]] return;
+    detail::record_memory(detail::memory_site, state,
+                          detail::make_memory_payload(ptr, -static_cast<std::int64_t>(bytes), where,
+                                                      detail::memory_free | detail::memory_size_known));
+}
+
+/// Reports an allocation of `bytes_requested` on `where` that failed, with the allocator's totals then:
+/// an "[OutOfMemory]" instant (torch's OUT_OF_MEMORY_EVENT_NAME). Call it before throwing.
+inline void report_oom(std::size_t bytes_requested, device where, std::int64_t total_allocated,
+                       std::int64_t total_reserved) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0) [[likely]] return;
+    detail::memory_payload p = detail::make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where,
+                                                           detail::memory_totals_given);
+    p.total_allocated = total_allocated;
+    p.total_reserved = total_reserved;
+    detail::record_memory(detail::out_of_memory_site, state, p);
+}
+
+}  // namespace stint
+// ---- end stint/memory/report.hpp ----
+
 namespace stint {
 
 /// Self-measurement of a session, with one field for each of torch's profiler stats (durations of
@@ -8367,6 +8534,10 @@ struct profiler_stats {
     std::uint64_t device_events = 0;                   ///< kernels, copies, memsets and syncs kept
     std::uint64_t device_api_calls = 0;                ///< CUDA runtime and driver calls kept
     stint::device_loss device_loss = {};               ///< what the device collection lost, by cause
+    /// profile_memory: the highest live bytes of each device that had memory events, and what ran then.
+    std::vector<memory_peak> memory_peaks;
+    std::uint64_t memory_events = 0;                   ///< [memory] and [OutOfMemory] events kept
+    std::uint64_t memory_dropped = 0;                  ///< memory events lost to the budget (also in dropped)
 };
 
 }  // namespace stint
@@ -8422,7 +8593,9 @@ public:
     /// Throws std::logic_error if another session records in this process.
     /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
     /// records, only the device activity that close() is given.
-    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true) {
+    /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
+              bool track_memory = false) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
@@ -8433,6 +8606,10 @@ public:
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
+        if (track_memory && record_cpu) {
+            memory_events_dropped.store(0, std::memory_order_relaxed);
+            memory_state.store(state_, std::memory_order_relaxed);
+        }
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
@@ -8449,6 +8626,8 @@ public:
     bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
                device_capture* device = nullptr) {
         if (state_ == 0) return false;
+        // First: the drain below allocates, and no report may land in a session being drained.
+        if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
         registry& reg = the_registry();
         event_list_builder builder;
         builder.set_first_id(first_id);
@@ -8536,6 +8715,20 @@ public:
                     i = builder.add(where.kind, where.name, thread, start, end);
                     truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops);
                     break;
+                case payload_kind::memory: {
+                    memory_payload m{};
+                    std::memcpy(&m, bytes.data(), std::min(bytes.size(), sizeof(m)));
+                    const memory_record record{.addr = m.addr,
+                                               .bytes = m.bytes,
+                                               .total_allocated = m.total_allocated,
+                                               .total_reserved = m.total_reserved,
+                                               .device = {static_cast<device_type>(m.device_type), m.device_index}};
+                    i = builder.add_memory_event(where.kind, thread, start, record, m.sequence,
+                                                 {.free = (m.flags & memory_free) != 0,
+                                                  .size_known = (m.flags & memory_size_known) != 0,
+                                                  .totals_given = (m.flags & memory_totals_given) != 0});
+                    break;
+                }
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
                     i = builder.add_copy(where.kind, name, thread, start, end);
@@ -8552,7 +8745,7 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
-            if (where.kind != event_kind::overhead) {
+            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind)) {
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();
@@ -8577,6 +8770,7 @@ public:
         }
         const std::int64_t parsed_at = steady_now_ns();
         builder.set_totals(recorded, dropped, late);
+        builder.set_memory_dropped(memory_events_dropped.exchange(0, std::memory_order_relaxed));
         builder.set_base_time_ns(calibration_.anchor.system_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
@@ -8594,6 +8788,11 @@ public:
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;
+        stats_.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
+        stats_.memory_dropped = out.memory_dropped();
+        for (const event& e : out.has_memory_events() ? out.all() : std::span<const event>{}) {
+            if (is_memory_kind(e.kind)) ++stats_.memory_events;
+        }
         for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
             if (e.on_device()) ++stats_.device_events;
             if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
@@ -9817,6 +10016,49 @@ inline bool is_reserved_trace_key(std::string_view key) noexcept {
     return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
 }
 
+/// A [memory] or [OutOfMemory] event's args in Kineto's names and order (an OOM has no "Addr").
+template <class Writer>
+void write_memory_args(Writer& out, const event& e, const memory_record& memory) {
+    out.raw("\"Total Reserved\": ");
+    out.number(memory.total_reserved);
+    out.raw(", \"Total Allocated\": ");
+    out.number(memory.total_allocated);
+    out.raw(", \"Bytes\": ");
+    out.number(memory.bytes);
+    if (e.kind == event_kind::memory) {
+        out.raw(", \"Addr\": ");
+        out.number(memory.addr);
+    }
+    out.raw(", \"Device Id\": ");
+    out.number(memory.device.index);
+    out.raw(", \"Device Type\": ");
+    out.number(static_cast<int>(memory.device.type));
+}
+
+/// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
+template <class Writer>
+void write_memory_summary(Writer& out, const event_list& events) {
+    out.raw("{\"dropped\": ");
+    out.number(events.memory_dropped());
+    out.raw(", \"peaks\": [");
+    bool first = true;
+    for (const memory_peak& peak : events.memory_peaks()) {
+        out.raw(first ? "{\"Device Type\": " : ", {\"Device Type\": ");
+        first = false;
+        out.number(static_cast<int>(peak.device.type));
+        out.raw(", \"Device Id\": ");
+        out.number(peak.device.index);
+        out.raw(", \"bytes\": ");
+        out.number(peak.bytes);
+        out.raw(", \"at_ns\": ");  // since the session's start, as events' times
+        out.number(peak.at_ns);
+        out.raw(", \"op\": ");
+        out.string(peak.op);
+        out.raw("}");
+    }
+    out.raw("]}");
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -9853,6 +10095,9 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     // Always written, "off" included, so that every trace shows what device collection lost.
     out.raw(", \"device\": ");
     write_device_report(out, events.device());
+    // Always written, so that every trace shows the memory events the budget dropped.
+    out.raw(", \"memory\": ");
+    write_memory_summary(out, events);
     out.raw(", \"threads\": [");
     bool first = true;
     for (const thread_info& t : events.threads()) {
@@ -9909,19 +10154,26 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
-        o = e.kind == event_kind::instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
-                                          : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
+        const bool instant = e.kind == event_kind::instant || is_memory_kind(e.kind);
+        o = instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                    : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
         const std::string_view category = category_name(e.kind);
         o = std::copy(category.begin(), category.end(), o);
         o = write_literal(o, "\", \"name\": ");
         o = write_json_string(o, e.name);
         o = std::copy(thread.begin(), thread.end(), o);
         o = write_microseconds(o, e.start_ns);
-        if (e.kind != event_kind::instant) {
+        if (!instant) {
             o = write_literal(o, ", \"dur\": ");
             o = write_trace_duration(o, timeline.duration(events.index_of(e)), e.duration_ns());
         }
         o = write_literal(o, ", \"args\": {");
+        if (const memory_record* memory = events.memory_of(e)) {
+            out.commit(o);
+            write_memory_args(out, e, *memory);
+            out.raw("}}");
+            continue;
+        }
         if (e.device_info != no_index) {
             // A device event or a CUDA API call: its launcher's External id and CUPTI's details.
             out.commit(o);
@@ -10675,6 +10927,7 @@ private:
     static constexpr bool has_device = detail::has_device_backend<Config>;
     static constexpr bool has_stacks = Config::template has<with_stack<>>;
     static constexpr bool has_modules = Config::template has<with_modules>;
+    static constexpr bool has_memory = Config::template has<profile_memory>;
 
     [[nodiscard]] bool active() const noexcept {
         if constexpr (Config::enabled) {
@@ -10728,7 +10981,7 @@ private:
     void open_session() {
         const bool device = has_device && options_.activities.contains(activity::cuda);
         session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
-                      options_.activities.contains(activity::cpu) || !device);
+                      options_.activities.contains(activity::cpu) || !device, has_memory);
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;

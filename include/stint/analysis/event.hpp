@@ -125,7 +125,7 @@ struct memory_peak {
     stint::device device = {};
     std::int64_t bytes = 0;       ///< the highest Total Allocated of the device's memory events
     std::int64_t at_ns = 0;       ///< when it was reached
-    std::string_view op;          ///< the innermost op or scope open on the allocating thread then ("" if none)
+    std::string op;               ///< the innermost op or scope open on the allocating thread then ("" if none)
 };
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`

@@ -259,7 +259,7 @@ private:
             if (r.total_allocated > peak->bytes) {
                 peak->bytes = r.total_allocated;
                 peak->at_ns = e.start_ns;
-                peak->op = e.parent == no_index ? std::string_view{} : list_.events_[e.parent].name;
+                peak->op = e.parent == no_index ? std::string{} : std::string(list_.events_[e.parent].name);
             }
         }
         for (memory_peak& peak : list_.memory_peaks_) peak.bytes = std::max<std::int64_t>(peak.bytes, 0);

@@ -22,6 +22,7 @@
 #include "stint/capture/native_stack.hpp"
 #include "stint/device/device_capture.hpp"
 #include "stint/drain/device_join.hpp"
+#include "stint/memory/report.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
 
@@ -52,6 +53,10 @@ struct profiler_stats {
     std::uint64_t device_events = 0;                   ///< kernels, copies, memsets and syncs kept
     std::uint64_t device_api_calls = 0;                ///< CUDA runtime and driver calls kept
     stint::device_loss device_loss = {};               ///< what the device collection lost, by cause
+    /// profile_memory: the highest live bytes of each device that had memory events, and what ran then.
+    std::vector<memory_peak> memory_peaks;
+    std::uint64_t memory_events = 0;                   ///< [memory] and [OutOfMemory] events kept
+    std::uint64_t memory_dropped = 0;                  ///< memory events lost to the budget (also in dropped)
 };
 
 }  // namespace stint
@@ -107,7 +112,9 @@ public:
     /// Throws std::logic_error if another session records in this process.
     /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
     /// records, only the device activity that close() is given.
-    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true) {
+    /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
+    void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
+              bool track_memory = false) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
@@ -118,6 +125,10 @@ public:
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
+        if (track_memory && record_cpu) {
+            memory_events_dropped.store(0, std::memory_order_relaxed);
+            memory_state.store(state_, std::memory_order_relaxed);
+        }
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
@@ -134,6 +145,8 @@ public:
     bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
                device_capture* device = nullptr) {
         if (state_ == 0) return false;
+        // First: the drain below allocates, and no report may land in a session being drained.
+        if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
         registry& reg = the_registry();
         event_list_builder builder;
         builder.set_first_id(first_id);
@@ -221,6 +234,20 @@ public:
                     i = builder.add(where.kind, where.name, thread, start, end);
                     truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops);
                     break;
+                case payload_kind::memory: {
+                    memory_payload m{};
+                    std::memcpy(&m, bytes.data(), std::min(bytes.size(), sizeof(m)));
+                    const memory_record record{.addr = m.addr,
+                                               .bytes = m.bytes,
+                                               .total_allocated = m.total_allocated,
+                                               .total_reserved = m.total_reserved,
+                                               .device = {static_cast<device_type>(m.device_type), m.device_index}};
+                    i = builder.add_memory_event(where.kind, thread, start, record, m.sequence,
+                                                 {.free = (m.flags & memory_free) != 0,
+                                                  .size_known = (m.flags & memory_size_known) != 0,
+                                                  .totals_given = (m.flags & memory_totals_given) != 0});
+                    break;
+                }
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
                     i = builder.add_copy(where.kind, name, thread, start, end);
@@ -237,7 +264,7 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
-            if (where.kind != event_kind::overhead) {
+            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind)) {
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();
@@ -262,6 +289,7 @@ public:
         }
         const std::int64_t parsed_at = steady_now_ns();
         builder.set_totals(recorded, dropped, late);
+        builder.set_memory_dropped(memory_events_dropped.exchange(0, std::memory_order_relaxed));
         builder.set_base_time_ns(calibration_.anchor.system_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
@@ -279,6 +307,11 @@ public:
         stats_.truncated_names = truncated;
         stats_.truncated_inputs = truncated_inputs;
         stats_.buffer_bytes = buffer_bytes;
+        stats_.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
+        stats_.memory_dropped = out.memory_dropped();
+        for (const event& e : out.has_memory_events() ? out.all() : std::span<const event>{}) {
+            if (is_memory_kind(e.kind)) ++stats_.memory_events;
+        }
         for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
             if (e.on_device()) ++stats_.device_events;
             if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;

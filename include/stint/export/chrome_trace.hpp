@@ -102,6 +102,49 @@ inline bool is_reserved_trace_key(std::string_view key) noexcept {
     return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
 }
 
+/// A [memory] or [OutOfMemory] event's args in Kineto's names and order (an OOM has no "Addr").
+template <class Writer>
+void write_memory_args(Writer& out, const event& e, const memory_record& memory) {
+    out.raw("\"Total Reserved\": ");
+    out.number(memory.total_reserved);
+    out.raw(", \"Total Allocated\": ");
+    out.number(memory.total_allocated);
+    out.raw(", \"Bytes\": ");
+    out.number(memory.bytes);
+    if (e.kind == event_kind::memory) {
+        out.raw(", \"Addr\": ");
+        out.number(memory.addr);
+    }
+    out.raw(", \"Device Id\": ");
+    out.number(memory.device.index);
+    out.raw(", \"Device Type\": ");
+    out.number(static_cast<int>(memory.device.type));
+}
+
+/// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
+template <class Writer>
+void write_memory_summary(Writer& out, const event_list& events) {
+    out.raw("{\"dropped\": ");
+    out.number(events.memory_dropped());
+    out.raw(", \"peaks\": [");
+    bool first = true;
+    for (const memory_peak& peak : events.memory_peaks()) {
+        out.raw(first ? "{\"Device Type\": " : ", {\"Device Type\": ");
+        first = false;
+        out.number(static_cast<int>(peak.device.type));
+        out.raw(", \"Device Id\": ");
+        out.number(peak.device.index);
+        out.raw(", \"bytes\": ");
+        out.number(peak.bytes);
+        out.raw(", \"at_ns\": ");  // since the session's start, as events' times
+        out.number(peak.at_ns);
+        out.raw(", \"op\": ");
+        out.string(peak.op);
+        out.raw("}");
+    }
+    out.raw("]}");
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -138,6 +181,9 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     // Always written, "off" included, so that every trace shows what device collection lost.
     out.raw(", \"device\": ");
     write_device_report(out, events.device());
+    // Always written, so that every trace shows the memory events the budget dropped.
+    out.raw(", \"memory\": ");
+    write_memory_summary(out, events);
     out.raw(", \"threads\": [");
     bool first = true;
     for (const thread_info& t : events.threads()) {
@@ -194,19 +240,26 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
-        o = e.kind == event_kind::instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
-                                          : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
+        const bool instant = e.kind == event_kind::instant || is_memory_kind(e.kind);
+        o = instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                    : write_literal(o, ",\n    {\"ph\": \"X\", \"cat\": \"");
         const std::string_view category = category_name(e.kind);
         o = std::copy(category.begin(), category.end(), o);
         o = write_literal(o, "\", \"name\": ");
         o = write_json_string(o, e.name);
         o = std::copy(thread.begin(), thread.end(), o);
         o = write_microseconds(o, e.start_ns);
-        if (e.kind != event_kind::instant) {
+        if (!instant) {
             o = write_literal(o, ", \"dur\": ");
             o = write_trace_duration(o, timeline.duration(events.index_of(e)), e.duration_ns());
         }
         o = write_literal(o, ", \"args\": {");
+        if (const memory_record* memory = events.memory_of(e)) {
+            out.commit(o);
+            write_memory_args(out, e, *memory);
+            out.raw("}}");
+            continue;
+        }
         if (e.device_info != no_index) {
             // A device event or a CUDA API call: its launcher's External id and CUPTI's details.
             out.commit(o);

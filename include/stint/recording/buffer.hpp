@@ -106,6 +106,19 @@ struct thread_buffer {
 /// registers separately and the drain merges them by OS thread id).
 inline constinit thread_local thread_buffer tls_buffer{};
 
+/// Allocations stint makes for itself on this thread right now (a buffer chunk, a thread's
+/// registration, a memory event's own append): memory reporting (memory/report.hpp) ignores them, so a
+/// tracking operator new never reports stint's own memory or re-enters a half-written record.
+STINT_DETAIL_EXPORT inline constinit thread_local std::uint32_t own_allocations = 0;
+
+/// Marks stint's own allocations on this thread for as long as it lives.
+struct own_allocation_scope {
+    own_allocation_scope() noexcept { ++own_allocations; }
+    ~own_allocation_scope() { --own_allocations; }
+    own_allocation_scope(const own_allocation_scope&) = delete;
+    own_allocation_scope& operator=(const own_allocation_scope&) = delete;
+};
+
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. (A template
 /// only so that it can be out of line and cold yet defined in a header.)
 template <int = 0>

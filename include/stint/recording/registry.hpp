@@ -712,6 +712,7 @@ struct buffer_room {
 template <int = 0>
 STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
                                         std::uint64_t end) {
+    const own_allocation_scope own;  // the chunks and nodes below are stint's, never reported
     registry& reg = the_registry();
     buffer_room room;
     if (buffer.node == nullptr) {
@@ -798,8 +799,10 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
 /// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
 /// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
+/// Returns false when the record was dropped (and counted); true when written, or discarded because the
+/// session ended meanwhile.
 template <int = 0>
-STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  std::span<const std::byte> first,
                                                  std::span<const std::byte> second = {}) noexcept {
@@ -812,12 +815,13 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_
         buffer_room room{.ok = true};
         std::uint64_t work_begin = 0;
         if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
-            if (buffer.dead) return;
+            if (buffer.dead) return true;
             work_begin = read_ticks();
             room = make_room(buffer, state, bytes, end);
             if (!room.ok) {
-                if (!room.discarded) bump(buffer.node->dropped);
-                return;
+                if (room.discarded) return true;
+                bump(buffer.node->dropped);
+                return false;
             }
         }
         std::byte* at = buffer.cursor;
@@ -830,9 +834,11 @@ STINT_DETAIL_NOINLINE void append_record_payload(const site* where, std::uint32_
         out += first_padded;
         if (!second.empty()) std::memcpy(out, second.data(), second.size());
         publish_record(buffer, bytes, room, depth, work_begin);
+        return true;
     } catch (...) {
         // Out of memory while registering or growing: the record is lost, and counted if it can be.
         if (buffer.node != nullptr) bump(buffer.node->dropped);
+        return false;
     }
 }
 

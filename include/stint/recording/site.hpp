@@ -24,6 +24,7 @@ enum class payload_kind : std::uint8_t {
     native_stack_inputs, ///< native return addresses, then captured inputs
     device_link,         ///< no payload and no event: the record's begin field is the external correlation id
                          ///< that the thread's previous scope record pushed to a device collector
+    memory,              ///< an allocation, free or OOM (profile_memory; memory/report.hpp's memory_payload)
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
