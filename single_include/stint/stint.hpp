@@ -8437,6 +8437,14 @@ inline memory_payload make_memory_payload(const void* ptr, std::int64_t bytes, d
     return p;
 }
 
+/// An OOM seen by an adapter, which knows no totals: the drain fills them with the session's live bytes.
+inline void report_oom_without_totals(std::size_t bytes_requested, device where) noexcept {
+    const std::uint32_t state = memory_state.load(std::memory_order_relaxed);
+    if (state == 0) return;
+    record_memory(out_of_memory_site, state,
+                  make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where, 0));
+}
+
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
 
@@ -11145,6 +11153,289 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
     }
 };
 // ---- end stint/profiler.hpp ----
+
+// ---- begin stint/memory/out_of_memory.hpp ----
+// The error stint's tracking adapters throw when their allocator fails: a std::bad_alloc that says
+// what it tried to allocate (torch's "Tried to allocate ..." message).
+
+#include <cstddef>
+#include <new>
+
+#include <fmt/format.h>
+
+
+namespace stint {
+
+/// Thrown by tracking_allocator, tracking_resource and STINT_TRACK_GLOBAL_NEW when the allocator under
+/// them fails, after an "[OutOfMemory]" event was recorded. Catch it as std::bad_alloc. Its text is
+/// built without allocating (there may be no memory left).
+///
+///     catch (const stint::out_of_memory& e) { log(e.what()); }  // "stint: tried to allocate 4.00 GiB..."
+class out_of_memory : public std::bad_alloc {
+public:
+    out_of_memory(std::size_t bytes_requested, device where, const char* by) noexcept
+        : bytes_(bytes_requested), device_(where) {
+        char where_text[24] = {};
+        const auto place = where.index >= 0
+                               ? fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}:{}",
+                                                  device_type_name(where.type), where.index)
+                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}", device_type_name(where.type));
+        where_text[place.size < sizeof(where_text) ? place.size : sizeof(where_text) - 1] = '\0';
+        const auto written = fmt::format_to_n(text_, sizeof(text_) - 1,
+                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, and the "
+                                              "allocator under it failed",
+                                              bytes_requested, static_cast<double>(bytes_requested) / 1048576.0,
+                                              static_cast<const char*>(where_text), by);
+        text_[written.size < sizeof(text_) ? written.size : sizeof(text_) - 1] = '\0';
+    }
+    [[nodiscard]] const char* what() const noexcept override { return text_; }
+    [[nodiscard]] std::size_t bytes_requested() const noexcept { return bytes_; }
+    [[nodiscard]] stint::device device() const noexcept { return device_; }
+
+private:
+    std::size_t bytes_;
+    stint::device device_;
+    char text_[192] = {};
+};
+
+}  // namespace stint
+// ---- end stint/memory/out_of_memory.hpp ----
+
+// ---- begin stint/memory/tracking_allocator.hpp ----
+// A standard allocator that reports what it allocates and frees to a profile_memory session.
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+
+namespace stint {
+
+/// Wraps `Base` (std::allocator<T> unless said) and reports each allocation and deallocation to a
+/// profile_memory session as host memory; outside such a session it costs one relaxed load per call.
+/// When `Base` throws std::bad_alloc it records an "[OutOfMemory]" event and throws
+/// stint::out_of_memory (a std::bad_alloc that names the size).
+///
+///     std::vector<float, stint::tracking_allocator<float>> buffer(100);  // a 400-byte [memory] event
+template <class T, class Base = std::allocator<T>>
+class tracking_allocator {
+    using base_traits = std::allocator_traits<Base>;
+
+public:
+    using value_type = T;
+    using size_type = typename base_traits::size_type;
+    using difference_type = typename base_traits::difference_type;
+    using propagate_on_container_copy_assignment = typename base_traits::propagate_on_container_copy_assignment;
+    using propagate_on_container_move_assignment = typename base_traits::propagate_on_container_move_assignment;
+    using propagate_on_container_swap = typename base_traits::propagate_on_container_swap;
+    using is_always_equal = typename base_traits::is_always_equal;
+    template <class U>
+    struct rebind {
+        using other = tracking_allocator<U, typename base_traits::template rebind_alloc<U>>;
+    };
+
+    tracking_allocator() = default;
+    explicit tracking_allocator(const Base& base) noexcept(std::is_nothrow_copy_constructible_v<Base>) : base_(base) {}
+    template <class U, class OtherBase>
+    tracking_allocator(const tracking_allocator<U, OtherBase>& other) noexcept  // NOLINT: rebinding converts
+        : base_(other.base()) {}
+
+    [[nodiscard]] T* allocate(std::size_t n) {
+        T* p = nullptr;
+        try {
+            p = base_traits::allocate(base_, n);
+        } catch (const std::bad_alloc&) {
+            detail::report_oom_without_totals(n * sizeof(T), {});
+            throw out_of_memory(n * sizeof(T), {}, "stint::tracking_allocator");
+        }
+        report_alloc(p, n * sizeof(T));
+        return p;
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        report_free(p, n * sizeof(T));
+        base_traits::deallocate(base_, p, n);
+    }
+
+    [[nodiscard]] const Base& base() const noexcept { return base_; }
+
+    template <class U, class OtherBase>
+    friend bool operator==(const tracking_allocator& a, const tracking_allocator<U, OtherBase>& b) noexcept {
+        return a.base() == b.base();
+    }
+
+private:
+    [[no_unique_address]] Base base_{};
+};
+
+}  // namespace stint
+// ---- end stint/memory/tracking_allocator.hpp ----
+
+// ---- begin stint/memory/tracking_resource.hpp ----
+// A std::pmr::memory_resource that reports what it allocates and frees to a profile_memory session.
+
+#include <cstddef>
+#include <memory_resource>
+#include <new>
+
+
+namespace stint {
+
+/// Forwards to `upstream` (the default resource unless said) and reports each allocation and
+/// deallocation as host memory; one relaxed load per call outside a profile_memory session. An upstream
+/// std::bad_alloc becomes an "[OutOfMemory]" event and a stint::out_of_memory.
+///
+///     stint::tracking_resource tracked;                    // over std::pmr::get_default_resource()
+///     std::pmr::vector<int> v(&tracked);
+///     std::pmr::monotonic_buffer_resource arena(&tracked);  // reports the arena's blocks
+class tracking_resource : public std::pmr::memory_resource {
+public:
+    explicit tracking_resource(std::pmr::memory_resource* upstream = std::pmr::get_default_resource()) noexcept
+        : upstream_(upstream) {}
+    [[nodiscard]] std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
+
+private:
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+        void* p = nullptr;
+        try {
+            p = upstream_->allocate(bytes, alignment);
+        } catch (const std::bad_alloc&) {
+            detail::report_oom_without_totals(bytes, {});
+            throw out_of_memory(bytes, {}, "stint::tracking_resource");
+        }
+        report_alloc(p, bytes);
+        return p;
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+        report_free(p, bytes);
+        upstream_->deallocate(p, bytes, alignment);
+    }
+    [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+
+    std::pmr::memory_resource* upstream_;
+};
+
+}  // namespace stint
+// ---- end stint/memory/tracking_resource.hpp ----
+
+// ---- begin stint/memory/global_new.hpp ----
+// STINT_TRACK_GLOBAL_NEW(): the program's global operator new and delete, replaced by ones that report
+// to a profile_memory session. Opt-in, in exactly one translation unit.
+//
+// Why it is a macro and not automatic: a replacement operator new is an ordinary, non-inline
+// definition ([replacement.functions]: it must not be inline), so a header that defined it would
+// define it again in every translation unit that includes it, and the link fails; and a library must
+// not take the program's allocator over without being asked. Write the macro once, at namespace
+// scope, in one .cpp of the executable.
+
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+
+namespace stint::detail {
+
+// malloc for fundamental alignments, aligned_alloc (whose size must be a multiple of the alignment)
+// beyond; free releases both.
+inline void* allocate_from_system(std::size_t bytes, std::size_t alignment) noexcept {
+    if (bytes == 0) bytes = 1;
+    if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes);
+    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    return rounded < bytes ? nullptr : std::aligned_alloc(alignment, rounded);
+}
+
+/// operator new's contract: retry through the new-handler; with none, an [OutOfMemory] event and
+/// stint::out_of_memory (a std::bad_alloc).
+inline void* tracked_new(std::size_t bytes, std::size_t alignment) {
+    for (;;) {
+        if (void* p = allocate_from_system(bytes, alignment)) {
+            stint::report_alloc(p, bytes);
+            return p;
+        }
+        const std::new_handler handler = std::get_new_handler();
+        if (handler == nullptr) {
+            report_oom_without_totals(bytes, {});
+            throw stint::out_of_memory(bytes, {}, "STINT_TRACK_GLOBAL_NEW's operator new");
+        }
+        handler();
+    }
+}
+inline void* tracked_new_nothrow(std::size_t bytes, std::size_t alignment) noexcept {
+    try {
+        return tracked_new(bytes, alignment);
+    } catch (...) {
+        return nullptr;
+    }
+}
+// The free is reported before the block goes back: once freed, another thread may get the address.
+inline void tracked_delete(void* p) noexcept {
+    stint::report_free(p);
+    std::free(p);
+}
+inline void tracked_delete_sized(void* p, std::size_t bytes) noexcept {
+    stint::report_free(p, bytes);
+    std::free(p);
+}
+
+}  // namespace stint::detail
+
+/// Replaces the global operator new and delete (all sixteen forms) with ones that report to a
+/// profile_memory session. Put it in exactly one .cpp of the executable, at namespace scope:
+///
+///     #include <stint/stint.hpp>
+///     STINT_TRACK_GLOBAL_NEW();
+/// Compiled out (STINT_DISABLE) it replaces nothing: the program keeps its own operator new.
+#if defined(STINT_DISABLE)
+#define STINT_TRACK_GLOBAL_NEW() static_assert(true, "")
+#else
+// NOLINTBEGIN: the replacements must have exactly these signatures.
+#define STINT_TRACK_GLOBAL_NEW()                                                                               \
+    void* operator new(std::size_t n) { return ::stint::detail::tracked_new(n, 0); }                           \
+    void* operator new[](std::size_t n) { return ::stint::detail::tracked_new(n, 0); }                         \
+    void* operator new(std::size_t n, const std::nothrow_t&) noexcept {                                        \
+        return ::stint::detail::tracked_new_nothrow(n, 0);                                                     \
+    }                                                                                                          \
+    void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {                                      \
+        return ::stint::detail::tracked_new_nothrow(n, 0);                                                     \
+    }                                                                                                          \
+    void* operator new(std::size_t n, std::align_val_t a) {                                                    \
+        return ::stint::detail::tracked_new(n, static_cast<std::size_t>(a));                                   \
+    }                                                                                                          \
+    void* operator new[](std::size_t n, std::align_val_t a) {                                                  \
+        return ::stint::detail::tracked_new(n, static_cast<std::size_t>(a));                                   \
+    }                                                                                                          \
+    void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {                    \
+        return ::stint::detail::tracked_new_nothrow(n, static_cast<std::size_t>(a));                           \
+    }                                                                                                          \
+    void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {                  \
+        return ::stint::detail::tracked_new_nothrow(n, static_cast<std::size_t>(a));                           \
+    }                                                                                                          \
+    void operator delete(void* p) noexcept { ::stint::detail::tracked_delete(p); }                             \
+    void operator delete[](void* p) noexcept { ::stint::detail::tracked_delete(p); }                           \
+    void operator delete(void* p, std::size_t n) noexcept { ::stint::detail::tracked_delete_sized(p, n); }     \
+    void operator delete[](void* p, std::size_t n) noexcept { ::stint::detail::tracked_delete_sized(p, n); }   \
+    void operator delete(void* p, std::align_val_t) noexcept { ::stint::detail::tracked_delete(p); }           \
+    void operator delete[](void* p, std::align_val_t) noexcept { ::stint::detail::tracked_delete(p); }         \
+    void operator delete(void* p, std::size_t n, std::align_val_t) noexcept {                                  \
+        ::stint::detail::tracked_delete_sized(p, n);                                                           \
+    }                                                                                                          \
+    void operator delete[](void* p, std::size_t n, std::align_val_t) noexcept {                                \
+        ::stint::detail::tracked_delete_sized(p, n);                                                           \
+    }                                                                                                          \
+    void operator delete(void* p, const std::nothrow_t&) noexcept { ::stint::detail::tracked_delete(p); }      \
+    void operator delete[](void* p, const std::nothrow_t&) noexcept { ::stint::detail::tracked_delete(p); }    \
+    void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {                          \
+        ::stint::detail::tracked_delete(p);                                                                    \
+    }                                                                                                          \
+    void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {                        \
+        ::stint::detail::tracked_delete(p);                                                                    \
+    }                                                                                                          \
+    static_assert(true, "")
+// NOLINTEND
+#endif
+// ---- end stint/memory/global_new.hpp ----
 
 // ---- begin stint/export/tensorboard.hpp ----
 // torch.profiler.tensorboard_trace_handler: an on_trace_ready callback that writes each schedule

@@ -67,6 +67,14 @@ inline memory_payload make_memory_payload(const void* ptr, std::int64_t bytes, d
     return p;
 }
 
+/// An OOM seen by an adapter, which knows no totals: the drain fills them with the session's live bytes.
+inline void report_oom_without_totals(std::size_t bytes_requested, device where) noexcept {
+    const std::uint32_t state = memory_state.load(std::memory_order_relaxed);
+    if (state == 0) return;
+    record_memory(out_of_memory_site, state,
+                  make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where, 0));
+}
+
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
 

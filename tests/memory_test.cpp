@@ -1,0 +1,328 @@
+// profile_memory: report_alloc / report_free / report_oom and the adapters, recorded as [memory] and
+// [OutOfMemory] instants, charged to the ops around them (torch's test_memory_profiler, test_oom_tracing).
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cstdlib>
+#include <memory_resource>
+#include <new>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <stint/stint.hpp>
+
+#include "memory_leak_check.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using mem = stint::config<stint::profile_memory>;
+
+const stint::event* named(const stint::event_list& events, std::string_view name) {
+    for (const stint::event& e : events) {
+        if (e.name == name) return &e;
+    }
+    return nullptr;
+}
+
+std::vector<const stint::event*> memory_events(const stint::event_list& events) {
+    std::vector<const stint::event*> found;
+    for (const stint::event& e : events) {
+        if (e.kind == stint::event_kind::memory) found.push_back(&e);
+    }
+    return found;
+}
+
+// An allocator whose every allocation fails, as a device allocator out of memory does.
+template <class T>
+struct failing_allocator {
+    using value_type = T;
+    failing_allocator() = default;
+    template <class U>
+    failing_allocator(const failing_allocator<U>&) noexcept {}  // NOLINT: rebinding converts
+    T* allocate(std::size_t) { throw std::bad_alloc(); }
+    void deallocate(T*, std::size_t) noexcept {}
+    friend bool operator==(const failing_allocator&, const failing_allocator&) noexcept { return true; }
+};
+
+}  // namespace
+
+TEST_CASE("memory: the seed's scopes: an op allocating inside one scope, the free in another") {
+    using buffer = std::vector<float, stint::tracking_allocator<float>>;
+    stint::profiler<mem> prof;
+    prof.start();
+    std::optional<buffer> x;
+    {
+        STINT_SCOPE("test_user_scope_alloc");
+        STINT_OP(mem, "aten::empty");
+        x.emplace(100);  // torch.rand(10, 10): 400 bytes of float
+    }
+    {
+        STINT_SCOPE("test_user_scope_dealloc");
+        x.reset();
+    }
+    prof.stop();
+    const stint::event_list& events = prof.events();
+    const stint::event* alloc_scope = named(events, "test_user_scope_alloc");
+    const stint::event* op = named(events, "aten::empty");
+    const stint::event* dealloc_scope = named(events, "test_user_scope_dealloc");
+    REQUIRE(alloc_scope != nullptr);
+    REQUIRE(op != nullptr);
+    REQUIRE(dealloc_scope != nullptr);
+    CHECK(events.memory_usage_of(*alloc_scope).cpu == 400);
+    CHECK(events.memory_usage_of(*alloc_scope).self_cpu == 0);  // the op under it allocated
+    CHECK(events.memory_usage_of(*op).cpu == 400);
+    CHECK(events.memory_usage_of(*op).self_cpu == 400);
+    CHECK(events.memory_usage_of(*dealloc_scope).cpu == -400);
+    CHECK(events.memory_usage_of(*dealloc_scope).self_cpu == -400);
+    CHECK(events.memory_usage_of(*op).device == 0);
+
+    const auto memory = memory_events(events);
+    REQUIRE(memory.size() == 2);
+    CHECK(events.parent(*memory[0]) == op);
+    CHECK(events.parent(*memory[1]) == dealloc_scope);
+    CHECK(events.memory_of(*memory[0])->total_allocated == 400);
+    CHECK(events.memory_of(*memory[1])->bytes == -400);
+    CHECK(events.memory_of(*memory[1])->total_allocated == 0);
+    CHECK(events.memory_of(*memory[0])->addr == events.memory_of(*memory[1])->addr);
+    CHECK(prof.stats().memory_events == 2);
+    REQUIRE(prof.stats().memory_peaks.size() == 1);
+    CHECK(prof.stats().memory_peaks[0].bytes == 400);
+    CHECK(prof.stats().memory_peaks[0].op == "aten::empty");
+
+    // The trace: Kineto's instants, with the seed's args and no dur.
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir.file("memory.json"));
+    const nlohmann::json trace = stint_test::read_json(dir.file("memory.json"));
+    int found = 0;
+    for (const auto& e : trace["traceEvents"]) {
+        if (e["name"] != "[memory]") continue;
+        ++found;
+        CHECK(e["ph"] == "i");
+        CHECK(e["s"] == "t");
+        CHECK(e["cat"] == "cpu_instant_event");
+        CHECK(!e.contains("dur"));
+        const auto& args = e["args"];
+        for (const char* key : {"Addr", "Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id"}) {
+            CHECK_MESSAGE(args.contains(key), key);
+        }
+        CHECK(!args.contains("dur"));
+        CHECK(!args.contains("cat"));
+        CHECK(args["Device Type"] == 0);
+        CHECK(args["Device Id"] == -1);
+        CHECK(args["Bytes"] == (found == 1 ? 400 : -400));
+    }
+    CHECK(found == 2);
+    CHECK(trace["stint"]["memory"]["dropped"] == 0);
+    CHECK(trace["stint"]["memory"]["peaks"][0]["bytes"] == 400);
+}
+
+TEST_CASE("memory: an allocator that runs out: an [OutOfMemory] event, and an error that names the size") {
+    stint::profiler<mem> prof;
+    prof.start();
+    std::string message;
+    {
+        STINT_OP(mem, "aten::empty");
+        std::vector<float, stint::tracking_allocator<float, failing_allocator<float>>> v;
+        try {
+            v.reserve(std::size_t{1} << 28);
+        } catch (const std::bad_alloc& e) {  // stint::out_of_memory is one
+            message = e.what();
+        }
+    }
+    prof.stop();
+    CHECK(std::regex_match(message, std::regex(".*[tT]ried to allocate.*")));
+    CHECK(message.find("1073741824 bytes") != std::string::npos);
+    const stint::event* oom = named(prof.events(), "[OutOfMemory]");
+    REQUIRE(oom != nullptr);
+    CHECK(oom->kind == stint::event_kind::out_of_memory);
+    CHECK(prof.events().memory_of(*oom)->bytes == std::int64_t{1} << 30);
+    CHECK(prof.events().parent(*oom) == named(prof.events(), "aten::empty"));
+
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir.file("oom.json"));
+    const nlohmann::json trace = stint_test::read_json(dir.file("oom.json"));
+    int found = 0;
+    for (const auto& e : trace["traceEvents"]) {
+        if (e["name"] != "[OutOfMemory]") continue;
+        ++found;
+        CHECK(e["ph"] == "i");
+        CHECK(!e.contains("dur"));
+        for (const char* key : {"Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id"}) {
+            CHECK_MESSAGE(e["args"].contains(key), key);
+        }
+        CHECK(!e["args"].contains("dur"));
+        CHECK(!e["args"].contains("cat"));
+    }
+    CHECK(found == 1);
+}
+
+TEST_CASE("memory: report_oom carries the allocator's totals and device") {
+    stint::profiler<mem> prof;
+    prof.start();
+    stint::report_oom(std::size_t{1} << 42, {stint::device_type::cuda, 1}, 7'000, 9'000);
+    prof.stop();
+    const stint::event* oom = named(prof.events(), "[OutOfMemory]");
+    REQUIRE(oom != nullptr);
+    const stint::memory_record& r = *prof.events().memory_of(*oom);
+    CHECK(r.total_allocated == 7'000);
+    CHECK(r.total_reserved == 9'000);
+    CHECK(r.device == stint::device{stint::device_type::cuda, 1});
+}
+
+TEST_CASE("memory: top level: a block allocated in an op and freed outside any scope") {
+    stint::profiler<mem> prof;
+    prof.start();
+    std::pmr::vector<double>* kept = nullptr;
+    stint::tracking_resource tracked;
+    {
+        STINT_OP(mem, "aten::rand");
+        kept = new std::pmr::vector<double>(16, &tracked);  // 128 bytes through the resource
+    }
+    delete kept;  // the vector frees its block at top level
+    prof.stop();
+    const auto memory = memory_events(prof.events());
+    REQUIRE(memory.size() == 2);
+    CHECK(prof.events().memory_usage_of(*named(prof.events(), "aten::rand")).cpu == 128);
+    CHECK(memory[1]->is_top_level());
+    CHECK(prof.events().memory_usage_of(*memory[1]).cpu == -128);
+}
+
+TEST_CASE("memory: a free of memory from before the session shows without an allocation, totals never below") {
+    void* before = std::malloc(1000);
+    stint::profiler<mem> prof;
+    prof.start();
+    {
+        STINT_SCOPE("frees_old_blocks");
+        stint::report_free(before);           // size unknown to the session: 0 bytes
+        std::free(before);
+        void* sized = std::malloc(64);
+        stint::report_free(sized, 300, {});  // the allocator knew it: -300 bytes, totals untouched
+        std::free(sized);
+        void* fresh = std::malloc(50);
+        stint::report_alloc(fresh, 50);
+        stint::report_free(fresh);
+        std::free(fresh);
+    }
+    prof.stop();
+    const auto memory = memory_events(prof.events());
+    REQUIRE(memory.size() == 4);
+    const stint::memory_record& unknown = *prof.events().memory_of(*memory[0]);
+    const stint::memory_record& sized = *prof.events().memory_of(*memory[1]);
+    CHECK(!unknown.matched);
+    CHECK(unknown.bytes == 0);
+    CHECK(unknown.total_allocated == 0);
+    CHECK(!sized.matched);
+    CHECK(sized.bytes == -300);
+    CHECK(sized.total_allocated == 0);
+    CHECK(prof.events().memory_of(*memory[2])->total_allocated == 50);
+    CHECK(prof.events().memory_of(*memory[3])->matched);
+    CHECK(prof.events().memory_of(*memory[3])->total_allocated == 0);
+    for (const stint::event* e : memory) CHECK(prof.events().memory_of(*e)->total_allocated >= 0);
+}
+
+TEST_CASE("memory: without a profile_memory session nothing is recorded") {
+    SUBCASE("a config without the policy") {
+        stint::profiler<> prof;
+        prof.start();
+        { STINT_SCOPE("scope"); stint::report_alloc(&prof, 8); stint::report_free(&prof); }
+        prof.stop();
+        CHECK(memory_events(prof.events()).empty());
+        CHECK(!prof.events().has_memory_events());
+        CHECK(prof.stats().memory_events == 0);
+    }
+    SUBCASE("after stop") {
+        stint::profiler<mem> prof;
+        prof.start();
+        prof.stop();
+        stint::report_alloc(&prof, 8);
+        prof.start();
+        prof.stop();
+        CHECK(memory_events(prof.events()).empty());
+    }
+}
+
+TEST_CASE("memory: threads allocate and free concurrently, frees on other threads sized from their allocation") {
+    constexpr int threads = 8;
+    constexpr int blocks = 500;
+    stint::profiler<mem> prof;
+    std::vector<std::vector<void*>> made(threads);
+    std::barrier sync(threads);
+    prof.start();
+    {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+            pool.emplace_back([&, t] {
+                STINT_SCOPE("worker");
+                for (int i = 0; i < blocks; ++i) {
+                    const std::size_t size = 16 + static_cast<std::size_t>(t);
+                    void* p = std::malloc(size);
+                    stint::report_alloc(p, size);
+                    made[static_cast<std::size_t>(t)].push_back(p);
+                }
+                sync.arrive_and_wait();
+                // Each thread frees its neighbour's blocks.
+                for (void* p : made[static_cast<std::size_t>((t + 1) % threads)]) {
+                    stint::report_free(p);
+                    std::free(p);
+                }
+            });
+        }
+        for (auto& th : pool) th.join();
+    }
+    prof.stop();
+    const auto memory = memory_events(prof.events());
+    REQUIRE(memory.size() == 2 * threads * blocks);
+    std::int64_t allocated = 0;
+    std::int64_t freed = 0;
+    for (const stint::event* e : memory) {
+        const stint::memory_record& r = *prof.events().memory_of(*e);
+        CHECK(r.matched);
+        (r.bytes > 0 ? allocated : freed) += r.bytes;
+        CHECK(r.total_allocated >= 0);
+    }
+    std::int64_t expected = 0;
+    for (int t = 0; t < threads; ++t) expected += blocks * (16 + t);
+    CHECK(allocated == expected);
+    CHECK(freed == -expected);
+    // Each worker's usage: its own allocations less its neighbour's blocks, which it freed; over all
+    // workers, nothing.
+    std::int64_t workers = 0;
+    std::vector<std::int64_t> usages;
+    for (const stint::event& e : prof.events()) {
+        if (e.name != "worker") continue;
+        usages.push_back(prof.events().memory_usage_of(e).cpu);
+        workers += usages.back();
+    }
+    CHECK(workers == 0);
+    std::sort(usages.begin(), usages.end());
+    std::vector<std::int64_t> expected_usages(threads - 1, -blocks);  // 16 + t allocated, 17 + t freed
+    expected_usages.push_back(blocks * (threads - 1));                // the last frees thread 0's 16-byte blocks
+    CHECK(usages == expected_usages);
+    CHECK(prof.stats().memory_peaks.at(0).bytes == expected);
+}
+
+TEST_CASE("memory: ten sessions of 1,024 ops with allocations leave resident memory flat (test_mem_leak)") {
+    std::vector<std::vector<float, stint::tracking_allocator<float>>> kept;
+    const auto samples = stint_test::resident_after_sessions([&] {
+        stint::profiler<mem> prof;
+        prof.start();
+        for (int i = 0; i < 1024; ++i) {
+            STINT_OP(mem, "aten::add");
+            std::vector<float, stint::tracking_allocator<float>> temporary(64);
+            temporary[0] = static_cast<float>(i);
+        }
+        prof.stop();
+        REQUIRE(prof.stats().memory_events == 2 * 1024);
+        REQUIRE(prof.events().size() >= 3 * 1024);
+    });
+    const std::int64_t step = stint_test::largest_late_step(samples);
+    INFO("resident after each session (bytes): " << nlohmann::json(samples).dump());
+    if (!stint_test::sanitized) CHECK(step < 100 * 1024);
+}
