@@ -157,6 +157,7 @@ public:
     /// when it must record while another profiler records.
     void start() {
         if (!active()) return;
+        const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
         const std::lock_guard lock(mutex_);
         refuse_in_callback("start()");
         if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
@@ -171,6 +172,7 @@ public:
     /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
     void stop() {
         if (!active()) return;
+        const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
         close_step_annotation();
@@ -187,6 +189,7 @@ public:
     /// (the next window opens on schedule) and the exception then propagates.
     void step() {
         if (!active()) return;
+        const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
         const std::lock_guard lock(mutex_);
         refuse_in_callback("step()");
         const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
@@ -229,6 +232,7 @@ public:
     ///
     ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
     [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
+        const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("key_averages()");
         return stint::key_averages(events(), options);
@@ -256,6 +260,7 @@ public:
     ///
     ///     prof.export_chrome_trace("run.pt.trace.json.gz");
     void export_chrome_trace(const std::string& path) const {
+        const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_chrome_trace()");
         detail::chrome_trace_info info;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cupti_fake.hpp"
+#include "memory_leak_check.hpp"
 #include "reliability/size.hpp"
 #include "test_util.hpp"
 
@@ -616,4 +617,26 @@ TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are
         }
     }
     CHECK(seen == 2);
+}
+
+TEST_CASE("cupti: test_mem_leak with profile_memory beside cuda_activities: resident memory stays flat") {
+    using both = stint::config<stint::cuda_activities, stint::profile_memory>;
+    stint_test::use_fake_cupti();
+    const auto samples = stint_test::resident_after_sessions([] {
+        fake().pushed.clear();
+        stint::profiler_options<both> options;
+        options.sync_device_on_stop = false;
+        stint::profiler<both> prof(options);
+        prof.start();
+        for (int i = 0; i < 1024; ++i) {
+            STINT_OP(both, "aten::add");
+            std::vector<float, stint::tracking_allocator<float>> temporary(64);
+            temporary[0] = static_cast<float>(i);
+        }
+        prof.stop();
+        REQUIRE(prof.stats().memory_events == 2 * 1024);
+        REQUIRE(prof.stats().device_status == "active");
+    });
+    INFO("resident after each session (bytes): " << nlohmann::json(samples).dump());
+    if (!stint_test::sanitized) CHECK(stint_test::largest_late_step(samples) < 100 * 1024);
 }

@@ -1,0 +1,90 @@
+// STINT_TRACK_GLOBAL_NEW in a program of its own (it replaces the program's operator new): user
+// allocations become [memory] events; stint's own (buffer chunks, thread registration) never do.
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <stint/stint.hpp>
+
+STINT_TRACK_GLOBAL_NEW();
+
+namespace {
+
+using mem = stint::config<stint::profile_memory>;
+
+std::vector<const stint::event*> memory_events(const stint::event_list& events) {
+    std::vector<const stint::event*> found;
+    for (const stint::event& e : events) {
+        if (e.kind == stint::event_kind::memory) found.push_back(&e);
+    }
+    return found;
+}
+
+struct alignas(128) wide {
+    unsigned char bytes[256];
+};
+
+}  // namespace
+
+TEST_CASE("global new: new and delete in a scope are [memory] events with their sizes, aligned ones too") {
+    stint::profiler<mem> prof;
+    prof.start();
+    {
+        STINT_SCOPE("allocates");
+        int* numbers = new int[100];
+        numbers[0] = 1;
+        delete[] numbers;
+        auto* w = new wide;
+        w->bytes[0] = 1;
+        delete w;
+    }
+    prof.stop();
+    const auto memory = memory_events(prof.events());
+    REQUIRE(memory.size() == 4);
+    CHECK(prof.events().memory_of(*memory[0])->bytes == 400);
+    CHECK(prof.events().memory_of(*memory[1])->bytes == -400);
+    CHECK(prof.events().memory_of(*memory[2])->bytes == 256);
+    CHECK(prof.events().memory_of(*memory[2])->addr % 128 == 0);
+    CHECK(prof.events().memory_of(*memory[3])->bytes == -256);
+    for (const stint::event* e : memory) CHECK(prof.events().parent(*e)->name == "allocates");
+}
+
+TEST_CASE("global new: stint's own chunks and thread registrations are never reported") {
+    stint::profiler<mem> prof;
+    prof.start();
+    // 200,000 scopes need many buffer chunks (allocated with operator new); the thread's registration
+    // allocates too. Nothing else here allocates but the two vectors' blocks below and std::thread.
+    std::vector<std::uint8_t>* block = nullptr;
+    {
+        STINT_SCOPE("user");
+        block = new std::vector<std::uint8_t>(1000);
+    }
+    std::thread worker([] {
+        for (int i = 0; i < 200'000; ++i) {
+            STINT_SCOPE("busy");
+        }
+    });
+    worker.join();
+    for (int i = 0; i < 200'000; ++i) {
+        STINT_SCOPE("busy");
+    }
+    delete block;
+    prof.stop();
+    std::size_t user_blocks = 0;
+    std::size_t thread_blocks = 0;
+    for (const stint::event* e : memory_events(prof.events())) {
+        const stint::event* parent = prof.events().parent(*e);
+        if (parent != nullptr && parent->name == "user") ++user_blocks;
+        if (parent == nullptr) ++thread_blocks;
+    }
+    CHECK(user_blocks == 2);  // the vector object and its 1000 bytes
+    // At top level: std::thread's state (allocated and freed) and the vector's two frees; no chunk.
+    CHECK(thread_blocks == 4);
+    CHECK(prof.stats().recorded >= 400'000);
+    CHECK(prof.stats().buffer_bytes >= 400'000 * 24);
+    CHECK(memory_events(prof.events()).size() == user_blocks + thread_blocks);
+}
