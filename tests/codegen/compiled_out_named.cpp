@@ -1,5 +1,6 @@
-// STINT_SCOPE_NAMED, compared without instrumentation and with -DSTINT_DISABLE only: it takes no
-// configuration (STINT_CONFIG does not apply to it), so stint::disabled does not compile it out.
+// STINT_SCOPE_NAMED and STINT_TRACK_GLOBAL_NEW, compared without instrumentation and with
+// -DSTINT_DISABLE only: they take no configuration (STINT_CONFIG does not apply to them), so
+// stint::disabled does not compile them out. Compiled out, the program keeps its own operator new.
 // Every STINT_* use is a whole statement on a line of its own; the extern functions are defined
 // nowhere (see compiled_out.cpp).
 #include <string>
@@ -9,6 +10,8 @@
 
 void load(const std::string& name);
 std::string layer_name(int index);
+
+STINT_TRACK_GLOBAL_NEW();
 
 // The name expressions allocate and call out: a compiled-out scope evaluates neither.
 void load_all(const std::vector<std::string>& names) {
