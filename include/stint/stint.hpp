@@ -31,3 +31,4 @@
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler.hpp"
 #include "stint/export/tensorboard.hpp"
+#include "stint/export/memory_timeline.hpp"
