@@ -36,3 +36,4 @@
 #include "stint/memory/tracking_resource.hpp"
 #include "stint/memory/global_new.hpp"
 #include "stint/export/tensorboard.hpp"
+#include "stint/export/memory_timeline.hpp"

@@ -3,7 +3,9 @@
 # writes into speedscope under Debian's headless Chromium (speedscope_check.mjs). Installs what it
 # needs: the chromium package when /usr/bin/chromium is missing, and the npm packages pinned in
 # package.json into $STINT_VIEWER_DEPS (default /tmp/stint-viewer), outside the repository.
-# Also loads the device trace the unit tests write (tests/device_trace_test.cpp), when built.
+# Also loads the device trace the unit tests write (tests/device_trace_test.cpp), when built, and
+# renders the memory timeline page they write (tests/memory_timeline_test.cpp) with
+# memory_timeline_check.mjs: no console error, and a screenshot with the plot drawn in it.
 # Usage: tests/viewer/run.sh [build dir with -Dexamples=true, default build-test-gcc]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +35,20 @@ if [ -x "$build/tests/stint_tests" ]; then
   mkdir "$work/device"
   STINT_TEST_TRACE_DIR="$work/device" "$build/tests/stint_tests" -tc='*ac2g*' >"$work/device/output.txt" 2>&1 ||
     { echo "the device trace test failed:"; cat "$work/device/output.txt"; exit 1; }
+  mkdir "$work/memory"
+  STINT_TEST_TRACE_DIR="$work/memory" "$build/tests/stint_tests" -tc='*memory timeline page*' \
+    >"$work/memory/output.txt" 2>&1 ||
+    { echo "the memory timeline test failed:"; cat "$work/memory/output.txt"; exit 1; }
+  [ -f "$work/memory/memory_timeline.html" ] || { echo "the memory timeline test wrote no page"; exit 1; }
+else
+  echo "$build/tests/stint_tests is not built: no device trace or memory timeline page to check"
 fi
 mapfile -t files < <(find "$work" -type f \( -name '*.pt.trace.json' -o -name '*.stacks' \) | sort)
 if [ "${#files[@]}" -eq 0 ]; then echo "the examples wrote no trace"; exit 1; fi
-node "$here/speedscope_check.mjs" "$deps" "${files[@]}"
+status=0
+node "$here/speedscope_check.mjs" "$deps" "${files[@]}" || status=1
+mapfile -t pages < <(find "$work" -type f -name 'memory_timeline*.html' | sort)
+if [ "${#pages[@]}" -gt 0 ]; then
+  node "$here/memory_timeline_check.mjs" "$deps" "${pages[@]}" || status=1
+fi
+exit "$status"
