@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstdlib>
 #include <memory_resource>
 #include <new>
@@ -325,4 +326,33 @@ TEST_CASE("memory: ten sessions of 1,024 ops with allocations leave resident mem
     const std::int64_t step = stint_test::largest_late_step(samples);
     INFO("resident after each session (bytes): " << nlohmann::json(samples).dump());
     if (!stint_test::sanitized) CHECK(step < 100 * 1024);
+}
+
+TEST_CASE("memory: profiler::export_memory_timeline writes the window's live bytes") {
+    stint::profiler<mem> prof;
+    prof.start();
+    // The timeline keeps one point per microsecond (torch's coalescing): the events are spaced apart.
+    const auto spin = [] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+    };
+    {
+        STINT_OP(mem, "grow");
+        std::vector<char, stint::tracking_allocator<char>> a(1000);
+        spin();
+        std::vector<char, stint::tracking_allocator<char>> b(3000);
+        spin();
+    }
+    prof.stop();
+    stint_test::temp_dir dir;
+    prof.export_memory_timeline(dir.file("timeline.json"));
+    const nlohmann::json timeline = stint_test::read_json(dir.file("timeline.json"));
+    REQUIRE(timeline.size() == 2);
+    std::int64_t highest = 0;
+    for (const auto& sizes : timeline[1]) highest = std::max<std::int64_t>(highest, sizes.back().get<std::int64_t>());
+    CHECK(highest == 4000);
+    CHECK(timeline[1].back().back() == 0);
+    prof.export_memory_timeline(dir.file("timeline.html"));
+    CHECK(stint_test::read_file(dir.file("timeline.html")).find("grow") != std::string::npos);
 }

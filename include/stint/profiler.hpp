@@ -32,6 +32,7 @@
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler/exit_trace.hpp"
 #include "stint/export/chrome_trace.hpp"
+#include "stint/export/memory_timeline.hpp"
 #include "stint/export/collapsed_stacks.hpp"
 #include "stint/export/json_validate.hpp"
 #include "stint/export/json_writer.hpp"
@@ -273,6 +274,21 @@ public:
             }
         }
         detail::write_chrome_trace_file(path, window_events_, info);
+    }
+
+    /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
+    /// export_memory_timeline: `.json` / `.json.gz` in torch's `[times, sizes]` shape, or `.html`, a
+    /// self-contained plot with the peak and the op that was running then. Needs profile_memory.
+    ///
+    ///     prof.export_memory_timeline("memory.html");
+    ///     prof.export_memory_timeline("gpu0.json.gz", {stint::device_type::cuda, 0});
+    void export_memory_timeline(const std::string& path, stint::device device = {}) const {
+        static_assert(has_memory, "stint: export_memory_timeline() needs memory events. Fix: add stint::profile_memory "
+                                  "to the profiler's config");
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_memory_timeline()");
+        stint::export_memory_timeline(window_events_, path, device);
     }
 
     /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
