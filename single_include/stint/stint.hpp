@@ -5859,7 +5859,7 @@ inline void event_list::append(const event_list& later) {
 
 // ---- begin stint/analysis/key_averages.hpp ----
 // torch.profiler's key_averages(): events grouped by name (and optionally input shapes and stack
-// frames), with totals, self times, call counts and flops per group (torch's FunctionEventAvg).
+// frames), with totals, self times, memory, call counts and flops per group (torch's FunctionEventAvg).
 
 #include <algorithm>
 #include <array>
@@ -5920,9 +5920,9 @@ struct table_options {
 namespace detail {
 
 // The columns a sort key reads. torch maps cuda, xpu and privateuse1 in a key to device, so all three
-// spellings sort by the device times. Memory keys read zero until stint records memory; they are
-// accepted because torch accepts them on any run, and the sort is stable, so such a sort keeps the
-// list's order (as a device key does on a CPU-only run: torch's test_flops sorts by self_cuda_time_total).
+// spellings sort by the device times and device memory. A key whose column is all zeros (memory keys on
+// a run without profile_memory, device keys on a CPU-only run: torch's test_flops sorts by
+// self_cuda_time_total) keeps the list's order, as the sort is stable.
 enum class sort_field : std::uint8_t {
     cpu_time,
     cpu_time_total,
@@ -5930,9 +5930,12 @@ enum class sort_field : std::uint8_t {
     device_time,
     device_time_total,
     self_device_time_total,
+    cpu_memory_usage,
+    self_cpu_memory_usage,
+    device_memory_usage,
+    self_device_memory_usage,
     count,
     flops,
-    not_recorded,
 };
 
 struct sort_key_entry {
@@ -5950,12 +5953,12 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"cpu_time_total", sort_field::cpu_time_total},
     {"cuda_time_total", sort_field::device_time_total},
     {"xpu_time_total", sort_field::device_time_total},
-    {"cpu_memory_usage", sort_field::not_recorded},
-    {"cuda_memory_usage", sort_field::not_recorded},
-    {"xpu_memory_usage", sort_field::not_recorded},
-    {"self_cpu_memory_usage", sort_field::not_recorded},
-    {"self_cuda_memory_usage", sort_field::not_recorded},
-    {"self_xpu_memory_usage", sort_field::not_recorded},
+    {"cpu_memory_usage", sort_field::cpu_memory_usage},
+    {"cuda_memory_usage", sort_field::device_memory_usage},
+    {"xpu_memory_usage", sort_field::device_memory_usage},
+    {"self_cpu_memory_usage", sort_field::self_cpu_memory_usage},
+    {"self_cuda_memory_usage", sort_field::self_device_memory_usage},
+    {"self_xpu_memory_usage", sort_field::self_device_memory_usage},
     {"count", sort_field::count},
     {"self_cpu_time_total", sort_field::self_cpu_time_total},
     {"self_cuda_time_total", sort_field::self_device_time_total},
@@ -5963,13 +5966,13 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"device_time", sort_field::device_time},
     {"device_time_total", sort_field::device_time_total},
     {"self_device_time_total", sort_field::self_device_time_total},
-    {"device_memory_usage", sort_field::not_recorded},
-    {"self_device_memory_usage", sort_field::not_recorded},
+    {"device_memory_usage", sort_field::device_memory_usage},
+    {"self_device_memory_usage", sort_field::self_device_memory_usage},
     {"privateuse1_time", sort_field::device_time},
     {"privateuse1_time_total", sort_field::device_time_total},
     {"self_privateuse1_time_total", sort_field::self_device_time_total},
-    {"privateuse1_memory_usage", sort_field::not_recorded},
-    {"self_privateuse1_memory_usage", sort_field::not_recorded},
+    {"privateuse1_memory_usage", sort_field::device_memory_usage},
+    {"self_privateuse1_memory_usage", sort_field::self_device_memory_usage},
     {"flops", sort_field::flops},
 }};
 
@@ -6028,12 +6031,28 @@ private:
     std::deque<std::string> demangled_;  // a deque never moves its strings: views stay valid
 };
 
+// torch's events hold no [memory] event that happened inside an op or scope: those only feed the memory
+// usage of the events around them. Only a top-level one (outside every scope) is an event, and a row,
+// of its own. An [OutOfMemory] event is always one.
+[[nodiscard]] inline bool is_nested_memory(const event& e) noexcept {
+    return e.kind == event_kind::memory && e.parent != no_index;
+}
+
+// `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
+// child is skipped); no_index when none.
+[[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+    while (i != no_index && list[i].kind == event_kind::memory) i = list[i].next_sibling;
+    return i;
+}
+
 // torch's _build_tree deletes an event whose parent has the same name and no other child, and hands its
-// children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two.
+// children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two. [memory]
+// children do not count: torch's tree has none. Each sibling scans only the [memory] run after it, and
+// only the last one the run before the first, so a list is checked in linear time.
 [[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
-    if (e.parent == no_index || e.next_sibling != no_index) return false;
+    if (e.parent == no_index || next_in_torch_tree(list, e.next_sibling) != no_index) return false;
     const event& p = list[e.parent];
-    return p.first_child == list.index_of(e) && names(p.name) == names(e.name);
+    return next_in_torch_tree(list, p.first_child) == list.index_of(e) && names(p.name) == names(e.name);
 }
 
 // torch's FunctionEvent times, to the last bit. Kineto gives integer nanoseconds; torch divides each
@@ -6053,14 +6072,33 @@ private:
 // The first child of an event that survives folding: a folded chain's children are those of its
 // innermost member, which _remove_dup_nodes hands to the survivor.
 [[nodiscard]] inline event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
-    event_index first = e.first_child;
+    event_index first = next_in_torch_tree(list, e.first_child);
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
         const event& child = list[first];
-        if (child.next_sibling != no_index || names(child.name) != name) break;
-        first = child.first_child;
+        if (next_in_torch_tree(list, child.next_sibling) != no_index || names(child.name) != name) break;
+        first = next_in_torch_tree(list, child.first_child);
     }
     return first;
+}
+
+// One event's memory usage as torch's FunctionEvent gives it (bytes). A folded chain's survivor keeps
+// its own totals; its self usage is its total less that of the innermost member's children, which is
+// what every member allocated directly.
+[[nodiscard]] inline memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
+    memory_usage u = list.memory_usage_of(e);
+    if (!list.has_memory_events() || e.kind == event_kind::memory) return u;
+    event_index member = next_in_torch_tree(list, e.first_child);
+    const std::string_view name = member == no_index ? std::string_view() : names(e.name);
+    while (member != no_index) {
+        const event& child = list[member];
+        if (next_in_torch_tree(list, child.next_sibling) != no_index || names(child.name) != name) break;
+        const memory_usage own = list.memory_usage_of(child);
+        u.self_cpu += own.self_cpu;
+        u.self_device += own.self_device;
+        member = next_in_torch_tree(list, child.first_child);
+    }
+    return u;
 }
 
 // One event's times as torch's FunctionEvent gives them (µs). A device event has no CPU time and its
@@ -6113,7 +6151,33 @@ struct table_row {
     std::size_t widest_frame = 0;                                         // text_width, widest frame
     std::int64_t flops = 0;                                               // <= 0: none ("--")
     bool has_cpu_parent = false;
+    std::int64_t cpu_memory_usage = 0;  // bytes, allocated minus freed
+    std::int64_t self_cpu_memory_usage = 0;
+    std::int64_t device_memory_usage = 0;
+    std::int64_t self_device_memory_usage = 0;
 };
+
+// Which memory columns a table shows. torch shows CPU Mem and Self CPU Mem on every profile_memory run,
+// and the device pair when there is device memory: here when the list has memory events, and when one
+// of them is on a device.
+struct memory_columns {
+    bool cpu = false;
+    bool device = false;
+};
+
+[[nodiscard]] inline memory_columns memory_columns_of(const event_list& list) noexcept {
+    memory_columns shown;
+    if (!list.has_memory_events()) return shown;
+    shown.cpu = true;
+    for (const event& e : list) {
+        const memory_record* r = list.memory_of(e);
+        if (r != nullptr && r->device.type != device_type::cpu) {
+            shown.device = true;
+            break;
+        }
+    }
+    return shown;
+}
 
 // Calls `f` on each frame of the row's stack, innermost first.
 template <class F>
@@ -6151,9 +6215,12 @@ void for_each_frame(const table_row& r, F&& f) {
         case sort_field::device_time: return row.device_time;
         case sort_field::device_time_total: return row.device_time_total;
         case sort_field::self_device_time_total: return row.self_device_time_total;
+        case sort_field::cpu_memory_usage: return static_cast<double>(row.cpu_memory_usage);
+        case sort_field::self_cpu_memory_usage: return static_cast<double>(row.self_cpu_memory_usage);
+        case sort_field::device_memory_usage: return static_cast<double>(row.device_memory_usage);
+        case sort_field::self_device_memory_usage: return static_cast<double>(row.self_device_memory_usage);
         case sort_field::count: return static_cast<double>(row.count);
         case sort_field::flops: return static_cast<double>(std::max<std::int64_t>(row.flops, 0));
-        case sort_field::not_recorded: return 0;
     }
     return 0;
 }
@@ -6195,6 +6262,33 @@ inline void append_share(std::string& out, double part, double total) {
         return;
     }
     fmt::format_to(std::back_inserter(out), "{:.2f}%", part * 100.0 / total);
+}
+
+// torch's _format_memory (its KB is 1024 bytes; the unit follows the magnitude, the sign is kept):
+// 1536 -> "1.50 Kb", -2097152 -> "-2.00 Mb", 12 -> "12 b".
+inline void append_memory(std::string& out, std::int64_t bytes) {
+    constexpr std::uint64_t kb = 1024;
+    constexpr std::uint64_t mb = 1024 * kb;
+    constexpr std::uint64_t gb = 1024 * mb;
+    const std::uint64_t magnitude =
+        bytes < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+    const double value = static_cast<double>(bytes);
+    auto to = std::back_inserter(out);
+    if (magnitude >= gb) {
+        fmt::format_to(to, "{:.2f} Gb", value / static_cast<double>(gb));
+    } else if (magnitude >= mb) {
+        fmt::format_to(to, "{:.2f} Mb", value / static_cast<double>(mb));
+    } else if (magnitude >= kb) {
+        fmt::format_to(to, "{:.2f} Kb", value / static_cast<double>(kb));
+    } else {
+        fmt::format_to(to, "{} b", bytes);
+    }
+}
+
+[[nodiscard]] inline std::string format_memory(std::int64_t bytes) {
+    std::string out;
+    append_memory(out, bytes);
+    return out;
 }
 
 // Python's str() of a list of int lists: "[[64, 32], []]".
@@ -6304,9 +6398,10 @@ inline void check_options(const table_options& options) {
     check_width("max_shapes_column_width", options.max_shapes_column_width);
 }
 
-// torch's _build_table for the columns stint records (memory, overload and node id columns join here
-// when their fields exist).
-[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options) {
+// torch's _build_table for the columns stint records (overload and node id columns join here when their
+// fields exist).
+[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options,
+                                             memory_columns memory = {}) {
     check_options(options);
     if (rows.empty()) return {};
     const time_unit_kind unit = parse_time_unit(options.time_unit);
@@ -6373,6 +6468,8 @@ inline void check_options(const table_options& options) {
     constexpr std::size_t default_width = 12;
     std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
     if (has_device_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+    if (memory.cpu) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
+    if (memory.device) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
     headers.emplace_back("# of Calls");
     std::vector<table_column> columns{{name_width}};
     columns.resize(headers.size(), {default_width});
@@ -6438,6 +6535,14 @@ inline void check_options(const table_options& options) {
             append_time(cells[++c], r.device_time_total, unit);
             append_time(cells[++c], r.device_time, unit);
         }
+        if (memory.cpu) {
+            append_memory(cells[++c], r.cpu_memory_usage);
+            append_memory(cells[++c], r.self_cpu_memory_usage);
+        }
+        if (memory.device) {
+            append_memory(cells[++c], r.device_memory_usage);
+            append_memory(cells[++c], r.self_device_memory_usage);
+        }
         fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
         if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
@@ -6479,7 +6584,8 @@ inline void check_options(const table_options& options) {
 }  // namespace detail
 
 /// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings, which
-/// all sort by device time). Memory keys sort by zero until stint records memory.
+/// all sort by device time or device memory). Memory keys sort by bytes allocated minus freed, largest
+/// first, and keep the list's order on a run without memory events.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
 [[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
@@ -6492,7 +6598,9 @@ inline void check_options(const table_options& options) {
 /// One row per event, as torch's `EventList.table()` prints `prof.events()`: "ProfilerStep#N" shows
 /// as "ProfilerStep*", and an event that is the only child of a same-named parent is merged into that
 /// parent (torch's tree drops it). A device event (kernel, copy) is a row with no CPU time; the CUDA
-/// columns and footer line appear when some row has self device time. An empty list gives "". Throws
+/// columns and footer line appear when some row has self device time. With memory events, CPU Mem and
+/// Self CPU Mem appear (CUDA Mem, Self CUDA Mem too when some are on a device); a [memory] event inside
+/// a scope is no row, it counts in the scopes around it. An empty list gives "". Throws
 /// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
@@ -6508,7 +6616,7 @@ inline void check_options(const table_options& options) {
         break;
     }
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e, names)) continue;
+        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
         r.name = names(e.name);
         const detail::torch_times times = detail::torch_event_times(events, e, names);
@@ -6526,8 +6634,13 @@ inline void check_options(const table_options& options) {
         if (!r.stack.empty()) r.widest_frame = widest[detail::call_stack_access::node(r.stack)];
         r.flops = e.flops;
         r.has_cpu_parent = e.parent != no_index;
+        const memory_usage memory = detail::torch_memory_usage(events, e, names);
+        r.cpu_memory_usage = memory.cpu;
+        r.self_cpu_memory_usage = memory.self_cpu;
+        r.device_memory_usage = memory.device;
+        r.self_device_memory_usage = memory.self_device;
     }
-    return detail::build_table(std::move(rows), options);
+    return detail::build_table(std::move(rows), options, detail::memory_columns_of(events));
 }
 
 }  // namespace stint
@@ -6564,6 +6677,15 @@ struct averaged_event {
     /// Sum of the events' self device times: a CPU event's without its children's.
     double self_device_time_total = 0;
     double device_time = 0;          ///< device_time_total / count (0 when count is 0)
+    /// Bytes the events allocated minus bytes they freed on the CPU (profile_memory), with and without
+    /// those under their children, summed over the group (event_list::memory_usage_of). A "[memory]" row
+    /// (allocations and frees outside every scope) holds their bytes; a free of a block allocated inside
+    /// an op makes it negative.
+    std::int64_t cpu_memory_usage = 0;
+    std::int64_t self_cpu_memory_usage = 0;
+    /// The same for device memory (CUDA and other accelerators).
+    std::int64_t device_memory_usage = 0;
+    std::int64_t self_device_memory_usage = 0;
     /// The first event's input dims when grouped by input shape; empty otherwise.
     std::vector<std::vector<std::int64_t>> input_shapes;
     /// The first event's innermost `group_by_stack_n` frames, innermost first; empty when not grouped.
@@ -6580,6 +6702,9 @@ struct averaged_event {
     [[nodiscard]] double cuda_time_total() const noexcept { return device_time_total; }
     [[nodiscard]] double self_cuda_time_total() const noexcept { return self_device_time_total; }
     [[nodiscard]] double cuda_time() const noexcept { return device_time; }
+    /// torch's legacy names of the device memory.
+    [[nodiscard]] std::int64_t cuda_memory_usage() const noexcept { return device_memory_usage; }
+    [[nodiscard]] std::int64_t self_cuda_memory_usage() const noexcept { return self_device_memory_usage; }
 };
 
 /// The groups of `key_averages()`, in the order each group's first event started.
@@ -6592,7 +6717,9 @@ public:
     using const_iterator = std::vector<averaged_event>::const_iterator;
 
     averaged_event_list() = default;
-    explicit averaged_event_list(std::vector<averaged_event> events) : events_(std::move(events)) {}
+    /// `memory` picks the table's memory columns; key_averages() sets them when the list had memory events.
+    explicit averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
+        : events_(std::move(events)), memory_(memory) {}
 
     [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
     [[nodiscard]] bool empty() const noexcept { return events_.empty(); }
@@ -6614,6 +6741,7 @@ public:
 
 private:
     std::vector<averaged_event> events_;
+    detail::memory_columns memory_;
 };
 
 namespace detail {
@@ -6689,6 +6817,11 @@ inline void add_to_group(averaged_event& a, const event_list& events, const even
     a.self_cpu_time_total += times.self_cpu_time_total;
     a.device_time_total += times.device_time_total;
     a.self_device_time_total += times.self_device_time_total;
+    const memory_usage memory = torch_memory_usage(events, e, names);
+    a.cpu_memory_usage += memory.cpu;
+    a.self_cpu_memory_usage += memory.self_cpu;
+    a.device_memory_usage += memory.device;
+    a.self_device_memory_usage += memory.self_device;
     if (e.flops > 0) a.flops += e.flops;
 }
 
@@ -6714,6 +6847,10 @@ inline void finish_group(averaged_event& a) {
     for (const std::string& frame : a.stack) r.widest_frame = std::max(r.widest_frame, text_width(frame));
     r.flops = a.flops;
     r.has_cpu_parent = a.has_cpu_parent;
+    r.cpu_memory_usage = a.cpu_memory_usage;
+    r.self_cpu_memory_usage = a.self_cpu_memory_usage;
+    r.device_memory_usage = a.device_memory_usage;
+    r.self_device_memory_usage = a.self_device_memory_usage;
     return r;
 }
 
@@ -6725,7 +6862,9 @@ inline void finish_group(averaged_event& a) {
 /// every "ProfilerStep#N" joins one "ProfilerStep*" group. An event that is the only child of a
 /// same-named parent is merged into that parent, as torch's tree drops it; any other recursion counts
 /// each level in cpu_time_total, as torch does. Times are torch's to the last bit: each timestamp in
-/// µs as a double, durations and sums taken in torch's order.
+/// µs as a double, durations and sums taken in torch's order. With profile_memory, a [memory] event
+/// inside a scope is no group (it counts in the memory of the events around it); those outside every
+/// scope form a "[memory]" group and out-of-memory events an "[OutOfMemory]" one, as in torch.
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
@@ -6747,7 +6886,7 @@ inline void finish_group(averaged_event& a) {
     detail::name_cache cache;
 
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e, names)) continue;
+        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
         const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         const device_type device = e.device.type;
         std::uint32_t group = 0;
@@ -6775,11 +6914,12 @@ inline void finish_group(averaged_event& a) {
         detail::add_to_group(groups[group], events, e, names);
     }
     for (averaged_event& a : groups) detail::finish_group(a);
-    return averaged_event_list(std::move(groups));
+    return averaged_event_list(std::move(groups), detail::memory_columns_of(events));
 }
 
 /// Every event summed into one "Total" (torch's `EventList.total_average()` over `prof.events()`),
-/// after the same merging of single-child recursion as `key_averages()`.
+/// after the same merging of single-child recursion as `key_averages()`, and without the [memory] events
+/// inside scopes (their bytes are in the scopes' memory already).
 ///
 ///     const stint::averaged_event all = stint::total_average(prof.events());
 [[nodiscard]] inline averaged_event total_average(const event_list& events) {
@@ -6787,7 +6927,7 @@ inline void finish_group(averaged_event& a) {
     detail::display_names names;
     const event* last = nullptr;
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e, names)) continue;
+        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
         detail::add_to_group(total, events, e, names);
         last = &e;
     }
@@ -6812,6 +6952,10 @@ inline averaged_event averaged_event_list::total_average() const {
         total.self_cpu_time_total += a.self_cpu_time_total;
         total.device_time_total += a.device_time_total;
         total.self_device_time_total += a.self_device_time_total;
+        total.cpu_memory_usage += a.cpu_memory_usage;
+        total.self_cpu_memory_usage += a.self_cpu_memory_usage;
+        total.device_memory_usage += a.device_memory_usage;
+        total.self_device_memory_usage += a.self_device_memory_usage;
         total.flops += a.flops;
         total.input_shapes = a.input_shapes;
         total.stack = a.stack;
@@ -6828,7 +6972,7 @@ inline std::string averaged_event_list::table(const table_options& options) cons
     std::vector<detail::table_row> rows;
     rows.reserve(events_.size());
     for (const averaged_event& a : events_) rows.push_back(detail::to_table_row(a));
-    return detail::build_table(std::move(rows), options);
+    return detail::build_table(std::move(rows), options, memory_);
 }
 
 /// Writes `list.table()` (default options).
