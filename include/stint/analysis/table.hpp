@@ -165,8 +165,9 @@ private:
 }
 
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
-// child is skipped); no_index when none.
+// child is skipped); no_index when none. Without memory events no sibling is read.
 [[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+    if (!list.has_memory_events()) return i;
     while (i != no_index && list[i].kind == event_kind::memory) i = list[i].next_sibling;
     return i;
 }
