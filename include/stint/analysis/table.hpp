@@ -23,6 +23,7 @@
 #include "stint/analysis/event_list.hpp"
 #include "stint/capture/detail/native_symbols.hpp"
 #include "stint/common/device.hpp"
+#include "stint/common/event_kind.hpp"
 
 namespace stint {
 
@@ -45,9 +46,9 @@ struct table_options {
 namespace detail {
 
 // The columns a sort key reads. torch maps cuda, xpu and privateuse1 in a key to device, so all three
-// spellings sort by the device times. Memory keys read zero until stint records memory; they are
-// accepted because torch accepts them on any run, and the sort is stable, so such a sort keeps the
-// list's order (as a device key does on a CPU-only run: torch's test_flops sorts by self_cuda_time_total).
+// spellings sort by the device times and device memory. A key whose column is all zeros (memory keys on
+// a run without profile_memory, device keys on a CPU-only run: torch's test_flops sorts by
+// self_cuda_time_total) keeps the list's order, as the sort is stable.
 enum class sort_field : std::uint8_t {
     cpu_time,
     cpu_time_total,
@@ -55,9 +56,12 @@ enum class sort_field : std::uint8_t {
     device_time,
     device_time_total,
     self_device_time_total,
+    cpu_memory_usage,
+    self_cpu_memory_usage,
+    device_memory_usage,
+    self_device_memory_usage,
     count,
     flops,
-    not_recorded,
 };
 
 struct sort_key_entry {
@@ -75,12 +79,12 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"cpu_time_total", sort_field::cpu_time_total},
     {"cuda_time_total", sort_field::device_time_total},
     {"xpu_time_total", sort_field::device_time_total},
-    {"cpu_memory_usage", sort_field::not_recorded},
-    {"cuda_memory_usage", sort_field::not_recorded},
-    {"xpu_memory_usage", sort_field::not_recorded},
-    {"self_cpu_memory_usage", sort_field::not_recorded},
-    {"self_cuda_memory_usage", sort_field::not_recorded},
-    {"self_xpu_memory_usage", sort_field::not_recorded},
+    {"cpu_memory_usage", sort_field::cpu_memory_usage},
+    {"cuda_memory_usage", sort_field::device_memory_usage},
+    {"xpu_memory_usage", sort_field::device_memory_usage},
+    {"self_cpu_memory_usage", sort_field::self_cpu_memory_usage},
+    {"self_cuda_memory_usage", sort_field::self_device_memory_usage},
+    {"self_xpu_memory_usage", sort_field::self_device_memory_usage},
     {"count", sort_field::count},
     {"self_cpu_time_total", sort_field::self_cpu_time_total},
     {"self_cuda_time_total", sort_field::self_device_time_total},
@@ -88,13 +92,13 @@ inline constexpr std::array<sort_key_entry, 27> sort_keys{{
     {"device_time", sort_field::device_time},
     {"device_time_total", sort_field::device_time_total},
     {"self_device_time_total", sort_field::self_device_time_total},
-    {"device_memory_usage", sort_field::not_recorded},
-    {"self_device_memory_usage", sort_field::not_recorded},
+    {"device_memory_usage", sort_field::device_memory_usage},
+    {"self_device_memory_usage", sort_field::self_device_memory_usage},
     {"privateuse1_time", sort_field::device_time},
     {"privateuse1_time_total", sort_field::device_time_total},
     {"self_privateuse1_time_total", sort_field::self_device_time_total},
-    {"privateuse1_memory_usage", sort_field::not_recorded},
-    {"self_privateuse1_memory_usage", sort_field::not_recorded},
+    {"privateuse1_memory_usage", sort_field::device_memory_usage},
+    {"self_privateuse1_memory_usage", sort_field::self_device_memory_usage},
     {"flops", sort_field::flops},
 }};
 
@@ -153,12 +157,29 @@ private:
     std::deque<std::string> demangled_;  // a deque never moves its strings: views stay valid
 };
 
+// torch's events hold no [memory] event that happened inside an op or scope: those only feed the memory
+// usage of the events around them. Only a top-level one (outside every scope) is an event, and a row,
+// of its own. An [OutOfMemory] event is always one.
+[[nodiscard]] inline bool is_nested_memory(const event& e) noexcept {
+    return e.kind == event_kind::memory && e.parent != no_index;
+}
+
+// `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
+// child is skipped); no_index when none. Without memory events no sibling is read.
+[[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+    if (!list.has_memory_events()) return i;
+    while (i != no_index && list[i].kind == event_kind::memory) i = list[i].next_sibling;
+    return i;
+}
+
 // torch's _build_tree deletes an event whose parent has the same name and no other child, and hands its
-// children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two.
+// children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two. [memory]
+// children do not count: torch's tree has none. Each sibling scans only the [memory] run after it, and
+// only the last one the run before the first, so a list is checked in linear time.
 [[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
-    if (e.parent == no_index || e.next_sibling != no_index) return false;
+    if (e.parent == no_index || next_in_torch_tree(list, e.next_sibling) != no_index) return false;
     const event& p = list[e.parent];
-    return p.first_child == list.index_of(e) && names(p.name) == names(e.name);
+    return next_in_torch_tree(list, p.first_child) == list.index_of(e) && names(p.name) == names(e.name);
 }
 
 // torch's FunctionEvent times, to the last bit. Kineto gives integer nanoseconds; torch divides each
@@ -178,14 +199,33 @@ private:
 // The first child of an event that survives folding: a folded chain's children are those of its
 // innermost member, which _remove_dup_nodes hands to the survivor.
 [[nodiscard]] inline event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
-    event_index first = e.first_child;
+    event_index first = next_in_torch_tree(list, e.first_child);
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
         const event& child = list[first];
-        if (child.next_sibling != no_index || names(child.name) != name) break;
-        first = child.first_child;
+        if (next_in_torch_tree(list, child.next_sibling) != no_index || names(child.name) != name) break;
+        first = next_in_torch_tree(list, child.first_child);
     }
     return first;
+}
+
+// One event's memory usage as torch's FunctionEvent gives it (bytes). A folded chain's survivor keeps
+// its own totals; its self usage is its total less that of the innermost member's children, which is
+// what every member allocated directly.
+[[nodiscard]] inline memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
+    memory_usage u = list.memory_usage_of(e);
+    if (!list.has_memory_events() || e.kind == event_kind::memory) return u;
+    event_index member = next_in_torch_tree(list, e.first_child);
+    const std::string_view name = member == no_index ? std::string_view() : names(e.name);
+    while (member != no_index) {
+        const event& child = list[member];
+        if (next_in_torch_tree(list, child.next_sibling) != no_index || names(child.name) != name) break;
+        const memory_usage own = list.memory_usage_of(child);
+        u.self_cpu += own.self_cpu;
+        u.self_device += own.self_device;
+        member = next_in_torch_tree(list, child.first_child);
+    }
+    return u;
 }
 
 // One event's times as torch's FunctionEvent gives them (µs). A device event has no CPU time and its
@@ -238,7 +278,33 @@ struct table_row {
     std::size_t widest_frame = 0;                                         // text_width, widest frame
     std::int64_t flops = 0;                                               // <= 0: none ("--")
     bool has_cpu_parent = false;
+    std::int64_t cpu_memory_usage = 0;  // bytes, allocated minus freed
+    std::int64_t self_cpu_memory_usage = 0;
+    std::int64_t device_memory_usage = 0;
+    std::int64_t self_device_memory_usage = 0;
 };
+
+// Which memory columns a table shows. torch shows CPU Mem and Self CPU Mem on every profile_memory run,
+// and the device pair when there is device memory: here when the list has memory events, and when one
+// of them is on a device.
+struct memory_columns {
+    bool cpu = false;
+    bool device = false;
+};
+
+[[nodiscard]] inline memory_columns memory_columns_of(const event_list& list) noexcept {
+    memory_columns shown;
+    if (!list.has_memory_events()) return shown;
+    shown.cpu = true;
+    for (const event& e : list) {
+        const memory_record* r = list.memory_of(e);
+        if (r != nullptr && r->device.type != device_type::cpu) {
+            shown.device = true;
+            break;
+        }
+    }
+    return shown;
+}
 
 // Calls `f` on each frame of the row's stack, innermost first.
 template <class F>
@@ -276,9 +342,12 @@ void for_each_frame(const table_row& r, F&& f) {
         case sort_field::device_time: return row.device_time;
         case sort_field::device_time_total: return row.device_time_total;
         case sort_field::self_device_time_total: return row.self_device_time_total;
+        case sort_field::cpu_memory_usage: return static_cast<double>(row.cpu_memory_usage);
+        case sort_field::self_cpu_memory_usage: return static_cast<double>(row.self_cpu_memory_usage);
+        case sort_field::device_memory_usage: return static_cast<double>(row.device_memory_usage);
+        case sort_field::self_device_memory_usage: return static_cast<double>(row.self_device_memory_usage);
         case sort_field::count: return static_cast<double>(row.count);
         case sort_field::flops: return static_cast<double>(std::max<std::int64_t>(row.flops, 0));
-        case sort_field::not_recorded: return 0;
     }
     return 0;
 }
@@ -320,6 +389,33 @@ inline void append_share(std::string& out, double part, double total) {
         return;
     }
     fmt::format_to(std::back_inserter(out), "{:.2f}%", part * 100.0 / total);
+}
+
+// torch's _format_memory (its KB is 1024 bytes; the unit follows the magnitude, the sign is kept):
+// 1536 -> "1.50 Kb", -2097152 -> "-2.00 Mb", 12 -> "12 b".
+inline void append_memory(std::string& out, std::int64_t bytes) {
+    constexpr std::uint64_t kb = 1024;
+    constexpr std::uint64_t mb = 1024 * kb;
+    constexpr std::uint64_t gb = 1024 * mb;
+    const std::uint64_t magnitude =
+        bytes < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+    const double value = static_cast<double>(bytes);
+    auto to = std::back_inserter(out);
+    if (magnitude >= gb) {
+        fmt::format_to(to, "{:.2f} Gb", value / static_cast<double>(gb));
+    } else if (magnitude >= mb) {
+        fmt::format_to(to, "{:.2f} Mb", value / static_cast<double>(mb));
+    } else if (magnitude >= kb) {
+        fmt::format_to(to, "{:.2f} Kb", value / static_cast<double>(kb));
+    } else {
+        fmt::format_to(to, "{} b", bytes);
+    }
+}
+
+[[nodiscard]] inline std::string format_memory(std::int64_t bytes) {
+    std::string out;
+    append_memory(out, bytes);
+    return out;
 }
 
 // Python's str() of a list of int lists: "[[64, 32], []]".
@@ -429,9 +525,10 @@ inline void check_options(const table_options& options) {
     check_width("max_shapes_column_width", options.max_shapes_column_width);
 }
 
-// torch's _build_table for the columns stint records (memory, overload and node id columns join here
-// when their fields exist).
-[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options) {
+// torch's _build_table for the columns stint records (overload and node id columns join here when their
+// fields exist).
+[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options,
+                                             memory_columns memory = {}) {
     check_options(options);
     if (rows.empty()) return {};
     const time_unit_kind unit = parse_time_unit(options.time_unit);
@@ -498,6 +595,8 @@ inline void check_options(const table_options& options) {
     constexpr std::size_t default_width = 12;
     std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
     if (has_device_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+    if (memory.cpu) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
+    if (memory.device) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
     headers.emplace_back("# of Calls");
     std::vector<table_column> columns{{name_width}};
     columns.resize(headers.size(), {default_width});
@@ -563,6 +662,14 @@ inline void check_options(const table_options& options) {
             append_time(cells[++c], r.device_time_total, unit);
             append_time(cells[++c], r.device_time, unit);
         }
+        if (memory.cpu) {
+            append_memory(cells[++c], r.cpu_memory_usage);
+            append_memory(cells[++c], r.self_cpu_memory_usage);
+        }
+        if (memory.device) {
+            append_memory(cells[++c], r.device_memory_usage);
+            append_memory(cells[++c], r.self_device_memory_usage);
+        }
         fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
         if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
@@ -604,7 +711,8 @@ inline void check_options(const table_options& options) {
 }  // namespace detail
 
 /// The sort keys `table_options::sort_by` accepts (torch's, with cuda/xpu/privateuse1 spellings, which
-/// all sort by device time). Memory keys sort by zero until stint records memory.
+/// all sort by device time or device memory). Memory keys sort by bytes allocated minus freed, largest
+/// first, and keep the list's order on a run without memory events.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
 [[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
@@ -617,7 +725,9 @@ inline void check_options(const table_options& options) {
 /// One row per event, as torch's `EventList.table()` prints `prof.events()`: "ProfilerStep#N" shows
 /// as "ProfilerStep*", and an event that is the only child of a same-named parent is merged into that
 /// parent (torch's tree drops it). A device event (kernel, copy) is a row with no CPU time; the CUDA
-/// columns and footer line appear when some row has self device time. An empty list gives "". Throws
+/// columns and footer line appear when some row has self device time. With memory events, CPU Mem and
+/// Self CPU Mem appear (CUDA Mem, Self CUDA Mem too when some are on a device); a [memory] event inside
+/// a scope is no row, it counts in the scopes around it. An empty list gives "". Throws
 /// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
@@ -633,7 +743,7 @@ inline void check_options(const table_options& options) {
         break;
     }
     for (const event& e : events) {
-        if (detail::is_folded_recursion(events, e, names)) continue;
+        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
         detail::table_row& r = rows.emplace_back();
         r.name = names(e.name);
         const detail::torch_times times = detail::torch_event_times(events, e, names);
@@ -651,8 +761,13 @@ inline void check_options(const table_options& options) {
         if (!r.stack.empty()) r.widest_frame = widest[detail::call_stack_access::node(r.stack)];
         r.flops = e.flops;
         r.has_cpu_parent = e.parent != no_index;
+        const memory_usage memory = detail::torch_memory_usage(events, e, names);
+        r.cpu_memory_usage = memory.cpu;
+        r.self_cpu_memory_usage = memory.self_cpu;
+        r.device_memory_usage = memory.device;
+        r.self_device_memory_usage = memory.self_device;
     }
-    return detail::build_table(std::move(rows), options);
+    return detail::build_table(std::move(rows), options, detail::memory_columns_of(events));
 }
 
 }  // namespace stint
