@@ -193,6 +193,18 @@ TEST_CASE("memory: top level: a block allocated in an op and freed outside any s
     CHECK(prof.events().memory_usage_of(*named(prof.events(), "aten::rand")).cpu == 128);
     CHECK(memory[1]->is_top_level());
     CHECK(prof.events().memory_usage_of(*memory[1]).cpu == -128);
+    // The seed's top-level rows: the op allocated, the "[memory]" row (top-level events only) freed.
+    std::int64_t rand_row = 0;
+    std::int64_t memory_row = 0;
+    for (const auto& row : prof.key_averages()) {
+        if (row.key == "aten::rand") rand_row = row.cpu_memory_usage;
+        if (row.key == "[memory]") memory_row = row.cpu_memory_usage;
+    }
+    CHECK(rand_row == 128);
+    CHECK(memory_row == -128);
+    const std::string table = prof.key_averages().table({.sort_by = "cpu_memory_usage"});
+    CHECK(table.find("CPU Mem") != std::string::npos);
+    CHECK(table.find("Self CPU Mem") != std::string::npos);
 }
 
 TEST_CASE("memory: a free of memory from before the session shows without an allocation, totals never below") {
