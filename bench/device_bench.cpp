@@ -24,7 +24,8 @@ public:
         options.activities = activities;
         options.sync_device_on_stop = false;
         options.buffer_budget_bytes = std::size_t{8} << 30;
-        options.reserve_buffer_bytes = static_cast<std::size_t>(state.max_iterations) * record_bytes + (std::size_t{128} << 10);
+        options.reserve_buffer_bytes =
+            static_cast<std::size_t>(state.max_iterations) * record_bytes + (std::size_t{128} << 10);
         profiler_ = std::make_unique<stint::profiler<Config>>(options);
         profiler_->start();
     }

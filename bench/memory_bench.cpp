@@ -20,7 +20,8 @@ public:
     session(benchmark::State& state, std::size_t record_bytes) : state_(state) {
         stint::profiler_options<Config> options;
         options.buffer_budget_bytes = std::size_t{4} << 30;
-        options.reserve_buffer_bytes = static_cast<std::size_t>(state.max_iterations) * record_bytes + (std::size_t{1} << 20);
+        options.reserve_buffer_bytes =
+            static_cast<std::size_t>(state.max_iterations) * record_bytes + (std::size_t{1} << 20);
         profiler_ = std::make_unique<stint::profiler<Config>>(options);
         profiler_->start();
     }

@@ -13,6 +13,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,9 @@
 namespace {
 
 using mem = stint::config<stint::profile_memory>;
+// The policy adds nothing to scopes or ops: they are timing-only ones (the reports are free functions).
+static_assert(std::is_same_v<stint::detail::op_scope_or_site<mem>, stint::detail::scope<mem>>);
+static_assert(sizeof(stint::detail::scope<mem>) == sizeof(stint::detail::scope<stint::config<>>));
 
 const stint::event* named(const stint::event_list& events, std::string_view name) {
     for (const stint::event& e : events) {

@@ -5305,7 +5305,8 @@ public:
     /// from their allocations and to compute totals.
     event_index add_memory_event(event_kind kind, std::uint32_t thread, std::int64_t at_ns, const memory_record& record,
                                  std::uint64_t sequence, memory_event_flags flags = {}) {
-        const event_index i = add(kind, kind == event_kind::memory ? "[memory]" : "[OutOfMemory]", thread, at_ns, at_ns);
+        const std::string_view name = kind == event_kind::memory ? "[memory]" : "[OutOfMemory]";
+        const event_index i = add(kind, name, thread, at_ns, at_ns);
         list_.events_[i].memory_info = static_cast<event_index>(list_.memory_records_.size());
         list_.memory_records_.push_back(record);
         memory_order_.push_back({sequence, list_.events_[i].memory_info, flags});
@@ -11676,11 +11677,12 @@ public:
         const auto place = where.index >= 0
                                ? fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}:{}",
                                                   device_type_name(where.type), where.index)
-                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}", device_type_name(where.type));
+                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}",
+                                                  device_type_name(where.type));
         where_text[place.size < sizeof(where_text) ? place.size : sizeof(where_text) - 1] = '\0';
         const auto written = fmt::format_to_n(text_, sizeof(text_) - 1,
-                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, and the "
-                                              "allocator under it failed",
+                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, "
+                                              "and the allocator under it failed",
                                               bytes_requested, static_cast<double>(bytes_requested) / 1048576.0,
                                               static_cast<const char*>(where_text), by);
         text_[written.size < sizeof(text_) ? written.size : sizeof(text_) - 1] = '\0';

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,14 +46,10 @@ std::size_t count_named(const stint::event_list& events, std::string_view name) 
     return n;
 }
 
-// Resident set size of the process, in bytes (Linux).
-std::size_t resident_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-    }
-    return 0;
+// Resident bytes less the chunks the registry keeps warm between sessions (bounded on their own).
+std::size_t resident_without_cached_chunks() {
+    return static_cast<std::size_t>(stint_test::statm_resident_bytes()) -
+           stint::detail::the_registry().cached_buffer_bytes();
 }
 
 stint::profiler_options<gpu> no_sync() {
@@ -525,9 +520,9 @@ TEST_CASE("cupti: a thousand device sessions with kernels leave memory where the
         REQUIRE(prof.stats().device_events == ops);
         REQUIRE(prof.stats().device_loss.lost() == 0);
         REQUIRE(prof.stats().device_loss.unlinked_records == 0);
-        if (session == 4) rss_warm = resident_bytes() - stint::detail::the_registry().cached_buffer_bytes();
+        if (session == 4) rss_warm = resident_without_cached_chunks();
     }
-    const std::size_t rss_last = resident_bytes() - stint::detail::the_registry().cached_buffer_bytes();
+    const std::size_t rss_last = resident_without_cached_chunks();
     INFO("resident after session 5: " << rss_warm << " B, after session 1000: " << rss_last << " B");
     // One activity buffer leaked per session (500 kernel records written into each) would show as
     // well over 100 MB here.
@@ -554,7 +549,8 @@ TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are
         b.add(api(31, a, a + 2, 20));
         b.add(stint_test::peer_record(t + 1, t + 9, 20, 1 << 16, 0, 1));
         b.add(kernel("on_gpu1", t + 10, t + 20, 21, 1, 9));  // context 2 ran on device 1
-        b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, t + 21, t + 22, 22, 1, 7));
+        b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, t + 21, t + 22, 22, 1,
+                                      7));
         b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t + 23, t + 24, 23, 2,
                                       no_stream));
         b.add(stint_test::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t + 25, t + 26, 24, 9,

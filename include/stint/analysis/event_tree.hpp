@@ -101,7 +101,8 @@ public:
     /// from their allocations and to compute totals.
     event_index add_memory_event(event_kind kind, std::uint32_t thread, std::int64_t at_ns, const memory_record& record,
                                  std::uint64_t sequence, memory_event_flags flags = {}) {
-        const event_index i = add(kind, kind == event_kind::memory ? "[memory]" : "[OutOfMemory]", thread, at_ns, at_ns);
+        const std::string_view name = kind == event_kind::memory ? "[memory]" : "[OutOfMemory]";
+        const event_index i = add(kind, name, thread, at_ns, at_ns);
         list_.events_[i].memory_info = static_cast<event_index>(list_.memory_records_.size());
         list_.memory_records_.push_back(record);
         memory_order_.push_back({sequence, list_.events_[i].memory_info, flags});

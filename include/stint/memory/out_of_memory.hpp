@@ -24,11 +24,12 @@ public:
         const auto place = where.index >= 0
                                ? fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}:{}",
                                                   device_type_name(where.type), where.index)
-                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}", device_type_name(where.type));
+                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}",
+                                                  device_type_name(where.type));
         where_text[place.size < sizeof(where_text) ? place.size : sizeof(where_text) - 1] = '\0';
         const auto written = fmt::format_to_n(text_, sizeof(text_) - 1,
-                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, and the "
-                                              "allocator under it failed",
+                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, "
+                                              "and the allocator under it failed",
                                               bytes_requested, static_cast<double>(bytes_requested) / 1048576.0,
                                               static_cast<const char*>(where_text), by);
         text_[written.size < sizeof(text_) ? written.size : sizeof(text_) - 1] = '\0';
