@@ -19,6 +19,7 @@
 #include "stint/analysis/key_averages.hpp"
 #include "stint/analysis/table.hpp"
 #include "stint/export/collapsed_stacks.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -88,23 +89,7 @@ const averaged_event& find(const averaged_event_list& avg, std::string_view key,
 }
 
 std::vector<std::string> keys_sorted_by(const averaged_event_list& avg, const std::string& sort_by) {
-    const std::string text = avg.table({.sort_by = sort_by});
-    std::vector<std::string> keys;
-    std::size_t at = 0;
-    int separators = 0;
-    while (at < text.size()) {
-        const std::size_t end = text.find('\n', at);
-        const std::string line = text.substr(at, end - at);
-        at = end + 1;
-        if (line.starts_with("---")) {
-            ++separators;
-            continue;
-        }
-        if (separators != 2) continue;
-        const std::size_t first = line.find_first_not_of(' ');
-        keys.push_back(line.substr(first, line.find("  ", first) - first));
-    }
-    return keys;
+    return stint_test::table_row_names(avg.table({.sort_by = sort_by}));
 }
 
 // Table cells after the name column: each right-aligned in torch's 12 columns, then two spaces.

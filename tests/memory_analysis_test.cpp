@@ -18,6 +18,7 @@
 #include "stint/analysis/event_tree.hpp"
 #include "stint/analysis/key_averages.hpp"
 #include "stint/analysis/table.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -56,25 +57,6 @@ bool has_row(const averaged_event_list& avg, std::string_view key) {
     return false;
 }
 
-// The names of a table's rows, top to bottom.
-std::vector<std::string> row_names(const std::string& text) {
-    std::vector<std::string> names;
-    std::size_t at = 0;
-    int separators = 0;
-    while (at < text.size()) {
-        const std::size_t end = text.find('\n', at);
-        const std::string line = text.substr(at, end - at);
-        at = end + 1;
-        if (line.starts_with("---")) {
-            ++separators;
-            continue;
-        }
-        if (separators != 2) continue;
-        const std::size_t first = line.find_first_not_of(' ');
-        names.push_back(line.substr(first, line.find("  ", first) - first));
-    }
-    return names;
-}
 
 // torch's run_profiler(create_cpu_tensor): a 400-byte block allocated in aten::empty under aten::rand
 // in one scope, freed in another. Times in ns.
@@ -200,12 +182,12 @@ TEST_CASE("allocations and frees outside every scope form a [memory] row") {
     CHECK_FALSE(memory.is_user_annotation);
     CHECK_FALSE(memory.has_cpu_parent);
     SUBCASE("the event table has one row per top-level free, none for the nested allocations") {
-        const std::vector<std::string> names = row_names(stint::table(events));
+        const std::vector<std::string> names = stint_test::table_row_names(stint::table(events));
         CHECK(names == std::vector<std::string>{"aten::rand", "aten::empty", "[memory]", "aten::to",
                                                 "aten::empty_strided", "[memory]"});
     }
     SUBCASE("top_level_events_only keeps the [memory] row") {
-        const std::vector<std::string> names = row_names(avg.table({.top_level_events_only = true}));
+        const std::vector<std::string> names = stint_test::table_row_names(avg.table({.top_level_events_only = true}));
         CHECK(names == std::vector<std::string>{"aten::rand", "[memory]", "aten::to"});
     }
 }
@@ -229,7 +211,7 @@ TEST_CASE("out-of-memory events are rows that count calls, not bytes") {
     CHECK(find(avg, "aten::empty").self_cpu_time_total == 2.0);
     const std::string table = avg.table();
     CHECK(table.find("CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem    # of Calls  \n") != std::string::npos);
-    CHECK(row_names(stint::table(events)) == std::vector<std::string>{"aten::empty", "[OutOfMemory]", "[OutOfMemory]"});
+    CHECK(stint_test::table_row_names(stint::table(events)) == std::vector<std::string>{"aten::empty", "[OutOfMemory]", "[OutOfMemory]"});
 }
 
 TEST_CASE("a recursion folds into one row when its other children are [memory] events") {
@@ -253,12 +235,12 @@ TEST_CASE("a recursion folds into one row when its other children are [memory] e
     CHECK(f.cpu_memory_usage == 350);
     CHECK(f.self_cpu_memory_usage == 300);
     CHECK(find(avg, "g").self_cpu_memory_usage == 50);
-    CHECK(row_names(stint::table(events)) == std::vector<std::string>{"f", "g"});
+    CHECK(stint_test::table_row_names(stint::table(events)) == std::vector<std::string>{"f", "g"});
 }
 
 TEST_CASE("memory sort keys sort by bytes, largest first, with torch's cuda spellings") {
     const averaged_event_list avg = stint::key_averages(cuda_tensor_run());
-    const auto sorted = [&](const std::string& key) { return row_names(avg.table({.sort_by = key})); };
+    const auto sorted = [&](const std::string& key) { return stint_test::table_row_names(avg.table({.sort_by = key})); };
     // List order: alloc scope, rand, empty, to, empty_strided, dealloc scope.
     const std::vector<std::string> by_cpu{"test_user_scope_alloc", "aten::rand", "aten::empty", "aten::to",
                                           "aten::empty_strided", "test_user_scope_dealloc"};
@@ -284,7 +266,7 @@ TEST_CASE("memory sort keys sort by bytes, largest first, with torch's cuda spel
         }
     }
     SUBCASE("the event table sorts its rows the same way") {
-        CHECK(row_names(stint::table(cuda_tensor_run(), {.sort_by = "self_cuda_memory_usage"})) == by_self_device);
+        CHECK(stint_test::table_row_names(stint::table(cuda_tensor_run(), {.sort_by = "self_cuda_memory_usage"})) == by_self_device);
     }
 }
 

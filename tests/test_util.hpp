@@ -12,12 +12,33 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "stint/stint.hpp"
 
 namespace stint_test {
+
+// The names of a table's rows, top to bottom.
+inline std::vector<std::string> table_row_names(const std::string& text) {
+    std::vector<std::string> names;
+    std::size_t at = 0;
+    int separators = 0;
+    while (at < text.size()) {
+        const std::size_t end = text.find('\n', at);
+        const std::string line = text.substr(at, end - at);
+        at = end + 1;
+        if (line.starts_with("---")) {
+            ++separators;
+            continue;
+        }
+        if (separators != 2) continue;
+        const std::size_t first = line.find_first_not_of(' ');
+        names.push_back(line.substr(first, line.find("  ", first) - first));
+    }
+    return names;
+}
 
 /// A fresh directory under the system temp dir, removed with its contents at scope end.
 class temp_dir {
