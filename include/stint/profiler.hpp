@@ -30,6 +30,7 @@
 #include "stint/policies.hpp"
 #include "stint/profiler/activities.hpp"
 #include "stint/profiler/distributed.hpp"
+#include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/exit_trace.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/memory_timeline.hpp"
@@ -85,6 +86,11 @@ struct profiler_options {
     /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
     /// beyond them.
     std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
+    /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
+    /// registered (register_callback) before the profiler is made, and living longer than it or
+    /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
+    /// the same op in this profiler's Chrome trace. The profiler's destruction finishes the file.
+    stint::execution_trace_observer* execution_trace_observer = nullptr;
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -124,6 +130,9 @@ public:
                 "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
                 "activity::cuda with stint::cuda_activities in the config");
         }
+        if (options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
+        }
         session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
         if (options_.schedule) current_action_ = options_.schedule(0);
         step_tracker::init_step_count(step_tracker::profiler_step_name);
@@ -146,6 +155,7 @@ public:
         }
         detail::the_exit_trace().disarm(this);
         write_unfinished_trace(this, detail::the_exit_trace().path());
+        finish_execution_trace();
         try {
             step_tracker::erase_step_count(step_tracker::profiler_step_name);
         } catch (...) {
@@ -346,6 +356,7 @@ private:
     static constexpr bool has_stacks = Config::template has<with_stack<>>;
     static constexpr bool has_modules = Config::template has<with_modules>;
     static constexpr bool has_memory = Config::template has<profile_memory>;
+    static constexpr bool has_shapes = Config::template has<record_shapes>;
 
     [[nodiscard]] bool active() const noexcept {
         if constexpr (Config::enabled) {
@@ -398,8 +409,12 @@ private:
     /// Opens the CPU session and, when asked for and compiled in, the device session beside it.
     void open_session() {
         const bool device = has_device && options_.activities.contains(activity::cuda);
+        stint::execution_trace_observer* et = options_.execution_trace_observer;
+        execution_trace_window_ = et != nullptr && et->wants_window();
         session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
-                      options_.activities.contains(activity::cpu) || !device, has_memory);
+                      options_.activities.contains(activity::cpu) || !device, has_memory,
+                      {.outputs = has_shapes || execution_trace_window_, .tensor_identities = execution_trace_window_});
+        if (execution_trace_window_) et->set_window_running(true);
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;
@@ -420,7 +435,9 @@ private:
                 device_requested_ = device_started_ = false;
             }
         }
-        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules},
+        const bool et_window = std::exchange(execution_trace_window_, false);
+        if (!session_.close(window, next_id_,
+                            {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
                             device ? &*device : nullptr)) {
             return false;
         }
@@ -428,7 +445,31 @@ private:
         window_stats_ = session_.stats();
         window_events_ = std::move(window);
         if (options_.accumulate_events) all_events_.append(window_events_);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->append_window(window_events_);
+        }
         return true;
+    }
+
+    /// The observer went first: stop using it.
+    static void forget_execution_trace_observer(void* self) noexcept {
+        auto& prof = *static_cast<profiler*>(self);
+        const std::lock_guard lock(prof.mutex_);
+        prof.options_.execution_trace_observer = nullptr;
+    }
+
+    /// At destruction: the attached observer's file is finished (torch's cleanup at profile.__exit__);
+    /// a failure becomes a warning.
+    void finish_execution_trace() noexcept {
+        stint::execution_trace_observer* et = std::exchange(options_.execution_trace_observer, nullptr);
+        if (et == nullptr) return;
+        try {
+            et->detach(this);
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("the profiler's execution trace could not be finished: {}", e.what()));
+        } catch (...) {
+            detail::warn("the profiler's execution trace could not be finished");
+        }
     }
 
     /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
@@ -537,6 +578,7 @@ private:
     bool in_callback_ = false;
     bool device_requested_ = false;  // the open session asked for device activity
     bool device_started_ = false;    // ... and the device collector started
+    bool execution_trace_window_ = false;  // the open session records for the execution trace observer
     std::optional<record_function> step_annotation_;
     event_list window_events_;
     event_list all_events_;

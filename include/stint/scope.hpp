@@ -151,7 +151,8 @@ public:
         if (!is_recording_state(state_)) return;
         using limits = shapes_limits_t<Config>;
         input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
-                            limits::max_bytes / 4, record_concrete_inputs());
+                            limits::max_bytes / 4, record_concrete_inputs(),
+                            capture_state.identities.load(std::memory_order_relaxed));
         try {
             inputs(input_sink{&writer});
         } catch (...) {

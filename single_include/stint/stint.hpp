@@ -53,7 +53,7 @@
 #define STINT_DETAIL_ALWAYS_INLINE inline
 #endif
 
-#define STINT_DETAIL_ABI_NAMESPACE abi_v1
+#define STINT_DETAIL_ABI_NAMESPACE abi_v2
 
 #define STINT_VERSION_MAJOR 0
 #define STINT_VERSION_MINOR 1
@@ -506,7 +506,6 @@ struct flop_formula {
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -519,6 +518,7 @@ struct flop_formula {
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -580,6 +580,68 @@ enum class input_kind : std::uint8_t {
     other,        ///< captured as present but opaque: type "", value ""
 };
 
+/// Which tensor a captured input was, for the execution trace's data dependencies (captured while one
+/// records). Addresses are compared, never dereferenced; its traits give them (the tensor's data
+/// pointer by default).
+struct tensor_identity {
+    std::uint64_t key = 0;      ///< the tensor: its data pointer, unless its traits named another key
+    std::uint64_t storage = 0;  ///< the allocation it views: its data pointer, unless its traits gave the base
+    std::int64_t offset = 0;    ///< elements from the storage's start to the tensor's first
+    std::uint32_t itemsize = 0; ///< bytes per element; 0: unknown
+    stint::device device = {};  ///< where its memory is
+
+    friend bool operator==(const tensor_identity&, const tensor_identity&) noexcept = default;
+};
+
+/// The C++ type a captured scalar or scalar list had.
+enum class scalar_type : std::uint8_t {
+    integer,           ///< signed integers, chars and enums with a signed underlying type
+    unsigned_integer,  ///< unsigned integers (stored bit-for-bit in `integers`)
+    real,              ///< float, double, long double (kept as double)
+    boolean,           ///< bool (0 or 1 in `integers`)
+};
+
+/// One captured input.
+///
+///     const stint::op_input& w = in[1];
+///     if (w.kind == stint::input_kind::tensor && w.dims.size() == 4) { ... }
+struct op_input {
+    input_kind kind = input_kind::none;
+    scalar_type values_type = scalar_type::integer;  ///< scalar and scalar_list
+    std::string dtype;                  ///< tensor: its dtype name ("float")
+    std::vector<std::int64_t> dims;     ///< tensor: its sizes
+    std::vector<std::int64_t> strides;  ///< tensor: its strides; empty when the type has none
+    std::vector<op_input> tensors;      ///< tensor_list: its tensors (or none entries)
+    std::vector<std::int64_t> integers; ///< scalar/scalar_list of integer, unsigned or bool values
+    std::vector<double> reals;          ///< scalar/scalar_list of real values
+    std::string text;                   ///< string
+    bool cut = false;                   ///< dims, list elements or text were cut at a bound
+    /// tensor: which tensor it was, when captured for an execution trace (see tensor_identity)
+    std::optional<tensor_identity> identity;
+
+    /// The value of an integer (or bool) scalar; nullopt for anything else, or an unsigned value
+    /// beyond int64.
+    [[nodiscard]] std::optional<std::int64_t> int_value() const {
+        if (kind != input_kind::scalar || values_type == scalar_type::real || integers.size() != 1) return std::nullopt;
+        if (values_type == scalar_type::unsigned_integer && integers[0] < 0) return std::nullopt;
+        return integers[0];
+    }
+    /// The values of an integer list, or of one integer scalar as a list of one; nullopt otherwise
+    /// (a cut list included: its values are incomplete).
+    [[nodiscard]] std::optional<std::vector<std::int64_t>> int_list() const {
+        if (kind == input_kind::scalar) {
+            const auto v = int_value();
+            if (!v) return std::nullopt;
+            return std::vector<std::int64_t>{*v};
+        }
+        if (kind != input_kind::scalar_list || cut || values_type == scalar_type::real) return std::nullopt;
+        for (std::int64_t v : integers) {
+            if (values_type == scalar_type::unsigned_integer && v < 0) return std::nullopt;
+        }
+        return integers;
+    }
+};
+
 /// Captured inputs and framework annotations of one op (filled by capture policies). The vectors
 /// that describe inputs have one entry per input, in argument order.
 struct event_args {
@@ -597,6 +659,11 @@ struct event_args {
     std::string module_hierarchy;                          ///< "Module Hierarchy"
     std::string record_args;                               ///< record_function's args string
     bool truncated = false;                                ///< capture hit a bound ("Inputs truncated")
+    /// The inputs whole, tensor identities included: kept when an execution trace records (the
+    /// fields above are what the Chrome trace and tables show).
+    std::vector<op_input> inputs;
+    /// What stint::record_outputs gave inside the op ("Output Dims" / "Output type" in the trace).
+    std::vector<op_input> outputs;
 };
 
 /// What a device event (kernel, copy, memset, sync) or a CUDA API call carries besides its times, as
@@ -815,53 +882,6 @@ struct device_report {
 
 namespace stint {
 
-/// The C++ type a captured scalar or scalar list had.
-enum class scalar_type : std::uint8_t {
-    integer,           ///< signed integers, chars and enums with a signed underlying type
-    unsigned_integer,  ///< unsigned integers (stored bit-for-bit in `integers`)
-    real,              ///< float, double, long double (kept as double)
-    boolean,           ///< bool (0 or 1 in `integers`)
-};
-
-/// One captured input.
-///
-///     const stint::op_input& w = in[1];
-///     if (w.kind == stint::input_kind::tensor && w.dims.size() == 4) { ... }
-struct op_input {
-    input_kind kind = input_kind::none;
-    scalar_type values_type = scalar_type::integer;  ///< scalar and scalar_list
-    std::string dtype;                  ///< tensor: its dtype name ("float")
-    std::vector<std::int64_t> dims;     ///< tensor: its sizes
-    std::vector<std::int64_t> strides;  ///< tensor: its strides; empty when the type has none
-    std::vector<op_input> tensors;      ///< tensor_list: its tensors (or none entries)
-    std::vector<std::int64_t> integers; ///< scalar/scalar_list of integer, unsigned or bool values
-    std::vector<double> reals;          ///< scalar/scalar_list of real values
-    std::string text;                   ///< string
-    bool cut = false;                   ///< dims, list elements or text were cut at a bound
-
-    /// The value of an integer (or bool) scalar; nullopt for anything else, or an unsigned value
-    /// beyond int64.
-    [[nodiscard]] std::optional<std::int64_t> int_value() const {
-        if (kind != input_kind::scalar || values_type == scalar_type::real || integers.size() != 1) return std::nullopt;
-        if (values_type == scalar_type::unsigned_integer && integers[0] < 0) return std::nullopt;
-        return integers[0];
-    }
-    /// The values of an integer list, or of one integer scalar as a list of one; nullopt otherwise
-    /// (a cut list included: its values are incomplete).
-    [[nodiscard]] std::optional<std::vector<std::int64_t>> int_list() const {
-        if (kind == input_kind::scalar) {
-            const auto v = int_value();
-            if (!v) return std::nullopt;
-            return std::vector<std::int64_t>{*v};
-        }
-        if (kind != input_kind::scalar_list || cut || values_type == scalar_type::real) return std::nullopt;
-        for (std::int64_t v : integers) {
-            if (values_type == scalar_type::unsigned_integer && v < 0) return std::nullopt;
-        }
-        return integers;
-    }
-};
-
 /// All captured inputs of one op, in argument order, and the op's name.
 ///
 ///     std::int64_t flops(const stint::op_inputs& in) {
@@ -945,7 +965,9 @@ private:
 //     none, other, dropped   nothing
 //     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank dims,
 //                            [rank strides if flags has wire_has_strides]; dims and strides are
-//                            i32 when flags has wire_narrow, else i64
+//                            i32 when flags has wire_narrow, else i64; then with wire_has_identity
+//                            a wire_identity, [u64 storage if wire_has_storage], [u64 key if
+//                            wire_has_key]
 //     tensor_list            u8 flags, u16 count, count entries (each tensor or none)
 //     int64, uint64, real    8 bytes
 //     boolean                1 byte
@@ -978,6 +1000,20 @@ inline constexpr std::uint8_t wire_has_strides = 1;   ///< tensor: strides follo
 inline constexpr std::uint8_t wire_cut = 2;           ///< dims, list elements or text were cut
 inline constexpr std::uint8_t wire_text_omitted = 4;  ///< string: text not kept (concrete capture off)
 inline constexpr std::uint8_t wire_narrow = 8;        ///< tensor: dims and strides are stored as i32
+inline constexpr std::uint8_t wire_has_identity = 16; ///< tensor: a wire_identity follows (an ET records)
+inline constexpr std::uint8_t wire_has_storage = 32;  ///< tensor: its storage differs from its data
+inline constexpr std::uint8_t wire_has_key = 64;      ///< tensor: its identity key differs from its data
+
+/// Where a tensor's elements are (stint::tensor_address), as a tensor entry carries it.
+struct wire_identity {
+    std::uint64_t data;
+    std::uint32_t itemsize;
+    std::uint8_t device_type;
+    std::uint8_t unused;
+    std::int16_t device_index;
+};
+inline constexpr std::size_t wire_identity_bytes = sizeof(wire_identity);
+static_assert(wire_identity_bytes == 16);
 
 inline constexpr std::uint32_t inputs_aux_count_mask = 0xffffU;
 inline constexpr std::uint32_t inputs_aux_concrete = 1U << 30;
@@ -1066,12 +1102,15 @@ inline constexpr std::string_view dtype_name_v = detail::builtin_dtype_name<T>()
 namespace detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The process-wide "record concrete inputs" switch. Read once per captured op (relaxed: an op that
-/// races with a change records either setting); on its own cache line, written only by the setter.
-struct alignas(64) concrete_inputs_state {
-    std::atomic<bool> value{true};
+/// What captured ops keep, process-wide. Read at each captured op's entry (relaxed: an op that races
+/// with a change records either setting); on their own cache line, written only by the setter and by
+/// sessions as they open and close.
+struct alignas(64) capture_switches {
+    std::atomic<bool> concrete{true};     ///< set_record_concrete_inputs
+    std::atomic<bool> identities{false};  ///< an execution trace records: tensors carry their identity
+    std::atomic<bool> outputs{false};     ///< the session keeps record_outputs (record_shapes, or an ET)
 };
-STINT_DETAIL_EXPORT inline constinit concrete_inputs_state concrete_inputs{};
+STINT_DETAIL_EXPORT inline constinit capture_switches capture_state{};
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
@@ -1156,6 +1195,21 @@ bool put_int32s(std::byte* dst, const R& r, std::size_t n) noexcept {
 
 }  // namespace detail
 
+/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
+/// that a reader can tell which op produced what another consumed. Captured only while an execution
+/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
+/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
+///
+///     w.tensor("float", t.sizes(), t.strides(),
+///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
+struct tensor_address {
+    const void* data = nullptr;     ///< its first element; nullptr: no identity
+    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
+    stint::device device = {};      ///< where the memory is
+    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
+    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
+};
+
 /// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
 /// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
 /// input (`value` adds what T's capture adds). Past a bound the input is cut or dropped and the
@@ -1169,15 +1223,17 @@ public:
     /// A writer into `capacity` bytes at `buffer` keeping at most `max_inputs` inputs (and tensors
     /// per list), `max_dims` integers per shape, stride or list, and `max_text` bytes per string;
     /// `concrete`: whether string values are kept (numbers are always kept, for flop formulas).
+    /// `identities`: whether tensors keep their tensor_address (an execution trace records).
     input_writer(std::byte* buffer, std::size_t capacity, std::size_t max_inputs, std::size_t max_dims,
-                 std::size_t max_text, bool concrete) noexcept
+                 std::size_t max_text, bool concrete, bool identities = false) noexcept
         : begin_(buffer),
           at_(buffer),
           end_(buffer + capacity),
           max_inputs_(static_cast<std::uint32_t>(max_inputs < 0xffff ? max_inputs : 0xffff)),
           max_dims_(static_cast<std::uint32_t>(max_dims < 255 ? max_dims : 255)),
           max_text_(static_cast<std::uint32_t>(max_text < 0xffff ? max_text : 0xffff)),
-          concrete_(concrete) {}
+          concrete_(concrete),
+          identities_(identities) {}
 
     input_writer(const input_writer&) = delete;
     input_writer& operator=(const input_writer&) = delete;
@@ -1203,6 +1259,17 @@ public:
     template <std::ranges::forward_range Sizes, std::ranges::forward_range Strides>
     void tensor(std::string_view dtype, const Sizes& sizes, const Strides& strides) noexcept {
         tensor_impl(dtype, sizes, &strides);
+    }
+    /// A tensor with where its elements are (kept while an execution trace records).
+    template <std::ranges::forward_range Sizes>
+    void tensor(std::string_view dtype, const Sizes& sizes, const tensor_address& address) noexcept {
+        tensor_impl(dtype, sizes, static_cast<const Sizes*>(nullptr), &address);
+    }
+    /// A tensor with its strides and where its elements are.
+    template <std::ranges::forward_range Sizes, std::ranges::forward_range Strides>
+    void tensor(std::string_view dtype, const Sizes& sizes, const Strides& strides,
+                const tensor_address& address) noexcept {
+        tensor_impl(dtype, sizes, &strides, &address);
     }
 
     /// A number, bool or enum (an enum as its integer value): type "Scalar".
@@ -1301,6 +1368,9 @@ public:
 
     /// Whether string values are being kept (stint::record_concrete_inputs() at the op's entry).
     [[nodiscard]] bool concrete() const noexcept { return concrete_; }
+    /// Whether tensors keep their tensor_address (an execution trace records): traits may skip
+    /// computing one otherwise.
+    [[nodiscard]] bool identities() const noexcept { return identities_; }
     /// Marks the capture incomplete (an input's accessor threw, say).
     void mark_truncated() noexcept { truncated_ = true; }
 
@@ -1389,13 +1459,18 @@ private:
     }
 
     template <class Sizes, class Strides>
-    void tensor_impl(std::string_view dtype, const Sizes& sizes, const Strides* strides) noexcept {
+    void tensor_impl(std::string_view dtype, const Sizes& sizes, const Strides* strides,
+                     const tensor_address* address = nullptr) noexcept {
         const std::size_t rank = detail::range_size(sizes);
         const std::size_t kept = rank < max_dims_ ? rank : max_dims_;
         const bool has_strides = strides != nullptr && detail::range_size(*strides) == rank;
         const std::size_t dtype_len = dtype.size() < 255 ? dtype.size() : 255;
         const std::size_t values = has_strides ? 2 * kept : kept;
-        std::byte* p = start_entry(4 + dtype_len + values * 8);
+        const std::uint8_t identity = identities_ && address != nullptr && address->data != nullptr
+                                          ? identity_flags(*address)
+                                          : std::uint8_t{0};
+        const std::size_t identity_bytes = identity_size(identity);
+        std::byte* p = start_entry(4 + dtype_len + values * 8 + identity_bytes);
         if (p == nullptr) return;
         const bool cut = kept < rank || dtype_len < dtype.size();
         if (cut) truncated_ = true;
@@ -1414,12 +1489,46 @@ private:
             detail::put_int64s(dims, sizes, kept);
             if (has_strides) detail::put_int64s(dims + kept * 8, *strides, kept);
         }
+        if (identity != 0) put_identity(at_ - identity_bytes, identity, *address);
         const std::uint8_t head[4] = {
             static_cast<std::uint8_t>(detail::wire_tag::tensor),
             static_cast<std::uint8_t>((has_strides ? detail::wire_has_strides : 0) | (cut ? detail::wire_cut : 0) |
-                                      (narrow ? detail::wire_narrow : 0)),
+                                      (narrow ? detail::wire_narrow : 0) | identity),
             static_cast<std::uint8_t>(kept), static_cast<std::uint8_t>(dtype_len)};
         std::memcpy(p, head, 4);
+    }
+
+    // The identity's part of a tensor entry (input_encoding.hpp): a storage or key that equals the
+    // data pointer is left out.
+    static std::uint8_t identity_flags(const tensor_address& a) noexcept {
+        return static_cast<std::uint8_t>(detail::wire_has_identity |
+                                         (a.storage != nullptr && a.storage != a.data ? detail::wire_has_storage : 0) |
+                                         (a.key != nullptr && a.key != a.data ? detail::wire_has_key : 0));
+    }
+    static std::size_t identity_size(std::uint8_t flags) noexcept {
+        if (flags == 0) return 0;
+        return detail::wire_identity_bytes + ((flags & detail::wire_has_storage) != 0 ? 8 : 0) +
+               ((flags & detail::wire_has_key) != 0 ? 8 : 0);
+    }
+    static void put_identity(std::byte* at, std::uint8_t flags, const tensor_address& a) noexcept {
+        const auto address = [](const void* p) {
+            return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+        };
+        detail::wire_identity head{address(a.data),
+                                   static_cast<std::uint32_t>(a.itemsize <= 0xffffffffU ? a.itemsize : 0),
+                                   static_cast<std::uint8_t>(a.device.type), 0,
+                                   static_cast<std::int16_t>(a.device.index)};
+        std::memcpy(at, &head, sizeof(head));
+        at += sizeof(head);
+        if ((flags & detail::wire_has_storage) != 0) {
+            const std::uint64_t storage = address(a.storage);
+            std::memcpy(at, &storage, 8);
+            at += 8;
+        }
+        if ((flags & detail::wire_has_key) != 0) {
+            const std::uint64_t key = address(a.key);
+            std::memcpy(at, &key, 8);
+        }
     }
 
     std::byte* begin_;
@@ -1431,12 +1540,53 @@ private:
     std::uint32_t max_dims_;
     std::uint32_t max_text_;
     bool concrete_;
+    bool identities_;
     bool truncated_ = false;
     bool in_list_ = false;
     bool list_cut_ = false;
 };
 
 namespace detail {
+
+template <class P>
+concept element_pointer = std::is_pointer_v<P> && !std::is_function_v<std::remove_pointer_t<P>>;
+
+template <class P>
+constexpr std::size_t pointee_size() noexcept {
+    using E = std::remove_cv_t<std::remove_pointer_t<P>>;
+    if constexpr (std::is_void_v<E>) {
+        return 0;
+    } else {
+        return sizeof(E);
+    }
+}
+
+/// Where a tensor-like value's elements are, from what it offers: `data()`, `data_handle()` (mdspan)
+/// or `data_ptr()` for the address (its pointee's size for the item size), `itemsize()` or
+/// `element_size()` for the item size, `device()` (a stint::device) for the device.
+template <class T>
+tensor_address address_of(const T& t) noexcept {
+    tensor_address a;
+    if constexpr (requires { { t.data() } -> element_pointer; }) {
+        a.data = static_cast<const void*>(t.data());
+        a.itemsize = pointee_size<decltype(t.data())>();
+    } else if constexpr (requires { { t.data_handle() } -> element_pointer; }) {
+        a.data = static_cast<const void*>(t.data_handle());
+        a.itemsize = pointee_size<decltype(t.data_handle())>();
+    } else if constexpr (requires { { t.data_ptr() } -> element_pointer; }) {
+        a.data = static_cast<const void*>(t.data_ptr());
+        a.itemsize = pointee_size<decltype(t.data_ptr())>();
+    }
+    if constexpr (requires { { t.itemsize() } -> std::convertible_to<std::size_t>; }) {
+        a.itemsize = static_cast<std::size_t>(t.itemsize());
+    } else if constexpr (requires { { t.element_size() } -> std::convertible_to<std::size_t>; }) {
+        a.itemsize = static_cast<std::size_t>(t.element_size());
+    }
+    if constexpr (requires { { t.device() } -> std::convertible_to<stint::device>; }) {
+        a.device = t.device();
+    }
+    return a;
+}
 
 // A std::vector / std::array / span of non-numbers: numbers make a ScalarList, text an opaque input
 // (as torch records a list of strings), anything else a TensorList.
@@ -1458,12 +1608,13 @@ void capture_mdspan(input_writer& w, const M& m) {
     std::array<std::int64_t, rank> dims{};
     for (std::size_t r = 0; r < rank; ++r) dims[r] = static_cast<std::int64_t>(m.extent(r));
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::element_type>>;
+    const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
     if constexpr (requires(std::size_t r) { { m.stride(r) } -> std::convertible_to<std::int64_t>; }) {
         std::array<std::int64_t, rank> strides{};
         for (std::size_t r = 0; r < rank; ++r) strides[r] = static_cast<std::int64_t>(m.stride(r));
-        w.tensor(dtype, dims, strides);
+        w.tensor(dtype, dims, strides, address);
     } else {
-        w.tensor(dtype, dims);
+        w.tensor(dtype, dims, address);
     }
 }
 
@@ -1471,15 +1622,16 @@ template <class M>
 void capture_eigen(input_writer& w, const M& m) {
     const std::array<std::int64_t, 2> dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
+    const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
     if constexpr (requires { m.innerStride(); m.outerStride(); }) {
         const auto inner = static_cast<std::int64_t>(m.innerStride());
         const auto outer = static_cast<std::int64_t>(m.outerStride());
         const std::array<std::int64_t, 2> strides = static_cast<bool>(M::IsRowMajor)
                                                         ? std::array<std::int64_t, 2>{outer, inner}
                                                         : std::array<std::int64_t, 2>{inner, outer};
-        w.tensor(dtype, dims, strides);
+        w.tensor(dtype, dims, strides, address);
     } else {
-        w.tensor(dtype, dims);
+        w.tensor(dtype, dims, address);
     }
 }
 
@@ -1497,11 +1649,12 @@ void input_writer::value(const T& v) {
         // decltype(auto): a sizes() or dtype() returning by value stays alive while it is copied.
         decltype(auto) sizes = v.sizes();
         decltype(auto) dtype = v.dtype();
+        const tensor_address address = identities_ ? detail::address_of(v) : tensor_address{};
         if constexpr (requires { { v.strides() } -> std::ranges::forward_range; }) {
             decltype(auto) strides = v.strides();
-            tensor(std::string_view(dtype), sizes, strides);
+            tensor(std::string_view(dtype), sizes, strides, address);
         } else {
-            tensor(std::string_view(dtype), sizes);
+            tensor(std::string_view(dtype), sizes, address);
         }
     } else if constexpr (detail::mdspan_like<U>) {
         detail::capture_mdspan(*this, v);
@@ -1609,7 +1762,8 @@ struct input_traits<std::span<T, E>> {
         if constexpr (std::is_arithmetic_v<std::remove_cv_t<T>>) {
             const std::array<std::int64_t, 1> dims{static_cast<std::int64_t>(v.size())};
             const std::array<std::int64_t, 1> strides{1};
-            w.tensor(dtype_name_v<std::remove_cv_t<T>>, dims, strides);
+            w.tensor(dtype_name_v<std::remove_cv_t<T>>, dims, strides,
+                     w.identities() ? detail::address_of(v) : tensor_address{});
         } else {
             detail::capture_sequence(w, v);
         }
@@ -1625,12 +1779,12 @@ struct input_traits<std::span<T, E>> {
 ///     stint::set_record_concrete_inputs(false);  // traces lose "Concrete Inputs", keep "Input Dims"
 inline void set_record_concrete_inputs(bool enabled) noexcept {
     // relaxed: ops read it once at entry and need no ordering with anything else.
-    detail::concrete_inputs.value.store(enabled, std::memory_order_relaxed);
+    detail::capture_state.concrete.store(enabled, std::memory_order_relaxed);
 }
 
 /// Whether concrete values are being captured (see set_record_concrete_inputs).
 [[nodiscard]] inline bool record_concrete_inputs() noexcept {
-    return detail::concrete_inputs.value.load(std::memory_order_relaxed);
+    return detail::capture_state.concrete.load(std::memory_order_relaxed);
 }
 
 }  // namespace stint
@@ -1982,6 +2136,27 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 }  // namespace stint
 // ---- end stint/capture/flops.hpp ----
 
+// ---- begin stint/capture/outputs.hpp ----
+// An op's outputs (stint::record_outputs): captured as inputs are, attached at drain to the innermost
+// op open around the call, so that an execution trace can tell which op produced the tensors another
+// consumed.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+
+// ---- begin stint/recording/buffer.hpp ----
+// Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
+// exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+
 // ---- begin stint/recording/site.hpp ----
 // Call-site descriptors: everything about a site that is the same for every event it records lives
 // here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
@@ -2006,6 +2181,8 @@ enum class payload_kind : std::uint8_t {
     device_link,         ///< no payload and no event: the record's begin field is the external correlation id
                          ///< that the thread's previous scope record pushed to a device collector
     memory,              ///< an allocation, free or OOM (profile_memory; memory/report.hpp's memory_payload)
+    outputs,             ///< stint::record_outputs: values encoded as inputs are; no event of its own, the
+                         ///< drain gives them to the innermost op around the record
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -2033,20 +2210,11 @@ inline constexpr site runtime_named_module_site{"", event_kind::module, payload_
 inline constexpr site device_link_site{"[stint] device link", event_kind::overhead, payload_kind::device_link, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
+/// Site of the record stint::record_outputs appends.
+inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 
 }  // namespace stint::detail
 // ---- end stint/recording/site.hpp ----
-
-// ---- begin stint/recording/buffer.hpp ----
-// Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
-// exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
-
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -2677,8 +2845,11 @@ private:
                     // A scope still open at stop ended after it: it belongs to no window.
                     if (r.end_ticks > stop_ticks) return;
                     // A device link is part of the scope record before it, not a record of its own.
+                    // record_outputs' records are the program's, though they make no event of their own.
                     if (r.where()->payload != payload_kind::device_link) {
-                        ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                        const bool own =
+                            r.where()->kind == event_kind::overhead && r.where()->payload != payload_kind::outputs;
+                        ++(own ? info.overhead : info.recorded);
                     }
                     on_record(info, r, payload);
                 });
@@ -3131,6 +3302,63 @@ inline void set_thread_name(std::string_view name) {
 }  // namespace stint
 // ---- end stint/recording/registry.hpp ----
 
+namespace stint::detail {
+
+// The out-of-line part: encodes the values into a bounded buffer (record_shapes' default bounds) and
+// appends one record at the thread's current depth; the drain gives it to the op around it.
+template <class... Values>
+STINT_DETAIL_NOINLINE void append_outputs(std::uint32_t state, const Values&... values) noexcept {
+    const std::uint32_t depth = current_depth();
+    if (depth == 0) return;  // no scope open on this thread: nothing to attach them to
+    using limits = record_shapes;  // its default bounds
+    alignas(8) std::byte buffer[limits::max_bytes];
+    input_writer writer(buffer, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
+                        capture_state.concrete.load(std::memory_order_relaxed),
+                        capture_state.identities.load(std::memory_order_relaxed));
+    try {
+        (writer.value(values), ...);
+    } catch (...) {
+        writer.mark_truncated();  // an accessor threw: keep what was captured
+    }
+    const std::uint64_t now = read_ticks();
+    append_record_payload(&outputs_site, depth, now, now, state, writer.aux(),
+                          std::span<const std::byte>(buffer, writer.size()));
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Records `values` as the outputs of the innermost op (STINT_OP) open on this thread, or of the
+/// innermost scope when no op is open; captured as op inputs are (input_traits, record_shapes'
+/// default bounds), tensors with their identity while an execution trace records. The trace shows
+/// them as "Output Dims" / "Output type", the execution trace as the node's outputs. Costs one
+/// relaxed load unless a session records, and one more unless that session keeps outputs (its
+/// profiler's config has record_shapes, or an execution trace records); outside every scope it
+/// does nothing. STINT_OUTPUTS is the same call, compiled out by STINT_DISABLE.
+///
+///     STINT_OP(shapes, "my::mul", a, b);
+///     tensor c = a * b;
+///     stint::record_outputs(c);
+template <class... Values>
+void record_outputs(const Values&... values) noexcept {
+    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+    if (!detail::is_recording_state(state) || !detail::capture_state.outputs.load(std::memory_order_relaxed)) {
+        return;
+    }
+    detail::append_outputs(state, values...);
+}
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+#define STINT_OUTPUTS(...) static_assert(true, "")
+#else
+/// stint::record_outputs(...); compiled out (arguments not evaluated) under STINT_DISABLE.
+#define STINT_OUTPUTS(...) ::stint::record_outputs(__VA_ARGS__)
+#endif
+// ---- end stint/capture/outputs.hpp ----
+
 // ---- begin stint/scope.hpp ----
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
@@ -3531,7 +3759,8 @@ public:
         if (!is_recording_state(state_)) return;
         using limits = shapes_limits_t<Config>;
         input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
-                            limits::max_bytes / 4, record_concrete_inputs());
+                            limits::max_bytes / 4, record_concrete_inputs(),
+                            capture_state.identities.load(std::memory_order_relaxed));
         try {
             inputs(input_sink{&writer});
         } catch (...) {
@@ -5321,6 +5550,11 @@ public:
     void set_args(event_index i, event_args args) {
         list_.events_[i].args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
+    }
+    /// Event i's args, made empty first if it has none.
+    event_args& args_of(event_index i) {
+        if (list_.events_[i].args == no_index) set_args(i, {});
+        return list_.args_[list_.events_[i].args];
     }
     void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
         event_index at = no_index;
@@ -8076,24 +8310,19 @@ inline std::optional<distributed_info> current_distributed_info() {
 }  // namespace stint
 // ---- end stint/profiler/distributed.hpp ----
 
-// ---- begin stint/profiler.hpp ----
-// stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
-// .profile's start/step/stop), their results, and what their traces carry besides events.
+// ---- begin stint/profiler/execution_trace_observer.hpp ----
+// stint::execution_trace_observer: records an execution trace (export/execution_trace.hpp), alone with
+// start()/stop(), or attached to a profiler whose active windows it then records (torch.profiler's
+// ExecutionTraceObserver).
 
-#include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
+#include <memory>
 #include <mutex>
-#include <optional>
-#include <ostream>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -8106,6 +8335,7 @@ inline std::optional<distributed_info> current_distributed_info() {
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -8186,6 +8416,22 @@ private:
     bool ok_ = true;
 };
 
+// A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
+inline tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
+    const auto head = in.read<wire_identity>();
+    tensor_identity id;
+    id.key = id.storage = head.data;
+    if ((flags & wire_has_storage) != 0) id.storage = in.read<std::uint64_t>();
+    if ((flags & wire_has_key) != 0) id.key = in.read<std::uint64_t>();
+    id.itemsize = head.itemsize;
+    id.device = {static_cast<device_type>(head.device_type), head.device_index};
+    // In elements, as torch's storage_offset; a data pointer below its storage gives 0.
+    if (head.itemsize != 0 && head.data >= id.storage) {
+        id.offset = static_cast<std::int64_t>((head.data - id.storage) / head.itemsize);
+    }
+    return id;
+}
+
 inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
     const auto tag = static_cast<wire_tag>(in.u8());
     if (!in.ok()) return false;
@@ -8207,6 +8453,7 @@ inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
                 if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
             }
             out.cut = (flags & wire_cut) != 0;
+            if ((flags & wire_has_identity) != 0) out.identity = read_identity(in, flags);
             return in.ok();
         }
         case wire_tag::tensor_list: {
@@ -8709,6 +8956,13 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
 struct drain_options {
     bool call_stacks = false;       ///< with_stack
     bool module_hierarchy = false;  ///< with_modules
+    bool input_values = false;      ///< keep each op's inputs whole in event_args::inputs (an execution trace)
+};
+
+/// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).
+struct capture_options {
+    bool outputs = false;            ///< stint::record_outputs records (record_shapes, or an execution trace)
+    bool tensor_identities = false;  ///< tensors carry their identity (an execution trace)
 };
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
@@ -8751,8 +9005,9 @@ public:
     /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
     /// records, only the device activity that close() is given.
     /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
+    /// `capture`: what captured ops keep besides their inputs while it records.
     void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-              bool track_memory = false) {
+              bool track_memory = false, capture_options capture = {}) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
@@ -8767,6 +9022,8 @@ public:
             memory_events_dropped.store(0, std::memory_order_relaxed);
             memory_state.store(state_, std::memory_order_relaxed);
         }
+        capture_state.outputs.store(capture.outputs && record_cpu, std::memory_order_relaxed);
+        capture_state.identities.store(capture.tensor_identities && record_cpu, std::memory_order_relaxed);
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
@@ -8785,6 +9042,8 @@ public:
         if (state_ == 0) return false;
         // First: the drain below allocates, and no report may land in a session being drained.
         if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
+        capture_state.outputs.store(false, std::memory_order_relaxed);
+        capture_state.identities.store(false, std::memory_order_relaxed);
         registry& reg = the_registry();
         event_list_builder builder;
         builder.set_first_id(first_id);
@@ -8825,6 +9084,7 @@ public:
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
+        pending_outputs outputs;  // record_outputs records waiting for their op
         const auto on_thread = [&](const drained_thread& t) {
             thread_info& info = builder.thread(thread_for(t));
             // Several nodes (one per shared object) of one OS thread merge into one thread.
@@ -8835,12 +9095,17 @@ public:
             dropped += t.dropped;
             overhead += t.overhead;
             truncated += t.truncated;
+            outputs.finish_run(builder);
             builder.begin_run();  // the next node's records are a run of their own
             last_scope = no_index;
         };
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
+            if (r.where()->payload == payload_kind::outputs) {
+                truncated_inputs += outputs.add(r.depth(), payload);
+                return;
+            }
             if (r.where()->payload == payload_kind::device_link) {
                 // The link names the scope record just before it: same depth, same end. Anything else
                 // (that record was dropped over budget) leaves the id unlinked, counted at the join.
@@ -8870,8 +9135,9 @@ public:
                 case payload_kind::inputs:
                 case payload_kind::native_stack_inputs:
                     i = builder.add(where.kind, where.name, thread, start, end);
-                    truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops);
+                    truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops, options.input_values);
                     break;
+                case payload_kind::outputs: break;  // handled above
                 case payload_kind::memory: {
                     memory_payload m{};
                     std::memcpy(&m, bytes.data(), std::min(bytes.size(), sizeof(m)));
@@ -8897,7 +9163,7 @@ public:
                     std::memcpy(&used, bytes.data() + at + 4, 4);
                     const std::span<const std::byte> inputs =
                         bytes.subspan(at + 8, std::min<std::size_t>(used, bytes.size() - at - 8));
-                    truncated_inputs += add_inputs(builder, i, where, inputs, aux, flops, true);
+                    truncated_inputs += add_inputs(builder, i, where, inputs, aux, flops, options.input_values, true);
                     break;
                 }
             }
@@ -8906,6 +9172,7 @@ public:
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();
+                if (where.kind != event_kind::instant) outputs.enclosed_by(builder, i, r.depth());
             }
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
@@ -8914,6 +9181,7 @@ public:
                                                         : reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
         if (!closed) return false;
+        outputs.finish_run(builder);
         if (device != nullptr) {
             const auto thread_of_tid = [&](std::uint64_t tid) {
                 auto [it, added] = thread_index.try_emplace(tid, 0);
@@ -8984,19 +9252,78 @@ private:
     }
 
     // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
-    // Returns 1 when the capture was truncated. `record_args`: the inputs are record_function's args.
+    // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
+    // `record_args`: the inputs are record_function's args.
     static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
                                     std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
-                                    bool record_args = false) {
-        const op_inputs inputs = decode_inputs(where.name, bytes, aux);
+                                    bool keep_values, bool record_args = false) {
+        op_inputs inputs = decode_inputs(where.name, bytes, aux);
         if (inputs.empty() && !inputs.truncated()) return 0;  // an op without inputs has no args, as in torch
+        const std::uint64_t truncated = inputs.truncated() ? 1 : 0;
         event_args args;
         inputs_to_args(inputs, (aux & inputs_aux_concrete) != 0, args);
         if (record_args && !inputs.empty()) args.record_args = inputs[0].text;
         if (!where.flops.empty()) builder.at(i).flops = evaluate_flops(where, inputs, flops);
+        if (keep_values) args.inputs = std::move(inputs.mutable_inputs());
         builder.set_args(i, std::move(args));
-        return inputs.truncated() ? 1 : 0;
+        return truncated;
     }
+
+    // record_outputs records waiting for the op around them. A thread's buffer holds each scope's record
+    // after everything recorded inside it, so the first later record of a lower depth is the scope
+    // around one; if it is no op, the one around that is looked for, and so on. Outputs no op encloses
+    // go to the innermost scope around them.
+    class pending_outputs {
+    public:
+        // Returns 1 when the capture was truncated.
+        std::uint64_t add(std::uint32_t depth, const record_payload& payload) {
+            op_inputs values = decode_inputs({}, payload.bytes, payload.aux);
+            const std::uint64_t truncated = values.truncated() ? 1 : 0;
+            waiting_.push_back({depth, no_index, std::move(values.mutable_inputs())});
+            return truncated;
+        }
+        // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
+        void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
+            if (waiting_.empty()) return;
+            const bool op = builder.at(i).kind == event_kind::cpu_op;
+            std::size_t kept = 0;
+            for (std::size_t w = 0; w < waiting_.size(); ++w) {
+                entry& e = waiting_[w];
+                if (e.depth > depth) {
+                    if (op) {
+                        attach(builder, i, e.values);
+                        continue;
+                    }
+                    if (e.innermost == no_index) e.innermost = i;
+                    e.depth = depth;
+                }
+                if (kept != w) waiting_[kept] = std::move(e);  // never onto itself: that would empty it
+                ++kept;
+            }
+            waiting_.resize(kept);
+        }
+        // The end of one buffer's records: what no op enclosed goes to the innermost scope around it
+        // (none: its scope's record was dropped, and counted).
+        void finish_run(event_list_builder& builder) {
+            for (entry& e : waiting_) {
+                if (e.innermost != no_index) attach(builder, e.innermost, e.values);
+            }
+            waiting_.clear();
+        }
+
+    private:
+        struct entry {
+            std::uint32_t depth;
+            event_index innermost;  // the innermost scope found around it so far
+            std::vector<op_input> values;
+        };
+        static void attach(event_list_builder& builder, event_index i, std::vector<op_input>& values) {
+            std::vector<op_input>& outputs = builder.args_of(i).outputs;
+            outputs.insert(outputs.end(), std::make_move_iterator(values.begin()),
+                           std::make_move_iterator(values.end()));
+        }
+        std::vector<entry> waiting_;
+    };
 
     static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache) {
         if (where.flops.function != nullptr) return estimate_flops(where.flops, inputs);
@@ -9024,6 +9351,993 @@ private:
 
 }  // namespace stint::detail
 // ---- end stint/drain/session.hpp ----
+
+// ---- begin stint/export/execution_trace.hpp ----
+// The execution trace (ET): PyTorch's operator graph, as torch.profiler.ExecutionTraceObserver writes
+// it ("schema": "1.1.1-chakra.0.0.4") and PARAM and Chakra read it (design §4). Each op and annotation
+// is a node whose ctrl_deps names its parent; inputs and outputs carry tensor ids shared by every node
+// that saw the same tensor, so that a reader can rebuild who consumed what another produced. Nodes are
+// streamed to a temporary file span by span and the file lands under its name when finished.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+// ---- begin stint/export/output_file.hpp ----
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace stint::detail {
+
+/// A trace file, written by what is at its path:
+/// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
+///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
+///   failed write never leaves a partial file under the final name. A replaced file keeps its
+///   permission bits (and its owner where the caller may set it); a new one gets 0666 less the umask.
+/// - a symbolic link, or a chain of them: followed as open() would, a relative target read against
+///   its link's directory; the file at the end is replaced (or created) as above; the link stays.
+/// - a character device or a FIFO, or any file named by a link in /proc (/dev/stdout, /dev/fd/N):
+///   written through, with no temporary and no rename. As with open(), opening a FIFO that has no
+///   reader blocks until a reader opens it; a reader that leaves gives EPIPE, never SIGPIPE.
+/// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
+/// An existing file the caller may not write, or a directory it may not create files in, is refused
+/// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
+/// streamed through a fixed 64 KiB buffer. Every OS failure throws std::system_error naming the
+/// path and removes the temporary.
+///     output_file out("trace.json.gz");
+///     out.write("{\"traceEvents\":[]}");
+///     out.commit();
+class output_file {
+public:
+    /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
+    /// applies only to ".gz" paths.
+    explicit output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
+        if (path_.empty()) {
+            throw std::invalid_argument("stint: cannot write trace '': the path is empty");
+        }
+        if (gzip_level < 0 || gzip_level > 9) {
+            throw std::invalid_argument("stint: cannot write trace '" + path_ + "': gzip level " +
+                                        std::to_string(gzip_level) + " is not in 0..9");
+        }
+        open_destination();
+        if (path_.ends_with(".gz")) {
+            compressed_ = std::make_unique<unsigned char[]>(buffer_size);
+            // windowBits 15 + 16: a gzip header and trailer instead of a raw zlib stream.
+            const int rc = deflateInit2(&stream_, gzip_level, Z_DEFLATED, 15 + 16, 8,
+                                        Z_DEFAULT_STRATEGY);
+            if (rc != Z_OK) fail(rc == Z_MEM_ERROR ? ENOMEM : EINVAL);
+            deflating_ = true;
+            stream_.next_out = compressed_.get();
+            stream_.avail_out = buffer_size;
+        }
+    }
+
+    output_file(const output_file&) = delete;
+    output_file& operator=(const output_file&) = delete;
+
+    /// Removes the temporary unless commit() succeeded.
+    ~output_file() { discard(); }
+
+    /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
+    /// pieces, as json_writer does.
+    void write(std::string_view bytes) {
+        check_open();
+        if (deflating_) {
+            deflate_from(bytes);
+        } else {
+            write_fully(bytes.data(), bytes.size());
+        }
+    }
+
+    /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
+    /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
+    /// names. Written through (a device, a FIFO), it finishes the stream and closes.
+    void commit() {
+        check_open();
+        if (deflating_) {
+            finish_deflate();
+            deflateEnd(&stream_);
+            deflating_ = false;
+        }
+        // fsync before rename: otherwise a power loss can leave the new name on an empty file.
+        // EINVAL only says the file system has nothing to sync.
+        if (!through_ && ::fsync(fd_) != 0 && errno != EINVAL) fail(errno);
+        const int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0) fail(errno);
+        if (!through_ && std::rename(temporary_.c_str(), target_.c_str()) != 0) fail(errno);
+        temporary_.clear();
+        state_ = state::committed;
+    }
+
+    /// The final path, as given.
+    std::string path() const { return path_; }
+
+private:
+    enum class state { open, committed, failed };
+    static constexpr unsigned buffer_size = 64 * 1024;
+    // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
+    static constexpr int max_links = 40;
+
+    [[noreturn]] void fail(int error) {
+        discard();
+        state_ = state::failed;
+        throw std::system_error(error, std::generic_category(),
+                                "stint: cannot write trace '" + path_ + "'");
+    }
+
+    [[noreturn]] void refuse(const char* what) {
+        state_ = state::failed;
+        throw std::invalid_argument("stint: cannot write trace '" + path_ + "': it is " + what +
+                                    "; a trace goes to a file, a character device or a FIFO");
+    }
+
+    void check_open() const {
+        if (state_ == state::committed) {
+            throw std::logic_error("stint: cannot write trace '" + path_ +
+                                   "': it was already committed");
+        }
+        if (state_ == state::failed) {
+            throw std::logic_error("stint: cannot write trace '" + path_ +
+                                   "': an earlier write failed");
+        }
+    }
+
+    // "a/b/" for "a/b/c", "/" for "/c", "" for "c": what a relative link target is read against,
+    // and where the temporary goes.
+    static std::string directory_of(const std::string& path) {
+        const std::size_t slash = path.rfind('/');
+        return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+    }
+
+    void open_destination() {
+        // What is there, as open() sees it: through every link, /proc's included.
+        struct stat info {};
+        const bool exists = ::stat(path_.c_str(), &info) == 0;
+        if (!exists && errno != ENOENT) fail(errno);
+        if (exists) {
+            // Refused now rather than at the final rename, after the whole trace was written.
+            if (S_ISDIR(info.st_mode)) fail(EISDIR);
+            if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return open_through(false);
+            if (S_ISBLK(info.st_mode)) refuse("a block device");
+            if (!S_ISREG(info.st_mode)) refuse("a socket");
+        } else if (path_.ends_with('/')) {
+            fail(EISDIR);  // as open("new/", O_CREAT) says
+        }
+        // A regular file or nothing: the links at the end of the path are followed here only to
+        // learn which name the rename must replace. Whether the caller may follow them and write is
+        // the kernel's answer for the path as given (faccessat below), so fs.protected_symlinks and
+        // the like apply as they do to open().
+        target_ = path_;
+        for (int links = 0;; ++links) {
+            struct stat link {};
+            if (::lstat(target_.c_str(), &link) != 0) {
+                if (errno != ENOENT) fail(errno);
+                break;  // the end of a dangling link, or a new file
+            }
+            if (!S_ISLNK(link.st_mode)) break;
+            // /dev/stdout -> /proc/self/fd/1, /dev/fd/N: a link in /proc names an open file, and its
+            // text is no name to rename over, so the file is written in place as open() would.
+            if (in_proc(link)) return open_through(true);
+            if (links == max_links) fail(ELOOP);
+            char text[PATH_MAX];
+            const ssize_t size = ::readlink(target_.c_str(), text, sizeof text);
+            if (size < 0) fail(errno);
+            if (static_cast<std::size_t>(size) == sizeof text) fail(ENAMETOOLONG);
+            std::string next(text, static_cast<std::size_t>(size));
+            if (!next.starts_with('/')) next.insert(0, directory_of(target_));
+            target_ = std::move(next);
+        }
+        // rename() asks only for the directory's permission: a file the caller could not open for
+        // writing must not be replaced behind its back. A dangling link passes (ENOENT): the file
+        // it names is created, as open(O_CREAT) would.
+        if (::faccessat(AT_FDCWD, path_.c_str(), W_OK, AT_EACCESS) != 0 && (exists || errno != ENOENT)) {
+            fail(errno);
+        }
+        open_temporary(exists ? 0600 : 0666);
+        if (exists) {
+            // The replacement keeps the file's owner where the caller may set it (root) and its
+            // permission bits; where the file system refuses them it stays 0600, never wider.
+            [[maybe_unused]] const int owner_kept = ::fchown(fd_, info.st_uid, info.st_gid);
+            [[maybe_unused]] const int mode_kept = ::fchmod(fd_, info.st_mode & 0777);
+        }
+    }
+
+    static bool in_proc(const struct stat& link) {
+        struct stat proc {};
+        return ::lstat("/proc/self", &proc) == 0 && link.st_dev == proc.st_dev;
+    }
+
+    // Written as open() would write it: in place, no temporary, no rename. O_TRUNC, which devices
+    // and FIFOs ignore, empties a regular file reached through /proc, as a shell's "> /dev/stdout".
+    void open_through(bool regular_allowed) {
+        do {
+            fd_ = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+        } while (fd_ < 0 && errno == EINTR);  // a signal while a FIFO waits for its reader
+        if (fd_ < 0) fail(errno);
+        through_ = true;
+        // Something else put there since stat would be written in place, not atomically.
+        struct stat info {};
+        if (::fstat(fd_, &info) != 0) fail(errno);
+        if (!S_ISCHR(info.st_mode) && !S_ISFIFO(info.st_mode) && !(regular_allowed && S_ISREG(info.st_mode))) {
+            fail(EAGAIN);
+        }
+    }
+
+    // mkstemp's contract with `mode` instead of 0600: 0666 for a new file, so that the umask decides
+    // its permissions as for any new file (mkstemp plus fchmod would need the umask, which a process
+    // can only read by changing it). The name is short and not derived from the final name, so any
+    // legal file name (up to NAME_MAX) can be written.
+    void open_temporary(mode_t mode) {
+        static constexpr char alphabet[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        static std::atomic<std::uint64_t> counter{0};
+        temporary_ = directory_of(target_) + ".stint-XXXXXX";
+        const std::size_t suffix = temporary_.size() - 6;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            // splitmix64 of time, pid and a counter: unique enough, and O_EXCL settles collisions.
+            std::uint64_t x =
+                static_cast<std::uint64_t>(
+                    std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                (static_cast<std::uint64_t>(::getpid()) << 32) ^
+                (counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ULL);
+            x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+            x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+            x ^= x >> 31;
+            for (std::size_t i = 0; i < 6; ++i) {
+                temporary_[suffix + i] = alphabet[x % 62];
+                x /= 62;
+            }
+            fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+            if (fd_ >= 0) return;
+            if (errno != EEXIST) break;
+        }
+        const int error = errno;
+        temporary_.clear();  // not ours: never unlink it
+        fail(error);
+    }
+
+    // A write to a FIFO whose reader has gone raises SIGPIPE, which would end the program: the
+    // signal is blocked on this thread for the write and taken back if the write raised it, so the
+    // caller gets EPIPE instead. A write that the reader's leaving cut short raises it as well,
+    // though it returns what it wrote.
+    ssize_t write_through(const char* bytes, std::size_t size) {
+        sigset_t pipe_signal;
+        sigset_t saved;
+        sigset_t pending;
+        sigemptyset(&pipe_signal);
+        sigaddset(&pipe_signal, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_signal, &saved);
+        sigpending(&pending);
+        const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+        const ssize_t written = ::write(fd_, bytes, size);
+        const int error = errno;
+        if (!was_pending) {
+            const timespec none{};
+            while (sigtimedwait(&pipe_signal, nullptr, &none) < 0 && errno == EINTR) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+        errno = error;
+        return written;
+    }
+
+    void write_fully(const void* data, std::size_t size) {
+        const auto* bytes = static_cast<const char*>(data);
+        while (size > 0) {
+            const std::size_t piece = std::min<std::size_t>(size, 1u << 30);
+            const ssize_t written = through_ ? write_through(bytes, piece) : ::write(fd_, bytes, piece);
+            if (written < 0) {
+                if (errno == EINTR) continue;
+                fail(errno);
+            }
+            if (written == 0) fail(EIO);  // a file, a device or a FIFO never takes nothing; do not spin
+            bytes += written;
+            size -= static_cast<std::size_t>(written);
+        }
+    }
+
+    void write_compressed() {
+        write_fully(compressed_.get(), buffer_size - stream_.avail_out);
+        stream_.next_out = compressed_.get();
+        stream_.avail_out = buffer_size;
+    }
+
+    void deflate_from(std::string_view bytes) {
+        while (!bytes.empty()) {
+            const auto piece = static_cast<uInt>(std::min<std::size_t>(bytes.size(), UINT_MAX));
+            // zlib's API is not const-correct without ZLIB_CONST; deflate only reads next_in.
+            stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+            stream_.avail_in = piece;
+            while (stream_.avail_in > 0) {
+                if (stream_.avail_out == 0) write_compressed();
+                if (deflate(&stream_, Z_NO_FLUSH) == Z_STREAM_ERROR) fail(EIO);
+            }
+            bytes.remove_prefix(piece);
+        }
+    }
+
+    void finish_deflate() {
+        stream_.next_in = nullptr;
+        stream_.avail_in = 0;
+        for (;;) {
+            if (stream_.avail_out == 0) write_compressed();
+            const int rc = deflate(&stream_, Z_FINISH);
+            if (rc == Z_STREAM_END) break;
+            // Z_BUF_ERROR only means "no room": anything else, or no progress with room, is a bug.
+            if (rc != Z_OK && !(rc == Z_BUF_ERROR && stream_.avail_out == 0)) fail(EIO);
+        }
+        write_compressed();
+    }
+
+    void discard() noexcept {
+        if (deflating_) {
+            deflateEnd(&stream_);
+            deflating_ = false;
+        }
+        if (fd_ >= 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+        if (!temporary_.empty()) {
+            ::unlink(temporary_.c_str());
+            temporary_.clear();
+        }
+    }
+
+    std::string path_;
+    std::string target_;     // the file the path names, its links followed
+    std::string temporary_;  // empty once renamed or removed, and when written through
+    int fd_ = -1;
+    bool through_ = false;   // a device or a FIFO, written in place
+    state state_ = state::open;
+    bool deflating_ = false;
+    z_stream stream_{};
+    std::unique_ptr<unsigned char[]> compressed_;
+};
+
+}  // namespace stint::detail
+// ---- end stint/export/output_file.hpp ----
+
+namespace stint::detail {
+
+inline constexpr std::string_view et_schema = "1.1.1-chakra.0.0.4";
+inline constexpr std::string_view et_process_node = "[pytorch|profiler|execution_trace|process]";
+inline constexpr std::string_view et_thread_node = "[pytorch|profiler|execution_trace|thread]";
+inline constexpr std::uint64_t et_root_id = 1;          // 0 means "no id"; ops, tensors and storages start at 2
+inline constexpr std::size_t et_max_list = 4096;        // torch's cap on the elements of one list value
+inline constexpr std::uint64_t et_scope_function = 0;   // torch's RecordScope::FUNCTION: an operator
+inline constexpr std::uint64_t et_scope_user = 7;       // RecordScope::USER_SCOPE: an annotation
+
+/// Whether events of this kind are ET nodes: the ops and annotations, the events a Chrome trace
+/// writes as cpu_op and user_annotation (so rf_ids join the two files both ways).
+constexpr bool is_execution_trace_node(event_kind kind) noexcept {
+    return kind == event_kind::cpu_op || kind == event_kind::user_annotation || kind == event_kind::module;
+}
+
+/// Writes one execution trace: the header at construction (so an unwritable path fails then, not at
+/// the end of a long run), the nodes of each recorded span with append(), the root node and the end
+/// with finish(). Ids (nodes, tensors, storages, one counter) and thread nodes hold across spans.
+class execution_trace_writer {
+public:
+    explicit execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
+        out_.raw("{\n  \"schema\": \"");
+        out_.raw(et_schema);
+        out_.raw("\", \"pid\": ");
+        out_.number(current_pid());
+        out_.raw(", \"time\": ");
+        out_.string(local_time_text());
+        out_.raw(", \"start_ts\": ");
+        out_.number(steady_milliseconds());
+        out_.raw(",\n  \"nodes\": [");
+        guarded([&] { out_.flush(); });
+    }
+
+    execution_trace_writer(const execution_trace_writer&) = delete;
+    execution_trace_writer& operator=(const execution_trace_writer&) = delete;
+
+    /// Appends a node for every op and annotation of `events` (one recorded span), parents first.
+    void append(const event_list& events) {
+        if (failed_) return;  // an earlier write failed and threw; the file is already lost
+        guarded([&] {
+            ++spans_;
+            recorded_ += events.recorded();
+            dropped_ += events.dropped();
+            late_ += events.late();
+            // (event, its parent's node id; 0: the thread's node, made when its first op is written)
+            std::vector<std::pair<event_index, std::uint64_t>> stack;
+            for (const event& top : events) {
+                if (!top.is_top_level() || events.threads()[top.thread].is_device_track()) continue;
+                const std::uint64_t tid = events.threads()[top.thread].os_tid;
+                stack.emplace_back(events.index_of(top), 0);
+                while (!stack.empty()) {
+                    auto [i, parent] = stack.back();
+                    stack.pop_back();
+                    const event& e = events[i];
+                    std::uint64_t id = parent;  // a non-node (an instant, an API call) passes its parent on
+                    if (is_execution_trace_node(e.kind)) {
+                        if (parent == 0) parent = thread_node(tid);
+                        id = next_id_++;
+                        write_op_node(e, id, parent, tid, events.args(e));
+                    }
+                    // Children in reverse onto the stack, so that they are written in order.
+                    const std::size_t first = stack.size();
+                    for (event_index c = e.first_child; c != no_index; c = events[c].next_sibling) {
+                        stack.emplace_back(c, id);
+                    }
+                    std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+                }
+            }
+            out_.flush();
+        });
+    }
+
+    /// Writes the root node and the end, and renames the file into place. Throws std::system_error
+    /// when the file cannot be completed (nothing is left under its name then).
+    void finish() {
+        if (failed_) return;
+        guarded([&] {
+            write_node_start(et_process_node, et_root_id, et_root_id);
+            out_.raw(R"(, "inputs": {"values": [], "shapes": [], "types": [], "strides": []})");
+            out_.raw(R"(, "outputs": {"values": [], "shapes": [], "types": [], "strides": []})");
+            write_attrs(0, -1, et_scope_user, 0);
+            out_.raw("}\n  ],\n  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"spans\": ");
+            out_.number(spans_);
+            out_.raw(", \"nodes\": ");
+            out_.number(nodes_);
+            out_.raw(", \"recorded\": ");
+            out_.number(recorded_);
+            out_.raw(", \"dropped\": ");
+            out_.number(dropped_);
+            out_.raw(", \"late\": ");
+            out_.number(late_);
+            out_.raw("},\n  \"finish_ts\": ");
+            out_.number(steady_milliseconds());
+            out_.raw("\n}\n");
+            out_.flush();
+            file_.commit();
+        });
+    }
+
+    /// Nodes written so far (the root, thread nodes and op nodes).
+    [[nodiscard]] std::uint64_t nodes() const noexcept { return nodes_; }
+
+private:
+    // A write that throws leaves the file unusable: later calls do nothing, and the temporary is
+    // removed with the writer.
+    template <class Write>
+    void guarded(Write&& write) {
+        try {
+            write();
+        } catch (...) {
+            failed_ = true;
+            throw;
+        }
+    }
+
+    static std::int64_t steady_milliseconds() {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
+
+    // torch's "time": the local wall-clock time of the first write, "%Y-%m-%d %X".
+    static std::string local_time_text() {
+        const std::time_t now = std::time(nullptr);
+        std::tm local{};
+        if (localtime_r(&now, &local) == nullptr) return {};
+        char text[64];
+        const std::size_t n = std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
+        return {text, n};
+    }
+
+    std::uint64_t thread_node(std::uint64_t tid) {
+        auto [it, added] = thread_nodes_.try_emplace(tid, 0);
+        if (!added) return it->second;
+        it->second = next_id_++;
+        write_node_start(et_thread_node, it->second, et_root_id);
+        out_.raw(R"(, "inputs": {"values": [], "shapes": [], "types": [], "strides": []})");
+        out_.raw(R"(, "outputs": {"values": [], "shapes": [], "types": [], "strides": []})");
+        write_attrs(0, -1, et_scope_user, tid);
+        out_.raw("},");
+        return it->second;
+    }
+
+    void write_node_start(std::string_view name, std::uint64_t id, std::uint64_t parent) {
+        ++nodes_;
+        out_.raw("\n    {\"id\": ");
+        out_.number(id);
+        out_.raw(", \"name\": ");
+        out_.string(name);
+        out_.raw(", \"ctrl_deps\": ");
+        out_.number(parent);
+    }
+
+    // torch's nine attrs, in its order and types. stint has no autograd sequence, forward thread or
+    // operator schema: seq_id -1, fw_parent and fw_tid 0, op_schema "" (as torch writes for
+    // record_function); kernel_backend and kernel_file name Triton kernels, which stint does not launch.
+    void write_attrs(std::uint64_t rf_id, std::int64_t seq_id, std::uint64_t scope, std::uint64_t tid) {
+        out_.raw(R"(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )");
+        out_.number(rf_id);
+        out_.raw(R"(}, {"name": "fw_parent", "type": "uint64", "value": 0}, {"name": "seq_id", "type": "int64", )"
+                 R"("value": )");
+        out_.number(seq_id);
+        out_.raw(R"(}, {"name": "scope", "type": "uint64", "value": )");
+        out_.number(scope);
+        out_.raw(R"(}, {"name": "tid", "type": "uint64", "value": )");
+        out_.number(tid);
+        out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": 0}, )"
+                 R"({"name": "op_schema", "type": "string", "value": ""}, )"
+                 R"({"name": "kernel_backend", "type": "string", "value": ""}, )"
+                 R"({"name": "kernel_file", "type": "string", "value": ""}])");
+    }
+
+    void write_op_node(const event& e, std::uint64_t id, std::uint64_t parent, std::uint64_t tid,
+                       const event_args* args) {
+        write_node_start(e.name, id, parent);
+        static const std::vector<op_input> none;
+        out_.raw(", \"inputs\": ");
+        write_values(args != nullptr ? args->inputs : none);
+        out_.raw(", \"outputs\": ");
+        write_values(args != nullptr ? args->outputs : none);
+        write_attrs(e.id, -1, e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid);
+        out_.raw("},");
+    }
+
+    // {"values": [...], "shapes": [...], "types": [...], "strides": [...]}, one entry per value.
+    void write_values(const std::vector<op_input>& values) {
+        const std::size_t n = std::min(values.size(), et_max_list);
+        out_.raw("{\"values\": [");
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i != 0) out_.raw(", ");
+            write_value(values[i]);
+        }
+        out_.raw("], \"shapes\": [");
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i != 0) out_.raw(", ");
+            write_shape(values[i], false);
+        }
+        out_.raw("], \"types\": [");
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i != 0) out_.raw(", ");
+            out_.raw("\"");
+            write_type(values[i]);
+            out_.raw("\"");
+        }
+        out_.raw("], \"strides\": [");
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i != 0) out_.raw(", ");
+            write_shape(values[i], true);
+        }
+        out_.raw("]}");
+    }
+
+    static std::size_t list_size(const op_input& v) noexcept {
+        std::size_t n = 0;
+        if (v.kind == input_kind::tensor_list) n = v.tensors.size();
+        if (v.kind == input_kind::scalar_list) {
+            n = v.values_type == scalar_type::real ? v.reals.size() : v.integers.size();
+        }
+        return std::min(n, et_max_list);
+    }
+
+    void write_int_list(const std::vector<std::int64_t>& values) {
+        out_.raw("[");
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i != 0) out_.raw(",");
+            out_.number(values[i]);
+        }
+        out_.raw("]");
+    }
+
+    // A tensor's dims or strides; a list's per element; [] for the others.
+    void write_shape(const op_input& v, bool strides) {
+        if (v.kind == input_kind::tensor) return write_int_list(strides ? v.strides : v.dims);
+        if (v.kind != input_kind::tensor_list && v.kind != input_kind::scalar_list) return out_.raw("[]");
+        out_.raw("[");
+        const std::size_t n = list_size(v);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i != 0) out_.raw(",");
+            if (v.kind == input_kind::tensor_list) {
+                write_shape(v.tensors[i], strides);
+            } else {
+                out_.raw("[]");
+            }
+        }
+        out_.raw("]");
+    }
+
+    // torch's type text (IValue tag names): "Tensor(float)", "Int", "Double", "Bool", "String", "None",
+    // "GenericList[Tensor(float),Int]"; inside a list the element types go unquoted.
+    void write_type(const op_input& v) {
+        switch (v.kind) {
+            case input_kind::tensor:
+                out_.raw("Tensor(");
+                out_.string_part(v.dtype);
+                out_.raw(")");
+                return;
+            case input_kind::tensor_list:
+            case input_kind::scalar_list: {
+                out_.raw("GenericList[");
+                const std::size_t n = list_size(v);
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (i != 0) out_.raw(",");
+                    if (v.kind == input_kind::tensor_list) {
+                        write_type(v.tensors[i]);
+                    } else {
+                        out_.raw(scalar_type_name(v.values_type));
+                    }
+                }
+                out_.raw("]");
+                return;
+            }
+            case input_kind::scalar: out_.raw(scalar_type_name(v.values_type)); return;
+            case input_kind::string: out_.raw("String"); return;
+            case input_kind::none: out_.raw("None"); return;
+            case input_kind::other: out_.raw("Object"); return;
+        }
+    }
+
+    static std::string_view scalar_type_name(scalar_type type) noexcept {
+        switch (type) {
+            case scalar_type::integer:
+            case scalar_type::unsigned_integer: return "Int";
+            case scalar_type::real: return "Double";
+            case scalar_type::boolean: return "Bool";
+        }
+        return "Int";
+    }
+
+    void write_scalar(const op_input& v, std::size_t i) {
+        switch (v.values_type) {
+            case scalar_type::integer: out_.number(v.integers[i]); return;
+            case scalar_type::unsigned_integer: out_.number(static_cast<std::uint64_t>(v.integers[i])); return;
+            case scalar_type::boolean: out_.boolean(v.integers[i] != 0); return;
+            case scalar_type::real: out_.number(v.reals[i]); return;  // inf and nan as strings, as torch
+        }
+    }
+
+    // A value: a tensor as torch's [tensor id, storage id, offset, element count, item size, device].
+    void write_value(const op_input& v) {
+        switch (v.kind) {
+            case input_kind::tensor: return write_tensor(v);
+            case input_kind::tensor_list:
+            case input_kind::scalar_list: {
+                out_.raw("[");
+                const std::size_t n = list_size(v);
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (i != 0) out_.raw(",");
+                    if (v.kind == input_kind::tensor_list) {
+                        write_value(v.tensors[i]);
+                    } else {
+                        write_scalar(v, i);
+                    }
+                }
+                out_.raw("]");
+                return;
+            }
+            case input_kind::scalar:
+                if (v.integers.empty() && v.reals.empty()) return out_.raw("0");
+                return write_scalar(v, 0);
+            case input_kind::string: return out_.string(v.text);
+            case input_kind::none: return out_.raw("\"<None>\"");
+            case input_kind::other: return out_.raw("\"<Object>\"");
+        }
+    }
+
+    void write_tensor(const op_input& v) {
+        std::int64_t numel = 1;
+        for (std::int64_t d : v.dims) numel *= d;
+        out_.raw("[");
+        if (v.identity) {
+            const tensor_identity& id = *v.identity;
+            out_.number(id_of(tensor_ids_, id.key));
+            out_.raw(",");
+            out_.number(id_of(storage_ids_, id.storage));
+            out_.raw(",");
+            out_.number(id.offset);
+            out_.raw(",");
+            out_.number(numel);
+            out_.raw(",");
+            out_.number(id.itemsize);
+            out_.raw(",\"");
+            out_.raw(device_type_name(id.device.type));
+            if (id.device.type != device_type::cpu) {
+                out_.raw(":");
+                out_.number(id.device.index);
+            }
+            out_.raw("\"]");
+            return;
+        }
+        // No identity captured (its traits gave no address): a tensor of its own, no storage, as torch
+        // writes a tensor without storage.
+        out_.number(next_id_++);
+        out_.raw(",0,0,");
+        out_.number(numel);
+        out_.raw(",0,\"\"]");
+    }
+
+    std::uint64_t id_of(std::unordered_map<std::uint64_t, std::uint64_t>& ids, std::uint64_t key) {
+        auto [it, added] = ids.try_emplace(key, 0);
+        if (added) it->second = next_id_++;
+        return it->second;
+    }
+
+    output_file file_;
+    json_writer out_;
+    bool failed_ = false;
+    std::uint64_t next_id_ = et_root_id + 1;
+    std::unordered_map<std::uint64_t, std::uint64_t> thread_nodes_;  // OS thread id -> its node's id
+    std::unordered_map<std::uint64_t, std::uint64_t> tensor_ids_;    // identity key -> tensor id
+    std::unordered_map<std::uint64_t, std::uint64_t> storage_ids_;   // storage address -> storage id
+    std::uint64_t nodes_ = 0;
+    std::uint64_t spans_ = 0;
+    std::uint64_t recorded_ = 0;
+    std::uint64_t dropped_ = 0;
+    std::uint64_t late_ = 0;
+};
+
+}  // namespace stint::detail
+// ---- end stint/export/execution_trace.hpp ----
+
+namespace stint {
+
+template <configuration Config>
+class profiler;
+
+/// Options of the sessions an observer records alone (attached, it records its profiler's).
+struct execution_trace_options {
+    /// Bytes of record buffers a span may use, over all threads; records beyond it are dropped and
+    /// counted (the file's "stint" block).
+    std::size_t buffer_budget_bytes = std::size_t{512} << 20;
+    /// Bytes of record buffers faulted in at start(), so that the first records land in resident memory.
+    std::size_t reserve_buffer_bytes = 0;
+};
+
+/// Writes an execution trace (ET): every op and annotation as a node with its parent, inputs and
+/// outputs (tensor ids shared by every node that saw the same tensor), as torch's
+/// ExecutionTraceObserver writes it for PARAM and Chakra. Ops carry inputs when their config has
+/// record_shapes, outputs when they call stint::record_outputs.
+///
+/// Alone: each start()/stop() span is recorded and its nodes appended; unregister_callback() (or the
+/// observer's destruction) finishes the file.
+///
+///     stint::execution_trace_observer et;
+///     et.register_callback("run.et.json");   // an unwritable path throws here
+///     et.start();
+///     train_step();
+///     et.stop();
+///     et.unregister_callback();              // the file is complete under its name
+///
+/// Attached to a profiler (`profiler_options::execution_trace_observer`), it records that profiler's
+/// active windows, and each node's rf_id is the "Record function id" of the same op in the profiler's
+/// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
+class execution_trace_observer {
+public:
+    explicit execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
+    execution_trace_observer(const execution_trace_observer&) = delete;
+    execution_trace_observer& operator=(const execution_trace_observer&) = delete;
+
+    /// Finishes the file if still registered; a failure becomes a warning. An attached profiler
+    /// forgets the observer.
+    ~execution_trace_observer() {
+        const std::lock_guard lock(mutex_);
+        if (owner_ != nullptr) forget_(owner_);
+        owner_ = nullptr;
+        try {
+            finish_locked();
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("execution_trace_observer: cannot finish '{}': {}", path_, e.what()));
+        } catch (...) {
+            detail::warn(fmt::format("execution_trace_observer: cannot finish '{}'", path_));
+        }
+    }
+
+    /// Opens `path` (a temporary beside it, renamed into place when the trace is finished) and writes
+    /// the trace's header; returns the observer. Throws std::system_error when the path cannot be
+    /// written, std::logic_error when already registered to a file.
+    execution_trace_observer& register_callback(std::string path) {
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        if (writer_ != nullptr) {
+            throw std::logic_error(fmt::format("stint: execution_trace_observer::register_callback(\"{}\"): already "
+                                               "writing '{}'; call unregister_callback() first",
+                                               path, path_));
+        }
+        writer_ = std::make_unique<detail::execution_trace_writer>(path);
+        path_ = std::move(path);
+        return *this;
+    }
+
+    /// Starts recording (alone). Does nothing while already recording. Throws std::logic_error when
+    /// not registered, when attached to a profiler (whose schedule starts and stops it), or when
+    /// another session records in the process.
+    void start() {
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        if (writer_ == nullptr) {
+            throw std::logic_error("stint: execution_trace_observer::start(): no output file; call "
+                                   "register_callback(path) first");
+        }
+        if (owner_ != nullptr) {
+            throw std::logic_error("stint: execution_trace_observer::start(): it is attached to a profiler, which "
+                                   "starts and stops it with its schedule");
+        }
+        if (session_.is_open()) return;
+        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false,
+                      {.outputs = true, .tensor_identities = true});
+    }
+
+    /// Stops recording (alone) and appends the span's nodes to the file. Does nothing when not
+    /// recording. Throws std::system_error when the file cannot be written.
+    void stop() {
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        stop_locked();
+    }
+
+    /// Stops recording if it was, writes the root node and the end, and renames the file into place;
+    /// the observer can then be registered again. Does nothing when not registered.
+    void unregister_callback() {
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        finish_locked();
+    }
+
+    /// The path given to register_callback ("" before).
+    [[nodiscard]] std::string get_output_file_path() const {
+        const std::lock_guard lock(mutex_);
+        return path_;
+    }
+
+    /// Whether it is recording now: between start() and stop(), or in its profiler's active window
+    /// (torch's `_execution_trace_running`).
+    [[nodiscard]] bool is_running() const {
+        const std::lock_guard lock(mutex_);
+        return session_.is_open() || attached_running_;
+    }
+
+    /// Whether it has an output file (between register_callback and unregister_callback).
+    [[nodiscard]] bool is_registered() const {
+        const std::lock_guard lock(mutex_);
+        return writer_ != nullptr;
+    }
+
+private:
+    template <configuration Config>
+    friend class profiler;
+
+    // ---- what an attached profiler calls ----
+
+    /// Attaches to `owner`, which `forget` tells when the observer goes first.
+    void attach(void* owner, void (*forget)(void*)) {
+        const std::lock_guard lock(mutex_);
+        if (writer_ == nullptr) {
+            throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer has no "
+                                        "output file; call register_callback(path) first");
+        }
+        if (owner_ != nullptr) {
+            throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer is already "
+                                        "attached to another profiler");
+        }
+        if (session_.is_open()) {
+            throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer is recording "
+                                        "on its own; stop() it first");
+        }
+        owner_ = owner;
+        forget_ = forget;
+    }
+
+    /// Whether the profiler's next window is recorded for the trace (the observer is still registered).
+    bool wants_window() const {
+        const std::lock_guard lock(mutex_);
+        return writer_ != nullptr;
+    }
+    void set_window_running(bool running) {
+        const std::lock_guard lock(mutex_);
+        attached_running_ = running;
+    }
+    /// Appends one saved window of the profiler.
+    void append_window(const event_list& events) {
+        const std::lock_guard lock(mutex_);
+        attached_running_ = false;
+        if (writer_ != nullptr) writer_->append(events);
+    }
+    /// The profiler is going: the file is finished (torch's cleanup at profile.__exit__).
+    void detach(void* owner) {
+        const std::lock_guard lock(mutex_);
+        if (owner_ != owner) return;
+        owner_ = nullptr;
+        attached_running_ = false;
+        finish_locked();
+    }
+
+    void stop_locked() {
+        if (!session_.is_open()) return;
+        event_list events;
+        if (!session_.close(events, next_id_, {.input_values = true})) return;
+        next_id_ += events.size();
+        if (writer_ != nullptr) writer_->append(events);
+    }
+
+    void finish_locked() {
+        std::exception_ptr error;
+        try {
+            stop_locked();
+        } catch (...) {
+            error = std::current_exception();
+        }
+        if (writer_ == nullptr) return;
+        std::unique_ptr<detail::execution_trace_writer> writer = std::move(writer_);
+        writer->finish();
+        if (error) std::rethrow_exception(error);
+    }
+
+    mutable std::mutex mutex_;
+    execution_trace_options options_;
+    std::string path_;
+    std::unique_ptr<detail::execution_trace_writer> writer_;
+    detail::session session_;
+    std::uint64_t next_id_ = 1;  // record function ids of its own spans, from 1 as the profiler's
+    void* owner_ = nullptr;      // the profiler it is attached to
+    void (*forget_)(void*) = nullptr;
+    bool attached_running_ = false;
+};
+
+}  // namespace stint
+// ---- end stint/profiler/execution_trace_observer.hpp ----
+
+// ---- begin stint/profiler.hpp ----
+// stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
+// .profile's start/step/stop), their results, and what their traces carry besides events.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
 
 // ---- begin stint/profiler/activities.hpp ----
 // What a session profiles (torch's ProfilerActivity): the CPU, the device, or both.
@@ -9570,363 +10884,6 @@ void write_device_report(Writer& out, const device_report& report) {
 }  // namespace stint::detail
 // ---- end stint/export/device_trace.hpp ----
 
-// ---- begin stint/export/output_file.hpp ----
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cerrno>
-#include <climits>
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <utility>
-
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-#include <zlib.h>
-
-namespace stint::detail {
-
-/// A trace file, written by what is at its path:
-/// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
-///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
-///   failed write never leaves a partial file under the final name. A replaced file keeps its
-///   permission bits (and its owner where the caller may set it); a new one gets 0666 less the umask.
-/// - a symbolic link, or a chain of them: followed as open() would, a relative target read against
-///   its link's directory; the file at the end is replaced (or created) as above; the link stays.
-/// - a character device or a FIFO, or any file named by a link in /proc (/dev/stdout, /dev/fd/N):
-///   written through, with no temporary and no rename. As with open(), opening a FIFO that has no
-///   reader blocks until a reader opens it; a reader that leaves gives EPIPE, never SIGPIPE.
-/// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
-/// An existing file the caller may not write, or a directory it may not create files in, is refused
-/// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
-/// streamed through a fixed 64 KiB buffer. Every OS failure throws std::system_error naming the
-/// path and removes the temporary.
-///     output_file out("trace.json.gz");
-///     out.write("{\"traceEvents\":[]}");
-///     out.commit();
-class output_file {
-public:
-    /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
-    /// applies only to ".gz" paths.
-    explicit output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
-        if (path_.empty()) {
-            throw std::invalid_argument("stint: cannot write trace '': the path is empty");
-        }
-        if (gzip_level < 0 || gzip_level > 9) {
-            throw std::invalid_argument("stint: cannot write trace '" + path_ + "': gzip level " +
-                                        std::to_string(gzip_level) + " is not in 0..9");
-        }
-        open_destination();
-        if (path_.ends_with(".gz")) {
-            compressed_ = std::make_unique<unsigned char[]>(buffer_size);
-            // windowBits 15 + 16: a gzip header and trailer instead of a raw zlib stream.
-            const int rc = deflateInit2(&stream_, gzip_level, Z_DEFLATED, 15 + 16, 8,
-                                        Z_DEFAULT_STRATEGY);
-            if (rc != Z_OK) fail(rc == Z_MEM_ERROR ? ENOMEM : EINVAL);
-            deflating_ = true;
-            stream_.next_out = compressed_.get();
-            stream_.avail_out = buffer_size;
-        }
-    }
-
-    output_file(const output_file&) = delete;
-    output_file& operator=(const output_file&) = delete;
-
-    /// Removes the temporary unless commit() succeeded.
-    ~output_file() { discard(); }
-
-    /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
-    /// pieces, as json_writer does.
-    void write(std::string_view bytes) {
-        check_open();
-        if (deflating_) {
-            deflate_from(bytes);
-        } else {
-            write_fully(bytes.data(), bytes.size());
-        }
-    }
-
-    /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
-    /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
-    /// names. Written through (a device, a FIFO), it finishes the stream and closes.
-    void commit() {
-        check_open();
-        if (deflating_) {
-            finish_deflate();
-            deflateEnd(&stream_);
-            deflating_ = false;
-        }
-        // fsync before rename: otherwise a power loss can leave the new name on an empty file.
-        // EINVAL only says the file system has nothing to sync.
-        if (!through_ && ::fsync(fd_) != 0 && errno != EINVAL) fail(errno);
-        const int fd = fd_;
-        fd_ = -1;
-        if (::close(fd) != 0) fail(errno);
-        if (!through_ && std::rename(temporary_.c_str(), target_.c_str()) != 0) fail(errno);
-        temporary_.clear();
-        state_ = state::committed;
-    }
-
-    /// The final path, as given.
-    std::string path() const { return path_; }
-
-private:
-    enum class state { open, committed, failed };
-    static constexpr unsigned buffer_size = 64 * 1024;
-    // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
-    static constexpr int max_links = 40;
-
-    [[noreturn]] void fail(int error) {
-        discard();
-        state_ = state::failed;
-        throw std::system_error(error, std::generic_category(),
-                                "stint: cannot write trace '" + path_ + "'");
-    }
-
-    [[noreturn]] void refuse(const char* what) {
-        state_ = state::failed;
-        throw std::invalid_argument("stint: cannot write trace '" + path_ + "': it is " + what +
-                                    "; a trace goes to a file, a character device or a FIFO");
-    }
-
-    void check_open() const {
-        if (state_ == state::committed) {
-            throw std::logic_error("stint: cannot write trace '" + path_ +
-                                   "': it was already committed");
-        }
-        if (state_ == state::failed) {
-            throw std::logic_error("stint: cannot write trace '" + path_ +
-                                   "': an earlier write failed");
-        }
-    }
-
-    // "a/b/" for "a/b/c", "/" for "/c", "" for "c": what a relative link target is read against,
-    // and where the temporary goes.
-    static std::string directory_of(const std::string& path) {
-        const std::size_t slash = path.rfind('/');
-        return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-    }
-
-    void open_destination() {
-        // What is there, as open() sees it: through every link, /proc's included.
-        struct stat info {};
-        const bool exists = ::stat(path_.c_str(), &info) == 0;
-        if (!exists && errno != ENOENT) fail(errno);
-        if (exists) {
-            // Refused now rather than at the final rename, after the whole trace was written.
-            if (S_ISDIR(info.st_mode)) fail(EISDIR);
-            if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return open_through(false);
-            if (S_ISBLK(info.st_mode)) refuse("a block device");
-            if (!S_ISREG(info.st_mode)) refuse("a socket");
-        } else if (path_.ends_with('/')) {
-            fail(EISDIR);  // as open("new/", O_CREAT) says
-        }
-        // A regular file or nothing: the links at the end of the path are followed here only to
-        // learn which name the rename must replace. Whether the caller may follow them and write is
-        // the kernel's answer for the path as given (faccessat below), so fs.protected_symlinks and
-        // the like apply as they do to open().
-        target_ = path_;
-        for (int links = 0;; ++links) {
-            struct stat link {};
-            if (::lstat(target_.c_str(), &link) != 0) {
-                if (errno != ENOENT) fail(errno);
-                break;  // the end of a dangling link, or a new file
-            }
-            if (!S_ISLNK(link.st_mode)) break;
-            // /dev/stdout -> /proc/self/fd/1, /dev/fd/N: a link in /proc names an open file, and its
-            // text is no name to rename over, so the file is written in place as open() would.
-            if (in_proc(link)) return open_through(true);
-            if (links == max_links) fail(ELOOP);
-            char text[PATH_MAX];
-            const ssize_t size = ::readlink(target_.c_str(), text, sizeof text);
-            if (size < 0) fail(errno);
-            if (static_cast<std::size_t>(size) == sizeof text) fail(ENAMETOOLONG);
-            std::string next(text, static_cast<std::size_t>(size));
-            if (!next.starts_with('/')) next.insert(0, directory_of(target_));
-            target_ = std::move(next);
-        }
-        // rename() asks only for the directory's permission: a file the caller could not open for
-        // writing must not be replaced behind its back. A dangling link passes (ENOENT): the file
-        // it names is created, as open(O_CREAT) would.
-        if (::faccessat(AT_FDCWD, path_.c_str(), W_OK, AT_EACCESS) != 0 && (exists || errno != ENOENT)) {
-            fail(errno);
-        }
-        open_temporary(exists ? 0600 : 0666);
-        if (exists) {
-            // The replacement keeps the file's owner where the caller may set it (root) and its
-            // permission bits; where the file system refuses them it stays 0600, never wider.
-            [[maybe_unused]] const int owner_kept = ::fchown(fd_, info.st_uid, info.st_gid);
-            [[maybe_unused]] const int mode_kept = ::fchmod(fd_, info.st_mode & 0777);
-        }
-    }
-
-    static bool in_proc(const struct stat& link) {
-        struct stat proc {};
-        return ::lstat("/proc/self", &proc) == 0 && link.st_dev == proc.st_dev;
-    }
-
-    // Written as open() would write it: in place, no temporary, no rename. O_TRUNC, which devices
-    // and FIFOs ignore, empties a regular file reached through /proc, as a shell's "> /dev/stdout".
-    void open_through(bool regular_allowed) {
-        do {
-            fd_ = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
-        } while (fd_ < 0 && errno == EINTR);  // a signal while a FIFO waits for its reader
-        if (fd_ < 0) fail(errno);
-        through_ = true;
-        // Something else put there since stat would be written in place, not atomically.
-        struct stat info {};
-        if (::fstat(fd_, &info) != 0) fail(errno);
-        if (!S_ISCHR(info.st_mode) && !S_ISFIFO(info.st_mode) && !(regular_allowed && S_ISREG(info.st_mode))) {
-            fail(EAGAIN);
-        }
-    }
-
-    // mkstemp's contract with `mode` instead of 0600: 0666 for a new file, so that the umask decides
-    // its permissions as for any new file (mkstemp plus fchmod would need the umask, which a process
-    // can only read by changing it). The name is short and not derived from the final name, so any
-    // legal file name (up to NAME_MAX) can be written.
-    void open_temporary(mode_t mode) {
-        static constexpr char alphabet[] =
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        static std::atomic<std::uint64_t> counter{0};
-        temporary_ = directory_of(target_) + ".stint-XXXXXX";
-        const std::size_t suffix = temporary_.size() - 6;
-        for (int attempt = 0; attempt < 100; ++attempt) {
-            // splitmix64 of time, pid and a counter: unique enough, and O_EXCL settles collisions.
-            std::uint64_t x =
-                static_cast<std::uint64_t>(
-                    std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                (static_cast<std::uint64_t>(::getpid()) << 32) ^
-                (counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ULL);
-            x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-            x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-            x ^= x >> 31;
-            for (std::size_t i = 0; i < 6; ++i) {
-                temporary_[suffix + i] = alphabet[x % 62];
-                x /= 62;
-            }
-            fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-            if (fd_ >= 0) return;
-            if (errno != EEXIST) break;
-        }
-        const int error = errno;
-        temporary_.clear();  // not ours: never unlink it
-        fail(error);
-    }
-
-    // A write to a FIFO whose reader has gone raises SIGPIPE, which would end the program: the
-    // signal is blocked on this thread for the write and taken back if the write raised it, so the
-    // caller gets EPIPE instead. A write that the reader's leaving cut short raises it as well,
-    // though it returns what it wrote.
-    ssize_t write_through(const char* bytes, std::size_t size) {
-        sigset_t pipe_signal;
-        sigset_t saved;
-        sigset_t pending;
-        sigemptyset(&pipe_signal);
-        sigaddset(&pipe_signal, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_signal, &saved);
-        sigpending(&pending);
-        const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-        const ssize_t written = ::write(fd_, bytes, size);
-        const int error = errno;
-        if (!was_pending) {
-            const timespec none{};
-            while (sigtimedwait(&pipe_signal, nullptr, &none) < 0 && errno == EINTR) {
-            }
-        }
-        pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-        errno = error;
-        return written;
-    }
-
-    void write_fully(const void* data, std::size_t size) {
-        const auto* bytes = static_cast<const char*>(data);
-        while (size > 0) {
-            const std::size_t piece = std::min<std::size_t>(size, 1u << 30);
-            const ssize_t written = through_ ? write_through(bytes, piece) : ::write(fd_, bytes, piece);
-            if (written < 0) {
-                if (errno == EINTR) continue;
-                fail(errno);
-            }
-            if (written == 0) fail(EIO);  // a file, a device or a FIFO never takes nothing; do not spin
-            bytes += written;
-            size -= static_cast<std::size_t>(written);
-        }
-    }
-
-    void write_compressed() {
-        write_fully(compressed_.get(), buffer_size - stream_.avail_out);
-        stream_.next_out = compressed_.get();
-        stream_.avail_out = buffer_size;
-    }
-
-    void deflate_from(std::string_view bytes) {
-        while (!bytes.empty()) {
-            const auto piece = static_cast<uInt>(std::min<std::size_t>(bytes.size(), UINT_MAX));
-            // zlib's API is not const-correct without ZLIB_CONST; deflate only reads next_in.
-            stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-            stream_.avail_in = piece;
-            while (stream_.avail_in > 0) {
-                if (stream_.avail_out == 0) write_compressed();
-                if (deflate(&stream_, Z_NO_FLUSH) == Z_STREAM_ERROR) fail(EIO);
-            }
-            bytes.remove_prefix(piece);
-        }
-    }
-
-    void finish_deflate() {
-        stream_.next_in = nullptr;
-        stream_.avail_in = 0;
-        for (;;) {
-            if (stream_.avail_out == 0) write_compressed();
-            const int rc = deflate(&stream_, Z_FINISH);
-            if (rc == Z_STREAM_END) break;
-            // Z_BUF_ERROR only means "no room": anything else, or no progress with room, is a bug.
-            if (rc != Z_OK && !(rc == Z_BUF_ERROR && stream_.avail_out == 0)) fail(EIO);
-        }
-        write_compressed();
-    }
-
-    void discard() noexcept {
-        if (deflating_) {
-            deflateEnd(&stream_);
-            deflating_ = false;
-        }
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-        if (!temporary_.empty()) {
-            ::unlink(temporary_.c_str());
-            temporary_.clear();
-        }
-    }
-
-    std::string path_;
-    std::string target_;     // the file the path names, its links followed
-    std::string temporary_;  // empty once renamed or removed, and when written through
-    int fd_ = -1;
-    bool through_ = false;   // a device or a FIFO, written in place
-    state state_ = state::open;
-    bool deflating_ = false;
-    z_stream stream_{};
-    std::unique_ptr<unsigned char[]> compressed_;
-};
-
-}  // namespace stint::detail
-// ---- end stint/export/output_file.hpp ----
-
 // ---- begin stint/export/trace_time.hpp ----
 // The times a Chrome trace writes, chosen so that viewers nest events as the program ran.
 //
@@ -10102,11 +11059,20 @@ struct chrome_trace_info {
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
 
-/// An op's captured inputs as Kineto writes them: "Input Dims" (a TensorList nests one list per
-/// tensor), "Input Strides", "Input type", "Concrete Inputs" (when captured); stint adds
-/// "Inputs truncated": true when the capture hit a bound; then "Module Hierarchy" (with_modules).
+/// The keys one side of an op's values is written under.
+struct value_keys {
+    std::string_view dims, strides, types, concrete, truncated;
+};
+inline constexpr value_keys input_keys{", \"Input Dims\": ", ", \"Input Strides\": ", ", \"Input type\": ",
+                                       ", \"Concrete Inputs\": ", ", \"Inputs truncated\": true"};
+inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strides\": ", ", \"Output type\": ",
+                                        ", \"Concrete Outputs\": ", ""};
+
+/// Captured values as Kineto writes an op's inputs: dims (a TensorList nests one list per tensor),
+/// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
+/// capture hit a bound.
 template <class Writer>
-void write_event_args(Writer& out, const event_args& args) {
+void write_values(Writer& out, const event_args& args, const value_keys& keys) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -10144,17 +11110,33 @@ void write_event_args(Writer& out, const event_args& args) {
         out.raw("]");
     };
     if (!args.input_types.empty() || args.truncated) {
-        out.raw(", \"Input Dims\": ");
+        out.raw(keys.dims);
         shapes(args.input_dims, args.tensor_list_dims);
-        out.raw(", \"Input Strides\": ");
+        out.raw(keys.strides);
         shapes(args.input_strides, args.tensor_list_strides);
-        out.raw(", \"Input type\": ");
+        out.raw(keys.types);
         strings(args.input_types);
         if (!args.concrete_inputs.empty()) {
-            out.raw(", \"Concrete Inputs\": ");
+            out.raw(keys.concrete);
             strings(args.concrete_inputs);
         }
-        if (args.truncated) out.raw(", \"Inputs truncated\": true");
+        if (args.truncated) out.raw(keys.truncated);
+    }
+}
+
+/// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
+/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules).
+template <class Writer>
+void write_event_args(Writer& out, const event_args& args) {
+    write_values(out, args, input_keys);
+    if (!args.outputs.empty()) {
+        event_args outputs;
+        inputs_to_args(op_inputs({}, args.outputs), true, outputs);
+        bool concrete = false;
+        for (const std::string& text : outputs.concrete_inputs) concrete = concrete || !text.empty();
+        if (!concrete) outputs.concrete_inputs.clear();
+        outputs.truncated = false;
+        write_values(out, outputs, output_keys);
     }
     if (!args.module_hierarchy.empty()) {
         out.raw(", \"Module Hierarchy\": ");
@@ -11173,6 +12155,11 @@ struct profiler_options {
     /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
     /// beyond them.
     std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
+    /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
+    /// registered (register_callback) before the profiler is made, and living longer than it or
+    /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
+    /// the same op in this profiler's Chrome trace. The profiler's destruction finishes the file.
+    stint::execution_trace_observer* execution_trace_observer = nullptr;
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -11212,6 +12199,9 @@ public:
                 "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
                 "activity::cuda with stint::cuda_activities in the config");
         }
+        if (options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
+        }
         session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
         if (options_.schedule) current_action_ = options_.schedule(0);
         step_tracker::init_step_count(step_tracker::profiler_step_name);
@@ -11234,6 +12224,7 @@ public:
         }
         detail::the_exit_trace().disarm(this);
         write_unfinished_trace(this, detail::the_exit_trace().path());
+        finish_execution_trace();
         try {
             step_tracker::erase_step_count(step_tracker::profiler_step_name);
         } catch (...) {
@@ -11434,6 +12425,7 @@ private:
     static constexpr bool has_stacks = Config::template has<with_stack<>>;
     static constexpr bool has_modules = Config::template has<with_modules>;
     static constexpr bool has_memory = Config::template has<profile_memory>;
+    static constexpr bool has_shapes = Config::template has<record_shapes>;
 
     [[nodiscard]] bool active() const noexcept {
         if constexpr (Config::enabled) {
@@ -11486,8 +12478,12 @@ private:
     /// Opens the CPU session and, when asked for and compiled in, the device session beside it.
     void open_session() {
         const bool device = has_device && options_.activities.contains(activity::cuda);
+        stint::execution_trace_observer* et = options_.execution_trace_observer;
+        execution_trace_window_ = et != nullptr && et->wants_window();
         session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
-                      options_.activities.contains(activity::cpu) || !device, has_memory);
+                      options_.activities.contains(activity::cpu) || !device, has_memory,
+                      {.outputs = has_shapes || execution_trace_window_, .tensor_identities = execution_trace_window_});
+        if (execution_trace_window_) et->set_window_running(true);
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;
@@ -11508,7 +12504,9 @@ private:
                 device_requested_ = device_started_ = false;
             }
         }
-        if (!session_.close(window, next_id_, {.call_stacks = has_stacks, .module_hierarchy = has_modules},
+        const bool et_window = std::exchange(execution_trace_window_, false);
+        if (!session_.close(window, next_id_,
+                            {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
                             device ? &*device : nullptr)) {
             return false;
         }
@@ -11516,7 +12514,31 @@ private:
         window_stats_ = session_.stats();
         window_events_ = std::move(window);
         if (options_.accumulate_events) all_events_.append(window_events_);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->append_window(window_events_);
+        }
         return true;
+    }
+
+    /// The observer went first: stop using it.
+    static void forget_execution_trace_observer(void* self) noexcept {
+        auto& prof = *static_cast<profiler*>(self);
+        const std::lock_guard lock(prof.mutex_);
+        prof.options_.execution_trace_observer = nullptr;
+    }
+
+    /// At destruction: the attached observer's file is finished (torch's cleanup at profile.__exit__);
+    /// a failure becomes a warning.
+    void finish_execution_trace() noexcept {
+        stint::execution_trace_observer* et = std::exchange(options_.execution_trace_observer, nullptr);
+        if (et == nullptr) return;
+        try {
+            et->detach(this);
+        } catch (const std::exception& e) {
+            detail::warn(fmt::format("the profiler's execution trace could not be finished: {}", e.what()));
+        } catch (...) {
+            detail::warn("the profiler's execution trace could not be finished");
+        }
     }
 
     /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
@@ -11625,6 +12647,7 @@ private:
     bool in_callback_ = false;
     bool device_requested_ = false;  // the open session asked for device activity
     bool device_started_ = false;    // ... and the device collector started
+    bool execution_trace_window_ = false;  // the open session records for the execution trace observer
     std::optional<record_function> step_annotation_;
     event_list window_events_;
     event_list all_events_;

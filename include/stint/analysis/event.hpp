@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,68 @@ enum class input_kind : std::uint8_t {
     other,        ///< captured as present but opaque: type "", value ""
 };
 
+/// Which tensor a captured input was, for the execution trace's data dependencies (captured while one
+/// records). Addresses are compared, never dereferenced; its traits give them (the tensor's data
+/// pointer by default).
+struct tensor_identity {
+    std::uint64_t key = 0;      ///< the tensor: its data pointer, unless its traits named another key
+    std::uint64_t storage = 0;  ///< the allocation it views: its data pointer, unless its traits gave the base
+    std::int64_t offset = 0;    ///< elements from the storage's start to the tensor's first
+    std::uint32_t itemsize = 0; ///< bytes per element; 0: unknown
+    stint::device device = {};  ///< where its memory is
+
+    friend bool operator==(const tensor_identity&, const tensor_identity&) noexcept = default;
+};
+
+/// The C++ type a captured scalar or scalar list had.
+enum class scalar_type : std::uint8_t {
+    integer,           ///< signed integers, chars and enums with a signed underlying type
+    unsigned_integer,  ///< unsigned integers (stored bit-for-bit in `integers`)
+    real,              ///< float, double, long double (kept as double)
+    boolean,           ///< bool (0 or 1 in `integers`)
+};
+
+/// One captured input.
+///
+///     const stint::op_input& w = in[1];
+///     if (w.kind == stint::input_kind::tensor && w.dims.size() == 4) { ... }
+struct op_input {
+    input_kind kind = input_kind::none;
+    scalar_type values_type = scalar_type::integer;  ///< scalar and scalar_list
+    std::string dtype;                  ///< tensor: its dtype name ("float")
+    std::vector<std::int64_t> dims;     ///< tensor: its sizes
+    std::vector<std::int64_t> strides;  ///< tensor: its strides; empty when the type has none
+    std::vector<op_input> tensors;      ///< tensor_list: its tensors (or none entries)
+    std::vector<std::int64_t> integers; ///< scalar/scalar_list of integer, unsigned or bool values
+    std::vector<double> reals;          ///< scalar/scalar_list of real values
+    std::string text;                   ///< string
+    bool cut = false;                   ///< dims, list elements or text were cut at a bound
+    /// tensor: which tensor it was, when captured for an execution trace (see tensor_identity)
+    std::optional<tensor_identity> identity;
+
+    /// The value of an integer (or bool) scalar; nullopt for anything else, or an unsigned value
+    /// beyond int64.
+    [[nodiscard]] std::optional<std::int64_t> int_value() const {
+        if (kind != input_kind::scalar || values_type == scalar_type::real || integers.size() != 1) return std::nullopt;
+        if (values_type == scalar_type::unsigned_integer && integers[0] < 0) return std::nullopt;
+        return integers[0];
+    }
+    /// The values of an integer list, or of one integer scalar as a list of one; nullopt otherwise
+    /// (a cut list included: its values are incomplete).
+    [[nodiscard]] std::optional<std::vector<std::int64_t>> int_list() const {
+        if (kind == input_kind::scalar) {
+            const auto v = int_value();
+            if (!v) return std::nullopt;
+            return std::vector<std::int64_t>{*v};
+        }
+        if (kind != input_kind::scalar_list || cut || values_type == scalar_type::real) return std::nullopt;
+        for (std::int64_t v : integers) {
+            if (values_type == scalar_type::unsigned_integer && v < 0) return std::nullopt;
+        }
+        return integers;
+    }
+};
+
 /// Captured inputs and framework annotations of one op (filled by capture policies). The vectors
 /// that describe inputs have one entry per input, in argument order.
 struct event_args {
@@ -45,6 +108,11 @@ struct event_args {
     std::string module_hierarchy;                          ///< "Module Hierarchy"
     std::string record_args;                               ///< record_function's args string
     bool truncated = false;                                ///< capture hit a bound ("Inputs truncated")
+    /// The inputs whole, tensor identities included: kept when an execution trace records (the
+    /// fields above are what the Chrome trace and tables show).
+    std::vector<op_input> inputs;
+    /// What stint::record_outputs gave inside the op ("Output Dims" / "Output type" in the trace).
+    std::vector<op_input> outputs;
 };
 
 /// What a device event (kernel, copy, memset, sync) or a CUDA API call carries besides its times, as

@@ -118,6 +118,11 @@ public:
         list_.events_[i].args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
     }
+    /// Event i's args, made empty first if it has none.
+    event_args& args_of(event_index i) {
+        if (list_.events_[i].args == no_index) set_args(i, {});
+        return list_.args_[list_.events_[i].args];
+    }
     void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
         event_index at = no_index;
         for (auto frame = frames_innermost_first.rbegin(); frame != frames_innermost_first.rend(); ++frame) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "stint/capture/detail/input_encoding.hpp"
+#include "stint/common/device.hpp"
 #include "stint/detail/export_macros.hpp"
 
 #if !defined(STINT_USE_PFR)
@@ -112,12 +113,15 @@ inline constexpr std::string_view dtype_name_v = detail::builtin_dtype_name<T>()
 namespace detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The process-wide "record concrete inputs" switch. Read once per captured op (relaxed: an op that
-/// races with a change records either setting); on its own cache line, written only by the setter.
-struct alignas(64) concrete_inputs_state {
-    std::atomic<bool> value{true};
+/// What captured ops keep, process-wide. Read at each captured op's entry (relaxed: an op that races
+/// with a change records either setting); on their own cache line, written only by the setter and by
+/// sessions as they open and close.
+struct alignas(64) capture_switches {
+    std::atomic<bool> concrete{true};     ///< set_record_concrete_inputs
+    std::atomic<bool> identities{false};  ///< an execution trace records: tensors carry their identity
+    std::atomic<bool> outputs{false};     ///< the session keeps record_outputs (record_shapes, or an ET)
 };
-STINT_DETAIL_EXPORT inline constinit concrete_inputs_state concrete_inputs{};
+STINT_DETAIL_EXPORT inline constinit capture_switches capture_state{};
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
@@ -202,6 +206,21 @@ bool put_int32s(std::byte* dst, const R& r, std::size_t n) noexcept {
 
 }  // namespace detail
 
+/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
+/// that a reader can tell which op produced what another consumed. Captured only while an execution
+/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
+/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
+///
+///     w.tensor("float", t.sizes(), t.strides(),
+///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
+struct tensor_address {
+    const void* data = nullptr;     ///< its first element; nullptr: no identity
+    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
+    stint::device device = {};      ///< where the memory is
+    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
+    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
+};
+
 /// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
 /// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
 /// input (`value` adds what T's capture adds). Past a bound the input is cut or dropped and the
@@ -215,15 +234,17 @@ public:
     /// A writer into `capacity` bytes at `buffer` keeping at most `max_inputs` inputs (and tensors
     /// per list), `max_dims` integers per shape, stride or list, and `max_text` bytes per string;
     /// `concrete`: whether string values are kept (numbers are always kept, for flop formulas).
+    /// `identities`: whether tensors keep their tensor_address (an execution trace records).
     input_writer(std::byte* buffer, std::size_t capacity, std::size_t max_inputs, std::size_t max_dims,
-                 std::size_t max_text, bool concrete) noexcept
+                 std::size_t max_text, bool concrete, bool identities = false) noexcept
         : begin_(buffer),
           at_(buffer),
           end_(buffer + capacity),
           max_inputs_(static_cast<std::uint32_t>(max_inputs < 0xffff ? max_inputs : 0xffff)),
           max_dims_(static_cast<std::uint32_t>(max_dims < 255 ? max_dims : 255)),
           max_text_(static_cast<std::uint32_t>(max_text < 0xffff ? max_text : 0xffff)),
-          concrete_(concrete) {}
+          concrete_(concrete),
+          identities_(identities) {}
 
     input_writer(const input_writer&) = delete;
     input_writer& operator=(const input_writer&) = delete;
@@ -249,6 +270,17 @@ public:
     template <std::ranges::forward_range Sizes, std::ranges::forward_range Strides>
     void tensor(std::string_view dtype, const Sizes& sizes, const Strides& strides) noexcept {
         tensor_impl(dtype, sizes, &strides);
+    }
+    /// A tensor with where its elements are (kept while an execution trace records).
+    template <std::ranges::forward_range Sizes>
+    void tensor(std::string_view dtype, const Sizes& sizes, const tensor_address& address) noexcept {
+        tensor_impl(dtype, sizes, static_cast<const Sizes*>(nullptr), &address);
+    }
+    /// A tensor with its strides and where its elements are.
+    template <std::ranges::forward_range Sizes, std::ranges::forward_range Strides>
+    void tensor(std::string_view dtype, const Sizes& sizes, const Strides& strides,
+                const tensor_address& address) noexcept {
+        tensor_impl(dtype, sizes, &strides, &address);
     }
 
     /// A number, bool or enum (an enum as its integer value): type "Scalar".
@@ -347,6 +379,9 @@ public:
 
     /// Whether string values are being kept (stint::record_concrete_inputs() at the op's entry).
     [[nodiscard]] bool concrete() const noexcept { return concrete_; }
+    /// Whether tensors keep their tensor_address (an execution trace records): traits may skip
+    /// computing one otherwise.
+    [[nodiscard]] bool identities() const noexcept { return identities_; }
     /// Marks the capture incomplete (an input's accessor threw, say).
     void mark_truncated() noexcept { truncated_ = true; }
 
@@ -435,13 +470,18 @@ private:
     }
 
     template <class Sizes, class Strides>
-    void tensor_impl(std::string_view dtype, const Sizes& sizes, const Strides* strides) noexcept {
+    void tensor_impl(std::string_view dtype, const Sizes& sizes, const Strides* strides,
+                     const tensor_address* address = nullptr) noexcept {
         const std::size_t rank = detail::range_size(sizes);
         const std::size_t kept = rank < max_dims_ ? rank : max_dims_;
         const bool has_strides = strides != nullptr && detail::range_size(*strides) == rank;
         const std::size_t dtype_len = dtype.size() < 255 ? dtype.size() : 255;
         const std::size_t values = has_strides ? 2 * kept : kept;
-        std::byte* p = start_entry(4 + dtype_len + values * 8);
+        const std::uint8_t identity = identities_ && address != nullptr && address->data != nullptr
+                                          ? identity_flags(*address)
+                                          : std::uint8_t{0};
+        const std::size_t identity_bytes = identity_size(identity);
+        std::byte* p = start_entry(4 + dtype_len + values * 8 + identity_bytes);
         if (p == nullptr) return;
         const bool cut = kept < rank || dtype_len < dtype.size();
         if (cut) truncated_ = true;
@@ -460,12 +500,46 @@ private:
             detail::put_int64s(dims, sizes, kept);
             if (has_strides) detail::put_int64s(dims + kept * 8, *strides, kept);
         }
+        if (identity != 0) put_identity(at_ - identity_bytes, identity, *address);
         const std::uint8_t head[4] = {
             static_cast<std::uint8_t>(detail::wire_tag::tensor),
             static_cast<std::uint8_t>((has_strides ? detail::wire_has_strides : 0) | (cut ? detail::wire_cut : 0) |
-                                      (narrow ? detail::wire_narrow : 0)),
+                                      (narrow ? detail::wire_narrow : 0) | identity),
             static_cast<std::uint8_t>(kept), static_cast<std::uint8_t>(dtype_len)};
         std::memcpy(p, head, 4);
+    }
+
+    // The identity's part of a tensor entry (input_encoding.hpp): a storage or key that equals the
+    // data pointer is left out.
+    static std::uint8_t identity_flags(const tensor_address& a) noexcept {
+        return static_cast<std::uint8_t>(detail::wire_has_identity |
+                                         (a.storage != nullptr && a.storage != a.data ? detail::wire_has_storage : 0) |
+                                         (a.key != nullptr && a.key != a.data ? detail::wire_has_key : 0));
+    }
+    static std::size_t identity_size(std::uint8_t flags) noexcept {
+        if (flags == 0) return 0;
+        return detail::wire_identity_bytes + ((flags & detail::wire_has_storage) != 0 ? 8 : 0) +
+               ((flags & detail::wire_has_key) != 0 ? 8 : 0);
+    }
+    static void put_identity(std::byte* at, std::uint8_t flags, const tensor_address& a) noexcept {
+        const auto address = [](const void* p) {
+            return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+        };
+        detail::wire_identity head{address(a.data),
+                                   static_cast<std::uint32_t>(a.itemsize <= 0xffffffffU ? a.itemsize : 0),
+                                   static_cast<std::uint8_t>(a.device.type), 0,
+                                   static_cast<std::int16_t>(a.device.index)};
+        std::memcpy(at, &head, sizeof(head));
+        at += sizeof(head);
+        if ((flags & detail::wire_has_storage) != 0) {
+            const std::uint64_t storage = address(a.storage);
+            std::memcpy(at, &storage, 8);
+            at += 8;
+        }
+        if ((flags & detail::wire_has_key) != 0) {
+            const std::uint64_t key = address(a.key);
+            std::memcpy(at, &key, 8);
+        }
     }
 
     std::byte* begin_;
@@ -477,12 +551,53 @@ private:
     std::uint32_t max_dims_;
     std::uint32_t max_text_;
     bool concrete_;
+    bool identities_;
     bool truncated_ = false;
     bool in_list_ = false;
     bool list_cut_ = false;
 };
 
 namespace detail {
+
+template <class P>
+concept element_pointer = std::is_pointer_v<P> && !std::is_function_v<std::remove_pointer_t<P>>;
+
+template <class P>
+constexpr std::size_t pointee_size() noexcept {
+    using E = std::remove_cv_t<std::remove_pointer_t<P>>;
+    if constexpr (std::is_void_v<E>) {
+        return 0;
+    } else {
+        return sizeof(E);
+    }
+}
+
+/// Where a tensor-like value's elements are, from what it offers: `data()`, `data_handle()` (mdspan)
+/// or `data_ptr()` for the address (its pointee's size for the item size), `itemsize()` or
+/// `element_size()` for the item size, `device()` (a stint::device) for the device.
+template <class T>
+tensor_address address_of(const T& t) noexcept {
+    tensor_address a;
+    if constexpr (requires { { t.data() } -> element_pointer; }) {
+        a.data = static_cast<const void*>(t.data());
+        a.itemsize = pointee_size<decltype(t.data())>();
+    } else if constexpr (requires { { t.data_handle() } -> element_pointer; }) {
+        a.data = static_cast<const void*>(t.data_handle());
+        a.itemsize = pointee_size<decltype(t.data_handle())>();
+    } else if constexpr (requires { { t.data_ptr() } -> element_pointer; }) {
+        a.data = static_cast<const void*>(t.data_ptr());
+        a.itemsize = pointee_size<decltype(t.data_ptr())>();
+    }
+    if constexpr (requires { { t.itemsize() } -> std::convertible_to<std::size_t>; }) {
+        a.itemsize = static_cast<std::size_t>(t.itemsize());
+    } else if constexpr (requires { { t.element_size() } -> std::convertible_to<std::size_t>; }) {
+        a.itemsize = static_cast<std::size_t>(t.element_size());
+    }
+    if constexpr (requires { { t.device() } -> std::convertible_to<stint::device>; }) {
+        a.device = t.device();
+    }
+    return a;
+}
 
 // A std::vector / std::array / span of non-numbers: numbers make a ScalarList, text an opaque input
 // (as torch records a list of strings), anything else a TensorList.
@@ -504,12 +619,13 @@ void capture_mdspan(input_writer& w, const M& m) {
     std::array<std::int64_t, rank> dims{};
     for (std::size_t r = 0; r < rank; ++r) dims[r] = static_cast<std::int64_t>(m.extent(r));
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::element_type>>;
+    const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
     if constexpr (requires(std::size_t r) { { m.stride(r) } -> std::convertible_to<std::int64_t>; }) {
         std::array<std::int64_t, rank> strides{};
         for (std::size_t r = 0; r < rank; ++r) strides[r] = static_cast<std::int64_t>(m.stride(r));
-        w.tensor(dtype, dims, strides);
+        w.tensor(dtype, dims, strides, address);
     } else {
-        w.tensor(dtype, dims);
+        w.tensor(dtype, dims, address);
     }
 }
 
@@ -517,15 +633,16 @@ template <class M>
 void capture_eigen(input_writer& w, const M& m) {
     const std::array<std::int64_t, 2> dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
+    const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
     if constexpr (requires { m.innerStride(); m.outerStride(); }) {
         const auto inner = static_cast<std::int64_t>(m.innerStride());
         const auto outer = static_cast<std::int64_t>(m.outerStride());
         const std::array<std::int64_t, 2> strides = static_cast<bool>(M::IsRowMajor)
                                                         ? std::array<std::int64_t, 2>{outer, inner}
                                                         : std::array<std::int64_t, 2>{inner, outer};
-        w.tensor(dtype, dims, strides);
+        w.tensor(dtype, dims, strides, address);
     } else {
-        w.tensor(dtype, dims);
+        w.tensor(dtype, dims, address);
     }
 }
 
@@ -543,11 +660,12 @@ void input_writer::value(const T& v) {
         // decltype(auto): a sizes() or dtype() returning by value stays alive while it is copied.
         decltype(auto) sizes = v.sizes();
         decltype(auto) dtype = v.dtype();
+        const tensor_address address = identities_ ? detail::address_of(v) : tensor_address{};
         if constexpr (requires { { v.strides() } -> std::ranges::forward_range; }) {
             decltype(auto) strides = v.strides();
-            tensor(std::string_view(dtype), sizes, strides);
+            tensor(std::string_view(dtype), sizes, strides, address);
         } else {
-            tensor(std::string_view(dtype), sizes);
+            tensor(std::string_view(dtype), sizes, address);
         }
     } else if constexpr (detail::mdspan_like<U>) {
         detail::capture_mdspan(*this, v);
@@ -655,7 +773,8 @@ struct input_traits<std::span<T, E>> {
         if constexpr (std::is_arithmetic_v<std::remove_cv_t<T>>) {
             const std::array<std::int64_t, 1> dims{static_cast<std::int64_t>(v.size())};
             const std::array<std::int64_t, 1> strides{1};
-            w.tensor(dtype_name_v<std::remove_cv_t<T>>, dims, strides);
+            w.tensor(dtype_name_v<std::remove_cv_t<T>>, dims, strides,
+                     w.identities() ? detail::address_of(v) : tensor_address{});
         } else {
             detail::capture_sequence(w, v);
         }
@@ -671,12 +790,12 @@ struct input_traits<std::span<T, E>> {
 ///     stint::set_record_concrete_inputs(false);  // traces lose "Concrete Inputs", keep "Input Dims"
 inline void set_record_concrete_inputs(bool enabled) noexcept {
     // relaxed: ops read it once at entry and need no ordering with anything else.
-    detail::concrete_inputs.value.store(enabled, std::memory_order_relaxed);
+    detail::capture_state.concrete.store(enabled, std::memory_order_relaxed);
 }
 
 /// Whether concrete values are being captured (see set_record_concrete_inputs).
 [[nodiscard]] inline bool record_concrete_inputs() noexcept {
-    return detail::concrete_inputs.value.load(std::memory_order_relaxed);
+    return detail::capture_state.concrete.load(std::memory_order_relaxed);
 }
 
 }  // namespace stint

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,53 +14,6 @@
 #include "stint/analysis/event.hpp"
 
 namespace stint {
-
-/// The C++ type a captured scalar or scalar list had.
-enum class scalar_type : std::uint8_t {
-    integer,           ///< signed integers, chars and enums with a signed underlying type
-    unsigned_integer,  ///< unsigned integers (stored bit-for-bit in `integers`)
-    real,              ///< float, double, long double (kept as double)
-    boolean,           ///< bool (0 or 1 in `integers`)
-};
-
-/// One captured input.
-///
-///     const stint::op_input& w = in[1];
-///     if (w.kind == stint::input_kind::tensor && w.dims.size() == 4) { ... }
-struct op_input {
-    input_kind kind = input_kind::none;
-    scalar_type values_type = scalar_type::integer;  ///< scalar and scalar_list
-    std::string dtype;                  ///< tensor: its dtype name ("float")
-    std::vector<std::int64_t> dims;     ///< tensor: its sizes
-    std::vector<std::int64_t> strides;  ///< tensor: its strides; empty when the type has none
-    std::vector<op_input> tensors;      ///< tensor_list: its tensors (or none entries)
-    std::vector<std::int64_t> integers; ///< scalar/scalar_list of integer, unsigned or bool values
-    std::vector<double> reals;          ///< scalar/scalar_list of real values
-    std::string text;                   ///< string
-    bool cut = false;                   ///< dims, list elements or text were cut at a bound
-
-    /// The value of an integer (or bool) scalar; nullopt for anything else, or an unsigned value
-    /// beyond int64.
-    [[nodiscard]] std::optional<std::int64_t> int_value() const {
-        if (kind != input_kind::scalar || values_type == scalar_type::real || integers.size() != 1) return std::nullopt;
-        if (values_type == scalar_type::unsigned_integer && integers[0] < 0) return std::nullopt;
-        return integers[0];
-    }
-    /// The values of an integer list, or of one integer scalar as a list of one; nullopt otherwise
-    /// (a cut list included: its values are incomplete).
-    [[nodiscard]] std::optional<std::vector<std::int64_t>> int_list() const {
-        if (kind == input_kind::scalar) {
-            const auto v = int_value();
-            if (!v) return std::nullopt;
-            return std::vector<std::int64_t>{*v};
-        }
-        if (kind != input_kind::scalar_list || cut || values_type == scalar_type::real) return std::nullopt;
-        for (std::int64_t v : integers) {
-            if (values_type == scalar_type::unsigned_integer && v < 0) return std::nullopt;
-        }
-        return integers;
-    }
-};
 
 /// All captured inputs of one op, in argument order, and the op's name.
 ///

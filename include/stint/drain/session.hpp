@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,13 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
 struct drain_options {
     bool call_stacks = false;       ///< with_stack
     bool module_hierarchy = false;  ///< with_modules
+    bool input_values = false;      ///< keep each op's inputs whole in event_args::inputs (an execution trace)
+};
+
+/// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).
+struct capture_options {
+    bool outputs = false;            ///< stint::record_outputs records (record_shapes, or an execution trace)
+    bool tensor_identities = false;  ///< tensors carry their identity (an execution trace)
 };
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
@@ -113,8 +121,9 @@ public:
     /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
     /// records, only the device activity that close() is given.
     /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
+    /// `capture`: what captured ops keep besides their inputs while it records.
     void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-              bool track_memory = false) {
+              bool track_memory = false, capture_options capture = {}) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
@@ -129,6 +138,8 @@ public:
             memory_events_dropped.store(0, std::memory_order_relaxed);
             memory_state.store(state_, std::memory_order_relaxed);
         }
+        capture_state.outputs.store(capture.outputs && record_cpu, std::memory_order_relaxed);
+        capture_state.identities.store(capture.tensor_identities && record_cpu, std::memory_order_relaxed);
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
@@ -147,6 +158,8 @@ public:
         if (state_ == 0) return false;
         // First: the drain below allocates, and no report may land in a session being drained.
         if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
+        capture_state.outputs.store(false, std::memory_order_relaxed);
+        capture_state.identities.store(false, std::memory_order_relaxed);
         registry& reg = the_registry();
         event_list_builder builder;
         builder.set_first_id(first_id);
@@ -187,6 +200,7 @@ public:
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
+        pending_outputs outputs;  // record_outputs records waiting for their op
         const auto on_thread = [&](const drained_thread& t) {
             thread_info& info = builder.thread(thread_for(t));
             // Several nodes (one per shared object) of one OS thread merge into one thread.
@@ -197,12 +211,17 @@ public:
             dropped += t.dropped;
             overhead += t.overhead;
             truncated += t.truncated;
+            outputs.finish_run(builder);
             builder.begin_run();  // the next node's records are a run of their own
             last_scope = no_index;
         };
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
+            if (r.where()->payload == payload_kind::outputs) {
+                truncated_inputs += outputs.add(r.depth(), payload);
+                return;
+            }
             if (r.where()->payload == payload_kind::device_link) {
                 // The link names the scope record just before it: same depth, same end. Anything else
                 // (that record was dropped over budget) leaves the id unlinked, counted at the join.
@@ -232,8 +251,9 @@ public:
                 case payload_kind::inputs:
                 case payload_kind::native_stack_inputs:
                     i = builder.add(where.kind, where.name, thread, start, end);
-                    truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops);
+                    truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops, options.input_values);
                     break;
+                case payload_kind::outputs: break;  // handled above
                 case payload_kind::memory: {
                     memory_payload m{};
                     std::memcpy(&m, bytes.data(), std::min(bytes.size(), sizeof(m)));
@@ -259,7 +279,7 @@ public:
                     std::memcpy(&used, bytes.data() + at + 4, 4);
                     const std::span<const std::byte> inputs =
                         bytes.subspan(at + 8, std::min<std::size_t>(used, bytes.size() - at - 8));
-                    truncated_inputs += add_inputs(builder, i, where, inputs, aux, flops, true);
+                    truncated_inputs += add_inputs(builder, i, where, inputs, aux, flops, options.input_values, true);
                     break;
                 }
             }
@@ -268,6 +288,7 @@ public:
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();
+                if (where.kind != event_kind::instant) outputs.enclosed_by(builder, i, r.depth());
             }
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
@@ -276,6 +297,7 @@ public:
                                                         : reg.end_session(state_, on_disabled, on_thread, on_record);
         state_ = 0;
         if (!closed) return false;
+        outputs.finish_run(builder);
         if (device != nullptr) {
             const auto thread_of_tid = [&](std::uint64_t tid) {
                 auto [it, added] = thread_index.try_emplace(tid, 0);
@@ -346,19 +368,78 @@ private:
     }
 
     // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
-    // Returns 1 when the capture was truncated. `record_args`: the inputs are record_function's args.
+    // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
+    // `record_args`: the inputs are record_function's args.
     static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
                                     std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
-                                    bool record_args = false) {
-        const op_inputs inputs = decode_inputs(where.name, bytes, aux);
+                                    bool keep_values, bool record_args = false) {
+        op_inputs inputs = decode_inputs(where.name, bytes, aux);
         if (inputs.empty() && !inputs.truncated()) return 0;  // an op without inputs has no args, as in torch
+        const std::uint64_t truncated = inputs.truncated() ? 1 : 0;
         event_args args;
         inputs_to_args(inputs, (aux & inputs_aux_concrete) != 0, args);
         if (record_args && !inputs.empty()) args.record_args = inputs[0].text;
         if (!where.flops.empty()) builder.at(i).flops = evaluate_flops(where, inputs, flops);
+        if (keep_values) args.inputs = std::move(inputs.mutable_inputs());
         builder.set_args(i, std::move(args));
-        return inputs.truncated() ? 1 : 0;
+        return truncated;
     }
+
+    // record_outputs records waiting for the op around them. A thread's buffer holds each scope's record
+    // after everything recorded inside it, so the first later record of a lower depth is the scope
+    // around one; if it is no op, the one around that is looked for, and so on. Outputs no op encloses
+    // go to the innermost scope around them.
+    class pending_outputs {
+    public:
+        // Returns 1 when the capture was truncated.
+        std::uint64_t add(std::uint32_t depth, const record_payload& payload) {
+            op_inputs values = decode_inputs({}, payload.bytes, payload.aux);
+            const std::uint64_t truncated = values.truncated() ? 1 : 0;
+            waiting_.push_back({depth, no_index, std::move(values.mutable_inputs())});
+            return truncated;
+        }
+        // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
+        void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
+            if (waiting_.empty()) return;
+            const bool op = builder.at(i).kind == event_kind::cpu_op;
+            std::size_t kept = 0;
+            for (std::size_t w = 0; w < waiting_.size(); ++w) {
+                entry& e = waiting_[w];
+                if (e.depth > depth) {
+                    if (op) {
+                        attach(builder, i, e.values);
+                        continue;
+                    }
+                    if (e.innermost == no_index) e.innermost = i;
+                    e.depth = depth;
+                }
+                if (kept != w) waiting_[kept] = std::move(e);  // never onto itself: that would empty it
+                ++kept;
+            }
+            waiting_.resize(kept);
+        }
+        // The end of one buffer's records: what no op enclosed goes to the innermost scope around it
+        // (none: its scope's record was dropped, and counted).
+        void finish_run(event_list_builder& builder) {
+            for (entry& e : waiting_) {
+                if (e.innermost != no_index) attach(builder, e.innermost, e.values);
+            }
+            waiting_.clear();
+        }
+
+    private:
+        struct entry {
+            std::uint32_t depth;
+            event_index innermost;  // the innermost scope found around it so far
+            std::vector<op_input> values;
+        };
+        static void attach(event_list_builder& builder, event_index i, std::vector<op_input>& values) {
+            std::vector<op_input>& outputs = builder.args_of(i).outputs;
+            outputs.insert(outputs.end(), std::make_move_iterator(values.begin()),
+                           std::make_move_iterator(values.end()));
+        }
+        std::vector<entry> waiting_;
+    };
 
     static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache) {
         if (where.flops.function != nullptr) return estimate_flops(where.flops, inputs);

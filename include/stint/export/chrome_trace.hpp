@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/capture/detail/input_decoding.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/export/device_trace.hpp"
@@ -31,11 +32,20 @@ struct chrome_trace_info {
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
 
-/// An op's captured inputs as Kineto writes them: "Input Dims" (a TensorList nests one list per
-/// tensor), "Input Strides", "Input type", "Concrete Inputs" (when captured); stint adds
-/// "Inputs truncated": true when the capture hit a bound; then "Module Hierarchy" (with_modules).
+/// The keys one side of an op's values is written under.
+struct value_keys {
+    std::string_view dims, strides, types, concrete, truncated;
+};
+inline constexpr value_keys input_keys{", \"Input Dims\": ", ", \"Input Strides\": ", ", \"Input type\": ",
+                                       ", \"Concrete Inputs\": ", ", \"Inputs truncated\": true"};
+inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strides\": ", ", \"Output type\": ",
+                                        ", \"Concrete Outputs\": ", ""};
+
+/// Captured values as Kineto writes an op's inputs: dims (a TensorList nests one list per tensor),
+/// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
+/// capture hit a bound.
 template <class Writer>
-void write_event_args(Writer& out, const event_args& args) {
+void write_values(Writer& out, const event_args& args, const value_keys& keys) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -73,17 +83,33 @@ void write_event_args(Writer& out, const event_args& args) {
         out.raw("]");
     };
     if (!args.input_types.empty() || args.truncated) {
-        out.raw(", \"Input Dims\": ");
+        out.raw(keys.dims);
         shapes(args.input_dims, args.tensor_list_dims);
-        out.raw(", \"Input Strides\": ");
+        out.raw(keys.strides);
         shapes(args.input_strides, args.tensor_list_strides);
-        out.raw(", \"Input type\": ");
+        out.raw(keys.types);
         strings(args.input_types);
         if (!args.concrete_inputs.empty()) {
-            out.raw(", \"Concrete Inputs\": ");
+            out.raw(keys.concrete);
             strings(args.concrete_inputs);
         }
-        if (args.truncated) out.raw(", \"Inputs truncated\": true");
+        if (args.truncated) out.raw(keys.truncated);
+    }
+}
+
+/// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
+/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules).
+template <class Writer>
+void write_event_args(Writer& out, const event_args& args) {
+    write_values(out, args, input_keys);
+    if (!args.outputs.empty()) {
+        event_args outputs;
+        inputs_to_args(op_inputs({}, args.outputs), true, outputs);
+        bool concrete = false;
+        for (const std::string& text : outputs.concrete_inputs) concrete = concrete || !text.empty();
+        if (!concrete) outputs.concrete_inputs.clear();
+        outputs.truncated = false;
+        write_values(out, outputs, output_keys);
     }
     if (!args.module_hierarchy.empty()) {
         out.raw(", \"Module Hierarchy\": ");

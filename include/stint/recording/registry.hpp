@@ -413,8 +413,11 @@ private:
                     // A scope still open at stop ended after it: it belongs to no window.
                     if (r.end_ticks > stop_ticks) return;
                     // A device link is part of the scope record before it, not a record of its own.
+                    // record_outputs' records are the program's, though they make no event of their own.
                     if (r.where()->payload != payload_kind::device_link) {
-                        ++(r.where()->kind == event_kind::overhead ? info.overhead : info.recorded);
+                        const bool own =
+                            r.where()->kind == event_kind::overhead && r.where()->payload != payload_kind::outputs;
+                        ++(own ? info.overhead : info.recorded);
                     }
                     on_record(info, r, payload);
                 });

@@ -25,6 +25,8 @@ enum class payload_kind : std::uint8_t {
     device_link,         ///< no payload and no event: the record's begin field is the external correlation id
                          ///< that the thread's previous scope record pushed to a device collector
     memory,              ///< an allocation, free or OOM (profile_memory; memory/report.hpp's memory_payload)
+    outputs,             ///< stint::record_outputs: values encoded as inputs are; no event of its own, the
+                         ///< drain gives them to the innermost op around the record
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -52,5 +54,7 @@ inline constexpr site runtime_named_module_site{"", event_kind::module, payload_
 inline constexpr site device_link_site{"[stint] device link", event_kind::overhead, payload_kind::device_link, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
+/// Site of the record stint::record_outputs appends.
+inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 
 }  // namespace stint::detail

@@ -72,6 +72,22 @@ private:
     bool ok_ = true;
 };
 
+// A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
+inline tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
+    const auto head = in.read<wire_identity>();
+    tensor_identity id;
+    id.key = id.storage = head.data;
+    if ((flags & wire_has_storage) != 0) id.storage = in.read<std::uint64_t>();
+    if ((flags & wire_has_key) != 0) id.key = in.read<std::uint64_t>();
+    id.itemsize = head.itemsize;
+    id.device = {static_cast<device_type>(head.device_type), head.device_index};
+    // In elements, as torch's storage_offset; a data pointer below its storage gives 0.
+    if (head.itemsize != 0 && head.data >= id.storage) {
+        id.offset = static_cast<std::int64_t>((head.data - id.storage) / head.itemsize);
+    }
+    return id;
+}
+
 inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
     const auto tag = static_cast<wire_tag>(in.u8());
     if (!in.ok()) return false;
@@ -93,6 +109,7 @@ inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
                 if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
             }
             out.cut = (flags & wire_cut) != 0;
+            if ((flags & wire_has_identity) != 0) out.identity = read_identity(in, flags);
             return in.ok();
         }
         case wire_tag::tensor_list: {

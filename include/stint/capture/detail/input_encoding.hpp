@@ -9,7 +9,9 @@
 //     none, other, dropped   nothing
 //     tensor                 u8 flags, u8 rank, u8 dtype length, dtype bytes, rank dims,
 //                            [rank strides if flags has wire_has_strides]; dims and strides are
-//                            i32 when flags has wire_narrow, else i64
+//                            i32 when flags has wire_narrow, else i64; then with wire_has_identity
+//                            a wire_identity, [u64 storage if wire_has_storage], [u64 key if
+//                            wire_has_key]
 //     tensor_list            u8 flags, u16 count, count entries (each tensor or none)
 //     int64, uint64, real    8 bytes
 //     boolean                1 byte
@@ -42,6 +44,20 @@ inline constexpr std::uint8_t wire_has_strides = 1;   ///< tensor: strides follo
 inline constexpr std::uint8_t wire_cut = 2;           ///< dims, list elements or text were cut
 inline constexpr std::uint8_t wire_text_omitted = 4;  ///< string: text not kept (concrete capture off)
 inline constexpr std::uint8_t wire_narrow = 8;        ///< tensor: dims and strides are stored as i32
+inline constexpr std::uint8_t wire_has_identity = 16; ///< tensor: a wire_identity follows (an ET records)
+inline constexpr std::uint8_t wire_has_storage = 32;  ///< tensor: its storage differs from its data
+inline constexpr std::uint8_t wire_has_key = 64;      ///< tensor: its identity key differs from its data
+
+/// Where a tensor's elements are (stint::tensor_address), as a tensor entry carries it.
+struct wire_identity {
+    std::uint64_t data;
+    std::uint32_t itemsize;
+    std::uint8_t device_type;
+    std::uint8_t unused;
+    std::int16_t device_index;
+};
+inline constexpr std::size_t wire_identity_bytes = sizeof(wire_identity);
+static_assert(wire_identity_bytes == 16);
 
 inline constexpr std::uint32_t inputs_aux_count_mask = 0xffffU;
 inline constexpr std::uint32_t inputs_aux_concrete = 1U << 30;
