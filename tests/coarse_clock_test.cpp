@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "nesting_workload.hpp"
 
 static_assert(STINT_DETAIL_TEST_TICK_SHIFT >= 12, "this binary needs a clock coarse enough for ties to be the rule");
@@ -28,4 +30,39 @@ TEST_CASE("under a coarse clock most events do share ticks (the test above is no
 
 TEST_CASE("three nested scopes in a loop nest as written, however the ticks tie") {
     nesting::check_three_level_loop(100'000);
+}
+
+TEST_CASE("record_outputs reaches its own op however the ticks tie") {
+    // Sibling ops of one tick, each with its outputs given inside a scope of its own, and zero-length
+    // instants around them: each op gets exactly its value, none the neighbour's.
+    using shapes = stint::config<stint::record_shapes>;
+    stint::profiler<shapes> prof;
+    prof.start();
+    for (int i = 0; i < 2000; ++i) {
+        STINT_SCOPE("step");
+        STINT_INSTANT("before");
+        {
+            STINT_OP(shapes, "op", i);
+            STINT_INSTANT("inside");
+            {
+                STINT_SCOPE("compute");
+                stint::record_outputs(i);
+            }
+        }
+        STINT_INSTANT("after");
+    }
+    prof.stop();
+    int ops = 0;
+    std::size_t tied = 0;
+    for (const stint::event& e : prof.events()) {
+        if (e.name != "op") continue;
+        ++ops;
+        tied += e.start_ns == e.end_ns ? 1 : 0;
+        const stint::event_args* args = prof.events().args(e);
+        REQUIRE(args != nullptr);
+        REQUIRE(args->outputs.size() == 1);
+        CHECK(args->outputs[0].int_value() == std::stoll(args->concrete_inputs[0]));
+    }
+    CHECK(ops == 2000);
+    CHECK(tied * 2 > 2000);  // most share their ticks: the depth decided
 }

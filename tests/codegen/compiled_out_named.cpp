@@ -1,4 +1,4 @@
-// STINT_SCOPE_NAMED and STINT_TRACK_GLOBAL_NEW, compared without instrumentation and with
+// STINT_SCOPE_NAMED, STINT_TRACK_GLOBAL_NEW and STINT_OUTPUTS, compared without instrumentation and with
 // -DSTINT_DISABLE only: they take no configuration (STINT_CONFIG does not apply to them), so
 // stint::disabled does not compile them out. Compiled out, the program keeps its own operator new.
 // Every STINT_* use is a whole statement on a line of its own; the extern functions are defined
@@ -10,6 +10,7 @@
 
 void load(const std::string& name);
 std::string layer_name(int index);
+std::vector<int> make_result(int n);
 
 STINT_TRACK_GLOBAL_NEW();
 
@@ -30,4 +31,11 @@ int count_layers(int n) {
         ++loaded;
     }
     return loaded;
+}
+
+// The outputs expression allocates and calls out: compiled out, it is not evaluated.
+int produce(int n) {
+    STINT_SCOPE("produce");
+    STINT_OUTPUTS(make_result(n));
+    return n + 1;
 }
