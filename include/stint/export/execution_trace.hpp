@@ -353,7 +353,7 @@ private:
         std::int64_t numel = 1;
         for (std::int64_t d : v.dims) numel *= d;
         out_.raw("[");
-        if (v.identity) {
+        if (v.identity && v.identity->itemsize != 0) {
             const tensor_identity& id = *v.identity;
             out_.number(id_of(tensor_ids_, id.key));
             out_.raw(",");
@@ -373,9 +373,9 @@ private:
             out_.raw("\"]");
             return;
         }
-        // No identity captured (its traits gave no address): a tensor of its own, no storage, as torch
-        // writes a tensor without storage.
-        out_.number(next_id_++);
+        // No address captured (its traits gave none): a tensor of its own, no storage, as torch writes a
+        // tensor without storage. An address without an item size keeps its tensor id, and no storage.
+        out_.number(v.identity ? id_of(tensor_ids_, v.identity->key) : next_id_++);
         out_.raw(",0,0,");
         out_.number(numel);
         out_.raw(",0,\"\"]");
