@@ -436,11 +436,14 @@ private:
             }
         }
         const bool et_window = std::exchange(execution_trace_window_, false);
-        if (!session_.close(window, next_id_,
-                            {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
-                            device ? &*device : nullptr)) {
-            return false;
+        const bool closed =
+            session_.close(window, next_id_,
+                           {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
+                           device ? &*device : nullptr);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->set_window_running(false);
         }
+        if (!closed) return false;
         next_id_ += window.size();
         window_stats_ = session_.stats();
         window_events_ = std::move(window);

@@ -10151,9 +10151,13 @@ public:
     /// Finishes the file if still registered; a failure becomes a warning. An attached profiler
     /// forgets the observer.
     ~execution_trace_observer() {
+        void* owner = nullptr;
+        {
+            const std::lock_guard lock(mutex_);
+            owner = std::exchange(owner_, nullptr);
+        }
+        if (owner != nullptr) forget_(owner);  // takes the profiler's lock: not under ours
         const std::lock_guard lock(mutex_);
-        if (owner_ != nullptr) forget_(owner_);
-        owner_ = nullptr;
         try {
             finish_locked();
         } catch (const std::exception& e) {
@@ -10270,7 +10274,6 @@ private:
     /// Appends one saved window of the profiler.
     void append_window(const event_list& events) {
         const std::lock_guard lock(mutex_);
-        attached_running_ = false;
         if (writer_ != nullptr) writer_->append(events);
     }
     /// The profiler is going: the file is finished (torch's cleanup at profile.__exit__).
@@ -12505,11 +12508,14 @@ private:
             }
         }
         const bool et_window = std::exchange(execution_trace_window_, false);
-        if (!session_.close(window, next_id_,
-                            {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
-                            device ? &*device : nullptr)) {
-            return false;
+        const bool closed =
+            session_.close(window, next_id_,
+                           {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
+                           device ? &*device : nullptr);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->set_window_running(false);
         }
+        if (!closed) return false;
         next_id_ += window.size();
         window_stats_ = session_.stats();
         window_events_ = std::move(window);

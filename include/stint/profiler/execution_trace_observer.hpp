@@ -61,9 +61,13 @@ public:
     /// Finishes the file if still registered; a failure becomes a warning. An attached profiler
     /// forgets the observer.
     ~execution_trace_observer() {
+        void* owner = nullptr;
+        {
+            const std::lock_guard lock(mutex_);
+            owner = std::exchange(owner_, nullptr);
+        }
+        if (owner != nullptr) forget_(owner);  // takes the profiler's lock: not under ours
         const std::lock_guard lock(mutex_);
-        if (owner_ != nullptr) forget_(owner_);
-        owner_ = nullptr;
         try {
             finish_locked();
         } catch (const std::exception& e) {
@@ -180,7 +184,6 @@ private:
     /// Appends one saved window of the profiler.
     void append_window(const event_list& events) {
         const std::lock_guard lock(mutex_);
-        attached_running_ = false;
         if (writer_ != nullptr) writer_->append(events);
     }
     /// The profiler is going: the file is finished (torch's cleanup at profile.__exit__).
