@@ -656,3 +656,22 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
         CHECK(loop_count(read_et(path)) == 1);
     }
 }
+
+TEST_CASE("execution trace drops: a span over its budget says what it lost, and the file stays valid") {
+    const std::string path = temp_path("drops.et.json");
+    file_remover cleanup{{path}};
+    stint::execution_trace_observer et({.buffer_budget_bytes = 4096});
+    et.register_callback(path).start();
+    for (int idx = 0; idx < 50; ++idx) loop(idx);
+    et.stop();
+    et.unregister_callback();
+    const json doc = read_et(path);  // ops whose parents were dropped hang from their thread's node
+    const std::uint64_t dropped = doc["stint"]["dropped"].get<std::uint64_t>();
+    const std::uint64_t recorded = doc["stint"]["recorded"].get<std::uint64_t>();
+    CHECK(dropped > 0);
+    CHECK(recorded > 0);
+    std::uint64_t ops = 0;
+    for (const json& n : doc["nodes"]) ops += is_op_node(n) ? 1 : 0;
+    CHECK(ops <= recorded);
+    CHECK(ops > 0);
+}
