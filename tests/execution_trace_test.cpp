@@ -611,6 +611,22 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
         }
         CHECK(loop_count(read_et(path)) == 1);
     }
+    SUBCASE("a profiler whose construction throws lets its observer go") {
+        const std::string path = temp_path("failed_profiler.et.json");
+        file_remover cleanup{{path}};
+        stint::execution_trace_observer et;
+        et.register_callback(path);
+        const auto failing = [](std::int64_t) -> stint::profiler_action { throw std::runtime_error("no schedule"); };
+        CHECK_THROWS_WITH_AS(stint::profiler<>({.schedule = failing, .execution_trace_observer = &et}), "no schedule",
+                             std::runtime_error);
+        {
+            stint::profiler<> prof({.execution_trace_observer = &et});  // not "already attached"
+            prof.start();
+            loop(5);
+            prof.stop();
+        }
+        CHECK(loop_count(read_et(path)) == 1);
+    }
     SUBCASE("alone while a profiler records: refused") {
         const std::string path = temp_path("busy.et.json");
         file_remover cleanup{{path}};

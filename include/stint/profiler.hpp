@@ -133,10 +133,16 @@ public:
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
         }
-        session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
-        if (options_.schedule) current_action_ = options_.schedule(0);
-        step_tracker::init_step_count(step_tracker::profiler_step_name);
-        detail::the_exit_trace().arm(this, &write_unfinished_trace);
+        try {
+            session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
+            if (options_.schedule) current_action_ = options_.schedule(0);
+            step_tracker::init_step_count(step_tracker::profiler_step_name);
+            detail::the_exit_trace().arm(this, &write_unfinished_trace);
+        } catch (...) {
+            // No destructor will run: the observer must not keep pointing here.
+            if (options_.execution_trace_observer != nullptr) options_.execution_trace_observer->release(this);
+            throw;
+        }
     }
     profiler(const profiler&) = delete;
     profiler& operator=(const profiler&) = delete;

@@ -186,6 +186,11 @@ private:
         const std::lock_guard lock(mutex_);
         if (writer_ != nullptr) writer_->append(events);
     }
+    /// A profiler whose construction failed lets go; the file stays open.
+    void release(void* owner) noexcept {
+        const std::lock_guard lock(mutex_);
+        if (owner_ == owner) owner_ = nullptr;
+    }
     /// The profiler is going: the file is finished (torch's cleanup at profile.__exit__).
     void detach(void* owner) {
         const std::lock_guard lock(mutex_);
