@@ -99,10 +99,6 @@ void loop(int idx) {
     payload();
 }
 
-std::string temp_path(const std::string& name) {
-    return (fs::temp_directory_path() / ("stint_et_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
 // Reads an ET back, after checking it against the schema torch's observer writes.
 json read_et(const std::string& path) {
     stint_test::check_execution_trace_file(path);
@@ -156,19 +152,11 @@ std::vector<std::uint64_t> kineto_rf_ids(const json& trace) {
     return ids;
 }
 
-struct file_remover {
-    std::vector<std::string> paths;
-    ~file_remover() {
-        std::error_code ec;
-        for (const std::string& p : paths) fs::remove(p, ec);
-    }
-};
-
 }  // namespace
 
 TEST_CASE("execution trace alone: five loops, the root, and torch's 6-field tensor values") {
-    const std::string path = temp_path("alone.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("alone.et.json");
     stint::execution_trace_observer et;
     CHECK(&et.register_callback(path) == &et);
     et.start();
@@ -222,9 +210,9 @@ TEST_CASE("execution trace alone: five loops, the root, and torch's 6-field tens
 }
 
 TEST_CASE("execution trace with the profiler: the active window only, rf_ids equal the Chrome trace's") {
-    const std::string et_path = temp_path("kineto.et.json");
-    const std::string trace_path = temp_path("kineto.kineto.json");
-    file_remover cleanup{{et_path, trace_path}};
+    const stint_test::temp_dir dir;
+    const std::string et_path = dir.file("kineto.et.json");
+    const std::string trace_path = dir.file("kineto.kineto.json");
     int trace_called = 0;
     stint::execution_trace_observer observer;
     {
@@ -273,8 +261,8 @@ TEST_CASE("execution trace with the profiler: the active window only, rf_ids equ
 }
 
 TEST_CASE("execution trace start and stop: three loops recorded out of ten, one file") {
-    const std::string path = temp_path("start_stop.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("start_stop.et.json");
     stint::execution_trace_observer et;
     et.register_callback(path);
     int expected = 0;
@@ -300,12 +288,13 @@ TEST_CASE("execution trace start and stop: three loops recorded out of ten, one 
 
 TEST_CASE("execution trace repeat in loop: a new observer per iteration, each file with root id 1") {
     const std::set<int> iterations{3, 4, 6, 8};
-    file_remover cleanup;
+    const stint_test::temp_dir dir;
+    std::vector<std::string> paths;
     for (int idx = 0; idx < 10; ++idx) {
         std::optional<stint::execution_trace_observer> et;
         if (iterations.contains(idx)) {
-            cleanup.paths.push_back(temp_path("repeat_" + std::to_string(idx) + ".et.json"));
-            et.emplace().register_callback(cleanup.paths.back()).start();
+            paths.push_back(dir.file("repeat_" + std::to_string(idx) + ".et.json"));
+            et.emplace().register_callback(paths.back()).start();
         }
         loop(idx);
         if (et) {
@@ -314,7 +303,7 @@ TEST_CASE("execution trace repeat in loop: a new observer per iteration, each fi
         }
     }
     int events = 0;
-    for (const std::string& path : cleanup.paths) {
+    for (const std::string& path : paths) {
         const json doc = read_et(path);
         CHECK(has_root(doc));
         events += loop_count(doc);
@@ -323,8 +312,8 @@ TEST_CASE("execution trace repeat in loop: a new observer per iteration, each fi
 }
 
 TEST_CASE("execution trace no capture: register then unregister writes a valid file with the root") {
-    const std::string path = temp_path("no_capture.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("no_capture.et.json");
     stint::execution_trace_observer et;
     CHECK(et.get_output_file_path().empty());
     et.register_callback(path);
@@ -345,8 +334,8 @@ TEST_CASE("execution trace no capture: register then unregister writes a valid f
 }
 
 TEST_CASE("execution trace dynamic shapes: each call's node carries that call's shapes") {
-    const std::string path = temp_path("dynamic.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("dynamic.et.json");
     stint::execution_trace_observer et;
     et.register_callback(path).start();
     for (std::int64_t n = 2; n <= 5; ++n) {
@@ -364,8 +353,8 @@ TEST_CASE("execution trace dynamic shapes: each call's node carries that call's 
 }
 
 TEST_CASE("execution trace data dependency: d = c + a names the tensor c = a * b produced") {
-    const std::string path = temp_path("dependency.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("dependency.et.json");
     stint::execution_trace_observer et;
     et.register_callback(path).start();
     const tensor a = randn({4, 4});
@@ -425,8 +414,8 @@ struct stint::input_traits<view> {
 };
 
 TEST_CASE("execution trace tensor identity from traits: views share the storage id, with their offset") {
-    const std::string path = temp_path("views.et.json.gz");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("views.et.json.gz");
     stint::execution_trace_observer et;
     et.register_callback(path).start();
     const tensor base = randn({100});
@@ -453,9 +442,9 @@ TEST_CASE("execution trace tensor identity from traits: views share the storage 
 }
 
 TEST_CASE("execution trace outputs: innermost op, the Chrome trace's Output args, nothing when not kept") {
-    const std::string path = temp_path("outputs.et.json");
-    const std::string trace_path = temp_path("outputs.pt.trace.json");
-    file_remover cleanup{{path, trace_path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("outputs.et.json");
+    const std::string trace_path = dir.file("outputs.pt.trace.json");
     const tensor a = randn({2, 3});
     const auto workload = [&] {
         stint::record_outputs(a);  // outside every scope: nothing to attach to
@@ -524,8 +513,8 @@ TEST_CASE("execution trace outputs: innermost op, the Chrome trace's Output args
 }
 
 TEST_CASE("execution trace JSON stays valid under strange names and many threads") {
-    const std::string path = temp_path("threads.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("threads.et.json");
     const std::vector<std::string> names{"quote \" and \\ backslash", "new\nline\ttab", "ctl \x01\x1f",
                                          "bad utf8 \xff\xfe", "emoji \xf0\x9f\x94\xa5", ""};
     constexpr int threads = 8;
@@ -591,8 +580,8 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
                              std::logic_error);
     }
     SUBCASE("registered twice, attached unregistered, started while attached") {
-        const std::string path = temp_path("bad_use.et.json");
-        file_remover cleanup{{path, path + "2"}};
+        const stint_test::temp_dir dir;
+        const std::string path = dir.file("bad_use.et.json");
         stint::execution_trace_observer et;
         et.register_callback(path);
         CHECK_THROWS_AS(et.register_callback(path + "2"), std::logic_error);
@@ -612,8 +601,8 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
         CHECK(loop_count(read_et(path)) == 1);
     }
     SUBCASE("a profiler whose construction throws lets its observer go") {
-        const std::string path = temp_path("failed_profiler.et.json");
-        file_remover cleanup{{path}};
+        const stint_test::temp_dir dir;
+        const std::string path = dir.file("failed_profiler.et.json");
         stint::execution_trace_observer et;
         et.register_callback(path);
         const auto failing = [](std::int64_t) -> stint::profiler_action { throw std::runtime_error("no schedule"); };
@@ -628,8 +617,8 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
         CHECK(loop_count(read_et(path)) == 1);
     }
     SUBCASE("alone while a profiler records: refused") {
-        const std::string path = temp_path("busy.et.json");
-        file_remover cleanup{{path}};
+        const stint_test::temp_dir dir;
+        const std::string path = dir.file("busy.et.json");
         stint::execution_trace_observer et;
         et.register_callback(path);
         stint::profiler<> prof;
@@ -643,8 +632,8 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
         CHECK(loop_count(read_et(path)) == 1);
     }
     SUBCASE("an observer destroyed before its profiler: the file is finished, the profiler forgets it") {
-        const std::string path = temp_path("gone.et.json");
-        file_remover cleanup{{path}};
+        const stint_test::temp_dir dir;
+        const std::string path = dir.file("gone.et.json");
         stint::profiler<> prof({.execution_trace_observer = nullptr});
         {
             auto et = std::make_unique<stint::execution_trace_observer>();
@@ -662,8 +651,8 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
         CHECK(loop_count(doc) == 1);
     }
     SUBCASE("an observer destroyed while registered finishes its file") {
-        const std::string path = temp_path("destroyed.et.json");
-        file_remover cleanup{{path}};
+        const stint_test::temp_dir dir;
+        const std::string path = dir.file("destroyed.et.json");
         {
             stint::execution_trace_observer et;
             et.register_callback(path).start();
@@ -674,8 +663,8 @@ TEST_CASE("execution trace bad use: clear errors, nothing lost") {
 }
 
 TEST_CASE("execution trace drops: a span over its budget says what it lost, and the file stays valid") {
-    const std::string path = temp_path("drops.et.json");
-    file_remover cleanup{{path}};
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("drops.et.json");
     stint::execution_trace_observer et({.buffer_budget_bytes = 4096});
     et.register_callback(path).start();
     for (int idx = 0; idx < 50; ++idx) loop(idx);

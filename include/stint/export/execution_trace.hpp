@@ -101,10 +101,7 @@ public:
     void finish() {
         if (failed_) return;
         guarded([&] {
-            write_node_start(et_process_node, et_root_id, et_root_id);
-            out_.raw(R"(, "inputs": {"values": [], "shapes": [], "types": [], "strides": []})");
-            out_.raw(R"(, "outputs": {"values": [], "shapes": [], "types": [], "strides": []})");
-            write_attrs(0, -1, et_scope_user, 0);
+            write_bare_node(et_process_node, et_root_id, et_root_id, 0);
             out_.raw("}\n  ],\n  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"spans\": ");
             out_.number(spans_);
             out_.raw(", \"nodes\": ");
@@ -159,12 +156,17 @@ private:
         auto [it, added] = thread_nodes_.try_emplace(tid, 0);
         if (!added) return it->second;
         it->second = next_id_++;
-        write_node_start(et_thread_node, it->second, et_root_id);
+        write_bare_node(et_thread_node, it->second, et_root_id, tid);
+        out_.raw("},");
+        return it->second;
+    }
+
+    // The root or a thread node, less its closing brace: no values, rf_id 0, torch's USER_SCOPE.
+    void write_bare_node(std::string_view name, std::uint64_t id, std::uint64_t parent, std::uint64_t tid) {
+        write_node_start(name, id, parent);
         out_.raw(R"(, "inputs": {"values": [], "shapes": [], "types": [], "strides": []})");
         out_.raw(R"(, "outputs": {"values": [], "shapes": [], "types": [], "strides": []})");
         write_attrs(0, -1, et_scope_user, tid);
-        out_.raw("},");
-        return it->second;
     }
 
     void write_node_start(std::string_view name, std::uint64_t id, std::uint64_t parent) {
