@@ -4,7 +4,9 @@
 // bench/run turns the JSON of this binary into the design §6 table.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -126,15 +128,42 @@ void stint_scope_timing_only(benchmark::State& state) {
 }
 BENCHMARK(stint_scope_timing_only)->Iterations(recorded_iterations)->Threads(1)->ThreadPerCpu()->Threads(8);
 
-// The same into buffers faulted in by the records themselves (a first session without a reserve).
-void stint_scope_timing_only_cold(benchmark::State& state) {
-    bench_session<> session(state, false);
+// What a user gets who sets no option (default budget, no reserve), in a fresh process (bench/run runs
+// these alone): the pool's prefault thread must keep chunks resident ahead of the records. "faults_per_M":
+// page faults the recording thread itself took per million scopes (getrusage of the thread).
+std::uint64_t thread_page_faults() {
+    rusage usage{};
+    ::getrusage(RUSAGE_THREAD, &usage);
+    return static_cast<std::uint64_t>(usage.ru_minflt + usage.ru_majflt);
+}
+void stint_scope_default_options(benchmark::State& state) {
+    std::unique_ptr<stint::profiler<>> prof;
+    if (state.thread_index() == 0) {
+        prof = std::make_unique<stint::profiler<>>();
+        prof->start();
+    }
+    const std::uint64_t faults_before = thread_page_faults();
     for (auto _ : state) {
         STINT_SCOPE("bench");
         benchmark::ClobberMemory();
     }
+    const std::uint64_t faults = thread_page_faults() - faults_before;
+    state.counters["faults_per_M"] = benchmark::Counter(
+        static_cast<double>(faults) * 1e6 / static_cast<double>(state.iterations()), benchmark::Counter::kAvgThreads);
+    if (prof) {
+        prof->stop();
+        state.counters["dropped"] = static_cast<double>(prof->stats().dropped);
+    }
 }
-BENCHMARK(stint_scope_timing_only_cold)->Iterations(recorded_iterations);
+// 10 M scopes (240 MB of records) on one thread; with a thread per CPU, as many per thread as the
+// default 512 MiB budget holds for all of them.
+constexpr benchmark::IterationCount default_options_iterations = 10'000'000;
+benchmark::IterationCount default_options_iterations_per_cpu() {
+    const auto cpus = static_cast<benchmark::IterationCount>(std::max(1U, std::thread::hardware_concurrency()));
+    return std::min<benchmark::IterationCount>(default_options_iterations, (400 << 20) / 24 / cpus);
+}
+BENCHMARK(stint_scope_default_options)->Iterations(default_options_iterations)->Threads(1);
+BENCHMARK(stint_scope_default_options)->Iterations(default_options_iterations_per_cpu())->ThreadPerCpu();
 
 // stint's own slow path, which a session records as overhead events (cat "overhead") so that it is
 // never charged to the user's scopes. First record on a new thread: registration and its first chunk,

@@ -2,9 +2,18 @@
 // start() and reused, and a profiler's buffers go back to the system with it.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#endif
 
 #include <stint/stint.hpp>
 
@@ -19,6 +28,44 @@ void record(int scopes) {
         STINT_SCOPE("scope");
     }
 }
+
+/// Polls `done` for up to 10 s (the prefault thread runs on its own schedule).
+template <class Done>
+bool eventually(Done&& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
+/// Empties the pool's cache, so that what it holds next is what the prefault thread faulted in.
+struct empty_pool {
+    empty_pool() { stint::detail::the_registry().set_retained_buffers(0); }
+    ~empty_pool() { stint::detail::the_registry().release_buffers(); }  // back to the default retention
+    empty_pool(const empty_pool&) = delete;
+    empty_pool& operator=(const empty_pool&) = delete;
+};
+
+#if defined(__linux__)
+/// Threads of this process named `name` (/proc/self/task/*/comm).
+int threads_named(const std::string& name) {
+    int found = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (std::getline(comm, line) && line == name) ++found;
+    }
+    return found;
+}
+
+long page_faults_of_this_thread() {
+    rusage usage{};
+    ::getrusage(RUSAGE_THREAD, &usage);
+    return usage.ru_minflt + usage.ru_majflt;
+}
+#endif
 
 }  // namespace
 
@@ -97,3 +144,46 @@ TEST_CASE("with a schedule, each window's buffers stay warm for the next window"
     }
     CHECK(cached() <= stint::detail::chunk_pool::default_retained_bytes);
 }
+
+#if defined(__linux__)
+TEST_CASE("with default options a thread of stint's faults chunks in ahead of the records, only while recording") {
+    const empty_pool empty;
+    REQUIRE(cached() == 0);
+    stint::profiler<> prof;
+    CHECK(threads_named("stint prefault") == 0);
+    record(1);  // registers this thread before the session, so that it takes no fault for that
+    prof.start();
+    CHECK(eventually([] { return threads_named("stint prefault") == 1; }));
+    // It keeps 4 MiB of largest chunks warm before any record needs them.
+    CHECK(eventually([] { return cached() >= stint::detail::chunk_pool::initial_prefault_bytes; }));
+    CHECK(cached() <= stint::detail::chunk_pool::max_prefault_bytes);
+    // 3 MiB of records (48 chunks): they land in resident chunks, so this thread faults almost nothing
+    // in (fresh chunks would be 16 page faults each, 768 in all).
+    const long faults_before = page_faults_of_this_thread();
+    record(130'000);
+    const long faults = page_faults_of_this_thread() - faults_before;
+    CHECK(faults < 100);
+    prof.stop();
+    CHECK(prof.stats().recorded == 130'000);
+    CHECK(prof.stats().dropped == 0);
+    // Joined at stop: no thread of stint's runs while nothing records.
+    CHECK(threads_named("stint prefault") == 0);
+    // And the warm chunks beyond what the pool keeps between sessions went back.
+    CHECK(cached() == 0);
+}
+
+TEST_CASE("the prefault thread faults in no more than the session's budget could pay for") {
+    const empty_pool empty;
+    const std::size_t budget = 3 * chunk_bytes;
+    stint::profiler<> prof({.buffer_budget_bytes = budget});
+    prof.start();
+    CHECK(eventually([] { return cached() > 0; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time to overshoot, were it to
+    CHECK(cached() <= budget);
+    record(100'000);
+    prof.stop();
+    CHECK(prof.stats().recorded + prof.stats().dropped == 100'000);
+    CHECK(prof.stats().dropped > 0);
+    CHECK(prof.stats().buffer_bytes <= budget);
+}
+#endif

@@ -71,9 +71,10 @@ struct profiler_options {
     /// counted exactly, per window (stats().dropped, every export's "stint" block).
     std::size_t buffer_budget_bytes = std::size_t{512} << 20;
     /// Bytes of record buffers allocated and faulted in before recording (at start(), or during a
-    /// schedule's warmup), so that the first records land in resident memory: a fresh page costs
-    /// more than the records written to it. With a schedule, each window also keeps the buffers the
-    /// previous one used; all of them go back to the system with the profiler.
+    /// schedule's warmup). Rarely needed: while a session records, a thread of stint's faults buffers
+    /// in ahead of the recording threads; a reserve also covers a burst faster than that thread. With
+    /// a schedule, each window keeps the buffers the previous one used; all of them go back to the
+    /// system with the profiler.
     std::size_t reserve_buffer_bytes = 0;
     /// What sessions profile (torch's `activities`). A config with stint::cuda_activities records the CPU
     /// and the devices by default; {activity::cpu} leaves the devices alone, {activity::cuda} records

@@ -45,4 +45,15 @@ inline std::string current_thread_name() {
     return {};
 }
 
+/// Names the calling thread for the OS (debuggers, top -H); at most 15 characters on Linux.
+inline void name_this_thread(const char* name) noexcept {
+#if defined(__linux__)
+    (void)pthread_setname_np(pthread_self(), name);
+#elif defined(__APPLE__)
+    (void)pthread_setname_np(name);
+#else
+    (void)name;
+#endif
+}
+
 }  // namespace stint::detail
