@@ -2575,7 +2575,10 @@ public:
     /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
     chunk* take_uncharged(std::uint32_t size_class) {
         chunk* c = pop_cached(size_class);
-        if (c == nullptr) c = allocate_faulted(size_class);
+        if (c == nullptr) {
+            c = allocate_faulted(size_class);
+            faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
+        }
         c->published.store(c->data(), std::memory_order_relaxed);
         c->next.store(nullptr, std::memory_order_relaxed);
         return c;
@@ -2695,6 +2698,12 @@ public:
         return cached_bytes_;
     }
 
+    /// Chunks allocated and faulted in when asked for because none was cached (by a recording thread's
+    /// slow path, or at a session's start), since the process started.
+    [[nodiscard]] std::uint64_t faulted_on_demand() const noexcept {
+        return faulted_on_demand_.load(std::memory_order_relaxed);
+    }
+
     /// The session whose budget is spent: its threads drop without touching the pool again.
     std::atomic<std::uint32_t> exhausted_state{0};
     std::mutex& mutex() noexcept { return mutex_; }
@@ -2779,6 +2788,7 @@ private:
     std::array<std::vector<chunk*>, chunk::size_classes> free_;
     std::size_t cached_bytes_ = 0;
     std::size_t retained_bytes_ = default_retained_bytes;
+    std::atomic<std::uint64_t> faulted_on_demand_{0};
     prefault_worker* prefault_ = nullptr;  // while a session records
     std::size_t prefault_ahead_ = initial_prefault_bytes;
     std::int64_t budget_ = 0;   // written by begin_session under the registry mutex
@@ -2900,6 +2910,8 @@ public:
     void release_buffers() noexcept { pool_.set_retained(chunk_pool::default_retained_bytes); }
     /// Keeps at most `bytes` of chunks cached between sessions from now on, freeing the excess now.
     void set_retained_buffers(std::size_t bytes) noexcept { pool_.set_retained(bytes); }
+    /// Chunks faulted in when asked for, none being cached (pool statistics for tests and benchmarks).
+    std::uint64_t chunks_faulted_on_demand() const noexcept { return pool_.faulted_on_demand(); }
     /// Bytes of chunks cached for the next session.
     std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
 
