@@ -778,6 +778,26 @@ TEST_CASE("a gzip block that fails on a worker fails the next write or the finis
     CHECK(emitted <= 3);  // only the members before the failed one, in order
 }
 
+TEST_CASE("gzip members in a child forked while workers run fail the child's writes and never wait") {
+    const std::string text = trace_like_text(3 * gzip_members::block_size + 1);
+    std::string bytes;
+    gzip_members gzip(1);
+    const auto emit = [&](const unsigned char* data, std::size_t size) {
+        bytes.append(reinterpret_cast<const char*>(data), size);
+    };
+    REQUIRE(gzip.write(text, emit) == 0);
+    REQUIRE(gzip.workers() >= 1);
+    const std::string result = in_child([&]() -> std::string {
+        if (const int error = gzip.write("x", emit); error != EIO) return "write gave " + std::to_string(error);
+        if (const int error = gzip.finish(emit); error != EIO) return "finish gave " + std::to_string(error);
+        gzip.stop();  // the parent's workers are not in this process: nothing to join
+        return "ok";
+    });
+    CHECK(result == "ok");
+    REQUIRE(gzip.finish(emit) == 0);  // the parent's workers went on
+    CHECK(inflate_members(bytes).text == text);
+}
+
 TEST_CASE("output_file replaces an existing file only at commit") {
     temp_dir dir;
     const std::string path = dir / "t.json";

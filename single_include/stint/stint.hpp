@@ -9414,6 +9414,8 @@ private:
 #include <thread>
 #include <vector>
 
+#include <sys/types.h>
+#include <unistd.h>
 #include <zlib.h>
 
 namespace stint::detail {
@@ -9450,6 +9452,7 @@ public:
     /// first failure (ENOMEM, EIO), a worker's included.
     template <class Emit>
     int write(std::string_view bytes, Emit&& emit) {
+        if (forked()) return EIO;
         // acquire: pairs with the release in set_error(); a worker's failure shows at the next write.
         if (const int error = first_error_.load(std::memory_order_acquire)) return error;
         while (!bytes.empty()) {
@@ -9473,6 +9476,7 @@ public:
     /// written at all), then stops the workers. Returns 0 or the first failure's errno value.
     template <class Emit>
     int finish(Emit&& emit) {
+        if (forked()) return EIO;
         if (const int error = first_error_.load(std::memory_order_acquire)) return error;
         block& current = ring_slot(submitted_);
         if (current.in_size > 0 || submitted_ == 0) {
@@ -9491,6 +9495,17 @@ public:
     /// Stops and joins the workers; blocks not yet compressed are dropped. Safe to call again, and
     /// from an `emit` that throws (no lock is held while emitting).
     void stop() noexcept {
+        if (forked()) {
+            // A forked child has none of the workers, and a worker may have held mutex_ at the fork:
+            // their handles are let go unjoined (joining would wait forever, dropping them would
+            // call std::terminate).
+            const auto* kept = new (std::nothrow) std::vector<std::thread>(std::move(workers_));
+            if (kept == nullptr) {
+                for (std::thread& worker : workers_) worker.detach();
+            }
+            workers_.clear();
+            return;
+        }
         {
             std::lock_guard<std::mutex> lock(mutex_);
             stopping_ = true;
@@ -9528,8 +9543,12 @@ private:
         return b.in && b.out ? 0 : ENOMEM;
     }
 
+    // In a child forked while workers ran: blocks they held will never be done.
+    bool forked() const { return !workers_.empty() && ::getpid() != owner_; }
+
     void start_workers() {
         workers_tried_ = true;
+        owner_ = ::getpid();
         const unsigned hardware = std::thread::hardware_concurrency();
         const unsigned wanted = std::clamp(hardware > 1 ? hardware - 1 : 1u, 1u, max_workers);
         try {
@@ -9649,6 +9668,7 @@ private:
     std::vector<block> ring_;          // sized before any worker starts, never after
     std::vector<std::thread> workers_;
     bool workers_tried_ = false;
+    pid_t owner_ = 0;                  // the process that started the workers
     z_stream own_stream_{};            // the writer's, when it compresses
     bool own_stream_ready_ = false;
     std::size_t written_ = 0;          // members emitted; the writer's alone
