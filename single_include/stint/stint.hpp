@@ -9454,7 +9454,7 @@ public:
     template <class Emit>
     int write(std::string_view bytes, Emit&& emit) {
         if (forked()) return EIO;
-        // acquire: pairs with the release in set_error(); a worker's failure shows at the next write.
+        // acquire: pairs with the release in finished(); a worker's failure shows at the next write.
         if (const int error = first_error_.load(std::memory_order_acquire)) return error;
         while (!bytes.empty()) {
             block& current = ring_slot(submitted_);
@@ -9541,7 +9541,10 @@ private:
         // new[] without value-initialization: zeroing a block would cost as much as copying it.
         b.in.reset(new (std::nothrow) char[block_size]);
         b.out.reset(new (std::nothrow) unsigned char[out_capacity]);
-        return b.in && b.out ? 0 : ENOMEM;
+        if (b.in && b.out) return 0;
+        b.in.reset();  // both or neither: a later write allocates again
+        b.out.reset();
+        return ENOMEM;
     }
 
     // In a child forked while workers ran: blocks they held will never be done.
