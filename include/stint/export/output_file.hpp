@@ -21,7 +21,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
+
+#include "stint/export/detail/gzip_members.hpp"
 
 namespace stint::detail {
 
@@ -38,8 +39,9 @@ namespace stint::detail {
 /// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
 /// An existing file the caller may not write, or a directory it may not create files in, is refused
 /// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
-/// streamed through a fixed 64 KiB buffer. Every OS failure throws std::system_error naming the
-/// path and removes the temporary.
+/// as a series of independent 256 KiB members deflated on worker threads (gzip_members); the threads
+/// start only once 256 KiB were written and are joined by commit() or the destructor. Every OS failure,
+/// and a worker's (ENOMEM, EIO), throws std::system_error naming the path and removes the temporary.
 ///     output_file out("trace.json.gz");
 ///     out.write("{\"traceEvents\":[]}");
 ///     out.commit();
@@ -56,16 +58,7 @@ public:
                                         std::to_string(gzip_level) + " is not in 0..9");
         }
         open_destination();
-        if (path_.ends_with(".gz")) {
-            compressed_ = std::make_unique<unsigned char[]>(buffer_size);
-            // windowBits 15 + 16: a gzip header and trailer instead of a raw zlib stream.
-            const int rc = deflateInit2(&stream_, gzip_level, Z_DEFLATED, 15 + 16, 8,
-                                        Z_DEFAULT_STRATEGY);
-            if (rc != Z_OK) fail(rc == Z_MEM_ERROR ? ENOMEM : EINVAL);
-            deflating_ = true;
-            stream_.next_out = compressed_.get();
-            stream_.avail_out = buffer_size;
-        }
+        if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
     }
 
     output_file(const output_file&) = delete;
@@ -75,11 +68,11 @@ public:
     ~output_file() { discard(); }
 
     /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
-    /// pieces, as json_writer does.
+    /// pieces, as json_writer does. A worker's failure since the last call throws here.
     void write(std::string_view bytes) {
         check_open();
-        if (deflating_) {
-            deflate_from(bytes);
+        if (gzip_) {
+            if (const int error = gzip_->write(bytes, emitter{this})) fail(error);
         } else {
             write_fully(bytes.data(), bytes.size());
         }
@@ -90,10 +83,8 @@ public:
     /// names. Written through (a device, a FIFO), it finishes the stream and closes.
     void commit() {
         check_open();
-        if (deflating_) {
-            finish_deflate();
-            deflateEnd(&stream_);
-            deflating_ = false;
+        if (gzip_) {
+            if (const int error = gzip_->finish(emitter{this})) fail(error);
         }
         // fsync before rename: otherwise a power loss can leave the new name on an empty file.
         // EINVAL only says the file system has nothing to sync.
@@ -111,7 +102,6 @@ public:
 
 private:
     enum class state { open, committed, failed };
-    static constexpr unsigned buffer_size = 64 * 1024;
     // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
     static constexpr int max_links = 40;
 
@@ -293,44 +283,16 @@ private:
         }
     }
 
-    void write_compressed() {
-        write_fully(compressed_.get(), buffer_size - stream_.avail_out);
-        stream_.next_out = compressed_.get();
-        stream_.avail_out = buffer_size;
-    }
-
-    void deflate_from(std::string_view bytes) {
-        while (!bytes.empty()) {
-            const auto piece = static_cast<uInt>(std::min<std::size_t>(bytes.size(), UINT_MAX));
-            // zlib's API is not const-correct without ZLIB_CONST; deflate only reads next_in.
-            stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-            stream_.avail_in = piece;
-            while (stream_.avail_in > 0) {
-                if (stream_.avail_out == 0) write_compressed();
-                if (deflate(&stream_, Z_NO_FLUSH) == Z_STREAM_ERROR) fail(EIO);
-            }
-            bytes.remove_prefix(piece);
-        }
-    }
-
-    void finish_deflate() {
-        stream_.next_in = nullptr;
-        stream_.avail_in = 0;
-        for (;;) {
-            if (stream_.avail_out == 0) write_compressed();
-            const int rc = deflate(&stream_, Z_FINISH);
-            if (rc == Z_STREAM_END) break;
-            // Z_BUF_ERROR only means "no room": anything else, or no progress with room, is a bug.
-            if (rc != Z_OK && !(rc == Z_BUF_ERROR && stream_.avail_out == 0)) fail(EIO);
-        }
-        write_compressed();
-    }
+    // Where gzip_members puts each finished member, on this thread. A failed write throws from
+    // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
+    struct emitter {
+        output_file* file;
+        void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
+    };
 
     void discard() noexcept {
-        if (deflating_) {
-            deflateEnd(&stream_);
-            deflating_ = false;
-        }
+        // Joined, not destroyed: discard() may run inside gzip_->write(), through an emitter.
+        if (gzip_) gzip_->stop();
         if (fd_ >= 0) {
             ::close(fd_);
             fd_ = -1;
@@ -347,9 +309,7 @@ private:
     int fd_ = -1;
     bool through_ = false;   // a device or a FIFO, written in place
     state state_ = state::open;
-    bool deflating_ = false;
-    z_stream stream_{};
-    std::unique_ptr<unsigned char[]> compressed_;
+    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
 };
 
 }  // namespace stint::detail
