@@ -753,6 +753,43 @@ TEST_CASE("output_file writes a .gz under one block as one gzip member, starting
     }
 }
 
+TEST_CASE("a paused gzip emits its full blocks, lets its threads go, and starts them again on the next block") {
+    const std::string first = trace_like_text(2 * gzip_members::block_size + 1000);
+    const std::string second = trace_like_text(3 * gzip_members::block_size);
+    std::string bytes;
+    gzip_members gzip(1);
+    const auto emit = [&](const unsigned char* data, std::size_t size) {
+        bytes.append(reinterpret_cast<const char*>(data), size);
+    };
+    CHECK(gzip.write(first, emit) == 0);
+    CHECK(gzip.workers() >= 1);
+    CHECK(gzip.pause(emit) == 0);
+    CHECK(gzip.workers() == 0);
+    // The two full blocks are out; the 1000 bytes after them wait for more.
+    const gzip_contents paused = inflate_members(bytes);
+    CHECK(paused.valid);
+    CHECK(paused.members == 2);
+    CHECK(paused.text == first.substr(0, 2 * gzip_members::block_size));
+    CHECK(gzip.pause(emit) == 0);  // again, with nothing to do
+    CHECK(gzip.write(second, emit) == 0);
+    CHECK(gzip.workers() >= 1);
+    CHECK(gzip.finish(emit) == 0);
+    CHECK(gzip.workers() == 0);
+    const gzip_contents read = inflate_members(bytes);
+    CHECK(read.valid);
+    CHECK(read.text == first + second);
+
+    SUBCASE("output_file::idle, then more and commit") {
+        temp_dir dir;
+        output_file out(dir / "bursts.json.gz");
+        out.write(first);
+        out.idle();
+        out.write(second);
+        out.commit();
+        CHECK(read_gzip(dir / "bursts.json.gz") == first + second);
+    }
+}
+
 std::atomic<int> deflate_calls{0};
 
 // Deflates as zlib does, except the fourth block, which fails as a corrupt stream would.

@@ -93,6 +93,7 @@ public:
                 }
             }
             out_.flush();
+            file_.idle();  // no compressing thread waits between spans
         });
     }
 

@@ -78,6 +78,15 @@ public:
         }
     }
 
+    /// Between bursts of writes: a ".gz" file emits its finished members and lets its compressing
+    /// threads go until the next 256 KiB arrive. A worker's failure throws here.
+    void idle() {
+        check_open();
+        if (gzip_) {
+            if (const int error = gzip_->pause(emitter{this})) fail(error);
+        }
+    }
+
     /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
     /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
     /// names. Written through (a device, a FIFO), it finishes the stream and closes.

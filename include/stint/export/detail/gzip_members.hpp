@@ -94,6 +94,23 @@ public:
         return 0;
     }
 
+    /// Emits every full block written so far and joins the workers, keeping the partial block: a
+    /// file that stays open between bursts (an execution trace between spans) leaves no thread of
+    /// stint's waiting. The next full block starts workers again. Returns 0 or the errno value.
+    template <class Emit>
+    int pause(Emit&& emit) {
+        if (forked()) return EIO;
+        if (const int error = first_error_.load(std::memory_order_acquire)) return error;
+        while (written_ < submitted_) {
+            if (const int error = retire(emit)) return error;
+        }
+        if (workers_.empty()) return 0;
+        stop();
+        stopping_ = false;  // no worker left to read it
+        workers_tried_ = false;
+        return 0;
+    }
+
     /// Stops and joins the workers; blocks not yet compressed are dropped. Safe to call again, and
     /// from an `emit` that throws (no lock is held while emitting).
     void stop() noexcept {
