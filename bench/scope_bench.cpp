@@ -2,12 +2,16 @@
 // (empty loop, two tick reads, two steady_clock reads, the ideal recorder) and stint compiled out,
 // disabled at run time, recording timing-only scopes, ops and instants, at 1, nproc and 8 threads.
 // bench/run turns the JSON of this binary into the design §6 table.
+// This file is built with frame pointers (bench/meson.build), so with_stack<native> may walk them.
+#define STINT_NATIVE_STACK_FRAME_POINTERS 1
+
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -283,17 +287,54 @@ void stint_op_with_stack_scopes(benchmark::State& state) {
 }
 BENCHMARK(stint_op_with_stack_scopes)->Iterations(recorded_iterations);
 
-// with_stack<native>: a backtrace() of up to 32 frames per op (the benchmark's stack is about 8 deep).
-using native_config = stint::config<stint::with_stack<stint::native>>;
+// with_stack<native>: an op 10 calls deep in this file, built with frame pointers (bench/meson.build;
+// STINT_NATIVE_STACK_FRAME_POINTERS=1 above), so that every capture takes the same 10 frames.
+using native_config = stint::config<stint::with_stack<stint::native_frames<10>>>;
+constexpr int native_frames = 10;
 
-void stint_op_with_stack_native(benchmark::State& state) {
-    bench_session<native_config> session(state, true, 24 + 8 + 8 + 32 * 8);
-    for (auto _ : state) {
+template <int Depth>
+__attribute__((noinline)) void op_at_depth() {
+    if constexpr (Depth <= 1) {
         STINT_OP(native_config, "bench::op");
         benchmark::ClobberMemory();
+    } else {
+        op_at_depth<Depth - 1>();
+        benchmark::ClobberMemory();  // keeps the call from becoming a tail call
     }
 }
+
+void stint_op_with_stack_native(benchmark::State& state) {
+    bench_session<native_config> session(state, true, 24 + 8 + 8 + native_frames * 8);
+    for (auto _ : state) op_at_depth<native_frames>();
+}
 BENCHMARK(stint_op_with_stack_native)->Iterations(200'000);
+
+// The capture alone, 10 frames deep, by each method; "frames" counts what it took.
+using capture_function = std::size_t (*)(std::byte*, std::size_t) noexcept;
+
+template <int Depth>
+__attribute__((noinline)) std::size_t capture_at_depth(capture_function capture, std::byte* out) {
+    std::size_t used = 0;
+    if constexpr (Depth <= 1) {
+        used = capture(out, native_frames);
+    } else {
+        used = capture_at_depth<Depth - 1>(capture, out);
+    }
+    benchmark::ClobberMemory();
+    return used;
+}
+
+void native_stack_capture(benchmark::State& state, capture_function capture) {
+    alignas(8) std::byte out[stint::detail::native_stack_bytes(native_frames)];
+    std::size_t used = 0;
+    for (auto _ : state) {
+        used = capture_at_depth<native_frames>(capture, out);
+        benchmark::DoNotOptimize(used);
+    }
+    state.counters["frames"] = static_cast<double>((used - stint::detail::native_stack_header_bytes) / 8);
+}
+BENCHMARK_CAPTURE(native_stack_capture, walked, &stint::detail::capture_native_stack_walked)->Iterations(200'000);
+BENCHMARK_CAPTURE(native_stack_capture, unwound, &stint::detail::capture_native_stack_unwound)->Iterations(200'000);
 
 }  // namespace
 
