@@ -1,6 +1,7 @@
-// Throughput and memory of the back half: drain (stop: records → event list) and the Chrome JSON
-// export, plain and gzip; bytes per record as stored and resident memory per event of a 10 M-event
-// session. bench/run turns the JSON of this binary into rows of the design §6 table.
+// Throughput and memory of the back half: drain (stop: records → event list), the Chrome JSON
+// export, plain and gzip, and the Perfetto protobuf export (its speed and its size beside the JSON's);
+// bytes per record as stored and resident memory per event of a 10 M-event session. bench/run turns
+// the JSON of this binary into rows of the design §6 table.
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -92,6 +93,7 @@ BENCHMARK(drain)->Unit(benchmark::kMillisecond);
 
 void export_trace(benchmark::State& state, const char* name, bool with_drain) {
     const std::string path = output_path(name);
+    const bool perfetto = std::string(name).ends_with(".pftrace");
     double bytes = 0;
     std::optional<stint::profiler<>> prof;
     for (auto _ : state) {
@@ -104,17 +106,23 @@ void export_trace(benchmark::State& state, const char* name, bool with_drain) {
         if (!with_drain) prof->stop();
         state.ResumeTiming();
         if (with_drain) prof->stop();
-        prof->export_chrome_trace(path);
+        if (perfetto) {
+            prof->export_perfetto_trace(path);
+        } else {
+            prof->export_chrome_trace(path);
+        }
     }
     bytes = file_bytes(path);
     std::remove(path.c_str());
     prof.reset();
     state.SetItemsProcessed(state.iterations() * throughput_events);
     state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+    state.counters["file_bytes_per_event"] = bytes / static_cast<double>(throughput_events);
 }
 BENCHMARK_CAPTURE(export_trace, plain, "trace.json", false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(export_trace, gzip, "trace.json.gz", false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(export_trace, drain_and_plain, "trace.json", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(export_trace, perfetto, "trace.pftrace", false)->Unit(benchmark::kMillisecond);
 
 // One 10 M-event session: bytes per record as stored, resident growth per event while recording and
 // after stop (the event list), and the export's peak resident growth relative to the records' size.
