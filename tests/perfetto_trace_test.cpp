@@ -530,7 +530,7 @@ TEST_CASE("a profiler session's perfetto trace matches its events and its chrome
     for (int w = 0; w < 3; ++w) {
         workers.emplace_back([w, &nest] {
             stint::set_thread_name("worker " + std::to_string(w));
-            for (int i = 0; i < (w == 2 ? 40'000 : 50); ++i) nest(1 + i % 6, nest);  // worker 2 runs out of budget
+            for (int i = 0; i < (w == 2 ? 10'000 : 50); ++i) nest(1 + i % 6, nest);  // worker 2 runs out of budget
         });
     }
     for (auto& t : workers) t.join();
@@ -589,4 +589,52 @@ TEST_CASE("export_perfetto_trace while recording is refused") {
                          "stint: export_perfetto_trace(): the profiler didn't finish running; call stop() first",
                          std::logic_error);
     prof.stop();
+}
+
+TEST_CASE("device streams, their syncs and memory events are in a perfetto trace") {
+    stint_test::temp_dir dir;
+    stint::detail::event_list_builder b;
+    const std::uint32_t cpu = b.add_thread({.os_tid = 11, .name = "main"});
+    const stint::event_index op = b.add(stint::event_kind::cpu_op, "aten::mm", cpu, 0, 10'000);
+    const std::uint32_t stream = b.device_track({stint::device_type::cuda, 0}, 7);
+    b.set_launcher(b.add_device_event(stint::event_kind::kernel, "gemm", stream, 2'000, 4'000, {}), op);
+    b.set_launcher(b.add_device_event(stint::event_kind::kernel, "gemm", stream, 4'000, 6'000, {}), op);
+    stint::device_args sync;
+    sync.sync_type = 3;  // a stream sync: drawn on the stream's sync row
+    b.set_launcher(b.add_device_event(stint::event_kind::cuda_sync, "Stream Sync", stream, 3'000, 6'500, sync), op);
+    b.add_memory_event(stint::event_kind::memory, cpu, 500, {.addr = 0x1000, .bytes = 400}, 1);
+    b.add_memory_event(stint::event_kind::out_of_memory, cpu, 600, {.bytes = 1 << 30}, 2);
+    const stint::event_list events = std::move(b).build();
+    const std::string path = dir.file("device.pftrace");
+    stint::detail::write_perfetto_trace_file(path, events, {.pid = 77});
+    const perfetto_model model = read_model(decode(path, dir));
+
+    std::map<std::string, std::vector<std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>>> on_track;
+    for (const slice& s : model.slices) {
+        const track& t = model.tracks.at(s.track);
+        const std::string where = t.is_thread ? "thread " + std::to_string(t.tid) : t.name;
+        if (!t.is_thread) CHECK(model.tracks.at(t.parent).is_process);  // device tracks sit in the process
+        if (!t.is_thread) CHECK(s.args.count("Record function id") == 0);
+        on_track[where].emplace_back(s.name, s.category, s.begin, s.end);
+    }
+    using row = std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>;
+    CHECK(on_track.size() == 3);
+    CHECK(on_track["thread 11"] == std::vector<row>{{"aten::mm", "cpu_op", 0, 10'000}});
+    CHECK(on_track["GPU 0 stream 7"] ==
+          std::vector<row>{{"gemm", "kernel", 2'000, 4'000}, {"gemm", "kernel", 4'000, 6'000}});
+    CHECK(on_track["GPU 0 stream 7 (sync)"] == std::vector<row>{{"Stream Sync", "cuda_sync", 3'000, 6'500}});
+
+    REQUIRE(model.instants.size() == 3);  // the stats, [memory], [OutOfMemory]
+    const slice& memory = model.instants[1];
+    CHECK(memory.name == "[memory]");
+    CHECK(memory.category == "cpu_instant_event");
+    CHECK(memory.begin == 500);
+    CHECK(memory.depth == 1);  // inside aten::mm
+    CHECK(memory.args == std::map<std::string, std::string>{{"Total Reserved", "400"}, {"Total Allocated", "400"},
+                                                            {"Bytes", "400"}, {"Addr", "4096"}, {"Device Id", "-1"},
+                                                            {"Device Type", "0"}});
+    const slice& oom = model.instants[2];
+    CHECK(oom.name == "[OutOfMemory]");
+    CHECK(oom.args.count("Addr") == 0);
+    CHECK(oom.args.at("Bytes") == "1073741824");
 }
