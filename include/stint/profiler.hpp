@@ -295,7 +295,7 @@ public:
 
     /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
     /// thread tracks, interned names, stint's counts on a "stint stats" instant and a counter track.
-    /// A quarter of the JSON's size; ui.perfetto.dev and trace_processor open it.
+    /// About a fifth of the JSON's size; ui.perfetto.dev and trace_processor open it.
     ///
     ///     prof.export_perfetto_trace("run.pftrace");
     void export_perfetto_trace(const std::string& path) const {

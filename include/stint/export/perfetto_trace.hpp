@@ -1,7 +1,7 @@
 #pragma once
 // Perfetto's native trace: a protobuf `Trace`, a series of TracePackets, written from an event list
 // and streamed through one buffer (design §4). ui.perfetto.dev and trace_processor open it far beyond
-// the sizes JSON viewers manage, and it is about a quarter of the Chrome JSON's size.
+// the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
 //
 // Layout: a process track and one thread track per thread (device streams get tracks of their own,
 // and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, then
@@ -223,7 +223,7 @@ private:
         o = protobuf::put_length(o, trace_packet, size);
         o = protobuf::put_uint(o, packet::timestamp, ts);
         o = protobuf::put_uint(o, packet::sequence_id, l.sequence);
-        std::memcpy(o, extra.data(), extra.size());
+        if (!extra.empty()) std::memcpy(o, extra.data(), extra.size());  // an empty view's data() may be null
         o = protobuf::put_length(o + extra.size(), packet::track_event, body.size());
         std::memcpy(o, body.data(), body.size());
         commit(o + body.size());
@@ -549,7 +549,7 @@ private:
     std::vector<lane> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
     std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, 16> category_of_kind_{};
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::out_of_memory) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
     std::string scratch_;
 };
