@@ -638,3 +638,18 @@ TEST_CASE("device streams, their syncs and memory events are in a perfetto trace
     CHECK(oom.args.count("Addr") == 0);
     CHECK(oom.args.at("Bytes") == "1073741824");
 }
+
+TEST_CASE("a name larger than the perfetto writer's buffer is written whole") {
+    stint_test::temp_dir dir;
+    const std::string huge(3 << 20, 'x');  // 3 MiB: its interning packet outgrows the 1 MiB buffer
+    stint::detail::event_list_builder b;
+    const std::uint32_t t = b.add_thread({.os_tid = 5, .name = "main"});
+    b.add(stint::event_kind::user_annotation, "before", t, 0, 10);
+    b.add(stint::event_kind::user_annotation, huge, t, 10, 20);
+    b.add(stint::event_kind::user_annotation, "after", t, 20, 30);
+    const stint::event_list events = std::move(b).build();
+    const std::string path = dir.file("huge.pftrace");
+    stint::detail::write_perfetto_trace_file(path, events, {.pid = 9});
+    const perfetto_model model = read_model(decode(path, dir));
+    check_events(events, model, 9, same);
+}
