@@ -1,6 +1,7 @@
-// Throughput and memory of the back half: drain (stop: records → event list) and the Chrome JSON
-// export, plain and gzip; bytes per record as stored and resident memory per event of a 10 M-event
-// session. bench/run turns the JSON of this binary into rows of the design §6 table.
+// Throughput and memory of the back half: drain (stop: records → event list), the Chrome JSON
+// export, plain and gzip, and the Perfetto protobuf export (its speed and its size beside the JSON's);
+// bytes per record as stored and resident memory per event of a 10 M-event session. bench/run turns
+// the JSON of this binary into rows of the design §6 table.
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -101,6 +102,7 @@ double process_cpu_seconds() {
 // of the whole process over the timed part says how many cores that took.
 void export_trace(benchmark::State& state, const char* name, bool with_drain) {
     const std::string path = output_path(name);
+    const bool perfetto = std::string(name).ends_with(".pftrace");
     double bytes = 0;
     double cpu = 0;
     std::optional<stint::profiler<>> prof;
@@ -115,7 +117,11 @@ void export_trace(benchmark::State& state, const char* name, bool with_drain) {
         state.ResumeTiming();
         const double cpu_before = process_cpu_seconds();
         if (with_drain) prof->stop();
-        prof->export_chrome_trace(path);
+        if (perfetto) {
+            prof->export_perfetto_trace(path);
+        } else {
+            prof->export_chrome_trace(path);
+        }
         cpu += process_cpu_seconds() - cpu_before;
     }
     bytes = file_bytes(path);
@@ -130,6 +136,7 @@ void export_trace(benchmark::State& state, const char* name, bool with_drain) {
 BENCHMARK_CAPTURE(export_trace, plain, "trace.json", false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(export_trace, gzip, "trace.json.gz", false)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(export_trace, drain_and_plain, "trace.json", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(export_trace, perfetto, "trace.pftrace", false)->Unit(benchmark::kMillisecond);
 
 // One 10 M-event session: bytes per record as stored, resident growth per event while recording and
 // after stop (the event list), and the export's peak resident growth relative to the records' size.

@@ -34,6 +34,7 @@
 #include "stint/profiler/exit_trace.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/memory_timeline.hpp"
+#include "stint/export/perfetto_trace.hpp"
 #include "stint/export/collapsed_stacks.hpp"
 #include "stint/export/json_validate.hpp"
 #include "stint/export/json_writer.hpp"
@@ -291,6 +292,21 @@ public:
             }
         }
         detail::write_chrome_trace_file(path, window_events_, info);
+    }
+
+    /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
+    /// thread tracks, interned names, stint's counts on a "stint stats" instant and a counter track.
+    /// About a fifth of the JSON's size; ui.perfetto.dev and trace_processor open it.
+    ///
+    ///     prof.export_perfetto_trace("run.pftrace");
+    void export_perfetto_trace(const std::string& path) const {
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_perfetto_trace()");
+        detail::perfetto_trace_info info;
+        info.pid = detail::current_pid();
+        info.truncated_names = window_stats_.truncated_names;
+        detail::write_perfetto_trace_file(path, window_events_, info);
     }
 
     /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
