@@ -2396,8 +2396,8 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <stdexcept>
@@ -10027,7 +10027,7 @@ namespace stint::detail {
 /// An existing file the caller may not write, or a directory it may not create files in, is refused
 /// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
 /// as a series of independent 256 KiB members deflated on worker threads (gzip_members); the threads
-/// start only once 256 KiB were written and are joined by commit() or the destructor. Every OS failure,
+/// start only once 256 KiB were written and are joined by idle(), commit() or the destructor. Every OS failure,
 /// and a worker's (ENOMEM, EIO), throws std::system_error naming the path and removes the temporary.
 ///     output_file out("trace.json.gz");
 ///     out.write("{\"traceEvents\":[]}");
