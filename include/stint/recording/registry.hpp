@@ -204,7 +204,7 @@ public:
     /// Without a thread (the system refuses one) recording threads fault their chunks in themselves.
     void start_prefaulting() noexcept {
         std::lock_guard lock(mutex_);
-        if (prefault_ != nullptr) return;
+        if (prefault_ != nullptr || forked_) return;
         prefault_ahead_ = initial_prefault_bytes;
         try {
             auto worker = std::make_unique<prefault_worker>();
@@ -237,8 +237,19 @@ public:
     }
 
     /// In a forked child: the prefault thread did not survive the fork, so its state is abandoned
-    /// (leaked: its condition variable may be mid-use). Under the pool mutex held across the fork.
-    void forget_prefaulting_after_fork() noexcept { prefault_ = nullptr; }
+    /// (leaked: its condition variable may be mid-use), and none is started again: a child of a
+    /// multi-threaded process may make only async-signal-safe calls until it execs (POSIX; TSan
+    /// enforces it), so its threads fault their chunks in themselves. Under the pool mutex.
+    void forget_prefaulting_after_fork() noexcept {
+        prefault_ = nullptr;
+        forked_ = true;
+    }
+
+    /// Whether the prefault thread runs.
+    bool prefaulting() noexcept {
+        std::lock_guard lock(mutex_);
+        return prefault_ != nullptr;
+    }
 
     /// Starts a session's accounting: `bytes` of chunks may be acquired from now on.
     void reset_budget(std::size_t bytes) noexcept {
@@ -347,6 +358,7 @@ private:
     std::size_t retained_bytes_ = default_retained_bytes;
     std::atomic<std::uint64_t> faulted_on_demand_{0};
     prefault_worker* prefault_ = nullptr;  // while a session records
+    bool forked_ = false;                   // this process is a forked child: no prefault thread
     std::size_t prefault_ahead_ = initial_prefault_bytes;
     std::int64_t budget_ = 0;   // written by begin_session under the registry mutex
     std::atomic<std::int64_t> budget_left_{0};
@@ -467,6 +479,8 @@ public:
     void release_buffers() noexcept { pool_.set_retained(chunk_pool::default_retained_bytes); }
     /// Keeps at most `bytes` of chunks cached between sessions from now on, freeing the excess now.
     void set_retained_buffers(std::size_t bytes) noexcept { pool_.set_retained(bytes); }
+    /// Whether the pool's prefault thread runs (while a session records, outside a forked child).
+    bool prefaulting() noexcept { return pool_.prefaulting(); }
     /// Chunks faulted in when asked for, none being cached (pool statistics for tests and benchmarks).
     std::uint64_t chunks_faulted_on_demand() const noexcept { return pool_.faulted_on_demand(); }
     /// Bytes of chunks cached for the next session.
