@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <stint/stint.hpp>
+#include "test_util.hpp"
 
 namespace {
 
@@ -87,7 +88,10 @@ TEST_CASE("reserve_buffer_bytes faults chunks in before start() and the session 
         prof.stop();
         CHECK(prof.stats().recorded == 50'000);
         CHECK(prof.stats().dropped == 0);
-        // Drained chunks go back to the pool, which keeps the reserve for the next session.
+        // The window's records stay in their chunks until its events are built (or the next start()
+        // discards them); then the chunks go back to the pool, which keeps the reserve.
+        CHECK(cached() < reserve - 16 * chunk_bytes);
+        CHECK(stint_test::program_event_count(prof.events()) == 50'000);
         CHECK(cached() >= reserve - 2 * chunk_bytes);
 
         prof.start();  // the next session starts warm
@@ -119,6 +123,7 @@ TEST_CASE("with a schedule, each window's buffers stay warm for the next window"
         stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}),
                                 .on_trace_ready = [&](stint::profiler<>& p) {
                                     window_bytes.push_back(p.stats().buffer_bytes);
+                                    (void)p.events();  // built from the records, which go back to the pool
                                     cached_after.push_back(cached());
                                 }});
         for (int step = 0; step < 8; ++step) {

@@ -4,9 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "nesting_workload.hpp"
+#include "test_util.hpp"
+#include "trace_from_records.hpp"
 
 static_assert(STINT_DETAIL_TEST_TICK_SHIFT >= 12, "this binary needs a clock coarse enough for ties to be the rule");
 
@@ -15,6 +19,29 @@ TEST_CASE("under a clock where most events share ticks, the tree is the nesting 
         CAPTURE(session);
         nesting::run_and_check(4, 400);
     }
+}
+
+TEST_CASE("under a clock where most events share ticks, a trace from the records nests as the event list") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof;
+    prof.start();
+    std::atomic<int> turn{0};  // the threads take turns: their events interleave in time
+    const auto work = [&](int t) {
+        nesting::recorder r;
+        for (int i = 0; i < 300; ++i) {
+            while (turn.load() % 2 != t) std::this_thread::yield();
+            nesting::iteration(r, i);
+            ++turn;
+        }
+    };
+    std::thread other(work, 1);
+    work(0);
+    other.join();
+    prof.stop();
+    const records_trace::compared both = records_trace::check_same_as_list(prof, dir);
+    CHECK(records_trace::threads_contiguous(both.from_records));
+    CHECK_FALSE(records_trace::threads_contiguous(both.from_list));
+    CHECK(both.equal_times > 1000);  // most events tie with their parent here
 }
 
 TEST_CASE("under a coarse clock most events do share ticks (the test above is not luck)") {

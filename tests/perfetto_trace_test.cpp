@@ -334,7 +334,9 @@ void check_events(const stint::event_list& events, const perfetto_model& model, 
     }
     std::vector<event_key> expected_slices;
     std::vector<event_key> expected_instants;
+    std::map<std::uint64_t, const stint::event*> by_id;
     for (const stint::event& e : events) {
+        by_id[e.id] = &e;
         const auto start = static_cast<std::uint64_t>(e.start_ns);
         const bool instant = e.kind == stint::event_kind::instant || stint::is_memory_kind(e.kind);
         event_key key{track_of_thread.at(events.thread_of(e).os_tid), name_of(e.name),
@@ -352,9 +354,9 @@ void check_events(const stint::event_list& events, const perfetto_model& model, 
         if (s.category == "stint") continue;  // the stats
         instants.emplace_back(s.track, s.name, s.category, s.begin, s.begin, 0, s.args.at("Record function id"));
         // An instant keeps its time: inside its parent, and inside a slice that began in its nanosecond.
-        const stint::event& e = events[std::stoull(s.args.at("Record function id")) - events[0].id];
-        CHECK(e.id == std::stoull(s.args.at("Record function id")));
-        CHECK(s.depth >= e.depth);
+        const auto found = by_id.find(std::stoull(s.args.at("Record function id")));
+        REQUIRE(found != by_id.end());
+        CHECK(s.depth >= found->second->depth);
     }
     std::sort(expected_slices.begin(), expected_slices.end());
     std::sort(expected_instants.begin(), expected_instants.end());

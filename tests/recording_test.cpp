@@ -298,6 +298,8 @@ TEST_CASE("stats have all of torch's fields positive after a real session") {
     prof.start();
     for (int i = 0; i < 10; ++i) middle();
     prof.stop();
+    CHECK(prof.stats().function_events_build_tree_call_duration_us == 0);  // no tree yet: nothing asked for one
+    CHECK(prof.events().size() == 30);
     const auto& s = prof.stats();
     CHECK(s.profiling_window_duration_sec > 0);
     CHECK(s.number_of_events == 30);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -33,6 +34,8 @@
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/exit_trace.hpp"
 #include "stint/export/chrome_trace.hpp"
+#include "stint/export/chrome_trace_records.hpp"
+#include "stint/export/trace_stream.hpp"
 #include "stint/export/memory_timeline.hpp"
 #include "stint/export/perfetto_trace.hpp"
 #include "stint/export/collapsed_stacks.hpp"
@@ -93,6 +96,15 @@ struct profiler_options {
     /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
     /// the same op in this profiler's Chrome trace. The profiler's destruction finishes the file.
     stint::execution_trace_observer* execution_trace_observer = nullptr;
+    /// Streams the session to this Chrome trace file (".json", or ".json.gz" for gzip) while it records:
+    /// a thread of stint's writes the records threads have filled and gives their buffers back, so a
+    /// session of any length records within `buffer_budget_bytes` (a record is dropped, and counted,
+    /// only when recording outruns the writer and the budget is spent). At stop() the file is
+    /// completed; the events are in it, not kept: events(), key_averages() and the exports then throw.
+    /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
+    /// config that captures nothing (values that sites of other configs capture are left out of the
+    /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    std::string stream_to{};
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -132,6 +144,7 @@ public:
                 "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
                 "activity::cuda with stint::cuda_activities in the config");
         }
+        if (!options_.stream_to.empty()) refuse_streaming_with_options();
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
         }
@@ -243,7 +256,8 @@ public:
     [[nodiscard]] const event_list& events() const {
         const std::lock_guard lock(mutex_);
         require_finished("events()");
-        return options_.accumulate_events ? all_events_ : window_events_;
+        require_kept("events()");
+        return options_.accumulate_events ? all_events_ : window_events();
     }
 
     /// events() grouped by name (and by shapes or stack frames when asked), as torch's
@@ -282,16 +296,13 @@ public:
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_chrome_trace()");
-        detail::chrome_trace_info info;
-        info.pid = detail::current_pid();
-        info.truncated_names = window_stats_.truncated_names;
-        info.metadata_json = metadata_;
-        if (find_metadata("distributedInfo") == nullptr) {
-            if (std::optional<distributed_info> dist = current_distributed_info()) {
-                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
-            }
+        require_kept("export_chrome_trace()");
+        const detail::chrome_trace_info info = trace_info(window_stats_.truncated_names);
+        if (window_records_ && !has_stacks && !has_modules && detail::chrome_trace_from_records(*window_records_)) {
+            detail::write_chrome_trace_file(path, *window_records_, window_first_id_, info);
+        } else {
+            detail::write_chrome_trace_file(path, window_events(), info);
         }
-        detail::write_chrome_trace_file(path, window_events_, info);
     }
 
     /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
@@ -303,10 +314,11 @@ public:
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_perfetto_trace()");
+        require_kept("export_perfetto_trace()");
         detail::perfetto_trace_info info;
         info.pid = detail::current_pid();
         info.truncated_names = window_stats_.truncated_names;
-        detail::write_perfetto_trace_file(path, window_events_, info);
+        detail::write_perfetto_trace_file(path, window_events(), info);
     }
 
     /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
@@ -321,7 +333,8 @@ public:
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_memory_timeline()");
-        stint::export_memory_timeline(window_events_, path, device);
+        require_kept("export_memory_timeline()");
+        stint::export_memory_timeline(window_events(), path, device);
     }
 
     /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
@@ -370,6 +383,7 @@ public:
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
         const std::lock_guard lock(mutex_);
         require_finished("export_stacks()");
+        require_kept("export_stacks()");
         detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
 
@@ -412,6 +426,7 @@ private:
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
                             if constexpr (has_stacks) detail::warm_native_stacks();
+                            settle_last_window();
                             open_session();
                         }
                         break;
@@ -429,8 +444,20 @@ private:
         }
     }
 
-    /// Opens the CPU session and, when asked for and compiled in, the device session beside it.
+    /// Opens the CPU session and, when asked for and compiled in, the device session beside it; with
+    /// stream_to, the stream first (a path it cannot write opens nothing).
     void open_session() {
+        if (!options_.stream_to.empty()) {
+            stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
+            try {
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                stream_->start(session_.recording_state(), session_.calibration(), next_id_);
+            } catch (...) {
+                stream_.reset();
+                throw;
+            }
+            return;
+        }
         const bool device = has_device && options_.activities.contains(activity::cuda);
         stint::execution_trace_observer* et = options_.execution_trace_observer;
         execution_trace_window_ = et != nullptr && et->wants_window();
@@ -446,9 +473,11 @@ private:
         }
     }
 
-    /// Drains the session into the window's results; false when none was recording.
+    /// Drains the session into the window's results; false when none was recording. The event list is
+    /// built now when something needs it at once (earlier windows kept, an execution trace, device
+    /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
+    /// and built into events when first asked for, and a timing-only trace is written from them.
     bool close_window() {
-        event_list window;
         std::optional<detail::device_capture> device;
         if constexpr (has_device) {
             // The device session ends first: its records must all be in before the CPU side is drained.
@@ -458,23 +487,88 @@ private:
                 device_requested_ = device_started_ = false;
             }
         }
+        if (stream_) return close_streamed_window();
         const bool et_window = std::exchange(execution_trace_window_, false);
-        const bool closed =
-            session_.close(window, next_id_,
-                           {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
-                           device ? &*device : nullptr);
+        detail::record_store records;
+        const bool closed = session_.close_records(records);
         if (et_window && options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->set_window_running(false);
         }
         if (!closed) return false;
-        next_id_ += window.size();
         window_stats_ = session_.stats();
-        window_events_ = std::move(window);
+        window_first_id_ = next_id_;
+        window_records_.reset();
+        window_events_ = event_list{};
+        bool timing_only = true;
+        for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
+        if (timing_only && !options_.accumulate_events && !et_window && !device) {
+            next_id_ += records.events();
+            window_records_.emplace(std::move(records));
+            return true;
+        }
+        detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
+                                      device ? &*device : nullptr, window_stats_);
+        next_id_ += window_events_.size();
         if (options_.accumulate_events) all_events_.append(window_events_);
         if (et_window && options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->append_window(window_events_);
         }
         return true;
+    }
+
+    /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
+    bool close_streamed_window() {
+        detail::record_store records;
+        if (stream_->inherited()) {
+            // A forked child: the writer thread and the file are the parent's. Abandon both.
+            (void)stream_.release();
+            (void)session_.close_records(records);
+            return false;
+        }
+        struct reset_stream {
+            std::unique_ptr<detail::trace_stream>& stream;
+            ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
+        } reset{stream_};
+        stream_->stop();
+        if (!session_.close_records(records)) return false;
+        window_stats_ = session_.stats();
+        window_records_.reset();
+        window_events_ = event_list{};
+        streamed_window_ = true;
+        const detail::streamed_totals totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        window_stats_.number_of_events = totals.events;
+        window_stats_.recorded = totals.recorded;
+        window_stats_.overhead_events = totals.overhead;
+        window_stats_.dropped = totals.dropped;
+        next_id_ += totals.events;
+        return true;
+    }
+
+    static constexpr detail::drain_options drain_options(bool input_values) noexcept {
+        return {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = input_values};
+    }
+
+    /// The last window's events, built from its records the first time they are asked for.
+    const event_list& window_events() const {
+        if (window_records_) {
+            detail::session::build_events(*window_records_, window_events_, window_first_id_, drain_options(false),
+                                          nullptr, window_stats_);
+            window_records_.reset();
+        }
+        return window_events_;
+    }
+
+    /// Before a new window records: the last one's records go back to the pool (the new window reuses
+    /// the chunks). With a schedule its events stay readable, so they are built first; without one
+    /// they can no longer be read (the next stop replaces them).
+    void settle_last_window() {
+        if (!window_records_) return;
+        if (options_.schedule) {
+            (void)window_events();
+        } else {
+            window_records_.reset();
+            window_events_ = event_list{};
+        }
     }
 
     /// The observer went first: stop using it.
@@ -551,6 +645,31 @@ private:
         }
     }
 
+    void require_kept(std::string_view call) const {
+        if (streamed_window_) {
+            throw std::logic_error("stint: " + std::string(call) + ": the window was streamed to \"" + options_.stream_to +
+                                   "\" (profiler_options::stream_to); its events are in that file, not kept");
+        }
+    }
+
+    void refuse_streaming_with_options() const {
+        const auto refuse = [](std::string_view why) {
+            throw std::invalid_argument(fmt::format("stint: profiler_options::stream_to streams one window of "
+                                                    "timing-only records; {}", why));
+        };
+        if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
+        if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
+        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
+        if (has_device || has_memory || has_shapes || has_stacks || has_modules) {
+            refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
+                   "the event list writes; stream with stint::config<>");
+        }
+        if (options_.stream_to.ends_with(".pftrace") || options_.stream_to.ends_with(".perfetto-trace")) {
+            refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
+                   "format after a normal stop");
+        }
+    }
+
     void require_finished(std::string_view call) const {
         // With a schedule the results are the last saved window's, readable while the next records.
         if (session_.is_open() && !options_.schedule) {
@@ -564,6 +683,21 @@ private:
             throw std::invalid_argument(
                 fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
         }
+    }
+
+    /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
+    /// distributed job, "distributedInfo".
+    [[nodiscard]] detail::chrome_trace_info trace_info(std::uint64_t truncated_names) const {
+        detail::chrome_trace_info info;
+        info.pid = detail::current_pid();
+        info.truncated_names = truncated_names;
+        info.metadata_json = metadata_;
+        if (find_metadata("distributedInfo") == nullptr) {
+            if (std::optional<distributed_info> dist = current_distributed_info()) {
+                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
+            }
+        }
+        return info;
     }
 
     [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
@@ -606,9 +740,15 @@ private:
     bool device_started_ = false;    // ... and the device collector started
     bool execution_trace_window_ = false;  // the open session records for the execution trace observer
     std::optional<record_function> step_annotation_;
-    event_list window_events_;
+    // The last window: its records until its events are asked for, then its events (mutable: built by
+    // the const queries, under the lock).
+    mutable std::optional<detail::record_store> window_records_;
+    mutable event_list window_events_;
+    std::uint64_t window_first_id_ = 0;
     event_list all_events_;
-    profiler_stats window_stats_;
+    mutable profiler_stats window_stats_;
+    std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
+    bool streamed_window_ = false;                 // the last window was streamed: nothing kept
     std::vector<std::pair<std::string, std::string>> metadata_;
     // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
     std::uint64_t next_id_ = 1;

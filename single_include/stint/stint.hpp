@@ -2814,11 +2814,9 @@ struct record_payload {
     std::span<const std::byte> bytes;
 };
 
-/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
-/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
+/// Calls `on_record(record, payload)` for each complete record in [from, end) (record boundaries).
 template <class OnRecord>
-const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
-    const std::byte* const end = c.published.load(std::memory_order_acquire);
+void for_each_record(const std::byte* from, const std::byte* end, OnRecord&& on_record) {
     for (const std::byte* at = from; at < end;) {
         record r;
         std::memcpy(&r, at, sizeof(r));
@@ -2834,8 +2832,30 @@ const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_
         at += bytes;
         on_record(r, payload);
     }
+}
+
+/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
+/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
+template <class OnRecord>
+const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
+    const std::byte* const end = c.published.load(std::memory_order_acquire);
+    for_each_record(from, end, on_record);
     return end;
 }
+
+/// What a drain takes out of one thread's buffer (one node: a thread and a shared object): the chunks
+/// its owner has moved past, as a chain the taker now owns (give each back with
+/// registry::release_chunk), and a copy of what the owner had published in the chunk it keeps writing
+/// into. Records of scopes that ended after `stop_ticks` are in them and belong to no window.
+struct taken_records {
+    const void* node = nullptr;   ///< which buffer (a streamed session's later takes name it again)
+    std::uint64_t os_tid = 0;
+    std::string name;
+    std::uint64_t dropped = 0;    ///< records lost to the budget
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    chunk* chunks = nullptr;      ///< linked by chunk::next
+    std::vector<std::byte> tail;
+};
 
 /// Counts a drain reports per thread.
 struct drained_thread {
@@ -2870,13 +2890,12 @@ public:
         return active_;
     }
 
-    /// Stops recording `state`, calls `on_disabled`, then hands every record of the session to
-    /// `on_record` and each thread's counts to `on_thread`, all under the registry lock (so no new
-    /// session can recycle the chunks being read), and frees what the drain no longer needs. Records
-    /// of scopes that end after the stop are left out: they belong to no window. Returns false when
-    /// `state` is not the recording session (stopped already, or a fork ended it).
-    template <class OnDisabled, class OnThread, class OnRecord>
-    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnThread&& on_thread, OnRecord&& on_record) {
+    /// Stops recording `state`, calls `on_disabled(stop_ticks)`, then takes each thread's records out of its buffer
+    /// and hands them to `on_taken(taken_records&&)`, all under the registry lock (so no new session
+    /// can recycle the chunks being taken). Returns false when `state` is not the recording session
+    /// (stopped already, or a fork ended it).
+    template <class OnDisabled, class OnTaken>
+    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnTaken&& on_taken) {
         std::lock_guard lock(mutex_);
         if (active_ != state || state == 0) return false;
         recording.value.store(state & ~1U, std::memory_order_release);
@@ -2891,14 +2910,63 @@ public:
         late_in_last_drain_ = late_total_ - late_reported_;
         late_reported_ = late_total_;
         pool_.stop_prefaulting();
-        on_disabled();
+        on_disabled(stop_ticks);
         for (thread_node* node : nodes_) {
             pool_.release(std::exchange(node->ready, nullptr));  // set aside, never taken
             if (node->state.load(std::memory_order_acquire) != state) continue;
-            drain_node(*node, state, stop_ticks, on_thread, on_record);
+            on_taken(take_node(*node, state, stop_ticks));
         }
         free_exited_nodes();
         return true;
+    }
+
+    /// Gives back a chunk that end_session handed over.
+    void release_chunk(chunk* c) noexcept { pool_.release(c); }
+
+    /// While session `state` records (a streamed session): takes from each of its threads' buffers the
+    /// chunks the owner has moved past (all of an exited thread's), handing them to
+    /// `on_taken(taken_records&&)` (without a tail), under the registry lock. Each must come back through
+    /// give_back_streamed(), which returns its bytes to the session's budget.
+    template <class OnTaken>
+    void take_written(std::uint32_t state, OnTaken&& on_taken) {
+        std::lock_guard lock(mutex_);
+        if (active_ != state || state == 0) return;
+        for (thread_node* node : nodes_) {
+            if (node->state.load(std::memory_order_acquire) != state) continue;
+            // acquire: the owner published a chunk's last records before it moved on (or exited).
+            const bool exited = node->exited.load(std::memory_order_acquire);
+            chunk* const keep = exited ? nullptr : node->current.load(std::memory_order_acquire);
+            chunk* const head = node->head.load(std::memory_order_acquire);
+            if (head == nullptr || head == keep) continue;
+            taken_records taken;
+            taken.node = node;
+            taken.os_tid = node->os_tid;
+            taken.name = node->name;
+            chunk* last = head;
+            for (chunk* next = last->next.load(std::memory_order_acquire); next != keep && next != nullptr;
+                 next = last->next.load(std::memory_order_acquire)) {
+                last = next;
+            }
+            last->next.store(nullptr, std::memory_order_relaxed);  // the owner links only after keep
+            node->head.store(keep, std::memory_order_release);
+            if (exited) node->current.store(nullptr, std::memory_order_release);
+            taken.chunks = head;
+            on_taken(std::move(taken));
+        }
+    }
+
+    /// Gives back chunks that take_written() handed over: to the pool, and their bytes to the budget of
+    /// session `state` (whose threads may take chunks again if it was spent).
+    void give_back_streamed(std::uint32_t state, chunk* chain) noexcept {
+        bool any = false;
+        for (chunk* c = chain; c != nullptr;) {
+            chunk* next = c->next.load(std::memory_order_relaxed);
+            pool_.refund_and_release(c);
+            any = true;
+            c = next;
+        }
+        std::uint32_t spent = state;
+        if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_relaxed);
     }
 
     /// Records of earlier sessions found since the drain before this one: scopes that ended before
@@ -2967,53 +3035,41 @@ public:
     }
 
 private:
-    template <class OnThread, class OnRecord>
-    void drain_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks, OnThread& on_thread,
-                    OnRecord& on_record) {
-        drained_thread info;
-        info.os_tid = node.os_tid;
-        info.name = node.name;
+    // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
+    // the one it keeps writing into (late scopes land there; count_late finds them from where the copy
+    // ended, and the owner returns that chunk when its next session begins).
+    taken_records take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks) {
+        taken_records taken;
+        taken.node = &node;
+        taken.os_tid = node.os_tid;
+        taken.name = node.name;
         chunk* const keep = node.exited.load(std::memory_order_acquire)
                                 ? nullptr
                                 : node.current.load(std::memory_order_acquire);
         const std::byte* kept_until = nullptr;
-        for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-             c = c->next.load(std::memory_order_acquire)) {
-            const std::byte* const read_until =
-                for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
-                    // A scope still open at stop ended after it: it belongs to no window.
-                    if (r.end_ticks > stop_ticks) return;
-                    // A device link is part of the scope record before it, not a record of its own.
-                    // record_outputs' records are the program's, though they make no event of their own.
-                    if (r.where()->payload != payload_kind::device_link) {
-                        const bool own =
-                            r.where()->kind == event_kind::overhead && r.where()->payload != payload_kind::outputs;
-                        ++(own ? info.overhead : info.recorded);
-                    }
-                    on_record(info, r, payload);
-                });
-            if (c == keep) {
-                kept_until = read_until;
-                break;  // what the owner publishes after this point, or links after it, is late
-            }
+        if (keep != nullptr) {
+            kept_until = keep->published.load(std::memory_order_acquire);
+            taken.tail.assign(static_cast<const std::byte*>(keep->data()), kept_until);  // may throw: nothing taken yet
         }
-        info.dropped = node.dropped.load(std::memory_order_relaxed);
-        info.truncated = node.truncated.load(std::memory_order_relaxed);
-        on_thread(info);
+        chunk* head = node.head.load(std::memory_order_acquire);
+        if (head != nullptr && head != keep) {
+            taken.chunks = head;
+            chunk* last = head;
+            for (chunk* next = last->next.load(std::memory_order_acquire); next != keep && next != nullptr;
+                 next = last->next.load(std::memory_order_acquire)) {
+                last = next;
+            }
+            last->next.store(nullptr, std::memory_order_relaxed);  // the owner links only after keep
+        }
+        taken.dropped = node.dropped.load(std::memory_order_relaxed);
+        taken.truncated = node.truncated.load(std::memory_order_relaxed);
         node.drained_state = state;
         node.drained_stop_ticks = stop_ticks;
         node.drained_chunk = keep;
         node.drained_until = kept_until;
-        node.drained_dropped = info.dropped;
-        // Chunks the owner has moved past are free now; the owner keeps writing into `keep` (late
-        // scopes) and returns it when its next session begins.
-        chunk* c = node.head.load(std::memory_order_acquire);
-        while (c != nullptr && c != keep) {
-            chunk* next = c->next.load(std::memory_order_acquire);
-            pool_.release(c);
-            c = next;
-        }
+        node.drained_dropped = taken.dropped;
         node.head.store(keep, std::memory_order_release);
+        return taken;
     }
 
     /// Counts the records of the node's drained session that reached its buffer after the drain (and
@@ -5900,7 +5956,8 @@ public:
         list_.late_ = late;
     }
     void set_base_time_ns(std::int64_t ns) { list_.base_time_ns_ = ns; }
-    /// First "Record function id" to hand out (so ids stay unique across windows).
+    /// First "Record function id" to hand out (so ids stay unique across windows): the n-th event added
+    /// gets first_id + n.
     void set_first_id(std::uint64_t id) { first_id_ = id; }
 
     /// Room for `events` events, so that a drain never copies the list while it grows.
@@ -5921,8 +5978,8 @@ public:
         depth_[i] = depth;
     }
 
-    /// Orders events by (start, longer first, then the program's order or insertion), assigns ids in
-    /// that order, and links the tree.
+    /// Orders events by (start, longer first, then the program's order or insertion), links the tree,
+    /// and gives each event the id first_id + its place in the order added.
     event_list build() && {
         depth_.resize(list_.events_.size(), no_depth);
         exact_.assign(list_.events_.size(), exact_place{});
@@ -6229,7 +6286,7 @@ private:
         std::vector<event_index> last_child(n, no_index);
         for (event_index i = 0; i < n; ++i) {
             event& e = ev[i];
-            e.id = first_id_ + i;
+            e.id = first_id_ + original[i];  // the order added: an exporter that reads the records knows it
             e.self_ns = e.duration_ns();
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];
@@ -9085,6 +9142,152 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 }  // namespace stint::detail
 // ---- end stint/drain/device_join.hpp ----
 
+// ---- begin stint/drain/record_store.hpp ----
+// A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
+// thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
+// trace of timing-only records is written from them directly, so that stopping and exporting a big
+// session needs no memory beyond the records' own.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+
+namespace stint::detail {
+
+/// The records of one closed session, per thread buffer (a thread and a shared object), in the order
+/// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
+class record_store {
+public:
+    /// One buffer's records and what a drain reports of them.
+    struct thread_records {
+        const void* node = nullptr;    ///< which buffer it was (taken_records::node)
+        drained_thread counts;
+        chunk* chunks = nullptr;       ///< full chunks, linked by chunk::next
+        std::vector<std::byte> tail;   ///< the records of the chunk its owner kept writing into
+        std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
+        /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
+        std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
+        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name
+    };
+
+    record_store() = default;
+    record_store(const record_store&) = delete;
+    record_store& operator=(const record_store&) = delete;
+    record_store(record_store&& other) noexcept { *this = std::move(other); }
+    record_store& operator=(record_store&& other) noexcept {
+        if (this != &other) {
+            release_all();
+            threads_ = std::move(other.threads_);
+            other.threads_.clear();
+            stop_ticks = other.stop_ticks;
+            calibration = other.calibration;
+            late = other.late;
+            buffer_bytes = other.buffer_bytes;
+            memory_dropped = other.memory_dropped;
+        }
+        return *this;
+    }
+    ~record_store() { release_all(); }
+
+    /// Takes one buffer's records (from registry::end_session) and counts them.
+    void add(taken_records&& taken) {
+        thread_records& t = threads_.emplace_back();
+        t.node = taken.node;
+        t.counts.os_tid = taken.os_tid;
+        t.counts.name = std::move(taken.name);
+        t.counts.dropped = taken.dropped;
+        t.counts.truncated = taken.truncated;
+        t.chunks = taken.chunks;
+        t.tail = std::move(taken.tail);
+        for_each_record(t, [&](const record& r, const record_payload&) {
+            const site& where = *r.where();
+            // A device link is part of the scope record before it, not a record of its own; outputs
+            // are the program's records but make no event.
+            if (where.payload != payload_kind::device_link) {
+                const bool own = where.kind == event_kind::overhead && where.payload != payload_kind::outputs;
+                ++(own ? t.counts.overhead : t.counts.recorded);
+            }
+            if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs) {
+                t.timing_only = false;
+                return;
+            }
+            ++t.events;
+            if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
+                t.timing_only = false;
+            }
+            if (where.kind != event_kind::instant) t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+        });
+    }
+
+    [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
+    [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
+
+    /// Records that become events, over all buffers.
+    [[nodiscard]] std::uint64_t events() const noexcept {
+        std::uint64_t n = 0;
+        for (const thread_records& t : threads_) n += t.events;
+        return n;
+    }
+
+    /// Calls `on_record(record, payload)` for each of the buffer's records of the window (scopes that
+    /// ended after the stop belong to none), in the order the thread wrote them.
+    template <class OnRecord>
+    void for_each_record(const thread_records& t, OnRecord&& on_record) const {
+        const auto in_window = [&](const record& r, const record_payload& payload) {
+            if (r.end_ticks <= stop_ticks) on_record(r, payload);
+        };
+        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+            stint::detail::for_each_record(c->data(), c->published.load(std::memory_order_acquire), in_window);
+        }
+        stint::detail::for_each_record(t.tail.data(), t.tail.data() + t.tail.size(), in_window);
+    }
+
+    /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
+    [[nodiscard]] std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const {
+        std::vector<std::pair<const std::byte*, const std::byte*>> out;
+        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+            out.emplace_back(c->data(), c->published.load(std::memory_order_acquire));
+        }
+        out.emplace_back(t.tail.data(), t.tail.data() + t.tail.size());
+        return out;
+    }
+
+    /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
+    [[nodiscard]] chunk* take_chunks(thread_records& t) noexcept {
+        std::vector<std::byte>().swap(t.tail);
+        return std::exchange(t.chunks, nullptr);
+    }
+
+    /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
+    void release(thread_records& t) noexcept {
+        for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
+            chunk* next = c->next.load(std::memory_order_relaxed);
+            the_registry().release_chunk(c);
+            c = next;
+        }
+        std::vector<std::byte>().swap(t.tail);
+    }
+
+    std::uint64_t stop_ticks = 0;       ///< records that ended after it belong to no window
+    tick_calibration calibration;       ///< ticks to ns since the window's start
+    std::uint64_t late = 0;             ///< late records of earlier sessions found by this drain
+    std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
+    std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
+
+private:
+    void release_all() noexcept {
+        for (thread_records& t : threads_) release(t);
+    }
+
+    std::vector<thread_records> threads_;
+};
+
+}  // namespace stint::detail
+// ---- end stint/drain/record_store.hpp ----
+
 // ---- begin stint/memory/report.hpp ----
 // Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
 // report_alloc / report_free / report_oom; the adapters in this folder call them for you.
@@ -9240,8 +9443,10 @@ struct profiler_stats {
     double profiler_prepare_call_duration_us = 0;      ///< calibration and set-up before enabling
     double profiler_enable_call_duration_us = 0;       ///< opening the session
     double profiler_disable_call_duration_us = 0;      ///< closing the session
-    double parse_kineto_call_duration_us = 0;          ///< draining records into events
-    double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
+    double parse_kineto_call_duration_us = 0;          ///< taking the records out of the thread buffers
+    /// Ordering and linking the tree; 0 until the event list is built (stop() builds it only when
+    /// something needs it then; events() and the exporters that read it build it when first asked).
+    double function_events_build_tree_call_duration_us = 0;
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
     /// Records of earlier sessions that reached their buffers after those sessions were drained (a
@@ -9349,78 +9554,101 @@ public:
     }
 
     [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+    /// The open session's recording state (registry::begin_session's), for a streaming writer.
+    [[nodiscard]] std::uint32_t recording_state() const noexcept { return state_; }
+    /// Ticks to ns since the open session's start, as measured when it opened.
+    [[nodiscard]] const tick_calibration& calibration() const noexcept { return calibration_; }
 
     /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
     void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
 
-    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
-    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
-    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
-               device_capture* device = nullptr) {
+    /// Closes the session and takes its records out of the thread buffers into `out` (built into events
+    /// later by build_events, or written by an exporter directly). Returns false (and changes nothing)
+    /// when the session was not open or a fork ended it. Fills stats() but for what only the event
+    /// list knows (number_of_events counts the records that become events).
+    bool close_records(record_store& out) {
         if (state_ == 0) return false;
         // First: the drain below allocates, and no report may land in a session being drained.
         if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
         capture_state.outputs.store(false, std::memory_order_relaxed);
         capture_state.identities.store(false, std::memory_order_relaxed);
         registry& reg = the_registry();
+        record_store store;
+        const std::int64_t disable_start = steady_now_ns();
+        std::int64_t disabled_at = 0;
+        const auto on_disabled = [&](std::uint64_t stop_ticks) {
+            store.stop_ticks = stop_ticks;
+            disabled_at = steady_now_ns();
+            store.buffer_bytes = reg.session_buffer_bytes();
+            store.late = reg.late_records_found();
+            // Before the chunks are given back: the next window reuses them, resident.
+            if (keep_buffers_) reg.retain_buffers(store.buffer_bytes);
+            calibration_ = refine_calibration(calibration_, take_clock_anchor());
+        };
+        const bool closed = state_ == device_only_state
+                                ? (on_disabled(read_ticks()), true)
+                                : reg.end_session(state_, on_disabled, [&](taken_records&& t) { store.add(std::move(t)); });
+        state_ = 0;
+        if (!closed) return false;
+        store.calibration = calibration_;
+        store.memory_dropped = memory_events_dropped.exchange(0, std::memory_order_relaxed);
+        const std::int64_t taken_at = steady_now_ns();
+        stats_.profiling_window_duration_sec =
+            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
+        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
+        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, taken_at);
+        stats_.number_of_events = store.events();
+        stats_.recorded = stats_.dropped = stats_.overhead_events = stats_.truncated_names = 0;
+        for (const record_store::thread_records& t : store.threads()) {
+            stats_.recorded += t.counts.recorded;
+            stats_.dropped += t.counts.dropped;
+            stats_.overhead_events += t.counts.overhead;
+            stats_.truncated_names += t.counts.truncated;
+        }
+        stats_.late_records = store.late;
+        stats_.buffer_bytes = store.buffer_bytes;
+        out = std::move(store);
+        return true;
+    }
+
+    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
+    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
+    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
+    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
+               device_capture* device = nullptr) {
+        record_store records;
+        if (!close_records(records)) return false;
+        build_events(records, out, first_id, options, device, stats_);
+        return true;
+    }
+
+    /// Turns a closed session's records into an event list whose ids start at `first_id` (each record's
+    /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
+    /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
+    /// with what only the event list knows.
+    static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
+                             const drain_options& options, device_capture* device, profiler_stats& stats) {
+        const tick_calibration& calibration = records.calibration;
         event_list_builder builder;
         builder.set_first_id(first_id);
+        builder.reserve(records.events());
         if (options.call_stacks) builder.build_call_stacks();
         if (options.module_hierarchy) builder.build_module_hierarchy();
         std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
-        std::uint64_t last_tid = ~std::uint64_t{0};
-        std::uint32_t last_index = 0;
-        std::int64_t disable_start = steady_now_ns();
-        std::int64_t disabled_at = 0;
-        std::uint64_t recorded = 0;
-        std::uint64_t dropped = 0;
-        std::uint64_t overhead = 0;
-        std::uint64_t truncated = 0;
-
         const auto thread_for = [&](const drained_thread& t) {
-            if (t.os_tid == last_tid) return last_index;
             auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
             if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
-            last_tid = t.os_tid;
-            last_index = it->second;
-            return last_index;
-        };
-        std::uint64_t buffer_bytes = 0;
-        std::uint64_t late = 0;
-        std::uint64_t stop_ticks = 0;
-        const auto on_disabled = [&] {
-            stop_ticks = read_ticks();
-            disabled_at = steady_now_ns();
-            buffer_bytes = reg.session_buffer_bytes();
-            late = reg.late_records_found();
-            builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
-            // Before the drain releases the chunks: the next window reuses them, resident.
-            if (keep_buffers_) reg.retain_buffers(buffer_bytes);
-            calibration_ = refine_calibration(calibration_, take_clock_anchor());
+            return it->second;
         };
         std::unordered_map<std::uint64_t, event_index> links;
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
         pending_outputs outputs;  // record_outputs records waiting for their op
-        const auto on_thread = [&](const drained_thread& t) {
-            thread_info& info = builder.thread(thread_for(t));
-            // Several nodes (one per shared object) of one OS thread merge into one thread.
-            info.recorded += t.recorded;
-            info.dropped += t.dropped;
-            if (info.name.empty()) info.name = t.name;
-            recorded += t.recorded;
-            dropped += t.dropped;
-            overhead += t.overhead;
-            truncated += t.truncated;
-            outputs.finish_run(builder);
-            builder.begin_run();  // the next node's records are a run of their own
-            last_scope = no_index;
-        };
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
-        const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
+        std::uint32_t thread = 0;
+        const auto on_record = [&](const record& r, const record_payload& payload) {
             if (r.where()->payload == payload_kind::outputs) {
                 truncated_inputs += outputs.add(r.depth(), payload);
                 return;
@@ -9434,9 +9662,8 @@ public:
                 last_scope = no_index;
                 return;
             }
-            const std::uint32_t thread = thread_for(t);
-            const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
-            const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
+            const std::int64_t start = calibration.to_ns_since_anchor(r.begin_ticks);
+            const std::int64_t end = calibration.to_ns_since_anchor(r.end_ticks);
             const site& where = *r.where();
             std::span<const std::byte> bytes = payload.bytes;
             std::vector<std::uint64_t> frames;
@@ -9496,52 +9723,54 @@ public:
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
-        const bool closed = state_ == device_only_state ? (on_disabled(), true)
-                                                        : reg.end_session(state_, on_disabled, on_thread, on_record);
-        state_ = 0;
-        if (!closed) return false;
-        outputs.finish_run(builder);
+        std::uint64_t recorded = 0;
+        std::uint64_t dropped = 0;
+        for (record_store::thread_records& t : records.threads()) {
+            thread = thread_for(t.counts);
+            last_scope = no_index;
+            records.for_each_record(t, on_record);
+            thread_info& info = builder.thread(thread);
+            // Several buffers (one per shared object) of one OS thread merge into one thread.
+            info.recorded += t.counts.recorded;
+            info.dropped += t.counts.dropped;
+            if (info.name.empty()) info.name = t.counts.name;
+            recorded += t.counts.recorded;
+            dropped += t.counts.dropped;
+            outputs.finish_run(builder);
+            builder.begin_run();  // the next buffer's records are a run of their own
+            records.release(t);
+        }
         if (device != nullptr) {
             const auto thread_of_tid = [&](std::uint64_t tid) {
                 auto [it, added] = thread_index.try_emplace(tid, 0);
                 if (added) it->second = builder.add_thread({tid, {}, 0, 0});
                 return it->second;
             };
-            join_device_activity(builder, *device, links, {calibration_.anchor.ticks, stop_ticks, calibration_},
-                                 thread_of_tid);
-            stats_.device_status = device->report.status;
-            stats_.device_loss = device->report.loss;
+            join_device_activity(builder, *device, links,
+                                 {calibration.anchor.ticks, records.stop_ticks, calibration}, thread_of_tid);
+            stats.device_status = device->report.status;
+            stats.device_loss = device->report.loss;
         }
         const std::int64_t parsed_at = steady_now_ns();
-        builder.set_totals(recorded, dropped, late);
-        builder.set_memory_dropped(memory_events_dropped.exchange(0, std::memory_order_relaxed));
-        builder.set_base_time_ns(calibration_.anchor.system_ns);
+        builder.set_totals(recorded, dropped, records.late);
+        builder.set_memory_dropped(records.memory_dropped);
+        builder.set_base_time_ns(calibration.anchor.system_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
 
-        stats_.profiling_window_duration_sec =
-            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
-        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
-        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, parsed_at);
-        stats_.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
-        stats_.number_of_events = out.size();
-        stats_.recorded = recorded;
-        stats_.dropped = dropped;
-        stats_.late_records = late;
-        stats_.overhead_events = overhead;
-        stats_.truncated_names = truncated;
-        stats_.truncated_inputs = truncated_inputs;
-        stats_.buffer_bytes = buffer_bytes;
-        stats_.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
-        stats_.memory_dropped = out.memory_dropped();
+        stats.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
+        stats.number_of_events = out.size();
+        stats.truncated_inputs = truncated_inputs;
+        stats.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
+        stats.memory_dropped = out.memory_dropped();
+        stats.memory_events = stats.device_events = stats.device_api_calls = 0;
         for (const event& e : out.has_memory_events() ? out.all() : std::span<const event>{}) {
-            if (is_memory_kind(e.kind)) ++stats_.memory_events;
+            if (is_memory_kind(e.kind)) ++stats.memory_events;
         }
         for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
-            if (e.on_device()) ++stats_.device_events;
-            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
+            if (e.on_device()) ++stats.device_events;
+            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats.device_api_calls;
         }
-        return true;
     }
 
     [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
@@ -10934,6 +11163,7 @@ private:
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -11082,6 +11312,8 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11783,12 +12015,12 @@ void write_memory_args(Writer& out, const event& e, const memory_record& memory)
 
 /// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
 template <class Writer>
-void write_memory_summary(Writer& out, const event_list& events) {
+void write_memory_summary(Writer& out, std::uint64_t dropped, std::span<const memory_peak> peaks) {
     out.raw("{\"dropped\": ");
-    out.number(events.memory_dropped());
+    out.number(dropped);
     out.raw(", \"peaks\": [");
     bool first = true;
-    for (const memory_peak& peak : events.memory_peaks()) {
+    for (const memory_peak& peak : peaks) {
         out.raw(first ? "{\"Device Type\": " : ", {\"Device Type\": ");
         first = false;
         out.number(static_cast<int>(peak.device.type));
@@ -11805,12 +12037,33 @@ void write_memory_summary(Writer& out, const event_list& events) {
     out.raw("]}");
 }
 
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
-    json_writer out(sink);
-    out.raw("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
-    write_device_properties(out, events.device().devices);
+/// What a trace's head says besides the events: the session's counts and summaries, and its threads.
+struct chrome_trace_head {
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    std::uint64_t late = 0;
+    const device_report* device = nullptr;
+    std::uint64_t memory_dropped = 0;
+    std::span<const memory_peak> memory_peaks;
+    std::span<const thread_info> threads;
+    bool no_events = false;
+    /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
+    std::optional<std::uint64_t> values_not_streamed;
+
+    static chrome_trace_head of(const event_list& events) noexcept {
+        return {events.recorded(),       events.dropped(),      events.late(),    &events.device(),
+                events.memory_dropped(), events.memory_peaks(), events.threads(), events.empty(),
+                std::nullopt};
+    }
+};
+
+/// Writes the trace's top-level keys but traceEvents and the closing ones (write_trace_end), each line
+/// ending in ",\n": deviceProperties, the metadata, the "stint" block, and a WARNING when there are no
+/// events.
+template <class Writer>
+void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_trace_info& info) {
+    out.raw("  \"deviceProperties\": [");
+    write_device_properties(out, head.device->devices);
     out.raw("],\n");
     // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
     // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
@@ -11831,22 +12084,26 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.raw(",\n");
     }
     out.raw("  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
-    out.number(events.recorded());
+    out.number(head.recorded);
     out.raw(", \"dropped\": ");
-    out.number(events.dropped());
+    out.number(head.dropped);
     out.raw(", \"late\": ");
-    out.number(events.late());
+    out.number(head.late);
     out.raw(", \"truncated_names\": ");
     out.number(info.truncated_names);
     // Always written, "off" included, so that every trace shows what device collection lost.
     out.raw(", \"device\": ");
-    write_device_report(out, events.device());
+    write_device_report(out, *head.device);
     // Always written, so that every trace shows the memory events the budget dropped.
     out.raw(", \"memory\": ");
-    write_memory_summary(out, events);
+    write_memory_summary(out, head.memory_dropped, head.memory_peaks);
+    if (head.values_not_streamed) {
+        out.raw(", \"values_not_streamed\": ");
+        out.number(*head.values_not_streamed);
+    }
     out.raw(", \"threads\": [");
     bool first = true;
-    for (const thread_info& t : events.threads()) {
+    for (const thread_info& t : head.threads) {
         if (t.is_device_track()) continue;  // a device stream records nothing itself
         out.raw(first ? "\n    {\"tid\": " : ",\n    {\"tid\": ");
         first = false;
@@ -11860,8 +12117,12 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.raw("}");
     }
     out.raw(first ? "]},\n" : "\n  ]},\n");
-    if (events.empty()) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+    if (head.no_events) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+}
 
+/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+template <class Writer>
+void write_trace_events_opening(Writer& out, const chrome_trace_info& info) {
     out.raw("  \"traceEvents\": [\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
     out.raw(", \"tid\": 0, \"args\": {\"name\": \"stint\"}}");
@@ -11872,8 +12133,13 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.raw(", \"tid\": 0, \"args\": {\"sort_index\": ");
     out.number(info.pid);
     out.raw("}}");
+}
+
+/// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
+template <class Writer>
+void write_thread_metadata(Writer& out, std::span<const thread_info> threads, const chrome_trace_info& info) {
     std::size_t sort_index = 0;
-    for (const thread_info& t : events.threads()) {
+    for (const thread_info& t : threads) {
         if (t.is_device_track()) continue;  // device_trace writes those
         out.raw(",\n    {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
         out.number(info.pid);
@@ -11893,6 +12159,39 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.number(sort_index++);
         out.raw("}}");
     }
+}
+
+/// Writes a trace's head: the top-level keys, the "stint" block, and the opening of traceEvents with
+/// the process's and threads' metadata events. Events follow, each starting with ",\n".
+template <class Writer>
+void write_trace_head(Writer& out, const chrome_trace_head& head, const chrome_trace_info& info) {
+    out.raw("{\n  \"schemaVersion\": 1,\n");
+    write_trace_keys(out, head, info);
+    write_trace_events_opening(out, info);
+    write_thread_metadata(out, head.threads, info);
+}
+
+/// Writes the trace's closing keys, after traceEvents has been closed.
+template <class Writer>
+void write_trace_closing_keys(Writer& out, std::int64_t base_time_ns) {
+    out.raw("  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+    out.number(base_time_ns);
+    out.raw("\n}\n");
+    out.flush();
+}
+
+/// Writes a trace's end after its events.
+template <class Writer>
+void write_trace_end(Writer& out, std::int64_t base_time_ns) {
+    out.raw("\n  ],\n");
+    write_trace_closing_keys(out, base_time_ns);
+}
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
+    json_writer out(sink);
+    write_trace_head(out, chrome_trace_head::of(events), info);
     device_trace device(events, info.pid);
     device.write_metadata(out, "stint");
     trace_timeline timeline(events);
@@ -11962,10 +12261,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.microseconds(first_ns);
         out.raw("}");
     }
-    out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-    out.number(events.base_time_ns());
-    out.raw("\n}\n");
-    out.flush();
+    write_trace_end(out, events.base_time_ns());
 }
 
 /// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
@@ -11978,6 +12274,516 @@ inline void write_chrome_trace_file(const std::string& path, const event_list& e
 
 }  // namespace stint::detail
 // ---- end stint/export/chrome_trace.hpp ----
+
+// ---- begin stint/export/chrome_trace_records.hpp ----
+// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
+// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
+// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
+// runtime names) and nothing else was asked for, so that the biggest sessions stop and export in the
+// memory their records already take (design §8).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
+/// only a runtime name, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// object, are merged by the event list's linking).
+inline bool chrome_trace_from_records(const record_store& records) {
+    std::unordered_set<std::uint64_t> tids;
+    for (const record_store::thread_records& t : records.threads()) {
+        if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
+    }
+    return true;
+}
+
+namespace chrome_records_detail {
+
+// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
+constexpr bool drawn_as_instant(event_kind kind) noexcept {
+    return kind == event_kind::instant || is_memory_kind(kind);
+}
+
+// The fixed start of an event of `kind`, up to its name.
+inline std::string_view event_opening(event_kind kind) {
+    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                                       : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
+}
+
+}  // namespace chrome_records_detail
+
+/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
+/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
+/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
+/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
+/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
+/// last child); each group of such records is written parent first, so viewers nest equal times as the
+/// program did.
+template <class Writer>
+class thread_trace_writer {
+public:
+    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
+    /// row (chrome_trace_origin).
+    thread_trace_writer(Writer& out, const tick_calibration& calibration, std::uint64_t pid, std::uint64_t tid,
+                        double origin)
+        : out_(out), calibration_(calibration),
+          where_(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid)), origin_(origin) {}
+
+    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
+    /// gets `id`. A record that carries more than a runtime name is written with its name and times
+    /// only (values_left_out counts it).
+    void add(const record& r, const record_payload& payload, std::uint64_t id) {
+        const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
+        const std::int64_t end = std::max(calibration_.to_ns_since_anchor(r.end_ticks), start);
+        // The depth as the event list unwraps it: it falls at most one level per record.
+        if (have_previous_) {
+            const auto step = static_cast<std::uint16_t>(r.depth() - previous_depth_);
+            level_ += step == 0xffff ? -1 : step;
+        }
+        have_previous_ = true;
+        previous_depth_ = r.depth();
+        if (!held_.empty() && end != held_end_) flush();
+        held_end_ = end;
+        const auto index = static_cast<std::uint32_t>(held_.size());
+        held& h = held_.emplace_back();
+        h.where = r.where();
+        h.start = start;
+        h.end = end;
+        h.level = level_;
+        h.id = id;
+        const payload_kind kind = h.where->payload;
+        if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {
+            // The name first; the header's aux is its length.
+            h.name = {reinterpret_cast<const char*>(payload.bytes.data()),
+                      std::min<std::size_t>(payload.aux, payload.bytes.size())};
+            h.runtime_name = true;
+        }
+        if (kind != payload_kind::none && kind != payload_kind::runtime_name) ++values_left_out_;
+        // The held records deeper than this one are its children (they end with it: it bounds them).
+        while (!roots_.empty() && held_[roots_.back()].level > level_) {
+            held_[roots_.back()].parent = index;
+            roots_.pop_back();
+        }
+        roots_.push_back(index);
+    }
+
+    /// Records whose captured values (inputs, native frames, memory details) were left out.
+    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
+    /// Counts a record of the thread that made no event and whose values were left out (outputs).
+    void leave_out_values() noexcept { ++values_left_out_; }
+
+    /// Copies the runtime names of the records still held (their buffer is about to be freed).
+    void own_held_names() {
+        for (held& h : held_) {
+            if (!h.runtime_name || h.owned) continue;
+            h.owned = std::make_unique<std::string>(h.name);
+            h.name = *h.owned;
+        }
+    }
+
+    /// Writes what is held: the thread's last records have arrived.
+    void flush() {
+        if (held_.size() == 1) {  // the usual case: no tie to resolve
+            write_event(held_[0], trace_end{});
+            held_.clear();
+            roots_.clear();
+            return;
+        }
+        // Children were added before their parent; each group is written parent first.
+        children_.assign(held_.size(), {});
+        for (std::uint32_t i = 0; i < held_.size(); ++i) {
+            if (held_[i].parent != no_parent) children_[held_[i].parent].push_back(i);
+        }
+        for (const std::uint32_t root : roots_) write_subtree(root, trace_end{});
+        held_.clear();
+        roots_.clear();
+    }
+
+private:
+    static constexpr std::uint32_t no_parent = 0xffffffffU;
+    struct held {
+        const site* where = nullptr;
+        std::string_view name;                 // a runtime name
+        bool runtime_name = false;
+        std::unique_ptr<std::string> owned;    // ... kept across batches
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::int64_t level = 0;
+        std::uint64_t id = 0;
+        std::uint32_t parent = no_parent;      // within held_
+    };
+
+    void write_subtree(std::uint32_t i, trace_end cap) {
+        const trace_end ends = write_event(held_[i], cap);
+        for (const std::uint32_t child : children_[i]) write_subtree(child, ends);
+    }
+
+    trace_end write_event(const held& h, trace_end cap) {
+        const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
+        const site& where = *h.where;
+        if (h.runtime_name) {
+            const std::string_view opening = chrome_records_detail::event_opening(where.kind);
+            const std::string_view category = category_name(where.kind);
+            char* o = out_.reserve(opening.size() + category.size() + 16 + json_string_bound(h.name.size()) +
+                                   where_.size());
+            o = std::copy(opening.begin(), opening.end(), o);
+            o = std::copy(category.begin(), category.end(), o);
+            o = write_literal(o, "\", \"name\": ");
+            o = write_json_string(o, h.name);
+            o = std::copy(where_.begin(), where_.end(), o);
+            out_.commit(o);
+        } else {
+            out_.raw(prefix_of(where));
+        }
+        char* o = out_.reserve(160);
+        o = write_microseconds(o, h.start);
+        if (!chrome_records_detail::drawn_as_instant(where.kind)) {
+            o = write_literal(o, ", \"dur\": ");
+            o = write_trace_duration(o, dur, h.end - h.start);
+        }
+        o = write_literal(o, ", \"args\": {");
+        if (h.id != 0) {  // Kineto writes no "External id" of 0
+            o = write_literal(o, "\"External id\": ");
+            o = fmt::format_to(o, FMT_COMPILE("{}"), h.id);
+            o = write_literal(o, ", ");
+        }
+        o = write_literal(o, "\"Record function id\": ");
+        o = fmt::format_to(o, FMT_COMPILE("{}"), h.id);
+        o = write_literal(o, "}}");
+        out_.commit(o);
+        return dur.end;
+    }
+
+    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
+    const std::string& prefix_of(const site& where) {
+        if (last_site_ == &where) return *last_prefix_;
+        auto [at, added] = prefixes_.try_emplace(&where);
+        if (added) {
+            fmt::memory_buffer text;
+            const std::string_view opening = chrome_records_detail::event_opening(where.kind);
+            const std::string_view category = category_name(where.kind);
+            text.append(opening);
+            text.append(category);
+            text.append(std::string_view("\", \"name\": "));
+            append_json_string(text, where.name);
+            text.append(where_);
+            at->second = fmt::to_string(text);
+        }
+        last_site_ = &where;
+        last_prefix_ = &at->second;
+        return at->second;
+    }
+
+    Writer& out_;
+    tick_calibration calibration_;
+    std::string where_;  // ", "pid": P, "tid": T, "ts": "
+    double origin_ = 0;
+    std::int64_t level_ = 0;
+    std::uint16_t previous_depth_ = 0;
+    bool have_previous_ = false;
+    std::int64_t held_end_ = 0;
+    std::uint64_t values_left_out_ = 0;
+    std::vector<held> held_;                           // records ending in held_end_, as they arrived
+    std::vector<std::uint32_t> roots_;                 // held records whose parent has not arrived
+    std::vector<std::vector<std::uint32_t>> children_;
+    std::unordered_map<const site*, std::string> prefixes_;
+    const site* last_site_ = nullptr;
+    const std::string* last_prefix_ = nullptr;
+};
+
+namespace chrome_records_detail {
+
+/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
+inline double origin_of(const record_store& records, const record_store::thread_records& t) {
+    if (t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()) return std::numeric_limits<double>::infinity();
+    return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));
+}
+
+}  // namespace chrome_records_detail
+
+/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
+/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
+/// Reads the records only: an event list can still be built from them afterwards.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
+                        const chrome_trace_info& info) {
+    json_writer out(sink);
+    std::vector<thread_info> threads;
+    threads.reserve(records.threads().size());
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    for (const record_store::thread_records& t : records.threads()) {
+        threads.push_back({t.counts.os_tid, t.counts.name, t.counts.recorded, t.counts.dropped});
+        recorded += t.counts.recorded;
+        dropped += t.counts.dropped;
+    }
+    const device_report no_device;
+    const chrome_trace_head head{.recorded = recorded,
+                                 .dropped = dropped,
+                                 .late = records.late,
+                                 .device = &no_device,
+                                 .memory_dropped = records.memory_dropped,
+                                 .memory_peaks = {},
+                                 .threads = threads,
+                                 .no_events = records.events() == 0,
+                                 .values_not_streamed = std::nullopt};
+    write_trace_head(out, head, info);
+    std::uint64_t id = first_id;
+    for (const record_store::thread_records& t : records.threads()) {
+        if (t.events == 0) continue;
+        thread_trace_writer<json_writer> thread(out, records.calibration, info.pid, t.counts.os_tid,
+                                                chrome_records_detail::origin_of(records, t));
+        records.for_each_record(t, [&](const record& r, const record_payload& payload) { thread.add(r, payload, id++); });
+        thread.flush();
+    }
+    write_trace_end(out, records.calibration.anchor.system_ns);
+}
+
+/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
+inline void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
+                                    const chrome_trace_info& info) {
+    output_file file(path);
+    write_chrome_trace(file, records, first_id, info);
+    file.commit();
+}
+
+}  // namespace stint::detail
+// ---- end stint/export/chrome_trace_records.hpp ----
+
+// ---- begin stint/export/trace_stream.hpp ----
+// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
+// takes the chunks that recording threads have filled, writes their events and gives the chunks back
+// to the pool and their bytes back to the budget, so that a session of any length records in the
+// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
+// counts and the threads' metadata, and the file lands under its name.
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace stint::detail {
+
+/// What a streamed session wrote, for its stats.
+struct streamed_totals {
+    std::uint64_t events = 0;     ///< events written
+    std::uint64_t recorded = 0;   ///< records of the program
+    std::uint64_t overhead = 0;   ///< stint's own records
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
+};
+
+/// One streamed session's trace file and the thread that writes it.
+///
+///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
+///     stream.start(state, calibration, first_id);  // once the session records
+///     ...
+///     stream.stop();                               // before the session closes
+///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
+class trace_stream {
+public:
+    /// How often the writer looks for filled chunks.
+    static constexpr std::chrono::milliseconds period{10};
+
+    trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        chrome_trace_info info;
+        info.pid = pid;
+        out_.raw("{\n  \"schemaVersion\": 1,\n");
+        write_trace_events_opening(out_, info);
+    }
+    trace_stream(const trace_stream&) = delete;
+    trace_stream& operator=(const trace_stream&) = delete;
+    ~trace_stream() { stop(); }
+
+    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
+    /// the writer reads them, and its times come from `calibration` (the session's start).
+    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+        state_ = state;
+        calibration_ = calibration;
+        next_id_ = first_id;
+        thread_ = std::thread([this] { run(); });
+    }
+
+    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
+    /// must be abandoned (leaked), never stopped or destroyed.
+    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
+
+    /// Stops the writer (joins it). What it failed with is thrown by finish().
+    void stop() noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
+    /// keys, and commits the file. Throws what writing failed with (the file is then discarded).
+    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
+        stop();
+        if (error_) std::rethrow_exception(error_);
+        write_batch(rest, [&](record_store::thread_records& t) { rest.release(t); });
+        for (const record_store::thread_records& t : rest.threads()) {
+            thread_state& s = state_of(t);
+            s.counts.dropped = t.counts.dropped;
+            s.counts.truncated = t.counts.truncated;
+        }
+        // The threads in the order the close found them (every thread of the session is there), as a
+        // normal stop lists them.
+        std::vector<thread_info> threads;
+        std::vector<const void*> listed;
+        const auto list = [&](const thread_state& s) {
+            if (std::find(listed.begin(), listed.end(), s.node) != listed.end()) return;
+            listed.push_back(s.node);
+            threads.push_back({s.counts.os_tid, s.counts.name, s.counts.recorded, s.counts.dropped});
+        };
+        for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
+        streamed_totals totals;
+        for (thread_state& s : threads_) {
+            if (s.writer) s.writer->flush();
+            list(s);
+            totals.events += s.events;
+            totals.values_not_streamed += s.writer ? s.writer->values_left_out() : 0;
+            totals.recorded += s.counts.recorded;
+            totals.overhead += s.counts.overhead;
+            totals.dropped += s.counts.dropped;
+            totals.truncated += s.counts.truncated;
+        }
+        write_thread_metadata(out_, threads, info);
+        out_.raw("\n  ],\n");
+        const device_report no_device;
+        const chrome_trace_head head{.recorded = totals.recorded,
+                                     .dropped = totals.dropped,
+                                     .late = rest.late,
+                                     .device = &no_device,
+                                     .memory_dropped = rest.memory_dropped,
+                                     .memory_peaks = {},
+                                     .threads = threads,
+                                     .no_events = totals.events == 0,
+                                     .values_not_streamed = totals.values_not_streamed};
+        write_trace_keys(out_, head, info);
+        write_trace_closing_keys(out_, calibration_.anchor.system_ns);
+        file_.commit();
+        return totals;
+    }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer<json_writer>> writer;
+    };
+
+    void run() noexcept {
+        const own_allocation_scope own;  // the writer's memory is not the program's
+        name_this_thread("stint stream");
+        std::unique_lock lock(mutex_);
+        while (!stopping_) {
+            wake_.wait_for(lock, period, [this] { return stopping_; });
+            if (stopping_) break;
+            lock.unlock();
+            try {
+                record_store batch;
+                batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
+                the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
+                write_batch(batch, [&](record_store::thread_records& t) {
+                    the_registry().give_back_streamed(state_, batch.take_chunks(t));
+                });
+            } catch (...) {
+                lock.lock();
+                error_ = std::current_exception();
+                return;  // the session goes on recording into its budget; finish() reports the failure
+            }
+            lock.lock();
+        }
+    }
+
+    // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
+    template <class Done>
+    void write_batch(record_store& batch, Done&& done) {
+        for (record_store::thread_records& t : batch.threads()) {
+            thread_state& s = state_of(t);
+            s.counts.recorded += t.counts.recorded;
+            s.counts.overhead += t.counts.overhead;
+            if (t.events != 0) {
+                if (!s.writer) {
+                    // The row's origin: the earliest start the writer has seen on it (a normal stop
+                    // takes the earliest of the whole session, which a stream cannot wait for).
+                    const double origin = t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()
+                                              ? std::numeric_limits<double>::infinity()
+                                              : trace_microseconds(calibration_.to_ns_since_anchor(t.first_start_ticks));
+                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin);
+                }
+                batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
+                    const payload_kind kind = r.where()->payload;
+                    if (kind == payload_kind::outputs) {
+                        s.writer->leave_out_values();
+                    } else if (kind != payload_kind::device_link) {  // part of the scope before it
+                        s.writer->add(r, payload, next_id_++);
+                    }
+                });
+                s.events += t.events;
+                s.writer->own_held_names();  // the records' chunks go back now
+            }
+            done(t);
+        }
+    }
+
+    thread_state& state_of(const record_store::thread_records& t) {
+        const auto [at, added] = index_.try_emplace(t.node, threads_.size());
+        if (!added) return threads_[at->second];
+        thread_state& s = threads_.emplace_back();
+        s.node = t.node;
+        s.counts.os_tid = t.counts.os_tid;
+        s.counts.name = t.counts.name;
+        return s;
+    }
+
+    output_file file_;
+    json_writer out_;
+    std::uint64_t pid_ = 0;
+    std::uint32_t state_ = 0;
+    tick_calibration calibration_;
+    std::uint64_t next_id_ = 0;
+    std::vector<thread_state> threads_;  // per buffer, in the order first seen
+    std::unordered_map<const void*, std::size_t> index_;
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::exception_ptr error_;
+};
+
+}  // namespace stint::detail
+// ---- end stint/export/trace_stream.hpp ----
 
 // ---- begin stint/export/memory_timeline.hpp ----
 // Live bytes of one device over time (profile_memory), as torch's export_memory_timeline writes them:
@@ -13447,6 +14253,15 @@ struct profiler_options {
     /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
     /// the same op in this profiler's Chrome trace. The profiler's destruction finishes the file.
     stint::execution_trace_observer* execution_trace_observer = nullptr;
+    /// Streams the session to this Chrome trace file (".json", or ".json.gz" for gzip) while it records:
+    /// a thread of stint's writes the records threads have filled and gives their buffers back, so a
+    /// session of any length records within `buffer_budget_bytes` (a record is dropped, and counted,
+    /// only when recording outruns the writer and the budget is spent). At stop() the file is
+    /// completed; the events are in it, not kept: events(), key_averages() and the exports then throw.
+    /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
+    /// config that captures nothing (values that sites of other configs capture are left out of the
+    /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    std::string stream_to{};
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -13486,6 +14301,7 @@ public:
                 "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
                 "activity::cuda with stint::cuda_activities in the config");
         }
+        if (!options_.stream_to.empty()) refuse_streaming_with_options();
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
         }
@@ -13597,7 +14413,8 @@ public:
     [[nodiscard]] const event_list& events() const {
         const std::lock_guard lock(mutex_);
         require_finished("events()");
-        return options_.accumulate_events ? all_events_ : window_events_;
+        require_kept("events()");
+        return options_.accumulate_events ? all_events_ : window_events();
     }
 
     /// events() grouped by name (and by shapes or stack frames when asked), as torch's
@@ -13636,16 +14453,13 @@ public:
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_chrome_trace()");
-        detail::chrome_trace_info info;
-        info.pid = detail::current_pid();
-        info.truncated_names = window_stats_.truncated_names;
-        info.metadata_json = metadata_;
-        if (find_metadata("distributedInfo") == nullptr) {
-            if (std::optional<distributed_info> dist = current_distributed_info()) {
-                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
-            }
+        require_kept("export_chrome_trace()");
+        const detail::chrome_trace_info info = trace_info(window_stats_.truncated_names);
+        if (window_records_ && !has_stacks && !has_modules && detail::chrome_trace_from_records(*window_records_)) {
+            detail::write_chrome_trace_file(path, *window_records_, window_first_id_, info);
+        } else {
+            detail::write_chrome_trace_file(path, window_events(), info);
         }
-        detail::write_chrome_trace_file(path, window_events_, info);
     }
 
     /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
@@ -13657,10 +14471,11 @@ public:
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_perfetto_trace()");
+        require_kept("export_perfetto_trace()");
         detail::perfetto_trace_info info;
         info.pid = detail::current_pid();
         info.truncated_names = window_stats_.truncated_names;
-        detail::write_perfetto_trace_file(path, window_events_, info);
+        detail::write_perfetto_trace_file(path, window_events(), info);
     }
 
     /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
@@ -13675,7 +14490,8 @@ public:
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_memory_timeline()");
-        stint::export_memory_timeline(window_events_, path, device);
+        require_kept("export_memory_timeline()");
+        stint::export_memory_timeline(window_events(), path, device);
     }
 
     /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
@@ -13724,6 +14540,7 @@ public:
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
         const std::lock_guard lock(mutex_);
         require_finished("export_stacks()");
+        require_kept("export_stacks()");
         detail::write_collapsed_stacks_file(path, events(), metric, frames);
     }
 
@@ -13766,6 +14583,7 @@ private:
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
                             if constexpr (has_stacks) detail::warm_native_stacks();
+                            settle_last_window();
                             open_session();
                         }
                         break;
@@ -13783,8 +14601,20 @@ private:
         }
     }
 
-    /// Opens the CPU session and, when asked for and compiled in, the device session beside it.
+    /// Opens the CPU session and, when asked for and compiled in, the device session beside it; with
+    /// stream_to, the stream first (a path it cannot write opens nothing).
     void open_session() {
+        if (!options_.stream_to.empty()) {
+            stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
+            try {
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                stream_->start(session_.recording_state(), session_.calibration(), next_id_);
+            } catch (...) {
+                stream_.reset();
+                throw;
+            }
+            return;
+        }
         const bool device = has_device && options_.activities.contains(activity::cuda);
         stint::execution_trace_observer* et = options_.execution_trace_observer;
         execution_trace_window_ = et != nullptr && et->wants_window();
@@ -13800,9 +14630,11 @@ private:
         }
     }
 
-    /// Drains the session into the window's results; false when none was recording.
+    /// Drains the session into the window's results; false when none was recording. The event list is
+    /// built now when something needs it at once (earlier windows kept, an execution trace, device
+    /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
+    /// and built into events when first asked for, and a timing-only trace is written from them.
     bool close_window() {
-        event_list window;
         std::optional<detail::device_capture> device;
         if constexpr (has_device) {
             // The device session ends first: its records must all be in before the CPU side is drained.
@@ -13812,23 +14644,88 @@ private:
                 device_requested_ = device_started_ = false;
             }
         }
+        if (stream_) return close_streamed_window();
         const bool et_window = std::exchange(execution_trace_window_, false);
-        const bool closed =
-            session_.close(window, next_id_,
-                           {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = et_window},
-                           device ? &*device : nullptr);
+        detail::record_store records;
+        const bool closed = session_.close_records(records);
         if (et_window && options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->set_window_running(false);
         }
         if (!closed) return false;
-        next_id_ += window.size();
         window_stats_ = session_.stats();
-        window_events_ = std::move(window);
+        window_first_id_ = next_id_;
+        window_records_.reset();
+        window_events_ = event_list{};
+        bool timing_only = true;
+        for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
+        if (timing_only && !options_.accumulate_events && !et_window && !device) {
+            next_id_ += records.events();
+            window_records_.emplace(std::move(records));
+            return true;
+        }
+        detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
+                                      device ? &*device : nullptr, window_stats_);
+        next_id_ += window_events_.size();
         if (options_.accumulate_events) all_events_.append(window_events_);
         if (et_window && options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->append_window(window_events_);
         }
         return true;
+    }
+
+    /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
+    bool close_streamed_window() {
+        detail::record_store records;
+        if (stream_->inherited()) {
+            // A forked child: the writer thread and the file are the parent's. Abandon both.
+            (void)stream_.release();
+            (void)session_.close_records(records);
+            return false;
+        }
+        struct reset_stream {
+            std::unique_ptr<detail::trace_stream>& stream;
+            ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
+        } reset{stream_};
+        stream_->stop();
+        if (!session_.close_records(records)) return false;
+        window_stats_ = session_.stats();
+        window_records_.reset();
+        window_events_ = event_list{};
+        streamed_window_ = true;
+        const detail::streamed_totals totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        window_stats_.number_of_events = totals.events;
+        window_stats_.recorded = totals.recorded;
+        window_stats_.overhead_events = totals.overhead;
+        window_stats_.dropped = totals.dropped;
+        next_id_ += totals.events;
+        return true;
+    }
+
+    static constexpr detail::drain_options drain_options(bool input_values) noexcept {
+        return {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = input_values};
+    }
+
+    /// The last window's events, built from its records the first time they are asked for.
+    const event_list& window_events() const {
+        if (window_records_) {
+            detail::session::build_events(*window_records_, window_events_, window_first_id_, drain_options(false),
+                                          nullptr, window_stats_);
+            window_records_.reset();
+        }
+        return window_events_;
+    }
+
+    /// Before a new window records: the last one's records go back to the pool (the new window reuses
+    /// the chunks). With a schedule its events stay readable, so they are built first; without one
+    /// they can no longer be read (the next stop replaces them).
+    void settle_last_window() {
+        if (!window_records_) return;
+        if (options_.schedule) {
+            (void)window_events();
+        } else {
+            window_records_.reset();
+            window_events_ = event_list{};
+        }
     }
 
     /// The observer went first: stop using it.
@@ -13905,6 +14802,31 @@ private:
         }
     }
 
+    void require_kept(std::string_view call) const {
+        if (streamed_window_) {
+            throw std::logic_error("stint: " + std::string(call) + ": the window was streamed to \"" + options_.stream_to +
+                                   "\" (profiler_options::stream_to); its events are in that file, not kept");
+        }
+    }
+
+    void refuse_streaming_with_options() const {
+        const auto refuse = [](std::string_view why) {
+            throw std::invalid_argument(fmt::format("stint: profiler_options::stream_to streams one window of "
+                                                    "timing-only records; {}", why));
+        };
+        if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
+        if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
+        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
+        if (has_device || has_memory || has_shapes || has_stacks || has_modules) {
+            refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
+                   "the event list writes; stream with stint::config<>");
+        }
+        if (options_.stream_to.ends_with(".pftrace") || options_.stream_to.ends_with(".perfetto-trace")) {
+            refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
+                   "format after a normal stop");
+        }
+    }
+
     void require_finished(std::string_view call) const {
         // With a schedule the results are the last saved window's, readable while the next records.
         if (session_.is_open() && !options_.schedule) {
@@ -13918,6 +14840,21 @@ private:
             throw std::invalid_argument(
                 fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
         }
+    }
+
+    /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
+    /// distributed job, "distributedInfo".
+    [[nodiscard]] detail::chrome_trace_info trace_info(std::uint64_t truncated_names) const {
+        detail::chrome_trace_info info;
+        info.pid = detail::current_pid();
+        info.truncated_names = truncated_names;
+        info.metadata_json = metadata_;
+        if (find_metadata("distributedInfo") == nullptr) {
+            if (std::optional<distributed_info> dist = current_distributed_info()) {
+                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
+            }
+        }
+        return info;
     }
 
     [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
@@ -13960,9 +14897,15 @@ private:
     bool device_started_ = false;    // ... and the device collector started
     bool execution_trace_window_ = false;  // the open session records for the execution trace observer
     std::optional<record_function> step_annotation_;
-    event_list window_events_;
+    // The last window: its records until its events are asked for, then its events (mutable: built by
+    // the const queries, under the lock).
+    mutable std::optional<detail::record_store> window_records_;
+    mutable event_list window_events_;
+    std::uint64_t window_first_id_ = 0;
     event_list all_events_;
-    profiler_stats window_stats_;
+    mutable profiler_stats window_stats_;
+    std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
+    bool streamed_window_ = false;                 // the last window was streamed: nothing kept
     std::vector<std::pair<std::string, std::string>> metadata_;
     // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
     std::uint64_t next_id_ = 1;

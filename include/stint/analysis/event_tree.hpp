@@ -148,7 +148,8 @@ public:
         list_.late_ = late;
     }
     void set_base_time_ns(std::int64_t ns) { list_.base_time_ns_ = ns; }
-    /// First "Record function id" to hand out (so ids stay unique across windows).
+    /// First "Record function id" to hand out (so ids stay unique across windows): the n-th event added
+    /// gets first_id + n.
     void set_first_id(std::uint64_t id) { first_id_ = id; }
 
     /// Room for `events` events, so that a drain never copies the list while it grows.
@@ -169,8 +170,8 @@ public:
         depth_[i] = depth;
     }
 
-    /// Orders events by (start, longer first, then the program's order or insertion), assigns ids in
-    /// that order, and links the tree.
+    /// Orders events by (start, longer first, then the program's order or insertion), links the tree,
+    /// and gives each event the id first_id + its place in the order added.
     event_list build() && {
         depth_.resize(list_.events_.size(), no_depth);
         exact_.assign(list_.events_.size(), exact_place{});
@@ -477,7 +478,7 @@ private:
         std::vector<event_index> last_child(n, no_index);
         for (event_index i = 0; i < n; ++i) {
             event& e = ev[i];
-            e.id = first_id_ + i;
+            e.id = first_id_ + original[i];  // the order added: an exporter that reads the records knows it
             e.self_ns = e.duration_ns();
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];

@@ -23,6 +23,7 @@
 #include "stint/capture/native_stack.hpp"
 #include "stint/device/device_capture.hpp"
 #include "stint/drain/device_join.hpp"
+#include "stint/drain/record_store.hpp"
 #include "stint/memory/report.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
@@ -37,8 +38,10 @@ struct profiler_stats {
     double profiler_prepare_call_duration_us = 0;      ///< calibration and set-up before enabling
     double profiler_enable_call_duration_us = 0;       ///< opening the session
     double profiler_disable_call_duration_us = 0;      ///< closing the session
-    double parse_kineto_call_duration_us = 0;          ///< draining records into events
-    double function_events_build_tree_call_duration_us = 0;  ///< ordering and linking the tree
+    double parse_kineto_call_duration_us = 0;          ///< taking the records out of the thread buffers
+    /// Ordering and linking the tree; 0 until the event list is built (stop() builds it only when
+    /// something needs it then; events() and the exporters that read it build it when first asked).
+    double function_events_build_tree_call_duration_us = 0;
     std::uint64_t recorded = 0;                        ///< records kept
     std::uint64_t dropped = 0;                         ///< records lost to the budget, counted exactly
     /// Records of earlier sessions that reached their buffers after those sessions were drained (a
@@ -146,78 +149,101 @@ public:
     }
 
     [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+    /// The open session's recording state (registry::begin_session's), for a streaming writer.
+    [[nodiscard]] std::uint32_t recording_state() const noexcept { return state_; }
+    /// Ticks to ns since the open session's start, as measured when it opened.
+    [[nodiscard]] const tick_calibration& calibration() const noexcept { return calibration_; }
 
     /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
     void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
 
-    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
-    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
-    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
-               device_capture* device = nullptr) {
+    /// Closes the session and takes its records out of the thread buffers into `out` (built into events
+    /// later by build_events, or written by an exporter directly). Returns false (and changes nothing)
+    /// when the session was not open or a fork ended it. Fills stats() but for what only the event
+    /// list knows (number_of_events counts the records that become events).
+    bool close_records(record_store& out) {
         if (state_ == 0) return false;
         // First: the drain below allocates, and no report may land in a session being drained.
         if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
         capture_state.outputs.store(false, std::memory_order_relaxed);
         capture_state.identities.store(false, std::memory_order_relaxed);
         registry& reg = the_registry();
+        record_store store;
+        const std::int64_t disable_start = steady_now_ns();
+        std::int64_t disabled_at = 0;
+        const auto on_disabled = [&](std::uint64_t stop_ticks) {
+            store.stop_ticks = stop_ticks;
+            disabled_at = steady_now_ns();
+            store.buffer_bytes = reg.session_buffer_bytes();
+            store.late = reg.late_records_found();
+            // Before the chunks are given back: the next window reuses them, resident.
+            if (keep_buffers_) reg.retain_buffers(store.buffer_bytes);
+            calibration_ = refine_calibration(calibration_, take_clock_anchor());
+        };
+        const bool closed = state_ == device_only_state
+                                ? (on_disabled(read_ticks()), true)
+                                : reg.end_session(state_, on_disabled, [&](taken_records&& t) { store.add(std::move(t)); });
+        state_ = 0;
+        if (!closed) return false;
+        store.calibration = calibration_;
+        store.memory_dropped = memory_events_dropped.exchange(0, std::memory_order_relaxed);
+        const std::int64_t taken_at = steady_now_ns();
+        stats_.profiling_window_duration_sec =
+            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
+        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
+        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, taken_at);
+        stats_.number_of_events = store.events();
+        stats_.recorded = stats_.dropped = stats_.overhead_events = stats_.truncated_names = 0;
+        for (const record_store::thread_records& t : store.threads()) {
+            stats_.recorded += t.counts.recorded;
+            stats_.dropped += t.counts.dropped;
+            stats_.overhead_events += t.counts.overhead;
+            stats_.truncated_names += t.counts.truncated;
+        }
+        stats_.late_records = store.late;
+        stats_.buffer_bytes = store.buffer_bytes;
+        out = std::move(store);
+        return true;
+    }
+
+    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
+    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
+    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
+    bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
+               device_capture* device = nullptr) {
+        record_store records;
+        if (!close_records(records)) return false;
+        build_events(records, out, first_id, options, device, stats_);
+        return true;
+    }
+
+    /// Turns a closed session's records into an event list whose ids start at `first_id` (each record's
+    /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
+    /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
+    /// with what only the event list knows.
+    static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
+                             const drain_options& options, device_capture* device, profiler_stats& stats) {
+        const tick_calibration& calibration = records.calibration;
         event_list_builder builder;
         builder.set_first_id(first_id);
+        builder.reserve(records.events());
         if (options.call_stacks) builder.build_call_stacks();
         if (options.module_hierarchy) builder.build_module_hierarchy();
         std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
-        std::uint64_t last_tid = ~std::uint64_t{0};
-        std::uint32_t last_index = 0;
-        std::int64_t disable_start = steady_now_ns();
-        std::int64_t disabled_at = 0;
-        std::uint64_t recorded = 0;
-        std::uint64_t dropped = 0;
-        std::uint64_t overhead = 0;
-        std::uint64_t truncated = 0;
-
         const auto thread_for = [&](const drained_thread& t) {
-            if (t.os_tid == last_tid) return last_index;
             auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
             if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
-            last_tid = t.os_tid;
-            last_index = it->second;
-            return last_index;
-        };
-        std::uint64_t buffer_bytes = 0;
-        std::uint64_t late = 0;
-        std::uint64_t stop_ticks = 0;
-        const auto on_disabled = [&] {
-            stop_ticks = read_ticks();
-            disabled_at = steady_now_ns();
-            buffer_bytes = reg.session_buffer_bytes();
-            late = reg.late_records_found();
-            builder.reserve(buffer_bytes / sizeof(record));  // at most one event per 24 bytes
-            // Before the drain releases the chunks: the next window reuses them, resident.
-            if (keep_buffers_) reg.retain_buffers(buffer_bytes);
-            calibration_ = refine_calibration(calibration_, take_clock_anchor());
+            return it->second;
         };
         std::unordered_map<std::uint64_t, event_index> links;
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
         pending_outputs outputs;  // record_outputs records waiting for their op
-        const auto on_thread = [&](const drained_thread& t) {
-            thread_info& info = builder.thread(thread_for(t));
-            // Several nodes (one per shared object) of one OS thread merge into one thread.
-            info.recorded += t.recorded;
-            info.dropped += t.dropped;
-            if (info.name.empty()) info.name = t.name;
-            recorded += t.recorded;
-            dropped += t.dropped;
-            overhead += t.overhead;
-            truncated += t.truncated;
-            outputs.finish_run(builder);
-            builder.begin_run();  // the next node's records are a run of their own
-            last_scope = no_index;
-        };
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
-        const auto on_record = [&](const drained_thread& t, const record& r, const record_payload& payload) {
+        std::uint32_t thread = 0;
+        const auto on_record = [&](const record& r, const record_payload& payload) {
             if (r.where()->payload == payload_kind::outputs) {
                 truncated_inputs += outputs.add(r.depth(), payload);
                 return;
@@ -231,9 +257,8 @@ public:
                 last_scope = no_index;
                 return;
             }
-            const std::uint32_t thread = thread_for(t);
-            const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
-            const std::int64_t end = calibration_.to_ns_since_anchor(r.end_ticks);
+            const std::int64_t start = calibration.to_ns_since_anchor(r.begin_ticks);
+            const std::int64_t end = calibration.to_ns_since_anchor(r.end_ticks);
             const site& where = *r.where();
             std::span<const std::byte> bytes = payload.bytes;
             std::vector<std::uint64_t> frames;
@@ -293,52 +318,54 @@ public:
             if (where.location.line != 0) builder.at(i).location = &where.location;
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
-        const bool closed = state_ == device_only_state ? (on_disabled(), true)
-                                                        : reg.end_session(state_, on_disabled, on_thread, on_record);
-        state_ = 0;
-        if (!closed) return false;
-        outputs.finish_run(builder);
+        std::uint64_t recorded = 0;
+        std::uint64_t dropped = 0;
+        for (record_store::thread_records& t : records.threads()) {
+            thread = thread_for(t.counts);
+            last_scope = no_index;
+            records.for_each_record(t, on_record);
+            thread_info& info = builder.thread(thread);
+            // Several buffers (one per shared object) of one OS thread merge into one thread.
+            info.recorded += t.counts.recorded;
+            info.dropped += t.counts.dropped;
+            if (info.name.empty()) info.name = t.counts.name;
+            recorded += t.counts.recorded;
+            dropped += t.counts.dropped;
+            outputs.finish_run(builder);
+            builder.begin_run();  // the next buffer's records are a run of their own
+            records.release(t);
+        }
         if (device != nullptr) {
             const auto thread_of_tid = [&](std::uint64_t tid) {
                 auto [it, added] = thread_index.try_emplace(tid, 0);
                 if (added) it->second = builder.add_thread({tid, {}, 0, 0});
                 return it->second;
             };
-            join_device_activity(builder, *device, links, {calibration_.anchor.ticks, stop_ticks, calibration_},
-                                 thread_of_tid);
-            stats_.device_status = device->report.status;
-            stats_.device_loss = device->report.loss;
+            join_device_activity(builder, *device, links,
+                                 {calibration.anchor.ticks, records.stop_ticks, calibration}, thread_of_tid);
+            stats.device_status = device->report.status;
+            stats.device_loss = device->report.loss;
         }
         const std::int64_t parsed_at = steady_now_ns();
-        builder.set_totals(recorded, dropped, late);
-        builder.set_memory_dropped(memory_events_dropped.exchange(0, std::memory_order_relaxed));
-        builder.set_base_time_ns(calibration_.anchor.system_ns);
+        builder.set_totals(recorded, dropped, records.late);
+        builder.set_memory_dropped(records.memory_dropped);
+        builder.set_base_time_ns(calibration.anchor.system_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
 
-        stats_.profiling_window_duration_sec =
-            static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
-        stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
-        stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, parsed_at);
-        stats_.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
-        stats_.number_of_events = out.size();
-        stats_.recorded = recorded;
-        stats_.dropped = dropped;
-        stats_.late_records = late;
-        stats_.overhead_events = overhead;
-        stats_.truncated_names = truncated;
-        stats_.truncated_inputs = truncated_inputs;
-        stats_.buffer_bytes = buffer_bytes;
-        stats_.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
-        stats_.memory_dropped = out.memory_dropped();
+        stats.function_events_build_tree_call_duration_us = microseconds_between(parsed_at, built_at);
+        stats.number_of_events = out.size();
+        stats.truncated_inputs = truncated_inputs;
+        stats.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
+        stats.memory_dropped = out.memory_dropped();
+        stats.memory_events = stats.device_events = stats.device_api_calls = 0;
         for (const event& e : out.has_memory_events() ? out.all() : std::span<const event>{}) {
-            if (is_memory_kind(e.kind)) ++stats_.memory_events;
+            if (is_memory_kind(e.kind)) ++stats.memory_events;
         }
         for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
-            if (e.on_device()) ++stats_.device_events;
-            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats_.device_api_calls;
+            if (e.on_device()) ++stats.device_events;
+            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats.device_api_calls;
         }
-        return true;
     }
 
     [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -149,12 +151,12 @@ void write_memory_args(Writer& out, const event& e, const memory_record& memory)
 
 /// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
 template <class Writer>
-void write_memory_summary(Writer& out, const event_list& events) {
+void write_memory_summary(Writer& out, std::uint64_t dropped, std::span<const memory_peak> peaks) {
     out.raw("{\"dropped\": ");
-    out.number(events.memory_dropped());
+    out.number(dropped);
     out.raw(", \"peaks\": [");
     bool first = true;
-    for (const memory_peak& peak : events.memory_peaks()) {
+    for (const memory_peak& peak : peaks) {
         out.raw(first ? "{\"Device Type\": " : ", {\"Device Type\": ");
         first = false;
         out.number(static_cast<int>(peak.device.type));
@@ -171,12 +173,33 @@ void write_memory_summary(Writer& out, const event_list& events) {
     out.raw("]}");
 }
 
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
-    json_writer out(sink);
-    out.raw("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
-    write_device_properties(out, events.device().devices);
+/// What a trace's head says besides the events: the session's counts and summaries, and its threads.
+struct chrome_trace_head {
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    std::uint64_t late = 0;
+    const device_report* device = nullptr;
+    std::uint64_t memory_dropped = 0;
+    std::span<const memory_peak> memory_peaks;
+    std::span<const thread_info> threads;
+    bool no_events = false;
+    /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
+    std::optional<std::uint64_t> values_not_streamed;
+
+    static chrome_trace_head of(const event_list& events) noexcept {
+        return {events.recorded(),       events.dropped(),      events.late(),    &events.device(),
+                events.memory_dropped(), events.memory_peaks(), events.threads(), events.empty(),
+                std::nullopt};
+    }
+};
+
+/// Writes the trace's top-level keys but traceEvents and the closing ones (write_trace_end), each line
+/// ending in ",\n": deviceProperties, the metadata, the "stint" block, and a WARNING when there are no
+/// events.
+template <class Writer>
+void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_trace_info& info) {
+    out.raw("  \"deviceProperties\": [");
+    write_device_properties(out, head.device->devices);
     out.raw("],\n");
     // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
     // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
@@ -197,22 +220,26 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.raw(",\n");
     }
     out.raw("  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
-    out.number(events.recorded());
+    out.number(head.recorded);
     out.raw(", \"dropped\": ");
-    out.number(events.dropped());
+    out.number(head.dropped);
     out.raw(", \"late\": ");
-    out.number(events.late());
+    out.number(head.late);
     out.raw(", \"truncated_names\": ");
     out.number(info.truncated_names);
     // Always written, "off" included, so that every trace shows what device collection lost.
     out.raw(", \"device\": ");
-    write_device_report(out, events.device());
+    write_device_report(out, *head.device);
     // Always written, so that every trace shows the memory events the budget dropped.
     out.raw(", \"memory\": ");
-    write_memory_summary(out, events);
+    write_memory_summary(out, head.memory_dropped, head.memory_peaks);
+    if (head.values_not_streamed) {
+        out.raw(", \"values_not_streamed\": ");
+        out.number(*head.values_not_streamed);
+    }
     out.raw(", \"threads\": [");
     bool first = true;
-    for (const thread_info& t : events.threads()) {
+    for (const thread_info& t : head.threads) {
         if (t.is_device_track()) continue;  // a device stream records nothing itself
         out.raw(first ? "\n    {\"tid\": " : ",\n    {\"tid\": ");
         first = false;
@@ -226,8 +253,12 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.raw("}");
     }
     out.raw(first ? "]},\n" : "\n  ]},\n");
-    if (events.empty()) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+    if (head.no_events) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+}
 
+/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+template <class Writer>
+void write_trace_events_opening(Writer& out, const chrome_trace_info& info) {
     out.raw("  \"traceEvents\": [\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
     out.raw(", \"tid\": 0, \"args\": {\"name\": \"stint\"}}");
@@ -238,8 +269,13 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     out.raw(", \"tid\": 0, \"args\": {\"sort_index\": ");
     out.number(info.pid);
     out.raw("}}");
+}
+
+/// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
+template <class Writer>
+void write_thread_metadata(Writer& out, std::span<const thread_info> threads, const chrome_trace_info& info) {
     std::size_t sort_index = 0;
-    for (const thread_info& t : events.threads()) {
+    for (const thread_info& t : threads) {
         if (t.is_device_track()) continue;  // device_trace writes those
         out.raw(",\n    {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
         out.number(info.pid);
@@ -259,6 +295,39 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.number(sort_index++);
         out.raw("}}");
     }
+}
+
+/// Writes a trace's head: the top-level keys, the "stint" block, and the opening of traceEvents with
+/// the process's and threads' metadata events. Events follow, each starting with ",\n".
+template <class Writer>
+void write_trace_head(Writer& out, const chrome_trace_head& head, const chrome_trace_info& info) {
+    out.raw("{\n  \"schemaVersion\": 1,\n");
+    write_trace_keys(out, head, info);
+    write_trace_events_opening(out, info);
+    write_thread_metadata(out, head.threads, info);
+}
+
+/// Writes the trace's closing keys, after traceEvents has been closed.
+template <class Writer>
+void write_trace_closing_keys(Writer& out, std::int64_t base_time_ns) {
+    out.raw("  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+    out.number(base_time_ns);
+    out.raw("\n}\n");
+    out.flush();
+}
+
+/// Writes a trace's end after its events.
+template <class Writer>
+void write_trace_end(Writer& out, std::int64_t base_time_ns) {
+    out.raw("\n  ],\n");
+    write_trace_closing_keys(out, base_time_ns);
+}
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
+    json_writer out(sink);
+    write_trace_head(out, chrome_trace_head::of(events), info);
     device_trace device(events, info.pid);
     device.write_metadata(out, "stint");
     trace_timeline timeline(events);
@@ -328,10 +397,7 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.microseconds(first_ns);
         out.raw("}");
     }
-    out.raw("\n  ],\n  \"traceName\": \"stint\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-    out.number(events.base_time_ns());
-    out.raw("\n}\n");
-    out.flush();
+    write_trace_end(out, events.base_time_ns());
 }
 
 /// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into

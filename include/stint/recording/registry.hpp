@@ -371,11 +371,9 @@ struct record_payload {
     std::span<const std::byte> bytes;
 };
 
-/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
-/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
+/// Calls `on_record(record, payload)` for each complete record in [from, end) (record boundaries).
 template <class OnRecord>
-const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
-    const std::byte* const end = c.published.load(std::memory_order_acquire);
+void for_each_record(const std::byte* from, const std::byte* end, OnRecord&& on_record) {
     for (const std::byte* at = from; at < end;) {
         record r;
         std::memcpy(&r, at, sizeof(r));
@@ -391,8 +389,30 @@ const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_
         at += bytes;
         on_record(r, payload);
     }
+}
+
+/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
+/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
+template <class OnRecord>
+const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
+    const std::byte* const end = c.published.load(std::memory_order_acquire);
+    for_each_record(from, end, on_record);
     return end;
 }
+
+/// What a drain takes out of one thread's buffer (one node: a thread and a shared object): the chunks
+/// its owner has moved past, as a chain the taker now owns (give each back with
+/// registry::release_chunk), and a copy of what the owner had published in the chunk it keeps writing
+/// into. Records of scopes that ended after `stop_ticks` are in them and belong to no window.
+struct taken_records {
+    const void* node = nullptr;   ///< which buffer (a streamed session's later takes name it again)
+    std::uint64_t os_tid = 0;
+    std::string name;
+    std::uint64_t dropped = 0;    ///< records lost to the budget
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    chunk* chunks = nullptr;      ///< linked by chunk::next
+    std::vector<std::byte> tail;
+};
 
 /// Counts a drain reports per thread.
 struct drained_thread {
@@ -427,13 +447,12 @@ public:
         return active_;
     }
 
-    /// Stops recording `state`, calls `on_disabled`, then hands every record of the session to
-    /// `on_record` and each thread's counts to `on_thread`, all under the registry lock (so no new
-    /// session can recycle the chunks being read), and frees what the drain no longer needs. Records
-    /// of scopes that end after the stop are left out: they belong to no window. Returns false when
-    /// `state` is not the recording session (stopped already, or a fork ended it).
-    template <class OnDisabled, class OnThread, class OnRecord>
-    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnThread&& on_thread, OnRecord&& on_record) {
+    /// Stops recording `state`, calls `on_disabled(stop_ticks)`, then takes each thread's records out of its buffer
+    /// and hands them to `on_taken(taken_records&&)`, all under the registry lock (so no new session
+    /// can recycle the chunks being taken). Returns false when `state` is not the recording session
+    /// (stopped already, or a fork ended it).
+    template <class OnDisabled, class OnTaken>
+    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnTaken&& on_taken) {
         std::lock_guard lock(mutex_);
         if (active_ != state || state == 0) return false;
         recording.value.store(state & ~1U, std::memory_order_release);
@@ -448,14 +467,63 @@ public:
         late_in_last_drain_ = late_total_ - late_reported_;
         late_reported_ = late_total_;
         pool_.stop_prefaulting();
-        on_disabled();
+        on_disabled(stop_ticks);
         for (thread_node* node : nodes_) {
             pool_.release(std::exchange(node->ready, nullptr));  // set aside, never taken
             if (node->state.load(std::memory_order_acquire) != state) continue;
-            drain_node(*node, state, stop_ticks, on_thread, on_record);
+            on_taken(take_node(*node, state, stop_ticks));
         }
         free_exited_nodes();
         return true;
+    }
+
+    /// Gives back a chunk that end_session handed over.
+    void release_chunk(chunk* c) noexcept { pool_.release(c); }
+
+    /// While session `state` records (a streamed session): takes from each of its threads' buffers the
+    /// chunks the owner has moved past (all of an exited thread's), handing them to
+    /// `on_taken(taken_records&&)` (without a tail), under the registry lock. Each must come back through
+    /// give_back_streamed(), which returns its bytes to the session's budget.
+    template <class OnTaken>
+    void take_written(std::uint32_t state, OnTaken&& on_taken) {
+        std::lock_guard lock(mutex_);
+        if (active_ != state || state == 0) return;
+        for (thread_node* node : nodes_) {
+            if (node->state.load(std::memory_order_acquire) != state) continue;
+            // acquire: the owner published a chunk's last records before it moved on (or exited).
+            const bool exited = node->exited.load(std::memory_order_acquire);
+            chunk* const keep = exited ? nullptr : node->current.load(std::memory_order_acquire);
+            chunk* const head = node->head.load(std::memory_order_acquire);
+            if (head == nullptr || head == keep) continue;
+            taken_records taken;
+            taken.node = node;
+            taken.os_tid = node->os_tid;
+            taken.name = node->name;
+            chunk* last = head;
+            for (chunk* next = last->next.load(std::memory_order_acquire); next != keep && next != nullptr;
+                 next = last->next.load(std::memory_order_acquire)) {
+                last = next;
+            }
+            last->next.store(nullptr, std::memory_order_relaxed);  // the owner links only after keep
+            node->head.store(keep, std::memory_order_release);
+            if (exited) node->current.store(nullptr, std::memory_order_release);
+            taken.chunks = head;
+            on_taken(std::move(taken));
+        }
+    }
+
+    /// Gives back chunks that take_written() handed over: to the pool, and their bytes to the budget of
+    /// session `state` (whose threads may take chunks again if it was spent).
+    void give_back_streamed(std::uint32_t state, chunk* chain) noexcept {
+        bool any = false;
+        for (chunk* c = chain; c != nullptr;) {
+            chunk* next = c->next.load(std::memory_order_relaxed);
+            pool_.refund_and_release(c);
+            any = true;
+            c = next;
+        }
+        std::uint32_t spent = state;
+        if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_relaxed);
     }
 
     /// Records of earlier sessions found since the drain before this one: scopes that ended before
@@ -524,53 +592,41 @@ public:
     }
 
 private:
-    template <class OnThread, class OnRecord>
-    void drain_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks, OnThread& on_thread,
-                    OnRecord& on_record) {
-        drained_thread info;
-        info.os_tid = node.os_tid;
-        info.name = node.name;
+    // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
+    // the one it keeps writing into (late scopes land there; count_late finds them from where the copy
+    // ended, and the owner returns that chunk when its next session begins).
+    taken_records take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks) {
+        taken_records taken;
+        taken.node = &node;
+        taken.os_tid = node.os_tid;
+        taken.name = node.name;
         chunk* const keep = node.exited.load(std::memory_order_acquire)
                                 ? nullptr
                                 : node.current.load(std::memory_order_acquire);
         const std::byte* kept_until = nullptr;
-        for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-             c = c->next.load(std::memory_order_acquire)) {
-            const std::byte* const read_until =
-                for_each_record(*c, c->data(), [&](const record& r, const record_payload& payload) {
-                    // A scope still open at stop ended after it: it belongs to no window.
-                    if (r.end_ticks > stop_ticks) return;
-                    // A device link is part of the scope record before it, not a record of its own.
-                    // record_outputs' records are the program's, though they make no event of their own.
-                    if (r.where()->payload != payload_kind::device_link) {
-                        const bool own =
-                            r.where()->kind == event_kind::overhead && r.where()->payload != payload_kind::outputs;
-                        ++(own ? info.overhead : info.recorded);
-                    }
-                    on_record(info, r, payload);
-                });
-            if (c == keep) {
-                kept_until = read_until;
-                break;  // what the owner publishes after this point, or links after it, is late
-            }
+        if (keep != nullptr) {
+            kept_until = keep->published.load(std::memory_order_acquire);
+            taken.tail.assign(static_cast<const std::byte*>(keep->data()), kept_until);  // may throw: nothing taken yet
         }
-        info.dropped = node.dropped.load(std::memory_order_relaxed);
-        info.truncated = node.truncated.load(std::memory_order_relaxed);
-        on_thread(info);
+        chunk* head = node.head.load(std::memory_order_acquire);
+        if (head != nullptr && head != keep) {
+            taken.chunks = head;
+            chunk* last = head;
+            for (chunk* next = last->next.load(std::memory_order_acquire); next != keep && next != nullptr;
+                 next = last->next.load(std::memory_order_acquire)) {
+                last = next;
+            }
+            last->next.store(nullptr, std::memory_order_relaxed);  // the owner links only after keep
+        }
+        taken.dropped = node.dropped.load(std::memory_order_relaxed);
+        taken.truncated = node.truncated.load(std::memory_order_relaxed);
         node.drained_state = state;
         node.drained_stop_ticks = stop_ticks;
         node.drained_chunk = keep;
         node.drained_until = kept_until;
-        node.drained_dropped = info.dropped;
-        // Chunks the owner has moved past are free now; the owner keeps writing into `keep` (late
-        // scopes) and returns it when its next session begins.
-        chunk* c = node.head.load(std::memory_order_acquire);
-        while (c != nullptr && c != keep) {
-            chunk* next = c->next.load(std::memory_order_acquire);
-            pool_.release(c);
-            c = next;
-        }
+        node.drained_dropped = taken.dropped;
         node.head.store(keep, std::memory_order_release);
+        return taken;
     }
 
     /// Counts the records of the node's drained session that reached its buffer after the drain (and

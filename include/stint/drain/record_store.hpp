@@ -1,0 +1,146 @@
+#pragma once
+// A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
+// thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
+// trace of timing-only records is written from them directly, so that stopping and exporting a big
+// session needs no memory beyond the records' own.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "stint/recording/clock.hpp"
+#include "stint/recording/registry.hpp"
+
+namespace stint::detail {
+
+/// The records of one closed session, per thread buffer (a thread and a shared object), in the order
+/// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
+class record_store {
+public:
+    /// One buffer's records and what a drain reports of them.
+    struct thread_records {
+        const void* node = nullptr;    ///< which buffer it was (taken_records::node)
+        drained_thread counts;
+        chunk* chunks = nullptr;       ///< full chunks, linked by chunk::next
+        std::vector<std::byte> tail;   ///< the records of the chunk its owner kept writing into
+        std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
+        /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
+        std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
+        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name
+    };
+
+    record_store() = default;
+    record_store(const record_store&) = delete;
+    record_store& operator=(const record_store&) = delete;
+    record_store(record_store&& other) noexcept { *this = std::move(other); }
+    record_store& operator=(record_store&& other) noexcept {
+        if (this != &other) {
+            release_all();
+            threads_ = std::move(other.threads_);
+            other.threads_.clear();
+            stop_ticks = other.stop_ticks;
+            calibration = other.calibration;
+            late = other.late;
+            buffer_bytes = other.buffer_bytes;
+            memory_dropped = other.memory_dropped;
+        }
+        return *this;
+    }
+    ~record_store() { release_all(); }
+
+    /// Takes one buffer's records (from registry::end_session) and counts them.
+    void add(taken_records&& taken) {
+        thread_records& t = threads_.emplace_back();
+        t.node = taken.node;
+        t.counts.os_tid = taken.os_tid;
+        t.counts.name = std::move(taken.name);
+        t.counts.dropped = taken.dropped;
+        t.counts.truncated = taken.truncated;
+        t.chunks = taken.chunks;
+        t.tail = std::move(taken.tail);
+        for_each_record(t, [&](const record& r, const record_payload&) {
+            const site& where = *r.where();
+            // A device link is part of the scope record before it, not a record of its own; outputs
+            // are the program's records but make no event.
+            if (where.payload != payload_kind::device_link) {
+                const bool own = where.kind == event_kind::overhead && where.payload != payload_kind::outputs;
+                ++(own ? t.counts.overhead : t.counts.recorded);
+            }
+            if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs) {
+                t.timing_only = false;
+                return;
+            }
+            ++t.events;
+            if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
+                t.timing_only = false;
+            }
+            if (where.kind != event_kind::instant) t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+        });
+    }
+
+    [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
+    [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
+
+    /// Records that become events, over all buffers.
+    [[nodiscard]] std::uint64_t events() const noexcept {
+        std::uint64_t n = 0;
+        for (const thread_records& t : threads_) n += t.events;
+        return n;
+    }
+
+    /// Calls `on_record(record, payload)` for each of the buffer's records of the window (scopes that
+    /// ended after the stop belong to none), in the order the thread wrote them.
+    template <class OnRecord>
+    void for_each_record(const thread_records& t, OnRecord&& on_record) const {
+        const auto in_window = [&](const record& r, const record_payload& payload) {
+            if (r.end_ticks <= stop_ticks) on_record(r, payload);
+        };
+        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+            stint::detail::for_each_record(c->data(), c->published.load(std::memory_order_acquire), in_window);
+        }
+        stint::detail::for_each_record(t.tail.data(), t.tail.data() + t.tail.size(), in_window);
+    }
+
+    /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
+    [[nodiscard]] std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const {
+        std::vector<std::pair<const std::byte*, const std::byte*>> out;
+        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+            out.emplace_back(c->data(), c->published.load(std::memory_order_acquire));
+        }
+        out.emplace_back(t.tail.data(), t.tail.data() + t.tail.size());
+        return out;
+    }
+
+    /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
+    [[nodiscard]] chunk* take_chunks(thread_records& t) noexcept {
+        std::vector<std::byte>().swap(t.tail);
+        return std::exchange(t.chunks, nullptr);
+    }
+
+    /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
+    void release(thread_records& t) noexcept {
+        for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
+            chunk* next = c->next.load(std::memory_order_relaxed);
+            the_registry().release_chunk(c);
+            c = next;
+        }
+        std::vector<std::byte>().swap(t.tail);
+    }
+
+    std::uint64_t stop_ticks = 0;       ///< records that ended after it belong to no window
+    tick_calibration calibration;       ///< ticks to ns since the window's start
+    std::uint64_t late = 0;             ///< late records of earlier sessions found by this drain
+    std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
+    std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
+
+private:
+    void release_all() noexcept {
+        for (thread_records& t : threads_) release(t);
+    }
+
+    std::vector<thread_records> threads_;
+};
+
+}  // namespace stint::detail

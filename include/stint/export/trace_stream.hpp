@@ -1,0 +1,225 @@
+#pragma once
+// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
+// takes the chunks that recording threads have filled, writes their events and gives the chunks back
+// to the pool and their bytes back to the budget, so that a session of any length records in the
+// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
+// counts and the threads' metadata, and the file lands under its name.
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "stint/detail/platform.hpp"
+#include "stint/drain/record_store.hpp"
+#include "stint/export/chrome_trace.hpp"
+#include "stint/export/chrome_trace_records.hpp"
+#include "stint/export/json_writer.hpp"
+#include "stint/export/output_file.hpp"
+
+namespace stint::detail {
+
+/// What a streamed session wrote, for its stats.
+struct streamed_totals {
+    std::uint64_t events = 0;     ///< events written
+    std::uint64_t recorded = 0;   ///< records of the program
+    std::uint64_t overhead = 0;   ///< stint's own records
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
+};
+
+/// One streamed session's trace file and the thread that writes it.
+///
+///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
+///     stream.start(state, calibration, first_id);  // once the session records
+///     ...
+///     stream.stop();                               // before the session closes
+///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
+class trace_stream {
+public:
+    /// How often the writer looks for filled chunks.
+    static constexpr std::chrono::milliseconds period{10};
+
+    trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        chrome_trace_info info;
+        info.pid = pid;
+        out_.raw("{\n  \"schemaVersion\": 1,\n");
+        write_trace_events_opening(out_, info);
+    }
+    trace_stream(const trace_stream&) = delete;
+    trace_stream& operator=(const trace_stream&) = delete;
+    ~trace_stream() { stop(); }
+
+    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
+    /// the writer reads them, and its times come from `calibration` (the session's start).
+    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+        state_ = state;
+        calibration_ = calibration;
+        next_id_ = first_id;
+        thread_ = std::thread([this] { run(); });
+    }
+
+    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
+    /// must be abandoned (leaked), never stopped or destroyed.
+    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
+
+    /// Stops the writer (joins it). What it failed with is thrown by finish().
+    void stop() noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
+    /// keys, and commits the file. Throws what writing failed with (the file is then discarded).
+    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
+        stop();
+        if (error_) std::rethrow_exception(error_);
+        write_batch(rest, [&](record_store::thread_records& t) { rest.release(t); });
+        for (const record_store::thread_records& t : rest.threads()) {
+            thread_state& s = state_of(t);
+            s.counts.dropped = t.counts.dropped;
+            s.counts.truncated = t.counts.truncated;
+        }
+        // The threads in the order the close found them (every thread of the session is there), as a
+        // normal stop lists them.
+        std::vector<thread_info> threads;
+        std::vector<const void*> listed;
+        const auto list = [&](const thread_state& s) {
+            if (std::find(listed.begin(), listed.end(), s.node) != listed.end()) return;
+            listed.push_back(s.node);
+            threads.push_back({s.counts.os_tid, s.counts.name, s.counts.recorded, s.counts.dropped});
+        };
+        for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
+        streamed_totals totals;
+        for (thread_state& s : threads_) {
+            if (s.writer) s.writer->flush();
+            list(s);
+            totals.events += s.events;
+            totals.values_not_streamed += s.writer ? s.writer->values_left_out() : 0;
+            totals.recorded += s.counts.recorded;
+            totals.overhead += s.counts.overhead;
+            totals.dropped += s.counts.dropped;
+            totals.truncated += s.counts.truncated;
+        }
+        write_thread_metadata(out_, threads, info);
+        out_.raw("\n  ],\n");
+        const device_report no_device;
+        const chrome_trace_head head{.recorded = totals.recorded,
+                                     .dropped = totals.dropped,
+                                     .late = rest.late,
+                                     .device = &no_device,
+                                     .memory_dropped = rest.memory_dropped,
+                                     .memory_peaks = {},
+                                     .threads = threads,
+                                     .no_events = totals.events == 0,
+                                     .values_not_streamed = totals.values_not_streamed};
+        write_trace_keys(out_, head, info);
+        write_trace_closing_keys(out_, calibration_.anchor.system_ns);
+        file_.commit();
+        return totals;
+    }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer<json_writer>> writer;
+    };
+
+    void run() noexcept {
+        const own_allocation_scope own;  // the writer's memory is not the program's
+        name_this_thread("stint stream");
+        std::unique_lock lock(mutex_);
+        while (!stopping_) {
+            wake_.wait_for(lock, period, [this] { return stopping_; });
+            if (stopping_) break;
+            lock.unlock();
+            try {
+                record_store batch;
+                batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
+                the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
+                write_batch(batch, [&](record_store::thread_records& t) {
+                    the_registry().give_back_streamed(state_, batch.take_chunks(t));
+                });
+            } catch (...) {
+                lock.lock();
+                error_ = std::current_exception();
+                return;  // the session goes on recording into its budget; finish() reports the failure
+            }
+            lock.lock();
+        }
+    }
+
+    // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
+    template <class Done>
+    void write_batch(record_store& batch, Done&& done) {
+        for (record_store::thread_records& t : batch.threads()) {
+            thread_state& s = state_of(t);
+            s.counts.recorded += t.counts.recorded;
+            s.counts.overhead += t.counts.overhead;
+            if (t.events != 0) {
+                if (!s.writer) {
+                    // The row's origin: the earliest start the writer has seen on it (a normal stop
+                    // takes the earliest of the whole session, which a stream cannot wait for).
+                    const double origin = t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()
+                                              ? std::numeric_limits<double>::infinity()
+                                              : trace_microseconds(calibration_.to_ns_since_anchor(t.first_start_ticks));
+                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin);
+                }
+                batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
+                    const payload_kind kind = r.where()->payload;
+                    if (kind == payload_kind::outputs) {
+                        s.writer->leave_out_values();
+                    } else if (kind != payload_kind::device_link) {  // part of the scope before it
+                        s.writer->add(r, payload, next_id_++);
+                    }
+                });
+                s.events += t.events;
+                s.writer->own_held_names();  // the records' chunks go back now
+            }
+            done(t);
+        }
+    }
+
+    thread_state& state_of(const record_store::thread_records& t) {
+        const auto [at, added] = index_.try_emplace(t.node, threads_.size());
+        if (!added) return threads_[at->second];
+        thread_state& s = threads_.emplace_back();
+        s.node = t.node;
+        s.counts.os_tid = t.counts.os_tid;
+        s.counts.name = t.counts.name;
+        return s;
+    }
+
+    output_file file_;
+    json_writer out_;
+    std::uint64_t pid_ = 0;
+    std::uint32_t state_ = 0;
+    tick_calibration calibration_;
+    std::uint64_t next_id_ = 0;
+    std::vector<thread_state> threads_;  // per buffer, in the order first seen
+    std::unordered_map<const void*, std::size_t> index_;
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::exception_ptr error_;
+};
+
+}  // namespace stint::detail

@@ -1,0 +1,222 @@
+// Streamed sessions (profiler_options::stream_to): a Chrome trace written while the session records.
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "nesting_workload.hpp"
+#include "stint/stint.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+// The names of a trace's events per thread, as a multiset (their order is the writer's).
+std::map<std::uint64_t, std::multiset<std::string>> names_by_thread(const nlohmann::json& trace) {
+    std::map<std::uint64_t, std::multiset<std::string>> names;
+    for (const auto& e : stint_test::timed_events(trace)) names[e["tid"]].insert(e["name"].get<std::string>());
+    return names;
+}
+
+struct string_sink {
+    std::string text;
+    void write(std::string_view bytes) { text.append(bytes); }
+};
+
+std::multiset<std::string> leaf_names(const nesting::paths& paths) {
+    std::multiset<std::string> names;
+    for (const std::string& p : paths) names.insert(p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1));
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("a streamed session writes every record while it records, in a budget far smaller than its records") {
+    stint_test::temp_dir dir;
+    const std::string path = dir.file("stream.json");
+    constexpr std::size_t budget = std::size_t{1} << 20;
+    constexpr int iterations = 4000;  // about 60,000 events per thread
+    std::vector<nesting::recorder> recorders(2);
+    std::vector<std::uint64_t> tids(2);
+    {
+        stint::profiler<> prof({.buffer_budget_bytes = budget, .stream_to = path});
+        prof.start();
+        const auto work = [&](std::size_t t) {
+            tids[t] = stint::detail::current_os_tid();
+            for (int i = 0; i < iterations; ++i) {
+                nesting::iteration(recorders[t], i);
+                // A pace the writer keeps up with on a loaded machine: about 3 MB/s per thread.
+                if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        };
+        std::thread other(work, 1);
+        work(0);
+        other.join();
+        prof.stop();
+        const stint::profiler_stats stats = prof.stats();
+        CHECK(stats.dropped == 0);
+        CHECK(stats.recorded * 24 > 2 * budget);  // the buffers were written and reused
+        const nlohmann::json trace = stint_test::read_json(path);
+        CHECK(trace["stint"]["recorded"].get<std::uint64_t>() == stats.recorded);
+        CHECK(trace["stint"]["dropped"] == 0);
+        CHECK(trace["stint"]["values_not_streamed"] == 0);
+        CHECK(stint_test::all_timed_events(trace).size() == stats.number_of_events);
+        // Every event each thread recorded, once, with a distinct id.
+        const auto names = names_by_thread(trace);
+        for (std::size_t t = 0; t < 2; ++t) {
+            INFO("thread " << t);
+            REQUIRE(names.count(tids[t]) == 1);
+            CHECK(names.at(tids[t]) == leaf_names(recorders[t].done()));
+        }
+        std::set<std::uint64_t> ids;
+        for (const auto& e : stint_test::all_timed_events(trace)) ids.insert(e["args"]["Record function id"].get<std::uint64_t>());
+        CHECK(ids.size() == stats.number_of_events);
+        CHECK(*ids.begin() == 1);
+        // The events were written, not kept.
+        CHECK_THROWS_WITH_AS((void)prof.events(),
+                             ("stint: events(): the window was streamed to \"" + path +
+                              "\" (profiler_options::stream_to); its events are in that file, not kept").c_str(),
+                             std::logic_error);
+        CHECK_THROWS_AS(prof.export_chrome_trace(dir.file("again.json")), std::logic_error);
+    }
+}
+
+TEST_CASE("a streamed session whose writer cannot keep up drops records over the budget and counts each") {
+    stint_test::temp_dir dir;
+    const std::string path = dir.file("fast.json.gz");
+    constexpr std::int64_t scopes = 400'000;  // 9.6 MB of records at full speed into 256 KiB
+    stint::profiler<> prof({.buffer_budget_bytes = 256 * 1024, .stream_to = path});
+    prof.start();
+    for (std::int64_t i = 0; i < scopes; ++i) {
+        STINT_SCOPE("fast");
+    }
+    prof.stop();
+    const stint::profiler_stats stats = prof.stats();
+    CHECK(stats.recorded + stats.dropped == scopes);
+    const nlohmann::json trace = nlohmann::json::parse(stint_test::read_gzip(path));
+    std::uint64_t fast = 0;
+    for (const auto& e : stint_test::timed_events(trace)) fast += e["name"] == "fast" ? 1 : 0;
+    CHECK(fast == stats.recorded);
+    CHECK(trace["stint"]["dropped"].get<std::uint64_t>() == stats.dropped);
+    CHECK(trace["stint"]["threads"][0]["dropped"].get<std::uint64_t>() == stats.dropped);
+}
+
+TEST_CASE("a stream writes the trace a stop writes for the same records, whatever the batches") {
+    // The records of one session, written from the records at once and by a stream in batches of one
+    // chunk, whose memory is overwritten after each batch (as the pool would reuse it).
+    stint::detail::session session;
+    session.open(std::size_t{64} << 20);
+    std::thread other([] {
+        nesting::recorder r;
+        for (int i = 0; i < 2000; ++i) nesting::iteration(r, i);
+    });
+    nesting::recorder r;
+    for (int i = 0; i < 2000; ++i) nesting::iteration(r, i);
+    other.join();
+    stint::detail::record_store records;
+    REQUIRE(session.close_records(records));
+    REQUIRE(stint::detail::chrome_trace_from_records(records));
+
+    string_sink whole;
+    stint::detail::write_chrome_trace(whole, records, 1, {.pid = 7, .truncated_names = 0, .metadata_json = {}});
+
+    string_sink batched;
+    {
+        stint::detail::json_writer out(batched);
+        std::uint64_t id = 1;
+        for (const auto& t : records.threads()) {
+            if (t.events == 0) continue;
+            stint::detail::thread_trace_writer<stint::detail::json_writer> writer(
+                out, records.calibration, 7, t.counts.os_tid,
+                stint::detail::chrome_records_detail::origin_of(records, t));
+            for (const auto& [from, to] : records.ranges(t)) {
+                std::vector<std::byte> copy(from, to);  // the batch, in memory the writer may not keep
+                stint::detail::for_each_record(copy.data(), copy.data() + copy.size(),
+                                               [&](const stint::detail::record& rec,
+                                                   const stint::detail::record_payload& payload) {
+                                                   writer.add(rec, payload, id++);
+                                               });
+                writer.own_held_names();
+                std::memset(copy.data(), 0xAB, copy.size());
+            }
+            writer.flush();
+        }
+        out.flush();
+    }
+    // The same events, in the same order (both write thread by thread, in the order recorded).
+    const auto events_of = [](const std::string& text) {
+        std::vector<std::string> events;
+        const nlohmann::json trace = nlohmann::json::parse(text);
+        for (const auto& e : trace["traceEvents"]) {
+            if (e["ph"] != "M") events.push_back(e.dump());
+        }
+        return events;
+    };
+    const std::vector<std::string> expected = events_of(whole.text);
+    const std::vector<std::string> got = events_of("{\"traceEvents\": [{\"ph\": \"M\"}" + batched.text + "]}");
+    CHECK(expected.size() > 40'000);
+    CHECK(got == expected);
+}
+
+TEST_CASE("stream_to refuses what it cannot stream, at construction") {
+    const auto refused = [](const auto& make, const std::string& why) {
+        CHECK_THROWS_WITH_AS(make(),
+                             ("stint: profiler_options::stream_to streams one window of timing-only records; " + why)
+                                 .c_str(),
+                             std::invalid_argument);
+    };
+    refused([] { stint::profiler<> p({.schedule = stint::schedule({.active = 1}), .stream_to = "x.json"}); },
+            "it takes no schedule (each window would need a file of its own)");
+    refused([] { stint::profiler<> p({.accumulate_events = true, .stream_to = "x.json"}); },
+            "accumulate_events keeps events, which a stream does not");
+    refused([] { stint::profiler<stint::config<stint::record_shapes>> p({.stream_to = "x.json"}); },
+            "this config captures values (inputs, stacks, modules, memory or device activity) that only the event "
+            "list writes; stream with stint::config<>");
+    refused([] { stint::profiler<> p({.stream_to = "x.pftrace"}); },
+            "it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's format after a "
+            "normal stop");
+}
+
+TEST_CASE("a stream that cannot open its file fails at start() and records nothing") {
+    stint::profiler<> prof({.stream_to = "/nonexistent-dir/stint/trace.json"});
+    CHECK_THROWS_AS(prof.start(), std::system_error);
+    CHECK_FALSE(prof.is_running());
+    stint::profiler<> other;  // no session was left open
+    other.start();
+    other.stop();
+}
+
+TEST_CASE("values that other configs' sites capture are left out of a stream, and counted") {
+    using shapes = stint::config<stint::record_shapes>;
+    stint_test::temp_dir dir;
+    stint::profiler<> prof({.stream_to = dir.file("values.json")});
+    prof.start();
+    for (int i = 0; i < 10; ++i) {
+        STINT_OP(shapes, "aten::add", i, 2.0);
+    }
+    const std::string name = "named";
+    {
+        STINT_SCOPE_NAMED(name);
+    }
+    prof.stop();
+    const nlohmann::json trace = stint_test::read_json(dir.file("values.json"));
+    std::multiset<std::string> names;
+    for (const auto& e : stint_test::timed_events(trace)) {
+        names.insert(e["name"].get<std::string>());
+        CHECK_FALSE(e["args"].contains("Input type"));
+    }
+    CHECK(names.count("aten::add") == 10);
+    CHECK(names.count("named") == 1);
+    CHECK(trace["stint"]["values_not_streamed"] == 10);
+}
