@@ -246,7 +246,7 @@ void stint_instant(benchmark::State& state) {
 }
 BENCHMARK(stint_instant)->Iterations(recorded_iterations);
 
-// record_shapes with three rank-2 tensors (design §6: <= 3x a timing-only op). The tensors escape
+// record_shapes with three rank-2 tensors (issue 18: <= 2x a timing-only op at the median). The tensors escape
 // and ClobberMemory makes every iteration read them again, so the capture cannot be folded into
 // constants as it could be for tensors the compiler sees through.
 struct bench_tensor {

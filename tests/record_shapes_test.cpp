@@ -392,6 +392,50 @@ TEST_CASE("dims and strides beyond 32 bits are kept exactly") {
     CHECK(args.at("Input Strides") == json::parse("[[2, 1], [1099511627779, 1], [-1]]"));
 }
 
+TEST_CASE("dtype names of every length from 0 to 12 bytes read back exactly") {
+    // 4 to 8 bytes are copied as two overlapping 4-byte words, others byte by byte.
+    stint::profiler<shapes> prof;
+    const std::string letters = "abcdefghijkl";
+    prof.start();
+    for (std::size_t n = 0; n <= letters.size(); ++n) {
+        const fake_tensor t = contiguous({2, 3}, letters.substr(0, n));
+        STINT_OP(shapes, "dtype", t, t);
+    }
+    prof.stop();
+    const auto ops = export_and_read(prof).named("dtype");
+    REQUIRE(ops.size() == letters.size() + 1);
+    for (std::size_t n = 0; n <= letters.size(); ++n) {
+        const json args = ops[n].at("args");
+        const std::string name = letters.substr(0, n);
+        CHECK(args.at("Input type") == json({name, name}));
+        CHECK(args.at("Input Dims") == json::parse("[[2, 3], [2, 3]]"));
+        CHECK(args.at("Input Strides") == json::parse("[[3, 1], [3, 1]]"));
+    }
+}
+
+TEST_CASE("ops whose inputs fill many chunks read back whole, in order") {
+    // Each record is appended inline while its chunk has room and through the slow path when it
+    // fills; both must give the same bytes.
+    stint::profiler<shapes> prof;
+    constexpr std::int64_t ops = 3000;
+    prof.start();
+    for (std::int64_t i = 0; i < ops; ++i) {
+        const fake_tensor a = contiguous({i, 7}), b = contiguous({3, i + 1}, "long int");
+        STINT_OP(shapes, "many", a, b, i);
+    }
+    prof.stop();
+    CHECK(prof.stats().dropped == 0);
+    const auto many = export_and_read(prof).named("many");
+    REQUIRE(many.size() == static_cast<std::size_t>(ops));
+    for (std::int64_t i = 0; i < ops; ++i) {
+        const json args = many[static_cast<std::size_t>(i)].at("args");
+        REQUIRE(args.at("Input Dims") == json::array({json::array({i, 7}), json::array({3, i + 1}), json::array()}));
+        REQUIRE(args.at("Input Strides") == json::array({json::array({7, 1}), json::array({i + 1, 1}), json::array()}));
+        REQUIRE(args.at("Input type") == json({"float", "long int", "Scalar"}));
+        REQUIRE(args.at("Concrete Inputs") == json({"", "", std::to_string(i)}));
+    }
+}
+
 #if STINT_TEST_HAS_EIGEN
 TEST_CASE("Eigen matrices are captured through the Eigen-like rules") {
     stint::profiler<shapes> prof;

@@ -485,9 +485,15 @@ private:
         if (p == nullptr) return;
         const bool cut = kept < rank || dtype_len < dtype.size();
         if (cut) truncated_ = true;
-        // dtype names are a few bytes: a byte loop beats a memcpy call and overlapping fixed copies
-        // (measured).
-        for (std::size_t i = 0; i < dtype_len; ++i) p[4 + i] = static_cast<std::byte>(dtype[i]);
+        // dtype names are a few bytes ("float", "long int"): two overlapping 4-byte copies for 4 to 8
+        // bytes, else a byte loop; both beat a memcpy call (3 rank-2 "float" tensors: ~1 ns less per op
+        // than the byte loop alone, bench/scope_bench.cpp).
+        if (dtype_len >= 4 && dtype_len <= 8) {
+            std::memcpy(p + 4, dtype.data(), 4);
+            std::memcpy(p + dtype_len, dtype.data() + dtype_len - 4, 4);
+        } else {
+            for (std::size_t i = 0; i < dtype_len; ++i) p[4 + i] = static_cast<std::byte>(dtype[i]);
+        }
         // Shapes whose values all fit in 32 bits (nearly all) take 4 bytes per value, in one pass:
         // written narrow, and again wide only when one does not fit. Fewer bytes to copy into the
         // record and to write to memory (3 rank-2 tensors: 123 -> 75 bytes).
