@@ -451,8 +451,15 @@ private:
             stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
             try {
                 session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+            } catch (...) {
+                stream_.reset();  // nothing opened; the unfinished file is removed
+                throw;
+            }
+            try {
                 stream_->start(session_.recording_state(), session_.calibration(), next_id_);
             } catch (...) {
+                detail::record_store discarded;  // no writer: the session closes unrecorded
+                (void)session_.close_records(discarded);
                 stream_.reset();
                 throw;
             }
@@ -647,8 +654,9 @@ private:
 
     void require_kept(std::string_view call) const {
         if (streamed_window_) {
-            throw std::logic_error("stint: " + std::string(call) + ": the window was streamed to \"" + options_.stream_to +
-                                   "\" (profiler_options::stream_to); its events are in that file, not kept");
+            throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
+                                               "(profiler_options::stream_to); its events are in that file, not kept",
+                                               call, options_.stream_to));
         }
     }
 

@@ -9626,9 +9626,9 @@ public:
             if (keep_buffers_) reg.retain_buffers(store.buffer_bytes);
             calibration_ = refine_calibration(calibration_, take_clock_anchor());
         };
-        const bool closed = state_ == device_only_state
-                                ? (on_disabled(read_ticks()), true)
-                                : reg.end_session(state_, on_disabled, [&](taken_records&& t) { store.add(std::move(t)); });
+        const auto on_taken = [&](taken_records&& t) { store.add(std::move(t)); };
+        const bool closed = state_ == device_only_state ? (on_disabled(read_ticks()), true)
+                                                        : reg.end_session(state_, on_disabled, on_taken);
         state_ = 0;
         if (!closed) return false;
         store.calibration = calibration_;
@@ -12550,7 +12550,8 @@ namespace chrome_records_detail {
 
 /// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
 inline double origin_of(const record_store& records, const record_store::thread_records& t) {
-    if (t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()) return std::numeric_limits<double>::infinity();
+    constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+    if (t.first_start_ticks == none) return std::numeric_limits<double>::infinity();
     return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));
 }
 
@@ -12588,7 +12589,7 @@ void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t f
         if (t.events == 0) continue;
         thread_trace_writer<json_writer> thread(out, records.calibration, info.pid, t.counts.os_tid,
                                                 chrome_records_detail::origin_of(records, t));
-        records.for_each_record(t, [&](const record& r, const record_payload& payload) { thread.add(r, payload, id++); });
+        records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
         thread.flush();
     }
     write_trace_end(out, records.calibration.anchor.system_ns);
@@ -12770,18 +12771,17 @@ private:
     // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
     template <class Done>
     void write_batch(record_store& batch, Done&& done) {
+        batch.calibration = calibration_;  // the stream's times all come from the session's start
         for (record_store::thread_records& t : batch.threads()) {
             thread_state& s = state_of(t);
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
-            if (t.events != 0) {
+            if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
                 if (!s.writer) {
-                    // The row's origin: the earliest start the writer has seen on it (a normal stop
-                    // takes the earliest of the whole session, which a stream cannot wait for).
-                    const double origin = t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()
-                                              ? std::numeric_limits<double>::infinity()
-                                              : trace_microseconds(calibration_.to_ns_since_anchor(t.first_start_ticks));
-                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin);
+                    // The row's origin: the earliest start of its first batch (a normal stop takes the
+                    // earliest of the whole session, which a stream cannot wait for).
+                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid,
+                                     chrome_records_detail::origin_of(batch, t));
                 }
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
@@ -14649,8 +14649,15 @@ private:
             stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
             try {
                 session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+            } catch (...) {
+                stream_.reset();  // nothing opened; the unfinished file is removed
+                throw;
+            }
+            try {
                 stream_->start(session_.recording_state(), session_.calibration(), next_id_);
             } catch (...) {
+                detail::record_store discarded;  // no writer: the session closes unrecorded
+                (void)session_.close_records(discarded);
                 stream_.reset();
                 throw;
             }
@@ -14845,8 +14852,9 @@ private:
 
     void require_kept(std::string_view call) const {
         if (streamed_window_) {
-            throw std::logic_error("stint: " + std::string(call) + ": the window was streamed to \"" + options_.stream_to +
-                                   "\" (profiler_options::stream_to); its events are in that file, not kept");
+            throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
+                                               "(profiler_options::stream_to); its events are in that file, not kept",
+                                               call, options_.stream_to));
         }
     }
 

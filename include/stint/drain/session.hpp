@@ -180,9 +180,9 @@ public:
             if (keep_buffers_) reg.retain_buffers(store.buffer_bytes);
             calibration_ = refine_calibration(calibration_, take_clock_anchor());
         };
-        const bool closed = state_ == device_only_state
-                                ? (on_disabled(read_ticks()), true)
-                                : reg.end_session(state_, on_disabled, [&](taken_records&& t) { store.add(std::move(t)); });
+        const auto on_taken = [&](taken_records&& t) { store.add(std::move(t)); };
+        const bool closed = state_ == device_only_state ? (on_disabled(read_ticks()), true)
+                                                        : reg.end_session(state_, on_disabled, on_taken);
         state_ = 0;
         if (!closed) return false;
         store.calibration = calibration_;

@@ -237,7 +237,8 @@ namespace chrome_records_detail {
 
 /// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
 inline double origin_of(const record_store& records, const record_store::thread_records& t) {
-    if (t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()) return std::numeric_limits<double>::infinity();
+    constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+    if (t.first_start_ticks == none) return std::numeric_limits<double>::infinity();
     return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));
 }
 
@@ -275,7 +276,7 @@ void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t f
         if (t.events == 0) continue;
         thread_trace_writer<json_writer> thread(out, records.calibration, info.pid, t.counts.os_tid,
                                                 chrome_records_detail::origin_of(records, t));
-        records.for_each_record(t, [&](const record& r, const record_payload& payload) { thread.add(r, payload, id++); });
+        records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
         thread.flush();
     }
     write_trace_end(out, records.calibration.anchor.system_ns);

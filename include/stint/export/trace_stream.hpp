@@ -169,18 +169,17 @@ private:
     // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
     template <class Done>
     void write_batch(record_store& batch, Done&& done) {
+        batch.calibration = calibration_;  // the stream's times all come from the session's start
         for (record_store::thread_records& t : batch.threads()) {
             thread_state& s = state_of(t);
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
-            if (t.events != 0) {
+            if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
                 if (!s.writer) {
-                    // The row's origin: the earliest start the writer has seen on it (a normal stop
-                    // takes the earliest of the whole session, which a stream cannot wait for).
-                    const double origin = t.first_start_ticks == std::numeric_limits<std::uint64_t>::max()
-                                              ? std::numeric_limits<double>::infinity()
-                                              : trace_microseconds(calibration_.to_ns_since_anchor(t.first_start_ticks));
-                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin);
+                    // The row's origin: the earliest start of its first batch (a normal stop takes the
+                    // earliest of the whole session, which a stream cannot wait for).
+                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid,
+                                     chrome_records_detail::origin_of(batch, t));
                 }
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
