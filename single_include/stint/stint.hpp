@@ -12378,7 +12378,7 @@ template <class Writer>
 class thread_trace_writer {
 public:
     /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
-    /// row (chrome_trace_origin).
+    /// row (chrome_records_detail::origin_of).
     thread_trace_writer(Writer& out, const tick_calibration& calibration, std::uint64_t pid, std::uint64_t tid,
                         double origin)
         : out_(out), calibration_(calibration),
@@ -12468,9 +12468,20 @@ private:
         std::uint32_t parent = no_parent;      // within held_
     };
 
-    void write_subtree(std::uint32_t i, trace_end cap) {
-        const trace_end ends = write_event(held_[i], cap);
-        for (const std::uint32_t child : children_[i]) write_subtree(child, ends);
+    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
+    // a group can be as deep as the program's nesting).
+    void write_subtree(std::uint32_t root, trace_end cap) {
+        pending_.clear();
+        pending_.push_back({root, cap});
+        while (!pending_.empty()) {
+            const auto [i, bound] = pending_.back();
+            pending_.pop_back();
+            const trace_end ends = write_event(held_[i], bound);
+            // Reversed onto the stack, so that children are written in the order they arrived.
+            for (auto child = children_[i].rbegin(); child != children_[i].rend(); ++child) {
+                pending_.push_back({*child, ends});
+            }
+        }
     }
 
     trace_end write_event(const held& h, trace_end cap) {
@@ -12541,6 +12552,7 @@ private:
     std::vector<held> held_;                           // records ending in held_end_, as they arrived
     std::vector<std::uint32_t> roots_;                 // held records whose parent has not arrived
     std::vector<std::vector<std::uint32_t>> children_;
+    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
     std::unordered_map<const site*, std::string> prefixes_;
     const site* last_site_ = nullptr;
     const std::string* last_prefix_ = nullptr;
