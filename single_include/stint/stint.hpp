@@ -12637,6 +12637,7 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -12708,14 +12709,14 @@ public:
             thread_state& s = state_of(t);
             s.counts.dropped = t.counts.dropped;
             s.counts.truncated = t.counts.truncated;
+            s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
         }
         // The threads in the order the close found them (every thread of the session is there), as a
         // normal stop lists them.
         std::vector<thread_info> threads;
-        std::vector<const void*> listed;
+        std::unordered_set<const void*> listed;
         const auto list = [&](const thread_state& s) {
-            if (std::find(listed.begin(), listed.end(), s.node) != listed.end()) return;
-            listed.push_back(s.node);
+            if (!listed.insert(s.node).second) return;
             threads.push_back({s.counts.os_tid, s.counts.name, s.counts.recorded, s.counts.dropped});
         };
         for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
