@@ -338,7 +338,7 @@ void check_events(const stint::event_list& events, const perfetto_model& model, 
     for (const stint::event& e : events) {
         by_id[e.id] = &e;
         const auto start = static_cast<std::uint64_t>(e.start_ns);
-        const bool instant = e.kind == stint::event_kind::instant || stint::is_memory_kind(e.kind);
+        const bool instant = stint::is_zero_length_kind(e.kind);
         event_key key{track_of_thread.at(events.thread_of(e).os_tid), name_of(e.name),
                       std::string(stint::category_name(e.kind)), start,
                       instant ? start : static_cast<std::uint64_t>(e.end_ns), instant ? 0 : e.depth,
@@ -557,6 +557,48 @@ TEST_CASE("a profiler session's perfetto trace matches its events and its chrome
         CHECK(threads.at(t["tid"].get<std::uint64_t>()) ==
               std::tuple<std::string, std::uint64_t, std::uint64_t>{t["name"], t["recorded"], t["dropped"]});
     }
+}
+
+TEST_CASE("a flow in a perfetto trace joins its two points by flow_ids and terminating_flow_ids; counts show") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof;
+    prof.start();
+    stint::flow_token token;
+    {
+        STINT_SCOPE("submit");
+        token = stint::flow_token::begin();
+    }
+    std::thread([&] {
+        STINT_SCOPE("run");
+        token.end();
+        stint::async_scope("job");
+    }).join();
+    STINT_FLOW_END(12345);  // no begin: counted
+    prof.stop();
+    REQUIRE(prof.events().flows().size() == 1);
+    const std::uint64_t id = prof.events().flows()[0].id;
+    const std::string path = dir.file("flows.pftrace");
+    prof.export_perfetto_trace(path);
+    const perfetto_model model = read_model(decode(path, dir));
+    check_events(prof.events(), model, stint::detail::current_pid(), same);
+    const slice* begin = nullptr;
+    const slice* end = nullptr;
+    for (const slice& s : model.instants) {
+        if (s.annotations->has("flow_ids") && s.annotations->unsigned_number("flow_ids") == id) begin = &s;
+        if (s.annotations->has("terminating_flow_ids") && s.annotations->unsigned_number("terminating_flow_ids") == id) {
+            end = &s;
+        }
+    }
+    REQUIRE(begin != nullptr);
+    REQUIRE(end != nullptr);
+    CHECK(begin->category == "flow");
+    CHECK(begin->depth == 1);  // inside "submit"
+    CHECK(end->depth == 1);    // inside "run"
+    CHECK(begin->track != end->track);
+    const slice& stats = stats_of(model);
+    CHECK(stats.args.at("unmatched_flow_ends") == "1");
+    CHECK(stats.args.at("unmatched_flow_begins") == "0");
+    CHECK(stats.args.at("async_open") == "0");
 }
 
 TEST_CASE("a .pftrace.gz path writes gzip that decompresses to the same perfetto trace") {

@@ -21,6 +21,8 @@
 #include "stint/annotations/region.hpp"
 #include "stint/annotations/dynamic_name.hpp"
 #include "stint/annotations/compiled_region.hpp"
+#include "stint/annotations/flow.hpp"
+#include "stint/annotations/async_scope.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"

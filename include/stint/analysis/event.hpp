@@ -196,6 +196,39 @@ struct memory_peak {
     std::string op;               ///< the innermost op or scope open on the allocating thread then ("" if none)
 };
 
+/// A flow (STINT_FLOW_BEGIN/END, stint::flow_token): the points where work left one thread and arrived
+/// on another, each an event of the list (flow_begin, flow_end) whose parent is the scope it was bound to.
+struct flow_link {
+    std::uint64_t id = 0;         ///< the id both points carried
+    event_index begin = no_index;  ///< the flow_begin point
+    event_index end = no_index;    ///< the flow_end point
+};
+
+/// An async span (stint::async_scope): its begin and end points, on the threads that made them.
+struct async_span {
+    std::uint64_t id = 0;
+    event_index begin = no_index;  ///< the async_begin point; its name is the span's
+    event_index end = no_index;    ///< the async_end point; no_index: the span had not ended at the stop
+};
+
+/// Points of flows and async spans that found no partner in the list: nothing is dropped silently, so
+/// the trace shows these counts (a flow begun before start() or ended after stop() is one of them).
+struct unmatched_points {
+    std::uint64_t flow_begins = 0;   ///< a flow begin with no later end of its id
+    std::uint64_t flow_ends = 0;     ///< a flow end with no open begin of its id
+    std::uint64_t async_open = 0;    ///< an async span still open at the stop (its trace "b" has no "e")
+    std::uint64_t async_ends = 0;    ///< an async span end whose begin is not in the list
+
+    [[nodiscard]] std::uint64_t total() const noexcept { return flow_begins + flow_ends + async_open + async_ends; }
+    unmatched_points& operator+=(const unmatched_points& o) noexcept {
+        flow_begins += o.flow_begins;
+        flow_ends += o.flow_ends;
+        async_open += o.async_open;
+        async_ends += o.async_ends;
+        return *this;
+    }
+};
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 struct event {

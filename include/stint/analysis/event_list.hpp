@@ -2,6 +2,7 @@
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
 // exporter reads this; none touches the recording buffers.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -302,6 +303,25 @@ public:
     /// Memory events lost to the buffer budget (also counted in dropped()).
     [[nodiscard]] std::uint64_t memory_dropped() const noexcept { return memory_dropped_; }
 
+    /// The id a flow or async span point carried (its kind is_point_kind); 0 for other events.
+    [[nodiscard]] std::uint64_t point_id(const event& e) const noexcept {
+        if (!is_point_kind(e.kind)) return 0;
+        const event_index i = index_of(e);
+        const auto at = std::lower_bound(points_.begin(), points_.end(), i,
+                                         [](const point_entry& p, event_index v) { return p.event < v; });
+        return at != points_.end() && at->event == i ? at->id : 0;
+    }
+    /// The flows whose two points are both in the list, in the order their ends ran. The scopes they
+    /// join are the points' parents.
+    ///
+    ///     for (const stint::flow_link& f : list.flows())
+    ///         fmt::print("{} -> {}\n", list.parent(list[f.begin])->name, list.parent(list[f.end])->name);
+    [[nodiscard]] std::span<const flow_link> flows() const noexcept { return flows_; }
+    /// The async spans that began in the list, in the order they began.
+    [[nodiscard]] std::span<const async_span> async_spans() const noexcept { return async_spans_; }
+    /// Points without a partner in the list, counted.
+    [[nodiscard]] const unmatched_points& unmatched() const noexcept { return unmatched_; }
+
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -328,6 +348,14 @@ private:
     std::vector<memory_record> memory_records_;
     std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
     std::vector<memory_peak> memory_peaks_;
+    struct point_entry {
+        event_index event;
+        std::uint64_t id;
+    };
+    std::vector<point_entry> points_;  // the points' ids, by event index
+    std::vector<flow_link> flows_;
+    std::vector<async_span> async_spans_;
+    unmatched_points unmatched_;
     std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;

@@ -114,6 +114,9 @@ public:
     void set_device_report(device_report report) { list_.device_ = std::move(report); }
     std::string_view copy_string(std::string_view text) { return arena_->store(text); }
 
+    /// Event i (a flow or async span point, as added) carried `id`; build() pairs the points.
+    void set_point_id(event_index i, std::uint64_t id) { point_ids_.push_back({i, id}); }
+
     void set_args(event_index i, event_args args) {
         list_.events_[i].args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
@@ -180,6 +183,7 @@ public:
         const std::vector<event_index> original = order;  // apply_order consumes `order`
         apply_order(order);
         link_tree(original);
+        if (!point_ids_.empty()) link_points(original);
         if (!list_.device_args_.empty()) link_device_events();
         if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
@@ -521,6 +525,68 @@ private:
         }
     }
 
+    // Gives the points their ids (by final index) and pairs them: a flow's begin with the next end of
+    // its id (in time; a begin first on a tie, since work runs after it is handed over), an async
+    // span's begin with the end of its id (ids are unique). What finds no partner is counted.
+    void link_points(const std::vector<event_index>& original) {
+        const auto& ev = list_.events_;
+        std::vector<event_index> position(ev.size());
+        for (event_index i = 0; i < ev.size(); ++i) position[original[i]] = i;
+        auto& points = list_.points_;
+        points.reserve(point_ids_.size());
+        for (const auto& [added, id] : point_ids_) points.push_back({position[added], id});
+        std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.event < b.event; });
+
+        std::vector<event_list::point_entry> flows;
+        std::unordered_map<std::uint64_t, event_index> async_end;
+        for (const auto& p : points) {
+            const event_kind kind = ev[p.event].kind;
+            if (kind == event_kind::flow_begin || kind == event_kind::flow_end) flows.push_back(p);
+            if (kind == event_kind::async_end && !async_end.try_emplace(p.id, p.event).second) {
+                ++list_.unmatched_.async_ends;  // a second end of one span id
+            }
+        }
+        std::sort(flows.begin(), flows.end(), [&](const auto& a, const auto& b) {
+            if (a.id != b.id) return a.id < b.id;
+            if (ev[a.event].start_ns != ev[b.event].start_ns) return ev[a.event].start_ns < ev[b.event].start_ns;
+            const bool a_end = ev[a.event].kind == event_kind::flow_end;
+            const bool b_end = ev[b.event].kind == event_kind::flow_end;
+            if (a_end != b_end) return !a_end;
+            return a.event < b.event;
+        });
+        event_index open = no_index;
+        for (std::size_t f = 0; f < flows.size(); ++f) {
+            if (f > 0 && flows[f].id != flows[f - 1].id && open != no_index) {
+                ++list_.unmatched_.flow_begins;
+                open = no_index;
+            }
+            if (ev[flows[f].event].kind == event_kind::flow_begin) {
+                if (open != no_index) ++list_.unmatched_.flow_begins;
+                open = flows[f].event;
+            } else if (open != no_index) {
+                list_.flows_.push_back({flows[f].id, open, flows[f].event});
+                open = no_index;
+            } else {
+                ++list_.unmatched_.flow_ends;
+            }
+        }
+        if (open != no_index) ++list_.unmatched_.flow_begins;
+        std::sort(list_.flows_.begin(), list_.flows_.end(), [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
+
+        for (const auto& p : points) {
+            if (ev[p.event].kind != event_kind::async_begin) continue;
+            event_index end = no_index;
+            if (auto found = async_end.find(p.id); found != async_end.end()) {
+                end = found->second;
+                async_end.erase(found);
+            } else {
+                ++list_.unmatched_.async_open;
+            }
+            list_.async_spans_.push_back({p.id, p.event, end});
+        }
+        list_.unmatched_.async_ends += async_end.size();
+    }
+
     // An API call lies inside the op that made it, whatever the two clocks say (CUPTI's timestamps of
     // API calls come through the same tick counter, but a coarse tick can put its start a step before
     // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
@@ -581,6 +647,7 @@ private:
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
     std::vector<exact_place> exact_;    // per event as added, during build()
     std::vector<memory_order_entry> memory_order_;  // per memory event, as added
+    std::vector<std::pair<event_index, std::uint64_t>> point_ids_;  // per point: as added, its id
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
@@ -665,6 +732,10 @@ inline void event_list::append(const event_list& later) {
         events_.push_back(e);
     }
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
+    for (const point_entry& p : later.points_) points_.push_back({p.event + offset, p.id});
+    for (const flow_link& f : later.flows_) flows_.push_back({f.id, f.begin + offset, f.end + offset});
+    for (const async_span& a : later.async_spans_) async_spans_.push_back({a.id, a.begin + offset, relink(a.end)});
+    unmatched_ += later.unmatched_;
     device_args_.insert(device_args_.end(), later.device_args_.begin(), later.device_args_.end());
     device_events_ += later.device_events_;
     device_.loss += later.device_.loss;

@@ -126,6 +126,7 @@ namespace detail {
 struct group_key {
     std::string_view name;
     bool user_annotation = false;
+    bool async = false;  // an async span's row: apart from a scope of the same name
     device_type device = device_type::cpu;
     const std::vector<std::vector<std::int64_t>>* shapes = nullptr;  // nullptr: not grouped, or no dims
     call_stack stack;                                                // empty when not grouped by stack
@@ -136,6 +137,7 @@ struct group_key_hash {
     std::size_t operator()(const group_key& k) const noexcept {
         std::size_t h = std::hash<std::string_view>{}(k.name);
         mix(h, k.user_annotation ? 1 : 0);
+        mix(h, k.async ? 1 : 0);
         mix(h, static_cast<std::size_t>(k.device));
         if (k.shapes != nullptr) {
             for (const auto& dims : *k.shapes) {
@@ -150,7 +152,9 @@ struct group_key_hash {
 
 struct group_key_equal {
     bool operator()(const group_key& a, const group_key& b) const noexcept {
-        if (a.name != b.name || a.user_annotation != b.user_annotation || a.device != b.device) return false;
+        if (a.name != b.name || a.user_annotation != b.user_annotation || a.async != b.async || a.device != b.device) {
+            return false;
+        }
         if ((a.shapes == nullptr) != (b.shapes == nullptr)) return false;
         if (a.shapes != nullptr && a.shapes != b.shapes && *a.shapes != *b.shapes) return false;
         return a.stack == b.stack;
@@ -204,6 +208,34 @@ inline void add_to_group(averaged_event& a, const event_list& events, const even
     if (e.flops > 0) a.flops += e.flops;
 }
 
+// An async span (stint::async_scope) in its row: its time is the span's, from begin to end, and none of
+// it is self CPU time (no thread ran it; the threads' own scopes keep theirs).
+inline void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
+    ++a.count;
+    a.cpu_time_total += static_cast<double>(events[span.end].start_ns - events[span.begin].start_ns) / 1e3;
+}
+
+// Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
+// for each async span that ended: flow points are no rows, an async span is one row at its begin.
+template <class OnEvent, class OnSpan>
+void for_each_averaged(const event_list& events, display_names& names, OnEvent&& on_event, OnSpan&& on_span) {
+    std::size_t span = 0;
+    const std::span<const async_span> spans = events.async_spans();
+    for (const event& e : events) {
+        if (is_point_kind(e.kind)) {
+            if (e.kind != event_kind::async_begin) continue;
+            // async_spans() are in begin order, as the list is.
+            while (span < spans.size() && spans[span].begin < events.index_of(e)) ++span;
+            if (span < spans.size() && spans[span].begin == events.index_of(e) && spans[span].end != no_index) {
+                on_span(e, spans[span]);
+            }
+            continue;
+        }
+        if (is_nested_memory(e) || is_folded_recursion(events, e, names)) continue;
+        on_event(e);
+    }
+}
+
 inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
     a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
@@ -243,7 +275,9 @@ inline void finish_group(averaged_event& a) {
 /// each level in cpu_time_total, as torch does. Times are torch's to the last bit: each timestamp in
 /// µs as a double, durations and sums taken in torch's order. With profile_memory, a [memory] event
 /// inside a scope is no group (it counts in the memory of the events around it); those outside every
-/// scope form a "[memory]" group and out-of-memory events an "[OutOfMemory]" one, as in torch.
+/// scope form a "[memory]" group and out-of-memory events an "[OutOfMemory]" one, as in torch. Flow
+/// points are no group; each async span (stint::async_scope) that ended joins a row of its own name,
+/// apart from any scope's, with its begin-to-end time as CPU total and no self CPU time.
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
@@ -264,8 +298,19 @@ inline void finish_group(averaged_event& a) {
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
     detail::name_cache cache;
 
-    for (const event& e : events) {
-        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
+    const auto on_span = [&](const event& begin, const async_span& span) {
+        detail::group_key key;
+        key.name = names(begin.name);
+        key.user_annotation = true;
+        key.async = true;
+        const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
+        if (opened) {
+            detail::open_group(groups.emplace_back(), key.name, begin, key);
+            groups.back().has_cpu_parent = false;  // a span of its own, whatever scope it began in
+        }
+        detail::add_async_span(groups[at->second], events, span);
+    };
+    const auto on_event = [&](const event& e) {
         const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         const device_type device = e.device.type;
         std::uint32_t group = 0;
@@ -291,7 +336,8 @@ inline void finish_group(averaged_event& a) {
             hit = {e.name.data(), e.name.size(), user_annotation, device, true, group};
         }
         detail::add_to_group(groups[group], events, e, names);
-    }
+    };
+    detail::for_each_averaged(events, names, on_event, on_span);
     for (averaged_event& a : groups) detail::finish_group(a);
     return averaged_event_list(std::move(groups), detail::memory_columns_of(events));
 }
@@ -305,11 +351,13 @@ inline void finish_group(averaged_event& a) {
     averaged_event total;
     detail::display_names names;
     const event* last = nullptr;
-    for (const event& e : events) {
-        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
-        detail::add_to_group(total, events, e, names);
-        last = &e;
-    }
+    detail::for_each_averaged(
+        events, names,
+        [&](const event& e) {
+            detail::add_to_group(total, events, e, names);
+            last = &e;
+        },
+        [&](const event&, const async_span& span) { detail::add_async_span(total, events, span); });
     if (last != nullptr) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;

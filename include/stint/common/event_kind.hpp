@@ -26,6 +26,12 @@ enum class event_kind : std::uint8_t {
     // Memory (profile_memory): instants on the thread that allocated, freed or ran out.
     memory,           ///< "[memory]": an allocation (positive bytes) or a free (negative)
     out_of_memory,    ///< "[OutOfMemory]": an allocation that failed
+    // Work that crosses threads (annotations/flow.hpp, annotations/async_scope.hpp): zero-length points
+    // on the thread that made them, inside the scope that was open there; the id they carry pairs them.
+    flow_begin,       ///< STINT_FLOW_BEGIN, stint::flow_token: where work was handed over
+    flow_end,         ///< STINT_FLOW_END, flow_token::end: where it ran
+    async_begin,      ///< stint::async_scope began (a span that may end on another thread)
+    async_end,        ///< ... and ended
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
@@ -37,6 +43,18 @@ constexpr bool is_device_kind(event_kind kind) noexcept {
 /// Whether events of this kind are memory instants ([memory], [OutOfMemory]).
 constexpr bool is_memory_kind(event_kind kind) noexcept {
     return kind == event_kind::memory || kind == event_kind::out_of_memory;
+}
+
+/// Whether events of this kind are the points of a flow or an async span: zero-length, with an id
+/// (event_list::point_id), drawn as Chrome's flow ("s"/"f") and async ("b"/"e") events.
+constexpr bool is_point_kind(event_kind kind) noexcept {
+    return kind == event_kind::flow_begin || kind == event_kind::flow_end || kind == event_kind::async_begin ||
+           kind == event_kind::async_end;
+}
+
+/// Whether an event of this kind lasts no time on its thread: an instant, a memory event or a point.
+constexpr bool is_zero_length_kind(event_kind kind) noexcept {
+    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind);
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -55,6 +73,10 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::cuda_driver: return "cuda_driver";
         case event_kind::memory: return "cpu_instant_event";
         case event_kind::out_of_memory: return "cpu_instant_event";
+        case event_kind::flow_begin: return "flow";
+        case event_kind::flow_end: return "flow";
+        case event_kind::async_begin: return "async";
+        case event_kind::async_end: return "async";
     }
     return "unknown";
 }

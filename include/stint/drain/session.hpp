@@ -293,6 +293,19 @@ public:
                                                   .totals_given = (m.flags & memory_totals_given) != 0});
                     break;
                 }
+                case payload_kind::point: {
+                    // A flow's or async span's point: its id, then a runtime name when aux says so.
+                    std::uint64_t id = 0;
+                    if (bytes.size() >= sizeof(id)) std::memcpy(&id, bytes.data(), sizeof(id));
+                    const std::size_t size = std::min<std::size_t>(
+                        payload.aux, bytes.size() > sizeof(id) ? bytes.size() - sizeof(id) : 0);
+                    i = size == 0 ? builder.add(where.kind, where.name, thread, start, start)
+                                  : builder.add_copy(where.kind,
+                                                     {reinterpret_cast<const char*>(bytes.data()) + sizeof(id), size},
+                                                     thread, start, start);
+                    builder.set_point_id(i, id);
+                    break;
+                }
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
                     i = builder.add_copy(where.kind, name, thread, start, end);
@@ -309,7 +322,7 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
-            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind)) {
+            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind) && !is_point_kind(where.kind)) {
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();

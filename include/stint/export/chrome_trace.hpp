@@ -185,11 +185,13 @@ struct chrome_trace_head {
     bool no_events = false;
     /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
     std::optional<std::uint64_t> values_not_streamed;
+    /// Flow and async span points without a partner.
+    unmatched_points unmatched = {};
 
     static chrome_trace_head of(const event_list& events) noexcept {
         return {events.recorded(),       events.dropped(),      events.late(),    &events.device(),
                 events.memory_dropped(), events.memory_peaks(), events.threads(), events.empty(),
-                std::nullopt};
+                std::nullopt,            events.unmatched()};
     }
 };
 
@@ -233,6 +235,16 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
     // Always written, so that every trace shows the memory events the budget dropped.
     out.raw(", \"memory\": ");
     write_memory_summary(out, head.memory_dropped, head.memory_peaks);
+    // Always written, so that every trace shows the flows and async spans it cannot draw whole.
+    out.raw(", \"unmatched\": {\"flow_begins\": ");
+    out.number(head.unmatched.flow_begins);
+    out.raw(", \"flow_ends\": ");
+    out.number(head.unmatched.flow_ends);
+    out.raw(", \"async_open\": ");
+    out.number(head.unmatched.async_open);
+    out.raw(", \"async_ends\": ");
+    out.number(head.unmatched.async_ends);
+    out.raw("}");
     if (head.values_not_streamed) {
         out.raw(", \"values_not_streamed\": ");
         out.number(*head.values_not_streamed);
@@ -323,6 +335,35 @@ void write_trace_end(Writer& out, std::int64_t base_time_ns) {
     write_trace_closing_keys(out, base_time_ns);
 }
 
+/// Writes a flow's or async span's point as Chrome writes them: a flow's begin "s" and end "f" (with
+/// "bp": "e", so that both bind to the slice enclosing them on their thread), an async span's "b" and
+/// "e" (drawn on a track of their own). `where` is `, "pid": P, "tid": T, "ts": `. Ids beyond 2^53 are
+/// written as hex strings, which JavaScript viewers keep exact.
+template <class Writer>
+void write_point(Writer& out, event_kind kind, std::string_view name, std::uint64_t id, std::string_view where,
+                 std::int64_t ts_ns) {
+    const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
+    const std::string_view phase = kind == event_kind::flow_begin  ? "s"
+                                   : kind == event_kind::flow_end  ? "f"
+                                   : kind == event_kind::async_begin ? "b"
+                                                                     : "e";
+    char* o = out.reserve(128 + json_string_bound(name.size()) + where.size());
+    o = write_literal(o, ",\n    {\"ph\": \"");
+    o = std::copy(phase.begin(), phase.end(), o);
+    o = write_literal(o, "\", \"cat\": \"");
+    const std::string_view category = category_name(kind);
+    o = std::copy(category.begin(), category.end(), o);
+    o = write_literal(o, "\", \"name\": ");
+    o = write_json_string(o, flow ? std::string_view("flow") : name);
+    o = write_literal(o, ", \"id\": ");
+    o = id < (std::uint64_t{1} << 53) ? fmt::format_to(o, FMT_COMPILE("{}"), id)
+                                      : fmt::format_to(o, FMT_COMPILE("\"{:#x}\""), id);
+    o = std::copy(where.begin(), where.end(), o);
+    o = write_microseconds(o, ts_ns);
+    o = kind == event_kind::flow_end ? write_literal(o, ", \"bp\": \"e\"}") : write_literal(o, "}");
+    out.commit(o);
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -334,6 +375,10 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
+        if (is_point_kind(e.kind)) {
+            write_point(out, e.kind, e.name, events.point_id(e), thread, e.start_ns);
+            continue;
+        }
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
         const bool instant = e.kind == event_kind::instant || is_memory_kind(e.kind);
         o = instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")

@@ -94,13 +94,26 @@ public:
         h.level = level_;
         h.id = id;
         const payload_kind kind = h.where->payload;
+        if (kind == payload_kind::point) {
+            // Its id, then its runtime name when aux gives one (drain/session.hpp reads it the same way).
+            if (payload.bytes.size() >= sizeof(h.point_id)) {
+                std::memcpy(&h.point_id, payload.bytes.data(), sizeof(h.point_id));
+                const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(h.point_id));
+                if (size != 0) {
+                    h.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(h.point_id), size};
+                    h.runtime_name = true;
+                }
+            }
+        }
         if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {
             // The name first; the header's aux is its length.
             h.name = {reinterpret_cast<const char*>(payload.bytes.data()),
                       std::min<std::size_t>(payload.aux, payload.bytes.size())};
             h.runtime_name = true;
         }
-        if (kind != payload_kind::none && kind != payload_kind::runtime_name) ++values_left_out_;
+        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point) {
+            ++values_left_out_;
+        }
         // The held records deeper than this one are its children (they end with it: it bounds them).
         while (!roots_.empty() && held_[roots_.back()].level > level_) {
             held_[roots_.back()].parent = index;
@@ -152,6 +165,7 @@ private:
         std::int64_t end = 0;
         std::int64_t level = 0;
         std::uint64_t id = 0;
+        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
         std::uint32_t parent = no_parent;      // within held_
     };
 
@@ -172,6 +186,10 @@ private:
     }
 
     trace_end write_event(const held& h, trace_end cap) {
+        if (is_point_kind(h.where->kind)) {
+            write_point(out_, h.where->kind, h.runtime_name ? h.name : h.where->name, h.point_id, where_, h.start);
+            return cap;  // a point bounds nothing
+        }
         const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
         const site& where = *h.where;
         if (h.runtime_name) {

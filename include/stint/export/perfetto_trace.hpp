@@ -45,7 +45,7 @@ inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11
 }  // namespace packet
 namespace track_event {
 inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                               counter_value = 30;
+                               counter_value = 30, flow_ids = 47, terminating_flow_ids = 48;
 inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
 }  // namespace track_event
 namespace annotation {
@@ -372,6 +372,11 @@ private:
         body.message(track_event::debug_annotations, number("truncated_names", info_.truncated_names));
         body.message(track_event::debug_annotations, number("memory_dropped", events_.memory_dropped()));
         body.message(track_event::debug_annotations, number("device_lost", events_.device().loss.lost()));
+        const unmatched_points& unmatched = events_.unmatched();
+        body.message(track_event::debug_annotations, number("unmatched_flow_begins", unmatched.flow_begins));
+        body.message(track_event::debug_annotations, number("unmatched_flow_ends", unmatched.flow_ends));
+        body.message(track_event::debug_annotations, number("async_open", unmatched.async_open));
+        body.message(track_event::debug_annotations, number("unmatched_async_ends", unmatched.async_ends));
         proto_message base;
         base.string(annotation::name, "base_time_ns").int64(annotation::int_value, events_.base_time_ns() + origin_);
         body.message(track_event::debug_annotations, base);
@@ -491,7 +496,9 @@ private:
     void write_event(const event& e) {
         using namespace perfetto_schema;
         lane& l = lane_of(e);
-        const bool instant = e.kind == event_kind::instant || is_memory_kind(e.kind);
+        // Flow and async span points are instants too: a flow's begin carries its id in flow_ids and its
+        // end in terminating_flow_ids, and Perfetto draws the arrow between them.
+        const bool instant = is_zero_length_kind(e.kind);
         // Slices of this track that are not e's ancestors end first: the list's tree is the nesting,
         // and times that disagree with it are moved up to keep each track's times in order. An instant
         // keeps its time instead: it ends only the slices that ended by then, and lands inside one
@@ -502,7 +509,8 @@ private:
         }
         const std::uint64_t name = names_.iid(e.name);
         const std::uint64_t category = category_of_kind_[static_cast<std::size_t>(e.kind)];
-        if (e.memory_info == no_index && e.device_info == no_index && knows(l, name, category, 1)) {
+        if (e.memory_info == no_index && e.device_info == no_index && !is_point_kind(e.kind) &&
+            knows(l, name, category, 1)) {
             write_known(l, e, instant, name, category);
             if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
             return;
@@ -527,6 +535,10 @@ private:
             annotations = 1;
             o = put_annotation(o, 0, annotation::uint_value, e.id);
         }
+        if (e.kind == event_kind::flow_begin) o = protobuf::put_fixed64(o, track_event::flow_ids, events_.point_id(e));
+        if (e.kind == event_kind::flow_end) {
+            o = protobuf::put_fixed64(o, track_event::terminating_flow_ids, events_.point_id(e));
+        }
         const std::uint64_t ts = timestamp(l, e.start_ns);
         static constexpr char needs_state[] = {
             static_cast<char>(protobuf::key(packet::sequence_flags, protobuf::wire::varint)),
@@ -549,7 +561,7 @@ private:
     std::vector<lane> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
     std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::out_of_memory) + 1> category_of_kind_{};
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::async_end) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
     std::string scratch_;
 };

@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -128,7 +130,8 @@ public:
                                      .memory_peaks = {},
                                      .threads = threads,
                                      .no_events = totals.events == 0,
-                                     .values_not_streamed = totals.values_not_streamed};
+                                     .values_not_streamed = totals.values_not_streamed,
+                                     .unmatched = unmatched()};
         write_trace_keys(out_, head, info);
         write_trace_closing_keys(out_, calibration_.anchor.system_ns);
         file_.commit();
@@ -187,6 +190,7 @@ private:
                     if (kind == payload_kind::outputs) {
                         s.writer->leave_out_values();
                     } else if (kind != payload_kind::device_link) {  // part of the scope before it
+                        if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
                         s.writer->add(r, payload, next_id_++);
                     }
                 });
@@ -195,6 +199,27 @@ private:
             }
             done(t);
         }
+    }
+
+    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
+    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
+    // ends follow their begins, the two count alike).
+    void balance_point(event_kind kind, const record_payload& payload) {
+        std::uint64_t id = 0;
+        if (payload.bytes.size() >= sizeof(id)) std::memcpy(&id, payload.bytes.data(), sizeof(id));
+        const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
+        const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
+        auto& open = flow ? open_flows_ : open_spans_;
+        const auto at = open.try_emplace(id, 0).first;
+        at->second += begin ? 1 : -1;
+        if (at->second == 0) open.erase(at);
+    }
+
+    [[nodiscard]] unmatched_points unmatched() const {
+        unmatched_points u;
+        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += static_cast<std::uint64_t>(std::abs(balance));
+        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += static_cast<std::uint64_t>(std::abs(balance));
+        return u;
     }
 
     thread_state& state_of(const record_store::thread_records& t) {
@@ -215,6 +240,8 @@ private:
     std::uint64_t next_id_ = 0;
     std::vector<thread_state> threads_;  // per buffer, in the order first seen
     std::unordered_map<const void*, std::size_t> index_;
+    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
+    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;

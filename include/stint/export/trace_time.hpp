@@ -114,7 +114,7 @@ public:
     explicit trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
-            if (e.kind == event_kind::instant) continue;  // viewers do not shift by instants' ts
+            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;  // viewers do not shift by instants' ts
             double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }

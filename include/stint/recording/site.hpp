@@ -27,6 +27,8 @@ enum class payload_kind : std::uint8_t {
     memory,              ///< an allocation, free or OOM (profile_memory; memory/report.hpp's memory_payload)
     outputs,             ///< stint::record_outputs: values encoded as inputs are; no event of its own, the
                          ///< drain gives them to the innermost op around the record
+    point,               ///< a flow's or async span's point (begin and end ticks equal): a u64 id, then a
+                         ///< runtime name when the header's aux (its length) is not 0
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -54,6 +56,11 @@ inline constexpr site runtime_named_module_site{"", event_kind::module, payload_
 inline constexpr site device_link_site{"[stint] device link", event_kind::overhead, payload_kind::device_link, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
+/// Sites of the points of flows (annotations/flow.hpp) and async spans (annotations/async_scope.hpp).
+inline constexpr site flow_begin_site{"flow", event_kind::flow_begin, payload_kind::point, {}};
+inline constexpr site flow_end_site{"flow", event_kind::flow_end, payload_kind::point, {}};
+inline constexpr site async_begin_site{"", event_kind::async_begin, payload_kind::point, {}};  // runtime names
+inline constexpr site async_end_site{"", event_kind::async_end, payload_kind::point, {}};
 /// Site of the record stint::record_outputs appends.
 inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 

@@ -43,6 +43,13 @@ constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
     return varint_size(key(field, wire::varint)) + varint_size(v);
 }
 
+/// A fixed64 field (little-endian, as protobuf's wire format is).
+inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+    o = put_varint(o, key(field, wire::fixed64));
+    for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
+    return o;
+}
+
 /// The key and length of a length-delimited field; its `size` bytes follow.
 inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
     return put_varint(put_varint(o, key(field, wire::length)), size);

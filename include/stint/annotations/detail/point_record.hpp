@@ -1,0 +1,34 @@
+#pragma once
+// The record of a flow's or an async span's point: zero-length, at the thread's current depth (so the
+// drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
+// an async span's beginning, a runtime name (design §9).
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "stint/recording/buffer.hpp"
+#include "stint/recording/clock.hpp"
+#include "stint/recording/registry.hpp"
+#include "stint/recording/site.hpp"
+
+namespace stint::detail {
+
+/// Process-wide source of flow and async span ids (1, 2, ...; 0 means "none").
+inline std::atomic<std::uint64_t> next_point_id{1};
+
+/// Appends a point of `where` (a payload_kind::point site) with `id` for the session `state`, named
+/// `name` when not empty (cut at max_runtime_name_bytes, and counted as a truncated name).
+inline void append_point(const site& where, std::uint64_t id, std::uint32_t state, std::string_view name = {}) noexcept {
+    const bool cut = name.size() > max_runtime_name_bytes;
+    if (cut) name = name.substr(0, max_runtime_name_bytes);
+    const std::uint64_t now = read_ticks();
+    append_record_payload(&where, current_depth(), now, now, state, static_cast<std::uint32_t>(name.size()),
+                          std::as_bytes(std::span<const std::uint64_t>(&id, 1)), std::as_bytes(std::span(name)));
+    thread_buffer& buffer = tls_buffer;
+    if (cut && buffer.node != nullptr && buffer.state == state) bump(buffer.node->truncated);
+}
+
+}  // namespace stint::detail
