@@ -246,6 +246,30 @@ void stint_instant(benchmark::State& state) {
 }
 BENCHMARK(stint_instant)->Iterations(recorded_iterations);
 
+// A flow's two points (STINT_FLOW_BEGIN and STINT_FLOW_END, 40 bytes each: the record, a payload
+// header and the id), as a thread pool's submit and run would record them, without the scopes.
+void stint_flow_points(benchmark::State& state) {
+    bench_session<> session(state, true, 96);
+    std::uint64_t id = 0;
+    for (auto _ : state) {
+        STINT_FLOW_BEGIN(id);
+        STINT_FLOW_END(id);
+        ++id;
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_flow_points)->Iterations(recorded_iterations);
+
+// An async span begun and ended (its name copied at the begin, written with both points).
+void stint_async_span(benchmark::State& state) {
+    bench_session<> session(state, true, 128);
+    for (auto _ : state) {
+        stint::async_scope span("request");
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_async_span)->Iterations(recorded_iterations);
+
 // record_shapes with three rank-2 tensors (issue 18: <= 2x a timing-only op at the median). The tensors escape
 // and ClobberMemory makes every iteration read them again, so the capture cannot be folded into
 // constants as it could be for tensors the compiler sees through.

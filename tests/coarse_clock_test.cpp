@@ -93,3 +93,32 @@ TEST_CASE("record_outputs reaches its own op however the ticks tie") {
     CHECK(ops == 2000);
     CHECK(tied * 2 > 2000);  // most share their ticks: the depth decided
 }
+
+TEST_CASE("under a coarse clock, flow points bind to the scope open around them and pair in program order") {
+    stint::profiler<> prof;
+    prof.start();
+    for (std::uint64_t i = 0; i < 300; ++i) {
+        STINT_SCOPE("outer");
+        {
+            STINT_SCOPE("hand over");
+            STINT_FLOW_BEGIN(i % 3);  // ids reused: pairing must follow the program, not the ticks
+        }
+        STINT_FLOW_END(i % 3);
+        STINT_SCOPE("after");
+    }
+    prof.stop();
+    const stint::event_list& list = prof.events();
+    REQUIRE(list.flows().size() == 300);
+    CHECK(list.unmatched().total() == 0);
+    std::size_t tied = 0;
+    for (const stint::flow_link& f : list.flows()) {
+        const stint::event& begin = list[f.begin];
+        const stint::event& end = list[f.end];
+        CHECK(list.parent(begin)->name == "hand over");
+        CHECK(list.parent(end)->name == "outer");
+        // The begin's scope is a child of the end's scope: one iteration's pair.
+        CHECK(list.parent(*list.parent(begin)) == list.parent(end));
+        tied += begin.start_ns == end.start_ns ? 1 : 0;
+    }
+    CHECK(tied > 100);  // most pairs share their tick here
+}

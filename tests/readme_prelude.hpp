@@ -26,3 +26,30 @@ inline void train_step() {}
 inline void run() {}
 template <class... T>
 void use(const T&...) {}
+
+// A thread pool and a job, for the flows sketch.
+struct job {
+    void operator()() {}
+};
+struct pool {
+    template <class F>
+    void push(F&&) {}
+};
+
+// A coroutine type, a request and threads to resume on, for the async span sketch.
+#include <coroutine>
+#include <exception>
+struct detached {
+    struct promise_type {
+        detached get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+struct request {};
+struct executor {};
+inline executor io;
+inline executor cpu;
+inline std::suspend_always resume_on(executor&) { return {}; }

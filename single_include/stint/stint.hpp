@@ -88,6 +88,12 @@ enum class event_kind : std::uint8_t {
     // Memory (profile_memory): instants on the thread that allocated, freed or ran out.
     memory,           ///< "[memory]": an allocation (positive bytes) or a free (negative)
     out_of_memory,    ///< "[OutOfMemory]": an allocation that failed
+    // Work that crosses threads (annotations/flow.hpp, annotations/async_scope.hpp): zero-length points
+    // on the thread that made them, inside the scope that was open there; the id they carry pairs them.
+    flow_begin,       ///< STINT_FLOW_BEGIN, stint::flow_token: where work was handed over
+    flow_end,         ///< STINT_FLOW_END, flow_token::end: where it ran
+    async_begin,      ///< stint::async_scope began (a span that may end on another thread)
+    async_end,        ///< ... and ended
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
@@ -99,6 +105,18 @@ constexpr bool is_device_kind(event_kind kind) noexcept {
 /// Whether events of this kind are memory instants ([memory], [OutOfMemory]).
 constexpr bool is_memory_kind(event_kind kind) noexcept {
     return kind == event_kind::memory || kind == event_kind::out_of_memory;
+}
+
+/// Whether events of this kind are the points of a flow or an async span: zero-length, with an id
+/// (event_list::point_id), drawn as Chrome's flow ("s"/"f") and async ("b"/"e") events.
+constexpr bool is_point_kind(event_kind kind) noexcept {
+    return kind == event_kind::flow_begin || kind == event_kind::flow_end || kind == event_kind::async_begin ||
+           kind == event_kind::async_end;
+}
+
+/// Whether an event of this kind lasts no time on its thread: an instant, a memory event or a point.
+constexpr bool is_zero_length_kind(event_kind kind) noexcept {
+    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind);
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -117,6 +135,10 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::cuda_driver: return "cuda_driver";
         case event_kind::memory: return "cpu_instant_event";
         case event_kind::out_of_memory: return "cpu_instant_event";
+        case event_kind::flow_begin: return "flow";
+        case event_kind::flow_end: return "flow";
+        case event_kind::async_begin: return "async";
+        case event_kind::async_end: return "async";
     }
     return "unknown";
 }
@@ -745,6 +767,39 @@ struct memory_peak {
     std::int64_t bytes = 0;       ///< the highest Total Allocated of the device's memory events
     std::int64_t at_ns = 0;       ///< when it was reached
     std::string op;               ///< the innermost op or scope open on the allocating thread then ("" if none)
+};
+
+/// A flow (STINT_FLOW_BEGIN/END, stint::flow_token): the points where work left one thread and arrived
+/// on another, each an event of the list (flow_begin, flow_end) whose parent is the scope it was bound to.
+struct flow_link {
+    std::uint64_t id = 0;         ///< the id both points carried
+    event_index begin = no_index;  ///< the flow_begin point
+    event_index end = no_index;    ///< the flow_end point
+};
+
+/// An async span (stint::async_scope): its begin and end points, on the threads that made them.
+struct async_span {
+    std::uint64_t id = 0;
+    event_index begin = no_index;  ///< the async_begin point; its name is the span's
+    event_index end = no_index;    ///< the async_end point; no_index: the span had not ended at the stop
+};
+
+/// Points of flows and async spans that found no partner in the list: nothing is dropped silently, so
+/// the trace shows these counts (a flow begun before start() or ended after stop() is one of them).
+struct unmatched_points {
+    std::uint64_t flow_begins = 0;   ///< a flow begin with no later end of its id
+    std::uint64_t flow_ends = 0;     ///< a flow end with no open begin of its id
+    std::uint64_t async_open = 0;    ///< an async span still open at the stop (its trace "b" has no "e")
+    std::uint64_t async_ends = 0;    ///< an async span end whose begin is not in the list
+
+    [[nodiscard]] std::uint64_t total() const noexcept { return flow_begins + flow_ends + async_open + async_ends; }
+    unmatched_points& operator+=(const unmatched_points& o) noexcept {
+        flow_begins += o.flow_begins;
+        flow_ends += o.flow_ends;
+        async_open += o.async_open;
+        async_ends += o.async_ends;
+        return *this;
+    }
 };
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
@@ -2189,6 +2244,8 @@ enum class payload_kind : std::uint8_t {
     memory,              ///< an allocation, free or OOM (profile_memory; memory/report.hpp's memory_payload)
     outputs,             ///< stint::record_outputs: values encoded as inputs are; no event of its own, the
                          ///< drain gives them to the innermost op around the record
+    point,               ///< a flow's or async span's point (begin and end ticks equal): a u64 id, then a
+                         ///< runtime name when the header's aux (its length) is not 0
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -2216,6 +2273,11 @@ inline constexpr site runtime_named_module_site{"", event_kind::module, payload_
 inline constexpr site device_link_site{"[stint] device link", event_kind::overhead, payload_kind::device_link, {}};
 /// Site used by record_function with an args string.
 inline constexpr site runtime_named_args_site{"", event_kind::user_annotation, payload_kind::runtime_name_inputs, {}};
+/// Sites of the points of flows (annotations/flow.hpp) and async spans (annotations/async_scope.hpp).
+inline constexpr site flow_begin_site{"flow", event_kind::flow_begin, payload_kind::point, {}};
+inline constexpr site flow_end_site{"flow", event_kind::flow_end, payload_kind::point, {}};
+inline constexpr site async_begin_site{"", event_kind::async_begin, payload_kind::point, {}};  // runtime names
+inline constexpr site async_end_site{"", event_kind::async_end, payload_kind::point, {}};
 /// Site of the record stint::record_outputs appends.
 inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 
@@ -5129,10 +5191,211 @@ private:
 }  // namespace stint
 // ---- end stint/annotations/compiled_region.hpp ----
 
+// ---- begin stint/annotations/flow.hpp ----
+// Flows: work handed from one thread to another (a thread pool's task, an executor's continuation).
+// A flow's begin is recorded where the work is submitted and its end where it runs; each is bound to
+// the scope open around it on its thread, and the Chrome trace draws an arrow from one to the other
+// (design §11).
+
+#include <atomic>
+#include <cstdint>
+
+
+// ---- begin stint/annotations/detail/point_record.hpp ----
+// The record of a flow's or an async span's point: zero-length, at the thread's current depth (so the
+// drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
+// an async span's beginning, a runtime name (design §11).
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+
+namespace stint::detail {
+
+/// Process-wide source of flow and async span ids (1, 2, ...; 0 means "none").
+inline std::atomic<std::uint64_t> next_point_id{1};
+
+/// Appends a point of `where` (a payload_kind::point site) with `id` for the session `state`, named
+/// `name` when not empty (cut at max_runtime_name_bytes, and counted as a truncated name).
+inline void append_point(const site& where, std::uint64_t id, std::uint32_t state, std::string_view name = {}) noexcept {
+    const bool cut = name.size() > max_runtime_name_bytes;
+    if (cut) name = name.substr(0, max_runtime_name_bytes);
+    const std::uint64_t now = read_ticks();
+    append_record_payload(&where, current_depth(), now, now, state, static_cast<std::uint32_t>(name.size()),
+                          std::as_bytes(std::span<const std::uint64_t>(&id, 1)), std::as_bytes(std::span(name)));
+    thread_buffer& buffer = tls_buffer;
+    if (cut && buffer.node != nullptr && buffer.state == state) bump(buffer.node->truncated);
+}
+
+}  // namespace stint::detail
+// ---- end stint/annotations/detail/point_record.hpp ----
+
+namespace stint {
+
+/// A new flow or async span id, unique in the process (never 0): for STINT_FLOW_BEGIN/END when the
+/// program has no id of its own for the work.
+[[nodiscard]] inline std::uint64_t new_flow_id() noexcept {
+    return detail::next_point_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Records that the work `id` leaves this thread now, inside the scope open here (STINT_FLOW_BEGIN).
+/// An id may be reused once its flow has ended: a flow is a begin and the next end of the same id.
+inline void flow_begin(std::uint64_t id) noexcept {
+    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+    if (detail::is_recording_state(state)) detail::append_point(detail::flow_begin_site, id, state);
+}
+
+/// Records that the work `id` arrives on this thread now, inside the scope open here (STINT_FLOW_END).
+inline void flow_end(std::uint64_t id) noexcept {
+    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+    if (detail::is_recording_state(state)) detail::append_point(detail::flow_end_site, id, state);
+}
+
+/// A flow carried with a task: begin() records where it was submitted, end() where it runs. A copy
+/// carries the same flow (std::function needs copyable tasks); the first end() of each copy records.
+/// Made while no session records, it is empty and records nothing.
+///
+///     pool.submit([flow = stint::flow_token::begin()]() mutable {
+///         STINT_SCOPE("task");
+///         flow.end();  // the arrow goes from the submitting scope to "task"
+///         work();
+///     });
+class flow_token {
+public:
+    /// An empty token.
+    flow_token() noexcept = default;
+
+    /// Begins a flow with a new id, bound to the scope open on this thread.
+    [[nodiscard]] static flow_token begin() noexcept {
+        flow_token token;
+        const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+        if (!detail::is_recording_state(state)) return token;
+        token.id_ = new_flow_id();
+        detail::append_point(detail::flow_begin_site, token.id_, state);
+        return token;
+    }
+
+    /// Ends the flow on this thread, bound to the scope open here; later calls do nothing.
+    void end() noexcept {
+        if (id_ == 0) return;
+        flow_end(id_);
+        id_ = 0;
+    }
+
+    /// The flow's id; 0 when empty or ended.
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+    [[nodiscard]] explicit operator bool() const noexcept { return id_ != 0; }
+
+private:
+    std::uint64_t id_ = 0;
+};
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+#define STINT_FLOW_BEGIN(id) static_assert(true, "")
+#define STINT_FLOW_END(id) static_assert(true, "")
+#else
+/// Marks where the work `id` (a std::uint64_t) is handed to another thread, inside the scope open here.
+///
+///     { STINT_SCOPE("submit"); const auto id = stint::new_flow_id(); STINT_FLOW_BEGIN(id); queue.push({id, job}); }
+///     // on a worker:
+///     { STINT_SCOPE("run"); STINT_FLOW_END(task.id); task.job(); }
+#define STINT_FLOW_BEGIN(id)                                                                                 \
+    do {                                                                                                     \
+        if constexpr (STINT_CONFIG::enabled) ::stint::flow_begin(id);                                        \
+    } while (false)
+/// Marks where the work `id` runs, inside the scope open here.
+#define STINT_FLOW_END(id)                                                                                   \
+    do {                                                                                                     \
+        if constexpr (STINT_CONFIG::enabled) ::stint::flow_end(id);                                          \
+    } while (false)
+#endif
+// ---- end stint/annotations/flow.hpp ----
+
+// ---- begin stint/annotations/async_scope.hpp ----
+// Async spans: a request or a coroutine that begins on one thread and ends on another. The span is
+// not a scope of any thread: the trace draws it on a track of its own (Chrome's "b"/"e" events) and
+// key_averages gives it a row of its own, never charged to a thread's self time (design §11).
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace stint {
+
+/// A span that begins where it is made and ends where it is destroyed or end() is called, on whatever
+/// thread that is; move it along with the work (a request object, a coroutine frame). The name is
+/// copied while a session records; made while none records, it is empty and records nothing.
+///
+///     task<void> handle(request r) {
+///         stint::async_scope span("handle request");
+///         auto body = co_await read_body(r);   // may resume on another thread
+///         co_await reply(r, body);
+///     }                                        // the span ends here, on the resuming thread
+class async_scope {
+public:
+    /// An empty span.
+    async_scope() noexcept = default;
+
+    /// Begins a span named `name` now, with a new id (flow and span ids share one space).
+    explicit async_scope(std::string_view name) noexcept {
+        const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+        if (!detail::is_recording_state(state)) return;
+        try {
+            name_.assign(name);
+        } catch (...) {
+            return;  // out of memory: no span (its end would have no name)
+        }
+        id_ = detail::next_point_id.fetch_add(1, std::memory_order_relaxed);
+        detail::append_point(detail::async_begin_site, id_, state, name_);
+    }
+    async_scope(async_scope&& other) noexcept : id_(std::exchange(other.id_, 0)), name_(std::move(other.name_)) {}
+    async_scope& operator=(async_scope&& other) noexcept {
+        if (this != &other) {
+            end();
+            id_ = std::exchange(other.id_, 0);
+            name_ = std::move(other.name_);
+        }
+        return *this;
+    }
+    async_scope(const async_scope&) = delete;
+    async_scope& operator=(const async_scope&) = delete;
+    ~async_scope() { end(); }
+
+    /// Ends the span now, on this thread; later calls do nothing. Ended while no session records (the
+    /// session stopped first), the span stays open in its session's trace and is counted unfinished.
+    void end() noexcept {
+        if (id_ == 0) return;
+        const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+        // The end carries the name too: viewers join "b" and "e" by category, id and name, and a
+        // streamed trace writes each point as it comes.
+        if (detail::is_recording_state(state)) detail::append_point(detail::async_end_site, id_, state, name_);
+        id_ = 0;
+    }
+
+    /// The span's id (its Chrome trace "id"); 0 when empty or ended.
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+
+private:
+    std::uint64_t id_ = 0;
+    std::string name_;
+};
+
+}  // namespace stint
+// ---- end stint/annotations/async_scope.hpp ----
+
 // ---- begin stint/analysis/event_list.hpp ----
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
 // exporter reads this; none touches the recording buffers.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -5432,6 +5695,25 @@ public:
     /// Memory events lost to the buffer budget (also counted in dropped()).
     [[nodiscard]] std::uint64_t memory_dropped() const noexcept { return memory_dropped_; }
 
+    /// The id a flow or async span point carried (its kind is_point_kind); 0 for other events.
+    [[nodiscard]] std::uint64_t point_id(const event& e) const noexcept {
+        if (!is_point_kind(e.kind)) return 0;
+        const event_index i = index_of(e);
+        const auto at = std::lower_bound(points_.begin(), points_.end(), i,
+                                         [](const point_entry& p, event_index v) { return p.event < v; });
+        return at != points_.end() && at->event == i ? at->id : 0;
+    }
+    /// The flows whose two points are both in the list, in the order their ends ran. The scopes they
+    /// join are the points' parents.
+    ///
+    ///     for (const stint::flow_link& f : list.flows())
+    ///         fmt::print("{} -> {}\n", list.parent(list[f.begin])->name, list.parent(list[f.end])->name);
+    [[nodiscard]] std::span<const flow_link> flows() const noexcept { return flows_; }
+    /// The async spans that began in the list, in the order they began.
+    [[nodiscard]] std::span<const async_span> async_spans() const noexcept { return async_spans_; }
+    /// Points without a partner in the list, counted.
+    [[nodiscard]] const unmatched_points& unmatched() const noexcept { return unmatched_; }
+
     /// Records kept and records lost to the buffer budget, summed over threads.
     [[nodiscard]] std::uint64_t recorded() const noexcept { return recorded_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -5458,6 +5740,14 @@ private:
     std::vector<memory_record> memory_records_;
     std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
     std::vector<memory_peak> memory_peaks_;
+    struct point_entry {
+        event_index event;
+        std::uint64_t id;
+    };
+    std::vector<point_entry> points_;  // the points' ids, by event index
+    std::vector<flow_link> flows_;
+    std::vector<async_span> async_spans_;
+    unmatched_points unmatched_;
     std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;
     std::uint64_t dropped_ = 0;
@@ -5963,6 +6253,9 @@ public:
     void set_device_report(device_report report) { list_.device_ = std::move(report); }
     std::string_view copy_string(std::string_view text) { return arena_->store(text); }
 
+    /// Event i (a flow or async span point, as added) carried `id`; build() pairs the points.
+    void set_point_id(event_index i, std::uint64_t id) { point_ids_.push_back({i, id}); }
+
     void set_args(event_index i, event_args args) {
         list_.events_[i].args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
@@ -6029,6 +6322,7 @@ public:
         const std::vector<event_index> original = order;  // apply_order consumes `order`
         apply_order(order);
         link_tree(original);
+        if (!point_ids_.empty()) link_points(original);
         if (!list_.device_args_.empty()) link_device_events();
         if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
@@ -6370,6 +6664,68 @@ private:
         }
     }
 
+    // Gives the points their ids (by final index) and pairs them: a flow's begin with the next end of
+    // its id (in time; a begin first on a tie, since work runs after it is handed over), an async
+    // span's begin with the end of its id (ids are unique). What finds no partner is counted.
+    void link_points(const std::vector<event_index>& original) {
+        const auto& ev = list_.events_;
+        std::vector<event_index> position(ev.size());
+        for (event_index i = 0; i < ev.size(); ++i) position[original[i]] = i;
+        auto& points = list_.points_;
+        points.reserve(point_ids_.size());
+        for (const auto& [added, id] : point_ids_) points.push_back({position[added], id});
+        std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.event < b.event; });
+
+        std::vector<event_list::point_entry> flows;
+        std::unordered_map<std::uint64_t, event_index> async_end;
+        for (const auto& p : points) {
+            const event_kind kind = ev[p.event].kind;
+            if (kind == event_kind::flow_begin || kind == event_kind::flow_end) flows.push_back(p);
+            if (kind == event_kind::async_end && !async_end.try_emplace(p.id, p.event).second) {
+                ++list_.unmatched_.async_ends;  // a second end of one span id
+            }
+        }
+        std::sort(flows.begin(), flows.end(), [&](const auto& a, const auto& b) {
+            if (a.id != b.id) return a.id < b.id;
+            if (ev[a.event].start_ns != ev[b.event].start_ns) return ev[a.event].start_ns < ev[b.event].start_ns;
+            const bool a_end = ev[a.event].kind == event_kind::flow_end;
+            const bool b_end = ev[b.event].kind == event_kind::flow_end;
+            if (a_end != b_end) return !a_end;
+            return a.event < b.event;
+        });
+        event_index open = no_index;
+        for (std::size_t f = 0; f < flows.size(); ++f) {
+            if (f > 0 && flows[f].id != flows[f - 1].id && open != no_index) {
+                ++list_.unmatched_.flow_begins;
+                open = no_index;
+            }
+            if (ev[flows[f].event].kind == event_kind::flow_begin) {
+                if (open != no_index) ++list_.unmatched_.flow_begins;
+                open = flows[f].event;
+            } else if (open != no_index) {
+                list_.flows_.push_back({flows[f].id, open, flows[f].event});
+                open = no_index;
+            } else {
+                ++list_.unmatched_.flow_ends;
+            }
+        }
+        if (open != no_index) ++list_.unmatched_.flow_begins;
+        std::sort(list_.flows_.begin(), list_.flows_.end(), [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
+
+        for (const auto& p : points) {
+            if (ev[p.event].kind != event_kind::async_begin) continue;
+            event_index end = no_index;
+            if (auto found = async_end.find(p.id); found != async_end.end()) {
+                end = found->second;
+                async_end.erase(found);
+            } else {
+                ++list_.unmatched_.async_open;
+            }
+            list_.async_spans_.push_back({p.id, p.event, end});
+        }
+        list_.unmatched_.async_ends += async_end.size();
+    }
+
     // An API call lies inside the op that made it, whatever the two clocks say (CUPTI's timestamps of
     // API calls come through the same tick counter, but a coarse tick can put its start a step before
     // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
@@ -6430,6 +6786,7 @@ private:
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
     std::vector<exact_place> exact_;    // per event as added, during build()
     std::vector<memory_order_entry> memory_order_;  // per memory event, as added
+    std::vector<std::pair<event_index, std::uint64_t>> point_ids_;  // per point: as added, its id
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
@@ -6514,6 +6871,10 @@ inline void event_list::append(const event_list& later) {
         events_.push_back(e);
     }
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
+    for (const point_entry& p : later.points_) points_.push_back({p.event + offset, p.id});
+    for (const flow_link& f : later.flows_) flows_.push_back({f.id, f.begin + offset, f.end + offset});
+    for (const async_span& a : later.async_spans_) async_spans_.push_back({a.id, a.begin + offset, relink(a.end)});
+    unmatched_ += later.unmatched_;
     device_args_.insert(device_args_.end(), later.device_args_.begin(), later.device_args_.end());
     device_events_ += later.device_events_;
     device_.loss += later.device_.loss;
@@ -7433,6 +7794,7 @@ namespace detail {
 struct group_key {
     std::string_view name;
     bool user_annotation = false;
+    bool async = false;  // an async span's row: apart from a scope of the same name
     device_type device = device_type::cpu;
     const std::vector<std::vector<std::int64_t>>* shapes = nullptr;  // nullptr: not grouped, or no dims
     call_stack stack;                                                // empty when not grouped by stack
@@ -7443,6 +7805,7 @@ struct group_key_hash {
     std::size_t operator()(const group_key& k) const noexcept {
         std::size_t h = std::hash<std::string_view>{}(k.name);
         mix(h, k.user_annotation ? 1 : 0);
+        mix(h, k.async ? 1 : 0);
         mix(h, static_cast<std::size_t>(k.device));
         if (k.shapes != nullptr) {
             for (const auto& dims : *k.shapes) {
@@ -7457,7 +7820,9 @@ struct group_key_hash {
 
 struct group_key_equal {
     bool operator()(const group_key& a, const group_key& b) const noexcept {
-        if (a.name != b.name || a.user_annotation != b.user_annotation || a.device != b.device) return false;
+        if (a.name != b.name || a.user_annotation != b.user_annotation || a.async != b.async || a.device != b.device) {
+            return false;
+        }
         if ((a.shapes == nullptr) != (b.shapes == nullptr)) return false;
         if (a.shapes != nullptr && a.shapes != b.shapes && *a.shapes != *b.shapes) return false;
         return a.stack == b.stack;
@@ -7511,6 +7876,34 @@ inline void add_to_group(averaged_event& a, const event_list& events, const even
     if (e.flops > 0) a.flops += e.flops;
 }
 
+// An async span (stint::async_scope) in its row: its time is the span's, from begin to end, and none of
+// it is self CPU time (no thread ran it; the threads' own scopes keep theirs).
+inline void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
+    ++a.count;
+    a.cpu_time_total += static_cast<double>(events[span.end].start_ns - events[span.begin].start_ns) / 1e3;
+}
+
+// Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
+// for each async span that ended: flow points are no rows, an async span is one row at its begin.
+template <class OnEvent, class OnSpan>
+void for_each_averaged(const event_list& events, display_names& names, OnEvent&& on_event, OnSpan&& on_span) {
+    std::size_t span = 0;
+    const std::span<const async_span> spans = events.async_spans();
+    for (const event& e : events) {
+        if (is_point_kind(e.kind)) {
+            if (e.kind != event_kind::async_begin) continue;
+            // async_spans() are in begin order, as the list is.
+            while (span < spans.size() && spans[span].begin < events.index_of(e)) ++span;
+            if (span < spans.size() && spans[span].begin == events.index_of(e) && spans[span].end != no_index) {
+                on_span(e, spans[span]);
+            }
+            continue;
+        }
+        if (is_nested_memory(e) || is_folded_recursion(events, e, names)) continue;
+        on_event(e);
+    }
+}
+
 inline void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
     a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
@@ -7550,7 +7943,9 @@ inline void finish_group(averaged_event& a) {
 /// each level in cpu_time_total, as torch does. Times are torch's to the last bit: each timestamp in
 /// µs as a double, durations and sums taken in torch's order. With profile_memory, a [memory] event
 /// inside a scope is no group (it counts in the memory of the events around it); those outside every
-/// scope form a "[memory]" group and out-of-memory events an "[OutOfMemory]" one, as in torch.
+/// scope form a "[memory]" group and out-of-memory events an "[OutOfMemory]" one, as in torch. Flow
+/// points are no group; each async span (stint::async_scope) that ended joins a row of its own name,
+/// apart from any scope's, with its begin-to-end time as CPU total and no self CPU time.
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
@@ -7571,8 +7966,19 @@ inline void finish_group(averaged_event& a) {
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
     detail::name_cache cache;
 
-    for (const event& e : events) {
-        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
+    const auto on_span = [&](const event& begin, const async_span& span) {
+        detail::group_key key;
+        key.name = names(begin.name);
+        key.user_annotation = true;
+        key.async = true;
+        const auto [at, opened] = index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
+        if (opened) {
+            detail::open_group(groups.emplace_back(), key.name, begin, key);
+            groups.back().has_cpu_parent = false;  // a span of its own, whatever scope it began in
+        }
+        detail::add_async_span(groups[at->second], events, span);
+    };
+    const auto on_event = [&](const event& e) {
         const bool user_annotation = e.kind == event_kind::user_annotation || e.kind == event_kind::module;
         const device_type device = e.device.type;
         std::uint32_t group = 0;
@@ -7598,7 +8004,8 @@ inline void finish_group(averaged_event& a) {
             hit = {e.name.data(), e.name.size(), user_annotation, device, true, group};
         }
         detail::add_to_group(groups[group], events, e, names);
-    }
+    };
+    detail::for_each_averaged(events, names, on_event, on_span);
     for (averaged_event& a : groups) detail::finish_group(a);
     return averaged_event_list(std::move(groups), detail::memory_columns_of(events));
 }
@@ -7612,11 +8019,13 @@ inline void finish_group(averaged_event& a) {
     averaged_event total;
     detail::display_names names;
     const event* last = nullptr;
-    for (const event& e : events) {
-        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
-        detail::add_to_group(total, events, e, names);
-        last = &e;
-    }
+    detail::for_each_averaged(
+        events, names,
+        [&](const event& e) {
+            detail::add_to_group(total, events, e, names);
+            last = &e;
+        },
+        [&](const event&, const async_span& span) { detail::add_async_span(total, events, span); });
     if (last != nullptr) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
@@ -9259,7 +9668,7 @@ public:
             if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
                 t.timing_only = false;
             }
-            if (where.kind != event_kind::instant) t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
         });
     }
 
@@ -9739,6 +10148,19 @@ public:
                                                   .totals_given = (m.flags & memory_totals_given) != 0});
                     break;
                 }
+                case payload_kind::point: {
+                    // A flow's or async span's point: its id, then a runtime name when aux says so.
+                    std::uint64_t id = 0;
+                    if (bytes.size() >= sizeof(id)) std::memcpy(&id, bytes.data(), sizeof(id));
+                    const std::size_t size = std::min<std::size_t>(
+                        payload.aux, bytes.size() > sizeof(id) ? bytes.size() - sizeof(id) : 0);
+                    i = size == 0 ? builder.add(where.kind, where.name, thread, start, start)
+                                  : builder.add_copy(where.kind,
+                                                     {reinterpret_cast<const char*>(bytes.data()) + sizeof(id), size},
+                                                     thread, start, start);
+                    builder.set_point_id(i, id);
+                    break;
+                }
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
                     i = builder.add_copy(where.kind, name, thread, start, end);
@@ -9755,7 +10177,7 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
-            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind)) {
+            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind) && !is_point_kind(where.kind)) {
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();
@@ -11877,7 +12299,7 @@ public:
     explicit trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
-            if (e.kind == event_kind::instant) continue;  // viewers do not shift by instants' ts
+            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;  // viewers do not shift by instants' ts
             double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }
@@ -12090,11 +12512,13 @@ struct chrome_trace_head {
     bool no_events = false;
     /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
     std::optional<std::uint64_t> values_not_streamed;
+    /// Flow and async span points without a partner.
+    unmatched_points unmatched = {};
 
     static chrome_trace_head of(const event_list& events) noexcept {
         return {events.recorded(),       events.dropped(),      events.late(),    &events.device(),
                 events.memory_dropped(), events.memory_peaks(), events.threads(), events.empty(),
-                std::nullopt};
+                std::nullopt,            events.unmatched()};
     }
 };
 
@@ -12138,6 +12562,16 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
     // Always written, so that every trace shows the memory events the budget dropped.
     out.raw(", \"memory\": ");
     write_memory_summary(out, head.memory_dropped, head.memory_peaks);
+    // Always written, so that every trace shows the flows and async spans it cannot draw whole.
+    out.raw(", \"unmatched\": {\"flow_begins\": ");
+    out.number(head.unmatched.flow_begins);
+    out.raw(", \"flow_ends\": ");
+    out.number(head.unmatched.flow_ends);
+    out.raw(", \"async_open\": ");
+    out.number(head.unmatched.async_open);
+    out.raw(", \"async_ends\": ");
+    out.number(head.unmatched.async_ends);
+    out.raw("}");
     if (head.values_not_streamed) {
         out.raw(", \"values_not_streamed\": ");
         out.number(*head.values_not_streamed);
@@ -12228,6 +12662,35 @@ void write_trace_end(Writer& out, std::int64_t base_time_ns) {
     write_trace_closing_keys(out, base_time_ns);
 }
 
+/// Writes a flow's or async span's point as Chrome writes them: a flow's begin "s" and end "f" (with
+/// "bp": "e", so that both bind to the slice enclosing them on their thread), an async span's "b" and
+/// "e" (drawn on a track of their own). `where` is `, "pid": P, "tid": T, "ts": `. Ids beyond 2^53 are
+/// written as hex strings, which JavaScript viewers keep exact.
+template <class Writer>
+void write_point(Writer& out, event_kind kind, std::string_view name, std::uint64_t id, std::string_view where,
+                 std::int64_t ts_ns) {
+    const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
+    const std::string_view phase = kind == event_kind::flow_begin  ? "s"
+                                   : kind == event_kind::flow_end  ? "f"
+                                   : kind == event_kind::async_begin ? "b"
+                                                                     : "e";
+    char* o = out.reserve(128 + json_string_bound(name.size()) + where.size());
+    o = write_literal(o, ",\n    {\"ph\": \"");
+    o = std::copy(phase.begin(), phase.end(), o);
+    o = write_literal(o, "\", \"cat\": \"");
+    const std::string_view category = category_name(kind);
+    o = std::copy(category.begin(), category.end(), o);
+    o = write_literal(o, "\", \"name\": ");
+    o = write_json_string(o, flow ? std::string_view("flow") : name);
+    o = write_literal(o, ", \"id\": ");
+    o = id < (std::uint64_t{1} << 53) ? fmt::format_to(o, FMT_COMPILE("{}"), id)
+                                      : fmt::format_to(o, FMT_COMPILE("\"{:#x}\""), id);
+    o = std::copy(where.begin(), where.end(), o);
+    o = write_microseconds(o, ts_ns);
+    o = kind == event_kind::flow_end ? write_literal(o, ", \"bp\": \"e\"}") : write_literal(o, "}");
+    out.commit(o);
+}
+
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
@@ -12239,6 +12702,10 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
+        if (is_point_kind(e.kind)) {
+            write_point(out, e.kind, e.name, events.point_id(e), thread, e.start_ns);
+            continue;
+        }
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
         const bool instant = e.kind == event_kind::instant || is_memory_kind(e.kind);
         o = instant ? write_literal(o, ",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
@@ -12407,13 +12874,26 @@ public:
         h.level = level_;
         h.id = id;
         const payload_kind kind = h.where->payload;
+        if (kind == payload_kind::point) {
+            // Its id, then its runtime name when aux gives one (drain/session.hpp reads it the same way).
+            if (payload.bytes.size() >= sizeof(h.point_id)) {
+                std::memcpy(&h.point_id, payload.bytes.data(), sizeof(h.point_id));
+                const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(h.point_id));
+                if (size != 0) {
+                    h.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(h.point_id), size};
+                    h.runtime_name = true;
+                }
+            }
+        }
         if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {
             // The name first; the header's aux is its length.
             h.name = {reinterpret_cast<const char*>(payload.bytes.data()),
                       std::min<std::size_t>(payload.aux, payload.bytes.size())};
             h.runtime_name = true;
         }
-        if (kind != payload_kind::none && kind != payload_kind::runtime_name) ++values_left_out_;
+        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point) {
+            ++values_left_out_;
+        }
         // The held records deeper than this one are its children (they end with it: it bounds them).
         while (!roots_.empty() && held_[roots_.back()].level > level_) {
             held_[roots_.back()].parent = index;
@@ -12465,6 +12945,7 @@ private:
         std::int64_t end = 0;
         std::int64_t level = 0;
         std::uint64_t id = 0;
+        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
         std::uint32_t parent = no_parent;      // within held_
     };
 
@@ -12485,6 +12966,10 @@ private:
     }
 
     trace_end write_event(const held& h, trace_end cap) {
+        if (is_point_kind(h.where->kind)) {
+            write_point(out_, h.where->kind, h.runtime_name ? h.name : h.where->name, h.point_id, where_, h.start);
+            return cap;  // a point bounds nothing
+        }
         const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
         const site& where = *h.where;
         if (h.runtime_name) {
@@ -12630,6 +13115,8 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -12742,7 +13229,8 @@ public:
                                      .memory_peaks = {},
                                      .threads = threads,
                                      .no_events = totals.events == 0,
-                                     .values_not_streamed = totals.values_not_streamed};
+                                     .values_not_streamed = totals.values_not_streamed,
+                                     .unmatched = unmatched()};
         write_trace_keys(out_, head, info);
         write_trace_closing_keys(out_, calibration_.anchor.system_ns);
         file_.commit();
@@ -12801,6 +13289,7 @@ private:
                     if (kind == payload_kind::outputs) {
                         s.writer->leave_out_values();
                     } else if (kind != payload_kind::device_link) {  // part of the scope before it
+                        if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
                         s.writer->add(r, payload, next_id_++);
                     }
                 });
@@ -12809,6 +13298,27 @@ private:
             }
             done(t);
         }
+    }
+
+    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
+    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
+    // ends follow their begins, the two count alike).
+    void balance_point(event_kind kind, const record_payload& payload) {
+        std::uint64_t id = 0;
+        if (payload.bytes.size() >= sizeof(id)) std::memcpy(&id, payload.bytes.data(), sizeof(id));
+        const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
+        const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
+        auto& open = flow ? open_flows_ : open_spans_;
+        const auto at = open.try_emplace(id, 0).first;
+        at->second += begin ? 1 : -1;
+        if (at->second == 0) open.erase(at);
+    }
+
+    [[nodiscard]] unmatched_points unmatched() const {
+        unmatched_points u;
+        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += static_cast<std::uint64_t>(std::abs(balance));
+        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += static_cast<std::uint64_t>(std::abs(balance));
+        return u;
     }
 
     thread_state& state_of(const record_store::thread_records& t) {
@@ -12829,6 +13339,8 @@ private:
     std::uint64_t next_id_ = 0;
     std::vector<thread_state> threads_;  // per buffer, in the order first seen
     std::unordered_map<const void*, std::size_t> index_;
+    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
+    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -13236,6 +13748,13 @@ constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
     return varint_size(key(field, wire::varint)) + varint_size(v);
 }
 
+/// A fixed64 field (little-endian, as protobuf's wire format is).
+inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+    o = put_varint(o, key(field, wire::fixed64));
+    for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
+    return o;
+}
+
 /// The key and length of a length-delimited field; its `size` bytes follow.
 inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
     return put_varint(put_varint(o, key(field, wire::length)), size);
@@ -13320,7 +13839,7 @@ inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11
 }  // namespace packet
 namespace track_event {
 inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                               counter_value = 30;
+                               counter_value = 30, flow_ids = 47, terminating_flow_ids = 48;
 inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
 }  // namespace track_event
 namespace annotation {
@@ -13647,6 +14166,11 @@ private:
         body.message(track_event::debug_annotations, number("truncated_names", info_.truncated_names));
         body.message(track_event::debug_annotations, number("memory_dropped", events_.memory_dropped()));
         body.message(track_event::debug_annotations, number("device_lost", events_.device().loss.lost()));
+        const unmatched_points& unmatched = events_.unmatched();
+        body.message(track_event::debug_annotations, number("unmatched_flow_begins", unmatched.flow_begins));
+        body.message(track_event::debug_annotations, number("unmatched_flow_ends", unmatched.flow_ends));
+        body.message(track_event::debug_annotations, number("async_open", unmatched.async_open));
+        body.message(track_event::debug_annotations, number("unmatched_async_ends", unmatched.async_ends));
         proto_message base;
         base.string(annotation::name, "base_time_ns").int64(annotation::int_value, events_.base_time_ns() + origin_);
         body.message(track_event::debug_annotations, base);
@@ -13766,7 +14290,9 @@ private:
     void write_event(const event& e) {
         using namespace perfetto_schema;
         lane& l = lane_of(e);
-        const bool instant = e.kind == event_kind::instant || is_memory_kind(e.kind);
+        // Flow and async span points are instants too: a flow's begin carries its id in flow_ids and its
+        // end in terminating_flow_ids, and Perfetto draws the arrow between them.
+        const bool instant = is_zero_length_kind(e.kind);
         // Slices of this track that are not e's ancestors end first: the list's tree is the nesting,
         // and times that disagree with it are moved up to keep each track's times in order. An instant
         // keeps its time instead: it ends only the slices that ended by then, and lands inside one
@@ -13777,7 +14303,8 @@ private:
         }
         const std::uint64_t name = names_.iid(e.name);
         const std::uint64_t category = category_of_kind_[static_cast<std::size_t>(e.kind)];
-        if (e.memory_info == no_index && e.device_info == no_index && knows(l, name, category, 1)) {
+        if (e.memory_info == no_index && e.device_info == no_index && !is_point_kind(e.kind) &&
+            knows(l, name, category, 1)) {
             write_known(l, e, instant, name, category);
             if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
             return;
@@ -13802,6 +14329,10 @@ private:
             annotations = 1;
             o = put_annotation(o, 0, annotation::uint_value, e.id);
         }
+        if (e.kind == event_kind::flow_begin) o = protobuf::put_fixed64(o, track_event::flow_ids, events_.point_id(e));
+        if (e.kind == event_kind::flow_end) {
+            o = protobuf::put_fixed64(o, track_event::terminating_flow_ids, events_.point_id(e));
+        }
         const std::uint64_t ts = timestamp(l, e.start_ns);
         static constexpr char needs_state[] = {
             static_cast<char>(protobuf::key(packet::sequence_flags, protobuf::wire::varint)),
@@ -13824,7 +14355,7 @@ private:
     std::vector<lane> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
     std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::out_of_memory) + 1> category_of_kind_{};
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::async_end) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
     std::string scratch_;
 };

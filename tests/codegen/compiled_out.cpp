@@ -68,3 +68,11 @@ std::size_t joined_size(const std::vector<std::string>& parts) {
     }
     return joined.size();
 }
+
+// Work handed to another thread: flow points compile to nothing, their ids unevaluated.
+void hand_over(std::uint64_t id) {
+    STINT_SCOPE("hand_over");
+    STINT_FLOW_BEGIN(id + static_cast<std::uint64_t>(next_id()));
+    log_line("handed over");
+    STINT_FLOW_END(id);
+}

@@ -1,7 +1,7 @@
 #pragma once
 // Async spans: a request or a coroutine that begins on one thread and ends on another. The span is
 // not a scope of any thread: the trace draws it on a track of its own (Chrome's "b"/"e" events) and
-// key_averages gives it a row of its own, never charged to a thread's self time (design §9).
+// key_averages gives it a row of its own, never charged to a thread's self time (design §11).
 
 #include <atomic>
 #include <cstdint>

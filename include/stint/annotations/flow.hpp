@@ -2,7 +2,7 @@
 // Flows: work handed from one thread to another (a thread pool's task, an executor's continuation).
 // A flow's begin is recorded where the work is submitted and its end where it runs; each is bound to
 // the scope open around it on its thread, and the Chrome trace draws an arrow from one to the other
-// (design §9).
+// (design §11).
 
 #include <atomic>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // The record of a flow's or an async span's point: zero-length, at the thread's current depth (so the
 // drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
-// an async span's beginning, a runtime name (design §9).
+// an async span's beginning, a runtime name (design §11).
 
 #include <atomic>
 #include <cstddef>
