@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stint/recording/buffer.hpp"
+#include "stint/annotations/range_mirror.hpp"
 #include "stint/capture/detail/config_traits.hpp"
 #include "stint/capture/inputs.hpp"
 #include "stint/capture/native_stack.hpp"
@@ -142,6 +143,11 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
 }
 
+/// What capturing_scope::capture calls between encoding the inputs and the begin tick by default.
+struct no_capture_hook {
+    STINT_DETAIL_ALWAYS_INLINE void operator()(std::span<const std::byte>, std::uint32_t) const noexcept {}
+};
+
 /// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
 /// taken at entry, and an op's inputs (record_shapes; `Inputs`), which capture_op_inputs() encodes
 /// right after the constructor. Both go into a bounded buffer in this object while a session
@@ -181,8 +187,10 @@ public:
     capturing_scope(const capturing_scope&) = delete;
     capturing_scope& operator=(const capturing_scope&) = delete;
 
-    template <class Produce>
-    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs) noexcept {
+    /// Encodes the op's inputs, calls `before_begin(encoded inputs, aux)` (a range mirror pushes its
+    /// range there), then reads the begin tick.
+    template <class Produce, class BeforeBegin = no_capture_hook>
+    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs, BeforeBegin&& before_begin = {}) noexcept {
         if (!is_recording_state(state_)) return;
         using limits = shapes_limits_t<Config>;
         input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
@@ -195,6 +203,7 @@ public:
         }
         inputs_used_ = static_cast<std::uint32_t>(writer.size());
         aux_ = writer.aux();
+        before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
         begin_ = read_ticks();
     }
 
@@ -209,18 +218,29 @@ private:
     alignas(16) std::byte buffer_[frames_bytes + inputs_bytes + (Inputs ? inputs_copy_slack : 0)];
 };
 
-/// What STINT_SCOPE declares: plain_scope_or_site, the linked scope when Config has a device backend,
-/// or the capturing scope when Config takes native frames.
+/// The scope of a config before a range mirror: plain_scope_or_site, the linked scope when Config has a
+/// device backend, or the capturing scope when Config takes native frames.
 template <class Config>
-using scope_or_site = std::conditional_t<
+using unmirrored_scope_or_site = std::conditional_t<
     Config::enabled && native_stack_depth<Config> != 0, capturing_scope<Config, false>,
     std::conditional_t<has_device_backend<Config>, linked_scope<Config>, plain_scope_or_site<Config>>>;
 
-/// What STINT_OP declares: plain_scope_or_site, or the capturing scope when Config captures inputs
-/// or native frames.
+/// What STINT_SCOPE declares: unmirrored_scope_or_site, inside a range of Config's range mirror when it
+/// has one (stint::emit_nvtx).
 template <class Config>
-using op_scope_or_site =
-    std::conditional_t<captures_inputs<Config>, capturing_scope<Config, true>, scope_or_site<Config>>;
+using scope_or_site = std::conditional_t<has_range_mirror<Config>,
+                                         mirrored_scope<range_mirror_t<Config>, unmirrored_scope_or_site<Config>>,
+                                         unmirrored_scope_or_site<Config>>;
+
+/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs (inside a
+/// mirrored range that carries their shapes, when Config has a range mirror).
+template <class Config>
+using op_scope_or_site = std::conditional_t<
+    captures_inputs<Config>,
+    std::conditional_t<has_range_mirror<Config>,
+                       mirrored_op_scope<range_mirror_t<Config>, capturing_scope<Config, true>>,
+                       capturing_scope<Config, true>>,
+    scope_or_site<Config>>;
 
 /// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
 /// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
@@ -229,6 +249,10 @@ template <class Scope, class Inputs>
 STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
 template <class Config, class Inputs>
 STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_scope<Config, true>& scope, Inputs&& inputs) noexcept {
+    scope.capture(inputs);
+}
+template <class Mirror, class Inner, class Inputs>
+void capture_op_inputs(mirrored_op_scope<Mirror, Inner>& scope, Inputs&& inputs) noexcept {
     scope.capture(inputs);
 }
 
@@ -266,6 +290,28 @@ private:
     std::string_view name_;
     std::uint64_t begin_ = 0;
 };
+
+/// named_scope inside a range of Mirror named by the same runtime name.
+template <class Mirror>
+class mirrored_named_scope {
+public:
+    explicit mirrored_named_scope(std::string_view name) noexcept : range_(name), inner_(name) {}
+
+private:
+    struct named_range {
+        explicit named_range(std::string_view name) noexcept { Mirror::push_named(name); }
+        ~named_range() { Mirror::pop(); }
+        named_range(const named_range&) = delete;
+        named_range& operator=(const named_range&) = delete;
+    };
+    named_range range_;
+    named_scope inner_;
+};
+
+/// What STINT_SCOPE_NAMED declares for Config: named_scope, mirrored when Config has a range mirror.
+template <class Config>
+using named_scope_of =
+    std::conditional_t<has_range_mirror<Config>, mirrored_named_scope<range_mirror_t<Config>>, named_scope>;
 
 }  // namespace stint::detail
 
@@ -404,7 +450,7 @@ private:
 #define STINT_SCOPE_NAMED(name) STINT_DETAIL_SCOPE_NAMED(name, __COUNTER__)
 #define STINT_DETAIL_SCOPE_NAMED(name, id)                                                                   \
     auto&& STINT_DETAIL_CAT(stint_name_, id) = (name);                                                       \
-    ::stint::detail::named_scope STINT_DETAIL_CAT(stint_scope_, id) {                                        \
+    ::stint::detail::named_scope_of<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {                       \
         ::std::string_view { STINT_DETAIL_CAT(stint_name_, id) }                                             \
     }
 

@@ -3639,6 +3639,105 @@ void record_outputs(const Values&... values) noexcept {
 #include <vector>
 
 
+// ---- begin stint/annotations/range_mirror.hpp ----
+// The seam for mirroring scopes into another tool's ranges (stint::emit_nvtx, annotations/nvtx.hpp): a
+// config's policies may name a range mirror; every scope and op of such a config is then also one of
+// the tool's ranges, pushed before stint reads its begin tick and popped after its end tick, so the
+// mirror's cost is not charged to stint's times (design §12). Without one, scopes contain no mirror
+// code and no tool's header is included.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+
+namespace stint::detail {
+
+/// The range mirror of configs that mirror nothing.
+struct no_range_mirror {
+    static constexpr bool enabled = false;
+};
+
+/// The first policy's `range_mirror`, or no_range_mirror. A mirror has
+/// `static void push(const site&)`, `push_named(std::string_view)`,
+/// `push_op(const site&, std::span<const std::byte> inputs, std::uint32_t aux)` (captured inputs, as
+/// capture/detail/input_encoding.hpp writes them) and `pop()`, all noexcept.
+template <class... Policies>
+struct find_range_mirror {
+    using type = no_range_mirror;
+};
+template <class Policy, class... Rest>
+struct find_range_mirror<Policy, Rest...> {
+    using type = typename find_range_mirror<Rest...>::type;
+};
+template <class Policy, class... Rest>
+    requires requires { typename Policy::range_mirror; }
+struct find_range_mirror<Policy, Rest...> {
+    using type = typename Policy::range_mirror;
+};
+
+/// The range mirror of a configuration.
+template <class Config>
+using range_mirror_t = typename Config::template apply<find_range_mirror>::type;
+
+template <class Config>
+inline constexpr bool has_range_mirror = Config::enabled && range_mirror_t<Config>::enabled;
+
+/// Pops the mirror's range when it is destroyed, if one was pushed: a member declared before the
+/// scope it wraps, so that it is constructed first and destroyed last.
+template <class Mirror>
+struct mirror_pop {
+    bool pushed = false;
+    mirror_pop() noexcept = default;
+    explicit mirror_pop(const site& where) noexcept : pushed(true) { Mirror::push(where); }
+    ~mirror_pop() {
+        if (pushed) Mirror::pop();
+    }
+    mirror_pop(const mirror_pop&) = delete;
+    mirror_pop& operator=(const mirror_pop&) = delete;
+};
+
+/// A scope (`Inner`: a timer, a linked or capturing scope) that is also one of Mirror's ranges.
+template <class Mirror, class Inner>
+class mirrored_scope {
+public:
+    explicit mirrored_scope(const site& where) noexcept : range_(where), inner_(where) {}
+
+private:
+    mirror_pop<Mirror> range_;
+    Inner inner_;
+};
+
+/// An op that captures inputs (`Inner` is its capturing_scope) and is also one of Mirror's ranges: the
+/// range is pushed once the inputs are encoded, so that its message can carry their shapes, and before
+/// the op's begin tick. Without a session (nothing captured), it is pushed with the op's name alone.
+template <class Mirror, class Inner>
+class mirrored_op_scope {
+public:
+    explicit mirrored_op_scope(const site& where) noexcept : where_(&where), inner_(where) {}
+
+    template <class Produce>
+    void capture(Produce& inputs) noexcept {
+        inner_.capture(inputs, [this](std::span<const std::byte> encoded, std::uint32_t aux) noexcept {
+            Mirror::push_op(*where_, encoded, aux);
+            range_.pushed = true;
+        });
+        if (!range_.pushed) {
+            Mirror::push(*where_);
+            range_.pushed = true;
+        }
+    }
+
+private:
+    const site* where_;
+    mirror_pop<Mirror> range_;
+    Inner inner_;
+};
+
+}  // namespace stint::detail
+// ---- end stint/annotations/range_mirror.hpp ----
+
 // ---- begin stint/capture/detail/config_traits.hpp ----
 // What a configuration's policies mean for its sites, decided at compile time: which payload its
 // records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
@@ -4193,6 +4292,11 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
 }
 
+/// What capturing_scope::capture calls between encoding the inputs and the begin tick by default.
+struct no_capture_hook {
+    STINT_DETAIL_ALWAYS_INLINE void operator()(std::span<const std::byte>, std::uint32_t) const noexcept {}
+};
+
 /// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
 /// taken at entry, and an op's inputs (record_shapes; `Inputs`), which capture_op_inputs() encodes
 /// right after the constructor. Both go into a bounded buffer in this object while a session
@@ -4232,8 +4336,10 @@ public:
     capturing_scope(const capturing_scope&) = delete;
     capturing_scope& operator=(const capturing_scope&) = delete;
 
-    template <class Produce>
-    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs) noexcept {
+    /// Encodes the op's inputs, calls `before_begin(encoded inputs, aux)` (a range mirror pushes its
+    /// range there), then reads the begin tick.
+    template <class Produce, class BeforeBegin = no_capture_hook>
+    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs, BeforeBegin&& before_begin = {}) noexcept {
         if (!is_recording_state(state_)) return;
         using limits = shapes_limits_t<Config>;
         input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
@@ -4246,6 +4352,7 @@ public:
         }
         inputs_used_ = static_cast<std::uint32_t>(writer.size());
         aux_ = writer.aux();
+        before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
         begin_ = read_ticks();
     }
 
@@ -4260,18 +4367,29 @@ private:
     alignas(16) std::byte buffer_[frames_bytes + inputs_bytes + (Inputs ? inputs_copy_slack : 0)];
 };
 
-/// What STINT_SCOPE declares: plain_scope_or_site, the linked scope when Config has a device backend,
-/// or the capturing scope when Config takes native frames.
+/// The scope of a config before a range mirror: plain_scope_or_site, the linked scope when Config has a
+/// device backend, or the capturing scope when Config takes native frames.
 template <class Config>
-using scope_or_site = std::conditional_t<
+using unmirrored_scope_or_site = std::conditional_t<
     Config::enabled && native_stack_depth<Config> != 0, capturing_scope<Config, false>,
     std::conditional_t<has_device_backend<Config>, linked_scope<Config>, plain_scope_or_site<Config>>>;
 
-/// What STINT_OP declares: plain_scope_or_site, or the capturing scope when Config captures inputs
-/// or native frames.
+/// What STINT_SCOPE declares: unmirrored_scope_or_site, inside a range of Config's range mirror when it
+/// has one (stint::emit_nvtx).
 template <class Config>
-using op_scope_or_site =
-    std::conditional_t<captures_inputs<Config>, capturing_scope<Config, true>, scope_or_site<Config>>;
+using scope_or_site = std::conditional_t<has_range_mirror<Config>,
+                                         mirrored_scope<range_mirror_t<Config>, unmirrored_scope_or_site<Config>>,
+                                         unmirrored_scope_or_site<Config>>;
+
+/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs (inside a
+/// mirrored range that carries their shapes, when Config has a range mirror).
+template <class Config>
+using op_scope_or_site = std::conditional_t<
+    captures_inputs<Config>,
+    std::conditional_t<has_range_mirror<Config>,
+                       mirrored_op_scope<range_mirror_t<Config>, capturing_scope<Config, true>>,
+                       capturing_scope<Config, true>>,
+    scope_or_site<Config>>;
 
 /// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
 /// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
@@ -4280,6 +4398,10 @@ template <class Scope, class Inputs>
 STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
 template <class Config, class Inputs>
 STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_scope<Config, true>& scope, Inputs&& inputs) noexcept {
+    scope.capture(inputs);
+}
+template <class Mirror, class Inner, class Inputs>
+void capture_op_inputs(mirrored_op_scope<Mirror, Inner>& scope, Inputs&& inputs) noexcept {
     scope.capture(inputs);
 }
 
@@ -4317,6 +4439,28 @@ private:
     std::string_view name_;
     std::uint64_t begin_ = 0;
 };
+
+/// named_scope inside a range of Mirror named by the same runtime name.
+template <class Mirror>
+class mirrored_named_scope {
+public:
+    explicit mirrored_named_scope(std::string_view name) noexcept : range_(name), inner_(name) {}
+
+private:
+    struct named_range {
+        explicit named_range(std::string_view name) noexcept { Mirror::push_named(name); }
+        ~named_range() { Mirror::pop(); }
+        named_range(const named_range&) = delete;
+        named_range& operator=(const named_range&) = delete;
+    };
+    named_range range_;
+    named_scope inner_;
+};
+
+/// What STINT_SCOPE_NAMED declares for Config: named_scope, mirrored when Config has a range mirror.
+template <class Config>
+using named_scope_of =
+    std::conditional_t<has_range_mirror<Config>, mirrored_named_scope<range_mirror_t<Config>>, named_scope>;
 
 }  // namespace stint::detail
 
@@ -4455,7 +4599,7 @@ private:
 #define STINT_SCOPE_NAMED(name) STINT_DETAIL_SCOPE_NAMED(name, __COUNTER__)
 #define STINT_DETAIL_SCOPE_NAMED(name, id)                                                                   \
     auto&& STINT_DETAIL_CAT(stint_name_, id) = (name);                                                       \
-    ::stint::detail::named_scope STINT_DETAIL_CAT(stint_scope_, id) {                                        \
+    ::stint::detail::named_scope_of<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {                       \
         ::std::string_view { STINT_DETAIL_CAT(stint_name_, id) }                                             \
     }
 
