@@ -41,3 +41,4 @@
 #include "stint/memory/global_new.hpp"
 #include "stint/export/tensorboard.hpp"
 #include "stint/export/memory_timeline.hpp"
+#include "stint/profiler/on_demand.hpp"

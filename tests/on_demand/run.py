@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""tools/stint-capture against examples/on_demand_service.cpp, each started here and bounded in time.
+
+Cases: a duration capture and a steps capture (the trace read back, its counts those answered),
+concurrent requests (the second refused, clearly), a malformed request (refused; the service unharmed),
+an unwritable output path, a request from another user (as root: a child that drops to nobody), a
+service that exits mid-capture (the trace still written and answered), and no service at all. Each case
+is a test case; the last line is doctest's summary, which tools/run_tests.py counts.
+
+usage: run.py SERVICE_BINARY CAPTURE_CLI
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SERVICE, CLI = sys.argv[1], sys.argv[2]
+results = []
+
+
+def case(name):
+    def wrap(fn):
+        def run(*args):
+            try:
+                fn(*args)
+                results.append((name, None))
+                print(f"ok: {name}", flush=True)
+            except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the others
+                results.append((name, e))
+                print(f"FAILED: {name}: {e!r}", flush=True)
+        return run
+    return wrap
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+class Service:
+    """The example service, listening in its own socket directory; stopped by SIGTERM or by itself."""
+
+    def __init__(self, work, args=()):
+        self.env = dict(os.environ, STINT_ON_DEMAND_DIR=os.path.join(work, "sockets"))
+        self.process = subprocess.Popen([SERVICE, *args], env=self.env, stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        check("listening on" in line, f"the service did not start: {line!r}")
+        self.socket = line.rsplit(" ", 1)[1].strip()
+        self.pid = self.process.pid
+
+    def capture(self, *args, timeout=120):
+        run = subprocess.run([sys.executable, CLI, "--pid", str(self.pid), *args], env=self.env,
+                             capture_output=True, text=True, timeout=timeout)
+        return run.returncode, run.stdout + run.stderr
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+        self.process.stdout.close()
+
+
+def answer_fields(text):
+    fields = {}
+    body = text.split("stint-capture: ", 1)[1].strip()
+    before, _, path = body.partition(" path=")
+    for item in before.split():
+        key, _, value = item.partition("=")
+        fields[key] = value
+    fields["path"] = path
+    return fields
+
+
+def events_named(trace, name):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == name]
+
+
+@case("a duration capture writes the trace and answers with its counts")
+def duration_capture(service, work):
+    out = os.path.join(work, "duration.json")
+    code, text = service.capture("--duration", "400ms", "--output", out)
+    check(code == 0, text)
+    fields = answer_fields(text)
+    trace = json.load(open(out))
+    check(fields["path"] == out, text)
+    check(int(fields["recorded"]) == trace["stint"]["recorded"], (fields, trace["stint"]))
+    check(int(fields["dropped"]) == trace["stint"]["dropped"] == 0, fields)
+    check(fields["ended"] == "complete", fields)
+    check(int(fields["duration_ms"]) >= 400, fields)
+    check(len(events_named(trace, "handle_request")) > 0, "no handle_request events")
+    check(not any(n.endswith(".tmp") or ".stint-" in n for n in os.listdir(work)), os.listdir(work))
+
+
+@case("a steps capture records that many of the service's steps")
+def steps_capture(service, work):
+    out = os.path.join(work, "steps.json")
+    code, text = service.capture("--steps", "5", "--output", out)
+    check(code == 0, text)
+    fields = answer_fields(text)
+    check(int(fields["steps"]) >= 5 and fields["ended"] == "complete", fields)
+    trace = json.load(open(out))
+    # Each step is one handle_request; the capture spans at least the 4 whole ones between its 5 steps.
+    check(len(events_named(trace, "handle_request")) >= 4, len(events_named(trace, "handle_request")))
+
+
+@case("a second request while a capture runs is refused with a clear message; the first completes")
+def concurrent(service, work):
+    first_out = os.path.join(work, "first.json")
+    # The first request goes straight to the socket, so that it runs before the CLI's second one starts.
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(60)
+    client.connect(service.socket)
+    client.sendall(f"capture duration_ms=2000 output={first_out}\n".encode())
+    time.sleep(0.2)
+    code, text = service.capture("--duration", "100ms", "--output", os.path.join(work, "second.json"))
+    first = client.recv(4096).decode(errors="replace")
+    client.close()
+    check(code == 1 and "busy: a capture (to " + first_out + ") is already running" in text, text)
+    check(not os.path.exists(os.path.join(work, "second.json")), "the refused capture wrote a file")
+    check(first.startswith("ok ") and "ended=complete" in first, first)
+    json.load(open(first_out))
+
+
+@case("a malformed request is refused and the service goes on serving")
+def malformed(service, work):
+    for garbage in (b"\x00\xff\xfe garbage\n", b"capture duration_ms=abc output=/x\n", b"x" * 10000 + b"\n"):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.settimeout(30)
+        client.connect(service.socket)
+        client.sendall(garbage)
+        reply = client.recv(4096).decode(errors="replace")
+        client.close()
+        check(reply.startswith("error: malformed request"), reply)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(service.socket)
+    client.close()  # a connection that sends nothing and leaves
+    code, text = service.capture("--duration", "50ms", "--output", os.path.join(work, "after.json"))
+    check(code == 0, text)
+    check(service.process.poll() is None, "the service died")
+
+
+@case("a request to an unwritable path is refused before recording, naming the path")
+def unwritable(service, work):
+    out = "/proc/stint-no-such-dir/trace.json"
+    code, text = service.capture("--duration", "50ms", "--output", out)
+    check(code == 1 and out in text and "error" in text, text)
+    check(service.process.poll() is None, "the service died")
+
+
+@case("a request from another user is refused")
+def other_user(service, work):
+    if os.geteuid() != 0:
+        raise AssertionError("this case switches users and needs root (CI runs as root)")
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child becomes nobody and asks
+        os.close(reader)
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.settimeout(10)
+            client.connect(service.socket)
+            client.sendall(f"capture duration_ms=10 output={work}/nobody.json\n".encode())
+            os.write(writer, b"answered: " + client.recv(4096))
+        except PermissionError:
+            os.write(writer, b"refused by the file system")
+        except OSError as e:
+            os.write(writer, f"failed: {e}".encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(child, 0)
+    outcome = os.read(reader, 4096).decode(errors="replace")
+    os.close(reader)
+    check(outcome == "refused by the file system" or "refused: requests are taken from uid" in outcome, outcome)
+    check(not os.path.exists(os.path.join(work, "nobody.json")), "nobody got a trace")
+
+
+@case("a service that exits mid-capture writes what it recorded and answers")
+def exits_mid_capture(work):
+    service = Service(work, ["--exit-after-ms", "1500"])
+    out = os.path.join(work, "cut.json")
+    began = time.time()
+    code, text = service.capture("--duration", "60s", "--output", out)
+    service.stop()
+    check(code == 0, text)
+    check(answer_fields(text)["ended"] == "exiting", text)
+    check(time.time() - began < 50, "the capture was not cut short")
+    check(json.load(open(out))["stint"]["recorded"] > 0, "empty trace")
+    check(not os.path.exists(service.socket), "the socket was left behind")
+
+
+@case("a process without a listener is reported clearly")
+def no_listener(work):
+    env = dict(os.environ, STINT_ON_DEMAND_DIR=os.path.join(work, "nothing"))
+    run = subprocess.run([sys.executable, CLI, "--pid", "999999", "--duration", "1s", "--output", "x.json"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    check(run.returncode == 1 and "no on-demand listener for pid 999999" in run.stderr, run.stderr)
+    bad = subprocess.run([sys.executable, CLI, "--pid", "1", "--duration", "5 parsecs", "--output", "x"],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode == 2 and "not a duration" in bad.stderr, bad.stderr)
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="stint-on-demand-") as work:
+        os.chmod(work, 0o755)  # the other-user case's child must reach the socket's directory to be refused
+        service = Service(work, ["120"])
+        try:
+            for test in (duration_capture, steps_capture, concurrent, malformed, unwritable, other_user):
+                test(service, work)
+        finally:
+            service.stop()
+        check_socket = not os.path.exists(service.socket)
+        results.append(("a service that ends removes its socket", None if check_socket else AssertionError("left")))
+        print(("ok" if check_socket else "FAILED") + ": a service that ends removes its socket", flush=True)
+        exits_mid_capture(work)
+        no_listener(work)
+    failed = sum(1 for _, error in results if error is not None)
+    print(f"[doctest] test cases: {len(results)} | {len(results) - failed} passed | {failed} failed |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
