@@ -97,7 +97,8 @@ TEST_CASE("capture requests are parsed strictly, each refusal saying what is wro
             CHECK(std::string(e.what()).rfind("malformed request: ", 0) == 0);
         }
     }
-    CHECK_THROWS_AS(parse_capture_request("capture duration_ms=5 output=/" + std::string(5000, 'x')), std::invalid_argument);
+    CHECK_THROWS_AS(parse_capture_request("capture duration_ms=5 output=/" + std::string(5000, 'x')),
+                    std::invalid_argument);
 }
 
 TEST_CASE("an on-demand capture records for its duration, writes its trace and answers with the counts") {
@@ -142,7 +143,8 @@ TEST_CASE("a second request while a capture runs is refused; disable_on_demand()
     const std::string socket = stint::enable_on_demand({.socket_dir = dir.file("s")});
     busy_thread worker;
     std::string first;
-    std::thread long_capture([&] { first = ask(socket, "capture duration_ms=60000 output=" + dir.file("long.json") + "\n"); });
+    std::thread long_capture(
+        [&] { first = ask(socket, "capture duration_ms=60000 output=" + dir.file("long.json") + "\n"); });
     // Wait until the first capture runs (its session records), then ask again.
     for (int i = 0; i < 5000 && !stint::is_recording(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     REQUIRE(stint::is_recording());

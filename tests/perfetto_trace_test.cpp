@@ -585,7 +585,8 @@ TEST_CASE("a flow in a perfetto trace joins its two points by flow_ids and termi
     const slice* end = nullptr;
     for (const slice& s : model.instants) {
         if (s.annotations->has("flow_ids") && s.annotations->unsigned_number("flow_ids") == id) begin = &s;
-        if (s.annotations->has("terminating_flow_ids") && s.annotations->unsigned_number("terminating_flow_ids") == id) {
+        if (s.annotations->has("terminating_flow_ids") &&
+            s.annotations->unsigned_number("terminating_flow_ids") == id) {
             end = &s;
         }
     }

@@ -5364,7 +5364,8 @@ inline std::atomic<std::uint64_t> next_point_id{1};
 
 /// Appends a point of `where` (a payload_kind::point site) with `id` for the session `state`, named
 /// `name` when not empty (cut at max_runtime_name_bytes, and counted as a truncated name).
-inline void append_point(const site& where, std::uint64_t id, std::uint32_t state, std::string_view name = {}) noexcept {
+inline void append_point(const site& where, std::uint64_t id, std::uint32_t state,
+                         std::string_view name = {}) noexcept {
     const bool cut = name.size() > max_runtime_name_bytes;
     if (cut) name = name.substr(0, max_runtime_name_bytes);
     const std::uint64_t now = read_ticks();
@@ -6854,7 +6855,8 @@ private:
             }
         }
         if (open != no_index) ++list_.unmatched_.flow_begins;
-        std::sort(list_.flows_.begin(), list_.flows_.end(), [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
+        std::sort(list_.flows_.begin(), list_.flows_.end(),
+                  [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
 
         for (const auto& p : points) {
             if (ev[p.event].kind != event_kind::async_begin) continue;
@@ -9812,7 +9814,9 @@ public:
             if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
                 t.timing_only = false;
             }
-            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) {
+                t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+            }
         });
     }
 
@@ -12443,7 +12447,8 @@ public:
     explicit trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
-            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;  // viewers do not shift by instants' ts
+            // Viewers do not shift by instants' ts, nor by flow and async points'.
+            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;
             double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }
@@ -12813,7 +12818,6 @@ void write_trace_end(Writer& out, std::int64_t base_time_ns) {
 template <class Writer>
 void write_point(Writer& out, event_kind kind, std::string_view name, std::uint64_t id, std::string_view where,
                  std::int64_t ts_ns) {
-    const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
     const std::string_view phase = kind == event_kind::flow_begin  ? "s"
                                    : kind == event_kind::flow_end  ? "f"
                                    : kind == event_kind::async_begin ? "b"
@@ -12825,7 +12829,7 @@ void write_point(Writer& out, event_kind kind, std::string_view name, std::uint6
     const std::string_view category = category_name(kind);
     o = std::copy(category.begin(), category.end(), o);
     o = write_literal(o, "\", \"name\": ");
-    o = write_json_string(o, flow ? std::string_view("flow") : name);
+    o = write_json_string(o, name);
     o = write_literal(o, ", \"id\": ");
     o = id < (std::uint64_t{1} << 53) ? fmt::format_to(o, FMT_COMPILE("{}"), id)
                                       : fmt::format_to(o, FMT_COMPILE("\"{:#x}\""), id);
@@ -13460,8 +13464,9 @@ private:
 
     [[nodiscard]] unmatched_points unmatched() const {
         unmatched_points u;
-        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += static_cast<std::uint64_t>(std::abs(balance));
-        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += static_cast<std::uint64_t>(std::abs(balance));
+        const auto count = [](std::int64_t balance) { return static_cast<std::uint64_t>(std::abs(balance)); };
+        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += count(balance);
+        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += count(balance);
         return u;
     }
 
@@ -16212,7 +16217,8 @@ inline std::optional<std::string> read_line(int fd, std::chrono::milliseconds ti
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     char c = 0;
     while (line.size() <= 4096) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        using std::chrono::milliseconds;
+        const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return std::nullopt;
         pollfd p{fd, POLLIN, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -16258,7 +16264,8 @@ public:
         if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd, 8) != 0) {
             const int error = errno;
             ::close(fd);
-            throw std::system_error(error, std::generic_category(), "stint: enable_on_demand(): cannot listen on " + path);
+            throw std::system_error(error, std::generic_category(),
+                                    "stint: enable_on_demand(): cannot listen on " + path);
         }
         ::chmod(path.c_str(), 0600);
         if (::pipe2(wake_, O_CLOEXEC) != 0) {
@@ -16353,8 +16360,8 @@ private:
         try {
             if (!line) throw std::invalid_argument("malformed request: no request line within 5 s");
             request = parse_capture_request(*line);
-            const std::chrono::milliseconds longest = request.duration ? *request.duration
-                                                                       : request.timeout.value_or(options_.default_steps_timeout);
+            const std::chrono::milliseconds longest =
+                request.duration ? *request.duration : request.timeout.value_or(options_.default_steps_timeout);
             if (longest > options_.max_capture) {
                 throw std::invalid_argument(fmt::format("the capture may last {} ms at most; this one asks for {} ms",
                                                         options_.max_capture.count(), longest.count()));
@@ -16393,7 +16400,9 @@ private:
             {
                 std::unique_lock state(mutex_);
                 if (request.duration) {
-                    if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) ended = "exiting";
+                    if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) {
+                        ended = "exiting";
+                    }
                 } else {
                     const auto deadline = began + request.timeout.value_or(options_.default_steps_timeout);
                     for (;;) {
@@ -16415,7 +16424,8 @@ private:
             }
             prof.stop();
             const std::int64_t steps = step_tracker::current_step() - first_step;
-            const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+            const auto took =
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
             prof.export_chrome_trace(request.output);
             const profiler_stats& stats = prof.stats();
             reply = fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}",

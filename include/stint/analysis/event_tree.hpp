@@ -571,7 +571,8 @@ private:
             }
         }
         if (open != no_index) ++list_.unmatched_.flow_begins;
-        std::sort(list_.flows_.begin(), list_.flows_.end(), [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
+        std::sort(list_.flows_.begin(), list_.flows_.end(),
+                  [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
 
         for (const auto& p : points) {
             if (ev[p.event].kind != event_kind::async_begin) continue;

@@ -76,7 +76,9 @@ public:
             if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
                 t.timing_only = false;
             }
-            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) {
+                t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+            }
         });
     }
 

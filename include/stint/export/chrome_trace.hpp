@@ -342,7 +342,6 @@ void write_trace_end(Writer& out, std::int64_t base_time_ns) {
 template <class Writer>
 void write_point(Writer& out, event_kind kind, std::string_view name, std::uint64_t id, std::string_view where,
                  std::int64_t ts_ns) {
-    const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
     const std::string_view phase = kind == event_kind::flow_begin  ? "s"
                                    : kind == event_kind::flow_end  ? "f"
                                    : kind == event_kind::async_begin ? "b"
@@ -354,7 +353,7 @@ void write_point(Writer& out, event_kind kind, std::string_view name, std::uint6
     const std::string_view category = category_name(kind);
     o = std::copy(category.begin(), category.end(), o);
     o = write_literal(o, "\", \"name\": ");
-    o = write_json_string(o, flow ? std::string_view("flow") : name);
+    o = write_json_string(o, name);
     o = write_literal(o, ", \"id\": ");
     o = id < (std::uint64_t{1} << 53) ? fmt::format_to(o, FMT_COMPILE("{}"), id)
                                       : fmt::format_to(o, FMT_COMPILE("\"{:#x}\""), id);

@@ -217,8 +217,9 @@ private:
 
     [[nodiscard]] unmatched_points unmatched() const {
         unmatched_points u;
-        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += static_cast<std::uint64_t>(std::abs(balance));
-        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += static_cast<std::uint64_t>(std::abs(balance));
+        const auto count = [](std::int64_t balance) { return static_cast<std::uint64_t>(std::abs(balance)); };
+        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += count(balance);
+        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += count(balance);
         return u;
     }
 

@@ -114,7 +114,8 @@ public:
     explicit trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
-            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;  // viewers do not shift by instants' ts
+            // Viewers do not shift by instants' ts, nor by flow and async points'.
+            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;
             double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }

@@ -145,7 +145,8 @@ inline std::optional<std::string> read_line(int fd, std::chrono::milliseconds ti
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     char c = 0;
     while (line.size() <= 4096) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        using std::chrono::milliseconds;
+        const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return std::nullopt;
         pollfd p{fd, POLLIN, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -191,7 +192,8 @@ public:
         if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd, 8) != 0) {
             const int error = errno;
             ::close(fd);
-            throw std::system_error(error, std::generic_category(), "stint: enable_on_demand(): cannot listen on " + path);
+            throw std::system_error(error, std::generic_category(),
+                                    "stint: enable_on_demand(): cannot listen on " + path);
         }
         ::chmod(path.c_str(), 0600);
         if (::pipe2(wake_, O_CLOEXEC) != 0) {
@@ -286,8 +288,8 @@ private:
         try {
             if (!line) throw std::invalid_argument("malformed request: no request line within 5 s");
             request = parse_capture_request(*line);
-            const std::chrono::milliseconds longest = request.duration ? *request.duration
-                                                                       : request.timeout.value_or(options_.default_steps_timeout);
+            const std::chrono::milliseconds longest =
+                request.duration ? *request.duration : request.timeout.value_or(options_.default_steps_timeout);
             if (longest > options_.max_capture) {
                 throw std::invalid_argument(fmt::format("the capture may last {} ms at most; this one asks for {} ms",
                                                         options_.max_capture.count(), longest.count()));
@@ -326,7 +328,9 @@ private:
             {
                 std::unique_lock state(mutex_);
                 if (request.duration) {
-                    if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) ended = "exiting";
+                    if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) {
+                        ended = "exiting";
+                    }
                 } else {
                     const auto deadline = began + request.timeout.value_or(options_.default_steps_timeout);
                     for (;;) {
@@ -348,7 +352,8 @@ private:
             }
             prof.stop();
             const std::int64_t steps = step_tracker::current_step() - first_step;
-            const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+            const auto took =
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
             prof.export_chrome_trace(request.output);
             const profiler_stats& stats = prof.stats();
             reply = fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}",

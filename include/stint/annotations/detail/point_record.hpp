@@ -21,7 +21,8 @@ inline std::atomic<std::uint64_t> next_point_id{1};
 
 /// Appends a point of `where` (a payload_kind::point site) with `id` for the session `state`, named
 /// `name` when not empty (cut at max_runtime_name_bytes, and counted as a truncated name).
-inline void append_point(const site& where, std::uint64_t id, std::uint32_t state, std::string_view name = {}) noexcept {
+inline void append_point(const site& where, std::uint64_t id, std::uint32_t state,
+                         std::string_view name = {}) noexcept {
     const bool cut = name.size() > max_runtime_name_bytes;
     if (cut) name = name.substr(0, max_runtime_name_bytes);
     const std::uint64_t now = read_ticks();
