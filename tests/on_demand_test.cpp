@@ -87,7 +87,9 @@ TEST_CASE("capture requests are parsed strictly, each refusal saying what is wro
         {"capture duration_ms=5 output=relative.json", "output must be an absolute path"},
         {"capture duration_ms=5 =3 output=/x", "expected key=value"},
     };
-    for (const auto& [line, why] : bad) {
+    for (const auto& entry : bad) {
+        const std::string line = entry.first;  // (clang 14 captures no structured binding in CAPTURE)
+        const std::string why = entry.second;
         CAPTURE(line);
         try {
             (void)parse_capture_request(line);
