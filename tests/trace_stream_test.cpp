@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <latch>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -110,6 +111,87 @@ TEST_CASE("a streamed session whose writer cannot keep up drops records over the
     CHECK(fast == stats.recorded);
     CHECK(trace["stint"]["dropped"].get<std::uint64_t>() == stats.dropped);
     CHECK(trace["stint"]["threads"][0]["dropped"].get<std::uint64_t>() == stats.dropped);
+}
+
+TEST_CASE("a streamed session whose budget was spent for a moment keeps what its threads record after the writer caught up") {
+    // Each thread registered before the start gets a largest chunk set aside (the main thread first):
+    // with the main thread alone on a budget of one largest chunk, or with 15 more on a budget of 16,
+    // those chunks alone are the whole budget. A burst at full speed spends the budget and drops; after
+    // a pause in which the writer gives back what it took, every later record must reach the file, and
+    // the drops must be counted exactly.
+    for (const auto& [threads, budget] : {std::pair{1, std::size_t{64} << 10}, std::pair{16, std::size_t{1} << 20}}) {
+        INFO(threads << " threads, a budget of " << budget << " bytes");
+        stint_test::temp_dir dir;
+        const std::string path = dir.file("burst.json");
+        constexpr int burst = 100'000;
+        constexpr int after = 500;
+        const auto n = static_cast<std::size_t>(threads);
+        std::latch registered(threads - 1);
+        std::latch started(1);
+        std::latch charged(threads);  // each thread took its chunk set aside
+        std::latch burst_done(threads);
+        std::latch resume(1);
+        std::vector<std::uint64_t> tids(n);
+        const auto record = [](int count, bool bursting) {
+            for (int i = 0; i < count; ++i) {
+                if (bursting) {
+                    STINT_SCOPE("burst");
+                } else {
+                    STINT_SCOPE("after");
+                }
+            }
+        };
+        std::vector<std::thread> workers;
+        for (std::size_t t = 1; t < n; ++t) {
+            workers.emplace_back([&, t] {
+                stint::set_thread_name("burst " + std::to_string(t));  // registers the thread
+                tids[t] = stint::detail::current_os_tid();
+                registered.count_down();
+                started.wait();
+                record(1, true);
+                charged.arrive_and_wait();
+                record(burst - 1, true);
+                burst_done.count_down();
+                resume.wait();
+                record(after, false);
+            });
+        }
+        tids[0] = stint::detail::current_os_tid();
+        registered.wait();
+        stint::profiler<> prof({.buffer_budget_bytes = budget, .stream_to = path});
+        prof.start();
+        started.count_down();
+        record(1, true);
+        charged.arrive_and_wait();
+        record(burst - 1, true);
+        burst_done.arrive_and_wait();
+        // The pause: the writer takes the filled chunks and gives their bytes back.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (stint::detail::the_registry().session_buffer_bytes() > budget / 2 &&
+               std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        CHECK(stint::detail::the_registry().session_buffer_bytes() <= budget / 2);
+        resume.count_down();
+        record(after, false);
+        for (std::thread& w : workers) w.join();
+        prof.stop();
+        const stint::profiler_stats stats = prof.stats();
+        CHECK(stats.dropped > 0);  // the burst did spend the budget
+        CHECK(stats.recorded + stats.dropped == n * (burst + after));
+        const nlohmann::json trace = stint_test::read_json(path);
+        CHECK(trace["stint"]["dropped"].get<std::uint64_t>() == stats.dropped);
+        CHECK(trace["stint"]["recorded"].get<std::uint64_t>() == stats.recorded);
+        std::map<std::uint64_t, std::uint64_t> dropped_by_tid;
+        for (const auto& t : trace["stint"]["threads"]) dropped_by_tid[t["tid"]] += t["dropped"].get<std::uint64_t>();
+        const auto names = names_by_thread(trace);
+        for (std::size_t t = 0; t < n; ++t) {
+            INFO("thread " << t);
+            REQUIRE(names.count(tids[t]) == 1);
+            CHECK(names.at(tids[t]).count("after") == after);
+            CHECK(names.at(tids[t]).count("burst") + dropped_by_tid[tids[t]] == burst);
+        }
+    }
 }
 
 TEST_CASE("a stream writes the trace a stop writes for the same records, whatever the batches") {

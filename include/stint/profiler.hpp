@@ -450,7 +450,7 @@ private:
         if (!options_.stream_to.empty()) {
             stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
             try {
-                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
             } catch (...) {
                 stream_.reset();  // nothing opened; the unfinished file is removed
                 throw;

@@ -125,15 +125,16 @@ public:
     /// records, only the device activity that close() is given.
     /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
     /// `capture`: what captured ops keep besides their inputs while it records.
+    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
     void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-              bool track_memory = false, capture_options capture = {}) {
+              bool track_memory = false, capture_options capture = {}, bool streamed = false) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
         // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
         // window's start.
         calibration_.anchor = take_clock_anchor();
-        state_ = record_cpu ? reg.begin_session(budget_bytes) : device_only_state;
+        state_ = record_cpu ? reg.begin_session(budget_bytes, streamed) : device_only_state;
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
