@@ -9703,6 +9703,7 @@ public:
         }
         stats_.late_records = store.late;
         stats_.buffer_bytes = store.buffer_bytes;
+        stats_.memory_dropped = store.memory_dropped;  // a window kept unbuilt reports it too
         out = std::move(store);
         return true;
     }
