@@ -45,6 +45,7 @@ public:
             late = other.late;
             buffer_bytes = other.buffer_bytes;
             memory_dropped = other.memory_dropped;
+            partly_released_ = other.partly_released_;
         }
         return *this;
     }
@@ -115,12 +116,14 @@ public:
 
     /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
     [[nodiscard]] chunk* take_chunks(thread_records& t) noexcept {
+        partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
         std::vector<std::byte>().swap(t.tail);
         return std::exchange(t.chunks, nullptr);
     }
 
     /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
     void release(thread_records& t) noexcept {
+        partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
         for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
             chunk* next = c->next.load(std::memory_order_relaxed);
             the_registry().release_chunk(c);
@@ -135,12 +138,16 @@ public:
     std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
     std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
 
+    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
+    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
+
 private:
     void release_all() noexcept {
         for (thread_records& t : threads_) release(t);
     }
 
     std::vector<thread_records> threads_;
+    bool partly_released_ = false;
 };
 
 }  // namespace stint::detail
