@@ -98,12 +98,18 @@ public:
             s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
         }
         // The threads in the order the close found them (every thread of the session is there), as a
-        // normal stop lists them.
+        // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
         std::vector<thread_info> threads;
         std::unordered_set<const void*> listed;
+        std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
         const auto list = [&](const thread_state& s) {
             if (!listed.insert(s.node).second) return;
-            threads.push_back({s.counts.os_tid, s.counts.name, s.counts.recorded, s.counts.dropped});
+            const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
+            if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
+            thread_info& t = threads[at->second];
+            if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
+            t.recorded += s.counts.recorded;
+            t.dropped += s.counts.dropped;
         };
         for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
         streamed_totals totals;
@@ -176,12 +182,7 @@ private:
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
             if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
-                if (!s.writer) {
-                    // The row's origin: the earliest start of its first batch (a normal stop takes the
-                    // earliest of the whole session, which a stream cannot wait for).
-                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid,
-                                     chrome_records_detail::origin_of(batch, t));
-                }
+                if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
                     if (kind == payload_kind::outputs) {
@@ -195,6 +196,23 @@ private:
             }
             done(t);
         }
+    }
+
+    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
+    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
+    // earliest of the whole session, which a stream cannot wait for).
+    double origin_of(const record_store& batch, const record_store::thread_records& t) {
+        const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
+        if (added) {
+            std::uint64_t first = t.first_start_ticks;
+            for (const record_store::thread_records& other : batch.threads()) {
+                if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
+            }
+            at->second = first == std::numeric_limits<std::uint64_t>::max()
+                             ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
+                             : trace_microseconds(calibration_.to_ns_since_anchor(first));
+        }
+        return at->second;
     }
 
     thread_state& state_of(const record_store::thread_records& t) {
@@ -215,6 +233,7 @@ private:
     std::uint64_t next_id_ = 0;
     std::vector<thread_state> threads_;  // per buffer, in the order first seen
     std::unordered_map<const void*, std::size_t> index_;
+    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;
