@@ -3,13 +3,19 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <latch>
 #include <map>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "nesting_workload.hpp"
 #include "stint/stint.hpp"
 #include "test_util.hpp"
@@ -249,6 +256,110 @@ TEST_CASE("a stream writes the trace a stop writes for the same records, whateve
     const std::vector<std::string> got = events_of("{\"traceEvents\": [{\"ph\": \"M\"}" + batched.text + "]}");
     CHECK(expected.size() > 40'000);
     CHECK(got == expected);
+}
+
+TEST_CASE("a stream whose writes fail says so at once, then keeps what it wrote and the records it did not") {
+    // RLIMIT_FSIZE stands in for a full disk (a write past it fails with EFBIG, SIGXFSZ ignored); the
+    // limit is process-wide, so the session runs in a child, which reports what it saw line by line.
+    stint_test::temp_dir dir;
+    const std::string path = dir.file("full.json");
+    constexpr rlim_t limit = 1024 * 1024;  // a few batches of 64 KiB of records each
+    constexpr int slices = 20;
+    constexpr int per_slice = 1000;  // about 150 KB of JSON each, written batch by batch
+    constexpr int after = 100;
+    const std::string report = stint_test::in_child([&]() -> std::string {
+        std::signal(SIGXFSZ, SIG_IGN);
+        rlimit saved{};
+        if (::getrlimit(RLIMIT_FSIZE, &saved) != 0) return "getrlimit failed";
+        const rlimit small{limit, saved.rlim_max};
+        if (::setrlimit(RLIMIT_FSIZE, &small) != 0) return "setrlimit failed";
+        std::vector<std::string> warnings;
+        std::atomic<bool> warned{false};
+        stint::warning_handler previous = stint::set_warning_handler([&](std::string_view text) {
+            warnings.emplace_back(text);
+            warned = true;
+        });
+        stint::profiler<> prof({.stream_to = path});
+        prof.start();
+        for (int s = 0; s < slices; ++s) {
+            for (int i = 0; i < per_slice; ++i) {
+                STINT_SCOPE("before");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(15));
+        }
+        // The writer says it failed at once, not at the stop.
+        for (int i = 0; i < 500 && !warned; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const bool warned_before_stop = warned;
+        for (int i = 0; i < after; ++i) {
+            STINT_SCOPE("after");
+        }
+        std::ostringstream out;
+        try {
+            prof.stop();
+            out << "stop: returned\n";
+        } catch (const std::system_error& e) {
+            out << "stop: " << e.what() << "\n";
+            out << "efbig: " << (e.code() == std::errc::file_too_large) << "\n";
+        }
+        if (::setrlimit(RLIMIT_FSIZE, &saved) != 0) return "cannot restore the limit";
+        stint::set_warning_handler(std::move(previous));
+        out << "warned before stop: " << warned_before_stop << "\n";
+        out << "warning: " << (warnings.empty() ? "" : warnings.front()) << "\n";
+        std::uint64_t kept_before = 0;
+        std::uint64_t kept_after = 0;
+        for (const stint::event& e : prof.events()) {
+            kept_before += e.name == "before" ? 1 : 0;
+            kept_after += e.name == "after" ? 1 : 0;
+        }
+        out << "kept before: " << kept_before << "\nkept after: " << kept_after << "\n";
+        out << "recorded: " << prof.stats().recorded << "\ndropped: " << prof.stats().dropped << "\n";
+        prof.export_chrome_trace(dir.file("rest.json"));
+        return out.str();
+    });
+    std::map<std::string, std::string> seen;
+    std::istringstream lines(report);
+    for (std::string line; std::getline(lines, line);) {
+        const std::size_t colon = line.find(": ");
+        if (colon != std::string::npos) seen[line.substr(0, colon)] = line.substr(colon + 2);
+    }
+    INFO(report);
+    CHECK(seen["warned before stop"] == "1");
+    CHECK(seen["warning"].starts_with("the trace stream to '" + path + "' failed (File too large)"));
+    // stop() names the path, where the written part is, and the OS reason.
+    const std::string& error = seen["stop"];
+    CHECK(error.starts_with("stint: the trace stream to '" + path + "' failed (what it wrote is in '" + path +
+                            ".partial', cut off where the write failed; the records it had not written are kept by "
+                            "the profiler: events() and the exports read them"));
+    CHECK(error.ends_with("): File too large"));
+    CHECK(seen["efbig"] == "1");
+    std::uint64_t held_lost = 0;
+    if (const std::size_t at = error.find(" records it held between batches are lost"); at != std::string::npos) {
+        held_lost = std::stoull(error.substr(error.rfind("; ", at) + 2));
+    }
+    CHECK(held_lost <= 1);  // one thread, each record of its own end
+    // The file never lands under its name; what was written is kept beside it.
+    CHECK_FALSE(std::filesystem::exists(path));
+    const std::string partial = stint_test::read_file(path + ".partial");
+    CHECK(partial.size() <= limit);
+    CHECK(partial.starts_with("{\n  \"schemaVersion\": 1,\n"));
+    std::uint64_t written_before = 0;
+    for (std::size_t at = partial.find("\"name\": \"before\""); at != std::string::npos;
+         at = partial.find("\"name\": \"before\"", at + 1)) {
+        ++written_before;
+    }
+    CHECK(written_before > 0);
+    // Every record is in the file, kept by the profiler, or counted as lost; nothing was dropped.
+    const std::uint64_t kept_before = std::stoull(seen["kept before"]);
+    CHECK(kept_before > 0);
+    CHECK(written_before + kept_before + held_lost >= std::uint64_t{slices} * per_slice);
+    CHECK(seen["kept after"] == std::to_string(after));
+    CHECK(seen["recorded"] == std::to_string(kept_before + after));
+    CHECK(seen["dropped"] == "0");
+    std::uint64_t exported_after = 0;
+    for (const auto& e : stint_test::timed_events(stint_test::read_json(dir.file("rest.json")))) {
+        exported_after += e["name"] == "after" ? 1 : 0;
+    }
+    CHECK(exported_after == after);
 }
 
 TEST_CASE("stream_to refuses what it cannot stream, at construction") {

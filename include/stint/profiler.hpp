@@ -104,6 +104,10 @@ struct profiler_options {
     /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
     /// config that captures nothing (values that sites of other configs capture are left out of the
     /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    /// When a write fails (a full disk), a warning says so at once and the session records on into its
+    /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
+    /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
+    /// records not written as the window: events() and the exports read them.
     std::string stream_to{};
 };
 
@@ -547,8 +551,20 @@ private:
         if (!session_.close_records(records)) return false;
         window_stats_ = session_.stats();
         forget_window();
+        streamed_window_ = false;
+        detail::streamed_totals totals;
+        try {
+            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        } catch (...) {
+            // Writing failed: the records the stream had not written are the window, as a stop without
+            // a stream would keep them, and stop() throws what failed.
+            window_first_id_ = stream_->next_id();
+            detail::session::count_records(records, window_stats_);
+            next_id_ = window_first_id_ + records.events();
+            window_records_.emplace(std::move(records));
+            throw;
+        }
         streamed_window_ = true;
-        const detail::streamed_totals totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
         window_stats_.number_of_events = totals.events;
         window_stats_.recorded = totals.recorded;
         window_stats_.overhead_events = totals.overhead;

@@ -9243,6 +9243,7 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 // trace of timing-only records is written from them directly, so that stopping and exporting a big
 // session needs no memory beyond the records' own.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -9320,6 +9321,34 @@ public:
 
     [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
     [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
+
+    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
+    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
+    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
+    /// Buffers whose records `earlier` no longer holds (given back) are left out.
+    void prepend(record_store&& earlier) {
+        for (thread_records& e : earlier.threads_) {
+            if (e.chunks == nullptr) continue;  // given back, or never any
+            thread_records* t = nullptr;
+            for (thread_records& mine : threads_) {
+                if (mine.node == e.node) t = &mine;
+            }
+            if (t == nullptr) {
+                threads_.push_back(std::move(e));
+                e.chunks = nullptr;  // the store here owns them now
+                continue;
+            }
+            chunk* last = e.chunks;
+            while (last->next.load(std::memory_order_relaxed) != nullptr) last = last->next.load(std::memory_order_relaxed);
+            last->next.store(t->chunks, std::memory_order_relaxed);
+            t->chunks = std::exchange(e.chunks, nullptr);
+            t->counts.recorded += e.counts.recorded;
+            t->counts.overhead += e.counts.overhead;
+            t->events += e.events;
+            t->first_start_ticks = std::min(t->first_start_ticks, e.first_start_ticks);
+            t->timing_only = t->timing_only && e.timing_only;
+        }
+    }
 
     /// Records that become events, over all buffers.
     [[nodiscard]] std::uint64_t events() const noexcept {
@@ -9700,19 +9729,24 @@ public:
             static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
         stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
         stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, taken_at);
-        stats_.number_of_events = store.events();
-        stats_.recorded = stats_.dropped = stats_.overhead_events = stats_.truncated_names = 0;
-        for (const record_store::thread_records& t : store.threads()) {
-            stats_.recorded += t.counts.recorded;
-            stats_.dropped += t.counts.dropped;
-            stats_.overhead_events += t.counts.overhead;
-            stats_.truncated_names += t.counts.truncated;
-        }
+        count_records(store, stats_);
         stats_.late_records = store.late;
         stats_.buffer_bytes = store.buffer_bytes;
         stats_.memory_dropped = store.memory_dropped;  // a window kept unbuilt reports it too
         out = std::move(store);
         return true;
+    }
+
+    /// Fills the counts of `stats` that a store of records gives before any event is built.
+    static void count_records(const record_store& store, profiler_stats& stats) noexcept {
+        stats.number_of_events = store.events();
+        stats.recorded = stats.dropped = stats.overhead_events = stats.truncated_names = 0;
+        for (const record_store::thread_records& t : store.threads()) {
+            stats.recorded += t.counts.recorded;
+            stats.dropped += t.counts.dropped;
+            stats.overhead_events += t.counts.overhead;
+            stats.truncated_names += t.counts.truncated;
+        }
     }
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
@@ -10443,13 +10477,30 @@ public:
     /// The final path, as given.
     std::string path() const { return path_; }
 
+    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
+    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
+    /// kept for a file written through (a device, a FIFO): its bytes are already out.
+    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
+
+    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
+    void abandon() noexcept {
+        if (state_ == state::committed) return;
+        discard(true);
+        state_ = state::failed;
+    }
+
+    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
+    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
+    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
+    [[nodiscard]] bool written_through() const noexcept { return through_; }
+
 private:
     enum class state { open, committed, failed };
     // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
     static constexpr int max_links = 40;
 
     [[noreturn]] void fail(int error) {
-        discard();
+        discard(true);
         state_ = state::failed;
         throw std::system_error(error, std::generic_category(),
                                 "stint: cannot write trace '" + path_ + "'");
@@ -10633,7 +10684,8 @@ private:
         void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
     };
 
-    void discard() noexcept {
+    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
+    void discard(bool failed = false) noexcept {
         // Joined, not destroyed: discard() may run inside gzip_->write(), through an emitter.
         if (gzip_) gzip_->stop();
         if (fd_ >= 0) {
@@ -10641,7 +10693,11 @@ private:
             fd_ = -1;
         }
         if (!temporary_.empty()) {
-            ::unlink(temporary_.c_str());
+            if (failed && !partial_path_.empty() && std::rename(temporary_.c_str(), partial_path_.c_str()) == 0) {
+                kept_partial_.swap(partial_path_);
+            } else {
+                ::unlink(temporary_.c_str());
+            }
             temporary_.clear();
         }
     }
@@ -10653,6 +10709,8 @@ private:
     bool through_ = false;   // a device or a FIFO, written in place
     state state_ = state::open;
     std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
+    std::string kept_partial_;  // ... once it did
 };
 
 }  // namespace stint::detail
@@ -12485,6 +12543,9 @@ public:
         roots_.push_back(index);
     }
 
+    /// Records added and not written yet (held until a record of another end arrives).
+    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
+
     /// Records whose captured values (inputs, native frames, memory details) were left out.
     [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
     /// Counts a record of the thread that made no event and whose values were left out (outputs).
@@ -12686,7 +12747,8 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 // takes the chunks that recording threads have filled, writes their events and gives the chunks back
 // to the pool and their bytes back to the budget, so that a session of any length records in the
 // memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name.
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
 
 #include <algorithm>
 #include <chrono>
@@ -12697,7 +12759,9 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -12730,6 +12794,7 @@ public:
     static constexpr std::chrono::milliseconds period{10};
 
     trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
         chrome_trace_info info;
         info.pid = pid;
         out_.raw("{\n  \"schemaVersion\": 1,\n");
@@ -12763,11 +12828,38 @@ public:
     }
 
     /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. Throws what writing failed with (the file is then discarded).
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
     streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
         stop();
-        if (error_) std::rethrow_exception(error_);
-        write_batch(rest, [&](record_store::thread_records& t) { rest.release(t); });
+        if (!error_) {
+            try {
+                held_before_batch_ = held_records();
+                return write_rest(rest, info);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+        rest.prepend(std::move(unwritten_));
+        throw_failure();
+    }
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer<json_writer>> writer;
+    };
+
+    streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
+        write_batch(rest);
         for (const record_store::thread_records& t : rest.threads()) {
             thread_state& s = state_of(t);
             s.counts.dropped = t.counts.dropped;
@@ -12818,13 +12910,52 @@ public:
         return totals;
     }
 
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
-    };
+    // Records the writers hold until a record of another end arrives.
+    std::uint64_t held_records() const noexcept {
+        std::uint64_t held = 0;
+        for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
+        return held;
+    }
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] void throw_failure() {
+        file_.abandon();
+        std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
+        if (!file_.kept_partial().empty()) {
+            text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
+        } else if (file_.written_through()) {
+            text += "what it wrote went through to it";
+        } else {
+            text += "nothing it wrote could be kept";
+        }
+        text += "; the records it had not written are kept by the profiler: events() and the exports read them";
+        if (held_before_batch_ != 0) {
+            text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
+        }
+        text += ")";
+        try {
+            std::rethrow_exception(error_);
+        } catch (const std::system_error& e) {
+            throw std::system_error(e.code(), text);  // what(): text, then the OS reason
+        } catch (const std::exception& e) {
+            throw std::runtime_error(text + ": " + e.what());
+        } catch (...) {
+            throw std::runtime_error(text);
+        }
+    }
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    static std::string reason_of(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::system_error& e) {
+            return e.code().message();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception of unknown type";
+        }
+    }
 
     void run() noexcept {
         const own_allocation_scope own;  // the writer's memory is not the program's
@@ -12834,25 +12965,42 @@ private:
             wake_.wait_for(lock, period, [this] { return stopping_; });
             if (stopping_) break;
             lock.unlock();
+            record_store batch;
             try {
-                record_store batch;
+                held_before_batch_ = held_records();
                 batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
                 the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
-                write_batch(batch, [&](record_store::thread_records& t) {
-                    the_registry().give_back_streamed(state_, batch.take_chunks(t));
-                });
+                write_batch(batch);
+                // In the file before the chunks go back: a write that fails keeps the whole batch.
+                out_.flush();
             } catch (...) {
-                lock.lock();
-                error_ = std::current_exception();
-                return;  // the session goes on recording into its budget; finish() reports the failure
+                fail(std::move(batch));
+                return;
+            }
+            for (record_store::thread_records& t : batch.threads()) {
+                the_registry().give_back_streamed(state_, batch.take_chunks(t));
             }
             lock.lock();
         }
     }
 
-    // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
-    template <class Done>
-    void write_batch(record_store& batch, Done&& done) {
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    void fail(record_store&& batch) noexcept {
+        error_ = std::current_exception();
+        unwritten_ = std::move(batch);
+        try {
+            warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
+                 "): the session records on into its buffer budget (records beyond it are dropped and counted), "
+                 "and stop() throws, keeping what was written and the records not written");
+        } catch (...) {
+            // out of memory: stop() still reports it
+        }
+    }
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    void write_batch(record_store& batch) {
         batch.calibration = calibration_;  // the stream's times all come from the session's start
         for (record_store::thread_records& t : batch.threads()) {
             thread_state& s = state_of(t);
@@ -12869,9 +13017,8 @@ private:
                     }
                 });
                 s.events += t.events;
-                s.writer->own_held_names();  // the records' chunks go back now
+                s.writer->own_held_names();  // the records' chunks go back after the batch
             }
-            done(t);
         }
     }
 
@@ -12915,7 +13062,9 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
-    std::exception_ptr error_;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
 };
 
 }  // namespace stint::detail
@@ -14397,6 +14546,10 @@ struct profiler_options {
     /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
     /// config that captures nothing (values that sites of other configs capture are left out of the
     /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    /// When a write fails (a full disk), a warning says so at once and the session records on into its
+    /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
+    /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
+    /// records not written as the window: events() and the exports read them.
     std::string stream_to{};
 };
 
@@ -14840,8 +14993,20 @@ private:
         if (!session_.close_records(records)) return false;
         window_stats_ = session_.stats();
         forget_window();
+        streamed_window_ = false;
+        detail::streamed_totals totals;
+        try {
+            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        } catch (...) {
+            // Writing failed: the records the stream had not written are the window, as a stop without
+            // a stream would keep them, and stop() throws what failed.
+            window_first_id_ = stream_->next_id();
+            detail::session::count_records(records, window_stats_);
+            next_id_ = window_first_id_ + records.events();
+            window_records_.emplace(std::move(records));
+            throw;
+        }
         streamed_window_ = true;
-        const detail::streamed_totals totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
         window_stats_.number_of_events = totals.events;
         window_stats_.recorded = totals.recorded;
         window_stats_.overhead_events = totals.overhead;

@@ -4,6 +4,7 @@
 // trace of timing-only records is written from them directly, so that stopping and exporting a big
 // session needs no memory beyond the records' own.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -83,6 +84,34 @@ public:
 
     [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
     [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
+
+    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
+    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
+    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
+    /// Buffers whose records `earlier` no longer holds (given back) are left out.
+    void prepend(record_store&& earlier) {
+        for (thread_records& e : earlier.threads_) {
+            if (e.chunks == nullptr) continue;  // given back, or never any
+            thread_records* t = nullptr;
+            for (thread_records& mine : threads_) {
+                if (mine.node == e.node) t = &mine;
+            }
+            if (t == nullptr) {
+                threads_.push_back(std::move(e));
+                e.chunks = nullptr;  // the store here owns them now
+                continue;
+            }
+            chunk* last = e.chunks;
+            while (last->next.load(std::memory_order_relaxed) != nullptr) last = last->next.load(std::memory_order_relaxed);
+            last->next.store(t->chunks, std::memory_order_relaxed);
+            t->chunks = std::exchange(e.chunks, nullptr);
+            t->counts.recorded += e.counts.recorded;
+            t->counts.overhead += e.counts.overhead;
+            t->events += e.events;
+            t->first_start_ticks = std::min(t->first_start_ticks, e.first_start_ticks);
+            t->timing_only = t->timing_only && e.timing_only;
+        }
+    }
 
     /// Records that become events, over all buffers.
     [[nodiscard]] std::uint64_t events() const noexcept {

@@ -193,19 +193,24 @@ public:
             static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
         stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
         stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, taken_at);
-        stats_.number_of_events = store.events();
-        stats_.recorded = stats_.dropped = stats_.overhead_events = stats_.truncated_names = 0;
-        for (const record_store::thread_records& t : store.threads()) {
-            stats_.recorded += t.counts.recorded;
-            stats_.dropped += t.counts.dropped;
-            stats_.overhead_events += t.counts.overhead;
-            stats_.truncated_names += t.counts.truncated;
-        }
+        count_records(store, stats_);
         stats_.late_records = store.late;
         stats_.buffer_bytes = store.buffer_bytes;
         stats_.memory_dropped = store.memory_dropped;  // a window kept unbuilt reports it too
         out = std::move(store);
         return true;
+    }
+
+    /// Fills the counts of `stats` that a store of records gives before any event is built.
+    static void count_records(const record_store& store, profiler_stats& stats) noexcept {
+        stats.number_of_events = store.events();
+        stats.recorded = stats.dropped = stats.overhead_events = stats.truncated_names = 0;
+        for (const record_store::thread_records& t : store.threads()) {
+            stats.recorded += t.counts.recorded;
+            stats.dropped += t.counts.dropped;
+            stats.overhead_events += t.counts.overhead;
+            stats.truncated_names += t.counts.truncated;
+        }
     }
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.

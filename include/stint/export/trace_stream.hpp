@@ -3,7 +3,8 @@
 // takes the chunks that recording threads have filled, writes their events and gives the chunks back
 // to the pool and their bytes back to the budget, so that a session of any length records in the
 // memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name.
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +15,9 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -27,6 +30,7 @@
 #include "stint/export/chrome_trace_records.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint::detail {
 
@@ -53,6 +57,7 @@ public:
     static constexpr std::chrono::milliseconds period{10};
 
     trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
         chrome_trace_info info;
         info.pid = pid;
         out_.raw("{\n  \"schemaVersion\": 1,\n");
@@ -86,11 +91,38 @@ public:
     }
 
     /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. Throws what writing failed with (the file is then discarded).
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
     streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
         stop();
-        if (error_) std::rethrow_exception(error_);
-        write_batch(rest, [&](record_store::thread_records& t) { rest.release(t); });
+        if (!error_) {
+            try {
+                held_before_batch_ = held_records();
+                return write_rest(rest, info);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+        rest.prepend(std::move(unwritten_));
+        throw_failure();
+    }
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer<json_writer>> writer;
+    };
+
+    streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
+        write_batch(rest);
         for (const record_store::thread_records& t : rest.threads()) {
             thread_state& s = state_of(t);
             s.counts.dropped = t.counts.dropped;
@@ -141,13 +173,52 @@ public:
         return totals;
     }
 
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
-    };
+    // Records the writers hold until a record of another end arrives.
+    std::uint64_t held_records() const noexcept {
+        std::uint64_t held = 0;
+        for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
+        return held;
+    }
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] void throw_failure() {
+        file_.abandon();
+        std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
+        if (!file_.kept_partial().empty()) {
+            text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
+        } else if (file_.written_through()) {
+            text += "what it wrote went through to it";
+        } else {
+            text += "nothing it wrote could be kept";
+        }
+        text += "; the records it had not written are kept by the profiler: events() and the exports read them";
+        if (held_before_batch_ != 0) {
+            text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
+        }
+        text += ")";
+        try {
+            std::rethrow_exception(error_);
+        } catch (const std::system_error& e) {
+            throw std::system_error(e.code(), text);  // what(): text, then the OS reason
+        } catch (const std::exception& e) {
+            throw std::runtime_error(text + ": " + e.what());
+        } catch (...) {
+            throw std::runtime_error(text);
+        }
+    }
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    static std::string reason_of(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::system_error& e) {
+            return e.code().message();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception of unknown type";
+        }
+    }
 
     void run() noexcept {
         const own_allocation_scope own;  // the writer's memory is not the program's
@@ -157,25 +228,42 @@ private:
             wake_.wait_for(lock, period, [this] { return stopping_; });
             if (stopping_) break;
             lock.unlock();
+            record_store batch;
             try {
-                record_store batch;
+                held_before_batch_ = held_records();
                 batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
                 the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
-                write_batch(batch, [&](record_store::thread_records& t) {
-                    the_registry().give_back_streamed(state_, batch.take_chunks(t));
-                });
+                write_batch(batch);
+                // In the file before the chunks go back: a write that fails keeps the whole batch.
+                out_.flush();
             } catch (...) {
-                lock.lock();
-                error_ = std::current_exception();
-                return;  // the session goes on recording into its budget; finish() reports the failure
+                fail(std::move(batch));
+                return;
+            }
+            for (record_store::thread_records& t : batch.threads()) {
+                the_registry().give_back_streamed(state_, batch.take_chunks(t));
             }
             lock.lock();
         }
     }
 
-    // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
-    template <class Done>
-    void write_batch(record_store& batch, Done&& done) {
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    void fail(record_store&& batch) noexcept {
+        error_ = std::current_exception();
+        unwritten_ = std::move(batch);
+        try {
+            warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
+                 "): the session records on into its buffer budget (records beyond it are dropped and counted), "
+                 "and stop() throws, keeping what was written and the records not written");
+        } catch (...) {
+            // out of memory: stop() still reports it
+        }
+    }
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    void write_batch(record_store& batch) {
         batch.calibration = calibration_;  // the stream's times all come from the session's start
         for (record_store::thread_records& t : batch.threads()) {
             thread_state& s = state_of(t);
@@ -192,9 +280,8 @@ private:
                     }
                 });
                 s.events += t.events;
-                s.writer->own_held_names();  // the records' chunks go back now
+                s.writer->own_held_names();  // the records' chunks go back after the batch
             }
-            done(t);
         }
     }
 
@@ -238,7 +325,9 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
-    std::exception_ptr error_;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
 };
 
 }  // namespace stint::detail
