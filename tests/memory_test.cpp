@@ -244,6 +244,28 @@ TEST_CASE("memory: a free of memory from before the session shows without an all
     for (const stint::event* e : memory) CHECK(prof.events().memory_of(*e)->total_allocated >= 0);
 }
 
+TEST_CASE("memory: memory events lost to the budget are in stats() when the window keeps its records unbuilt") {
+    // Scopes spend the budget first, so every memory event is dropped and the window holds timing-only
+    // records: stop() keeps them unbuilt, and stats() must still count the lost memory events.
+    stint_test::temp_dir dir;
+    stint::profiler<mem> prof({.buffer_budget_bytes = std::size_t{64} << 10});
+    prof.start();
+    for (int i = 0; i < 10'000; ++i) {
+        STINT_SCOPE("fill");
+    }
+    int block = 0;
+    for (int i = 0; i < 5; ++i) stint::report_alloc(&block, 64);
+    prof.stop();
+    const stint::profiler_stats stats = prof.stats();
+    CHECK(stats.memory_dropped == 5);
+    CHECK(stats.dropped >= 5);
+    CHECK(stats.memory_events == 0);
+    prof.export_chrome_trace(dir.file("memory.json"));  // from the records
+    CHECK(stint_test::read_json(dir.file("memory.json"))["stint"]["memory"]["dropped"] == 5);
+    CHECK(prof.events().memory_dropped() == 5);  // built now
+    CHECK(prof.stats().memory_dropped == 5);
+}
+
 TEST_CASE("memory: without a profile_memory session nothing is recorded") {
     SUBCASE("a config without the policy") {
         stint::profiler<> prof;

@@ -104,6 +104,10 @@ struct profiler_options {
     /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
     /// config that captures nothing (values that sites of other configs capture are left out of the
     /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    /// When a write fails (a full disk), a warning says so at once and the session records on into its
+    /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
+    /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
+    /// records not written as the window: events() and the exports read them.
     std::string stream_to{};
 };
 
@@ -450,7 +454,7 @@ private:
         if (!options_.stream_to.empty()) {
             stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
             try {
-                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
             } catch (...) {
                 stream_.reset();  // nothing opened; the unfinished file is removed
                 throw;
@@ -504,8 +508,7 @@ private:
         if (!closed) return false;
         window_stats_ = session_.stats();
         window_first_id_ = next_id_;
-        window_records_.reset();
-        window_events_ = event_list{};
+        forget_window();
         bool timing_only = true;
         for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
         if (timing_only && !options_.accumulate_events && !et_window && !device) {
@@ -513,8 +516,16 @@ private:
             window_records_.emplace(std::move(records));
             return true;
         }
-        detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
-                                      device ? &*device : nullptr, window_stats_);
+        try {
+            detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
+                                          device ? &*device : nullptr, window_stats_);
+        } catch (const std::exception& e) {
+            lose_window(e.what());  // its records went back to the pool as they were read
+            throw;
+        } catch (...) {
+            lose_window("an exception of unknown type");
+            throw;
+        }
         next_id_ += window_events_.size();
         if (options_.accumulate_events) all_events_.append(window_events_);
         if (et_window && options_.execution_trace_observer != nullptr) {
@@ -539,10 +550,21 @@ private:
         stream_->stop();
         if (!session_.close_records(records)) return false;
         window_stats_ = session_.stats();
-        window_records_.reset();
-        window_events_ = event_list{};
+        forget_window();
+        streamed_window_ = false;
+        detail::streamed_totals totals;
+        try {
+            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        } catch (...) {
+            // Writing failed: the records the stream had not written are the window, as a stop without
+            // a stream would keep them, and stop() throws what failed.
+            window_first_id_ = stream_->next_id();
+            detail::session::count_records(records, window_stats_);
+            next_id_ = window_first_id_ + records.events();
+            window_records_.emplace(std::move(records));
+            throw;
+        }
         streamed_window_ = true;
-        const detail::streamed_totals totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
         window_stats_.number_of_events = totals.events;
         window_stats_.recorded = totals.recorded;
         window_stats_.overhead_events = totals.overhead;
@@ -555,14 +577,48 @@ private:
         return {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = input_values};
     }
 
-    /// The last window's events, built from its records the first time they are asked for.
+    /// The last window's events, built from its records the first time they are asked for. A build that
+    /// fails (out of memory) before giving any record back leaves the records for a retry; one that
+    /// fails after loses the window, and every later call throws rather than return part of it.
     const event_list& window_events() const {
+        if (window_lost_) {
+            throw std::runtime_error(fmt::format("stint: the last window's events are lost: building them failed "
+                                                 "({}) after its records had begun to go back to the pool; stats() "
+                                                 "still counts them",
+                                                 window_lost_reason_));
+        }
         if (window_records_) {
-            detail::session::build_events(*window_records_, window_events_, window_first_id_, drain_options(false),
-                                          nullptr, window_stats_);
+            try {
+                detail::session::build_events(*window_records_, window_events_, window_first_id_,
+                                              drain_options(false), nullptr, window_stats_);
+            } catch (const std::exception& e) {
+                if (window_records_->partly_released()) lose_window(e.what());
+                throw;
+            } catch (...) {
+                if (window_records_->partly_released()) lose_window("an exception of unknown type");
+                throw;
+            }
             window_records_.reset();
         }
         return window_events_;
+    }
+
+    /// Forgets the last window: a new one replaces it.
+    void forget_window() const noexcept {
+        window_records_.reset();
+        window_events_ = event_list{};
+        window_lost_ = false;
+    }
+
+    /// The last window's events cannot be built: its records are gone (given back as they were read).
+    void lose_window(const char* why) const noexcept {
+        forget_window();
+        window_lost_ = true;
+        try {
+            window_lost_reason_ = why;
+        } catch (...) {
+            window_lost_reason_.clear();  // out of memory: the error says less, but still says it
+        }
     }
 
     /// Before a new window records: the last one's records go back to the pool (the new window reuses
@@ -573,8 +629,7 @@ private:
         if (options_.schedule) {
             (void)window_events();
         } else {
-            window_records_.reset();
-            window_events_ = event_list{};
+            forget_window();
         }
     }
 
@@ -752,6 +807,8 @@ private:
     // the const queries, under the lock).
     mutable std::optional<detail::record_store> window_records_;
     mutable event_list window_events_;
+    mutable bool window_lost_ = false;  // its events could not be built and its records are gone
+    mutable std::string window_lost_reason_;
     std::uint64_t window_first_id_ = 0;
     event_list all_events_;
     mutable profiler_stats window_stats_;

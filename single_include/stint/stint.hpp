@@ -2625,12 +2625,13 @@ public:
     /// what is left cannot pay for it.
     bool charge(std::uint32_t size_class) noexcept {
         // A compare-exchange, not a fetch_sub and a refund: a failed charge must never make the
-        // budget look spent to a smaller charge racing with it.
+        // budget look spent to a smaller charge racing with it. seq_cst, as the refunds: next_chunk's
+        // retry after marking the budget spent relies on it (a few per chunk, off the hot path).
         const auto bytes = static_cast<std::int64_t>(chunk::bytes_of_class(size_class));
-        std::int64_t left = budget_left_.load(std::memory_order_relaxed);
+        std::int64_t left = budget_left_.load(std::memory_order_seq_cst);
         do {
             if (left < bytes) return false;
-        } while (!budget_left_.compare_exchange_weak(left, left - bytes, std::memory_order_relaxed));
+        } while (!budget_left_.compare_exchange_weak(left, left - bytes, std::memory_order_seq_cst));
         return true;
     }
 
@@ -2792,7 +2793,7 @@ public:
 private:
     void refund(std::uint32_t size_class) noexcept {
         budget_left_.fetch_add(static_cast<std::int64_t>(chunk::bytes_of_class(size_class)),
-                               std::memory_order_relaxed);
+                               std::memory_order_seq_cst);
     }
     chunk* pop_cached(std::uint32_t size_class) noexcept {
         std::lock_guard lock(mutex_);
@@ -2940,8 +2941,23 @@ class registry {
 public:
     registry() { install_fork_handlers(); }
 
-    /// Opens a recording session; returns its state. Throws when one is already recording.
-    std::uint32_t begin_session(std::size_t budget_bytes) {
+    /// In a streamed session no thread's chunk grows past this share of the budget: the writer cannot
+    /// take a chunk its owner still writes into, so threads' current chunks must leave it most of the
+    /// budget to reclaim (design §8).
+    static constexpr std::size_t stream_chunk_share = 64;
+
+    /// The largest size class a thread's chunks grow to in a session of `budget_bytes`: the largest
+    /// class, or in a streamed session the largest within stream_chunk_share of the budget (at least 1 KiB).
+    static constexpr std::uint32_t growth_limit(std::size_t budget_bytes, bool streamed) noexcept {
+        if (!streamed) return chunk_pool::largest_class;
+        std::uint32_t c = 0;
+        while (c < chunk_pool::largest_class && chunk::bytes_of_class(c + 1) <= budget_bytes / stream_chunk_share) ++c;
+        return c;
+    }
+
+    /// Opens a recording session; returns its state. Throws when one is already recording. `streamed`:
+    /// a writer gives chunks back while it records (take_written, give_back_streamed).
+    std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false) {
         std::lock_guard lock(mutex_);
         if (active_ != 0) {
             throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -2951,8 +2967,12 @@ public:
         if (serial_ == 0) serial_ = 1;
         active_ = (serial_ << 1) | 1U;
         pool_.reset_budget(budget_bytes);
-        set_aside_ready_chunks(budget_bytes);
-        pool_.start_prefaulting();
+        const std::uint32_t limit = growth_limit(budget_bytes, streamed);
+        growth_limit_.store(limit, std::memory_order_relaxed);
+        streamed_.store(streamed, std::memory_order_relaxed);
+        set_aside_ready_chunks(budget_bytes, limit);
+        // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
+        if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
         // release: a thread that sees the new state also sees the budget.
         recording.value.store(active_, std::memory_order_release);
         return active_;
@@ -3029,12 +3049,12 @@ public:
         bool any = false;
         for (chunk* c = chain; c != nullptr;) {
             chunk* next = c->next.load(std::memory_order_relaxed);
-            pool_.refund_and_release(c);
+            pool_.refund_and_release(c);  // seq_cst: before the clear below in the order next_chunk relies on
             any = true;
             c = next;
         }
         std::uint32_t spent = state;
-        if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_relaxed);
+        if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
     }
 
     /// Records of earlier sessions found since the drain before this one: scopes that ended before
@@ -3097,6 +3117,17 @@ public:
     enum class chunk_result { linked, budget_spent, session_ended };
     /// Links a new chunk with room for at least `min_data` bytes for a record that ended at `end`.
     chunk_result next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data, std::uint64_t end);
+    /// In a streamed session, when the budget had no chunk for a record that does not fit: hands the
+    /// thread's chunk over to the writer (every record in it is published). The writer takes only
+    /// chunks a thread has moved past, so full chunks that nobody can move past could otherwise hold
+    /// the whole budget with nothing to give back. The thread's next chunk starts a chain of its own.
+    void hand_over_chunk(thread_buffer& buffer) noexcept {
+        if (buffer.current == nullptr || !streamed_.load(std::memory_order_relaxed)) return;
+        buffer.node->current.store(nullptr, std::memory_order_release);  // pairs with take_written's acquire
+        buffer.current = nullptr;
+        buffer.cursor = nullptr;
+        buffer.limit = nullptr;
+    }
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
         node.name.assign(name);
@@ -3177,18 +3208,19 @@ private:
     /// `max_ready_threads` threads and the budget; the others take the slow path.
     /// A thread charges its chunk to the budget only when it takes it.
     static constexpr std::size_t max_ready_threads = 256;
-    void set_aside_ready_chunks(std::size_t budget_bytes) noexcept {
+    void set_aside_ready_chunks(std::size_t budget_bytes, std::uint32_t size_class) noexcept {
+        const std::size_t size = chunk::bytes_of_class(size_class);
         std::size_t bytes = 0;
         std::size_t given = 0;
         for (thread_node* node : nodes_) {
-            if (given == max_ready_threads || bytes + chunk::total_bytes > budget_bytes) break;
+            if (given == max_ready_threads || bytes + size > budget_bytes) break;
             if (node->exited.load(std::memory_order_acquire) || node->ready != nullptr) continue;
             try {
-                node->ready = pool_.take_uncharged(chunk_pool::largest_class);
+                node->ready = pool_.take_uncharged(size_class);
             } catch (...) {
                 return;  // out of memory: the remaining threads take the slow path
             }
-            bytes += chunk::total_bytes;
+            bytes += size;
             ++given;
         }
     }
@@ -3251,6 +3283,10 @@ private:
     std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
+    // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
+    // start may read them while they change).
+    std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
+    std::atomic<bool> streamed_{false};
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
@@ -3355,25 +3391,32 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
         count_if_late(state, end);
         return chunk_result::session_ended;
     }
-    if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return chunk_result::budget_spent;
     // Each chunk doubles the last, from the smallest: the budget pays for what a thread records.
-    std::uint32_t size_class = buffer.current == nullptr
-                                   ? 0
-                                   : std::min(buffer.current->size_class + 1, chunk_pool::largest_class);
+    const std::uint32_t limit = growth_limit_.load(std::memory_order_relaxed);
+    std::uint32_t size_class = buffer.current == nullptr ? 0 : std::min(buffer.current->size_class + 1, limit);
     size_class = std::max(size_class, chunk::class_for_data(min_data));
-    chunk* c = pool_.acquire(size_class, min_data);
-    if (c == nullptr) {
-        pool_.exhausted_state.store(state, std::memory_order_relaxed);
-        return chunk_result::budget_spent;
+    chunk* c = nullptr;
+    if (pool_.exhausted_state.load(std::memory_order_relaxed) != state) {
+        c = pool_.acquire(size_class, min_data);
+        if (c == nullptr) {
+            // Marked spent, then charged once more: a stream's writer may have given chunks back between
+            // the failed charge and the mark, its clearing (give_back_streamed) finding no mark. All four
+            // are seq_cst: either its clear comes after this mark, or this charge sees its refund.
+            pool_.exhausted_state.store(state, std::memory_order_seq_cst);
+            c = pool_.acquire(size_class, min_data);
+            std::uint32_t spent = state;
+            if (c != nullptr) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
+        }
     }
+    if (c == nullptr) return chunk_result::budget_spent;
     thread_node& node = *buffer.node;
     if (buffer.current != nullptr) {
         // The drain keeps the chunk it saw as current and counts what is linked after it as late.
         buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire
         node.current.store(c, std::memory_order_release);
     } else {
-        // The session's first chunk: linked under the registry lock, so that a drain sees the node
-        // either without chunks or with this one, never half-linked.
+        // The session's first chunk, or the first after handing one over: linked under the registry
+        // lock, so that a drain sees the node either without it or with it, never half-linked.
         std::unique_lock lock(mutex_);
         if (active_ != state) {
             count_if_late(state, end);
@@ -3381,7 +3424,17 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
             pool_.refund_and_release(c);
             return chunk_result::session_ended;
         }
-        node.head.store(c, std::memory_order_release);
+        // Chunks handed over that the writer has not taken yet come first.
+        chunk* last = node.head.load(std::memory_order_acquire);
+        if (last == nullptr) {
+            node.head.store(c, std::memory_order_release);
+        } else {
+            for (chunk* next = last->next.load(std::memory_order_acquire); next != nullptr;
+                 next = last->next.load(std::memory_order_acquire)) {
+                last = next;
+            }
+            last->next.store(c, std::memory_order_release);
+        }
         node.current.store(c, std::memory_order_release);
     }
     buffer.current = c;
@@ -3437,6 +3490,7 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
             if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
         } else if (left() < bytes) {
             room.discarded = taken == registry::chunk_result::session_ended;  // counted late, or in no window
+            if (taken == registry::chunk_result::budget_spent) reg.hand_over_chunk(buffer);
             return room;  // else the budget is spent: a drop
         }
     }
@@ -9744,6 +9798,7 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 // trace of timing-only records is written from them directly, so that stopping and exporting a big
 // session needs no memory beyond the records' own.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -9783,6 +9838,7 @@ public:
             late = other.late;
             buffer_bytes = other.buffer_bytes;
             memory_dropped = other.memory_dropped;
+            partly_released_ = other.partly_released_;
         }
         return *this;
     }
@@ -9823,6 +9879,34 @@ public:
     [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
     [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
 
+    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
+    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
+    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
+    /// Buffers whose records `earlier` no longer holds (given back) are left out.
+    void prepend(record_store&& earlier) {
+        for (thread_records& e : earlier.threads_) {
+            if (e.chunks == nullptr) continue;  // given back, or never any
+            thread_records* t = nullptr;
+            for (thread_records& mine : threads_) {
+                if (mine.node == e.node) t = &mine;
+            }
+            if (t == nullptr) {
+                threads_.push_back(std::move(e));
+                e.chunks = nullptr;  // the store here owns them now
+                continue;
+            }
+            chunk* last = e.chunks;
+            while (last->next.load(std::memory_order_relaxed) != nullptr) last = last->next.load(std::memory_order_relaxed);
+            last->next.store(t->chunks, std::memory_order_relaxed);
+            t->chunks = std::exchange(e.chunks, nullptr);
+            t->counts.recorded += e.counts.recorded;
+            t->counts.overhead += e.counts.overhead;
+            t->events += e.events;
+            t->first_start_ticks = std::min(t->first_start_ticks, e.first_start_ticks);
+            t->timing_only = t->timing_only && e.timing_only;
+        }
+    }
+
     /// Records that become events, over all buffers.
     [[nodiscard]] std::uint64_t events() const noexcept {
         std::uint64_t n = 0;
@@ -9855,12 +9939,14 @@ public:
 
     /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
     [[nodiscard]] chunk* take_chunks(thread_records& t) noexcept {
+        partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
         std::vector<std::byte>().swap(t.tail);
         return std::exchange(t.chunks, nullptr);
     }
 
     /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
     void release(thread_records& t) noexcept {
+        partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
         for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
             chunk* next = c->next.load(std::memory_order_relaxed);
             the_registry().release_chunk(c);
@@ -9875,12 +9961,16 @@ public:
     std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
     std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
 
+    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
+    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
+
 private:
     void release_all() noexcept {
         for (thread_records& t : threads_) release(t);
     }
 
     std::vector<thread_records> threads_;
+    bool partly_released_ = false;
 };
 
 }  // namespace stint::detail
@@ -10128,15 +10218,16 @@ public:
     /// records, only the device activity that close() is given.
     /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
     /// `capture`: what captured ops keep besides their inputs while it records.
+    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
     void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-              bool track_memory = false, capture_options capture = {}) {
+              bool track_memory = false, capture_options capture = {}, bool streamed = false) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
         // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
         // window's start.
         calibration_.anchor = take_clock_anchor();
-        state_ = record_cpu ? reg.begin_session(budget_bytes) : device_only_state;
+        state_ = record_cpu ? reg.begin_session(budget_bytes, streamed) : device_only_state;
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
@@ -10195,18 +10286,24 @@ public:
             static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
         stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
         stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, taken_at);
-        stats_.number_of_events = store.events();
-        stats_.recorded = stats_.dropped = stats_.overhead_events = stats_.truncated_names = 0;
-        for (const record_store::thread_records& t : store.threads()) {
-            stats_.recorded += t.counts.recorded;
-            stats_.dropped += t.counts.dropped;
-            stats_.overhead_events += t.counts.overhead;
-            stats_.truncated_names += t.counts.truncated;
-        }
+        count_records(store, stats_);
         stats_.late_records = store.late;
         stats_.buffer_bytes = store.buffer_bytes;
+        stats_.memory_dropped = store.memory_dropped;  // a window kept unbuilt reports it too
         out = std::move(store);
         return true;
+    }
+
+    /// Fills the counts of `stats` that a store of records gives before any event is built.
+    static void count_records(const record_store& store, profiler_stats& stats) noexcept {
+        stats.number_of_events = store.events();
+        stats.recorded = stats.dropped = stats.overhead_events = stats.truncated_names = 0;
+        for (const record_store::thread_records& t : store.threads()) {
+            stats.recorded += t.counts.recorded;
+            stats.dropped += t.counts.dropped;
+            stats.overhead_events += t.counts.overhead;
+            stats.truncated_names += t.counts.truncated;
+        }
     }
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.
@@ -10950,13 +11047,30 @@ public:
     /// The final path, as given.
     std::string path() const { return path_; }
 
+    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
+    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
+    /// kept for a file written through (a device, a FIFO): its bytes are already out.
+    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
+
+    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
+    void abandon() noexcept {
+        if (state_ == state::committed) return;
+        discard(true);
+        state_ = state::failed;
+    }
+
+    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
+    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
+    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
+    [[nodiscard]] bool written_through() const noexcept { return through_; }
+
 private:
     enum class state { open, committed, failed };
     // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
     static constexpr int max_links = 40;
 
     [[noreturn]] void fail(int error) {
-        discard();
+        discard(true);
         state_ = state::failed;
         throw std::system_error(error, std::generic_category(),
                                 "stint: cannot write trace '" + path_ + "'");
@@ -11140,7 +11254,8 @@ private:
         void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
     };
 
-    void discard() noexcept {
+    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
+    void discard(bool failed = false) noexcept {
         // Joined, not destroyed: discard() may run inside gzip_->write(), through an emitter.
         if (gzip_) gzip_->stop();
         if (fd_ >= 0) {
@@ -11148,7 +11263,11 @@ private:
             fd_ = -1;
         }
         if (!temporary_.empty()) {
-            ::unlink(temporary_.c_str());
+            if (failed && !partial_path_.empty() && std::rename(temporary_.c_str(), partial_path_.c_str()) == 0) {
+                kept_partial_.swap(partial_path_);
+            } else {
+                ::unlink(temporary_.c_str());
+            }
             temporary_.clear();
         }
     }
@@ -11160,6 +11279,8 @@ private:
     bool through_ = false;   // a device or a FIFO, written in place
     state state_ = state::open;
     std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
+    std::string kept_partial_;  // ... once it did
 };
 
 }  // namespace stint::detail
@@ -13050,6 +13171,9 @@ public:
         roots_.push_back(index);
     }
 
+    /// Records added and not written yet (held until a record of another end arrives).
+    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
+
     /// Records whose captured values (inputs, native frames, memory details) were left out.
     [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
     /// Counts a record of the thread that made no event and whose values were left out (outputs).
@@ -13256,7 +13380,8 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 // takes the chunks that recording threads have filled, writes their events and gives the chunks back
 // to the pool and their bytes back to the budget, so that a session of any length records in the
 // memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name.
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
 
 #include <algorithm>
 #include <chrono>
@@ -13269,7 +13394,9 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -13302,6 +13429,7 @@ public:
     static constexpr std::chrono::milliseconds period{10};
 
     trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
         chrome_trace_info info;
         info.pid = pid;
         out_.raw("{\n  \"schemaVersion\": 1,\n");
@@ -13335,11 +13463,38 @@ public:
     }
 
     /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. Throws what writing failed with (the file is then discarded).
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
     streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
         stop();
-        if (error_) std::rethrow_exception(error_);
-        write_batch(rest, [&](record_store::thread_records& t) { rest.release(t); });
+        if (!error_) {
+            try {
+                held_before_batch_ = held_records();
+                return write_rest(rest, info);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+        rest.prepend(std::move(unwritten_));
+        throw_failure();
+    }
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer<json_writer>> writer;
+    };
+
+    streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
+        write_batch(rest);
         for (const record_store::thread_records& t : rest.threads()) {
             thread_state& s = state_of(t);
             s.counts.dropped = t.counts.dropped;
@@ -13347,12 +13502,18 @@ public:
             s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
         }
         // The threads in the order the close found them (every thread of the session is there), as a
-        // normal stop lists them.
+        // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
         std::vector<thread_info> threads;
         std::unordered_set<const void*> listed;
+        std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
         const auto list = [&](const thread_state& s) {
             if (!listed.insert(s.node).second) return;
-            threads.push_back({s.counts.os_tid, s.counts.name, s.counts.recorded, s.counts.dropped});
+            const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
+            if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
+            thread_info& t = threads[at->second];
+            if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
+            t.recorded += s.counts.recorded;
+            t.dropped += s.counts.dropped;
         };
         for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
         streamed_totals totals;
@@ -13385,13 +13546,52 @@ public:
         return totals;
     }
 
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
-    };
+    // Records the writers hold until a record of another end arrives.
+    std::uint64_t held_records() const noexcept {
+        std::uint64_t held = 0;
+        for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
+        return held;
+    }
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] void throw_failure() {
+        file_.abandon();
+        std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
+        if (!file_.kept_partial().empty()) {
+            text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
+        } else if (file_.written_through()) {
+            text += "what it wrote went through to it";
+        } else {
+            text += "nothing it wrote could be kept";
+        }
+        text += "; the records it had not written are kept by the profiler: events() and the exports read them";
+        if (held_before_batch_ != 0) {
+            text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
+        }
+        text += ")";
+        try {
+            std::rethrow_exception(error_);
+        } catch (const std::system_error& e) {
+            throw std::system_error(e.code(), text);  // what(): text, then the OS reason
+        } catch (const std::exception& e) {
+            throw std::runtime_error(text + ": " + e.what());
+        } catch (...) {
+            throw std::runtime_error(text);
+        }
+    }
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    static std::string reason_of(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::system_error& e) {
+            return e.code().message();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception of unknown type";
+        }
+    }
 
     void run() noexcept {
         const own_allocation_scope own;  // the writer's memory is not the program's
@@ -13401,37 +13601,49 @@ private:
             wake_.wait_for(lock, period, [this] { return stopping_; });
             if (stopping_) break;
             lock.unlock();
+            record_store batch;
             try {
-                record_store batch;
+                held_before_batch_ = held_records();
                 batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
                 the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
-                write_batch(batch, [&](record_store::thread_records& t) {
-                    the_registry().give_back_streamed(state_, batch.take_chunks(t));
-                });
+                write_batch(batch);
+                // In the file before the chunks go back: a write that fails keeps the whole batch.
+                out_.flush();
             } catch (...) {
-                lock.lock();
-                error_ = std::current_exception();
-                return;  // the session goes on recording into its budget; finish() reports the failure
+                fail(std::move(batch));
+                return;
+            }
+            for (record_store::thread_records& t : batch.threads()) {
+                the_registry().give_back_streamed(state_, batch.take_chunks(t));
             }
             lock.lock();
         }
     }
 
-    // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
-    template <class Done>
-    void write_batch(record_store& batch, Done&& done) {
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    void fail(record_store&& batch) noexcept {
+        error_ = std::current_exception();
+        unwritten_ = std::move(batch);
+        try {
+            warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
+                 "): the session records on into its buffer budget (records beyond it are dropped and counted), "
+                 "and stop() throws, keeping what was written and the records not written");
+        } catch (...) {
+            // out of memory: stop() still reports it
+        }
+    }
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    void write_batch(record_store& batch) {
         batch.calibration = calibration_;  // the stream's times all come from the session's start
         for (record_store::thread_records& t : batch.threads()) {
             thread_state& s = state_of(t);
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
             if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
-                if (!s.writer) {
-                    // The row's origin: the earliest start of its first batch (a normal stop takes the
-                    // earliest of the whole session, which a stream cannot wait for).
-                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid,
-                                     chrome_records_detail::origin_of(batch, t));
-                }
+                if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
                     if (kind == payload_kind::outputs) {
@@ -13442,9 +13654,8 @@ private:
                     }
                 });
                 s.events += t.events;
-                s.writer->own_held_names();  // the records' chunks go back now
+                s.writer->own_held_names();  // the records' chunks go back after the batch
             }
-            done(t);
         }
     }
 
@@ -13470,6 +13681,23 @@ private:
         return u;
     }
 
+    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
+    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
+    // earliest of the whole session, which a stream cannot wait for).
+    double origin_of(const record_store& batch, const record_store::thread_records& t) {
+        const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
+        if (added) {
+            std::uint64_t first = t.first_start_ticks;
+            for (const record_store::thread_records& other : batch.threads()) {
+                if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
+            }
+            at->second = first == std::numeric_limits<std::uint64_t>::max()
+                             ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
+                             : trace_microseconds(calibration_.to_ns_since_anchor(first));
+        }
+        return at->second;
+    }
+
     thread_state& state_of(const record_store::thread_records& t) {
         const auto [at, added] = index_.try_emplace(t.node, threads_.size());
         if (!added) return threads_[at->second];
@@ -13490,11 +13718,14 @@ private:
     std::unordered_map<const void*, std::size_t> index_;
     std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
     std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
+    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
-    std::exception_ptr error_;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
 };
 
 }  // namespace stint::detail
@@ -14995,6 +15226,10 @@ struct profiler_options {
     /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
     /// config that captures nothing (values that sites of other configs capture are left out of the
     /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    /// When a write fails (a full disk), a warning says so at once and the session records on into its
+    /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
+    /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
+    /// records not written as the window: events() and the exports read them.
     std::string stream_to{};
 };
 
@@ -15341,7 +15576,7 @@ private:
         if (!options_.stream_to.empty()) {
             stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
             try {
-                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
             } catch (...) {
                 stream_.reset();  // nothing opened; the unfinished file is removed
                 throw;
@@ -15395,8 +15630,7 @@ private:
         if (!closed) return false;
         window_stats_ = session_.stats();
         window_first_id_ = next_id_;
-        window_records_.reset();
-        window_events_ = event_list{};
+        forget_window();
         bool timing_only = true;
         for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
         if (timing_only && !options_.accumulate_events && !et_window && !device) {
@@ -15404,8 +15638,16 @@ private:
             window_records_.emplace(std::move(records));
             return true;
         }
-        detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
-                                      device ? &*device : nullptr, window_stats_);
+        try {
+            detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
+                                          device ? &*device : nullptr, window_stats_);
+        } catch (const std::exception& e) {
+            lose_window(e.what());  // its records went back to the pool as they were read
+            throw;
+        } catch (...) {
+            lose_window("an exception of unknown type");
+            throw;
+        }
         next_id_ += window_events_.size();
         if (options_.accumulate_events) all_events_.append(window_events_);
         if (et_window && options_.execution_trace_observer != nullptr) {
@@ -15430,10 +15672,21 @@ private:
         stream_->stop();
         if (!session_.close_records(records)) return false;
         window_stats_ = session_.stats();
-        window_records_.reset();
-        window_events_ = event_list{};
+        forget_window();
+        streamed_window_ = false;
+        detail::streamed_totals totals;
+        try {
+            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        } catch (...) {
+            // Writing failed: the records the stream had not written are the window, as a stop without
+            // a stream would keep them, and stop() throws what failed.
+            window_first_id_ = stream_->next_id();
+            detail::session::count_records(records, window_stats_);
+            next_id_ = window_first_id_ + records.events();
+            window_records_.emplace(std::move(records));
+            throw;
+        }
         streamed_window_ = true;
-        const detail::streamed_totals totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
         window_stats_.number_of_events = totals.events;
         window_stats_.recorded = totals.recorded;
         window_stats_.overhead_events = totals.overhead;
@@ -15446,14 +15699,48 @@ private:
         return {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = input_values};
     }
 
-    /// The last window's events, built from its records the first time they are asked for.
+    /// The last window's events, built from its records the first time they are asked for. A build that
+    /// fails (out of memory) before giving any record back leaves the records for a retry; one that
+    /// fails after loses the window, and every later call throws rather than return part of it.
     const event_list& window_events() const {
+        if (window_lost_) {
+            throw std::runtime_error(fmt::format("stint: the last window's events are lost: building them failed "
+                                                 "({}) after its records had begun to go back to the pool; stats() "
+                                                 "still counts them",
+                                                 window_lost_reason_));
+        }
         if (window_records_) {
-            detail::session::build_events(*window_records_, window_events_, window_first_id_, drain_options(false),
-                                          nullptr, window_stats_);
+            try {
+                detail::session::build_events(*window_records_, window_events_, window_first_id_,
+                                              drain_options(false), nullptr, window_stats_);
+            } catch (const std::exception& e) {
+                if (window_records_->partly_released()) lose_window(e.what());
+                throw;
+            } catch (...) {
+                if (window_records_->partly_released()) lose_window("an exception of unknown type");
+                throw;
+            }
             window_records_.reset();
         }
         return window_events_;
+    }
+
+    /// Forgets the last window: a new one replaces it.
+    void forget_window() const noexcept {
+        window_records_.reset();
+        window_events_ = event_list{};
+        window_lost_ = false;
+    }
+
+    /// The last window's events cannot be built: its records are gone (given back as they were read).
+    void lose_window(const char* why) const noexcept {
+        forget_window();
+        window_lost_ = true;
+        try {
+            window_lost_reason_ = why;
+        } catch (...) {
+            window_lost_reason_.clear();  // out of memory: the error says less, but still says it
+        }
     }
 
     /// Before a new window records: the last one's records go back to the pool (the new window reuses
@@ -15464,8 +15751,7 @@ private:
         if (options_.schedule) {
             (void)window_events();
         } else {
-            window_records_.reset();
-            window_events_ = event_list{};
+            forget_window();
         }
     }
 
@@ -15643,6 +15929,8 @@ private:
     // the const queries, under the lock).
     mutable std::optional<detail::record_store> window_records_;
     mutable event_list window_events_;
+    mutable bool window_lost_ = false;  // its events could not be built and its records are gone
+    mutable std::string window_lost_reason_;
     std::uint64_t window_first_id_ = 0;
     event_list all_events_;
     mutable profiler_stats window_stats_;

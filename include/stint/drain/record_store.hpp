@@ -4,6 +4,7 @@
 // trace of timing-only records is written from them directly, so that stopping and exporting a big
 // session needs no memory beyond the records' own.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -45,6 +46,7 @@ public:
             late = other.late;
             buffer_bytes = other.buffer_bytes;
             memory_dropped = other.memory_dropped;
+            partly_released_ = other.partly_released_;
         }
         return *this;
     }
@@ -85,6 +87,34 @@ public:
     [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
     [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
 
+    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
+    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
+    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
+    /// Buffers whose records `earlier` no longer holds (given back) are left out.
+    void prepend(record_store&& earlier) {
+        for (thread_records& e : earlier.threads_) {
+            if (e.chunks == nullptr) continue;  // given back, or never any
+            thread_records* t = nullptr;
+            for (thread_records& mine : threads_) {
+                if (mine.node == e.node) t = &mine;
+            }
+            if (t == nullptr) {
+                threads_.push_back(std::move(e));
+                e.chunks = nullptr;  // the store here owns them now
+                continue;
+            }
+            chunk* last = e.chunks;
+            while (last->next.load(std::memory_order_relaxed) != nullptr) last = last->next.load(std::memory_order_relaxed);
+            last->next.store(t->chunks, std::memory_order_relaxed);
+            t->chunks = std::exchange(e.chunks, nullptr);
+            t->counts.recorded += e.counts.recorded;
+            t->counts.overhead += e.counts.overhead;
+            t->events += e.events;
+            t->first_start_ticks = std::min(t->first_start_ticks, e.first_start_ticks);
+            t->timing_only = t->timing_only && e.timing_only;
+        }
+    }
+
     /// Records that become events, over all buffers.
     [[nodiscard]] std::uint64_t events() const noexcept {
         std::uint64_t n = 0;
@@ -117,12 +147,14 @@ public:
 
     /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
     [[nodiscard]] chunk* take_chunks(thread_records& t) noexcept {
+        partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
         std::vector<std::byte>().swap(t.tail);
         return std::exchange(t.chunks, nullptr);
     }
 
     /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
     void release(thread_records& t) noexcept {
+        partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
         for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
             chunk* next = c->next.load(std::memory_order_relaxed);
             the_registry().release_chunk(c);
@@ -137,12 +169,16 @@ public:
     std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
     std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
 
+    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
+    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
+
 private:
     void release_all() noexcept {
         for (thread_records& t : threads_) release(t);
     }
 
     std::vector<thread_records> threads_;
+    bool partly_released_ = false;
 };
 
 }  // namespace stint::detail

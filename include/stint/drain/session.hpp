@@ -125,15 +125,16 @@ public:
     /// records, only the device activity that close() is given.
     /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
     /// `capture`: what captured ops keep besides their inputs while it records.
+    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
     void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-              bool track_memory = false, capture_options capture = {}) {
+              bool track_memory = false, capture_options capture = {}, bool streamed = false) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
         // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
         // window's start.
         calibration_.anchor = take_clock_anchor();
-        state_ = record_cpu ? reg.begin_session(budget_bytes) : device_only_state;
+        state_ = record_cpu ? reg.begin_session(budget_bytes, streamed) : device_only_state;
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
@@ -192,18 +193,24 @@ public:
             static_cast<double>(disabled_at - calibration_.anchor.steady_ns) / 1e9;
         stats_.profiler_disable_call_duration_us = microseconds_between(disable_start, disabled_at);
         stats_.parse_kineto_call_duration_us = microseconds_between(disabled_at, taken_at);
-        stats_.number_of_events = store.events();
-        stats_.recorded = stats_.dropped = stats_.overhead_events = stats_.truncated_names = 0;
-        for (const record_store::thread_records& t : store.threads()) {
-            stats_.recorded += t.counts.recorded;
-            stats_.dropped += t.counts.dropped;
-            stats_.overhead_events += t.counts.overhead;
-            stats_.truncated_names += t.counts.truncated;
-        }
+        count_records(store, stats_);
         stats_.late_records = store.late;
         stats_.buffer_bytes = store.buffer_bytes;
+        stats_.memory_dropped = store.memory_dropped;  // a window kept unbuilt reports it too
         out = std::move(store);
         return true;
+    }
+
+    /// Fills the counts of `stats` that a store of records gives before any event is built.
+    static void count_records(const record_store& store, profiler_stats& stats) noexcept {
+        stats.number_of_events = store.events();
+        stats.recorded = stats.dropped = stats.overhead_events = stats.truncated_names = 0;
+        for (const record_store::thread_records& t : store.threads()) {
+            stats.recorded += t.counts.recorded;
+            stats.dropped += t.counts.dropped;
+            stats.overhead_events += t.counts.overhead;
+            stats.truncated_names += t.counts.truncated;
+        }
     }
 
     /// Closes the session and turns its records into an event list whose ids start at `first_id`.

@@ -122,6 +122,9 @@ public:
         roots_.push_back(index);
     }
 
+    /// Records added and not written yet (held until a record of another end arrives).
+    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
+
     /// Records whose captured values (inputs, native frames, memory details) were left out.
     [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
     /// Counts a record of the thread that made no event and whose values were left out (outputs).

@@ -109,13 +109,30 @@ public:
     /// The final path, as given.
     std::string path() const { return path_; }
 
+    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
+    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
+    /// kept for a file written through (a device, a FIFO): its bytes are already out.
+    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
+
+    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
+    void abandon() noexcept {
+        if (state_ == state::committed) return;
+        discard(true);
+        state_ = state::failed;
+    }
+
+    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
+    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
+    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
+    [[nodiscard]] bool written_through() const noexcept { return through_; }
+
 private:
     enum class state { open, committed, failed };
     // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
     static constexpr int max_links = 40;
 
     [[noreturn]] void fail(int error) {
-        discard();
+        discard(true);
         state_ = state::failed;
         throw std::system_error(error, std::generic_category(),
                                 "stint: cannot write trace '" + path_ + "'");
@@ -299,7 +316,8 @@ private:
         void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
     };
 
-    void discard() noexcept {
+    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
+    void discard(bool failed = false) noexcept {
         // Joined, not destroyed: discard() may run inside gzip_->write(), through an emitter.
         if (gzip_) gzip_->stop();
         if (fd_ >= 0) {
@@ -307,7 +325,11 @@ private:
             fd_ = -1;
         }
         if (!temporary_.empty()) {
-            ::unlink(temporary_.c_str());
+            if (failed && !partial_path_.empty() && std::rename(temporary_.c_str(), partial_path_.c_str()) == 0) {
+                kept_partial_.swap(partial_path_);
+            } else {
+                ::unlink(temporary_.c_str());
+            }
             temporary_.clear();
         }
     }
@@ -319,6 +341,8 @@ private:
     bool through_ = false;   // a device or a FIFO, written in place
     state state_ = state::open;
     std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
+    std::string kept_partial_;  // ... once it did
 };
 
 }  // namespace stint::detail

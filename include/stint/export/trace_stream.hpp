@@ -3,7 +3,8 @@
 // takes the chunks that recording threads have filled, writes their events and gives the chunks back
 // to the pool and their bytes back to the budget, so that a session of any length records in the
 // memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name.
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +17,9 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,6 +32,7 @@
 #include "stint/export/chrome_trace_records.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint::detail {
 
@@ -55,6 +59,7 @@ public:
     static constexpr std::chrono::milliseconds period{10};
 
     trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
         chrome_trace_info info;
         info.pid = pid;
         out_.raw("{\n  \"schemaVersion\": 1,\n");
@@ -88,11 +93,38 @@ public:
     }
 
     /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. Throws what writing failed with (the file is then discarded).
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
     streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
         stop();
-        if (error_) std::rethrow_exception(error_);
-        write_batch(rest, [&](record_store::thread_records& t) { rest.release(t); });
+        if (!error_) {
+            try {
+                held_before_batch_ = held_records();
+                return write_rest(rest, info);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+        rest.prepend(std::move(unwritten_));
+        throw_failure();
+    }
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer<json_writer>> writer;
+    };
+
+    streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
+        write_batch(rest);
         for (const record_store::thread_records& t : rest.threads()) {
             thread_state& s = state_of(t);
             s.counts.dropped = t.counts.dropped;
@@ -100,12 +132,18 @@ public:
             s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
         }
         // The threads in the order the close found them (every thread of the session is there), as a
-        // normal stop lists them.
+        // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
         std::vector<thread_info> threads;
         std::unordered_set<const void*> listed;
+        std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
         const auto list = [&](const thread_state& s) {
             if (!listed.insert(s.node).second) return;
-            threads.push_back({s.counts.os_tid, s.counts.name, s.counts.recorded, s.counts.dropped});
+            const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
+            if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
+            thread_info& t = threads[at->second];
+            if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
+            t.recorded += s.counts.recorded;
+            t.dropped += s.counts.dropped;
         };
         for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
         streamed_totals totals;
@@ -138,13 +176,52 @@ public:
         return totals;
     }
 
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
-    };
+    // Records the writers hold until a record of another end arrives.
+    std::uint64_t held_records() const noexcept {
+        std::uint64_t held = 0;
+        for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
+        return held;
+    }
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] void throw_failure() {
+        file_.abandon();
+        std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
+        if (!file_.kept_partial().empty()) {
+            text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
+        } else if (file_.written_through()) {
+            text += "what it wrote went through to it";
+        } else {
+            text += "nothing it wrote could be kept";
+        }
+        text += "; the records it had not written are kept by the profiler: events() and the exports read them";
+        if (held_before_batch_ != 0) {
+            text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
+        }
+        text += ")";
+        try {
+            std::rethrow_exception(error_);
+        } catch (const std::system_error& e) {
+            throw std::system_error(e.code(), text);  // what(): text, then the OS reason
+        } catch (const std::exception& e) {
+            throw std::runtime_error(text + ": " + e.what());
+        } catch (...) {
+            throw std::runtime_error(text);
+        }
+    }
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    static std::string reason_of(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::system_error& e) {
+            return e.code().message();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception of unknown type";
+        }
+    }
 
     void run() noexcept {
         const own_allocation_scope own;  // the writer's memory is not the program's
@@ -154,37 +231,49 @@ private:
             wake_.wait_for(lock, period, [this] { return stopping_; });
             if (stopping_) break;
             lock.unlock();
+            record_store batch;
             try {
-                record_store batch;
+                held_before_batch_ = held_records();
                 batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
                 the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
-                write_batch(batch, [&](record_store::thread_records& t) {
-                    the_registry().give_back_streamed(state_, batch.take_chunks(t));
-                });
+                write_batch(batch);
+                // In the file before the chunks go back: a write that fails keeps the whole batch.
+                out_.flush();
             } catch (...) {
-                lock.lock();
-                error_ = std::current_exception();
-                return;  // the session goes on recording into its budget; finish() reports the failure
+                fail(std::move(batch));
+                return;
+            }
+            for (record_store::thread_records& t : batch.threads()) {
+                the_registry().give_back_streamed(state_, batch.take_chunks(t));
             }
             lock.lock();
         }
     }
 
-    // Writes each thread's records of `batch`, then calls `done(thread)` (its chunks go back).
-    template <class Done>
-    void write_batch(record_store& batch, Done&& done) {
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    void fail(record_store&& batch) noexcept {
+        error_ = std::current_exception();
+        unwritten_ = std::move(batch);
+        try {
+            warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
+                 "): the session records on into its buffer budget (records beyond it are dropped and counted), "
+                 "and stop() throws, keeping what was written and the records not written");
+        } catch (...) {
+            // out of memory: stop() still reports it
+        }
+    }
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    void write_batch(record_store& batch) {
         batch.calibration = calibration_;  // the stream's times all come from the session's start
         for (record_store::thread_records& t : batch.threads()) {
             thread_state& s = state_of(t);
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
             if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
-                if (!s.writer) {
-                    // The row's origin: the earliest start of its first batch (a normal stop takes the
-                    // earliest of the whole session, which a stream cannot wait for).
-                    s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid,
-                                     chrome_records_detail::origin_of(batch, t));
-                }
+                if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
                     if (kind == payload_kind::outputs) {
@@ -195,9 +284,8 @@ private:
                     }
                 });
                 s.events += t.events;
-                s.writer->own_held_names();  // the records' chunks go back now
+                s.writer->own_held_names();  // the records' chunks go back after the batch
             }
-            done(t);
         }
     }
 
@@ -223,6 +311,23 @@ private:
         return u;
     }
 
+    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
+    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
+    // earliest of the whole session, which a stream cannot wait for).
+    double origin_of(const record_store& batch, const record_store::thread_records& t) {
+        const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
+        if (added) {
+            std::uint64_t first = t.first_start_ticks;
+            for (const record_store::thread_records& other : batch.threads()) {
+                if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
+            }
+            at->second = first == std::numeric_limits<std::uint64_t>::max()
+                             ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
+                             : trace_microseconds(calibration_.to_ns_since_anchor(first));
+        }
+        return at->second;
+    }
+
     thread_state& state_of(const record_store::thread_records& t) {
         const auto [at, added] = index_.try_emplace(t.node, threads_.size());
         if (!added) return threads_[at->second];
@@ -243,11 +348,14 @@ private:
     std::unordered_map<const void*, std::size_t> index_;
     std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
     std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
+    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
-    std::exception_ptr error_;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
 };
 
 }  // namespace stint::detail

@@ -114,12 +114,13 @@ public:
     /// what is left cannot pay for it.
     bool charge(std::uint32_t size_class) noexcept {
         // A compare-exchange, not a fetch_sub and a refund: a failed charge must never make the
-        // budget look spent to a smaller charge racing with it.
+        // budget look spent to a smaller charge racing with it. seq_cst, as the refunds: next_chunk's
+        // retry after marking the budget spent relies on it (a few per chunk, off the hot path).
         const auto bytes = static_cast<std::int64_t>(chunk::bytes_of_class(size_class));
-        std::int64_t left = budget_left_.load(std::memory_order_relaxed);
+        std::int64_t left = budget_left_.load(std::memory_order_seq_cst);
         do {
             if (left < bytes) return false;
-        } while (!budget_left_.compare_exchange_weak(left, left - bytes, std::memory_order_relaxed));
+        } while (!budget_left_.compare_exchange_weak(left, left - bytes, std::memory_order_seq_cst));
         return true;
     }
 
@@ -281,7 +282,7 @@ public:
 private:
     void refund(std::uint32_t size_class) noexcept {
         budget_left_.fetch_add(static_cast<std::int64_t>(chunk::bytes_of_class(size_class)),
-                               std::memory_order_relaxed);
+                               std::memory_order_seq_cst);
     }
     chunk* pop_cached(std::uint32_t size_class) noexcept {
         std::lock_guard lock(mutex_);
@@ -429,8 +430,23 @@ class registry {
 public:
     registry() { install_fork_handlers(); }
 
-    /// Opens a recording session; returns its state. Throws when one is already recording.
-    std::uint32_t begin_session(std::size_t budget_bytes) {
+    /// In a streamed session no thread's chunk grows past this share of the budget: the writer cannot
+    /// take a chunk its owner still writes into, so threads' current chunks must leave it most of the
+    /// budget to reclaim (design §8).
+    static constexpr std::size_t stream_chunk_share = 64;
+
+    /// The largest size class a thread's chunks grow to in a session of `budget_bytes`: the largest
+    /// class, or in a streamed session the largest within stream_chunk_share of the budget (at least 1 KiB).
+    static constexpr std::uint32_t growth_limit(std::size_t budget_bytes, bool streamed) noexcept {
+        if (!streamed) return chunk_pool::largest_class;
+        std::uint32_t c = 0;
+        while (c < chunk_pool::largest_class && chunk::bytes_of_class(c + 1) <= budget_bytes / stream_chunk_share) ++c;
+        return c;
+    }
+
+    /// Opens a recording session; returns its state. Throws when one is already recording. `streamed`:
+    /// a writer gives chunks back while it records (take_written, give_back_streamed).
+    std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false) {
         std::lock_guard lock(mutex_);
         if (active_ != 0) {
             throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -440,8 +456,12 @@ public:
         if (serial_ == 0) serial_ = 1;
         active_ = (serial_ << 1) | 1U;
         pool_.reset_budget(budget_bytes);
-        set_aside_ready_chunks(budget_bytes);
-        pool_.start_prefaulting();
+        const std::uint32_t limit = growth_limit(budget_bytes, streamed);
+        growth_limit_.store(limit, std::memory_order_relaxed);
+        streamed_.store(streamed, std::memory_order_relaxed);
+        set_aside_ready_chunks(budget_bytes, limit);
+        // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
+        if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
         // release: a thread that sees the new state also sees the budget.
         recording.value.store(active_, std::memory_order_release);
         return active_;
@@ -518,12 +538,12 @@ public:
         bool any = false;
         for (chunk* c = chain; c != nullptr;) {
             chunk* next = c->next.load(std::memory_order_relaxed);
-            pool_.refund_and_release(c);
+            pool_.refund_and_release(c);  // seq_cst: before the clear below in the order next_chunk relies on
             any = true;
             c = next;
         }
         std::uint32_t spent = state;
-        if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_relaxed);
+        if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
     }
 
     /// Records of earlier sessions found since the drain before this one: scopes that ended before
@@ -586,6 +606,17 @@ public:
     enum class chunk_result { linked, budget_spent, session_ended };
     /// Links a new chunk with room for at least `min_data` bytes for a record that ended at `end`.
     chunk_result next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data, std::uint64_t end);
+    /// In a streamed session, when the budget had no chunk for a record that does not fit: hands the
+    /// thread's chunk over to the writer (every record in it is published). The writer takes only
+    /// chunks a thread has moved past, so full chunks that nobody can move past could otherwise hold
+    /// the whole budget with nothing to give back. The thread's next chunk starts a chain of its own.
+    void hand_over_chunk(thread_buffer& buffer) noexcept {
+        if (buffer.current == nullptr || !streamed_.load(std::memory_order_relaxed)) return;
+        buffer.node->current.store(nullptr, std::memory_order_release);  // pairs with take_written's acquire
+        buffer.current = nullptr;
+        buffer.cursor = nullptr;
+        buffer.limit = nullptr;
+    }
     void set_thread_name(thread_node& node, std::string_view name) {
         std::lock_guard lock(mutex_);
         node.name.assign(name);
@@ -666,18 +697,19 @@ private:
     /// `max_ready_threads` threads and the budget; the others take the slow path.
     /// A thread charges its chunk to the budget only when it takes it.
     static constexpr std::size_t max_ready_threads = 256;
-    void set_aside_ready_chunks(std::size_t budget_bytes) noexcept {
+    void set_aside_ready_chunks(std::size_t budget_bytes, std::uint32_t size_class) noexcept {
+        const std::size_t size = chunk::bytes_of_class(size_class);
         std::size_t bytes = 0;
         std::size_t given = 0;
         for (thread_node* node : nodes_) {
-            if (given == max_ready_threads || bytes + chunk::total_bytes > budget_bytes) break;
+            if (given == max_ready_threads || bytes + size > budget_bytes) break;
             if (node->exited.load(std::memory_order_acquire) || node->ready != nullptr) continue;
             try {
-                node->ready = pool_.take_uncharged(chunk_pool::largest_class);
+                node->ready = pool_.take_uncharged(size_class);
             } catch (...) {
                 return;  // out of memory: the remaining threads take the slow path
             }
-            bytes += chunk::total_bytes;
+            bytes += size;
             ++given;
         }
     }
@@ -740,6 +772,10 @@ private:
     std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
+    // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
+    // start may read them while they change).
+    std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
+    std::atomic<bool> streamed_{false};
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
@@ -844,25 +880,32 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
         count_if_late(state, end);
         return chunk_result::session_ended;
     }
-    if (pool_.exhausted_state.load(std::memory_order_relaxed) == state) return chunk_result::budget_spent;
     // Each chunk doubles the last, from the smallest: the budget pays for what a thread records.
-    std::uint32_t size_class = buffer.current == nullptr
-                                   ? 0
-                                   : std::min(buffer.current->size_class + 1, chunk_pool::largest_class);
+    const std::uint32_t limit = growth_limit_.load(std::memory_order_relaxed);
+    std::uint32_t size_class = buffer.current == nullptr ? 0 : std::min(buffer.current->size_class + 1, limit);
     size_class = std::max(size_class, chunk::class_for_data(min_data));
-    chunk* c = pool_.acquire(size_class, min_data);
-    if (c == nullptr) {
-        pool_.exhausted_state.store(state, std::memory_order_relaxed);
-        return chunk_result::budget_spent;
+    chunk* c = nullptr;
+    if (pool_.exhausted_state.load(std::memory_order_relaxed) != state) {
+        c = pool_.acquire(size_class, min_data);
+        if (c == nullptr) {
+            // Marked spent, then charged once more: a stream's writer may have given chunks back between
+            // the failed charge and the mark, its clearing (give_back_streamed) finding no mark. All four
+            // are seq_cst: either its clear comes after this mark, or this charge sees its refund.
+            pool_.exhausted_state.store(state, std::memory_order_seq_cst);
+            c = pool_.acquire(size_class, min_data);
+            std::uint32_t spent = state;
+            if (c != nullptr) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
+        }
     }
+    if (c == nullptr) return chunk_result::budget_spent;
     thread_node& node = *buffer.node;
     if (buffer.current != nullptr) {
         // The drain keeps the chunk it saw as current and counts what is linked after it as late.
         buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire
         node.current.store(c, std::memory_order_release);
     } else {
-        // The session's first chunk: linked under the registry lock, so that a drain sees the node
-        // either without chunks or with this one, never half-linked.
+        // The session's first chunk, or the first after handing one over: linked under the registry
+        // lock, so that a drain sees the node either without it or with it, never half-linked.
         std::unique_lock lock(mutex_);
         if (active_ != state) {
             count_if_late(state, end);
@@ -870,7 +913,17 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
             pool_.refund_and_release(c);
             return chunk_result::session_ended;
         }
-        node.head.store(c, std::memory_order_release);
+        // Chunks handed over that the writer has not taken yet come first.
+        chunk* last = node.head.load(std::memory_order_acquire);
+        if (last == nullptr) {
+            node.head.store(c, std::memory_order_release);
+        } else {
+            for (chunk* next = last->next.load(std::memory_order_acquire); next != nullptr;
+                 next = last->next.load(std::memory_order_acquire)) {
+                last = next;
+            }
+            last->next.store(c, std::memory_order_release);
+        }
         node.current.store(c, std::memory_order_release);
     }
     buffer.current = c;
@@ -926,6 +979,7 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
             if (room.overhead == nullptr) room.overhead = &overhead_buffer_chunk_site;
         } else if (left() < bytes) {
             room.discarded = taken == registry::chunk_result::session_ended;  // counted late, or in no window
+            if (taken == registry::chunk_result::budget_spent) reg.hand_over_chunk(buffer);
             return room;  // else the budget is spent: a drop
         }
     }
