@@ -40,10 +40,10 @@ public:
     executor& operator=(const executor&) = delete;
 
     void post(std::coroutine_handle<> h) {
-        {
-            std::lock_guard lock(mutex_);
-            queue_.push_back(h);
-        }
+        // Notified under the lock: the coroutine may finish on this executor, and the program destroy
+        // the executor that posted it, before a notify made after unlocking returned.
+        std::lock_guard lock(mutex_);
+        queue_.push_back(h);
         ready_.notify_one();
     }
 
