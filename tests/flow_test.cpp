@@ -312,3 +312,22 @@ TEST_CASE("flows and async spans made while no session records record nothing") 
     prof.stop();
     CHECK(prof.events().empty());
 }
+
+TEST_CASE("points of one id in one tick pair by the list's order on one thread, and across threads either way") {
+    stint::detail::event_list_builder b;
+    const std::uint32_t submitter = b.add_thread({.os_tid = 1, .name = "submitter"});
+    const std::uint32_t worker = b.add_thread({.os_tid = 2, .name = "worker"});
+    // Tick 100: the worker's end is listed before the submitter's begin (same tick, other thread): a pair.
+    b.set_point_id(b.add(stint::event_kind::flow_end, "flow", worker, 100, 100), 5);
+    b.set_point_id(b.add(stint::event_kind::flow_begin, "flow", submitter, 100, 100), 5);
+    // Tick 200, one thread: an end listed before the begin has no partner (the program ended first).
+    b.set_point_id(b.add(stint::event_kind::flow_end, "flow", worker, 200, 200), 6);
+    b.set_point_id(b.add(stint::event_kind::flow_begin, "flow", worker, 200, 200), 6);
+    const stint::event_list list = std::move(b).build();
+    REQUIRE(list.flows().size() == 1);
+    CHECK(list.flows()[0].id == 5);
+    CHECK(list[list.flows()[0].begin].thread == submitter);
+    CHECK(list[list.flows()[0].end].thread == worker);
+    CHECK(list.unmatched().flow_ends == 1);
+    CHECK(list.unmatched().flow_begins == 1);
+}

@@ -6863,9 +6863,12 @@ private:
         }
     }
 
-    // Gives the points their ids (by final index) and pairs them: a flow's begin with the next end of
-    // its id (in time; a begin first on a tie, since work runs after it is handed over), an async
-    // span's begin with the end of its id (ids are unique). What finds no partner is counted.
+    // Gives the points their ids (by final index) and pairs them. A flow's begin pairs with the next end
+    // of its id in time; among points of one id in one tick (a coarse clock makes them common) the
+    // list's order decides, which on one thread is the program's (§8), and an end that comes before any
+    // begin of its tick on another thread takes the next such begin (the two ran in the same tick, so
+    // either may have been first in the list). An async span's begin pairs with the end of its id (ids
+    // are unique). What finds no partner is counted.
     void link_points(const std::vector<event_index>& original) {
         const auto& ev = list_.events_;
         std::vector<event_index> position(ev.size());
@@ -6887,27 +6890,40 @@ private:
         std::sort(flows.begin(), flows.end(), [&](const auto& a, const auto& b) {
             if (a.id != b.id) return a.id < b.id;
             if (ev[a.event].start_ns != ev[b.event].start_ns) return ev[a.event].start_ns < ev[b.event].start_ns;
-            const bool a_end = ev[a.event].kind == event_kind::flow_end;
-            const bool b_end = ev[b.event].kind == event_kind::flow_end;
-            if (a_end != b_end) return !a_end;
             return a.event < b.event;
         });
         event_index open = no_index;
+        std::vector<event_index> early_ends;  // ends of the current tick that found no begin yet
         for (std::size_t f = 0; f < flows.size(); ++f) {
-            if (f > 0 && flows[f].id != flows[f - 1].id && open != no_index) {
+            const bool new_id = f > 0 && flows[f].id != flows[f - 1].id;
+            if (f > 0 && (new_id || ev[flows[f].event].start_ns != ev[flows[f - 1].event].start_ns)) {
+                list_.unmatched_.flow_ends += early_ends.size();
+                early_ends.clear();
+            }
+            if (new_id && open != no_index) {
                 ++list_.unmatched_.flow_begins;
                 open = no_index;
             }
-            if (ev[flows[f].event].kind == event_kind::flow_begin) {
+            const event_index at = flows[f].event;
+            if (ev[at].kind == event_kind::flow_begin) {
+                const auto other_thread = std::find_if(early_ends.begin(), early_ends.end(), [&](event_index end) {
+                    return ev[end].thread != ev[at].thread;
+                });
+                if (other_thread != early_ends.end()) {
+                    list_.flows_.push_back({flows[f].id, at, *other_thread});
+                    early_ends.erase(other_thread);
+                    continue;
+                }
                 if (open != no_index) ++list_.unmatched_.flow_begins;
-                open = flows[f].event;
+                open = at;
             } else if (open != no_index) {
-                list_.flows_.push_back({flows[f].id, open, flows[f].event});
+                list_.flows_.push_back({flows[f].id, open, at});
                 open = no_index;
             } else {
-                ++list_.unmatched_.flow_ends;
+                early_ends.push_back(at);
             }
         }
+        list_.unmatched_.flow_ends += early_ends.size();
         if (open != no_index) ++list_.unmatched_.flow_begins;
         std::sort(list_.flows_.begin(), list_.flows_.end(),
                   [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
