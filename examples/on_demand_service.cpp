@@ -5,6 +5,7 @@
 //   tools/stint-capture --pid <pid> --steps 10 --output steps.json
 // Usage: on_demand_service [seconds to run (default 2)] [--exit-after-ms N: leave main early]
 // SIGTERM or SIGINT ends it in order: a capture in progress is written and answered.
+#include <stint/profiler/on_demand.hpp>
 #include <stint/stint.hpp>
 
 #include <chrono>

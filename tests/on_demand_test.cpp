@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include <stint/profiler/on_demand.hpp>
+
 #include "test_util.hpp"
 
 namespace {

@@ -41,4 +41,3 @@
 #include "stint/memory/global_new.hpp"
 #include "stint/export/tensorboard.hpp"
 #include "stint/export/memory_timeline.hpp"
-#include "stint/profiler/on_demand.hpp"

@@ -73,6 +73,6 @@ std::size_t joined_size(const std::vector<std::string>& parts) {
 void hand_over(std::uint64_t id) {
     STINT_SCOPE("hand_over");
     STINT_FLOW_BEGIN(id + static_cast<std::uint64_t>(next_id()));
-    log_line("handed over");
+    log_line(id != 0 ? "handed over" : "nothing to hand over");
     STINT_FLOW_END(id);
 }

@@ -4,8 +4,12 @@
 // writes the trace atomically and answers with the path and the counts (design §13). Nothing of it
 // runs on the recording path: while nobody asks, a scope costs its one relaxed load, as always.
 //
-//     stint::enable_on_demand();            // or run the program with STINT_ON_DEMAND=1
+//     #include <stint/profiler/on_demand.hpp>   // in one translation unit of the program
+//     stint::enable_on_demand();                 // or run the program with STINT_ON_DEMAND=1
 //     // elsewhere: tools/stint-capture --pid 1234 --duration 5s --output trace.json
+//
+// stint.hpp does not include this header: its sockets and its start-up check would change how a
+// compiler inlines the program's own code, and a config compiled out must leave that code as it was.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -36,7 +40,7 @@
 
 #include <fmt/format.h>
 
-#include "stint/stint.hpp"  // the profiler and what it needs, in their order (stint.hpp includes this last)
+#include "stint/stint.hpp"  // the profiler and what it needs, in their order
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/export/output_file.hpp"
