@@ -23,7 +23,7 @@ TEST_CASE("the thread pool example's trace links each of 10,000 tasks on 4 worke
     CHECK(prof.stats().dropped == 0);
 
     // Read back independently: every "s" has its "f", each inside a "submit" on the main thread and a
-    // "pool::run" on a worker; the four workers all ran tasks.
+    // "pool::run" on a worker thread.
     const nlohmann::json trace = stint_test::read_json(path);
     std::map<std::uint64_t, std::vector<std::pair<double, double>>> spans;  // tid -> "submit"/"pool::run" spans
     std::map<std::uint64_t, std::string> span_name;
@@ -62,7 +62,9 @@ TEST_CASE("the thread pool example's trace links each of 10,000 tasks on 4 worke
         CHECK(s.at("tid") != f->second.at("tid"));
     }
     CHECK(linked == 10'000);
-    CHECK(worker_tids.size() == 4);
+    // Run by the pool's workers (how many of the 4 the scheduler woke is its business, not stint's).
+    CHECK_FALSE(worker_tids.empty());
+    CHECK(worker_tids.size() <= 4);
     CHECK(trace.at("stint").at("unmatched").at("flow_begins") == 0);
     CHECK(trace.at("stint").at("unmatched").at("flow_ends") == 0);
 }
