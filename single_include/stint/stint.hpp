@@ -2883,6 +2883,21 @@ struct record_payload {
     std::span<const std::byte> bytes;
 };
 
+/// A flow's or async span's point as its payload_kind::point payload holds it: a u64 id, then a runtime
+/// name of `aux` bytes (none when aux is 0). Short payloads read as id 0 and no name.
+struct point_payload {
+    std::uint64_t id = 0;
+    std::string_view name;
+};
+inline point_payload read_point(const record_payload& payload) noexcept {
+    point_payload point;
+    if (payload.bytes.size() < sizeof(point.id)) return point;
+    std::memcpy(&point.id, payload.bytes.data(), sizeof(point.id));
+    const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(point.id));
+    point.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(point.id), size};
+    return point;
+}
+
 /// Calls `on_record(record, payload)` for each complete record in [from, end) (record boundaries).
 template <class OnRecord>
 void for_each_record(const std::byte* from, const std::byte* end, OnRecord&& on_record) {
@@ -5413,8 +5428,14 @@ private:
 
 namespace stint::detail {
 
-/// Process-wide source of flow and async span ids (1, 2, ...; 0 means "none").
-inline std::atomic<std::uint64_t> next_point_id{1};
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// Process-wide source of flow and async span ids (1, 2, ...; 0 means "none"): one per process, also
+/// across shared libraries built with hidden visibility (export_macros.hpp), so their ids never collide.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> next_point_id{1};
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// A new flow or async span id.
+inline std::uint64_t new_point_id() noexcept { return next_point_id.fetch_add(1, std::memory_order_relaxed); }
 
 /// Appends a point of `where` (a payload_kind::point site) with `id` for the session `state`, named
 /// `name` when not empty (cut at max_runtime_name_bytes, and counted as a truncated name).
@@ -5436,9 +5457,7 @@ namespace stint {
 
 /// A new flow or async span id, unique in the process (never 0): for STINT_FLOW_BEGIN/END when the
 /// program has no id of its own for the work.
-[[nodiscard]] inline std::uint64_t new_flow_id() noexcept {
-    return detail::next_point_id.fetch_add(1, std::memory_order_relaxed);
-}
+[[nodiscard]] inline std::uint64_t new_flow_id() noexcept { return detail::new_point_id(); }
 
 /// Records that the work `id` leaves this thread now, inside the scope open here (STINT_FLOW_BEGIN).
 /// An id may be reused once its flow has ended: a flow is a begin and the next end of the same id.
@@ -5552,7 +5571,7 @@ public:
         } catch (...) {
             return;  // out of memory: no span (its end would have no name)
         }
-        id_ = detail::next_point_id.fetch_add(1, std::memory_order_relaxed);
+        id_ = detail::new_point_id();
         detail::append_point(detail::async_begin_site, id_, state, name_);
     }
     async_scope(async_scope&& other) noexcept : id_(std::exchange(other.id_, 0)), name_(std::move(other.name_)) {}
@@ -10410,16 +10429,10 @@ public:
                     break;
                 }
                 case payload_kind::point: {
-                    // A flow's or async span's point: its id, then a runtime name when aux says so.
-                    std::uint64_t id = 0;
-                    if (bytes.size() >= sizeof(id)) std::memcpy(&id, bytes.data(), sizeof(id));
-                    const std::size_t size = std::min<std::size_t>(
-                        payload.aux, bytes.size() > sizeof(id) ? bytes.size() - sizeof(id) : 0);
-                    i = size == 0 ? builder.add(where.kind, where.name, thread, start, start)
-                                  : builder.add_copy(where.kind,
-                                                     {reinterpret_cast<const char*>(bytes.data()) + sizeof(id), size},
-                                                     thread, start, start);
-                    builder.set_point_id(i, id);
+                    const point_payload point = read_point(payload);
+                    i = point.name.empty() ? builder.add(where.kind, where.name, thread, start, start)
+                                           : builder.add_copy(where.kind, point.name, thread, start, start);
+                    builder.set_point_id(i, point.id);
                     break;
                 }
                 case payload_kind::runtime_name_inputs: {
@@ -13160,14 +13173,11 @@ public:
         h.id = id;
         const payload_kind kind = h.where->payload;
         if (kind == payload_kind::point) {
-            // Its id, then its runtime name when aux gives one (drain/session.hpp reads it the same way).
-            if (payload.bytes.size() >= sizeof(h.point_id)) {
-                std::memcpy(&h.point_id, payload.bytes.data(), sizeof(h.point_id));
-                const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(h.point_id));
-                if (size != 0) {
-                    h.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(h.point_id), size};
-                    h.runtime_name = true;
-                }
+            const point_payload point = read_point(payload);
+            h.point_id = point.id;
+            if (!point.name.empty()) {
+                h.name = point.name;
+                h.runtime_name = true;
             }
         }
         if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {
@@ -13405,7 +13415,6 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -13679,8 +13688,7 @@ private:
     // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
     // ends follow their begins, the two count alike).
     void balance_point(event_kind kind, const record_payload& payload) {
-        std::uint64_t id = 0;
-        if (payload.bytes.size() >= sizeof(id)) std::memcpy(&id, payload.bytes.data(), sizeof(id));
+        const std::uint64_t id = read_point(payload).id;
         const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
         const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
         auto& open = flow ? open_flows_ : open_spans_;

@@ -38,7 +38,7 @@ public:
         } catch (...) {
             return;  // out of memory: no span (its end would have no name)
         }
-        id_ = detail::next_point_id.fetch_add(1, std::memory_order_relaxed);
+        id_ = detail::new_point_id();
         detail::append_point(detail::async_begin_site, id_, state, name_);
     }
     async_scope(async_scope&& other) noexcept : id_(std::exchange(other.id_, 0)), name_(std::move(other.name_)) {}

@@ -15,9 +15,7 @@ namespace stint {
 
 /// A new flow or async span id, unique in the process (never 0): for STINT_FLOW_BEGIN/END when the
 /// program has no id of its own for the work.
-[[nodiscard]] inline std::uint64_t new_flow_id() noexcept {
-    return detail::next_point_id.fetch_add(1, std::memory_order_relaxed);
-}
+[[nodiscard]] inline std::uint64_t new_flow_id() noexcept { return detail::new_point_id(); }
 
 /// Records that the work `id` leaves this thread now, inside the scope open here (STINT_FLOW_BEGIN).
 /// An id may be reused once its flow has ended: a flow is a begin and the next end of the same id.

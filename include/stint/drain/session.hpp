@@ -301,16 +301,10 @@ public:
                     break;
                 }
                 case payload_kind::point: {
-                    // A flow's or async span's point: its id, then a runtime name when aux says so.
-                    std::uint64_t id = 0;
-                    if (bytes.size() >= sizeof(id)) std::memcpy(&id, bytes.data(), sizeof(id));
-                    const std::size_t size = std::min<std::size_t>(
-                        payload.aux, bytes.size() > sizeof(id) ? bytes.size() - sizeof(id) : 0);
-                    i = size == 0 ? builder.add(where.kind, where.name, thread, start, start)
-                                  : builder.add_copy(where.kind,
-                                                     {reinterpret_cast<const char*>(bytes.data()) + sizeof(id), size},
-                                                     thread, start, start);
-                    builder.set_point_id(i, id);
+                    const point_payload point = read_point(payload);
+                    i = point.name.empty() ? builder.add(where.kind, where.name, thread, start, start)
+                                           : builder.add_copy(where.kind, point.name, thread, start, start);
+                    builder.set_point_id(i, point.id);
                     break;
                 }
                 case payload_kind::runtime_name_inputs: {

@@ -95,14 +95,11 @@ public:
         h.id = id;
         const payload_kind kind = h.where->payload;
         if (kind == payload_kind::point) {
-            // Its id, then its runtime name when aux gives one (drain/session.hpp reads it the same way).
-            if (payload.bytes.size() >= sizeof(h.point_id)) {
-                std::memcpy(&h.point_id, payload.bytes.data(), sizeof(h.point_id));
-                const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(h.point_id));
-                if (size != 0) {
-                    h.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(h.point_id), size};
-                    h.runtime_name = true;
-                }
+            const point_payload point = read_point(payload);
+            h.point_id = point.id;
+            if (!point.name.empty()) {
+                h.name = point.name;
+                h.runtime_name = true;
             }
         }
         if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {

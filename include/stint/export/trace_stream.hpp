@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -293,8 +292,7 @@ private:
     // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
     // ends follow their begins, the two count alike).
     void balance_point(event_kind kind, const record_payload& payload) {
-        std::uint64_t id = 0;
-        if (payload.bytes.size() >= sizeof(id)) std::memcpy(&id, payload.bytes.data(), sizeof(id));
+        const std::uint64_t id = read_point(payload).id;
         const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
         const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
         auto& open = flow ? open_flows_ : open_spans_;

@@ -372,6 +372,21 @@ struct record_payload {
     std::span<const std::byte> bytes;
 };
 
+/// A flow's or async span's point as its payload_kind::point payload holds it: a u64 id, then a runtime
+/// name of `aux` bytes (none when aux is 0). Short payloads read as id 0 and no name.
+struct point_payload {
+    std::uint64_t id = 0;
+    std::string_view name;
+};
+inline point_payload read_point(const record_payload& payload) noexcept {
+    point_payload point;
+    if (payload.bytes.size() < sizeof(point.id)) return point;
+    std::memcpy(&point.id, payload.bytes.data(), sizeof(point.id));
+    const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(point.id));
+    point.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(point.id), size};
+    return point;
+}
+
 /// Calls `on_record(record, payload)` for each complete record in [from, end) (record boundaries).
 template <class OnRecord>
 void for_each_record(const std::byte* from, const std::byte* end, OnRecord&& on_record) {

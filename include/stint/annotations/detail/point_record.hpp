@@ -9,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "stint/detail/export_macros.hpp"
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
@@ -16,8 +17,14 @@
 
 namespace stint::detail {
 
-/// Process-wide source of flow and async span ids (1, 2, ...; 0 means "none").
-inline std::atomic<std::uint64_t> next_point_id{1};
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// Process-wide source of flow and async span ids (1, 2, ...; 0 means "none"): one per process, also
+/// across shared libraries built with hidden visibility (export_macros.hpp), so their ids never collide.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> next_point_id{1};
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// A new flow or async span id.
+inline std::uint64_t new_point_id() noexcept { return next_point_id.fetch_add(1, std::memory_order_relaxed); }
 
 /// Appends a point of `where` (a payload_kind::point site) with `id` for the session `state`, named
 /// `name` when not empty (cut at max_runtime_name_bytes, and counted as a truncated name).
