@@ -171,10 +171,7 @@ namespace {
 // What a viewer reads from a number written at [begin, end): strtod, as nlohmann-json and JSON.parse.
 double read_number(const char* begin, const char* end) { return std::strtod(std::string(begin, end).c_str(), nullptr); }
 
-struct string_sink {
-    std::string text;
-    void write(std::string_view bytes) { text.append(bytes); }
-};
+using stint_test::string_sink;
 
 }  // namespace
 

@@ -30,18 +30,9 @@ using stint::event_kind;
 using stint::event_list;
 using stint::detail::event_list_builder;
 
-std::string read_golden(std::string_view name) {
-#ifdef STINT_TEST_SOURCE_DIR
-    const std::filesystem::path dir = STINT_TEST_SOURCE_DIR;
-#else
-    const std::filesystem::path dir = std::filesystem::path(__FILE__).parent_path();
-#endif
-    std::ifstream in(dir / "golden" / name, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "missing golden file ", (dir / "golden" / name).string());
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using stint_test::read_golden;
 
-stint::device_args correlated(std::uint32_t correlation) {
+stint::device_args correlation_only(std::uint32_t correlation) {
     stint::device_args a;
     a.correlation = correlation;
     return a;
@@ -64,15 +55,15 @@ event_list linear_step(stint::device_loss loss = {}) {
     const auto mm = b.add(event_kind::cpu_op, "aten::mm", t, 4'000, 10'000);
     b.add(event_kind::cpu_op, "gemm_kernel", t, 14'000, 15'000);
     b.begin_run();
-    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaMemcpyAsync", t, 1'500, 2'500, correlated(1)), linear);
-    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaLaunchKernel", t, 4'500, 5'000, correlated(2)), mm);
-    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaLaunchKernel", t, 5'500, 6'000, correlated(3)), mm);
+    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaMemcpyAsync", t, 1'500, 2'500, correlation_only(1)), linear);
+    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaLaunchKernel", t, 4'500, 5'000, correlation_only(2)), mm);
+    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaLaunchKernel", t, 5'500, 6'000, correlation_only(3)), mm);
     const auto stream = b.device_track({device_type::cuda, 0}, 7);
     b.set_launcher(b.add_device_event(event_kind::gpu_memcpy, "Memcpy HtoD (Pageable -> Device)", stream, 3'000,
-                                      4'000, correlated(1)),
+                                      4'000, correlation_only(1)),
                    linear);
-    b.set_launcher(b.add_device_event(event_kind::kernel, "gemm_kernel", stream, 6'000, 8'000, correlated(2)), mm);
-    b.set_launcher(b.add_device_event(event_kind::kernel, "gemm_kernel", stream, 8'000, 9'500, correlated(3)), mm);
+    b.set_launcher(b.add_device_event(event_kind::kernel, "gemm_kernel", stream, 6'000, 8'000, correlation_only(2)), mm);
+    b.set_launcher(b.add_device_event(event_kind::kernel, "gemm_kernel", stream, 8'000, 9'500, correlation_only(3)), mm);
     stint::device_report report;
     report.status = "active";
     report.loss = loss;
@@ -99,14 +90,14 @@ std::string cells(const std::vector<std::string_view>& values) {
     return line + '\n';
 }
 
-struct string_sink {
+struct appending_sink {
     std::string* text;
     void write(std::string_view block) const { text->append(block); }
 };
 
-std::string stacks(const event_list& events, std::string_view metric, stint::stack_frames frames) {
+std::string stacks_text(const event_list& events, std::string_view metric, stint::stack_frames frames) {
     std::string text;
-    string_sink sink{&text};
+    appending_sink sink{&text};
     stint::detail::write_collapsed_stacks(sink, events, metric, frames);
     return text;
 }
@@ -293,9 +284,9 @@ TEST_CASE("device sort keys sort by device time in every spelling torch accepts"
 
 TEST_CASE("export_stacks self_cuda_time_total gives each CPU event's self device time") {
     SUBCASE("names: device events are left out, their time is their launcher's") {
-        CHECK(stacks(linear_step(), "self_cuda_time_total", stint::stack_frames::names) ==
+        CHECK(stacks_text(linear_step(), "self_cuda_time_total", stint::stack_frames::names) ==
               "ProfilerStep*;aten::linear 1\nProfilerStep*;aten::linear;aten::mm 3\n");
-        CHECK(stacks(linear_step(), "self_cpu_time_total", stint::stack_frames::names) ==
+        CHECK(stacks_text(linear_step(), "self_cpu_time_total", stint::stack_frames::names) ==
               "ProfilerStep* 8\nProfilerStep*;aten::linear 4\nProfilerStep*;aten::linear;cudaMemcpyAsync 1\n"
               "ProfilerStep*;aten::linear;aten::mm 5\nProfilerStep*;gemm_kernel 1\n");
     }
@@ -307,7 +298,7 @@ TEST_CASE("export_stacks self_cuda_time_total gives each CPU event's self device
         b.begin_run();
         const auto stream = b.device_track({device_type::cuda, 0}, 7);
         b.set_launcher(b.add_device_event(event_kind::kernel, "gemm", stream, 1'000, 3'700, {}), op);
-        CHECK(stacks(std::move(b).build(), "self_cuda_time_total", stint::stack_frames::locations) ==
+        CHECK(stacks_text(std::move(b).build(), "self_cuda_time_total", stint::stack_frames::locations) ==
               "train.py(3):_<module>;model.py(12):_forward 2\n");
     }
 }
@@ -317,10 +308,10 @@ TEST_CASE("export_stacks states lost device records as it states late ones") {
     loss.dropped_records = 3;
     loss.incomplete_records = 2;
     loss.unlinked_records = 4;  // kept, only unattributed: not lost
-    const std::string text = stacks(linear_step(loss), "self_cuda_time_total", stint::stack_frames::names);
+    const std::string text = stacks_text(linear_step(loss), "self_cuda_time_total", stint::stack_frames::names);
     CHECK(text.ends_with("ProfilerStep*;aten::linear;aten::mm 3\n[stint]_5_device_records_lost 1\n"));
 
     stint::device_loss unlinked_only;
     unlinked_only.unlinked_records = 4;
-    CHECK(stacks(linear_step(unlinked_only), "self_cpu_time_total", stint::stack_frames::locations).empty());
+    CHECK(stacks_text(linear_step(unlinked_only), "self_cpu_time_total", stint::stack_frames::locations).empty());
 }

@@ -15,10 +15,7 @@
 
 namespace {
 
-struct string_sink {
-    std::string text;
-    void write(std::string_view bytes) { text.append(bytes); }
-};
+using stint_test::string_sink;
 
 constexpr std::uint64_t host_pid = 4242;
 constexpr std::uint32_t no_stream = 0xFFFFFFFFU;
@@ -188,7 +185,7 @@ std::map<std::string, nlohmann::json> by_name(const nlohmann::json& trace) {
     return events;
 }
 
-using track = std::pair<std::int64_t, std::int64_t>;  // pid, tid
+using pid_tid = std::pair<std::int64_t, std::int64_t>;  // pid, tid
 
 }  // namespace
 
@@ -381,23 +378,23 @@ TEST_CASE("a device trace writes ac2g flows from each API call to the work it la
 
 TEST_CASE("a device trace names GPUs and streams as Kineto does and lists deviceProperties") {
     const auto trace = export_trace(device_list());
-    std::map<std::pair<std::string, track>, nlohmann::json> meta;
-    std::set<track> drawn;
+    std::map<std::pair<std::string, pid_tid>, nlohmann::json> meta;
+    std::set<pid_tid> drawn;
     for (const auto& e : trace["traceEvents"]) {
-        const track where{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()};
+        const pid_tid where{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()};
         if (e["ph"] == "M") {
             CHECK(meta.emplace(std::make_pair(e["name"].get<std::string>(), where), e["args"]).second);
         }
         if (e["ph"] == "X") drawn.insert(where);
     }
     for (const std::int64_t gpu_index : {0, 1}) {
-        const track process{gpu_index, 0};
+        const pid_tid process{gpu_index, 0};
         CHECK(meta.at({"process_name", process})["name"] == "stint");
         CHECK(meta.at({"process_labels", process})["labels"] == "GPU " + std::to_string(gpu_index));
         CHECK(meta.at({"process_sort_index", process})["sort_index"] == 5'000'000 + gpu_index);
     }
     CHECK(meta.count({"process_labels", {2, 0}}) == 0);
-    const std::map<track, std::pair<std::string, std::int64_t>> streams{
+    const std::map<pid_tid, std::pair<std::string, std::int64_t>> streams{
         {{0, 7}, {"stream 7 ", 7}},
         {{0, 13}, {"stream 13 ", 13}},
         {{0, 1'000'007}, {"stream 7 (sync)", 7}},
@@ -406,14 +403,14 @@ TEST_CASE("a device trace names GPUs and streams as Kineto does and lists device
         {{static_cast<std::int64_t>(host_pid), 7}, {"main", 0}},
         {{static_cast<std::int64_t>(host_pid), 8}, {"worker", 1}},
     };
-    std::map<track, std::pair<std::string, std::int64_t>> named;
+    std::map<pid_tid, std::pair<std::string, std::int64_t>> named;
     for (const auto& [key, args] : meta) {
         if (key.first == "thread_name") named[key.second].first = args["name"];
         if (key.first == "thread_sort_index") named[key.second].second = args["sort_index"];
     }
     CHECK(named == streams);
     // Every named row has events to draw, and every drawn row is named (speedscope's rule).
-    std::set<track> rows;
+    std::set<pid_tid> rows;
     for (const auto& [where, name] : named) rows.insert(where);
     CHECK(rows == drawn);
 

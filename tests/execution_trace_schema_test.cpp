@@ -17,7 +17,7 @@
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::json;
 using stint_test::execution_trace_problems;
 
 // The seed's payload, cut down, as torch writes it: nodes in the order they end, the root last; node
@@ -147,7 +147,7 @@ json& node(json& et, std::uint64_t id) {
     throw std::logic_error("no node " + std::to_string(id));
 }
 
-json& attr(json& n, const std::string& name) {
+json& attribute(json& n, const std::string& name) {
     for (json& a : n["attrs"]) {
         if (a["name"] == name) return a;
     }
@@ -322,12 +322,12 @@ TEST_CASE("execution trace schema: attrs are torch's nine in order, each typed, 
         CHECK(problems(et) == "node 16 (aten::sum): attrs lack 'kernel_file'");
     }
     SUBCASE("declared type") {
-        attr(node(et, 16), "seq_id")["type"] = "uint64";
+        attribute(node(et, 16), "seq_id")["type"] = "uint64";
         CHECK(problems(et) == "node 16 (aten::sum): attr seq_id has type 'uint64', expected 'int64'");
     }
     SUBCASE("value of the declared type") {
-        attr(node(et, 16), "fw_tid")["value"] = -1;
-        attr(node(et, 16), "op_schema")["value"] = 0;
+        attribute(node(et, 16), "fw_tid")["value"] = -1;
+        attribute(node(et, 16), "op_schema")["value"] = 0;
         CHECK(problems(et) == "node 16 (aten::sum): attr fw_tid is -1, not a uint64\n"
                               "node 16 (aten::sum): attr op_schema is 0, not a string");
     }
@@ -369,10 +369,10 @@ TEST_CASE("execution trace schema: one root node, id 1, its own parent, written 
                               "expected 1 (itself)");
     }
     SUBCASE("attrs") {
-        attr(root, "rf_id")["value"] = 7;
-        attr(root, "seq_id")["value"] = 0;
-        attr(root, "tid")["value"] = 1;
-        attr(root, "scope")["value"] = 0;
+        attribute(root, "rf_id")["value"] = 7;
+        attribute(root, "seq_id")["value"] = 0;
+        attribute(root, "tid")["value"] = 1;
+        attribute(root, "scope")["value"] = 0;
         CHECK(problems(et) == "node 1 ([pytorch|profiler|execution_trace|process]): the root's rf_id is 7, expected 0\n"
                               "node 1 ([pytorch|profiler|execution_trace|process]): the root's seq_id is 0, expected "
                               "-1\n"
@@ -408,15 +408,15 @@ TEST_CASE("execution trace schema: ids other than the root's start at 2") {
 TEST_CASE("execution trace schema: thread nodes hang off the root, one per tid") {
     json et = torch_like();
     SUBCASE("one per tid") {
-        attr(node(et, 19), "tid")["value"] = 1;
-        attr(node(et, 20), "tid")["value"] = 1;
+        attribute(node(et, 19), "tid")["value"] = 1;
+        attribute(node(et, 20), "tid")["value"] = 1;
         CHECK(problems(et) == "node 19 ([pytorch|profiler|execution_trace|thread]): a second thread node for tid 1 "
                               "(the first is node 2 ([pytorch|profiler|execution_trace|thread]))");
     }
     SUBCASE("parent and attrs") {
         node(et, 19)["ctrl_deps"] = 3;
-        attr(node(et, 19), "rf_id")["value"] = 8;
-        attr(node(et, 19), "seq_id")["value"] = 2;
+        attribute(node(et, 19), "rf_id")["value"] = 8;
+        attribute(node(et, 19), "seq_id")["value"] = 2;
         CHECK(problems(et) == "node 19 ([pytorch|profiler|execution_trace|thread]): a thread node's ctrl_deps is 3, "
                               "expected 1 (the root)\n"
                               "node 19 ([pytorch|profiler|execution_trace|thread]): a thread node's rf_id is 8, "
@@ -442,7 +442,7 @@ TEST_CASE("execution trace schema: an op's ctrl_deps names its thread node or th
         CHECK(problems(et) == "node 16 (aten::sum): ctrl_deps 16 names the node itself");
     }
     SUBCASE("fw_parent names a node too") {
-        attr(node(et, 20), "fw_parent")["value"] = 98;
+        attribute(node(et, 20), "fw_parent")["value"] = 98;
         CHECK(problems(et) == "node 20 (aten::mul): fw_parent 98 names no node");
     }
 }
@@ -465,22 +465,22 @@ TEST_CASE("execution trace schema: a parent's id is below its child's") {
 
 TEST_CASE("execution trace schema: an op's tid is its thread node's") {
     json et = torch_like();
-    attr(node(et, 14), "tid")["value"] = 2;
+    attribute(node(et, 14), "tid")["value"] = 2;
     CHECK(problems(et) == "node 14 (aten::view): tid 2 differs from tid 1 of its thread node 2 "
                           "([pytorch|profiler|execution_trace|thread])");
 }
 
 TEST_CASE("execution trace schema: op rf_ids are non-zero and unique") {
     json et = torch_like();
-    attr(node(et, 16), "rf_id")["value"] = 4;
-    attr(node(et, 20), "rf_id")["value"] = 0;
+    attribute(node(et, 16), "rf_id")["value"] = 4;
+    attribute(node(et, 20), "rf_id")["value"] = 0;
     CHECK(problems(et) == "node 16 (aten::sum): rf_id 4 is not unique (also node 14 (aten::view))\n"
                           "node 20 (aten::mul): rf_id is 0 (an op carries its RecordFunction's handle, never 0)");
 }
 
 TEST_CASE("execution trace schema: scope is an at::RecordScope") {
     json et = torch_like();
-    attr(node(et, 4), "scope")["value"] = 10;
+    attribute(node(et, 4), "scope")["value"] = 10;
     CHECK(problems(et) == "node 4 (aten::add): scope 10 is not an at::RecordScope (0 to 9)");
 }
 

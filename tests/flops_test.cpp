@@ -20,13 +20,13 @@ namespace {
 using flops_cfg = stint::config<stint::with_flops>;
 using shapes_only = stint::config<stint::record_shapes>;
 
-struct fake_tensor {
+struct flop_tensor {
     std::vector<std::int64_t> dims;
     const std::vector<std::int64_t>& sizes() const { return dims; }
     std::string_view dtype() const { return "float"; }
 };
 
-fake_tensor t(std::vector<std::int64_t> dims) { return {std::move(dims)}; }
+flop_tensor t(std::vector<std::int64_t> dims) { return {std::move(dims)}; }
 
 template <class Config>
 std::int64_t only_flops(const stint::profiler<Config>& prof, std::string_view name) {
@@ -69,10 +69,10 @@ struct formula_guard {
 // test_flops's model: Conv2d(16, 33, 18), ReLU, Linear(243, 243), ReLU, on a [batch, 16, 18, 260] input.
 void model(std::int64_t batch) {
     STINT_SCOPE("model");
-    const fake_tensor x = t({batch, 16, 18, 260});
-    const fake_tensor conv_w = t({33, 16, 18, 18});
-    const fake_tensor conv_b = t({33});
-    const fake_tensor y = t({batch, 33, 1, 243});
+    const flop_tensor x = t({batch, 16, 18, 260});
+    const flop_tensor conv_w = t({33, 16, 18, 18});
+    const flop_tensor conv_b = t({33});
+    const flop_tensor y = t({batch, 33, 1, 243});
     {
         STINT_OP(flops_cfg, "aten::conv2d", x, conv_w, conv_b, ints2{1, 1}, ints2{0, 0}, ints2{1, 1}, 1);
     }
@@ -153,7 +153,7 @@ TEST_CASE("a formula that cannot apply gives no flops, never an exception") {
     CHECK(FLOPS_OF("aten::bmm", t({2, 3, 4}), t({3, 4, 5})) == -1);          // batch differs
     CHECK(FLOPS_OF("aten::matmul", t({2, 4, 5}), t({3, 5, 6})) == -1);       // batch does not broadcast
     CHECK(FLOPS_OF("aten::add", 1, t({3})) == -1);                           // scalar first
-    CHECK(FLOPS_OF("aten::add", std::vector<fake_tensor>{t({2}), t({2})}) == -1);  // a list, like torch's nested tensor
+    CHECK(FLOPS_OF("aten::add", std::vector<flop_tensor>{t({2}), t({2})}) == -1);  // a list, like torch's nested tensor
     CHECK(FLOPS_OF("aten::conv2d", t({16, 18, 260}), t({33, 16, 18, 18})) == -1);  // unbatched: torch wants rank 4
     CHECK(FLOPS_OF("aten::conv2d", t({1, 1, 8, 8}), t({1, 1, 3, 3}), std::nullopt, 0) == -1);   // stride 0
     CHECK(FLOPS_OF("aten::conv2d", t({1, 1, 8, 8}), t({1, 1, 3, 3}), std::nullopt, 1, 0, 1, 0) == -1);  // groups 0

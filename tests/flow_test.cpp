@@ -16,12 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const stint::event* find(const stint::event_list& list, std::string_view name) {
-    for (const stint::event& e : list) {
-        if (e.name == name) return &e;
-    }
-    return nullptr;
-}
+using stint_test::find;
 
 // The trace's event of phase `ph` with this id, or null.
 const nlohmann::json* point(const std::vector<nlohmann::json>& events, std::string_view ph, std::uint64_t id) {

@@ -38,7 +38,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
+using json = nlohmann::json;
 using stint::detail::json_writer;
 using stint::detail::output_file;
 using stint::detail::validate_json;

@@ -25,11 +25,7 @@ using stint::event_list;
 using stint::detail::event_list_builder;
 using dims = std::vector<std::vector<std::int64_t>>;
 
-stint::event_args shapes(dims input_dims) {
-    stint::event_args args;
-    args.input_dims = std::move(input_dims);
-    return args;
-}
+using stint_test::input_shapes;
 
 const averaged_event& row(const averaged_event_list& list, std::size_t i) {
     REQUIRE(i < list.size());
@@ -187,16 +183,16 @@ TEST_CASE("group_by_input_shape splits rows by the inputs' dims") {
     event_list_builder b;
     const auto t = b.add_thread({.os_tid = 1, .name = "main"});
     auto a = b.add(event_kind::cpu_op, "aten::mm", t, 0, 1'000);
-    b.set_args(a, shapes({{64, 32}, {32, 16}}));
+    b.set_args(a, input_shapes({{64, 32}, {32, 16}}));
     auto c = b.add(event_kind::cpu_op, "aten::mm", t, 2'000, 4'000);
-    b.set_args(c, shapes({{128, 32}, {32, 16}}));
+    b.set_args(c, input_shapes({{128, 32}, {32, 16}}));
     auto d = b.add(event_kind::cpu_op, "aten::mm", t, 5'000, 8'000);
-    b.set_args(d, shapes({{64, 32}, {32, 16}}));
+    b.set_args(d, input_shapes({{64, 32}, {32, 16}}));
     b.add(event_kind::cpu_op, "aten::mm", t, 9'000, 10'000);             // no inputs captured
     auto e = b.add(event_kind::cpu_op, "aten::mm", t, 11'000, 12'000);  // captured, but no dims
-    b.set_args(e, shapes({}));
+    b.set_args(e, input_shapes({}));
     auto s = b.add(event_kind::cpu_op, "aten::mm", t, 13'000, 14'000);  // one scalar input
-    b.set_args(s, shapes({{}}));
+    b.set_args(s, input_shapes({{}}));
     const event_list events = std::move(b).build();
 
     const averaged_event_list by_shape = stint::key_averages(events, {.group_by_input_shape = true});
@@ -269,7 +265,7 @@ TEST_CASE("shape and stack grouping combine") {
     const auto t = b.add_thread({.os_tid = 1, .name = "main"});
     for (int i = 0; i < 4; ++i) {
         auto e = b.add(event_kind::cpu_op, "aten::add", t, i * 10, i * 10 + 5);
-        b.set_args(e, shapes({{i % 2 == 0 ? 8 : 16}}));
+        b.set_args(e, input_shapes({{i % 2 == 0 ? 8 : 16}}));
         b.set_stack(e, {i < 2 ? "a.py(1): f" : "b.py(2): g"});
     }
     const averaged_event_list avg =

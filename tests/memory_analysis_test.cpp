@@ -29,18 +29,9 @@ using stint::event_kind;
 using stint::event_list;
 using stint::detail::event_list_builder;
 
-constexpr stint::device cuda0{device_type::cuda, 0};
+using stint_test::cuda0;
 
-std::string read_golden(std::string_view name) {
-#ifdef STINT_TEST_SOURCE_DIR
-    const std::filesystem::path dir = STINT_TEST_SOURCE_DIR;
-#else
-    const std::filesystem::path dir = std::filesystem::path(__FILE__).parent_path();
-#endif
-    std::ifstream in(dir / "golden" / name, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "missing golden file ", (dir / "golden" / name).string());
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using stint_test::read_golden;
 
 const averaged_event& find(const averaged_event_list& avg, std::string_view key) {
     for (const averaged_event& a : avg) {

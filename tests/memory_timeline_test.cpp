@@ -22,7 +22,7 @@ namespace {
 constexpr std::int64_t base_ns = 1'700'000'000'123'456'100;  // the session's wall-clock start, 0.1 µs in
 constexpr std::int64_t base_us = base_ns / 1000;
 constexpr stint::device cpu{stint::device_type::cpu, -1};
-constexpr stint::device cuda0{stint::device_type::cuda, 0};
+using stint_test::cuda0;
 const std::string tricky_op = "op<T> & \"quoted\" 'single'";
 
 // One thread in one op. CPU: +400 at 1 µs, +100 at 2 µs (the peak, 500), the 400 freed and +50 both

@@ -54,26 +54,7 @@ env_guard no_launcher() {
     return env_guard{{"RANK", nullptr}, {"WORLD_SIZE", nullptr}, {"LOCAL_RANK", nullptr}, {"LOCAL_WORLD_SIZE", nullptr}};
 }
 
-class warning_capture {
-public:
-    warning_capture()
-        : previous_(stint::set_warning_handler([this](std::string_view text) {
-              std::lock_guard lock(mutex_);
-              seen_.emplace_back(text);
-          })) {}
-    ~warning_capture() { stint::set_warning_handler(std::move(previous_)); }
-    warning_capture(const warning_capture&) = delete;
-    warning_capture& operator=(const warning_capture&) = delete;
-    std::vector<std::string> seen() const {
-        std::lock_guard lock(mutex_);
-        return seen_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::vector<std::string> seen_;
-    stint::warning_handler previous_;
-};
+using stint_test::warning_capture;
 
 /// Exports a short session of `prof` (after `setup`) and reads it back with nlohmann-json.
 template <class Setup>

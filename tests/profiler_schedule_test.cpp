@@ -21,32 +21,9 @@
 namespace {
 
 using stint::profiler_action;
-constexpr profiler_action N = profiler_action::none;
-constexpr profiler_action W = profiler_action::warmup;
-constexpr profiler_action R = profiler_action::record;
-constexpr profiler_action S = profiler_action::record_and_save;
+using namespace stint_test::schedule_actions;  // N, W, R, S
 
-class warning_capture {
-public:
-    warning_capture()
-        : previous_(stint::set_warning_handler([this](std::string_view text) {
-              std::lock_guard lock(mutex_);
-              seen_.emplace_back(text);
-          })) {}
-    ~warning_capture() { stint::set_warning_handler(std::move(previous_)); }
-    warning_capture(const warning_capture&) = delete;
-    warning_capture& operator=(const warning_capture&) = delete;
-
-    std::vector<std::string> seen() const {
-        std::lock_guard lock(mutex_);
-        return seen_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::vector<std::string> seen_;
-    stint::warning_handler previous_;
-};
+using stint_test::warning_capture;
 
 /// The numbers N of the events named "<prefix>N", sorted.
 std::vector<std::int64_t> numbered(const stint::event_list& events, std::string_view prefix) {

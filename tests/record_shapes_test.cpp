@@ -149,12 +149,7 @@ trace_reader export_and_read(const stint::profiler<Config>& prof) {
     return {stint_test::read_json(path)};
 }
 
-const stint::event* find(const stint::event_list& list, std::string_view name) {
-    for (const auto& e : list) {
-        if (e.name == name) return &e;
-    }
-    return nullptr;
-}
+using stint_test::find;
 
 struct concrete_inputs_guard {
     explicit concrete_inputs_guard(bool on) { stint::set_record_concrete_inputs(on); }

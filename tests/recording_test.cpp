@@ -13,11 +13,7 @@
 
 namespace {
 
-void spin_for(std::chrono::microseconds d) {
-    const auto until = std::chrono::steady_clock::now() + d;
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
+using stint_test::spin_for;
 
 void leaf() {
     STINT_SCOPE("leaf");
@@ -30,12 +26,7 @@ void middle() {
     leaf();
 }
 
-const stint::event* find(const stint::event_list& list, std::string_view name) {
-    for (const auto& e : list) {
-        if (e.name == name) return &e;
-    }
-    return nullptr;
-}
+using stint_test::find;
 
 std::size_t count(const stint::event_list& list, std::string_view name) {
     std::size_t n = 0;

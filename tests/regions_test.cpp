@@ -49,11 +49,7 @@ std::size_t count_named(const std::vector<nlohmann::json>& events, std::string_v
         std::count_if(events.begin(), events.end(), [&](const nlohmann::json& e) { return e.at("name") == name; }));
 }
 
-void spin_for(std::chrono::microseconds span) {
-    const auto until = std::chrono::steady_clock::now() + span;
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
+using stint_test::spin_for;
 
 /// A region's counters now (zero when none of that name has run yet).
 template <class Kind>

@@ -30,38 +30,10 @@ using stint::detail::session_op;
 using stint::detail::session_ops;
 using stint::detail::transition_actions;
 
-constexpr profiler_action N = profiler_action::none;
-constexpr profiler_action W = profiler_action::warmup;
-constexpr profiler_action R = profiler_action::record;
-constexpr profiler_action S = profiler_action::record_and_save;
+using namespace stint_test::schedule_actions;  // N, W, R, S
 
 /// Installs a capturing warning handler for its lifetime, then puts the previous one back.
-class warning_capture {
-public:
-    warning_capture()
-        : previous_(stint::set_warning_handler([this](std::string_view text) {
-              std::lock_guard lock(mutex_);
-              seen_.emplace_back(text);
-          })) {}
-    ~warning_capture() { stint::set_warning_handler(std::move(previous_)); }
-    warning_capture(const warning_capture&) = delete;
-    warning_capture& operator=(const warning_capture&) = delete;
-
-    std::vector<std::string> seen() const {
-        std::lock_guard lock(mutex_);
-        return seen_;
-    }
-    std::size_t count(std::string_view text) const {
-        std::size_t n = 0;
-        for (const auto& s : seen()) n += (s == text) ? 1 : 0;
-        return n;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::vector<std::string> seen_;
-    stint::warning_handler previous_;
-};
+using stint_test::warning_capture;
 
 /// The schedule written out step by step, as a list: skip, then whole cycles laid end to end, then
 /// NONE. A different construction from the library's modulo arithmetic on purpose.

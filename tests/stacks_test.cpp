@@ -27,37 +27,23 @@ using stacks = stint::config<stint::with_stack<>>;
 using native_stacks = stint::config<stint::with_stack<stint::native>>;
 
 // Busy for `us` microseconds, so that self times are whole microseconds.
-void spin_us(int us) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
+using stint_test::spin_for;
 
 void leaf_op() {
     STINT_OP(stacks, "aten::mm");
-    spin_us(30);
+    spin_for(std::chrono::microseconds(30));
 }
 
 void forward_pass() {
     STINT_SCOPE("forward");
-    spin_us(20);
+    spin_for(std::chrono::microseconds(20));
     leaf_op();
     leaf_op();
 }
 
-const stint::event* find(const stint::event_list& events, std::string_view name) {
-    for (const stint::event& e : events) {
-        if (e.name == name) return &e;
-    }
-    return nullptr;
-}
+using stint_test::find;
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
+using stint_test::lines_of;
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
@@ -197,7 +183,7 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
     forward_pass();
     {
         stint::record_function odd("a b;c\td\ne");
-        spin_us(30);
+        spin_for(std::chrono::microseconds(30));
     }
     STINT_OP(stacks, "too_short");  // self time rounds to 0 µs: no row
     prof.stop();
@@ -248,9 +234,9 @@ TEST_CASE("export_stacks with stack_frames::names writes scope and op names, roo
     forward_pass();
     {
         stint::record_function odd("a b;c\td\ne");
-        spin_us(30);
+        spin_for(std::chrono::microseconds(30));
         stint::record_function inner("in ner;x");
-        spin_us(30);
+        spin_for(std::chrono::microseconds(30));
     }
     prof.stop();
 
@@ -377,7 +363,7 @@ TEST_CASE("export_stacks refuses an unknown metric and an unwritable path, and s
     }
     {
         STINT_OP(stacks, "slow");
-        spin_us(30);
+        spin_for(std::chrono::microseconds(30));
     }
     small.stop();
     REQUIRE(small.stats().dropped > 0);
@@ -425,12 +411,12 @@ namespace {
 
 __attribute__((noinline)) void native_leaf(int depth) {
     STINT_OP(native_stacks, "native::op");
-    spin_us(5 + depth);
+    spin_for(std::chrono::microseconds(5 + depth));
 }
 
 __attribute__((noinline)) void native_caller(int depth) {
     native_leaf(depth);
-    spin_us(1);  // keeps the call from becoming a tail call
+    spin_for(std::chrono::microseconds(1));  // keeps the call from becoming a tail call
 }
 
 }  // namespace

@@ -29,27 +29,9 @@ using stint::table_options;
 using stint::detail::event_list_builder;
 using dims = std::vector<std::vector<std::int64_t>>;
 
-// Beside this source: meson passes the directory; a bare compiler build has __FILE__.
-std::filesystem::path golden_path(std::string_view name) {
-#ifdef STINT_TEST_SOURCE_DIR
-    const std::filesystem::path dir = STINT_TEST_SOURCE_DIR;
-#else
-    const std::filesystem::path dir = std::filesystem::path(__FILE__).parent_path();
-#endif
-    return dir / "golden" / name;
-}
+using stint_test::read_golden;
 
-std::string read_golden(std::string_view name) {
-    std::ifstream in(golden_path(name), std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "missing golden file ", golden_path(name).string());
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-stint::event_args shapes(dims input_dims) {
-    stint::event_args args;
-    args.input_dims = std::move(input_dims);
-    return args;
-}
+using stint_test::input_shapes;
 
 // Two threads, two profiler steps: a 5 ms step with forward/backward scopes around three matrix
 // products, a 1.5 s step, and a data-loading scope on a worker thread. Times in ns.
@@ -61,22 +43,22 @@ event_list training_steps() {
     b.add(event_kind::user_annotation, "forward", main, 100'000, 3'100'000);
     auto mm1 = b.add(event_kind::cpu_op, "aten::mm", main, 200'000, 1'200'000);
     b.at(mm1).flops = 4'194'304;
-    b.set_args(mm1, shapes({{64, 128}, {128, 256}}));
+    b.set_args(mm1, input_shapes({{64, 128}, {128, 256}}));
     auto relu = b.add(event_kind::cpu_op, "aten::relu", main, 1'300'000, 1'350'500);
-    b.set_args(relu, shapes({{64, 256}}));
+    b.set_args(relu, input_shapes({{64, 256}}));
     auto mm2 = b.add(event_kind::cpu_op, "aten::mm", main, 1'400'000, 2'400'000);
     b.at(mm2).flops = 4'194'304;
-    b.set_args(mm2, shapes({{64, 128}, {128, 256}}));
+    b.set_args(mm2, input_shapes({{64, 128}, {128, 256}}));
     b.add(event_kind::user_annotation, "backward", main, 3'200'000, 4'900'000);
     auto mm3 = b.add(event_kind::cpu_op, "aten::mm", main, 3'300'000, 4'000'123);
     b.at(mm3).flops = 8'388'608;
-    b.set_args(mm3, shapes({{128, 64}, {64, 256}}));
+    b.set_args(mm3, input_shapes({{128, 64}, {64, 256}}));
     b.add(event_kind::user_annotation, "ProfilerStep#2", main, 5'000'000, 1'505'000'000);
     auto sum = b.add(event_kind::cpu_op, "aten::sum", main, 10'000'000, 10'000'250);
-    b.set_args(sum, shapes({{64, 256}}));
+    b.set_args(sum, input_shapes({{64, 256}}));
     b.add(event_kind::user_annotation, "data_load", worker, 0, 2'500'000);
     auto copy = b.add(event_kind::cpu_op, "aten::copy_", worker, 500'000, 700'000);
-    b.set_args(copy, shapes({{64, 128}, {64, 128}, {}}));
+    b.set_args(copy, input_shapes({{64, 128}, {64, 128}, {}}));
     return std::move(b).build();
 }
 
@@ -124,12 +106,7 @@ event_list long_names() {
     return std::move(b).build();
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
+using stint_test::lines_of;
 
 }  // namespace
 

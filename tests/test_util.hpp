@@ -1,15 +1,20 @@
 #pragma once
-// Helpers shared by the tests: temporary directories and reading traces back independently.
+// Helpers shared by the tests: temporary directories, reading traces back independently, and the small
+// tools many tests use (one definition each: test binaries are built as unity builds).
 
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <mutex>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -143,5 +148,95 @@ std::size_t overhead_event_count(const List& list, std::string_view name) {
     for (const auto& e : list) n += e.kind == stint::event_kind::overhead && e.name == name ? 1 : 0;
     return n;
 }
+
+/// The first event named `name`, or null.
+inline const stint::event* find(const stint::event_list& list, std::string_view name) {
+    for (const stint::event& e : list) {
+        if (e.name == name) return &e;
+    }
+    return nullptr;
+}
+
+/// Busy-waits for `span`: time the profiler sees spent on this thread, not asleep.
+inline void spin_for(std::chrono::microseconds span) {
+    const auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+/// Installs a handler that keeps every warning for its lifetime, then puts the previous one back.
+class warning_capture {
+public:
+    warning_capture()
+        : previous_(stint::set_warning_handler([this](std::string_view text) {
+              std::lock_guard lock(mutex_);
+              seen_.emplace_back(text);
+          })) {}
+    ~warning_capture() { stint::set_warning_handler(std::move(previous_)); }
+    warning_capture(const warning_capture&) = delete;
+    warning_capture& operator=(const warning_capture&) = delete;
+
+    [[nodiscard]] std::vector<std::string> seen() const {
+        std::lock_guard lock(mutex_);
+        return seen_;
+    }
+    /// How many warnings were exactly `text`.
+    [[nodiscard]] std::size_t count(std::string_view text) const {
+        std::size_t n = 0;
+        for (const std::string& s : seen()) n += s == text ? 1 : 0;
+        return n;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::vector<std::string> seen_;
+    stint::warning_handler previous_;
+};
+
+/// A sink for the streaming writers that keeps what they write.
+struct string_sink {
+    std::string text;
+    void write(std::string_view bytes) { text.append(bytes); }
+};
+
+/// An event's arguments holding only these input shapes.
+inline stint::event_args input_shapes(std::vector<std::vector<std::int64_t>> dims) {
+    stint::event_args args;
+    args.input_dims = std::move(dims);
+    return args;
+}
+
+/// A golden file's bytes (tests/golden/NAME): meson passes the source directory; a bare compiler
+/// build has __FILE__, which is beside it.
+inline std::string read_golden(std::string_view name) {
+#ifdef STINT_TEST_SOURCE_DIR
+    const std::filesystem::path dir = STINT_TEST_SOURCE_DIR;
+#else
+    const std::filesystem::path dir = std::filesystem::path(__FILE__).parent_path();
+#endif
+    const std::filesystem::path path = dir / "golden" / name;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("missing golden file " + path.string());
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A text's lines, without their line ends.
+inline std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+/// The first CUDA device.
+inline constexpr stint::device cuda0{stint::device_type::cuda, 0};
+
+/// A schedule's actions, one letter each, as the schedule tests write their expected sequences.
+namespace schedule_actions {
+inline constexpr stint::profiler_action N = stint::profiler_action::none;
+inline constexpr stint::profiler_action W = stint::profiler_action::warmup;
+inline constexpr stint::profiler_action R = stint::profiler_action::record;
+inline constexpr stint::profiler_action S = stint::profiler_action::record_and_save;
+}  // namespace schedule_actions
 
 }  // namespace stint_test

@@ -37,10 +37,7 @@ std::map<std::uint64_t, std::multiset<std::string>> names_by_thread(const nlohma
     return names;
 }
 
-struct string_sink {
-    std::string text;
-    void write(std::string_view bytes) { text.append(bytes); }
-};
+using stint_test::string_sink;
 
 std::multiset<std::string> leaf_names(const nesting::paths& paths) {
     std::multiset<std::string> names;

@@ -59,11 +59,7 @@ private:
 };
 
 // Spins for at least `us` microseconds, so that a level's self time is a whole microsecond or more.
-void spin_us(int us) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
+using stint_test::spin_for;
 
 // Opens `depth` scopes, each inside the previous one, then closes them innermost first. Two sites
 // alternate level by level, so no level folds into its parent as recursion; the scopes live on the
@@ -76,7 +72,7 @@ void nest(std::size_t depth, int spin) {
     auto scopes = std::make_unique<std::optional<stint::detail::scope<deep>>[]>(depth);
     for (std::size_t i = 0; i < depth; ++i) {
         scopes[i].emplace(i % 2 == 0 ? even_site : odd_site);
-        if (spin > 0) spin_us(spin);
+        if (spin > 0) spin_for(std::chrono::microseconds(spin));
     }
     for (std::size_t i = depth; i-- > 0;) scopes[i].reset();
 }

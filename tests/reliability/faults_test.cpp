@@ -47,11 +47,7 @@ constexpr uid_t nobody = 65534;
 
 bool is_root() { return ::geteuid() == 0; }
 
-void spin_us(int us) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
+using stint_test::spin_for;
 
 // A fresh directory that "nobody" may enter (so a child dropped to it reaches what is inside),
 // removed with everything in it, permissions restored first.
@@ -130,9 +126,9 @@ struct recorded_session {
         prof.start();
         for (int i = 0; i < scopes; ++i) {
             STINT_SCOPE("outer");
-            spin_us(2);
+            spin_for(std::chrono::microseconds(2));
             STINT_SCOPE("inner");
-            spin_us(2);
+            spin_for(std::chrono::microseconds(2));
         }
         prof.stop();
         REQUIRE(prof.stats().dropped == 0);

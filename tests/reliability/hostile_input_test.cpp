@@ -102,11 +102,7 @@ json parse_unique(const std::string& text) {
 // The program's events of the trace (not stint's overhead), in trace order.
 std::vector<json> program_events(const json& trace) { return stint_test::timed_events(trace); }
 
-void spin_for(std::chrono::microseconds wait) {
-    const auto until = std::chrono::steady_clock::now() + wait;
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
+using stint_test::spin_for;
 
 }  // namespace
 
