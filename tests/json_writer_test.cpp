@@ -6,6 +6,7 @@
 
 #include "child_process.hpp"
 #include "reliability/size.hpp"
+#include "test_util.hpp"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

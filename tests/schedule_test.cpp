@@ -22,6 +22,7 @@
 #endif
 
 #include "stint/profiler/warning.hpp"
+#include "test_util.hpp"
 
 namespace {
 

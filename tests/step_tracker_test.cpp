@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stint/profiler/warning.hpp"
+#include "test_util.hpp"
 
 // The tracker is process-wide and other tests step it too: every test uses its own requester names
 // and compares the global step with its value at the start of the test.

@@ -20,6 +20,7 @@
 #include "stint/analysis/event_tree.hpp"
 #include "stint/analysis/key_averages.hpp"
 #include "stint/analysis/table.hpp"
+#include "test_util.hpp"
 
 namespace {
 
