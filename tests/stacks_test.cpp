@@ -72,9 +72,9 @@ TEST_CASE("with_stack gives each event its site and its enclosing scopes, innerm
     const std::string cwd = std::filesystem::current_path().string();
     CHECK(stack[0] == fmt::format("{}({}): leaf_op", stint::detail::readable_source_path(op->location->file, cwd),
                                   op->location->line));
-    // The build's "../" (meson and make build inside the source tree) never shows.
-    CHECK(stack[0].starts_with("tests/stacks_test.cpp(") == std::string_view(op->location->file).ends_with(
-                                                               "tests/stacks_test.cpp"));
+    // The build's "../" (meson and make build inside the source tree) never shows; a unity build
+    // includes its sources by absolute path, shown as it is (or relative to the working directory).
+    if (std::string_view(op->location->file).starts_with("../")) CHECK(stack[0].starts_with("tests/stacks_test.cpp("));
     CHECK_FALSE(stack[0].starts_with("."));
     CHECK_FALSE(contains(stack[0], "/../"));
 
