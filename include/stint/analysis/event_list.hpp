@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <iterator>
@@ -331,9 +332,33 @@ public:
     [[nodiscard]] std::uint64_t late() const noexcept { return late_; }
     /// Wall-clock time (ns since the Unix epoch) that event time 0 corresponds to.
     [[nodiscard]] std::int64_t base_time_ns() const noexcept { return base_time_ns_; }
+    /// steady_clock's reading (ns since its epoch) that event time 0 corresponds to: where clocks are
+    /// compared (distributed/mpi.hpp), since the wall clock may be stepped during a session.
+    [[nodiscard]] std::int64_t base_steady_ns() const noexcept { return base_steady_ns_; }
 
     /// Appends another list (a later window) after this one, keeping both trees intact.
     void append(const event_list& later);
+
+    /// Moves the list onto another clock (a job's trace puts each rank's events on rank 0's): each
+    /// time t becomes t + offset_ns + drift * (t - reference_ns), durations stretch by (1 + drift),
+    /// and time 0 becomes `base_time_ns` (ns since the Unix epoch); base_steady_ns() stays this
+    /// process's. Order and nesting are kept: the map is increasing (|drift| < 1).
+    void retime(std::int64_t offset_ns, double drift, std::int64_t reference_ns, std::int64_t base_time_ns) {
+        const auto stretch = [drift](std::int64_t d) {
+            return d + static_cast<std::int64_t>(std::llround(drift * static_cast<double>(d)));
+        };
+        const auto at = [&](std::int64_t t) { return reference_ns + offset_ns + stretch(t - reference_ns); };
+        const auto span = stretch;
+        for (event& e : events_) {
+            e.start_ns = at(e.start_ns);
+            e.end_ns = at(e.end_ns);
+            e.self_ns = span(e.self_ns);
+            e.device_ns = span(e.device_ns);
+            e.self_device_ns = span(e.self_device_ns);
+        }
+        for (memory_peak& peak : memory_peaks_) peak.at_ns = at(peak.at_ns);
+        base_time_ns_ = base_time_ns;
+    }
 
 private:
     friend class detail::event_list_builder;
@@ -361,6 +386,7 @@ private:
     std::uint64_t dropped_ = 0;
     std::uint64_t late_ = 0;
     std::int64_t base_time_ns_ = 0;
+    std::int64_t base_steady_ns_ = 0;
 };
 
 }  // namespace stint

@@ -151,6 +151,7 @@ public:
         list_.late_ = late;
     }
     void set_base_time_ns(std::int64_t ns) { list_.base_time_ns_ = ns; }
+    void set_base_steady_ns(std::int64_t ns) { list_.base_steady_ns_ = ns; }
     /// First "Record function id" to hand out (so ids stay unique across windows): the n-th event added
     /// gets first_id + n.
     void set_first_id(std::uint64_t id) { first_id_ = id; }

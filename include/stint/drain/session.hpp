@@ -364,6 +364,7 @@ public:
         builder.set_totals(recorded, dropped, records.late);
         builder.set_memory_dropped(records.memory_dropped);
         builder.set_base_time_ns(calibration.anchor.system_ns);
+        builder.set_base_steady_ns(calibration.anchor.steady_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
 

@@ -30,6 +30,14 @@ namespace stint::detail {
 struct chrome_trace_info {
     std::uint64_t pid = 0;
     std::uint64_t truncated_names = 0;
+    /// The process's name in viewers, and its place among processes (its pid when not said).
+    std::string process_name = "stint";
+    std::optional<std::int64_t> sort_index;
+    /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
+    /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
+    std::uint64_t device_pid_base = 0;
+    /// Added to every flow's and async span's id (ids wrap): a job's trace keeps each rank's apart.
+    std::uint64_t flow_id_base = 0;
     /// Top-level keys in insertion order; values are JSON text already validated.
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
@@ -221,7 +229,17 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
         out.raw(info.metadata_json[i].second);
         out.raw(",\n");
     }
-    out.raw("  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
+    out.raw("  \"stint\": ");
+    write_stint_block(out, head, info);
+    out.raw(",\n");
+    if (head.no_events) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+}
+
+/// The "stint" block: stint's version, what the session recorded, and every count of what it lost
+/// (dropped records, device and memory losses, unmatched points), in total and per thread.
+template <class Writer>
+void write_stint_block(Writer& out, const chrome_trace_head& head, const chrome_trace_info& info) {
+    out.raw("{\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
     out.number(head.recorded);
     out.raw(", \"dropped\": ");
     out.number(head.dropped);
@@ -264,23 +282,37 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
         out.number(t.dropped);
         out.raw("}");
     }
-    out.raw(first ? "]},\n" : "\n  ]},\n");
-    if (head.no_events) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+    out.raw(first ? "]}" : "\n  ]}");
 }
 
-/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+/// The process's metadata events (process_name, process_sort_index), the first elements of
+/// traceEvents when `first` (no comma before them).
 template <class Writer>
-void write_trace_events_opening(Writer& out, const chrome_trace_info& info) {
-    out.raw("  \"traceEvents\": [\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
+void write_process_metadata(Writer& out, const chrome_trace_info& info, bool first) {
+    out.raw(first ? "\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": "
+                  : ",\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
-    out.raw(", \"tid\": 0, \"args\": {\"name\": \"stint\"}}");
+    out.raw(", \"tid\": 0, \"args\": {\"name\": ");
+    out.string(info.process_name);
+    out.raw("}}");
     // Kineto's sort metadata: the process by its pid, as Kineto does; threads in the order of the
     // trace's thread list (the order they first recorded), so viewers show them in that order.
     out.raw(",\n    {\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
     out.raw(", \"tid\": 0, \"args\": {\"sort_index\": ");
-    out.number(info.pid);
+    if (info.sort_index) {
+        out.number(*info.sort_index);
+    } else {
+        out.number(info.pid);
+    }
     out.raw("}}");
+}
+
+/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+template <class Writer>
+void write_trace_events_opening(Writer& out, const chrome_trace_info& info) {
+    out.raw("  \"traceEvents\": [");
+    write_process_metadata(out, info, true);
 }
 
 /// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
@@ -363,19 +395,21 @@ void write_point(Writer& out, event_kind kind, std::string_view name, std::uint6
     out.commit(o);
 }
 
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
-    json_writer out(sink);
-    write_trace_head(out, chrome_trace_head::of(events), info);
-    device_trace device(events, info.pid);
-    device.write_metadata(out, "stint");
+/// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
+/// then its events, each element after a ",\n" (but the very first of the array, when `first`).
+/// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
+template <class Writer>
+void write_trace_events(Writer& out, const event_list& events, const chrome_trace_info& info, bool first) {
+    write_process_metadata(out, info, first);
+    write_thread_metadata(out, events.threads(), info);
+    device_trace device(events, info.pid, info.device_pid_base, info.flow_id_base);
+    device.write_metadata(out, info.process_name);
     trace_timeline timeline(events);
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
         if (is_point_kind(e.kind)) {
-            write_point(out, e.kind, e.name, events.point_id(e), thread, e.start_ns);
+            write_point(out, e.kind, e.name, info.flow_id_base + events.point_id(e), thread, e.start_ns);
             continue;
         }
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
@@ -441,6 +475,16 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.microseconds(first_ns);
         out.raw("}");
     }
+}
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
+    json_writer out(sink);
+    out.raw("{\n  \"schemaVersion\": 1,\n");
+    write_trace_keys(out, chrome_trace_head::of(events), info);
+    out.raw("  \"traceEvents\": [");
+    write_trace_events(out, events, info, true);
     write_trace_end(out, events.base_time_ns());
 }
 

@@ -53,12 +53,16 @@ inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
 ///     device.write_flows(out, kernel);      // after the kernel's event
 class device_trace {
 public:
-    device_trace(const event_list& events, std::uint64_t pid) : events_(events) {
+    /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
+    /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
+    device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+                 std::uint64_t flow_id_base = 0)
+        : events_(events), device_pid_base_(device_pid_base), flow_id_base_(flow_id_base) {
         const std::size_t tracks = events.threads().size();
         where_.reserve(tracks);
         for (const thread_info& t : events.threads()) {
             if (t.is_device_track()) {
-                where_.push_back(where_text(t.device.index, device_track_tid(t)));
+                where_.push_back(where_text(device_pid(t.device.index), device_track_tid(t)));
             } else {
                 where_.push_back(where_text(pid, t.os_tid));
             }
@@ -78,7 +82,7 @@ public:
         for (std::size_t t = 0; t < tracks; ++t) {
             const thread_info& track = events.threads()[t];
             if (!sync_drawn_[t]) continue;
-            sync_where_[t] = where_text(track.device.index, track.os_tid + sync_row_tid_offset);
+            sync_where_[t] = where_text(device_pid(track.device.index), track.os_tid + sync_row_tid_offset);
         }
         // The API call of each correlation; the runtime call where the driver call it made shares it.
         for (const event& e : events) {
@@ -117,7 +121,7 @@ public:
                 out.raw(",\n    {\"name\": \"");
                 out.raw(name);
                 out.raw("\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
-                out.number(index);
+                out.number(device_pid(index));
                 out.raw(", \"tid\": 0, \"args\": {");
             };
             process("process_name");
@@ -137,14 +141,16 @@ public:
             const thread_info& track = events_.threads()[t];
             if (drawn_[t]) {
                 if (track.os_tid == cupti_no_stream) {
-                    write_thread(out, track.device.index, 1, fmt::format("Device {}", track.device.index), -1);
+                    write_thread(out, device_pid(track.device.index), 1, fmt::format("Device {}", track.device.index),
+                                 -1);
                 } else {
-                    write_thread(out, track.device.index, track.os_tid, fmt::format("stream {} ", track.os_tid),
+                    write_thread(out, device_pid(track.device.index), track.os_tid,
+                                 fmt::format("stream {} ", track.os_tid),
                                  static_cast<std::int64_t>(track.os_tid));
                 }
             }
             if (sync_drawn_[t]) {
-                write_thread(out, track.device.index, track.os_tid + sync_row_tid_offset,
+                write_thread(out, device_pid(track.device.index), track.os_tid + sync_row_tid_offset,
                              fmt::format("stream {} (sync)", track.os_tid), static_cast<std::int64_t>(track.os_tid));
             }
         }
@@ -260,7 +266,8 @@ public:
         // one correlation, and viewers join an "s" and an "f" by id, so only the first event of a
         // correlation takes it; the others take ids above every correlation in the list, which no
         // Kineto-style id can collide with.
-        const std::uint64_t id = flowed_.insert(args->correlation).second ? args->correlation : next_flow_id_++;
+        const std::uint64_t id =
+            flow_id_base_ + (flowed_.insert(args->correlation).second ? args->correlation : next_flow_id_++);
         const event& launch = events_[call->second];
         out.raw(",\n    {\"ph\": \"s\", \"id\": ");
         out.number(id);
@@ -276,6 +283,9 @@ public:
     }
 
 private:
+    [[nodiscard]] std::int64_t device_pid(std::int32_t index) const noexcept {
+        return static_cast<std::int64_t>(device_pid_base_) + index;
+    }
     template <class Pid>
     static std::string where_text(Pid pid, std::uint64_t tid) {
         return fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid);
@@ -300,7 +310,7 @@ private:
     }
 
     template <class Writer>
-    static void write_thread(Writer& out, std::int32_t pid, std::uint64_t tid, const std::string& name,
+    static void write_thread(Writer& out, std::int64_t pid, std::uint64_t tid, const std::string& name,
                              std::int64_t sort_index) {
         out.raw(",\n    {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
         out.number(pid);
@@ -318,6 +328,8 @@ private:
     }
 
     const event_list& events_;
+    std::uint64_t device_pid_base_ = 0;
+    std::uint64_t flow_id_base_ = 0;
     std::vector<std::string> where_;       // per track: its pid and tid
     std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
     std::vector<bool> drawn_;              // per track: device events drawn on it

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <x86intrin.h>
@@ -62,13 +63,29 @@ struct tick_calibration {
 
 namespace detail {
 
+#if defined(STINT_DETAIL_TEST_CLOCK_SKEW)
+/// Tests only (a whole test program): every steady and wall clock reading of this process is ahead
+/// by STINT_TEST_CLOCK_SKEW_NS, as on a host whose clocks disagree with its peers' (tests/mpi).
+inline std::int64_t test_clock_skew_ns() noexcept {
+    static const std::int64_t skew = [] {
+        const char* text = std::getenv("STINT_TEST_CLOCK_SKEW_NS");
+        return text == nullptr ? std::int64_t{0} : static_cast<std::int64_t>(std::strtoll(text, nullptr, 10));
+    }();
+    return skew;
+}
+#else
+constexpr std::int64_t test_clock_skew_ns() noexcept { return 0; }
+#endif
+
 inline std::int64_t steady_now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+               .count() +
+           test_clock_skew_ns();
 }
 inline std::int64_t system_now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+               .count() +
+           test_clock_skew_ns();
 }
 
 }  // namespace detail
