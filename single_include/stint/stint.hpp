@@ -362,6 +362,7 @@ struct profile_memory {};
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <x86intrin.h>
@@ -419,13 +420,29 @@ struct tick_calibration {
 
 namespace detail {
 
+#if defined(STINT_DETAIL_TEST_CLOCK_SKEW)
+/// Tests only (a whole test program): every steady and wall clock reading of this process is ahead
+/// by STINT_TEST_CLOCK_SKEW_NS, as on a host whose clocks disagree with its peers' (tests/mpi).
+inline std::int64_t test_clock_skew_ns() noexcept {
+    static const std::int64_t skew = [] {
+        const char* text = std::getenv("STINT_TEST_CLOCK_SKEW_NS");
+        return text == nullptr ? std::int64_t{0} : static_cast<std::int64_t>(std::strtoll(text, nullptr, 10));
+    }();
+    return skew;
+}
+#else
+constexpr std::int64_t test_clock_skew_ns() noexcept { return 0; }
+#endif
+
 inline std::int64_t steady_now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+               .count() +
+           test_clock_skew_ns();
 }
 inline std::int64_t system_now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+               .count() +
+           test_clock_skew_ns();
 }
 
 }  // namespace detail
@@ -5615,6 +5632,7 @@ private:
 
 #include <algorithm>
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <iterator>
@@ -5941,9 +5959,33 @@ public:
     [[nodiscard]] std::uint64_t late() const noexcept { return late_; }
     /// Wall-clock time (ns since the Unix epoch) that event time 0 corresponds to.
     [[nodiscard]] std::int64_t base_time_ns() const noexcept { return base_time_ns_; }
+    /// steady_clock's reading (ns since its epoch) that event time 0 corresponds to: where clocks are
+    /// compared (distributed/mpi.hpp), since the wall clock may be stepped during a session.
+    [[nodiscard]] std::int64_t base_steady_ns() const noexcept { return base_steady_ns_; }
 
     /// Appends another list (a later window) after this one, keeping both trees intact.
     void append(const event_list& later);
+
+    /// Moves the list onto another clock (a job's trace puts each rank's events on rank 0's): each
+    /// time t becomes t + offset_ns + drift * (t - reference_ns), durations stretch by (1 + drift),
+    /// and time 0 becomes `base_time_ns` (ns since the Unix epoch); base_steady_ns() stays this
+    /// process's. Order and nesting are kept: the map is increasing (|drift| < 1).
+    void retime(std::int64_t offset_ns, double drift, std::int64_t reference_ns, std::int64_t base_time_ns) {
+        const auto stretch = [drift](std::int64_t d) {
+            return d + static_cast<std::int64_t>(std::llround(drift * static_cast<double>(d)));
+        };
+        const auto at = [&](std::int64_t t) { return reference_ns + offset_ns + stretch(t - reference_ns); };
+        const auto span = stretch;
+        for (event& e : events_) {
+            e.start_ns = at(e.start_ns);
+            e.end_ns = at(e.end_ns);
+            e.self_ns = span(e.self_ns);
+            e.device_ns = span(e.device_ns);
+            e.self_device_ns = span(e.self_device_ns);
+        }
+        for (memory_peak& peak : memory_peaks_) peak.at_ns = at(peak.at_ns);
+        base_time_ns_ = base_time_ns;
+    }
 
 private:
     friend class detail::event_list_builder;
@@ -5971,6 +6013,7 @@ private:
     std::uint64_t dropped_ = 0;
     std::uint64_t late_ = 0;
     std::int64_t base_time_ns_ = 0;
+    std::int64_t base_steady_ns_ = 0;
 };
 
 }  // namespace stint
@@ -6508,6 +6551,7 @@ public:
         list_.late_ = late;
     }
     void set_base_time_ns(std::int64_t ns) { list_.base_time_ns_ = ns; }
+    void set_base_steady_ns(std::int64_t ns) { list_.base_steady_ns_ = ns; }
     /// First "Record function id" to hand out (so ids stay unique across windows): the n-th event added
     /// gets first_id + n.
     void set_first_id(std::uint64_t id) { first_id_ = id; }
@@ -10492,6 +10536,7 @@ public:
         builder.set_totals(recorded, dropped, records.late);
         builder.set_memory_dropped(records.memory_dropped);
         builder.set_base_time_ns(calibration.anchor.system_ns);
+        builder.set_base_steady_ns(calibration.anchor.steady_ns);
         out = std::move(builder).build();
         const std::int64_t built_at = steady_now_ns();
 
@@ -12136,12 +12181,16 @@ inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
 ///     device.write_flows(out, kernel);      // after the kernel's event
 class device_trace {
 public:
-    device_trace(const event_list& events, std::uint64_t pid) : events_(events) {
+    /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
+    /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
+    device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+                 std::uint64_t flow_id_base = 0)
+        : events_(events), device_pid_base_(device_pid_base), flow_id_base_(flow_id_base) {
         const std::size_t tracks = events.threads().size();
         where_.reserve(tracks);
         for (const thread_info& t : events.threads()) {
             if (t.is_device_track()) {
-                where_.push_back(where_text(t.device.index, device_track_tid(t)));
+                where_.push_back(where_text(device_pid(t.device.index), device_track_tid(t)));
             } else {
                 where_.push_back(where_text(pid, t.os_tid));
             }
@@ -12161,7 +12210,7 @@ public:
         for (std::size_t t = 0; t < tracks; ++t) {
             const thread_info& track = events.threads()[t];
             if (!sync_drawn_[t]) continue;
-            sync_where_[t] = where_text(track.device.index, track.os_tid + sync_row_tid_offset);
+            sync_where_[t] = where_text(device_pid(track.device.index), track.os_tid + sync_row_tid_offset);
         }
         // The API call of each correlation; the runtime call where the driver call it made shares it.
         for (const event& e : events) {
@@ -12200,7 +12249,7 @@ public:
                 out.raw(",\n    {\"name\": \"");
                 out.raw(name);
                 out.raw("\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
-                out.number(index);
+                out.number(device_pid(index));
                 out.raw(", \"tid\": 0, \"args\": {");
             };
             process("process_name");
@@ -12220,14 +12269,16 @@ public:
             const thread_info& track = events_.threads()[t];
             if (drawn_[t]) {
                 if (track.os_tid == cupti_no_stream) {
-                    write_thread(out, track.device.index, 1, fmt::format("Device {}", track.device.index), -1);
+                    write_thread(out, device_pid(track.device.index), 1, fmt::format("Device {}", track.device.index),
+                                 -1);
                 } else {
-                    write_thread(out, track.device.index, track.os_tid, fmt::format("stream {} ", track.os_tid),
+                    write_thread(out, device_pid(track.device.index), track.os_tid,
+                                 fmt::format("stream {} ", track.os_tid),
                                  static_cast<std::int64_t>(track.os_tid));
                 }
             }
             if (sync_drawn_[t]) {
-                write_thread(out, track.device.index, track.os_tid + sync_row_tid_offset,
+                write_thread(out, device_pid(track.device.index), track.os_tid + sync_row_tid_offset,
                              fmt::format("stream {} (sync)", track.os_tid), static_cast<std::int64_t>(track.os_tid));
             }
         }
@@ -12343,7 +12394,8 @@ public:
         // one correlation, and viewers join an "s" and an "f" by id, so only the first event of a
         // correlation takes it; the others take ids above every correlation in the list, which no
         // Kineto-style id can collide with.
-        const std::uint64_t id = flowed_.insert(args->correlation).second ? args->correlation : next_flow_id_++;
+        const std::uint64_t id =
+            flow_id_base_ + (flowed_.insert(args->correlation).second ? args->correlation : next_flow_id_++);
         const event& launch = events_[call->second];
         out.raw(",\n    {\"ph\": \"s\", \"id\": ");
         out.number(id);
@@ -12359,6 +12411,9 @@ public:
     }
 
 private:
+    [[nodiscard]] std::int64_t device_pid(std::int32_t index) const noexcept {
+        return static_cast<std::int64_t>(device_pid_base_) + index;
+    }
     template <class Pid>
     static std::string where_text(Pid pid, std::uint64_t tid) {
         return fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid);
@@ -12383,7 +12438,7 @@ private:
     }
 
     template <class Writer>
-    static void write_thread(Writer& out, std::int32_t pid, std::uint64_t tid, const std::string& name,
+    static void write_thread(Writer& out, std::int64_t pid, std::uint64_t tid, const std::string& name,
                              std::int64_t sort_index) {
         out.raw(",\n    {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
         out.number(pid);
@@ -12401,6 +12456,8 @@ private:
     }
 
     const event_list& events_;
+    std::uint64_t device_pid_base_ = 0;
+    std::uint64_t flow_id_base_ = 0;
     std::vector<std::string> where_;       // per track: its pid and tid
     std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
     std::vector<bool> drawn_;              // per track: device events drawn on it
@@ -12656,6 +12713,14 @@ namespace stint::detail {
 struct chrome_trace_info {
     std::uint64_t pid = 0;
     std::uint64_t truncated_names = 0;
+    /// The process's name in viewers, and its place among processes (its pid when not said).
+    std::string process_name = "stint";
+    std::optional<std::int64_t> sort_index;
+    /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
+    /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
+    std::uint64_t device_pid_base = 0;
+    /// Added to every flow's and async span's id (ids wrap): a job's trace keeps each rank's apart.
+    std::uint64_t flow_id_base = 0;
     /// Top-level keys in insertion order; values are JSON text already validated.
     std::vector<std::pair<std::string, std::string>> metadata_json;
 };
@@ -12847,7 +12912,17 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
         out.raw(info.metadata_json[i].second);
         out.raw(",\n");
     }
-    out.raw("  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
+    out.raw("  \"stint\": ");
+    write_stint_block(out, head, info);
+    out.raw(",\n");
+    if (head.no_events) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+}
+
+/// The "stint" block: stint's version, what the session recorded, and every count of what it lost
+/// (dropped records, device and memory losses, unmatched points), in total and per thread.
+template <class Writer>
+void write_stint_block(Writer& out, const chrome_trace_head& head, const chrome_trace_info& info) {
+    out.raw("{\"version\": \"" STINT_VERSION_STRING "\", \"recorded\": ");
     out.number(head.recorded);
     out.raw(", \"dropped\": ");
     out.number(head.dropped);
@@ -12890,23 +12965,37 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
         out.number(t.dropped);
         out.raw("}");
     }
-    out.raw(first ? "]},\n" : "\n  ]},\n");
-    if (head.no_events) out.raw("  \"WARNING\": [\"No Valid Trace Events\"],\n");
+    out.raw(first ? "]}" : "\n  ]}");
 }
 
-/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+/// The process's metadata events (process_name, process_sort_index), the first elements of
+/// traceEvents when `first` (no comma before them).
 template <class Writer>
-void write_trace_events_opening(Writer& out, const chrome_trace_info& info) {
-    out.raw("  \"traceEvents\": [\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
+void write_process_metadata(Writer& out, const chrome_trace_info& info, bool first) {
+    out.raw(first ? "\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": "
+                  : ",\n    {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
-    out.raw(", \"tid\": 0, \"args\": {\"name\": \"stint\"}}");
+    out.raw(", \"tid\": 0, \"args\": {\"name\": ");
+    out.string(info.process_name);
+    out.raw("}}");
     // Kineto's sort metadata: the process by its pid, as Kineto does; threads in the order of the
     // trace's thread list (the order they first recorded), so viewers show them in that order.
     out.raw(",\n    {\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     out.number(info.pid);
     out.raw(", \"tid\": 0, \"args\": {\"sort_index\": ");
-    out.number(info.pid);
+    if (info.sort_index) {
+        out.number(*info.sort_index);
+    } else {
+        out.number(info.pid);
+    }
     out.raw("}}");
+}
+
+/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+template <class Writer>
+void write_trace_events_opening(Writer& out, const chrome_trace_info& info) {
+    out.raw("  \"traceEvents\": [");
+    write_process_metadata(out, info, true);
 }
 
 /// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
@@ -12989,19 +13078,21 @@ void write_point(Writer& out, event_kind kind, std::string_view name, std::uint6
     out.commit(o);
 }
 
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
-    json_writer out(sink);
-    write_trace_head(out, chrome_trace_head::of(events), info);
-    device_trace device(events, info.pid);
-    device.write_metadata(out, "stint");
+/// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
+/// then its events, each element after a ",\n" (but the very first of the array, when `first`).
+/// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
+template <class Writer>
+void write_trace_events(Writer& out, const event_list& events, const chrome_trace_info& info, bool first) {
+    write_process_metadata(out, info, first);
+    write_thread_metadata(out, events.threads(), info);
+    device_trace device(events, info.pid, info.device_pid_base, info.flow_id_base);
+    device.write_metadata(out, info.process_name);
     trace_timeline timeline(events);
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
         if (is_point_kind(e.kind)) {
-            write_point(out, e.kind, e.name, events.point_id(e), thread, e.start_ns);
+            write_point(out, e.kind, e.name, info.flow_id_base + events.point_id(e), thread, e.start_ns);
             continue;
         }
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
@@ -13067,6 +13158,16 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
         out.microseconds(first_ns);
         out.raw("}");
     }
+}
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
+    json_writer out(sink);
+    out.raw("{\n  \"schemaVersion\": 1,\n");
+    write_trace_keys(out, chrome_trace_head::of(events), info);
+    out.raw("  \"traceEvents\": [");
+    write_trace_events(out, events, info, true);
     write_trace_end(out, events.base_time_ns());
 }
 
