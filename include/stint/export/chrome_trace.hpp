@@ -32,7 +32,7 @@ struct chrome_trace_info {
     std::uint64_t truncated_names = 0;
     /// The process's name in viewers, and its place among processes (its pid when not said).
     std::string process_name = "stint";
-    std::optional<std::int64_t> sort_index;
+    std::optional<std::int64_t> sort_index{};
     /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
     /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
     std::uint64_t device_pid_base = 0;
