@@ -87,12 +87,8 @@ TEST_CASE("what is left of the parent's self time, with registration taken out, 
         parent_and_child_on_a_fresh_thread();
         prof.stop();
         const stint::event_list& list = prof.events();
-        const stint::event* parent = nullptr;
-        const stint::event* work = nullptr;
-        for (const stint::event& e : list) {
-            if (e.name == "parent") parent = &e;
-            if (e.name == "[stint] register thread") work = &e;
-        }
+        const stint::event* parent = stint_test::find(list, "parent");
+        const stint::event* work = stint_test::find(list, "[stint] register thread");
         REQUIRE(parent != nullptr);
         REQUIRE(work != nullptr);
         less = parent->self_ns < work->duration_ns();

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -81,6 +82,16 @@ struct string_sink {
     std::string text;
     void write(std::string_view bytes) { text.append(bytes); }
 };
+
+/// What `write(json_writer&)` writes, as a string (to send to rank 0).
+template <class Write>
+std::string written(Write&& write) {
+    string_sink sink;
+    stint::detail::json_writer out(sink);
+    write(out);
+    out.flush();
+    return std::move(sink.text);
+}
 
 /// Every rank learns whether rank 0 succeeded; the others throw rank 0's message.
 inline void agree(MPI_Comm comm, int rank, const std::string& failure) {
@@ -202,9 +213,7 @@ public:
         info.flow_id_base = static_cast<std::uint64_t>(rank_) << 40;
 
         // This rank's summary: its counts and clock, as rank 0 lists them.
-        detail::string_sink summary;
-        {
-            stint::detail::json_writer out(summary);
+        const std::string summary = detail::written([&](stint::detail::json_writer& out) {
             out.raw("{\"rank\": ");
             out.number(rank_);
             out.raw(", \"os_pid\": ");
@@ -218,8 +227,7 @@ public:
             out.raw(", \"stint\": ");
             stint::detail::write_stint_block(out, stint::detail::chrome_trace_head::of(events), info);
             out.raw("}");
-            out.flush();
-        }
+        });
         std::uint64_t counts[3] = {events.recorded(), events.dropped(), events.late()};
         std::uint64_t totals[3] = {};
         detail::check(MPI_Reduce(counts, totals, 3, MPI_UINT64_T, MPI_SUM, 0, comm_), "MPI_Reduce");
@@ -237,18 +245,14 @@ public:
         }
         detail::agree(comm_, rank_, failure);
         if (rank_ != 0) {
-            detail::send_text(comm_, 0, summary.text);
-            detail::string_sink own;
-            {
-                stint::detail::json_writer out(own);
-                stint::detail::write_trace_events(out, events, info, false);
-                out.flush();
-            }
-            detail::send_text(comm_, 0, own.text);
+            detail::send_text(comm_, 0, summary);
+            detail::send_text(comm_, 0, detail::written([&](stint::detail::json_writer& out) {
+                                  stint::detail::write_trace_events(out, events, info, false);
+                              }));
             detail::agree(comm_, rank_, "");
             return;
         }
-        detail::agree(comm_, rank_, write_job_trace(*file, events, info, summary.text, totals, worst_error));
+        detail::agree(comm_, rank_, write_job_trace(*file, events, info, summary, totals, worst_error));
     }
 
 private:
