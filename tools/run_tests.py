@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed")
 
@@ -43,6 +44,7 @@ def main():
                 key, _, value = pair.partition("=")
                 env[key] = value
             label = f"{os.path.basename(os.path.normpath(build_dir))}/{test['name']}"
+            started = time.monotonic()
             try:
                 run = subprocess.run(test["cmd"], cwd=test.get("workdir") or build_dir, env=env,
                                      capture_output=True, text=True, errors="replace",
@@ -68,7 +70,7 @@ def main():
             passed += p
             failed += f
             status = "ok" if f == 0 else "FAILED"
-            print(f"{label}: {p} passed, {f} failed ({status})", flush=True)
+            print(f"{label}: {p} passed, {f} failed ({status}, {time.monotonic() - started:.1f} s)", flush=True)
             if f:
                 print(output[-6000:], flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)

@@ -70,8 +70,11 @@ struct chunk {
     std::atomic<chunk*> next{nullptr};
     /// This chunk's size class: it spans `min_total_bytes << size_class` bytes, header included.
     std::uint32_t size_class = 0;
+    /// Carved from a 2 MiB slab (recording/chunk_memory.hpp), not allocated from the heap.
+    bool in_slab = false;
 
-    explicit chunk(std::uint32_t size_class_index) noexcept : size_class(size_class_index) {}
+    explicit chunk(std::uint32_t size_class_index, bool from_slab = false) noexcept
+        : size_class(size_class_index), in_slab(from_slab) {}
 
     static constexpr std::size_t bytes_of_class(std::uint32_t size_class_index) noexcept {
         return min_total_bytes << size_class_index;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "stint/recording/buffer.hpp"
+#include "stint/recording/chunk_memory.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
@@ -77,13 +78,14 @@ inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
 /// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
 ///
 /// Fresh memory is the dominant cost of recording: a first-touched page costs far more than the
-/// records written into it (a 4 KiB page takes about 2 us to fault in on this project's VMs, 13 ns per
-/// 24-byte record that fills it, against 17 ns for the record itself). So the pool keeps drained
-/// chunks warm for the next session, up to `retained_bytes` (the last session's use while its
-/// profiler lives); `reserve` pre-faults chunks before a session; and while a session records, a
-/// thread of the pool's own faults largest chunks in ahead of demand (start_prefaulting), so that
-/// recording threads take resident chunks with no option to know about. Chunks are cached per size
-/// class; the budget is charged each chunk's real size when a recording thread takes it.
+/// records written into it (chunk_memory.hpp has the numbers, and why largest chunks come in huge-page
+/// slabs). So the pool keeps drained chunks warm for the next session, up to `retained_bytes` (the
+/// last session's use while its profiler lives); `reserve` pre-faults chunks before a session; and
+/// while a session records, a thread of the pool's own faults largest chunks in ahead of demand
+/// (start_prefaulting), so that recording threads take resident chunks with no option to know about.
+/// Chunks are cached per size class; the budget is charged each chunk's real size when a recording
+/// thread takes it. Largest chunks are faulted in a slab (32 of them) at a time, but only while the
+/// budget left could pay for the whole slab: a small budget never maps more than it may use.
 class chunk_pool {
 public:
     /// Bytes kept between sessions when no profiler asks for more.
@@ -134,8 +136,7 @@ public:
     chunk* take_uncharged(std::uint32_t size_class) {
         chunk* c = pop_cached(size_class);
         if (c == nullptr) {
-            c = allocate_faulted(size_class);
-            faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
+            c = allocate_on_demand(size_class);
         }
         c->published.store(c->data(), std::memory_order_relaxed);
         c->next.store(nullptr, std::memory_order_relaxed);
@@ -164,11 +165,17 @@ public:
         std::lock_guard lock(mutex_);
         retained_bytes_ = std::max(retained_bytes_, bytes);
         std::vector<chunk*>& largest = free_[largest_class];
-        largest.reserve(largest.size() + bytes / chunk::total_bytes);
-        // Fault every page in now rather than on the records' path.
+        largest.reserve(largest.size() + bytes / chunk::total_bytes + chunk_memory::chunks_per_slab);
+        // Fault every page in now rather than on the records' path: whole slabs while a slab fits.
         while (cached_bytes_ < bytes) {
-            largest.push_back(allocate_faulted(largest_class));
-            cached_bytes_ += chunk::total_bytes;
+            std::array<chunk*, chunk_memory::chunks_per_slab> slab{};
+            if (bytes - cached_bytes_ >= chunk_memory::slab_bytes && memory_.allocate_slab(slab)) {
+                largest.insert(largest.end(), slab.begin(), slab.end());
+                cached_bytes_ += chunk_memory::slab_bytes;
+            } else {
+                largest.push_back(chunk_memory::allocate_one(largest_class));
+                cached_bytes_ += chunk::total_bytes;
+            }
         }
     }
 
@@ -257,6 +264,9 @@ public:
         budget_ = static_cast<std::int64_t>(std::min<std::size_t>(bytes, INT64_MAX / 2));
         budget_left_.store(budget_, std::memory_order_relaxed);
     }
+    /// Held across fork() with the pool's mutex (pthread_atfork), after it.
+    std::mutex& memory_mutex() noexcept { return memory_.mutex(); }
+
     /// Bytes of chunks the current (or last) session acquired.
     [[nodiscard]] std::size_t session_bytes() const noexcept {
         const std::int64_t left = budget_left_.load(std::memory_order_relaxed);
@@ -310,7 +320,7 @@ private:
     };
 
     /// Keeps `prefault_ahead_` bytes of largest chunks cached (no more than the session's budget could
-    /// still pay for), faulting each in outside the pool mutex.
+    /// still pay for), faulting them in outside the pool mutex: a slab at a time while one fits.
     void prefault_loop(prefault_worker& worker) noexcept {
         const own_allocation_scope own;  // memory reporting never sees these chunks
         name_this_thread("stint prefault");
@@ -319,40 +329,63 @@ private:
             const std::size_t warm = free_[largest_class].size() * chunk::total_bytes;
             const auto affordable = static_cast<std::size_t>(std::max<std::int64_t>(
                 budget_left_.load(std::memory_order_relaxed), 0));
-            if (warm >= std::min(prefault_ahead_, affordable)) {
+            const std::size_t wanted = std::min(prefault_ahead_, affordable);
+            if (warm >= wanted) {
                 worker.wake.wait(lock);
                 continue;
             }
+            // A whole slab even when less is wanted, so long as the budget could pay for all of it.
+            const bool whole_slab = affordable >= warm + chunk_memory::slab_bytes;
             lock.unlock();
-            chunk* c = nullptr;
+            std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
+            std::size_t count = 0;
             try {
-                c = allocate_faulted(largest_class);
+                if (whole_slab && memory_.allocate_slab(faulted)) {
+                    count = faulted.size();
+                } else {
+                    faulted[0] = chunk_memory::allocate_one(largest_class);
+                    count = 1;
+                }
             } catch (...) {
                 return;  // out of memory: recording threads take the slow path (and count drops)
             }
             lock.lock();
-            try {
-                free_[largest_class].push_back(c);
-                cached_bytes_ += chunk::total_bytes;
-            } catch (...) {
-                deallocate(c);
-                return;
-            }
+            if (!cache_largest(std::span(faulted.data(), count))) return;
         }
     }
-    static chunk* allocate_faulted(std::uint32_t size_class) {
-        const std::size_t bytes = chunk::bytes_of_class(size_class);
-        void* memory = ::operator new(bytes, std::align_val_t{64});
-        chunk* c = ::new (memory) chunk(size_class);
-        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
-        return c;
-    }
-    static void deallocate(chunk* c) noexcept {
-        c->~chunk();
-        ::operator delete(c, std::align_val_t{64});  // unsized: clang has no sized delete by default
+
+    /// A chunk of `size_class` faulted in for a thread that found none cached. A largest chunk brings
+    /// its slab's other chunks into the cache with it, when the budget left could pay for them all.
+    chunk* allocate_on_demand(std::uint32_t size_class) {
+        std::array<chunk*, chunk_memory::chunks_per_slab> slab{};
+        if (size_class == largest_class &&
+            budget_left_.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(chunk_memory::slab_bytes) &&
+            memory_.allocate_slab(slab)) {
+            faulted_on_demand_.fetch_add(slab.size(), std::memory_order_relaxed);
+            std::unique_lock lock(mutex_);
+            (void)cache_largest(std::span(slab.data() + 1, slab.size() - 1));
+            return slab[0];
+        }
+        faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
+        return chunk_memory::allocate_one(size_class);
     }
 
+    /// Adds faulted largest chunks to the cache (the pool mutex held); false when the cache could not
+    /// grow, and the chunks are freed.
+    bool cache_largest(std::span<chunk* const> faulted) noexcept {
+        try {
+            free_[largest_class].insert(free_[largest_class].end(), faulted.begin(), faulted.end());
+            cached_bytes_ += faulted.size() * chunk::total_bytes;
+            return true;
+        } catch (...) {
+            for (chunk* c : faulted) deallocate(c);
+            return false;
+        }
+    }
+    void deallocate(chunk* c) noexcept { memory_.deallocate(c); }
+
     std::mutex mutex_;
+    chunk_memory memory_;
     // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
     std::array<std::vector<chunk*>, chunk::size_classes> free_;
     std::size_t cached_bytes_ = 0;
@@ -758,9 +791,11 @@ private:
     void before_fork() noexcept {
         mutex_.lock();
         pool_.mutex().lock();
+        pool_.memory_mutex().lock();
         forking_tid_ = current_os_tid();
     }
     void after_fork_in_parent() noexcept {
+        pool_.memory_mutex().unlock();
         pool_.mutex().unlock();
         mutex_.unlock();
     }
@@ -780,6 +815,7 @@ private:
             }
         }
         pool_.forget_prefaulting_after_fork();
+        pool_.memory_mutex().unlock();
         pool_.mutex().unlock();
         mutex_.unlock();
     }
