@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -225,6 +226,29 @@ void stint_chunk_slow_path(benchmark::State& state) {
     state.counters["chunks"] = chunks;
 }
 BENCHMARK(stint_chunk_slow_path)->Arg(1)->Arg(0)->Iterations(3);
+
+// Faulting largest chunks in, the two ways chunk_memory chooses between: a 2 MiB slab advised for a
+// huge page (arg 1) or 32 chunks from the heap one by one (arg 0). Fresh memory each time: every
+// chunk goes back (the slab unmapped, heap pages trimmed) before the next iteration.
+void chunk_fault_in(benchmark::State& state) {
+    using stint::detail::chunk;
+    using stint::detail::chunk_memory;
+    chunk_memory memory;
+    std::array<chunk*, chunk_memory::chunks_per_slab> chunks{};
+    for (auto _ : state) {
+        if (state.range(0) == 0 || !memory.allocate_slab(chunks)) {
+            for (chunk*& c : chunks) c = chunk_memory::allocate_one(chunk::size_classes - 1);
+        }
+        state.PauseTiming();
+        for (chunk* c : chunks) memory.deallocate(c);
+        ::malloc_trim(0);
+        state.ResumeTiming();
+    }
+    state.counters["ns_per_chunk"] = benchmark::Counter(
+        static_cast<double>(chunk_memory::chunks_per_slab) * static_cast<double>(state.iterations()),
+        benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(chunk_fault_in)->Arg(1)->Arg(0)->Iterations(64);
 
 void stint_op_timing_only(benchmark::State& state) {
     bench_session<> session(state, true);

@@ -2,9 +2,17 @@
 // start() and reused, and a profiler's buffers go back to the system with it.
 #include <doctest/doctest.h>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -182,5 +190,70 @@ TEST_CASE("the prefault thread faults in no more than the session's budget could
     CHECK(prof.stats().recorded + prof.stats().dropped == 100'000);
     CHECK(prof.stats().dropped > 0);
     CHECK(prof.stats().buffer_bytes <= budget);
+}
+#endif
+
+TEST_CASE("chunk memory takes the way that costs least per chunk, trying each first and the dearer every 64th time") {
+    using stint::detail::chunk_memory;
+    std::atomic<std::uint32_t> decisions{0};
+    CHECK(chunk_memory::prefer_slab(0, 0, decisions));      // untried: a slab first
+    CHECK_FALSE(chunk_memory::prefer_slab(500, 0, decisions));  // then one heap chunk
+    CHECK(decisions.load() == 0);
+    int slabs = 0;
+    for (int i = 0; i < 128; ++i) slabs += chunk_memory::prefer_slab(100, 900, decisions) ? 1 : 0;
+    CHECK(slabs == 126);  // the cheaper way, but for two retries of the dearer
+    int singles = 0;
+    for (int i = 0; i < 128; ++i) singles += chunk_memory::prefer_slab(900, 100, decisions) ? 0 : 1;
+    CHECK(singles == 126);
+}
+
+#if defined(__linux__)
+TEST_CASE("a slab's chunks are 2 MiB-aligned and resident, and the slab is unmapped when its last chunk comes back") {
+    using stint::detail::chunk;
+    using stint::detail::chunk_memory;
+    chunk_memory memory;
+    std::array<chunk*, chunk_memory::chunks_per_slab> out{};
+    REQUIRE(memory.allocate_slab(out));
+    CHECK(memory.slabs() == 1);
+    auto* const base = reinterpret_cast<std::byte*>(out[0]);
+    CHECK(reinterpret_cast<std::uintptr_t>(base) % chunk_memory::slab_bytes == 0);
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident(chunk_memory::slab_bytes / page);
+    REQUIRE(::mincore(base, chunk_memory::slab_bytes, resident.data()) == 0);
+    std::size_t pages_in = 0;
+    for (unsigned char r : resident) pages_in += r & 1U;
+    CHECK(pages_in == resident.size());  // faulted in before any record needs them
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        CHECK(reinterpret_cast<std::byte*>(out[i]) == base + i * chunk::total_bytes);
+        CHECK(out[i]->in_slab);
+        CHECK(out[i]->size_class == chunk::size_classes - 1);
+        std::memset(out[i]->data(), 0xab, chunk::data_bytes);  // all of it writable (ASan would say)
+    }
+    for (std::size_t i = 0; i + 1 < out.size(); ++i) memory.deallocate(out[i]);
+    CHECK(memory.slabs() == 1);  // one chunk still out
+    memory.deallocate(out.back());
+    CHECK(memory.slabs() == 0);
+    CHECK(::mincore(base, chunk_memory::slab_bytes, resident.data()) != 0);  // ENOMEM: no longer mapped
+}
+
+TEST_CASE("allocate_largest measures both ways, and a small budget never gets a slab") {
+    using stint::detail::chunk;
+    using stint::detail::chunk_memory;
+    chunk_memory memory;
+    std::vector<chunk*> taken;
+    std::array<chunk*, chunk_memory::chunks_per_slab> out{};
+    // Not allowed a slab: one heap chunk, however cheap slabs are.
+    CHECK(memory.allocate_largest(out, false) == 1);
+    CHECK_FALSE(out[0]->in_slab);
+    taken.push_back(out[0]);
+    CHECK(memory.slabs() == 0);
+    CHECK(memory.single_ns_per_chunk() > 0);
+    // Allowed: a slab is tried, as it is untried.
+    REQUIRE(memory.allocate_largest(out, true) == chunk_memory::chunks_per_slab);
+    taken.insert(taken.end(), out.begin(), out.end());
+    CHECK(memory.slab_ns_per_chunk() > 0);
+    CHECK(memory.slabs() == 1);
+    for (chunk* c : taken) memory.deallocate(c);
+    CHECK(memory.slabs() == 0);
 }
 #endif

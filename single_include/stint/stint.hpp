@@ -2360,8 +2360,11 @@ struct chunk {
     std::atomic<chunk*> next{nullptr};
     /// This chunk's size class: it spans `min_total_bytes << size_class` bytes, header included.
     std::uint32_t size_class = 0;
+    /// Carved from a 2 MiB slab (recording/chunk_memory.hpp), not allocated from the heap.
+    bool in_slab = false;
 
-    explicit chunk(std::uint32_t size_class_index) noexcept : size_class(size_class_index) {}
+    explicit chunk(std::uint32_t size_class_index, bool from_slab = false) noexcept
+        : size_class(size_class_index), in_slab(from_slab) {}
 
     static constexpr std::size_t bytes_of_class(std::uint32_t size_class_index) noexcept {
         return min_total_bytes << size_class_index;
@@ -2493,6 +2496,188 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 #include <vector>
 
 
+// ---- begin stint/recording/chunk_memory.hpp ----
+// Where buffer chunks' memory comes from: the largest chunks are carved from 2 MiB slabs that the
+// kernel may back with one transparent huge page each; the others come from the heap.
+//
+// A page's first write, not the record written into it, is what recording into fresh memory costs.
+// On this project's VMs (a hypervisor that traps each first write) a 4 KiB page takes 6-14 us to
+// fault in: 40-80 ns for each 24-byte record it holds, against 23 ns for the record itself, so one
+// prefault thread cannot stay ahead of one recording thread. A 2 MiB huge page faults in at once, in
+// 0.1-0.4 ms (about 1-5 ns per record), and takes 511 entries off the TLB. Slabs are advised
+// MADV_HUGEPAGE, so this holds where transparent huge pages are "always" or "madvise" (Debian's
+// default); where the kernel gives none, a slab's pages fault in one by one, as heap chunks do.
+// Machines differ (an earlier VM of this project faulted huge pages in at a quarter of the speed of
+// small ones), so allocate_largest() measures both ways as it goes and takes the cheaper.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <span>
+#include <unordered_map>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+class chunk_memory {
+public:
+    static constexpr std::size_t slab_bytes = std::size_t{2} << 20;
+    static constexpr std::size_t chunks_per_slab = slab_bytes / chunk::total_bytes;
+    static_assert(slab_bytes % chunk::total_bytes == 0);
+
+    /// Largest chunks, every page faulted in, the way that has cost least per chunk on this machine:
+    /// a whole slab (only where `slab_allowed`) or one chunk from the heap. Returns how many it put in
+    /// `out` (a slab's worth, or 1). Each way is tried once first, and the dearer one again every
+    /// 64th time, since its cost changes with the machine's state (free huge pages, a host's backing).
+    std::size_t allocate_largest(std::span<chunk*, chunks_per_slab> out, bool slab_allowed) {
+        const bool slab =
+            slab_allowed && prefer_slab(slab_ns_.load(std::memory_order_relaxed),
+                                        single_ns_.load(std::memory_order_relaxed), decisions_);
+        const auto begin = std::chrono::steady_clock::now();
+        std::size_t count = 1;
+        if (slab && allocate_slab(out)) {
+            count = chunks_per_slab;
+        } else {
+            out[0] = allocate_one(largest_class);
+        }
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin);
+        note_cost(count == chunks_per_slab ? slab_ns_ : single_ns_,
+                  std::max<std::int64_t>(1, ns.count() / static_cast<std::int64_t>(count)));
+        return count;
+    }
+
+    /// The choice allocate_largest() makes from each way's cost per chunk (0: not tried yet); counts
+    /// its decisions between two tried ways in `decisions`.
+    static bool prefer_slab(std::int64_t slab_ns, std::int64_t single_ns, std::atomic<std::uint32_t>& decisions) noexcept {
+        if (slab_ns == 0) return true;
+        if (single_ns == 0) return false;
+        const bool cheaper = slab_ns <= single_ns;
+        const bool retry_dearer = decisions.fetch_add(1, std::memory_order_relaxed) % 64 == 63;
+        return cheaper != retry_dearer;
+    }
+
+    /// Nanoseconds per largest chunk each way has cost lately (0: not tried yet).
+    [[nodiscard]] std::int64_t slab_ns_per_chunk() const noexcept { return slab_ns_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::int64_t single_ns_per_chunk() const noexcept {
+        return single_ns_.load(std::memory_order_relaxed);
+    }
+
+    /// One chunk of `size_class` from the heap, every page faulted in.
+    static chunk* allocate_one(std::uint32_t size_class) {
+        const std::size_t bytes = chunk::bytes_of_class(size_class);
+        void* memory = ::operator new(bytes, std::align_val_t{64});
+        chunk* c = ::new (memory) chunk(size_class);
+        touch_pages(c);
+        return c;
+    }
+
+    /// Fills `out` with the largest chunks of one new slab, every page faulted in; false (and nothing
+    /// mapped) where no slab can be mapped, so the caller takes chunks from allocate_one().
+    bool allocate_slab(std::span<chunk*, chunks_per_slab> out) {
+#if defined(__linux__)
+        // Twice the size, then the unaligned ends unmapped: a huge page needs a 2 MiB-aligned range.
+        void* raw = ::mmap(nullptr, 2 * slab_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) return false;
+        const auto raw_begin = reinterpret_cast<std::uintptr_t>(raw);
+        const std::uintptr_t base = (raw_begin + slab_bytes - 1) & ~(slab_bytes - 1);
+        if (base > raw_begin) ::munmap(raw, base - raw_begin);
+        if (raw_begin + 2 * slab_bytes > base + slab_bytes) {
+            ::munmap(reinterpret_cast<void*>(base + slab_bytes), raw_begin + 2 * slab_bytes - (base + slab_bytes));
+        }
+#if defined(MADV_HUGEPAGE)
+        (void)::madvise(reinterpret_cast<void*>(base), slab_bytes, MADV_HUGEPAGE);  // a hint: no error matters
+#endif
+        try {
+            const std::lock_guard lock(mutex_);
+            returned_.emplace(base, 0);
+        } catch (...) {
+            ::munmap(reinterpret_cast<void*>(base), slab_bytes);
+            throw;
+        }
+        for (std::size_t i = 0; i < chunks_per_slab; ++i) {
+            chunk* c = ::new (reinterpret_cast<void*>(base + i * chunk::total_bytes)) chunk(largest_class, true);
+            touch_pages(c);
+            out[i] = c;
+        }
+        return true;
+#else
+        (void)out;
+        return false;
+#endif
+    }
+
+    /// Frees a chunk from either source. A slab's chunk gives its pages back at once; the slab is
+    /// unmapped when the last of its chunks comes back.
+    void deallocate(chunk* c) noexcept {
+        const bool in_slab = c->in_slab;
+        const std::size_t bytes = c->total();
+        c->~chunk();
+        if (!in_slab) {
+            ::operator delete(c, std::align_val_t{64});  // unsized: clang has no sized delete by default
+            return;
+        }
+#if defined(__linux__)
+        ::madvise(c, bytes, MADV_DONTNEED);
+        const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(c) & ~(slab_bytes - 1);
+        bool last = false;
+        {
+            const std::lock_guard lock(mutex_);
+            const auto slab = returned_.find(base);
+            if (slab != returned_.end() && ++slab->second == chunks_per_slab) {
+                returned_.erase(slab);
+                last = true;
+            }
+        }
+        if (last) ::munmap(reinterpret_cast<void*>(base), slab_bytes);
+#else
+        (void)bytes;
+#endif
+    }
+
+    /// Slabs mapped now (some of their chunks may be in use, cached, or given back).
+    [[nodiscard]] std::size_t slabs() {
+        const std::lock_guard lock(mutex_);
+        return returned_.size();
+    }
+
+    /// Held across fork() (pthread_atfork), so that the child finds the table consistent.
+    std::mutex& mutex() noexcept { return mutex_; }
+
+private:
+    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
+
+    /// A moving average, three parts old to one part new (racing writers may lose a sample: harmless).
+    static void note_cost(std::atomic<std::int64_t>& average, std::int64_t ns) noexcept {
+        const std::int64_t old = average.load(std::memory_order_relaxed);
+        average.store(old == 0 ? ns : (3 * old + ns) / 4, std::memory_order_relaxed);
+    }
+
+    /// One write per 4 KiB: each faults its page in now, on a thread that can afford it, not under
+    /// later records (in a huge page, the first write maps all 2 MiB and the rest cost nothing).
+    static void touch_pages(chunk* c) noexcept {
+        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
+    }
+
+    std::atomic<std::int64_t> slab_ns_{0};
+    std::atomic<std::int64_t> single_ns_{0};
+    std::atomic<std::uint32_t> decisions_{0};
+    std::mutex mutex_;
+    std::unordered_map<std::uintptr_t, std::size_t> returned_;  ///< slab base -> its chunks given back
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+// ---- end stint/recording/chunk_memory.hpp ----
+
 // ---- begin stint/detail/platform.hpp ----
 // The few OS facts stint needs: thread ids and names, the process id, fork hooks.
 
@@ -2605,13 +2790,14 @@ inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
 /// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
 ///
 /// Fresh memory is the dominant cost of recording: a first-touched page costs far more than the
-/// records written into it (a 4 KiB page takes about 2 us to fault in on this project's VMs, 13 ns per
-/// 24-byte record that fills it, against 17 ns for the record itself). So the pool keeps drained
-/// chunks warm for the next session, up to `retained_bytes` (the last session's use while its
-/// profiler lives); `reserve` pre-faults chunks before a session; and while a session records, a
-/// thread of the pool's own faults largest chunks in ahead of demand (start_prefaulting), so that
-/// recording threads take resident chunks with no option to know about. Chunks are cached per size
-/// class; the budget is charged each chunk's real size when a recording thread takes it.
+/// records written into it (chunk_memory.hpp has the numbers, and why largest chunks come in huge-page
+/// slabs). So the pool keeps drained chunks warm for the next session, up to `retained_bytes` (the
+/// last session's use while its profiler lives); `reserve` pre-faults chunks before a session; and
+/// while a session records, a thread of the pool's own faults largest chunks in ahead of demand
+/// (start_prefaulting), so that recording threads take resident chunks with no option to know about.
+/// Chunks are cached per size class; the budget is charged each chunk's real size when a recording
+/// thread takes it. Largest chunks are faulted in a slab (32 of them) at a time, but only while the
+/// budget left could pay for the whole slab: a small budget never maps more than it may use.
 class chunk_pool {
 public:
     /// Bytes kept between sessions when no profiler asks for more.
@@ -2662,8 +2848,7 @@ public:
     chunk* take_uncharged(std::uint32_t size_class) {
         chunk* c = pop_cached(size_class);
         if (c == nullptr) {
-            c = allocate_faulted(size_class);
-            faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
+            c = allocate_on_demand(size_class);
         }
         c->published.store(c->data(), std::memory_order_relaxed);
         c->next.store(nullptr, std::memory_order_relaxed);
@@ -2692,11 +2877,14 @@ public:
         std::lock_guard lock(mutex_);
         retained_bytes_ = std::max(retained_bytes_, bytes);
         std::vector<chunk*>& largest = free_[largest_class];
-        largest.reserve(largest.size() + bytes / chunk::total_bytes);
-        // Fault every page in now rather than on the records' path.
+        largest.reserve(largest.size() + bytes / chunk::total_bytes + chunk_memory::chunks_per_slab);
+        // Fault every page in now rather than on the records' path (slabs only while a slab fits).
         while (cached_bytes_ < bytes) {
-            largest.push_back(allocate_faulted(largest_class));
-            cached_bytes_ += chunk::total_bytes;
+            std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
+            const std::size_t count =
+                memory_.allocate_largest(faulted, bytes - cached_bytes_ >= chunk_memory::slab_bytes);
+            largest.insert(largest.end(), faulted.begin(), faulted.begin() + static_cast<std::ptrdiff_t>(count));
+            cached_bytes_ += count * chunk::total_bytes;
         }
     }
 
@@ -2785,6 +2973,9 @@ public:
         budget_ = static_cast<std::int64_t>(std::min<std::size_t>(bytes, INT64_MAX / 2));
         budget_left_.store(budget_, std::memory_order_relaxed);
     }
+    /// Held across fork() with the pool's mutex (pthread_atfork), after it.
+    std::mutex& memory_mutex() noexcept { return memory_.mutex(); }
+
     /// Bytes of chunks the current (or last) session acquired.
     [[nodiscard]] std::size_t session_bytes() const noexcept {
         const std::int64_t left = budget_left_.load(std::memory_order_relaxed);
@@ -2838,7 +3029,7 @@ private:
     };
 
     /// Keeps `prefault_ahead_` bytes of largest chunks cached (no more than the session's budget could
-    /// still pay for), faulting each in outside the pool mutex.
+    /// still pay for), faulting them in outside the pool mutex: a slab at a time while one fits.
     void prefault_loop(prefault_worker& worker) noexcept {
         const own_allocation_scope own;  // memory reporting never sees these chunks
         name_this_thread("stint prefault");
@@ -2847,40 +3038,60 @@ private:
             const std::size_t warm = free_[largest_class].size() * chunk::total_bytes;
             const auto affordable = static_cast<std::size_t>(std::max<std::int64_t>(
                 budget_left_.load(std::memory_order_relaxed), 0));
-            if (warm >= std::min(prefault_ahead_, affordable)) {
+            const std::size_t wanted = std::min(prefault_ahead_, affordable);
+            if (warm >= wanted) {
                 worker.wake.wait(lock);
                 continue;
             }
+            // A whole slab even when less is wanted, so long as the budget could pay for all of it.
+            const bool whole_slab = affordable >= warm + chunk_memory::slab_bytes;
             lock.unlock();
-            chunk* c = nullptr;
+            std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
+            std::size_t count = 0;
             try {
-                c = allocate_faulted(largest_class);
+                count = memory_.allocate_largest(faulted, whole_slab);
             } catch (...) {
                 return;  // out of memory: recording threads take the slow path (and count drops)
             }
             lock.lock();
-            try {
-                free_[largest_class].push_back(c);
-                cached_bytes_ += chunk::total_bytes;
-            } catch (...) {
-                deallocate(c);
-                return;
-            }
+            if (!cache_largest(std::span(faulted.data(), count))) return;
         }
     }
-    static chunk* allocate_faulted(std::uint32_t size_class) {
-        const std::size_t bytes = chunk::bytes_of_class(size_class);
-        void* memory = ::operator new(bytes, std::align_val_t{64});
-        chunk* c = ::new (memory) chunk(size_class);
-        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
-        return c;
-    }
-    static void deallocate(chunk* c) noexcept {
-        c->~chunk();
-        ::operator delete(c, std::align_val_t{64});  // unsized: clang has no sized delete by default
+
+    /// A chunk of `size_class` faulted in for a thread that found none cached. A largest chunk brings
+    /// its slab's other chunks into the cache with it, when the budget left could pay for them all.
+    chunk* allocate_on_demand(std::uint32_t size_class) {
+        if (size_class != largest_class) {
+            faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
+            return chunk_memory::allocate_one(size_class);
+        }
+        std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
+        const std::size_t count = memory_.allocate_largest(
+            faulted, budget_left_.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(chunk_memory::slab_bytes));
+        faulted_on_demand_.fetch_add(count, std::memory_order_relaxed);
+        if (count > 1) {
+            const std::lock_guard lock(mutex_);
+            (void)cache_largest(std::span(faulted.data() + 1, count - 1));
+        }
+        return faulted[0];
     }
 
+    /// Adds faulted largest chunks to the cache (the pool mutex held); false when the cache could not
+    /// grow, and the chunks are freed.
+    bool cache_largest(std::span<chunk* const> faulted) noexcept {
+        try {
+            free_[largest_class].insert(free_[largest_class].end(), faulted.begin(), faulted.end());
+            cached_bytes_ += faulted.size() * chunk::total_bytes;
+            return true;
+        } catch (...) {
+            for (chunk* c : faulted) deallocate(c);
+            return false;
+        }
+    }
+    void deallocate(chunk* c) noexcept { memory_.deallocate(c); }
+
     std::mutex mutex_;
+    chunk_memory memory_;
     // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
     std::array<std::vector<chunk*>, chunk::size_classes> free_;
     std::size_t cached_bytes_ = 0;
@@ -3286,9 +3497,11 @@ private:
     void before_fork() noexcept {
         mutex_.lock();
         pool_.mutex().lock();
+        pool_.memory_mutex().lock();
         forking_tid_ = current_os_tid();
     }
     void after_fork_in_parent() noexcept {
+        pool_.memory_mutex().unlock();
         pool_.mutex().unlock();
         mutex_.unlock();
     }
@@ -3308,6 +3521,7 @@ private:
             }
         }
         pool_.forget_prefaulting_after_fork();
+        pool_.memory_mutex().unlock();
         pool_.mutex().unlock();
         mutex_.unlock();
     }

@@ -9,7 +9,12 @@
 // 0.1-0.4 ms (about 1-5 ns per record), and takes 511 entries off the TLB. Slabs are advised
 // MADV_HUGEPAGE, so this holds where transparent huge pages are "always" or "madvise" (Debian's
 // default); where the kernel gives none, a slab's pages fault in one by one, as heap chunks do.
+// Machines differ (an earlier VM of this project faulted huge pages in at a quarter of the speed of
+// small ones), so allocate_largest() measures both ways as it goes and takes the cheaper.
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -31,6 +36,43 @@ public:
     static constexpr std::size_t slab_bytes = std::size_t{2} << 20;
     static constexpr std::size_t chunks_per_slab = slab_bytes / chunk::total_bytes;
     static_assert(slab_bytes % chunk::total_bytes == 0);
+
+    /// Largest chunks, every page faulted in, the way that has cost least per chunk on this machine:
+    /// a whole slab (only where `slab_allowed`) or one chunk from the heap. Returns how many it put in
+    /// `out` (a slab's worth, or 1). Each way is tried once first, and the dearer one again every
+    /// 64th time, since its cost changes with the machine's state (free huge pages, a host's backing).
+    std::size_t allocate_largest(std::span<chunk*, chunks_per_slab> out, bool slab_allowed) {
+        const bool slab =
+            slab_allowed && prefer_slab(slab_ns_.load(std::memory_order_relaxed),
+                                        single_ns_.load(std::memory_order_relaxed), decisions_);
+        const auto begin = std::chrono::steady_clock::now();
+        std::size_t count = 1;
+        if (slab && allocate_slab(out)) {
+            count = chunks_per_slab;
+        } else {
+            out[0] = allocate_one(largest_class);
+        }
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin);
+        note_cost(count == chunks_per_slab ? slab_ns_ : single_ns_,
+                  std::max<std::int64_t>(1, ns.count() / static_cast<std::int64_t>(count)));
+        return count;
+    }
+
+    /// The choice allocate_largest() makes from each way's cost per chunk (0: not tried yet); counts
+    /// its decisions between two tried ways in `decisions`.
+    static bool prefer_slab(std::int64_t slab_ns, std::int64_t single_ns, std::atomic<std::uint32_t>& decisions) noexcept {
+        if (slab_ns == 0) return true;
+        if (single_ns == 0) return false;
+        const bool cheaper = slab_ns <= single_ns;
+        const bool retry_dearer = decisions.fetch_add(1, std::memory_order_relaxed) % 64 == 63;
+        return cheaper != retry_dearer;
+    }
+
+    /// Nanoseconds per largest chunk each way has cost lately (0: not tried yet).
+    [[nodiscard]] std::int64_t slab_ns_per_chunk() const noexcept { return slab_ns_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::int64_t single_ns_per_chunk() const noexcept {
+        return single_ns_.load(std::memory_order_relaxed);
+    }
 
     /// One chunk of `size_class` from the heap, every page faulted in.
     static chunk* allocate_one(std::uint32_t size_class) {
@@ -116,12 +158,21 @@ public:
 private:
     static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
 
+    /// A moving average, three parts old to one part new (racing writers may lose a sample: harmless).
+    static void note_cost(std::atomic<std::int64_t>& average, std::int64_t ns) noexcept {
+        const std::int64_t old = average.load(std::memory_order_relaxed);
+        average.store(old == 0 ? ns : (3 * old + ns) / 4, std::memory_order_relaxed);
+    }
+
     /// One write per 4 KiB: each faults its page in now, on a thread that can afford it, not under
     /// later records (in a huge page, the first write maps all 2 MiB and the rest cost nothing).
     static void touch_pages(chunk* c) noexcept {
         for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
     }
 
+    std::atomic<std::int64_t> slab_ns_{0};
+    std::atomic<std::int64_t> single_ns_{0};
+    std::atomic<std::uint32_t> decisions_{0};
     std::mutex mutex_;
     std::unordered_map<std::uintptr_t, std::size_t> returned_;  ///< slab base -> its chunks given back
 };

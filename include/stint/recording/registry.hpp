@@ -166,16 +166,13 @@ public:
         retained_bytes_ = std::max(retained_bytes_, bytes);
         std::vector<chunk*>& largest = free_[largest_class];
         largest.reserve(largest.size() + bytes / chunk::total_bytes + chunk_memory::chunks_per_slab);
-        // Fault every page in now rather than on the records' path: whole slabs while a slab fits.
+        // Fault every page in now rather than on the records' path (slabs only while a slab fits).
         while (cached_bytes_ < bytes) {
-            std::array<chunk*, chunk_memory::chunks_per_slab> slab{};
-            if (bytes - cached_bytes_ >= chunk_memory::slab_bytes && memory_.allocate_slab(slab)) {
-                largest.insert(largest.end(), slab.begin(), slab.end());
-                cached_bytes_ += chunk_memory::slab_bytes;
-            } else {
-                largest.push_back(chunk_memory::allocate_one(largest_class));
-                cached_bytes_ += chunk::total_bytes;
-            }
+            std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
+            const std::size_t count =
+                memory_.allocate_largest(faulted, bytes - cached_bytes_ >= chunk_memory::slab_bytes);
+            largest.insert(largest.end(), faulted.begin(), faulted.begin() + static_cast<std::ptrdiff_t>(count));
+            cached_bytes_ += count * chunk::total_bytes;
         }
     }
 
@@ -340,12 +337,7 @@ private:
             std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
             std::size_t count = 0;
             try {
-                if (whole_slab && memory_.allocate_slab(faulted)) {
-                    count = faulted.size();
-                } else {
-                    faulted[0] = chunk_memory::allocate_one(largest_class);
-                    count = 1;
-                }
+                count = memory_.allocate_largest(faulted, whole_slab);
             } catch (...) {
                 return;  // out of memory: recording threads take the slow path (and count drops)
             }
@@ -357,17 +349,19 @@ private:
     /// A chunk of `size_class` faulted in for a thread that found none cached. A largest chunk brings
     /// its slab's other chunks into the cache with it, when the budget left could pay for them all.
     chunk* allocate_on_demand(std::uint32_t size_class) {
-        std::array<chunk*, chunk_memory::chunks_per_slab> slab{};
-        if (size_class == largest_class &&
-            budget_left_.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(chunk_memory::slab_bytes) &&
-            memory_.allocate_slab(slab)) {
-            faulted_on_demand_.fetch_add(slab.size(), std::memory_order_relaxed);
-            std::unique_lock lock(mutex_);
-            (void)cache_largest(std::span(slab.data() + 1, slab.size() - 1));
-            return slab[0];
+        if (size_class != largest_class) {
+            faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
+            return chunk_memory::allocate_one(size_class);
         }
-        faulted_on_demand_.fetch_add(1, std::memory_order_relaxed);
-        return chunk_memory::allocate_one(size_class);
+        std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
+        const std::size_t count = memory_.allocate_largest(
+            faulted, budget_left_.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(chunk_memory::slab_bytes));
+        faulted_on_demand_.fetch_add(count, std::memory_order_relaxed);
+        if (count > 1) {
+            const std::lock_guard lock(mutex_);
+            (void)cache_largest(std::span(faulted.data() + 1, count - 1));
+        }
+        return faulted[0];
     }
 
     /// Adds faulted largest chunks to the cache (the pool mutex held); false when the cache could not
