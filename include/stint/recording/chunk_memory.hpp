@@ -26,6 +26,19 @@
 #include <sys/mman.h>
 #endif
 
+// LeakSanitizer scans the heap, not memory mapped by hand: a heap chunk that only a slab's chunk points
+// to (a thread's chunk list runs through both) would look leaked. Slabs are registered as roots.
+#if defined(__SANITIZE_ADDRESS__)
+#define STINT_DETAIL_LSAN_ROOTS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define STINT_DETAIL_LSAN_ROOTS 1
+#endif
+#endif
+#if defined(STINT_DETAIL_LSAN_ROOTS)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "stint/recording/buffer.hpp"
 
 namespace stint::detail {
@@ -106,6 +119,9 @@ public:
             ::munmap(reinterpret_cast<void*>(base), slab_bytes);
             throw;
         }
+#if defined(STINT_DETAIL_LSAN_ROOTS)
+        __lsan_register_root_region(reinterpret_cast<void*>(base), slab_bytes);
+#endif
         for (std::size_t i = 0; i < chunks_per_slab; ++i) {
             chunk* c = ::new (reinterpret_cast<void*>(base + i * chunk::total_bytes)) chunk(largest_class, true);
             touch_pages(c);
@@ -140,7 +156,12 @@ public:
                 last = true;
             }
         }
-        if (last) ::munmap(reinterpret_cast<void*>(base), slab_bytes);
+        if (last) {
+#if defined(STINT_DETAIL_LSAN_ROOTS)
+            __lsan_unregister_root_region(reinterpret_cast<void*>(base), slab_bytes);
+#endif
+            ::munmap(reinterpret_cast<void*>(base), slab_bytes);
+        }
 #else
         (void)bytes;
 #endif
