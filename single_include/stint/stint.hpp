@@ -2501,8 +2501,8 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 // kernel may back with one transparent huge page each; the others come from the heap.
 //
 // A page's first write, not the record written into it, is what recording into fresh memory costs.
-// On this project's VMs (a hypervisor that traps each first write) a 4 KiB page takes 6-14 us to
-// fault in: 40-80 ns for each 24-byte record it holds, against 23 ns for the record itself, so one
+// On this project's VMs (a hypervisor that traps each first write) a 4 KiB page takes 10-16 us to
+// fault in: 60-95 ns for each 24-byte record it holds, against 23 ns for the record itself, so one
 // prefault thread cannot stay ahead of one recording thread. A 2 MiB huge page faults in at once, in
 // 0.1-0.4 ms (about 1-5 ns per record), and takes 511 entries off the TLB. Slabs are advised
 // MADV_HUGEPAGE, so this holds where transparent huge pages are "always" or "madvise" (Debian's
