@@ -171,8 +171,8 @@ public:
             std::array<chunk*, chunk_memory::chunks_per_slab> faulted{};
             const std::size_t count =
                 memory_.allocate_largest(faulted, bytes - cached_bytes_ >= chunk_memory::slab_bytes);
-            largest.insert(largest.end(), faulted.begin(), faulted.begin() + static_cast<std::ptrdiff_t>(count));
-            cached_bytes_ += count * chunk::total_bytes;
+            // The capacity reserved above makes this succeed; were it to fail, the chunks are freed.
+            if (!cache_largest(std::span(faulted.data(), count))) throw std::bad_alloc();
         }
     }
 
