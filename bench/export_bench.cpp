@@ -180,7 +180,7 @@ void session_memory(benchmark::State& state) {
         benchmark::DoNotOptimize(prof.events().size());
         const memory_sample listed = sample_memory();
         state.counters["rss_bytes_per_event_event_list"] = (listed.resident - listed_before.resident) / events;
-        state.counters["sizeof_event"] = sizeof(stint::event);
+        state.counters["list_bytes_per_event"] = static_cast<double>(prof.events().event_bytes()) / events;
     }
 }
 BENCHMARK(session_memory)->Arg(memory_events)->Arg(memory_events * 10)->Iterations(1)->Unit(benchmark::kMillisecond);

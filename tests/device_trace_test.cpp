@@ -523,8 +523,8 @@ TEST_CASE("every trace's stint block reports the device collection and its losse
 TEST_CASE("device events read back with ts + dur on their ends, each row with its own origin") {
     const stint::event_list list = device_list();
     const auto trace = export_trace(list);
-    std::map<std::string, const stint::event*> by_source_name;
-    for (const stint::event& e : list) by_source_name[std::string(e.name) + "@" + std::to_string(e.start_ns)] = &e;
+    std::map<std::string, std::optional<stint::event>> by_source_name;
+    for (const stint::event& e : list) by_source_name[std::string(e.name) + "@" + std::to_string(e.start_ns)] = e;
     int checked = 0;
     for (const auto& e : trace["traceEvents"]) {
         if (e["ph"] != "X") continue;

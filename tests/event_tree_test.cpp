@@ -166,3 +166,73 @@ TEST_CASE("on the machine's clock, the tree is the nesting the program executed"
 TEST_CASE("three nested scopes in a loop nest as written, with the machine's clock ties") {
     nesting::check_three_level_loop(300'000);
 }
+
+TEST_CASE("the list keeps a timing-only event in 48 bytes, and a copied name once") {
+    event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+    constexpr std::int64_t n = 10'000;
+    b.reserve(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+        b.add_copy(event_kind::user_annotation, i % 2 == 0 ? "even" : "odd", t, 10 * i, 10 * i + 5);
+    }
+    const stint::event_list list = std::move(b).build();
+    REQUIRE(list.size() == n);
+    // Rows of 48 B, no side records, two names.
+    CHECK(list.event_bytes() <= n * 48 + 2 * sizeof(stint::detail::event_name) + 64);
+    CHECK(list[0].name.data() == list[2].name.data());  // one copy of "even" for all of them
+    CHECK(list[1].name == "odd");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        CHECK(list[i].index == i);
+        CHECK(list.index_of(list[i]) == i);
+    }
+}
+
+TEST_CASE("times beyond 32 bits (a scope of hours, a self time below its children's) are kept exactly") {
+    event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+    constexpr std::int64_t hour = 3'600'000'000'000;
+    const auto root = b.add(event_kind::user_annotation, "root", t, 0, 3 * hour);
+    const auto child = b.add(event_kind::user_annotation, "child", t, 1, hour + 1);
+    const auto small = b.add(event_kind::user_annotation, "small", t, hour + 10, hour + 20);
+    (void)root;
+    (void)child;
+    (void)small;
+    stint::event_list list = std::move(b).build();
+    REQUIRE(list.size() == 3);
+    CHECK(list[0].name == "root");
+    CHECK(list[0].end_ns == 3 * hour);
+    CHECK(list[0].duration_ns() == 3 * hour);
+    CHECK(list[0].self_ns == 3 * hour - hour - 10);
+    CHECK(list[1].name == "child");
+    CHECK(list[1].duration_ns() == hour);
+    CHECK(list[1].self_ns == hour);
+    CHECK(list[1].parent == 0);
+    CHECK(list[2].end_ns == hour + 20);
+    CHECK(list[2].self_ns == 10);
+    // Moving the list keeps the long times exact too.
+    list.retime(7, 0.0, 0, 0);
+    CHECK(list[0].start_ns == 7);
+    CHECK(list[0].end_ns == 3 * hour + 7);
+    CHECK(list[1].end_ns == hour + 8);
+    CHECK(list[0].self_ns == 3 * hour - hour - 10);
+}
+
+TEST_CASE("ids stay each window's own after lists are appended") {
+    const auto window = [](std::uint64_t first_id, std::int64_t at) {
+        event_list_builder b;
+        const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+        b.set_first_id(first_id);
+        b.add(event_kind::user_annotation, "later", t, at + 10, at + 20);
+        b.add(event_kind::user_annotation, "earlier", t, at, at + 5);
+        return std::move(b).build();
+    };
+    stint::event_list all = window(100, 0);
+    all.append(window(500, 1000));
+    REQUIRE(all.size() == 4);
+    CHECK(all[0].name == "earlier");
+    CHECK(all[0].id == 101);  // the second added in its window
+    CHECK(all[1].id == 100);
+    CHECK(all[2].name == "earlier");
+    CHECK(all[2].id == 501);
+    CHECK(all[3].id == 500);
+}

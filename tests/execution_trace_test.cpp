@@ -464,17 +464,17 @@ TEST_CASE("execution trace outputs: innermost op, the Chrome trace's Output args
         workload();
         prof.stop();
         prof.export_chrome_trace(trace_path);
-        const stint::event* op = nullptr;
-        const stint::event* outer = nullptr;
-        const stint::event* inner = nullptr;
+        std::optional<stint::event> op;
+        std::optional<stint::event> outer;
+        std::optional<stint::event> inner;
         for (const stint::event& e : prof.events()) {
-            if (e.name == "my::op") op = &e;
-            if (e.name == "outer") outer = &e;
-            if (e.name == "inner scope") inner = &e;
+            if (e.name == "my::op") op = e;
+            if (e.name == "outer") outer = e;
+            if (e.name == "inner scope") inner = e;
         }
-        REQUIRE(op != nullptr);
-        REQUIRE(outer != nullptr);
-        REQUIRE(inner != nullptr);
+        REQUIRE(op != std::nullopt);
+        REQUIRE(outer != std::nullopt);
+        REQUIRE(inner != std::nullopt);
         REQUIRE(prof.events().args(*op) != nullptr);
         const std::vector<stint::op_input>& outputs = prof.events().args(*op)->outputs;
         REQUIRE(outputs.size() == 2);

@@ -30,14 +30,14 @@ flop_tensor t(std::vector<std::int64_t> dims) { return {std::move(dims)}; }
 
 template <class Config>
 std::int64_t only_flops(const stint::profiler<Config>& prof, std::string_view name) {
-    const stint::event* found = nullptr;
+    std::optional<stint::event> found;
     for (const stint::event& e : prof.events()) {
         if (e.name == name) {
-            REQUIRE(found == nullptr);
-            found = &e;
+            REQUIRE(found == std::nullopt);
+            found = e;
         }
     }
-    REQUIRE(found != nullptr);
+    REQUIRE(found != std::nullopt);
     return found->flops;
 }
 

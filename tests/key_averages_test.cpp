@@ -289,8 +289,8 @@ TEST_CASE("group_by_overload_name is accepted and groups by name, as stint ops h
 TEST_CASE("flops are summed over the events that have an estimate") {
     event_list_builder b;
     const auto t = b.add_thread({.os_tid = 1, .name = "main"});
-    b.at(b.add(event_kind::cpu_op, "aten::mm", t, 0, 10)).flops = 4'194'304;
-    b.at(b.add(event_kind::cpu_op, "aten::mm", t, 20, 30)).flops = 2'097'152;
+    b.set_flops(b.add(event_kind::cpu_op, "aten::mm", t, 0, 10), 4'194'304);
+    b.set_flops(b.add(event_kind::cpu_op, "aten::mm", t, 20, 30), 2'097'152);
     b.add(event_kind::cpu_op, "aten::mm", t, 40, 50);  // -1: no estimate, adds nothing
     b.add(event_kind::cpu_op, "aten::relu", t, 60, 70);
     const event_list events = std::move(b).build();

@@ -29,17 +29,17 @@ using mem = stint::config<stint::profile_memory>;
 static_assert(std::is_same_v<stint::detail::op_scope_or_site<mem>, stint::detail::scope<mem>>);
 static_assert(sizeof(stint::detail::scope<mem>) == sizeof(stint::detail::scope<stint::config<>>));
 
-const stint::event* named(const stint::event_list& events, std::string_view name) {
+std::optional<stint::event> named(const stint::event_list& events, std::string_view name) {
     for (const stint::event& e : events) {
-        if (e.name == name) return &e;
+        if (e.name == name) return e;
     }
-    return nullptr;
+    return std::nullopt;
 }
 
-std::vector<const stint::event*> memory_events(const stint::event_list& events) {
-    std::vector<const stint::event*> found;
+std::vector<std::optional<stint::event>> memory_events(const stint::event_list& events) {
+    std::vector<std::optional<stint::event>> found;
     for (const stint::event& e : events) {
-        if (e.kind == stint::event_kind::memory) found.push_back(&e);
+        if (e.kind == stint::event_kind::memory) found.push_back(e);
     }
     return found;
 }
@@ -74,12 +74,12 @@ TEST_CASE("memory: the seed's scopes: an op allocating inside one scope, the fre
     }
     prof.stop();
     const stint::event_list& events = prof.events();
-    const stint::event* alloc_scope = named(events, "test_user_scope_alloc");
-    const stint::event* op = named(events, "aten::empty");
-    const stint::event* dealloc_scope = named(events, "test_user_scope_dealloc");
-    REQUIRE(alloc_scope != nullptr);
-    REQUIRE(op != nullptr);
-    REQUIRE(dealloc_scope != nullptr);
+    std::optional<stint::event> alloc_scope = named(events, "test_user_scope_alloc");
+    std::optional<stint::event> op = named(events, "aten::empty");
+    std::optional<stint::event> dealloc_scope = named(events, "test_user_scope_dealloc");
+    REQUIRE(alloc_scope != std::nullopt);
+    REQUIRE(op != std::nullopt);
+    REQUIRE(dealloc_scope != std::nullopt);
     CHECK(events.memory_usage_of(*alloc_scope).cpu == 400);
     CHECK(events.memory_usage_of(*alloc_scope).self_cpu == 0);  // the op under it allocated
     CHECK(events.memory_usage_of(*op).cpu == 400);
@@ -144,8 +144,8 @@ TEST_CASE("memory: an allocator that runs out: an [OutOfMemory] event, and an er
     prof.stop();
     CHECK(std::regex_match(message, std::regex(".*[tT]ried to allocate.*")));
     CHECK(message.find("1073741824 bytes") != std::string::npos);
-    const stint::event* oom = named(prof.events(), "[OutOfMemory]");
-    REQUIRE(oom != nullptr);
+    std::optional<stint::event> oom = named(prof.events(), "[OutOfMemory]");
+    REQUIRE(oom != std::nullopt);
     CHECK(oom->kind == stint::event_kind::out_of_memory);
     CHECK(prof.events().memory_of(*oom)->bytes == std::int64_t{1} << 30);
     CHECK(prof.events().parent(*oom) == named(prof.events(), "aten::empty"));
@@ -173,8 +173,8 @@ TEST_CASE("memory: report_oom carries the allocator's totals and device") {
     prof.start();
     stint::report_oom(std::size_t{1} << 42, {stint::device_type::cuda, 1}, 7'000, 9'000);
     prof.stop();
-    const stint::event* oom = named(prof.events(), "[OutOfMemory]");
-    REQUIRE(oom != nullptr);
+    std::optional<stint::event> oom = named(prof.events(), "[OutOfMemory]");
+    REQUIRE(oom != std::nullopt);
     const stint::memory_record& r = *prof.events().memory_of(*oom);
     CHECK(r.total_allocated == 7'000);
     CHECK(r.total_reserved == 9'000);
@@ -241,7 +241,7 @@ TEST_CASE("memory: a free of memory from before the session shows without an all
     CHECK(prof.events().memory_of(*memory[2])->total_allocated == 50);
     CHECK(prof.events().memory_of(*memory[3])->matched);
     CHECK(prof.events().memory_of(*memory[3])->total_allocated == 0);
-    for (const stint::event* e : memory) CHECK(prof.events().memory_of(*e)->total_allocated >= 0);
+    for (std::optional<stint::event> e : memory) CHECK(prof.events().memory_of(*e)->total_allocated >= 0);
 }
 
 TEST_CASE("memory: memory events lost to the budget are in stats() when the window keeps its records unbuilt") {
@@ -320,7 +320,7 @@ TEST_CASE("memory: threads allocate and free concurrently, frees on other thread
     REQUIRE(memory.size() == 2 * threads * blocks);
     std::int64_t allocated = 0;
     std::int64_t freed = 0;
-    for (const stint::event* e : memory) {
+    for (std::optional<stint::event> e : memory) {
         const stint::memory_record& r = *prof.events().memory_of(*e);
         CHECK(r.matched);
         (r.bytes > 0 ? allocated : freed) += r.bytes;

@@ -122,7 +122,7 @@ inline void check_tree(const stint::event_list& list, const std::map<std::uint64
         // self time: the duration less the children's
         std::int64_t children = 0;
         for (stint::event_index c = e.first_child; c != stint::no_index; c = list[c].next_sibling) {
-            CHECK(list[c].parent == static_cast<stint::event_index>(&e - &list[0]));
+            CHECK(list[c].parent == e.index);
             children += list[c].duration_ns();
         }
         CHECK(e.self_ns == e.duration_ns() - children);

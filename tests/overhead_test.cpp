@@ -12,15 +12,15 @@
 
 namespace {
 
-const stint::event* find_on(const stint::event_list& list, std::string_view name, std::uint32_t thread) {
+std::optional<stint::event> find_on(const stint::event_list& list, std::string_view name, std::uint32_t thread) {
     for (const stint::event& e : list) {
-        if (e.name == name && e.thread == thread) return &e;
+        if (e.name == name && e.thread == thread) return e;
     }
-    return nullptr;
+    return std::nullopt;
 }
 
 stint::event_index index_of(const stint::event_list& list, const stint::event& e) {
-    return static_cast<stint::event_index>(&e - &list[0]);
+    return list.index_of(e);
 }
 
 // A parent scope and an empty child on a thread that has never recorded.
@@ -42,15 +42,15 @@ TEST_CASE("a new thread's registration is an overhead event beside its first rec
     parent_and_child_on_a_fresh_thread();
     prof.stop();
     const stint::event_list& list = prof.events();
-    const stint::event* child = nullptr;
+    std::optional<stint::event> child;
     for (const stint::event& e : list) {
-        if (e.name == "child") child = &e;
+        if (e.name == "child") child = e;
     }
-    REQUIRE(child != nullptr);
-    const stint::event* parent = find_on(list, "parent", child->thread);
-    const stint::event* work = find_on(list, "[stint] register thread", child->thread);
-    REQUIRE(parent != nullptr);
-    REQUIRE(work != nullptr);
+    REQUIRE(child != std::nullopt);
+    std::optional<stint::event> parent = find_on(list, "parent", child->thread);
+    std::optional<stint::event> work = find_on(list, "[stint] register thread", child->thread);
+    REQUIRE(parent != std::nullopt);
+    REQUIRE(work != std::nullopt);
     CHECK(work->kind == stint::event_kind::overhead);
     CHECK(work->parent == index_of(list, *parent));
     CHECK(child->parent == index_of(list, *parent));
@@ -87,10 +87,10 @@ TEST_CASE("what is left of the parent's self time, with registration taken out, 
         parent_and_child_on_a_fresh_thread();
         prof.stop();
         const stint::event_list& list = prof.events();
-        const stint::event* parent = stint_test::find(list, "parent");
-        const stint::event* work = stint_test::find(list, "[stint] register thread");
-        REQUIRE(parent != nullptr);
-        REQUIRE(work != nullptr);
+        std::optional<stint::event> parent = stint_test::find(list, "parent");
+        std::optional<stint::event> work = stint_test::find(list, "[stint] register thread");
+        REQUIRE(parent != std::nullopt);
+        REQUIRE(work != std::nullopt);
         less = parent->self_ns < work->duration_ns();
         if (!less) MESSAGE("run " << run << ": parent self " << parent->self_ns << " ns, registration " << work->duration_ns() << " ns");
     }
@@ -137,10 +137,10 @@ TEST_CASE("each further chunk is an overhead event inside the scope whose record
     const stint::event_list& list = prof.events();
     CHECK(prof.stats().overhead_events == 1);
     CHECK(stint_test::overhead_event_count(list, "[stint] buffer chunk") == 1);
-    const stint::event* parent = find_on(list, "parent", 0);
-    const stint::event* work = find_on(list, "[stint] buffer chunk", 0);
-    REQUIRE(parent != nullptr);
-    REQUIRE(work != nullptr);
+    std::optional<stint::event> parent = find_on(list, "parent", 0);
+    std::optional<stint::event> work = find_on(list, "[stint] buffer chunk", 0);
+    REQUIRE(parent != std::nullopt);
+    REQUIRE(work != std::nullopt);
     CHECK(work->parent == index_of(list, *parent));
     CHECK(work->depth == 1);
     std::int64_t children = 0;

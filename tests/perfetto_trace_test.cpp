@@ -334,9 +334,9 @@ void check_events(const stint::event_list& events, const perfetto_model& model, 
     }
     std::vector<event_key> expected_slices;
     std::vector<event_key> expected_instants;
-    std::map<std::uint64_t, const stint::event*> by_id;
+    std::map<std::uint64_t, std::optional<stint::event>> by_id;
     for (const stint::event& e : events) {
-        by_id[e.id] = &e;
+        by_id[e.id] = e;
         const auto start = static_cast<std::uint64_t>(e.start_ns);
         const bool instant = stint::is_zero_length_kind(e.kind);
         event_key key{track_of_thread.at(events.thread_of(e).os_tid), name_of(e.name),

@@ -206,8 +206,8 @@ TEST_CASE("aten::ones and aten::cat show the seed's Input type, Concrete Inputs 
     }
 
     // key_averages sees a TensorList's dims as [] (torch's shapes for its table), the trace nests them.
-    const stint::event* c = find(prof.events(), "aten::cat");
-    REQUIRE(c != nullptr);
+    std::optional<stint::event> c = find(prof.events(), "aten::cat");
+    REQUIRE(c != std::nullopt);
     const stint::event_args* args = prof.events().args(*c);
     REQUIRE(args != nullptr);
     CHECK(args->input_dims == std::vector<std::vector<std::int64_t>>{{}, {}});
@@ -557,8 +557,8 @@ TEST_CASE("without record_shapes an op records no inputs: same scope size, 24-by
     CHECK(evaluated == 0);
     CHECK(prof.stats().recorded == 2728);
     CHECK(prof.stats().dropped == 272);
-    const stint::event* e = find(prof.events(), "timing_only");
-    REQUIRE(e != nullptr);
+    std::optional<stint::event> e = find(prof.events(), "timing_only");
+    REQUIRE(e != std::nullopt);
     CHECK(prof.events().args(*e) == nullptr);
     const json args = export_and_read(prof).named("timing_only").at(0).at("args");
     CHECK_FALSE(args.contains("Input Dims"));
@@ -608,8 +608,8 @@ TEST_CASE("record_function's args string is its one input, as torch records it")
     CHECK(e.at("args").at("Input Dims") == json::parse("[[]]"));
     CHECK(e.at("args").at("Concrete Inputs") == json({"1, 2, 3"}));
     CHECK_FALSE(trace.one("plain").at("args").contains("Input type"));
-    const stint::event* rf = find(prof.events(), "## TEST 1 ##");
-    REQUIRE(rf != nullptr);
+    std::optional<stint::event> rf = find(prof.events(), "## TEST 1 ##");
+    REQUIRE(rf != std::nullopt);
     REQUIRE(prof.events().args(*rf) != nullptr);
     CHECK(prof.events().args(*rf)->record_args == "1, 2, 3");
 }

@@ -47,10 +47,10 @@ TEST_CASE("nested scopes lie inside their parents and self times add up") {
     prof.stop();
     const auto& events = prof.events();
     REQUIRE(events.size() == 4);
-    const stint::event* root = find(events, "root");
-    const stint::event* mid = find(events, "ns::middle");
-    REQUIRE(root != nullptr);
-    REQUIRE(mid != nullptr);
+    std::optional<stint::event> root = find(events, "root");
+    std::optional<stint::event> mid = find(events, "ns::middle");
+    REQUIRE(root != std::nullopt);
+    REQUIRE(mid != std::nullopt);
     CHECK(root->kind == stint::event_kind::user_annotation);
     CHECK(mid->kind == stint::event_kind::cpu_op);
     CHECK(root->is_top_level());
@@ -109,16 +109,16 @@ TEST_CASE("instants, runtime names and record_function are recorded") {
     prof.stop();
     const auto& events = prof.events();
     REQUIRE(events.size() == 4);
-    const auto* marker = find(events, "marker");
-    REQUIRE(marker != nullptr);
+    const auto marker = find(events, "marker");
+    REQUIRE(marker != std::nullopt);
     CHECK(marker->kind == stint::event_kind::instant);
     CHECK(marker->duration_ns() == 0);
     CHECK(events.parent(*marker)->name == "outer");
-    const auto* named = find(events, "layer.3");
-    REQUIRE(named != nullptr);
+    const auto named = find(events, "layer.3");
+    REQUIRE(named != std::nullopt);
     CHECK(named->kind == stint::event_kind::user_annotation);
-    const auto* rf = find(events, "rf.forward");
-    REQUIRE(rf != nullptr);
+    const auto rf = find(events, "rf.forward");
+    REQUIRE(rf != std::nullopt);
     CHECK(events.parent(*rf) == named);
 }
 

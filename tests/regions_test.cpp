@@ -606,13 +606,13 @@ TEST_CASE("compiled regions are named 'Torch-Compiled Region: frame/compile', on
     CHECK(first.at(0) == 20.0);
     CHECK(second.at(0) == 30.0);
 
-    std::vector<const stint::event*> regions;
+    std::vector<std::optional<stint::event>> regions;
     for (const stint::event& e : prof.events()) {
-        if (e.name.find("Torch-Compiled") != std::string_view::npos) regions.push_back(&e);
+        if (e.name.find("Torch-Compiled") != std::string_view::npos) regions.push_back(e);
     }
-    std::sort(regions.begin(), regions.end(), [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
+    std::sort(regions.begin(), regions.end(), [](const auto& a, const auto& b) { return a->start_ns < b->start_ns; });
     std::vector<std::string_view> annotations;
-    for (const stint::event* e : regions) annotations.push_back(e->name);
+    for (std::optional<stint::event> e : regions) annotations.push_back(e->name);
     CHECK(annotations == std::vector<std::string_view>{"Torch-Compiled Region: 0/0", "Torch-Compiled Region: 1/0",
                                                        "Torch-Compiled Region: 0/1", "Torch-Compiled Region: 1/0"});
     // Made once per (frame, compile): both 1/0 entries point to one name.

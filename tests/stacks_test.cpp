@@ -60,8 +60,8 @@ TEST_CASE("with_stack gives each event its site and its enclosing scopes, innerm
     forward_pass();
     prof.stop();
 
-    const stint::event* op = find(prof.events(), "aten::mm");
-    REQUIRE(op != nullptr);
+    std::optional<stint::event> op = find(prof.events(), "aten::mm");
+    REQUIRE(op != std::nullopt);
     const auto stack = prof.events().stack(*op);
     REQUIRE(stack.size() == 2);
     CHECK(contains(stack[0], "stacks_test.cpp("));
@@ -79,8 +79,8 @@ TEST_CASE("with_stack gives each event its site and its enclosing scopes, innerm
     CHECK_FALSE(contains(stack[0], "/../"));
 
     // Both calls share one interned stack; the scope's stack is the op's without its first frame.
-    const stint::event* forward = find(prof.events(), "forward");
-    REQUIRE(forward != nullptr);
+    std::optional<stint::event> forward = find(prof.events(), "forward");
+    REQUIRE(forward != std::nullopt);
     const auto outer = prof.events().stack(*forward);
     REQUIRE(outer.size() == 1);
     CHECK(outer[0] == stack[1]);
@@ -96,10 +96,10 @@ TEST_CASE("a stack is a view of the list's interned stacks: iteration, front, ou
     prof.start();
     forward_pass();
     prof.stop();
-    const stint::event* op = find(prof.events(), "aten::mm");
-    const stint::event* forward = find(prof.events(), "forward");
-    REQUIRE(op != nullptr);
-    REQUIRE(forward != nullptr);
+    std::optional<stint::event> op = find(prof.events(), "aten::mm");
+    std::optional<stint::event> forward = find(prof.events(), "forward");
+    REQUIRE(op != std::nullopt);
+    REQUIRE(forward != std::nullopt);
     const stint::call_stack stack = prof.events().stack(*op);
     const stint::call_stack caller = prof.events().stack(*forward);
 
@@ -141,8 +141,8 @@ TEST_CASE("names made at run time are their own frame") {
         STINT_OP(stacks, "aten::add");
     }
     prof.stop();
-    const stint::event* op = find(prof.events(), "aten::add");
-    REQUIRE(op != nullptr);
+    std::optional<stint::event> op = find(prof.events(), "aten::add");
+    REQUIRE(op != std::nullopt);
     const auto stack = prof.events().stack(*op);
     REQUIRE(stack.size() == 2);
     CHECK(stack[1] == "phase one");
@@ -197,8 +197,8 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
         CHECK(std::stoll(last) > 0);  // test_export_stacks: int(line.split(" ")[-1]) > 0
         CHECK(std::count(line.begin(), line.end(), ' ') == 1);
     }
-    const stint::event* op = find(prof.events(), "aten::mm");
-    REQUIRE(op != nullptr);
+    std::optional<stint::event> op = find(prof.events(), "aten::mm");
+    REQUIRE(op != std::nullopt);
     const auto stack = prof.events().stack(*op);
     const std::vector<std::string> frames(stack.begin(), stack.end());
     std::string expected_path;
@@ -218,8 +218,8 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
             forward_total += std::stoll(l.substr(l.rfind(' ') + 1));
         }
     }
-    const stint::event* forward = find(prof.events(), "forward");
-    REQUIRE(forward != nullptr);
+    std::optional<stint::event> forward = find(prof.events(), "forward");
+    REQUIRE(forward != std::nullopt);
     CHECK(forward_total == static_cast<std::int64_t>(forward->self_cpu_time_total()));
 
     // No device events yet: nothing has self CUDA time.
@@ -431,8 +431,8 @@ TEST_CASE("with_stack<native> records return addresses and names them, demangled
     native_caller(2);
     prof.stop();
 
-    const stint::event* op = find(prof.events(), "native::op");
-    REQUIRE(op != nullptr);
+    std::optional<stint::event> op = find(prof.events(), "native::op");
+    REQUIRE(op != std::nullopt);
     const auto stack = prof.events().stack(*op);
     REQUIRE(stack.size() >= 3);
     // Functions in an anonymous namespace are not exported: found in the executable's .symtab.
@@ -441,8 +441,8 @@ TEST_CASE("with_stack<native> records return addresses and names them, demangled
     CHECK(std::any_of(stack.begin(), stack.end(),
                       [](const std::string& f) { return contains(f, "DOCTEST_ANON_FUNC"); }));
     // Interned by name: two calls from different lines of one function share a stack.
-    std::vector<const stint::event*> ops;
-    for (const stint::event& e : prof.events()) ops.push_back(&e);
+    std::vector<std::optional<stint::event>> ops;
+    for (const stint::event& e : prof.events()) ops.push_back(e);
     REQUIRE(ops.size() == 2);
     const auto a = prof.events().stack(*ops[0]);
     const auto b = prof.events().stack(*ops[1]);
@@ -458,10 +458,10 @@ TEST_CASE("with_stack<native> records return addresses and names them, demangled
         STINT_OP(stacks, "inner");
     }
     nested.stop();
-    const stint::event* inner = find(nested.events(), "inner");
-    const stint::event* outer = find(nested.events(), "outer");
-    REQUIRE(inner != nullptr);
-    REQUIRE(outer != nullptr);
+    std::optional<stint::event> inner = find(nested.events(), "inner");
+    std::optional<stint::event> outer = find(nested.events(), "outer");
+    REQUIRE(inner != std::nullopt);
+    REQUIRE(outer != std::nullopt);
     const auto inner_stack = nested.events().stack(*inner);
     const auto outer_stack = nested.events().stack(*outer);
     REQUIRE(inner_stack.size() == outer_stack.size() + 1);

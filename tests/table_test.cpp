@@ -43,16 +43,16 @@ event_list training_steps() {
     b.add(event_kind::user_annotation, "ProfilerStep#1", main, 0, 5'000'000);
     b.add(event_kind::user_annotation, "forward", main, 100'000, 3'100'000);
     auto mm1 = b.add(event_kind::cpu_op, "aten::mm", main, 200'000, 1'200'000);
-    b.at(mm1).flops = 4'194'304;
+    b.set_flops(mm1, 4'194'304);
     b.set_args(mm1, input_shapes({{64, 128}, {128, 256}}));
     auto relu = b.add(event_kind::cpu_op, "aten::relu", main, 1'300'000, 1'350'500);
     b.set_args(relu, input_shapes({{64, 256}}));
     auto mm2 = b.add(event_kind::cpu_op, "aten::mm", main, 1'400'000, 2'400'000);
-    b.at(mm2).flops = 4'194'304;
+    b.set_flops(mm2, 4'194'304);
     b.set_args(mm2, input_shapes({{64, 128}, {128, 256}}));
     b.add(event_kind::user_annotation, "backward", main, 3'200'000, 4'900'000);
     auto mm3 = b.add(event_kind::cpu_op, "aten::mm", main, 3'300'000, 4'000'123);
-    b.at(mm3).flops = 8'388'608;
+    b.set_flops(mm3, 8'388'608);
     b.set_args(mm3, input_shapes({{128, 64}, {64, 256}}));
     b.add(event_kind::user_annotation, "ProfilerStep#2", main, 5'000'000, 1'505'000'000);
     auto sum = b.add(event_kind::cpu_op, "aten::sum", main, 10'000'000, 10'000'250);
@@ -397,7 +397,7 @@ TEST_CASE("the flops column picks the unit of the smallest non-zero count") {
         std::int64_t at = 0;
         for (std::int64_t f : flops) {
             auto i = b.add(event_kind::cpu_op, "aten::mm", t, at, at + 1000);
-            b.at(i).flops = f;
+            b.set_flops(i, f);
             at += 2000;
         }
         return stint::table(std::move(b).build());
@@ -445,7 +445,7 @@ TEST_CASE("flops and source locations each sit under their own header") {
     event_list_builder b;
     const auto t = b.add_thread({.os_tid = 1, .name = "main"});
     auto mm = b.add(event_kind::cpu_op, "aten::mm", t, 0, 1000);
-    b.at(mm).flops = 2'000'000;
+    b.set_flops(mm, 2'000'000);
     b.set_stack(mm, {"model.py(3): f", "main.py(9): g"});
     const std::vector<std::string> lines = lines_of(stint::table(std::move(b).build()));
     REQUIRE(lines.size() == 8);

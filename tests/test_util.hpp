@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,11 +151,11 @@ std::size_t overhead_event_count(const List& list, std::string_view name) {
 }
 
 /// The first event named `name`, or null.
-inline const stint::event* find(const stint::event_list& list, std::string_view name) {
+inline std::optional<stint::event> find(const stint::event_list& list, std::string_view name) {
     for (const stint::event& e : list) {
-        if (e.name == name) return &e;
+        if (e.name == name) return e;
     }
-    return nullptr;
+    return std::nullopt;
 }
 
 /// Busy-waits for `span`: time the profiler sees spent on this thread, not asleep.

@@ -821,8 +821,12 @@ struct unmatched_points {
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
+///
+/// An event_list hands events out by value, assembled from its compact storage (48 bytes per event,
+/// design §1 step 5): keep an event_index, not a pointer, to refer to one later.
 struct event {
     std::string_view name;             ///< static site name or a copy owned by the event_list
+    event_index index = no_index;      ///< its place in the event_list it was read from
     std::uint64_t id = 0;              ///< "Record function id": unique, non-negative, per session
     std::uint32_t thread = 0;          ///< index into event_list::threads()
     event_kind kind = event_kind::user_annotation;
@@ -855,6 +859,9 @@ struct event {
     std::int64_t device_ns = 0;
     std::int64_t self_device_ns = 0;
     event_index memory_info = no_index;  ///< into event_list::memory_of, for [memory] and [OutOfMemory]
+
+    /// Equal in every field (two reads of one event of one list are equal).
+    friend bool operator==(const event&, const event&) noexcept = default;
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }
@@ -5872,11 +5879,289 @@ private:
 #include <deque>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+
+// ---- begin stint/analysis/detail/event_store.hpp ----
+// How an event_list keeps its events: 48 bytes per event, with what few events carry (arguments,
+// stacks, device and memory details, times that do not fit 32 bits) in a side table. An event is
+// assembled from these when it is read (design §1 step 5).
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+
+namespace stint::detail {
+
+/// What every event has. Times are kept as a start and a 32-bit duration and self time; an event
+/// whose times do not fit (a scope longer than 4.29 s, a self time below its children's sum) keeps
+/// them in its extra instead (`long_times`).
+struct event_row {
+    std::int64_t start_ns = 0;
+    std::uint32_t duration_ns = 0;  // unless long_times
+    std::int32_t self_ns = 0;       // unless long_times
+    event_index parent = no_index;
+    event_index first_child = no_index;
+    event_index next_sibling = no_index;
+    std::uint32_t name = 0;         // into event_store::names
+    std::uint32_t added = 0;        // its place in the order added: its id minus its window's first id
+    event_index extra = no_index;   // into event_store::extras
+    std::uint32_t thread = 0;
+    std::uint16_t depth = 0;
+    event_kind kind = event_kind::user_annotation;
+    std::uint8_t flags = 0;
+
+    static constexpr std::uint8_t long_times = 1;
+};
+static_assert(sizeof(event_row) == 48, "an event costs 48 bytes in a list (issue 18)");
+
+/// What only some events carry; defaults mean "none", as in stint::event.
+struct event_extra {
+    std::int64_t end_ns = 0;   // with event_row::long_times
+    std::int64_t self_ns = 0;  // with event_row::long_times
+    std::int64_t flops = -1;
+    std::int64_t device_ns = 0;
+    std::int64_t self_device_ns = 0;
+    stint::device device = {};
+    std::uint32_t stream = 0;
+    event_index args = no_index;
+    event_index stack = no_index;
+    event_index linked = no_index;
+    event_index first_linked = no_index;
+    event_index next_linked = no_index;
+    event_index device_info = no_index;
+    event_index memory_info = no_index;
+};
+
+/// A name as events refer to it: the text (static, or in the list's arena) and the site's location.
+struct event_name {
+    std::string_view text;
+    const source_location* location = nullptr;
+};
+
+/// The events of a list, in list order.
+class event_store {
+public:
+    [[nodiscard]] std::size_t size() const noexcept { return rows_.size(); }
+    void reserve(std::size_t events) { rows_.reserve(events); }
+
+    /// Appends an event named names()[name]; returns its index.
+    event_index push(event_kind kind, std::uint32_t name, std::uint32_t thread, std::int64_t start_ns,
+                     std::int64_t end_ns) {
+        event_row r;
+        r.kind = kind;
+        r.name = name;
+        r.thread = thread;
+        r.added = static_cast<std::uint32_t>(rows_.size());
+        rows_.push_back(r);
+        const auto i = static_cast<event_index>(rows_.size() - 1);
+        set_times(i, start_ns, std::max(end_ns, start_ns));
+        return i;
+    }
+    std::uint32_t add_name(event_name name) {
+        names_.push_back(name);
+        return static_cast<std::uint32_t>(names_.size() - 1);
+    }
+
+    [[nodiscard]] event_row& row(event_index i) noexcept { return rows_[i]; }
+    [[nodiscard]] const event_row& row(event_index i) const noexcept { return rows_[i]; }
+    [[nodiscard]] const event_name& name(event_index i) const noexcept { return names_[rows_[i].name]; }
+
+    [[nodiscard]] std::int64_t start(event_index i) const noexcept { return rows_[i].start_ns; }
+    [[nodiscard]] std::int64_t end(event_index i) const noexcept {
+        const event_row& r = rows_[i];
+        return (r.flags & event_row::long_times) != 0 ? extras_[r.extra].end_ns
+                                                      : r.start_ns + std::int64_t{r.duration_ns};
+    }
+    [[nodiscard]] std::int64_t duration(event_index i) const noexcept { return end(i) - start(i); }
+    [[nodiscard]] std::int64_t self(event_index i) const noexcept {
+        const event_row& r = rows_[i];
+        return (r.flags & event_row::long_times) != 0 ? extras_[r.extra].self_ns : std::int64_t{r.self_ns};
+    }
+    void set_times(event_index i, std::int64_t start_ns, std::int64_t end_ns) {
+        const std::int64_t self_ns = self(i);
+        event_row& r = rows_[i];
+        r.start_ns = start_ns;
+        const std::int64_t span = end_ns - start_ns;
+        if ((r.flags & event_row::long_times) == 0 && span >= 0 && span <= std::numeric_limits<std::uint32_t>::max()) {
+            r.duration_ns = static_cast<std::uint32_t>(span);
+            return;
+        }
+        make_long(i, self_ns).end_ns = end_ns;
+    }
+    void set_self(event_index i, std::int64_t self_ns) {
+        event_row& r = rows_[i];
+        if ((r.flags & event_row::long_times) == 0 && self_ns >= std::numeric_limits<std::int32_t>::min() &&
+            self_ns <= std::numeric_limits<std::int32_t>::max()) {
+            r.self_ns = static_cast<std::int32_t>(self_ns);
+            return;
+        }
+        make_long(i, self_ns).self_ns = self_ns;
+    }
+
+    /// Event i's extra, or the defaults when it has none.
+    [[nodiscard]] const event_extra& extra(event_index i) const noexcept {
+        static const event_extra none;
+        return rows_[i].extra == no_index ? none : extras_[rows_[i].extra];
+    }
+    /// Event i's extra, made first when it has none.
+    event_extra& extra_to_write(event_index i) {
+        event_row& r = rows_[i];
+        if (r.extra == no_index) {
+            r.extra = static_cast<event_index>(extras_.size());
+            extras_.emplace_back();
+        }
+        return extras_[r.extra];
+    }
+    [[nodiscard]] bool on_device(event_index i) const noexcept {
+        return rows_[i].extra != no_index && extras_[rows_[i].extra].device.type != device_type::cpu;
+    }
+
+    /// Ids are first id + place added; a list appended from several windows has one first id each.
+    void set_first_id(std::uint64_t id) { windows_.assign(1, {0, id}); }
+    [[nodiscard]] std::uint64_t id(event_index i) const noexcept {
+        if (windows_.empty()) return rows_[i].added;
+        auto w = windows_.end() - 1;
+        if (windows_.size() > 1) {
+            w = std::upper_bound(windows_.begin(), windows_.end(), i,
+                                 [](event_index v, const window& x) { return v < x.first; }) - 1;
+        }
+        return w->first_id + rows_[i].added;
+    }
+
+    /// Event i whole, as readers see it.
+    [[nodiscard]] event assemble(event_index i) const {
+        const event_row& r = rows_[i];
+        const event_extra& x = extra(i);
+        event e;
+        e.index = i;
+        e.name = names_[r.name].text;
+        e.location = names_[r.name].location;
+        e.id = id(i);
+        e.thread = r.thread;
+        e.kind = r.kind;
+        e.depth = r.depth;
+        e.start_ns = r.start_ns;
+        e.end_ns = end(i);
+        e.self_ns = self(i);
+        e.parent = r.parent;
+        e.first_child = r.first_child;
+        e.next_sibling = r.next_sibling;
+        e.args = x.args;
+        e.stack = x.stack;
+        e.flops = x.flops;
+        e.device = x.device;
+        e.stream = x.stream;
+        e.linked = x.linked;
+        e.first_linked = x.first_linked;
+        e.next_linked = x.next_linked;
+        e.device_info = x.device_info;
+        e.device_ns = x.device_ns;
+        e.self_device_ns = x.self_device_ns;
+        e.memory_info = x.memory_info;
+        return e;
+    }
+
+    /// Moves event order[i] to place i, in place (following the permutation's cycles); `order` ends
+    /// as the identity.
+    void permute(std::vector<event_index>& order) {
+        for (event_index i = 0; i < order.size(); ++i) {
+            if (order[i] == i) continue;
+            const event_row first = rows_[i];
+            event_index j = i;
+            for (;;) {
+                const event_index k = order[j];
+                order[j] = j;
+                if (k == i) {
+                    rows_[j] = first;
+                    break;
+                }
+                rows_[j] = rows_[k];
+                j = k;
+            }
+        }
+    }
+
+    /// Appends a later list's events; `relink` maps its event indices, `thread_of` its threads, and
+    /// the side tables' offsets are given. Times move by `shift_ns`.
+    template <class Relink, class Thread>
+    void append(const event_store& later, Relink relink, Thread thread_of, std::int64_t shift_ns,
+                event_index args_offset, event_index stacks_offset, event_index device_offset,
+                event_index memory_offset) {
+        const auto offset = static_cast<event_index>(rows_.size());
+        const auto name_offset = static_cast<std::uint32_t>(names_.size());
+        const auto extra_offset = static_cast<event_index>(extras_.size());
+        names_.insert(names_.end(), later.names_.begin(), later.names_.end());
+        if (windows_.empty()) windows_.push_back({0, 0});
+        if (later.windows_.empty()) {
+            windows_.push_back({offset, 0});
+        } else {
+            for (const window& w : later.windows_) windows_.push_back({w.first + offset, w.first_id});
+        }
+        for (event_extra x : later.extras_) {
+            x.end_ns += shift_ns;
+            x.linked = relink(x.linked);
+            x.first_linked = relink(x.first_linked);
+            x.next_linked = relink(x.next_linked);
+            if (x.args != no_index) x.args += args_offset;
+            if (x.stack != no_index) x.stack += stacks_offset;
+            if (x.device_info != no_index) x.device_info += device_offset;
+            if (x.memory_info != no_index) x.memory_info += memory_offset;
+            extras_.push_back(x);
+        }
+        for (event_row r : later.rows_) {
+            r.start_ns += shift_ns;
+            r.thread = thread_of(r.thread);
+            r.parent = relink(r.parent);
+            r.first_child = relink(r.first_child);
+            r.next_sibling = relink(r.next_sibling);
+            r.name += name_offset;
+            if (r.extra != no_index) r.extra += extra_offset;
+            rows_.push_back(r);
+        }
+    }
+
+    /// Bytes held per event and in the side tables (capacity, not size: what the list costs).
+    [[nodiscard]] std::size_t bytes() const noexcept {
+        return rows_.capacity() * sizeof(event_row) + extras_.capacity() * sizeof(event_extra) +
+               names_.capacity() * sizeof(event_name) + windows_.capacity() * sizeof(window);
+    }
+
+private:
+    struct window {
+        event_index first;       // its first event in the list
+        std::uint64_t first_id;  // the id of the event it added first
+    };
+
+    event_extra& make_long(event_index i, std::int64_t self_ns) {
+        const std::int64_t end_ns = end(i);
+        event_extra& x = extra_to_write(i);
+        event_row& r = rows_[i];
+        if ((r.flags & event_row::long_times) == 0) {
+            x.end_ns = end_ns;
+            x.self_ns = self_ns;
+            r.flags |= event_row::long_times;
+            r.duration_ns = 0;
+            r.self_ns = 0;
+        }
+        return x;
+    }
+
+    std::vector<event_row> rows_;
+    std::vector<event_extra> extras_;
+    std::vector<event_name> names_;
+    std::vector<window> windows_;  // none: ids are the places added
+};
+
+}  // namespace stint::detail
+// ---- end stint/analysis/detail/event_store.hpp ----
 
 namespace stint {
 
@@ -6043,33 +6328,66 @@ struct call_stack_access {
 };
 }  // namespace detail
 
-/// The events of one session (or one schedule window), ordered by start time.
+/// The events of one session (or one schedule window), ordered by start time. Events are read by
+/// value (an event_list stores them in 48 bytes each and assembles each one it hands out).
 ///
 ///     for (const stint::event& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
 class event_list {
 public:
     using value_type = event;
-    using const_iterator = std::vector<event>::const_iterator;
+
+    /// Walks the list in order, handing out each event by value.
+    class iterator {
+    public:
+        using iterator_concept = std::random_access_iterator_tag;
+        using iterator_category = std::input_iterator_tag;  // its reference is a value
+        using value_type = event;
+        using difference_type = std::ptrdiff_t;
+        using reference = event;
+        iterator() = default;
+        iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
+        [[nodiscard]] event operator*() const { return store_->assemble(at_); }
+        [[nodiscard]] event operator[](difference_type n) const {
+            return store_->assemble(static_cast<event_index>(at_ + n));
+        }
+        iterator& operator++() { ++at_; return *this; }
+        iterator operator++(int) { iterator old = *this; ++at_; return old; }
+        iterator& operator--() { --at_; return *this; }
+        iterator operator--(int) { iterator old = *this; --at_; return old; }
+        iterator& operator+=(difference_type n) { at_ = static_cast<event_index>(at_ + n); return *this; }
+        iterator& operator-=(difference_type n) { at_ = static_cast<event_index>(at_ - n); return *this; }
+        friend iterator operator+(iterator i, difference_type n) { return i += n; }
+        friend iterator operator+(difference_type n, iterator i) { return i += n; }
+        friend iterator operator-(iterator i, difference_type n) { return i -= n; }
+        friend difference_type operator-(const iterator& a, const iterator& b) {
+            return static_cast<difference_type>(a.at_) - static_cast<difference_type>(b.at_);
+        }
+        friend bool operator==(const iterator& a, const iterator& b) { return a.at_ == b.at_; }
+        friend auto operator<=>(const iterator& a, const iterator& b) { return a.at_ <=> b.at_; }
+
+    private:
+        const detail::event_store* store_ = nullptr;
+        event_index at_ = 0;
+    };
+    using const_iterator = iterator;
 
     /// Iterates the direct children of one event, or the device events it launched, in start order.
     class child_range {
     public:
         class iterator {
         public:
-            using iterator_category = std::forward_iterator_tag;
+            using iterator_concept = std::forward_iterator_tag;
+            using iterator_category = std::input_iterator_tag;  // its reference is a value
             using value_type = event;
             using difference_type = std::ptrdiff_t;
-            using pointer = const event*;
-            using reference = const event&;
+            using reference = event;
             iterator() = default;
-            iterator(const std::vector<event>* events, event_index at, bool linked = false)
-                : events_(events), at_(at), linked_(linked) {}
-            reference operator*() const { return (*events_)[at_]; }
-            pointer operator->() const { return &(*events_)[at_]; }
+            iterator(const detail::event_store* store, event_index at, bool linked = false)
+                : store_(store), at_(at), linked_(linked) {}
+            [[nodiscard]] event operator*() const { return store_->assemble(at_); }
             iterator& operator++() {
-                const event& e = (*events_)[at_];
-                at_ = linked_ ? e.next_linked : e.next_sibling;
+                at_ = linked_ ? store_->extra(at_).next_linked : store_->row(at_).next_sibling;
                 return *this;
             }
             iterator operator++(int) {
@@ -6080,40 +6398,43 @@ public:
             bool operator==(const iterator& other) const { return at_ == other.at_; }
 
         private:
-            const std::vector<event>* events_ = nullptr;
+            const detail::event_store* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
         };
-        child_range(const std::vector<event>* events, event_index first, bool linked = false)
-            : events_(events), first_(first), linked_(linked) {}
-        [[nodiscard]] iterator begin() const { return {events_, first_, linked_}; }
-        [[nodiscard]] iterator end() const { return {events_, no_index, linked_}; }
+        child_range(const detail::event_store* store, event_index first, bool linked = false)
+            : store_(store), first_(first), linked_(linked) {}
+        [[nodiscard]] iterator begin() const { return {store_, first_, linked_}; }
+        [[nodiscard]] iterator end() const { return {store_, no_index, linked_}; }
         [[nodiscard]] bool empty() const { return first_ == no_index; }
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
-        const std::vector<event>* events_;
+        const detail::event_store* store_;
         event_index first_;
         bool linked_;
     };
 
     event_list() = default;
 
-    [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
-    [[nodiscard]] bool empty() const noexcept { return events_.empty(); }
-    [[nodiscard]] const event& operator[](std::size_t i) const { return events_[i]; }
-    [[nodiscard]] const_iterator begin() const noexcept { return events_.begin(); }
-    [[nodiscard]] const_iterator end() const noexcept { return events_.end(); }
-    [[nodiscard]] std::span<const event> all() const noexcept { return events_; }
+    [[nodiscard]] std::size_t size() const noexcept { return store_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return store_.size() == 0; }
+    /// Event i, assembled.
+    [[nodiscard]] event operator[](std::size_t i) const { return store_.assemble(static_cast<event_index>(i)); }
+    [[nodiscard]] iterator begin() const noexcept { return {&store_, 0}; }
+    [[nodiscard]] iterator end() const noexcept { return {&store_, static_cast<event_index>(store_.size())}; }
 
     /// Index of an event of this list (for parent/child links).
-    [[nodiscard]] event_index index_of(const event& e) const noexcept {
-        return static_cast<event_index>(&e - events_.data());
+    [[nodiscard]] event_index index_of(const event& e) const noexcept { return e.index; }
+    /// The event's parent, or nothing for a top-level event.
+    [[nodiscard]] std::optional<event> parent(const event& e) const {
+        if (e.parent == no_index) return std::nullopt;
+        return store_.assemble(e.parent);
     }
-    [[nodiscard]] const event* parent(const event& e) const noexcept {
-        return e.parent == no_index ? nullptr : &events_[e.parent];
-    }
-    [[nodiscard]] child_range children(const event& e) const noexcept { return {&events_, e.first_child}; }
+    [[nodiscard]] child_range children(const event& e) const noexcept { return {&store_, e.first_child}; }
+    /// Bytes the list holds for its events (their rows and side tables; arguments, stacks and names
+    /// not counted): 48 per event plus what the few events with extras carry.
+    [[nodiscard]] std::size_t event_bytes() const noexcept { return store_.bytes(); }
 
     [[nodiscard]] std::span<const thread_info> threads() const noexcept { return threads_; }
     [[nodiscard]] const thread_info& thread_of(const event& e) const { return threads_[e.thread]; }
@@ -6135,15 +6456,16 @@ public:
         return e.device_info == no_index ? nullptr : &device_args_[e.device_info];
     }
     /// The CPU op or scope that launched a device event or made a CUDA API call, or nullptr.
-    [[nodiscard]] const event* launcher(const event& e) const noexcept {
-        return e.linked == no_index ? nullptr : &events_[e.linked];
+    [[nodiscard]] std::optional<event> launcher(const event& e) const {
+        if (e.linked == no_index) return std::nullopt;
+        return store_.assemble(e.linked);
     }
     /// The device events (kernels, copies, memsets, syncs) that a CPU event launched itself, in start
     /// order (torch's FunctionEvent.kernels); its descendants' are theirs.
     ///
     ///     for (const stint::event& k : prof.events().kernels(op))
     ///         fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
-    [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&events_, e.first_linked, true}; }
+    [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&store_, e.first_linked, true}; }
     /// Whether any event ran on a device.
     [[nodiscard]] bool has_device_events() const noexcept { return device_events_ != 0; }
     /// The device collection of the session: its status and what it lost.
@@ -6211,12 +6533,13 @@ public:
         };
         const auto at = [&](std::int64_t t) { return reference_ns + offset_ns + stretch(t - reference_ns); };
         const auto span = stretch;
-        for (event& e : events_) {
-            e.start_ns = at(e.start_ns);
-            e.end_ns = at(e.end_ns);
-            e.self_ns = span(e.self_ns);
-            e.device_ns = span(e.device_ns);
-            e.self_device_ns = span(e.self_device_ns);
+        for (event_index i = 0; i < store_.size(); ++i) {
+            store_.set_times(i, at(store_.start(i)), at(store_.end(i)));
+            store_.set_self(i, span(store_.self(i)));
+            if (store_.row(i).extra == no_index) continue;
+            detail::event_extra& x = store_.extra_to_write(i);
+            x.device_ns = span(x.device_ns);
+            x.self_device_ns = span(x.self_device_ns);
         }
         for (memory_peak& peak : memory_peaks_) peak.at_ns = at(peak.at_ns);
         base_time_ns_ = base_time_ns;
@@ -6224,7 +6547,7 @@ public:
 
 private:
     friend class detail::event_list_builder;
-    std::vector<event> events_;
+    detail::event_store store_;
     std::vector<thread_info> threads_;
     std::vector<event_args> args_;
     detail::stack_tree stacks_;
@@ -6265,6 +6588,7 @@ private:
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -6531,7 +6855,7 @@ namespace stint::detail {
 /// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
 /// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
 /// linear in the events whatever their depth.
-inline void assign_call_stacks(std::vector<event>& events, const std::vector<std::vector<std::uint64_t>>& native,
+inline void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
                                stack_tree& stacks) {
     std::unordered_map<const source_location*, std::uint32_t> location_frames;
     std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
@@ -6552,10 +6876,12 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
         if (added) it->second = stacks.push(frame, parent);
         return it->second;
     };
-    for (event& e : events) {
-        const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
-        if (e.stack != no_index && e.stack < native.size()) {
-            const std::vector<std::uint64_t>& frames = native[e.stack];
+    for (event_index i = 0; i < events.size(); ++i) {
+        const event_index parent = events.row(i).parent;
+        const event_index parent_stack = parent == no_index ? no_index : events.extra(parent).stack;
+        const event_index recorded = events.extra(i).stack;
+        if (recorded != no_index && recorded < native.size()) {
+            const std::vector<std::uint64_t>& frames = native[recorded];
             auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
                 // Outermost first onto the tree; different return addresses in the same functions
@@ -6566,21 +6892,23 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
                 }
                 it->second = at;
             }
-            e.stack = it->second;
+            events.extra_to_write(i).stack = it->second;
             continue;
         }
         std::uint32_t frame = 0;
-        if (e.location != nullptr) {
-            auto [at, added] = location_frames.try_emplace(e.location, 0);
+        const event_name& name = events.name(i);
+        if (name.location != nullptr) {
+            auto [at, added] = location_frames.try_emplace(name.location, 0);
             if (added) {
-                at->second = frame_of_text(fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd),
-                                                       e.location->line, e.location->function));
+                at->second = frame_of_text(fmt::format("{}({}): {}", readable_source_path(name.location->file, cwd),
+                                                       name.location->line, name.location->function));
             }
             frame = at->second;
         } else {
-            frame = frame_of_text(e.name);
+            frame = frame_of_text(name.text);
         }
-        e.stack = intern(frame, parent_stack);
+        const event_index stack = intern(frame, parent_stack);
+        events.extra_to_write(i).stack = stack;
     }
 }
 
@@ -6617,18 +6945,18 @@ inline module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
-inline void assign_module_hierarchy(std::vector<event>& events, std::vector<event_args>& args) {
+inline void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
     struct path {
         std::string text;       // "TOP(C)::forward.A0(A)::forward."
         std::string_view type;  // the innermost module's type, for SELF
     };
     std::vector<path> paths;                             // the paths module calls opened
     std::vector<event_index> path_of(events.size(), no_index);  // per event: the path around it
-    for (std::size_t i = 0; i < events.size(); ++i) {
-        event& e = events[i];
+    for (event_index i = 0; i < events.size(); ++i) {
+        const event_row& e = events.row(i);
         const event_index outer = e.parent == no_index ? no_index : path_of[e.parent];
         if (e.kind == event_kind::module) {
-            const module_call call = parse_module_call(e.name);
+            const module_call call = parse_module_call(events.name(i).text);
             path p;
             if (outer != no_index) p = paths[outer];
             const std::string_view type = call.type.empty() ? p.type : call.type;
@@ -6641,11 +6969,12 @@ inline void assign_module_hierarchy(std::vector<event>& events, std::vector<even
         }
         path_of[i] = outer;
         if (e.kind != event_kind::cpu_op || outer == no_index) continue;
-        if (e.args == no_index) {
-            e.args = static_cast<event_index>(args.size());
+        event_extra& x = events.extra_to_write(i);
+        if (x.args == no_index) {
+            x.args = static_cast<event_index>(args.size());
             args.emplace_back();
         }
-        args[e.args].module_hierarchy = paths[outer].text;
+        args[x.args].module_hierarchy = paths[outer].text;
     }
 }
 
@@ -6675,21 +7004,23 @@ public:
     /// Adds an event whose name outlives the list (a site's static name).
     event_index add(event_kind kind, std::string_view static_name, std::uint32_t thread, std::int64_t start_ns,
                     std::int64_t end_ns) {
-        event e;
-        e.kind = kind;
-        e.name = static_name;
-        e.thread = thread;
-        e.start_ns = start_ns;
-        e.end_ns = std::max(end_ns, start_ns);
-        list_.events_.push_back(e);
-        return static_cast<event_index>(list_.events_.size() - 1);
+        return ev().push(kind, name_index(static_name, nullptr), thread, start_ns, end_ns);
     }
-    /// Adds an event whose name is copied into the list.
+    /// Adds an event whose name is copied into the list (once per distinct name).
     event_index add_copy(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
                          std::int64_t end_ns) {
-        return add(kind, arena_->store(name), thread, start_ns, end_ns);
+        const auto found = copies_.find(name);
+        const std::string_view kept = found != copies_.end() ? *found : *copies_.insert(arena_->store(name)).first;
+        return add(kind, kept, thread, start_ns, end_ns);
     }
-    event& at(event_index i) { return list_.events_[i]; }
+    /// The site's source location of event i (static data of the instrumented code).
+    void set_location(event_index i, const source_location* where) {
+        event_row& r = ev().row(i);
+        r.name = name_index(list_.store_.name(i).text, where);
+    }
+    /// The flop estimate of event i.
+    void set_flops(event_index i, std::int64_t flops) { ev().extra_to_write(i).flops = flops; }
+    [[nodiscard]] event_kind kind_of(event_index i) const { return list_.store_.row(i).kind; }
 
     /// The track of one device stream, added the first time it is asked for.
     std::uint32_t device_track(stint::device where, std::uint32_t stream) {
@@ -6707,7 +7038,7 @@ public:
     event_index add_device_event(event_kind kind, std::string_view name, std::uint32_t track, std::int64_t start_ns,
                                  std::int64_t end_ns, const device_args& args) {
         const event_index i = add_copy(kind, name, track, start_ns, end_ns);
-        event& e = list_.events_[i];
+        event_extra& e = ev().extra_to_write(i);
         e.device = list_.threads_[track].device;
         e.stream = static_cast<std::uint32_t>(list_.threads_[track].os_tid);
         e.device_info = static_cast<event_index>(list_.device_args_.size());
@@ -6719,7 +7050,7 @@ public:
     event_index add_api_call(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
                              std::int64_t end_ns, const device_args& args) {
         const event_index i = add_copy(kind, name, thread, start_ns, end_ns);
-        list_.events_[i].device_info = static_cast<event_index>(list_.device_args_.size());
+        ev().extra_to_write(i).device_info = static_cast<event_index>(list_.device_args_.size());
         list_.device_args_.push_back(args);
         set_launcher(i, no_index);
         return i;
@@ -6738,9 +7069,10 @@ public:
                                  std::uint64_t sequence, memory_event_flags flags = {}) {
         const std::string_view name = kind == event_kind::memory ? "[memory]" : "[OutOfMemory]";
         const event_index i = add(kind, name, thread, at_ns, at_ns);
-        list_.events_[i].memory_info = static_cast<event_index>(list_.memory_records_.size());
+        const auto record_index = static_cast<event_index>(list_.memory_records_.size());
+        ev().extra_to_write(i).memory_info = record_index;
         list_.memory_records_.push_back(record);
-        memory_order_.push_back({sequence, list_.events_[i].memory_info, flags});
+        memory_order_.push_back({sequence, record_index, flags});
         return i;
     }
     /// Memory events lost to the buffer budget.
@@ -6753,13 +7085,13 @@ public:
     void set_point_id(event_index i, std::uint64_t id) { point_ids_.push_back({i, id}); }
 
     void set_args(event_index i, event_args args) {
-        list_.events_[i].args = static_cast<event_index>(list_.args_.size());
+        ev().extra_to_write(i).args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
     }
     /// Event i's args, made empty first if it has none.
     event_args& args_of(event_index i) {
-        if (list_.events_[i].args == no_index) set_args(i, {});
-        return list_.args_[list_.events_[i].args];
+        if (ev().extra(i).args == no_index) set_args(i, {});
+        return list_.args_[ev().extra(i).args];
     }
     void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
         event_index at = no_index;
@@ -6767,12 +7099,12 @@ public:
             list_.stacks_.frames.push_back(*frame);
             at = list_.stacks_.push(static_cast<std::uint32_t>(list_.stacks_.frames.size() - 1), at);
         }
-        list_.events_[i].stack = at;
+        ev().extra_to_write(i).stack = at;
     }
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
     void set_native_frames(event_index i, std::vector<std::uint64_t> frames) {
-        list_.events_[i].stack = static_cast<event_index>(native_frames_.size());
+        ev().extra_to_write(i).stack = static_cast<event_index>(native_frames_.size());
         native_frames_.push_back(std::move(frames));
     }
     /// build() gives every event a stack (with_stack): its location and its ancestors', or its native
@@ -6789,17 +7121,17 @@ public:
     void set_base_steady_ns(std::int64_t ns) { list_.base_steady_ns_ = ns; }
     /// First "Record function id" to hand out (so ids stay unique across windows): the n-th event added
     /// gets first_id + n.
-    void set_first_id(std::uint64_t id) { first_id_ = id; }
+    void set_first_id(std::uint64_t id) { ev().set_first_id(id); }
 
     /// Room for `events` events, so that a drain never copies the list while it grows.
     void reserve(std::size_t events) {
-        list_.events_.reserve(events);
+        ev().reserve(events);
         depth_.reserve(events);
     }
 
     /// Starts a run: the events added until the next run come from one thread buffer, which appends
     /// each scope when it ends. build() rebuilds a run's nesting from that order.
-    void begin_run() { runs_.push_back(static_cast<event_index>(list_.events_.size())); }
+    void begin_run() { runs_.push_back(static_cast<event_index>(ev().size())); }
 
     /// The nesting depth (modulo 2^16) that the thread had when event `i` began, as a record stores it
     /// (recording/buffer.hpp). A run whose events all have one is linked exactly: the arrival order and
@@ -6812,28 +7144,43 @@ public:
     /// Orders events by (start, longer first, then the program's order or insertion), links the tree,
     /// and gives each event the id first_id + its place in the order added.
     event_list build() && {
-        depth_.resize(list_.events_.size(), no_depth);
-        exact_.assign(list_.events_.size(), exact_place{});
+        depth_.resize(ev().size(), no_depth);
+        exact_.assign(ev().size(), exact_place{});
         clamp_api_calls();
         std::vector<event_index> order = ordered_indices();
-        const std::vector<event_index> original = order;  // apply_order consumes `order`
-        apply_order(order);
+        const std::vector<event_index> original = order;  // permute consumes `order`
+        ev().permute(order);
         link_tree(original);
         if (!point_ids_.empty()) link_points(original);
         if (!list_.device_args_.empty()) link_device_events();
         if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
-            assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
+            assign_call_stacks(ev(), native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
-            for (event& e : list_.events_) e.stack = no_index;  // frames recorded, stacks not asked for
+            for (event_index i = 0; i < ev().size(); ++i) {  // frames recorded, stacks not asked for
+                if (ev().row(i).extra != no_index) ev().extra_to_write(i).stack = no_index;
+            }
         }
-        if (module_hierarchy_) assign_module_hierarchy(list_.events_, list_.args_);
+        if (module_hierarchy_) assign_module_hierarchy(ev(), list_.args_);
         list_.arenas_.push_back(std::move(arena_));
         return std::move(list_);
     }
 
 private:
     static constexpr std::uint32_t no_depth = 0xffffffffU;
+
+    event_store& ev() noexcept { return list_.store_; }
+
+    // The list's name entry for `text` (static, or kept in the arena) at `where`.
+    std::uint32_t name_index(std::string_view text, const source_location* where) {
+        const name_key key{text.data(), text.size(), where};
+        if (key == last_name_ && last_name_index_ != no_index) return last_name_index_;
+        auto [at, added] = name_indices_.try_emplace(key, 0);
+        if (added) at->second = ev().add_name({text, where});
+        last_name_ = key;
+        last_name_index_ = at->second;
+        return at->second;
+    }
 
     struct memory_order_entry {
         std::uint64_t sequence = 0;
@@ -6848,8 +7195,8 @@ private:
         std::sort(memory_order_.begin(), memory_order_.end(),
                   [](const memory_order_entry& a, const memory_order_entry& b) { return a.sequence < b.sequence; });
         std::vector<event_index> event_of(list_.memory_records_.size(), no_index);
-        for (event_index i = 0; i < list_.events_.size(); ++i) {
-            if (list_.events_[i].memory_info != no_index) event_of[list_.events_[i].memory_info] = i;
+        for (event_index i = 0; i < ev().size(); ++i) {
+            if (ev().extra(i).memory_info != no_index) event_of[ev().extra(i).memory_info] = i;
         }
         const auto key = [](const memory_record& r) {
             return std::pair<std::uint64_t, std::uint64_t>{
@@ -6871,7 +7218,8 @@ private:
         };
         for (const memory_order_entry& entry : memory_order_) {
             memory_record& r = list_.memory_records_[entry.record];
-            const event& e = list_.events_[event_of[entry.record]];
+            const event_index at_event = event_of[entry.record];
+            const event_row& e = ev().row(at_event);
             std::int64_t& total = total_of(r.device);
             if (e.kind == event_kind::memory && !entry.flags.free) {
                 // An allocation. One at an address still live means its free was not seen (dropped, or
@@ -6906,16 +7254,16 @@ private:
             if (r.total_allocated > peak->bytes) {
                 peak->bytes = r.total_allocated;
                 peak->at_ns = e.start_ns;
-                peak->op = e.parent == no_index ? std::string{} : std::string(list_.events_[e.parent].name);
+                peak->op = e.parent == no_index ? std::string{} : std::string(ev().name(e.parent).text);
             }
         }
         for (memory_peak& peak : list_.memory_peaks_) peak.bytes = std::max<std::int64_t>(peak.bytes, 0);
         // Attribution: on the allocating thread, to every op or scope open around the event.
-        list_.memory_usage_.assign(list_.events_.size(), memory_usage{});
-        for (event_index i = 0; i < list_.events_.size(); ++i) {
-            const event& e = list_.events_[i];
+        list_.memory_usage_.assign(ev().size(), memory_usage{});
+        for (event_index i = 0; i < ev().size(); ++i) {
+            const event_row& e = ev().row(i);
             if (e.kind != event_kind::memory) continue;
-            const memory_record& r = list_.memory_records_[e.memory_info];
+            const memory_record& r = list_.memory_records_[ev().extra(i).memory_info];
             const bool on_cpu = r.device.type == device_type::cpu;
             const auto charge = [&](memory_usage& u, bool self) {
                 (on_cpu ? u.cpu : u.device) += r.bytes;
@@ -6923,7 +7271,7 @@ private:
             };
             charge(list_.memory_usage_[i], true);
             bool direct = true;
-            for (event_index p = e.parent; p != no_index; p = list_.events_[p].parent) {
+            for (event_index p = e.parent; p != no_index; p = ev().row(p).parent) {
                 charge(list_.memory_usage_[p], direct);
                 direct = false;
             }
@@ -6941,7 +7289,7 @@ private:
 
     // The order of the list: each run ordered on its own, then the runs merged.
     std::vector<event_index> ordered_indices() {
-        const auto n = static_cast<event_index>(list_.events_.size());
+        const auto n = static_cast<event_index>(ev().size());
         std::vector<event_index> bounds{0};
         for (event_index b : runs_) {
             if (b > bounds.back() && b < n) bounds.push_back(b);
@@ -6966,10 +7314,9 @@ private:
     }
 
     [[nodiscard]] bool before(event_index a, event_index b) const noexcept {
-        const event& x = list_.events_[a];
-        const event& y = list_.events_[b];
-        if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-        if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;  // the enclosing one first
+        const event_store& store = list_.store_;
+        if (store.start(a) != store.start(b)) return store.start(a) < store.start(b);
+        if (store.end(a) != store.end(b)) return store.end(a) > store.end(b);  // the enclosing one first
         if (exact_[a].run != no_index && exact_[a].run == exact_[b].run) return exact_[a].pre < exact_[b].pre;
         return a < b;  // insertion order: a scope recorded before its zero-length twin
     }
@@ -6984,7 +7331,7 @@ private:
     // over budget) is deeper than its neighbours: it goes to the nearest recorded ancestor, or becomes
     // a root when its times prove it ended before that ancestor began.
     void link_exact_run(event_index lo, event_index hi, event_index run) {
-        const auto& ev = list_.events_;
+        const event_store& ev = list_.store_;
         const event_index m = hi - lo;
         std::vector<std::int64_t> depth(m);
         std::int64_t level = 0;
@@ -7002,7 +7349,7 @@ private:
             while (!pending.empty() && depth[pending.back()] > depth[i]) {
                 const event_index child = pending.back();
                 pending.pop_back();
-                if (ev[lo + child].end_ns < ev[lo + i].start_ns) {
+                if (ev.end(lo + child) < ev.start(lo + i)) {
                     // Ended before this record began: an orphan, and so is everything deeper below it.
                     while (!pending.empty() && depth[pending.back()] > depth[i]) pending.pop_back();
                     break;
@@ -7026,12 +7373,12 @@ private:
     void order_exact_run(std::vector<event_index>& order, event_index run, event_index lo, event_index hi) {
         link_exact_run(lo, hi, run);
         for (event_index i = lo; i < hi; ++i) order[lo + exact_[i].pre] = i;
-        const auto& ev = list_.events_;
+        const event_store& ev = list_.store_;
         const auto less = [this](event_index a, event_index b) { return before(a, b); };
         for (event_index i = lo; i < hi;) {
             event_index j = i + 1;
-            while (j < hi && ev[order[j]].start_ns == ev[order[i]].start_ns) ++j;
-            if (j < hi && ev[order[j]].start_ns < ev[order[i]].start_ns) {  // a clock that stepped back
+            while (j < hi && ev.start(order[j]) == ev.start(order[i])) ++j;
+            if (j < hi && ev.start(order[j]) < ev.start(order[i])) {  // a clock that stepped back
                 std::sort(order.begin() + lo, order.begin() + hi, less);
                 return;
             }
@@ -7066,26 +7413,6 @@ private:
         return merged;
     }
 
-    // Moves event order[i] to position i, in place (following the permutation's cycles).
-    void apply_order(std::vector<event_index>& order) {
-        auto& ev = list_.events_;
-        for (event_index i = 0; i < order.size(); ++i) {
-            if (order[i] == i) continue;
-            const event first = ev[i];
-            event_index j = i;
-            for (;;) {
-                const event_index k = order[j];
-                order[j] = j;
-                if (k == i) {
-                    ev[j] = first;
-                    break;
-                }
-                ev[j] = ev[k];
-                j = k;
-            }
-        }
-    }
-
     // Links parents, children, depth and self time. `original[i]` is the index as added of event i.
     // A thread whose events all come from one exactly linked run takes that run's parents. Otherwise
     // (hand-built events, or one OS thread recording through several buffers: a shared library with
@@ -7093,7 +7420,7 @@ private:
     // runs (torch's rule: what ended when or before an event starts, or ends before it does, cannot
     // contain it).
     void link_tree(const std::vector<event_index>& original) {
-        auto& ev = list_.events_;
+        event_store& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
         std::vector<event_index> position(n);
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
@@ -7101,10 +7428,10 @@ private:
         std::vector<event_index> thread_run(list_.threads_.size(), no_index);
         // Device events and API calls whose launcher is known sit outside the runs: they take no part
         // in deciding how a thread is linked.
-        const auto placed = [&](event_index i) { return ev[i].on_device() || launcher_of(original[i]) != not_linked; };
+        const auto placed = [&](event_index i) { return ev.on_device(i) || launcher_of(original[i]) != not_linked; };
         for (event_index i = 0; i < n; ++i) {
             if (placed(i)) continue;
-            event_index& run = thread_run[ev[i].thread];
+            event_index& run = thread_run[ev.row(i).thread];
             const event_index mine = exact_[original[i]].run == no_index ? mixed : exact_[original[i]].run;
             run = (run == no_index || run == mine) ? mine : mixed;
         }
@@ -7112,29 +7439,34 @@ private:
             const exact_place& o = exact_[original[outer]];
             const exact_place& e = exact_[original[inner]];
             if (o.run != no_index && o.run == e.run) return o.pre < e.pre && e.pre < o.pre + o.size;
-            return !(ev[outer].end_ns <= ev[inner].start_ns || ev[outer].end_ns < ev[inner].end_ns);
+            return !(ev.end(outer) <= ev.start(inner) || ev.end(outer) < ev.end(inner));
         };
         std::vector<std::vector<event_index>> open(list_.threads_.size());
         std::vector<event_index> last_child(n, no_index);
         for (event_index i = 0; i < n; ++i) {
-            event& e = ev[i];
-            e.id = first_id_ + original[i];  // the order added: an exporter that reads the records knows it
-            e.self_ns = e.duration_ns();
+            // The row's `added` is its place as added: with the first id, the id an exporter that
+            // reads the records gives it.
+            ev.set_self(i, ev.duration(i));
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];
             const event_index launcher = launcher_of(original[i]);
-            if (launcher != not_linked) e.linked = launcher == no_index ? no_index : position[launcher];
-            if (e.on_device()) {
-                e.self_ns = 0;  // device time is not CPU time; the track has no nesting
+            event_index linked = no_index;
+            if (launcher != not_linked) {
+                linked = launcher == no_index ? no_index : position[launcher];
+                ev.extra_to_write(i).linked = linked;
+            }
+            if (ev.on_device(i)) {
+                ev.set_self(i, 0);  // device time is not CPU time; the track has no nesting
                 continue;
             }
+            const std::uint32_t thread = ev.row(i).thread;
             if (launcher != not_linked) {
                 // An API call: inside the op that made it (which clamp_api_calls ordered first), or top-level.
-                p = e.linked != no_index && e.linked < i ? e.linked : no_index;
-            } else if (thread_run[e.thread] != mixed) {
+                p = linked != no_index && linked < i ? linked : no_index;
+            } else if (thread_run[thread] != mixed) {
                 if (place.parent != no_index) p = position[place.parent];
             } else {
-                auto& stack = open[e.thread];
+                auto& stack = open[thread];
                 while (!stack.empty() && !contains(stack.back(), i)) stack.pop_back();
                 if (!stack.empty()) p = stack.back();
                 // The run's own parent wins over the stack, unless the stack found a scope of another
@@ -7148,13 +7480,14 @@ private:
                 stack.push_back(i);
             }
             if (p != no_index) {
+                event_row& e = ev.row(i);
                 e.parent = p;
-                e.depth = static_cast<std::uint16_t>(std::min<int>(ev[p].depth + 1, 0xffff));
-                ev[p].self_ns -= e.duration_ns();
+                e.depth = static_cast<std::uint16_t>(std::min<int>(ev.row(p).depth + 1, 0xffff));
+                ev.set_self(p, ev.self(p) - ev.duration(i));
                 if (last_child[p] == no_index) {
-                    ev[p].first_child = i;
+                    ev.row(p).first_child = i;
                 } else {
-                    ev[last_child[p]].next_sibling = i;
+                    ev.row(last_child[p]).next_sibling = i;
                 }
                 last_child[p] = i;
             }
@@ -7168,7 +7501,7 @@ private:
     // either may have been first in the list). An async span's begin pairs with the end of its id (ids
     // are unique). What finds no partner is counted.
     void link_points(const std::vector<event_index>& original) {
-        const auto& ev = list_.events_;
+        const event_store& ev = list_.store_;
         std::vector<event_index> position(ev.size());
         for (event_index i = 0; i < ev.size(); ++i) position[original[i]] = i;
         auto& points = list_.points_;
@@ -7179,7 +7512,7 @@ private:
         std::vector<event_list::point_entry> flows;
         std::unordered_map<std::uint64_t, event_index> async_end;
         for (const auto& p : points) {
-            const event_kind kind = ev[p.event].kind;
+            const event_kind kind = ev.row(p.event).kind;
             if (kind == event_kind::flow_begin || kind == event_kind::flow_end) flows.push_back(p);
             if (kind == event_kind::async_end && !async_end.try_emplace(p.id, p.event).second) {
                 ++list_.unmatched_.async_ends;  // a second end of one span id
@@ -7187,14 +7520,14 @@ private:
         }
         std::sort(flows.begin(), flows.end(), [&](const auto& a, const auto& b) {
             if (a.id != b.id) return a.id < b.id;
-            if (ev[a.event].start_ns != ev[b.event].start_ns) return ev[a.event].start_ns < ev[b.event].start_ns;
+            if (ev.start(a.event) != ev.start(b.event)) return ev.start(a.event) < ev.start(b.event);
             return a.event < b.event;
         });
         event_index open = no_index;
         std::vector<event_index> early_ends;  // ends of the current tick that found no begin yet
         for (std::size_t f = 0; f < flows.size(); ++f) {
             const bool new_id = f > 0 && flows[f].id != flows[f - 1].id;
-            if (f > 0 && (new_id || ev[flows[f].event].start_ns != ev[flows[f - 1].event].start_ns)) {
+            if (f > 0 && (new_id || ev.start(flows[f].event) != ev.start(flows[f - 1].event))) {
                 list_.unmatched_.flow_ends += early_ends.size();
                 early_ends.clear();
             }
@@ -7203,9 +7536,9 @@ private:
                 open = no_index;
             }
             const event_index at = flows[f].event;
-            if (ev[at].kind == event_kind::flow_begin) {
+            if (ev.row(at).kind == event_kind::flow_begin) {
                 const auto other_thread = std::find_if(early_ends.begin(), early_ends.end(), [&](event_index end) {
-                    return ev[end].thread != ev[at].thread;
+                    return ev.row(end).thread != ev.row(at).thread;
                 });
                 if (other_thread != early_ends.end()) {
                     list_.flows_.push_back({flows[f].id, at, *other_thread});
@@ -7227,7 +7560,7 @@ private:
                   [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
 
         for (const auto& p : points) {
-            if (ev[p.event].kind != event_kind::async_begin) continue;
+            if (ev.row(p.event).kind != event_kind::async_begin) continue;
             event_index end = no_index;
             if (auto found = async_end.find(p.id); found != async_end.end()) {
                 end = found->second;
@@ -7244,43 +7577,47 @@ private:
     // API calls come through the same tick counter, but a coarse tick can put its start a step before
     // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
     void clamp_api_calls() {
-        auto& ev = list_.events_;
+        event_store& ev = list_.store_;
         for (event_index i = 0; i < launcher_.size() && i < ev.size(); ++i) {
             const event_index op = launcher_[i];
-            if (op == not_linked || op == no_index || ev[i].on_device()) continue;
-            event& call = ev[i];
-            const event& outer = ev[op];
-            call.start_ns = std::clamp(call.start_ns, outer.start_ns, outer.end_ns);
-            call.end_ns = std::clamp(call.end_ns, call.start_ns, outer.end_ns);
+            if (op == not_linked || op == no_index || ev.on_device(i)) continue;
+            const std::int64_t start = std::clamp(ev.start(i), ev.start(op), ev.end(op));
+            ev.set_times(i, start, std::clamp(ev.end(i), start, ev.end(op)));
         }
     }
 
     // Gives each device event to its launcher's chain (event_list::kernels) and sums device times:
     // an event's own (its duration), a CPU event's self (its launches) and total (with descendants').
     void link_device_events() {
-        auto& ev = list_.events_;
+        event_store& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
         std::vector<event_index> last(n, no_index);
+        std::vector<std::int64_t> self_device(n, 0);  // CPU events': their launches' durations
         for (event_index i = 0; i < n; ++i) {
-            event& e = ev[i];
-            if (!e.on_device()) continue;
+            if (!ev.on_device(i)) continue;
             ++list_.device_events_;
-            e.device_ns = e.self_device_ns = e.duration_ns();
-            if (e.linked == no_index) continue;
-            event& op = ev[e.linked];
-            op.self_device_ns += e.duration_ns();
-            if (last[e.linked] == no_index) {
-                op.first_linked = i;
+            event_extra& e = ev.extra_to_write(i);
+            e.device_ns = e.self_device_ns = ev.duration(i);
+            const event_index op = e.linked;
+            if (op == no_index) continue;
+            self_device[op] += ev.duration(i);
+            if (last[op] == no_index) {
+                ev.extra_to_write(op).first_linked = i;
             } else {
-                ev[last[e.linked]].next_linked = i;
+                ev.extra_to_write(last[op]).next_linked = i;
             }
-            last[e.linked] = i;
+            last[op] = i;
         }
-        for (event& e : ev) {
-            if (!e.on_device()) e.device_ns = e.self_device_ns;
+        // Totals: children come after their parents, so a backward pass sums each subtree.
+        std::vector<std::int64_t> total(self_device);
+        for (event_index i = n; i-- > 0;) {
+            if (!ev.on_device(i) && ev.row(i).parent != no_index) total[ev.row(i).parent] += total[i];
         }
-        for (event_index i = n; i-- > 0;) {  // children come after their parents
-            if (!ev[i].on_device() && ev[i].parent != no_index) ev[ev[i].parent].device_ns += ev[i].device_ns;
+        for (event_index i = 0; i < n; ++i) {
+            if (ev.on_device(i) || total[i] == 0) continue;  // a CPU event without device time needs no extra
+            event_extra& e = ev.extra_to_write(i);
+            e.self_device_ns = self_device[i];
+            e.device_ns = total[i];
         }
     }
 
@@ -7295,7 +7632,24 @@ private:
     event_list list_;
     std::shared_ptr<string_arena> arena_;
     std::vector<event_index> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
-    std::uint64_t first_id_ = 0;
+    // Names interned: each (text, location) once in the list, a copied text once in the arena.
+    struct name_key {
+        const char* data;
+        std::size_t size;
+        const source_location* where;
+        bool operator==(const name_key&) const noexcept = default;
+    };
+    struct name_key_hash {
+        std::size_t operator()(const name_key& k) const noexcept {
+            const auto mix = [](std::uint64_t h, std::uint64_t v) { return (h ^ v) * 0x9e3779b97f4a7c15ULL; };
+            return static_cast<std::size_t>(mix(mix(reinterpret_cast<std::uintptr_t>(k.data), k.size),
+                                                reinterpret_cast<std::uintptr_t>(k.where)));
+        }
+    };
+    std::unordered_map<name_key, std::uint32_t, name_key_hash> name_indices_;
+    name_key last_name_{nullptr, 0, nullptr};  // most events repeat the name before them
+    std::uint32_t last_name_index_ = no_index;
+    std::unordered_set<std::string_view> copies_;  // views into arena_
     std::vector<event_index> runs_;  // first event of each run
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
     std::vector<exact_place> exact_;    // per event as added, during build()
@@ -7312,7 +7666,7 @@ namespace stint {
 
 inline void event_list::append(const event_list& later) {
     if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
-    if (events_.empty() && threads_.empty()) {
+    if (empty() && threads_.empty()) {
         // Counts of earlier windows that had no events (all dropped, or only late records found) stay.
         const std::uint64_t recorded = recorded_;
         const std::uint64_t dropped = dropped_;
@@ -7341,16 +7695,16 @@ inline void event_list::append(const event_list& later) {
             thread_map[t] = static_cast<std::uint32_t>(found - threads_.begin());
         }
     }
-    const auto offset = static_cast<event_index>(events_.size());
+    const auto offset = static_cast<event_index>(size());
     const auto relink = [offset](event_index i) { return i == no_index ? no_index : i + offset; };
     const auto args_offset = static_cast<event_index>(args_.size());
     const event_index stacks_offset = stacks_.append(later.stacks_);
     const auto device_offset = static_cast<event_index>(device_args_.size());
     const auto memory_offset = static_cast<event_index>(memory_records_.size());
     if (!later.memory_usage_.empty() || !memory_usage_.empty()) {
-        memory_usage_.resize(events_.size());
+        memory_usage_.resize(size());
         if (later.memory_usage_.empty()) {
-            memory_usage_.resize(events_.size() + later.events_.size());
+            memory_usage_.resize(size() + later.size());
         } else {
             memory_usage_.insert(memory_usage_.end(), later.memory_usage_.begin(), later.memory_usage_.end());
         }
@@ -7368,22 +7722,9 @@ inline void event_list::append(const event_list& later) {
         }
     }
     memory_dropped_ += later.memory_dropped_;
-    for (event e : later.events_) {
-        e.linked = relink(e.linked);
-        e.first_linked = relink(e.first_linked);
-        e.next_linked = relink(e.next_linked);
-        if (e.device_info != no_index) e.device_info += device_offset;
-        if (e.memory_info != no_index) e.memory_info += memory_offset;
-        e.start_ns += shift;
-        e.end_ns += shift;
-        e.thread = thread_map[e.thread];
-        e.parent = relink(e.parent);
-        e.first_child = relink(e.first_child);
-        e.next_sibling = relink(e.next_sibling);
-        if (e.args != no_index) e.args += args_offset;
-        if (e.stack != no_index) e.stack += stacks_offset;
-        events_.push_back(e);
-    }
+    store_.append(
+        later.store_, relink, [&](std::uint32_t t) { return thread_map[t]; }, shift, args_offset, stacks_offset,
+        device_offset, memory_offset);
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
     for (const point_entry& p : later.points_) points_.push_back({p.event + offset, p.id});
     for (const flow_link& f : later.flows_) flows_.push_back({f.id, f.begin + offset, f.end + offset});
@@ -7425,6 +7766,7 @@ inline void event_list::append(const event_list& later) {
 #include <functional>
 #include <ostream>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -8532,15 +8874,15 @@ inline void finish_group(averaged_event& a) {
 [[nodiscard]] inline averaged_event total_average(const event_list& events) {
     averaged_event total;
     detail::display_names names;
-    const event* last = nullptr;
+    std::optional<event> last;
     detail::for_each_averaged(
         events, names,
         [&](const event& e) {
             detail::add_to_group(total, events, e, names);
-            last = &e;
+            last = e;
         },
         [&](const event&, const async_span& span) { detail::add_async_span(total, events, span); });
-    if (last != nullptr) {
+    if (last) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
         total.device_type = last->device.type;
@@ -10736,7 +11078,7 @@ public:
                 last_scope_depth = r.depth();
                 if (where.kind != event_kind::instant) outputs.enclosed_by(builder, i, r.depth());
             }
-            if (where.location.line != 0) builder.at(i).location = &where.location;
+            if (where.location.line != 0) builder.set_location(i, &where.location);
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
         std::uint64_t recorded = 0;
@@ -10781,12 +11123,12 @@ public:
         stats.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
         stats.memory_dropped = out.memory_dropped();
         stats.memory_events = stats.device_events = stats.device_api_calls = 0;
-        for (const event& e : out.has_memory_events() ? out.all() : std::span<const event>{}) {
-            if (is_memory_kind(e.kind)) ++stats.memory_events;
-        }
-        for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
-            if (e.on_device()) ++stats.device_events;
-            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats.device_api_calls;
+        if (out.has_memory_events() || device != nullptr) {
+            for (const event& e : out) {
+                if (is_memory_kind(e.kind)) ++stats.memory_events;
+                if (e.on_device()) ++stats.device_events;
+                if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats.device_api_calls;
+            }
         }
     }
 
@@ -10828,7 +11170,7 @@ private:
         event_args args;
         inputs_to_args(inputs, (aux & inputs_aux_concrete) != 0, args);
         if (record_args && !inputs.empty()) args.record_args = inputs[0].text;
-        if (!where.flops.empty()) builder.at(i).flops = evaluate_flops(where, inputs, flops);
+        if (!where.flops.empty()) builder.set_flops(i, evaluate_flops(where, inputs, flops));
         if (keep_values) args.inputs = std::move(inputs.mutable_inputs());
         builder.set_args(i, std::move(args));
         return truncated;
@@ -10850,7 +11192,7 @@ private:
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
         void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
             if (waiting_.empty()) return;
-            const bool op = builder.at(i).kind == event_kind::cpu_op;
+            const bool op = builder.kind_of(i) == event_kind::cpu_op;
             std::size_t kept = 0;
             for (std::size_t w = 0; w < waiting_.size(); ++w) {
                 entry& e = waiting_[w];
@@ -12371,6 +12713,7 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12535,7 +12878,7 @@ public:
             out.raw(name);
             out.raw("\": ");
         };
-        if (const event* launcher = events_.launcher(e); launcher != nullptr && launcher->id != 0) {
+        if (const std::optional<event> launcher = events_.launcher(e); launcher && launcher->id != 0) {
             key("External id");
             out.number(launcher->id);
         }

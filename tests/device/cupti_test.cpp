@@ -33,11 +33,11 @@ void wait_past(std::uint64_t ticks) {
     }
 }
 
-const stint::event* find(const stint::event_list& events, std::string_view name) {
+std::optional<stint::event> find(const stint::event_list& events, std::string_view name) {
     for (const stint::event& e : events) {
-        if (e.name == name) return &e;
+        if (e.name == name) return e;
     }
-    return nullptr;
+    return std::nullopt;
 }
 
 std::size_t count_named(const stint::event_list& events, std::string_view name) {
@@ -103,22 +103,22 @@ TEST_CASE("cupti: kernels, copies and memsets land under the ops that launched t
     prof.stop();
 
     const stint::event_list& events = prof.events();
-    const stint::event* op = find(events, "aten::mm");
-    const stint::event* inner = find(events, "aten::copy_");
-    const stint::event* gemm = find(events, "gemm_kernel(float*, float*, int)");
-    const stint::event* copy_event = find(events, "Memcpy HtoD (Pageable -> Device)");
-    const stint::event* set = find(events, "Memset (Device)");
-    const stint::event* launch = find(events, "cudaLaunchKernel");
-    const stint::event* memcpy_call = find(events, "cudaMemcpy");
-    const stint::event* unnamed_call = find(events, "cuda_runtime_cbid_2000");
-    REQUIRE(op != nullptr);
-    REQUIRE(inner != nullptr);
-    REQUIRE(gemm != nullptr);
-    REQUIRE(copy_event != nullptr);
-    REQUIRE(set != nullptr);
-    REQUIRE(launch != nullptr);
-    REQUIRE(memcpy_call != nullptr);
-    REQUIRE(unnamed_call != nullptr);
+    std::optional<stint::event> op = find(events, "aten::mm");
+    std::optional<stint::event> inner = find(events, "aten::copy_");
+    std::optional<stint::event> gemm = find(events, "gemm_kernel(float*, float*, int)");
+    std::optional<stint::event> copy_event = find(events, "Memcpy HtoD (Pageable -> Device)");
+    std::optional<stint::event> set = find(events, "Memset (Device)");
+    std::optional<stint::event> launch = find(events, "cudaLaunchKernel");
+    std::optional<stint::event> memcpy_call = find(events, "cudaMemcpy");
+    std::optional<stint::event> unnamed_call = find(events, "cuda_runtime_cbid_2000");
+    REQUIRE(op != std::nullopt);
+    REQUIRE(inner != std::nullopt);
+    REQUIRE(gemm != std::nullopt);
+    REQUIRE(copy_event != std::nullopt);
+    REQUIRE(set != std::nullopt);
+    REQUIRE(launch != std::nullopt);
+    REQUIRE(memcpy_call != std::nullopt);
+    REQUIRE(unnamed_call != std::nullopt);
 
     CHECK(gemm->kind == stint::event_kind::kernel);
     CHECK(gemm->device == stint::device{stint::device_type::cuda, 0});
@@ -201,12 +201,12 @@ TEST_CASE("cupti: nested scopes link their work to the innermost, a scope outsid
     wait_past(t + 40);
     prof.stop();
     const stint::event_list& events = prof.events();
-    const stint::event* inner = find(events, "inner");
-    REQUIRE(inner != nullptr);
-    REQUIRE(find(events, "k_inner") != nullptr);
+    std::optional<stint::event> inner = find(events, "inner");
+    REQUIRE(inner != std::nullopt);
+    REQUIRE(find(events, "k_inner") != std::nullopt);
     CHECK(events.launcher(*find(events, "k_inner")) == inner);
-    const stint::event* nobody = find(events, "k_nobody");
-    REQUIRE(nobody != nullptr);
+    std::optional<stint::event> nobody = find(events, "k_nobody");
+    REQUIRE(nobody != std::nullopt);
     CHECK(nobody->linked == stint::no_index);
     CHECK(prof.stats().device_loss.unlinked_records == 2);  // the kernel and the unlinked call
     CHECK(count_named(events, "cudaLaunchKernel") == 2);
@@ -250,8 +250,8 @@ TEST_CASE("cupti: records outside the window, incomplete, of unknown kinds, drop
     CHECK(loss.unparsed_bytes == sizeof(stint::detail::cupti_api_call) + sizeof(stint::detail::cupti_kernel));
     CHECK(loss.dropped_records == 3);
     CHECK(loss.lost() == 1 + 2 + 1 + 3);
-    CHECK(find(prof.events(), "ok") != nullptr);
-    CHECK(find(prof.events(), "after the unknown record") == nullptr);
+    CHECK(find(prof.events(), "ok") != std::nullopt);
+    CHECK(find(prof.events(), "after the unknown record") == std::nullopt);
     CHECK(prof.events().device().loss.dropped_records == 3);
 
     // A buffer completed after stop belongs to no session: the next one counts its records as stale.
@@ -264,7 +264,7 @@ TEST_CASE("cupti: records outside the window, incomplete, of unknown kinds, drop
     prof.start();
     prof.stop();
     CHECK(prof.stats().device_loss.stale_records == 2);
-    CHECK(find(prof.events(), "late") == nullptr);
+    CHECK(find(prof.events(), "late") == std::nullopt);
 }
 
 TEST_CASE("cupti: a buffer request over the budget is refused and counted") {
@@ -305,15 +305,15 @@ TEST_CASE("cupti: two devices and two streams get a track each; a graph launch l
     wait_past(t + 40);
     prof.stop();
     const stint::event_list& events = prof.events();
-    const stint::event* op = find(events, "graph op");
-    REQUIRE(op != nullptr);
+    std::optional<stint::event> op = find(events, "graph op");
+    REQUIRE(op != std::nullopt);
     CHECK(events.kernels(*op).size() == 3);
     CHECK(find(events, "node 2")->device == stint::device{stint::device_type::cuda, 1});
     CHECK(find(events, "node 2")->stream == 9);
     std::size_t tracks = 0;
     for (const stint::thread_info& info : events.threads()) tracks += info.is_device_track() ? 1 : 0;
     CHECK(tracks == 2);
-    CHECK(find(events, "cudaGraphLaunch") != nullptr);
+    CHECK(find(events, "cudaGraphLaunch") != std::nullopt);
     CHECK(events.parent(*find(events, "cudaGraphLaunch")) == op);
 }
 
@@ -328,7 +328,7 @@ TEST_CASE("cupti: the latch: a failed first enable turns CUPTI off for the proce
     prof.stop();
     CHECK(prof.stats().device_status.starts_with(
         "unavailable: cuptiActivityEnable returned CUPTI_ERROR_UNKNOWN (999)"));
-    CHECK(find(prof.events(), "cpu op") != nullptr);
+    CHECK(find(prof.events(), "cpu op") != std::nullopt);
     CHECK(fake().pushed.empty());
     const std::size_t calls = fake().calls;
     prof.start();
@@ -370,7 +370,7 @@ TEST_CASE("cupti: activities choose CPU only, device only, or both") {
         CHECK(fake().pushed.empty());
         CHECK(fake().enabled.empty());
         CHECK(prof.stats().device_status == "off");
-        CHECK(find(prof.events(), "op") != nullptr);
+        CHECK(find(prof.events(), "op") != std::nullopt);
     }
     SUBCASE("device only: device events, no scopes") {
         auto options = no_sync();
@@ -384,8 +384,8 @@ TEST_CASE("cupti: activities choose CPU only, device only, or both") {
         b.finish();
         wait_past(t + 2);
         prof.stop();
-        CHECK(find(prof.events(), "op") == nullptr);
-        CHECK(find(prof.events(), "k") != nullptr);
+        CHECK(find(prof.events(), "op") == std::nullopt);
+        CHECK(find(prof.events(), "k") != std::nullopt);
         CHECK(prof.stats().device_status == "active");
     }
     SUBCASE("a config without the policy refuses device only") {
@@ -562,8 +562,8 @@ TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are
     prof.stop();
     const stint::event_list& events = prof.events();
 
-    const stint::event* peer = find(events, "Memcpy PtoP (Device -> Device)");
-    REQUIRE(peer != nullptr);
+    std::optional<stint::event> peer = find(events, "Memcpy PtoP (Device -> Device)");
+    REQUIRE(peer != std::nullopt);
     CHECK(peer->kind == stint::event_kind::gpu_memcpy);
     CHECK(peer->device == stint::device{stint::device_type::cuda, 0});
     CHECK(events.launcher(*peer) == find(events, "aten::to"));
@@ -574,10 +574,10 @@ TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are
     CHECK(copy->dst_device == 1);
     CHECK(copy->bytes == (1u << 16));
 
-    const stint::event* stream_sync = find(events, "Stream Sync");
-    const stint::event* context_sync = find(events, "Context Sync");
-    REQUIRE(stream_sync != nullptr);
-    REQUIRE(context_sync != nullptr);
+    std::optional<stint::event> stream_sync = find(events, "Stream Sync");
+    std::optional<stint::event> context_sync = find(events, "Context Sync");
+    REQUIRE(stream_sync != std::nullopt);
+    REQUIRE(context_sync != std::nullopt);
     CHECK(count_named(events, "Context Sync") == 1);  // the unplaceable one is counted, not drawn
     CHECK(stream_sync->kind == stint::event_kind::cuda_sync);
     CHECK(stream_sync->device.index == 0);  // context 1: the peer copy's
@@ -586,8 +586,8 @@ TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are
     CHECK(context_sync->stream == no_stream);
     CHECK(prof.stats().device_loss.unknown_records == 1);
 
-    const stint::event* overhead = find(events, "CUPTI Activity Buffer Request");
-    REQUIRE(overhead != nullptr);
+    std::optional<stint::event> overhead = find(events, "CUPTI Activity Buffer Request");
+    REQUIRE(overhead != std::nullopt);
     CHECK(overhead->kind == stint::event_kind::overhead);
     CHECK(!overhead->on_device());
     CHECK(overhead->parent == stint::no_index);

@@ -28,17 +28,17 @@ namespace {
 
 constexpr int n = 256;
 
-const stint::event* find_prefix(const stint::event_list& events, std::string_view prefix) {
+std::optional<stint::event> find_prefix(const stint::event_list& events, std::string_view prefix) {
     for (const stint::event& e : events) {
-        if (e.name.starts_with(prefix)) return &e;
+        if (e.name.starts_with(prefix)) return e;
     }
-    return nullptr;
+    return std::nullopt;
 }
 
-std::vector<const stint::event*> named(const stint::event_list& events, std::string_view name) {
-    std::vector<const stint::event*> found;
+std::vector<std::optional<stint::event>> named(const stint::event_list& events, std::string_view name) {
+    std::vector<std::optional<stint::event>> found;
     for (const stint::event& e : events) {
-        if (e.name == name) found.push_back(&e);
+        if (e.name == name) found.push_back(e);
     }
     return found;
 }
@@ -112,11 +112,11 @@ TEST_CASE("gpu: a matmul, its copies and a memset land under their ops, in the t
         MESSAGE("clock alignment: " << events.device().clock_alignment
                                     << ", CUPTI " << events.device().cupti_version);
 
-        const stint::event* matmul = named(events, "matmul").at(0);
-        const stint::event* kernel = find_prefix(events, "stint_smoke_matmul(");
-        const stint::event* launch = find_prefix(events, "cudaLaunchKernel");
-        REQUIRE(kernel != nullptr);
-        REQUIRE(launch != nullptr);
+        std::optional<stint::event> matmul = named(events, "matmul").at(0);
+        std::optional<stint::event> kernel = find_prefix(events, "stint_smoke_matmul(");
+        std::optional<stint::event> launch = find_prefix(events, "cudaLaunchKernel");
+        REQUIRE(kernel != std::nullopt);
+        REQUIRE(launch != std::nullopt);
         CHECK(kernel->kind == stint::event_kind::kernel);
         CHECK(kernel->device == stint::device{stint::device_type::cuda, 0});
         CHECK(events.launcher(*kernel) == matmul);
@@ -135,7 +135,7 @@ TEST_CASE("gpu: a matmul, its copies and a memset land under their ops, in the t
         REQUIRE(uploads.size() == 2);
         REQUIRE(downloads.size() == 1);
         REQUIRE(clears.size() == 1);
-        for (const stint::event* e : uploads) CHECK(events.launcher(*e) == named(events, "upload").at(0));
+        for (std::optional<stint::event> e : uploads) CHECK(events.launcher(*e) == named(events, "upload").at(0));
         CHECK(events.launcher(*downloads[0]) == named(events, "download").at(0));
         CHECK(events.launcher(*clears[0]) == named(events, "clear").at(0));
         CHECK(events.device_args_of(*downloads[0])->bytes == sizeof(float) * n * n);
@@ -212,9 +212,9 @@ TEST_CASE("gpu: a device-only session records kernels and no CPU ops") {
     step(m);
     prof.stop();
     CHECK(named(prof.events(), "matmul").empty());
-    const stint::event* kernel = find_prefix(prof.events(), "stint_smoke_matmul(");
-    REQUIRE(kernel != nullptr);
-    CHECK(prof.events().launcher(*kernel) == nullptr);
+    std::optional<stint::event> kernel = find_prefix(prof.events(), "stint_smoke_matmul(");
+    REQUIRE(kernel != std::nullopt);
+    CHECK(prof.events().launcher(*kernel) == std::nullopt);
 }
 
 int main(int argc, char** argv) {

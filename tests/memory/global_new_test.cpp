@@ -16,10 +16,10 @@ namespace {
 
 using mem = stint::config<stint::profile_memory>;
 
-std::vector<const stint::event*> memory_events(const stint::event_list& events) {
-    std::vector<const stint::event*> found;
+std::vector<std::optional<stint::event>> memory_events(const stint::event_list& events) {
+    std::vector<std::optional<stint::event>> found;
     for (const stint::event& e : events) {
-        if (e.kind == stint::event_kind::memory) found.push_back(&e);
+        if (e.kind == stint::event_kind::memory) found.push_back(e);
     }
     return found;
 }
@@ -54,7 +54,7 @@ TEST_CASE("global new: new and delete in a scope are [memory] events with their 
     CHECK(prof.events().memory_of(*memory[2])->bytes == 256);
     CHECK(prof.events().memory_of(*memory[2])->addr % 128 == 0);
     CHECK(prof.events().memory_of(*memory[3])->bytes == -256);
-    for (const stint::event* e : memory) CHECK(prof.events().parent(*e)->name == "allocates");
+    for (std::optional<stint::event> e : memory) CHECK(prof.events().parent(*e)->name == "allocates");
 }
 
 TEST_CASE("global new: stint's own chunks and thread registrations are never reported") {
@@ -81,10 +81,10 @@ TEST_CASE("global new: stint's own chunks and thread registrations are never rep
     prof.stop();
     std::size_t user_blocks = 0;
     std::size_t thread_blocks = 0;
-    for (const stint::event* e : memory_events(prof.events())) {
-        const stint::event* parent = prof.events().parent(*e);
-        if (parent != nullptr && parent->name == "user") ++user_blocks;
-        if (parent == nullptr) ++thread_blocks;
+    for (std::optional<stint::event> e : memory_events(prof.events())) {
+        std::optional<stint::event> parent = prof.events().parent(*e);
+        if (parent != std::nullopt && parent->name == "user") ++user_blocks;
+        if (parent == std::nullopt) ++thread_blocks;
     }
     CHECK(user_blocks == 2);  // the vector object and its 1000 bytes
     // At top level: std::thread's state (allocated and freed) and the vector's two frees; no chunk.

@@ -231,8 +231,12 @@ struct unmatched_points {
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
+///
+/// An event_list hands events out by value, assembled from its compact storage (48 bytes per event,
+/// design §1 step 5): keep an event_index, not a pointer, to refer to one later.
 struct event {
     std::string_view name;             ///< static site name or a copy owned by the event_list
+    event_index index = no_index;      ///< its place in the event_list it was read from
     std::uint64_t id = 0;              ///< "Record function id": unique, non-negative, per session
     std::uint32_t thread = 0;          ///< index into event_list::threads()
     event_kind kind = event_kind::user_annotation;
@@ -265,6 +269,9 @@ struct event {
     std::int64_t device_ns = 0;
     std::int64_t self_device_ns = 0;
     event_index memory_info = no_index;  ///< into event_list::memory_of, for [memory] and [OutOfMemory]
+
+    /// Equal in every field (two reads of one event of one list are equal).
+    friend bool operator==(const event&, const event&) noexcept = default;
 
     [[nodiscard]] std::int64_t duration_ns() const noexcept { return end_ns - start_ns; }
     [[nodiscard]] double start_us() const noexcept { return static_cast<double>(start_ns) / 1e3; }

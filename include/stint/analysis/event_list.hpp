@@ -9,11 +9,13 @@
 #include <deque>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "stint/analysis/detail/event_store.hpp"
 #include "stint/analysis/event.hpp"
 
 namespace stint {
@@ -181,33 +183,66 @@ struct call_stack_access {
 };
 }  // namespace detail
 
-/// The events of one session (or one schedule window), ordered by start time.
+/// The events of one session (or one schedule window), ordered by start time. Events are read by
+/// value (an event_list stores them in 48 bytes each and assembles each one it hands out).
 ///
 ///     for (const stint::event& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
 class event_list {
 public:
     using value_type = event;
-    using const_iterator = std::vector<event>::const_iterator;
+
+    /// Walks the list in order, handing out each event by value.
+    class iterator {
+    public:
+        using iterator_concept = std::random_access_iterator_tag;
+        using iterator_category = std::input_iterator_tag;  // its reference is a value
+        using value_type = event;
+        using difference_type = std::ptrdiff_t;
+        using reference = event;
+        iterator() = default;
+        iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
+        [[nodiscard]] event operator*() const { return store_->assemble(at_); }
+        [[nodiscard]] event operator[](difference_type n) const {
+            return store_->assemble(static_cast<event_index>(at_ + n));
+        }
+        iterator& operator++() { ++at_; return *this; }
+        iterator operator++(int) { iterator old = *this; ++at_; return old; }
+        iterator& operator--() { --at_; return *this; }
+        iterator operator--(int) { iterator old = *this; --at_; return old; }
+        iterator& operator+=(difference_type n) { at_ = static_cast<event_index>(at_ + n); return *this; }
+        iterator& operator-=(difference_type n) { at_ = static_cast<event_index>(at_ - n); return *this; }
+        friend iterator operator+(iterator i, difference_type n) { return i += n; }
+        friend iterator operator+(difference_type n, iterator i) { return i += n; }
+        friend iterator operator-(iterator i, difference_type n) { return i -= n; }
+        friend difference_type operator-(const iterator& a, const iterator& b) {
+            return static_cast<difference_type>(a.at_) - static_cast<difference_type>(b.at_);
+        }
+        friend bool operator==(const iterator& a, const iterator& b) { return a.at_ == b.at_; }
+        friend auto operator<=>(const iterator& a, const iterator& b) { return a.at_ <=> b.at_; }
+
+    private:
+        const detail::event_store* store_ = nullptr;
+        event_index at_ = 0;
+    };
+    using const_iterator = iterator;
 
     /// Iterates the direct children of one event, or the device events it launched, in start order.
     class child_range {
     public:
         class iterator {
         public:
-            using iterator_category = std::forward_iterator_tag;
+            using iterator_concept = std::forward_iterator_tag;
+            using iterator_category = std::input_iterator_tag;  // its reference is a value
             using value_type = event;
             using difference_type = std::ptrdiff_t;
-            using pointer = const event*;
-            using reference = const event&;
+            using reference = event;
             iterator() = default;
-            iterator(const std::vector<event>* events, event_index at, bool linked = false)
-                : events_(events), at_(at), linked_(linked) {}
-            reference operator*() const { return (*events_)[at_]; }
-            pointer operator->() const { return &(*events_)[at_]; }
+            iterator(const detail::event_store* store, event_index at, bool linked = false)
+                : store_(store), at_(at), linked_(linked) {}
+            [[nodiscard]] event operator*() const { return store_->assemble(at_); }
             iterator& operator++() {
-                const event& e = (*events_)[at_];
-                at_ = linked_ ? e.next_linked : e.next_sibling;
+                at_ = linked_ ? store_->extra(at_).next_linked : store_->row(at_).next_sibling;
                 return *this;
             }
             iterator operator++(int) {
@@ -218,40 +253,43 @@ public:
             bool operator==(const iterator& other) const { return at_ == other.at_; }
 
         private:
-            const std::vector<event>* events_ = nullptr;
+            const detail::event_store* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
         };
-        child_range(const std::vector<event>* events, event_index first, bool linked = false)
-            : events_(events), first_(first), linked_(linked) {}
-        [[nodiscard]] iterator begin() const { return {events_, first_, linked_}; }
-        [[nodiscard]] iterator end() const { return {events_, no_index, linked_}; }
+        child_range(const detail::event_store* store, event_index first, bool linked = false)
+            : store_(store), first_(first), linked_(linked) {}
+        [[nodiscard]] iterator begin() const { return {store_, first_, linked_}; }
+        [[nodiscard]] iterator end() const { return {store_, no_index, linked_}; }
         [[nodiscard]] bool empty() const { return first_ == no_index; }
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
-        const std::vector<event>* events_;
+        const detail::event_store* store_;
         event_index first_;
         bool linked_;
     };
 
     event_list() = default;
 
-    [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
-    [[nodiscard]] bool empty() const noexcept { return events_.empty(); }
-    [[nodiscard]] const event& operator[](std::size_t i) const { return events_[i]; }
-    [[nodiscard]] const_iterator begin() const noexcept { return events_.begin(); }
-    [[nodiscard]] const_iterator end() const noexcept { return events_.end(); }
-    [[nodiscard]] std::span<const event> all() const noexcept { return events_; }
+    [[nodiscard]] std::size_t size() const noexcept { return store_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return store_.size() == 0; }
+    /// Event i, assembled.
+    [[nodiscard]] event operator[](std::size_t i) const { return store_.assemble(static_cast<event_index>(i)); }
+    [[nodiscard]] iterator begin() const noexcept { return {&store_, 0}; }
+    [[nodiscard]] iterator end() const noexcept { return {&store_, static_cast<event_index>(store_.size())}; }
 
     /// Index of an event of this list (for parent/child links).
-    [[nodiscard]] event_index index_of(const event& e) const noexcept {
-        return static_cast<event_index>(&e - events_.data());
+    [[nodiscard]] event_index index_of(const event& e) const noexcept { return e.index; }
+    /// The event's parent, or nothing for a top-level event.
+    [[nodiscard]] std::optional<event> parent(const event& e) const {
+        if (e.parent == no_index) return std::nullopt;
+        return store_.assemble(e.parent);
     }
-    [[nodiscard]] const event* parent(const event& e) const noexcept {
-        return e.parent == no_index ? nullptr : &events_[e.parent];
-    }
-    [[nodiscard]] child_range children(const event& e) const noexcept { return {&events_, e.first_child}; }
+    [[nodiscard]] child_range children(const event& e) const noexcept { return {&store_, e.first_child}; }
+    /// Bytes the list holds for its events (their rows and side tables; arguments, stacks and names
+    /// not counted): 48 per event plus what the few events with extras carry.
+    [[nodiscard]] std::size_t event_bytes() const noexcept { return store_.bytes(); }
 
     [[nodiscard]] std::span<const thread_info> threads() const noexcept { return threads_; }
     [[nodiscard]] const thread_info& thread_of(const event& e) const { return threads_[e.thread]; }
@@ -273,15 +311,16 @@ public:
         return e.device_info == no_index ? nullptr : &device_args_[e.device_info];
     }
     /// The CPU op or scope that launched a device event or made a CUDA API call, or nullptr.
-    [[nodiscard]] const event* launcher(const event& e) const noexcept {
-        return e.linked == no_index ? nullptr : &events_[e.linked];
+    [[nodiscard]] std::optional<event> launcher(const event& e) const {
+        if (e.linked == no_index) return std::nullopt;
+        return store_.assemble(e.linked);
     }
     /// The device events (kernels, copies, memsets, syncs) that a CPU event launched itself, in start
     /// order (torch's FunctionEvent.kernels); its descendants' are theirs.
     ///
     ///     for (const stint::event& k : prof.events().kernels(op))
     ///         fmt::print("{} {}us\n", k.name, k.duration_ns() / 1e3);
-    [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&events_, e.first_linked, true}; }
+    [[nodiscard]] child_range kernels(const event& e) const noexcept { return {&store_, e.first_linked, true}; }
     /// Whether any event ran on a device.
     [[nodiscard]] bool has_device_events() const noexcept { return device_events_ != 0; }
     /// The device collection of the session: its status and what it lost.
@@ -349,12 +388,13 @@ public:
         };
         const auto at = [&](std::int64_t t) { return reference_ns + offset_ns + stretch(t - reference_ns); };
         const auto span = stretch;
-        for (event& e : events_) {
-            e.start_ns = at(e.start_ns);
-            e.end_ns = at(e.end_ns);
-            e.self_ns = span(e.self_ns);
-            e.device_ns = span(e.device_ns);
-            e.self_device_ns = span(e.self_device_ns);
+        for (event_index i = 0; i < store_.size(); ++i) {
+            store_.set_times(i, at(store_.start(i)), at(store_.end(i)));
+            store_.set_self(i, span(store_.self(i)));
+            if (store_.row(i).extra == no_index) continue;
+            detail::event_extra& x = store_.extra_to_write(i);
+            x.device_ns = span(x.device_ns);
+            x.self_device_ns = span(x.self_device_ns);
         }
         for (memory_peak& peak : memory_peaks_) peak.at_ns = at(peak.at_ns);
         base_time_ns_ = base_time_ns;
@@ -362,7 +402,7 @@ public:
 
 private:
     friend class detail::event_list_builder;
-    std::vector<event> events_;
+    detail::event_store store_;
     std::vector<thread_info> threads_;
     std::vector<event_args> args_;
     detail::stack_tree stacks_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -40,21 +41,23 @@ public:
     /// Adds an event whose name outlives the list (a site's static name).
     event_index add(event_kind kind, std::string_view static_name, std::uint32_t thread, std::int64_t start_ns,
                     std::int64_t end_ns) {
-        event e;
-        e.kind = kind;
-        e.name = static_name;
-        e.thread = thread;
-        e.start_ns = start_ns;
-        e.end_ns = std::max(end_ns, start_ns);
-        list_.events_.push_back(e);
-        return static_cast<event_index>(list_.events_.size() - 1);
+        return ev().push(kind, name_index(static_name, nullptr), thread, start_ns, end_ns);
     }
-    /// Adds an event whose name is copied into the list.
+    /// Adds an event whose name is copied into the list (once per distinct name).
     event_index add_copy(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
                          std::int64_t end_ns) {
-        return add(kind, arena_->store(name), thread, start_ns, end_ns);
+        const auto found = copies_.find(name);
+        const std::string_view kept = found != copies_.end() ? *found : *copies_.insert(arena_->store(name)).first;
+        return add(kind, kept, thread, start_ns, end_ns);
     }
-    event& at(event_index i) { return list_.events_[i]; }
+    /// The site's source location of event i (static data of the instrumented code).
+    void set_location(event_index i, const source_location* where) {
+        event_row& r = ev().row(i);
+        r.name = name_index(list_.store_.name(i).text, where);
+    }
+    /// The flop estimate of event i.
+    void set_flops(event_index i, std::int64_t flops) { ev().extra_to_write(i).flops = flops; }
+    [[nodiscard]] event_kind kind_of(event_index i) const { return list_.store_.row(i).kind; }
 
     /// The track of one device stream, added the first time it is asked for.
     std::uint32_t device_track(stint::device where, std::uint32_t stream) {
@@ -72,7 +75,7 @@ public:
     event_index add_device_event(event_kind kind, std::string_view name, std::uint32_t track, std::int64_t start_ns,
                                  std::int64_t end_ns, const device_args& args) {
         const event_index i = add_copy(kind, name, track, start_ns, end_ns);
-        event& e = list_.events_[i];
+        event_extra& e = ev().extra_to_write(i);
         e.device = list_.threads_[track].device;
         e.stream = static_cast<std::uint32_t>(list_.threads_[track].os_tid);
         e.device_info = static_cast<event_index>(list_.device_args_.size());
@@ -84,7 +87,7 @@ public:
     event_index add_api_call(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
                              std::int64_t end_ns, const device_args& args) {
         const event_index i = add_copy(kind, name, thread, start_ns, end_ns);
-        list_.events_[i].device_info = static_cast<event_index>(list_.device_args_.size());
+        ev().extra_to_write(i).device_info = static_cast<event_index>(list_.device_args_.size());
         list_.device_args_.push_back(args);
         set_launcher(i, no_index);
         return i;
@@ -103,9 +106,10 @@ public:
                                  std::uint64_t sequence, memory_event_flags flags = {}) {
         const std::string_view name = kind == event_kind::memory ? "[memory]" : "[OutOfMemory]";
         const event_index i = add(kind, name, thread, at_ns, at_ns);
-        list_.events_[i].memory_info = static_cast<event_index>(list_.memory_records_.size());
+        const auto record_index = static_cast<event_index>(list_.memory_records_.size());
+        ev().extra_to_write(i).memory_info = record_index;
         list_.memory_records_.push_back(record);
-        memory_order_.push_back({sequence, list_.events_[i].memory_info, flags});
+        memory_order_.push_back({sequence, record_index, flags});
         return i;
     }
     /// Memory events lost to the buffer budget.
@@ -118,13 +122,13 @@ public:
     void set_point_id(event_index i, std::uint64_t id) { point_ids_.push_back({i, id}); }
 
     void set_args(event_index i, event_args args) {
-        list_.events_[i].args = static_cast<event_index>(list_.args_.size());
+        ev().extra_to_write(i).args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
     }
     /// Event i's args, made empty first if it has none.
     event_args& args_of(event_index i) {
-        if (list_.events_[i].args == no_index) set_args(i, {});
-        return list_.args_[list_.events_[i].args];
+        if (ev().extra(i).args == no_index) set_args(i, {});
+        return list_.args_[ev().extra(i).args];
     }
     void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
         event_index at = no_index;
@@ -132,12 +136,12 @@ public:
             list_.stacks_.frames.push_back(*frame);
             at = list_.stacks_.push(static_cast<std::uint32_t>(list_.stacks_.frames.size() - 1), at);
         }
-        list_.events_[i].stack = at;
+        ev().extra_to_write(i).stack = at;
     }
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
     void set_native_frames(event_index i, std::vector<std::uint64_t> frames) {
-        list_.events_[i].stack = static_cast<event_index>(native_frames_.size());
+        ev().extra_to_write(i).stack = static_cast<event_index>(native_frames_.size());
         native_frames_.push_back(std::move(frames));
     }
     /// build() gives every event a stack (with_stack): its location and its ancestors', or its native
@@ -154,17 +158,17 @@ public:
     void set_base_steady_ns(std::int64_t ns) { list_.base_steady_ns_ = ns; }
     /// First "Record function id" to hand out (so ids stay unique across windows): the n-th event added
     /// gets first_id + n.
-    void set_first_id(std::uint64_t id) { first_id_ = id; }
+    void set_first_id(std::uint64_t id) { ev().set_first_id(id); }
 
     /// Room for `events` events, so that a drain never copies the list while it grows.
     void reserve(std::size_t events) {
-        list_.events_.reserve(events);
+        ev().reserve(events);
         depth_.reserve(events);
     }
 
     /// Starts a run: the events added until the next run come from one thread buffer, which appends
     /// each scope when it ends. build() rebuilds a run's nesting from that order.
-    void begin_run() { runs_.push_back(static_cast<event_index>(list_.events_.size())); }
+    void begin_run() { runs_.push_back(static_cast<event_index>(ev().size())); }
 
     /// The nesting depth (modulo 2^16) that the thread had when event `i` began, as a record stores it
     /// (recording/buffer.hpp). A run whose events all have one is linked exactly: the arrival order and
@@ -177,28 +181,43 @@ public:
     /// Orders events by (start, longer first, then the program's order or insertion), links the tree,
     /// and gives each event the id first_id + its place in the order added.
     event_list build() && {
-        depth_.resize(list_.events_.size(), no_depth);
-        exact_.assign(list_.events_.size(), exact_place{});
+        depth_.resize(ev().size(), no_depth);
+        exact_.assign(ev().size(), exact_place{});
         clamp_api_calls();
         std::vector<event_index> order = ordered_indices();
-        const std::vector<event_index> original = order;  // apply_order consumes `order`
-        apply_order(order);
+        const std::vector<event_index> original = order;  // permute consumes `order`
+        ev().permute(order);
         link_tree(original);
         if (!point_ids_.empty()) link_points(original);
         if (!list_.device_args_.empty()) link_device_events();
         if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
-            assign_call_stacks(list_.events_, native_frames_, list_.stacks_);
+            assign_call_stacks(ev(), native_frames_, list_.stacks_);
         } else if (!native_frames_.empty()) {
-            for (event& e : list_.events_) e.stack = no_index;  // frames recorded, stacks not asked for
+            for (event_index i = 0; i < ev().size(); ++i) {  // frames recorded, stacks not asked for
+                if (ev().row(i).extra != no_index) ev().extra_to_write(i).stack = no_index;
+            }
         }
-        if (module_hierarchy_) assign_module_hierarchy(list_.events_, list_.args_);
+        if (module_hierarchy_) assign_module_hierarchy(ev(), list_.args_);
         list_.arenas_.push_back(std::move(arena_));
         return std::move(list_);
     }
 
 private:
     static constexpr std::uint32_t no_depth = 0xffffffffU;
+
+    event_store& ev() noexcept { return list_.store_; }
+
+    // The list's name entry for `text` (static, or kept in the arena) at `where`.
+    std::uint32_t name_index(std::string_view text, const source_location* where) {
+        const name_key key{text.data(), text.size(), where};
+        if (key == last_name_ && last_name_index_ != no_index) return last_name_index_;
+        auto [at, added] = name_indices_.try_emplace(key, 0);
+        if (added) at->second = ev().add_name({text, where});
+        last_name_ = key;
+        last_name_index_ = at->second;
+        return at->second;
+    }
 
     struct memory_order_entry {
         std::uint64_t sequence = 0;
@@ -213,8 +232,8 @@ private:
         std::sort(memory_order_.begin(), memory_order_.end(),
                   [](const memory_order_entry& a, const memory_order_entry& b) { return a.sequence < b.sequence; });
         std::vector<event_index> event_of(list_.memory_records_.size(), no_index);
-        for (event_index i = 0; i < list_.events_.size(); ++i) {
-            if (list_.events_[i].memory_info != no_index) event_of[list_.events_[i].memory_info] = i;
+        for (event_index i = 0; i < ev().size(); ++i) {
+            if (ev().extra(i).memory_info != no_index) event_of[ev().extra(i).memory_info] = i;
         }
         const auto key = [](const memory_record& r) {
             return std::pair<std::uint64_t, std::uint64_t>{
@@ -236,7 +255,8 @@ private:
         };
         for (const memory_order_entry& entry : memory_order_) {
             memory_record& r = list_.memory_records_[entry.record];
-            const event& e = list_.events_[event_of[entry.record]];
+            const event_index at_event = event_of[entry.record];
+            const event_row& e = ev().row(at_event);
             std::int64_t& total = total_of(r.device);
             if (e.kind == event_kind::memory && !entry.flags.free) {
                 // An allocation. One at an address still live means its free was not seen (dropped, or
@@ -271,16 +291,16 @@ private:
             if (r.total_allocated > peak->bytes) {
                 peak->bytes = r.total_allocated;
                 peak->at_ns = e.start_ns;
-                peak->op = e.parent == no_index ? std::string{} : std::string(list_.events_[e.parent].name);
+                peak->op = e.parent == no_index ? std::string{} : std::string(ev().name(e.parent).text);
             }
         }
         for (memory_peak& peak : list_.memory_peaks_) peak.bytes = std::max<std::int64_t>(peak.bytes, 0);
         // Attribution: on the allocating thread, to every op or scope open around the event.
-        list_.memory_usage_.assign(list_.events_.size(), memory_usage{});
-        for (event_index i = 0; i < list_.events_.size(); ++i) {
-            const event& e = list_.events_[i];
+        list_.memory_usage_.assign(ev().size(), memory_usage{});
+        for (event_index i = 0; i < ev().size(); ++i) {
+            const event_row& e = ev().row(i);
             if (e.kind != event_kind::memory) continue;
-            const memory_record& r = list_.memory_records_[e.memory_info];
+            const memory_record& r = list_.memory_records_[ev().extra(i).memory_info];
             const bool on_cpu = r.device.type == device_type::cpu;
             const auto charge = [&](memory_usage& u, bool self) {
                 (on_cpu ? u.cpu : u.device) += r.bytes;
@@ -288,7 +308,7 @@ private:
             };
             charge(list_.memory_usage_[i], true);
             bool direct = true;
-            for (event_index p = e.parent; p != no_index; p = list_.events_[p].parent) {
+            for (event_index p = e.parent; p != no_index; p = ev().row(p).parent) {
                 charge(list_.memory_usage_[p], direct);
                 direct = false;
             }
@@ -306,7 +326,7 @@ private:
 
     // The order of the list: each run ordered on its own, then the runs merged.
     std::vector<event_index> ordered_indices() {
-        const auto n = static_cast<event_index>(list_.events_.size());
+        const auto n = static_cast<event_index>(ev().size());
         std::vector<event_index> bounds{0};
         for (event_index b : runs_) {
             if (b > bounds.back() && b < n) bounds.push_back(b);
@@ -331,10 +351,9 @@ private:
     }
 
     [[nodiscard]] bool before(event_index a, event_index b) const noexcept {
-        const event& x = list_.events_[a];
-        const event& y = list_.events_[b];
-        if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-        if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;  // the enclosing one first
+        const event_store& store = list_.store_;
+        if (store.start(a) != store.start(b)) return store.start(a) < store.start(b);
+        if (store.end(a) != store.end(b)) return store.end(a) > store.end(b);  // the enclosing one first
         if (exact_[a].run != no_index && exact_[a].run == exact_[b].run) return exact_[a].pre < exact_[b].pre;
         return a < b;  // insertion order: a scope recorded before its zero-length twin
     }
@@ -349,7 +368,7 @@ private:
     // over budget) is deeper than its neighbours: it goes to the nearest recorded ancestor, or becomes
     // a root when its times prove it ended before that ancestor began.
     void link_exact_run(event_index lo, event_index hi, event_index run) {
-        const auto& ev = list_.events_;
+        const event_store& ev = list_.store_;
         const event_index m = hi - lo;
         std::vector<std::int64_t> depth(m);
         std::int64_t level = 0;
@@ -367,7 +386,7 @@ private:
             while (!pending.empty() && depth[pending.back()] > depth[i]) {
                 const event_index child = pending.back();
                 pending.pop_back();
-                if (ev[lo + child].end_ns < ev[lo + i].start_ns) {
+                if (ev.end(lo + child) < ev.start(lo + i)) {
                     // Ended before this record began: an orphan, and so is everything deeper below it.
                     while (!pending.empty() && depth[pending.back()] > depth[i]) pending.pop_back();
                     break;
@@ -391,12 +410,12 @@ private:
     void order_exact_run(std::vector<event_index>& order, event_index run, event_index lo, event_index hi) {
         link_exact_run(lo, hi, run);
         for (event_index i = lo; i < hi; ++i) order[lo + exact_[i].pre] = i;
-        const auto& ev = list_.events_;
+        const event_store& ev = list_.store_;
         const auto less = [this](event_index a, event_index b) { return before(a, b); };
         for (event_index i = lo; i < hi;) {
             event_index j = i + 1;
-            while (j < hi && ev[order[j]].start_ns == ev[order[i]].start_ns) ++j;
-            if (j < hi && ev[order[j]].start_ns < ev[order[i]].start_ns) {  // a clock that stepped back
+            while (j < hi && ev.start(order[j]) == ev.start(order[i])) ++j;
+            if (j < hi && ev.start(order[j]) < ev.start(order[i])) {  // a clock that stepped back
                 std::sort(order.begin() + lo, order.begin() + hi, less);
                 return;
             }
@@ -431,26 +450,6 @@ private:
         return merged;
     }
 
-    // Moves event order[i] to position i, in place (following the permutation's cycles).
-    void apply_order(std::vector<event_index>& order) {
-        auto& ev = list_.events_;
-        for (event_index i = 0; i < order.size(); ++i) {
-            if (order[i] == i) continue;
-            const event first = ev[i];
-            event_index j = i;
-            for (;;) {
-                const event_index k = order[j];
-                order[j] = j;
-                if (k == i) {
-                    ev[j] = first;
-                    break;
-                }
-                ev[j] = ev[k];
-                j = k;
-            }
-        }
-    }
-
     // Links parents, children, depth and self time. `original[i]` is the index as added of event i.
     // A thread whose events all come from one exactly linked run takes that run's parents. Otherwise
     // (hand-built events, or one OS thread recording through several buffers: a shared library with
@@ -458,7 +457,7 @@ private:
     // runs (torch's rule: what ended when or before an event starts, or ends before it does, cannot
     // contain it).
     void link_tree(const std::vector<event_index>& original) {
-        auto& ev = list_.events_;
+        event_store& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
         std::vector<event_index> position(n);
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
@@ -466,10 +465,10 @@ private:
         std::vector<event_index> thread_run(list_.threads_.size(), no_index);
         // Device events and API calls whose launcher is known sit outside the runs: they take no part
         // in deciding how a thread is linked.
-        const auto placed = [&](event_index i) { return ev[i].on_device() || launcher_of(original[i]) != not_linked; };
+        const auto placed = [&](event_index i) { return ev.on_device(i) || launcher_of(original[i]) != not_linked; };
         for (event_index i = 0; i < n; ++i) {
             if (placed(i)) continue;
-            event_index& run = thread_run[ev[i].thread];
+            event_index& run = thread_run[ev.row(i).thread];
             const event_index mine = exact_[original[i]].run == no_index ? mixed : exact_[original[i]].run;
             run = (run == no_index || run == mine) ? mine : mixed;
         }
@@ -477,29 +476,34 @@ private:
             const exact_place& o = exact_[original[outer]];
             const exact_place& e = exact_[original[inner]];
             if (o.run != no_index && o.run == e.run) return o.pre < e.pre && e.pre < o.pre + o.size;
-            return !(ev[outer].end_ns <= ev[inner].start_ns || ev[outer].end_ns < ev[inner].end_ns);
+            return !(ev.end(outer) <= ev.start(inner) || ev.end(outer) < ev.end(inner));
         };
         std::vector<std::vector<event_index>> open(list_.threads_.size());
         std::vector<event_index> last_child(n, no_index);
         for (event_index i = 0; i < n; ++i) {
-            event& e = ev[i];
-            e.id = first_id_ + original[i];  // the order added: an exporter that reads the records knows it
-            e.self_ns = e.duration_ns();
+            // The row's `added` is its place as added: with the first id, the id an exporter that
+            // reads the records gives it.
+            ev.set_self(i, ev.duration(i));
             event_index p = no_index;
             const exact_place& place = exact_[original[i]];
             const event_index launcher = launcher_of(original[i]);
-            if (launcher != not_linked) e.linked = launcher == no_index ? no_index : position[launcher];
-            if (e.on_device()) {
-                e.self_ns = 0;  // device time is not CPU time; the track has no nesting
+            event_index linked = no_index;
+            if (launcher != not_linked) {
+                linked = launcher == no_index ? no_index : position[launcher];
+                ev.extra_to_write(i).linked = linked;
+            }
+            if (ev.on_device(i)) {
+                ev.set_self(i, 0);  // device time is not CPU time; the track has no nesting
                 continue;
             }
+            const std::uint32_t thread = ev.row(i).thread;
             if (launcher != not_linked) {
                 // An API call: inside the op that made it (which clamp_api_calls ordered first), or top-level.
-                p = e.linked != no_index && e.linked < i ? e.linked : no_index;
-            } else if (thread_run[e.thread] != mixed) {
+                p = linked != no_index && linked < i ? linked : no_index;
+            } else if (thread_run[thread] != mixed) {
                 if (place.parent != no_index) p = position[place.parent];
             } else {
-                auto& stack = open[e.thread];
+                auto& stack = open[thread];
                 while (!stack.empty() && !contains(stack.back(), i)) stack.pop_back();
                 if (!stack.empty()) p = stack.back();
                 // The run's own parent wins over the stack, unless the stack found a scope of another
@@ -513,13 +517,14 @@ private:
                 stack.push_back(i);
             }
             if (p != no_index) {
+                event_row& e = ev.row(i);
                 e.parent = p;
-                e.depth = static_cast<std::uint16_t>(std::min<int>(ev[p].depth + 1, 0xffff));
-                ev[p].self_ns -= e.duration_ns();
+                e.depth = static_cast<std::uint16_t>(std::min<int>(ev.row(p).depth + 1, 0xffff));
+                ev.set_self(p, ev.self(p) - ev.duration(i));
                 if (last_child[p] == no_index) {
-                    ev[p].first_child = i;
+                    ev.row(p).first_child = i;
                 } else {
-                    ev[last_child[p]].next_sibling = i;
+                    ev.row(last_child[p]).next_sibling = i;
                 }
                 last_child[p] = i;
             }
@@ -533,7 +538,7 @@ private:
     // either may have been first in the list). An async span's begin pairs with the end of its id (ids
     // are unique). What finds no partner is counted.
     void link_points(const std::vector<event_index>& original) {
-        const auto& ev = list_.events_;
+        const event_store& ev = list_.store_;
         std::vector<event_index> position(ev.size());
         for (event_index i = 0; i < ev.size(); ++i) position[original[i]] = i;
         auto& points = list_.points_;
@@ -544,7 +549,7 @@ private:
         std::vector<event_list::point_entry> flows;
         std::unordered_map<std::uint64_t, event_index> async_end;
         for (const auto& p : points) {
-            const event_kind kind = ev[p.event].kind;
+            const event_kind kind = ev.row(p.event).kind;
             if (kind == event_kind::flow_begin || kind == event_kind::flow_end) flows.push_back(p);
             if (kind == event_kind::async_end && !async_end.try_emplace(p.id, p.event).second) {
                 ++list_.unmatched_.async_ends;  // a second end of one span id
@@ -552,14 +557,14 @@ private:
         }
         std::sort(flows.begin(), flows.end(), [&](const auto& a, const auto& b) {
             if (a.id != b.id) return a.id < b.id;
-            if (ev[a.event].start_ns != ev[b.event].start_ns) return ev[a.event].start_ns < ev[b.event].start_ns;
+            if (ev.start(a.event) != ev.start(b.event)) return ev.start(a.event) < ev.start(b.event);
             return a.event < b.event;
         });
         event_index open = no_index;
         std::vector<event_index> early_ends;  // ends of the current tick that found no begin yet
         for (std::size_t f = 0; f < flows.size(); ++f) {
             const bool new_id = f > 0 && flows[f].id != flows[f - 1].id;
-            if (f > 0 && (new_id || ev[flows[f].event].start_ns != ev[flows[f - 1].event].start_ns)) {
+            if (f > 0 && (new_id || ev.start(flows[f].event) != ev.start(flows[f - 1].event))) {
                 list_.unmatched_.flow_ends += early_ends.size();
                 early_ends.clear();
             }
@@ -568,9 +573,9 @@ private:
                 open = no_index;
             }
             const event_index at = flows[f].event;
-            if (ev[at].kind == event_kind::flow_begin) {
+            if (ev.row(at).kind == event_kind::flow_begin) {
                 const auto other_thread = std::find_if(early_ends.begin(), early_ends.end(), [&](event_index end) {
-                    return ev[end].thread != ev[at].thread;
+                    return ev.row(end).thread != ev.row(at).thread;
                 });
                 if (other_thread != early_ends.end()) {
                     list_.flows_.push_back({flows[f].id, at, *other_thread});
@@ -592,7 +597,7 @@ private:
                   [](const flow_link& a, const flow_link& b) { return a.end < b.end; });
 
         for (const auto& p : points) {
-            if (ev[p.event].kind != event_kind::async_begin) continue;
+            if (ev.row(p.event).kind != event_kind::async_begin) continue;
             event_index end = no_index;
             if (auto found = async_end.find(p.id); found != async_end.end()) {
                 end = found->second;
@@ -609,43 +614,47 @@ private:
     // API calls come through the same tick counter, but a coarse tick can put its start a step before
     // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
     void clamp_api_calls() {
-        auto& ev = list_.events_;
+        event_store& ev = list_.store_;
         for (event_index i = 0; i < launcher_.size() && i < ev.size(); ++i) {
             const event_index op = launcher_[i];
-            if (op == not_linked || op == no_index || ev[i].on_device()) continue;
-            event& call = ev[i];
-            const event& outer = ev[op];
-            call.start_ns = std::clamp(call.start_ns, outer.start_ns, outer.end_ns);
-            call.end_ns = std::clamp(call.end_ns, call.start_ns, outer.end_ns);
+            if (op == not_linked || op == no_index || ev.on_device(i)) continue;
+            const std::int64_t start = std::clamp(ev.start(i), ev.start(op), ev.end(op));
+            ev.set_times(i, start, std::clamp(ev.end(i), start, ev.end(op)));
         }
     }
 
     // Gives each device event to its launcher's chain (event_list::kernels) and sums device times:
     // an event's own (its duration), a CPU event's self (its launches) and total (with descendants').
     void link_device_events() {
-        auto& ev = list_.events_;
+        event_store& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
         std::vector<event_index> last(n, no_index);
+        std::vector<std::int64_t> self_device(n, 0);  // CPU events': their launches' durations
         for (event_index i = 0; i < n; ++i) {
-            event& e = ev[i];
-            if (!e.on_device()) continue;
+            if (!ev.on_device(i)) continue;
             ++list_.device_events_;
-            e.device_ns = e.self_device_ns = e.duration_ns();
-            if (e.linked == no_index) continue;
-            event& op = ev[e.linked];
-            op.self_device_ns += e.duration_ns();
-            if (last[e.linked] == no_index) {
-                op.first_linked = i;
+            event_extra& e = ev.extra_to_write(i);
+            e.device_ns = e.self_device_ns = ev.duration(i);
+            const event_index op = e.linked;
+            if (op == no_index) continue;
+            self_device[op] += ev.duration(i);
+            if (last[op] == no_index) {
+                ev.extra_to_write(op).first_linked = i;
             } else {
-                ev[last[e.linked]].next_linked = i;
+                ev.extra_to_write(last[op]).next_linked = i;
             }
-            last[e.linked] = i;
+            last[op] = i;
         }
-        for (event& e : ev) {
-            if (!e.on_device()) e.device_ns = e.self_device_ns;
+        // Totals: children come after their parents, so a backward pass sums each subtree.
+        std::vector<std::int64_t> total(self_device);
+        for (event_index i = n; i-- > 0;) {
+            if (!ev.on_device(i) && ev.row(i).parent != no_index) total[ev.row(i).parent] += total[i];
         }
-        for (event_index i = n; i-- > 0;) {  // children come after their parents
-            if (!ev[i].on_device() && ev[i].parent != no_index) ev[ev[i].parent].device_ns += ev[i].device_ns;
+        for (event_index i = 0; i < n; ++i) {
+            if (ev.on_device(i) || total[i] == 0) continue;  // a CPU event without device time needs no extra
+            event_extra& e = ev.extra_to_write(i);
+            e.self_device_ns = self_device[i];
+            e.device_ns = total[i];
         }
     }
 
@@ -660,7 +669,24 @@ private:
     event_list list_;
     std::shared_ptr<string_arena> arena_;
     std::vector<event_index> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
-    std::uint64_t first_id_ = 0;
+    // Names interned: each (text, location) once in the list, a copied text once in the arena.
+    struct name_key {
+        const char* data;
+        std::size_t size;
+        const source_location* where;
+        bool operator==(const name_key&) const noexcept = default;
+    };
+    struct name_key_hash {
+        std::size_t operator()(const name_key& k) const noexcept {
+            const auto mix = [](std::uint64_t h, std::uint64_t v) { return (h ^ v) * 0x9e3779b97f4a7c15ULL; };
+            return static_cast<std::size_t>(mix(mix(reinterpret_cast<std::uintptr_t>(k.data), k.size),
+                                                reinterpret_cast<std::uintptr_t>(k.where)));
+        }
+    };
+    std::unordered_map<name_key, std::uint32_t, name_key_hash> name_indices_;
+    name_key last_name_{nullptr, 0, nullptr};  // most events repeat the name before them
+    std::uint32_t last_name_index_ = no_index;
+    std::unordered_set<std::string_view> copies_;  // views into arena_
     std::vector<event_index> runs_;  // first event of each run
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
     std::vector<exact_place> exact_;    // per event as added, during build()
@@ -677,7 +703,7 @@ namespace stint {
 
 inline void event_list::append(const event_list& later) {
     if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
-    if (events_.empty() && threads_.empty()) {
+    if (empty() && threads_.empty()) {
         // Counts of earlier windows that had no events (all dropped, or only late records found) stay.
         const std::uint64_t recorded = recorded_;
         const std::uint64_t dropped = dropped_;
@@ -706,16 +732,16 @@ inline void event_list::append(const event_list& later) {
             thread_map[t] = static_cast<std::uint32_t>(found - threads_.begin());
         }
     }
-    const auto offset = static_cast<event_index>(events_.size());
+    const auto offset = static_cast<event_index>(size());
     const auto relink = [offset](event_index i) { return i == no_index ? no_index : i + offset; };
     const auto args_offset = static_cast<event_index>(args_.size());
     const event_index stacks_offset = stacks_.append(later.stacks_);
     const auto device_offset = static_cast<event_index>(device_args_.size());
     const auto memory_offset = static_cast<event_index>(memory_records_.size());
     if (!later.memory_usage_.empty() || !memory_usage_.empty()) {
-        memory_usage_.resize(events_.size());
+        memory_usage_.resize(size());
         if (later.memory_usage_.empty()) {
-            memory_usage_.resize(events_.size() + later.events_.size());
+            memory_usage_.resize(size() + later.size());
         } else {
             memory_usage_.insert(memory_usage_.end(), later.memory_usage_.begin(), later.memory_usage_.end());
         }
@@ -733,22 +759,9 @@ inline void event_list::append(const event_list& later) {
         }
     }
     memory_dropped_ += later.memory_dropped_;
-    for (event e : later.events_) {
-        e.linked = relink(e.linked);
-        e.first_linked = relink(e.first_linked);
-        e.next_linked = relink(e.next_linked);
-        if (e.device_info != no_index) e.device_info += device_offset;
-        if (e.memory_info != no_index) e.memory_info += memory_offset;
-        e.start_ns += shift;
-        e.end_ns += shift;
-        e.thread = thread_map[e.thread];
-        e.parent = relink(e.parent);
-        e.first_child = relink(e.first_child);
-        e.next_sibling = relink(e.next_sibling);
-        if (e.args != no_index) e.args += args_offset;
-        if (e.stack != no_index) e.stack += stacks_offset;
-        events_.push_back(e);
-    }
+    store_.append(
+        later.store_, relink, [&](std::uint32_t t) { return thread_map[t]; }, shift, args_offset, stacks_offset,
+        device_offset, memory_offset);
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
     for (const point_entry& p : later.points_) points_.push_back({p.event + offset, p.id});
     for (const flow_link& f : later.flows_) flows_.push_back({f.id, f.begin + offset, f.end + offset});

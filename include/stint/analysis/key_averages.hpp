@@ -9,6 +9,7 @@
 #include <functional>
 #include <ostream>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -350,15 +351,15 @@ inline void finish_group(averaged_event& a) {
 [[nodiscard]] inline averaged_event total_average(const event_list& events) {
     averaged_event total;
     detail::display_names names;
-    const event* last = nullptr;
+    std::optional<event> last;
     detail::for_each_averaged(
         events, names,
         [&](const event& e) {
             detail::add_to_group(total, events, e, names);
-            last = &e;
+            last = e;
         },
         [&](const event&, const async_span& span) { detail::add_async_span(total, events, span); });
-    if (last != nullptr) {
+    if (last) {
         total.is_user_annotation = (last->kind == event_kind::user_annotation || last->kind == event_kind::module);
         total.has_cpu_parent = last->parent != no_index;
         total.device_type = last->device.type;

@@ -329,7 +329,7 @@ public:
                 last_scope_depth = r.depth();
                 if (where.kind != event_kind::instant) outputs.enclosed_by(builder, i, r.depth());
             }
-            if (where.location.line != 0) builder.at(i).location = &where.location;
+            if (where.location.line != 0) builder.set_location(i, &where.location);
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
         std::uint64_t recorded = 0;
@@ -374,12 +374,12 @@ public:
         stats.memory_peaks.assign(out.memory_peaks().begin(), out.memory_peaks().end());
         stats.memory_dropped = out.memory_dropped();
         stats.memory_events = stats.device_events = stats.device_api_calls = 0;
-        for (const event& e : out.has_memory_events() ? out.all() : std::span<const event>{}) {
-            if (is_memory_kind(e.kind)) ++stats.memory_events;
-        }
-        for (const event& e : device != nullptr ? out.all() : std::span<const event>{}) {
-            if (e.on_device()) ++stats.device_events;
-            if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats.device_api_calls;
+        if (out.has_memory_events() || device != nullptr) {
+            for (const event& e : out) {
+                if (is_memory_kind(e.kind)) ++stats.memory_events;
+                if (e.on_device()) ++stats.device_events;
+                if (e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver) ++stats.device_api_calls;
+            }
         }
     }
 
@@ -421,7 +421,7 @@ private:
         event_args args;
         inputs_to_args(inputs, (aux & inputs_aux_concrete) != 0, args);
         if (record_args && !inputs.empty()) args.record_args = inputs[0].text;
-        if (!where.flops.empty()) builder.at(i).flops = evaluate_flops(where, inputs, flops);
+        if (!where.flops.empty()) builder.set_flops(i, evaluate_flops(where, inputs, flops));
         if (keep_values) args.inputs = std::move(inputs.mutable_inputs());
         builder.set_args(i, std::move(args));
         return truncated;
@@ -443,7 +443,7 @@ private:
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
         void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
             if (waiting_.empty()) return;
-            const bool op = builder.at(i).kind == event_kind::cpu_op;
+            const bool op = builder.kind_of(i) == event_kind::cpu_op;
             std::size_t kept = 0;
             for (std::size_t w = 0; w < waiting_.size(); ++w) {
                 entry& e = waiting_[w];

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -172,7 +173,7 @@ public:
             out.raw(name);
             out.raw("\": ");
         };
-        if (const event* launcher = events_.launcher(e); launcher != nullptr && launcher->id != 0) {
+        if (const std::optional<event> launcher = events_.launcher(e); launcher && launcher->id != 0) {
             key("External id");
             out.number(launcher->id);
         }

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "stint/analysis/detail/event_store.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/capture/detail/native_symbols.hpp"
@@ -78,7 +79,7 @@ namespace stint::detail {
 /// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
 /// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
 /// linear in the events whatever their depth.
-inline void assign_call_stacks(std::vector<event>& events, const std::vector<std::vector<std::uint64_t>>& native,
+inline void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
                                stack_tree& stacks) {
     std::unordered_map<const source_location*, std::uint32_t> location_frames;
     std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
@@ -99,10 +100,12 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
         if (added) it->second = stacks.push(frame, parent);
         return it->second;
     };
-    for (event& e : events) {
-        const event_index parent_stack = e.parent == no_index ? no_index : events[e.parent].stack;
-        if (e.stack != no_index && e.stack < native.size()) {
-            const std::vector<std::uint64_t>& frames = native[e.stack];
+    for (event_index i = 0; i < events.size(); ++i) {
+        const event_index parent = events.row(i).parent;
+        const event_index parent_stack = parent == no_index ? no_index : events.extra(parent).stack;
+        const event_index recorded = events.extra(i).stack;
+        if (recorded != no_index && recorded < native.size()) {
+            const std::vector<std::uint64_t>& frames = native[recorded];
             auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
                 // Outermost first onto the tree; different return addresses in the same functions
@@ -113,21 +116,23 @@ inline void assign_call_stacks(std::vector<event>& events, const std::vector<std
                 }
                 it->second = at;
             }
-            e.stack = it->second;
+            events.extra_to_write(i).stack = it->second;
             continue;
         }
         std::uint32_t frame = 0;
-        if (e.location != nullptr) {
-            auto [at, added] = location_frames.try_emplace(e.location, 0);
+        const event_name& name = events.name(i);
+        if (name.location != nullptr) {
+            auto [at, added] = location_frames.try_emplace(name.location, 0);
             if (added) {
-                at->second = frame_of_text(fmt::format("{}({}): {}", readable_source_path(e.location->file, cwd),
-                                                       e.location->line, e.location->function));
+                at->second = frame_of_text(fmt::format("{}({}): {}", readable_source_path(name.location->file, cwd),
+                                                       name.location->line, name.location->function));
             }
             frame = at->second;
         } else {
-            frame = frame_of_text(e.name);
+            frame = frame_of_text(name.text);
         }
-        e.stack = intern(frame, parent_stack);
+        const event_index stack = intern(frame, parent_stack);
+        events.extra_to_write(i).stack = stack;
     }
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stint/analysis/detail/event_store.hpp"
 #include "stint/analysis/event.hpp"
 
 namespace stint::detail {
@@ -29,18 +30,18 @@ inline module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
-inline void assign_module_hierarchy(std::vector<event>& events, std::vector<event_args>& args) {
+inline void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
     struct path {
         std::string text;       // "TOP(C)::forward.A0(A)::forward."
         std::string_view type;  // the innermost module's type, for SELF
     };
     std::vector<path> paths;                             // the paths module calls opened
     std::vector<event_index> path_of(events.size(), no_index);  // per event: the path around it
-    for (std::size_t i = 0; i < events.size(); ++i) {
-        event& e = events[i];
+    for (event_index i = 0; i < events.size(); ++i) {
+        const event_row& e = events.row(i);
         const event_index outer = e.parent == no_index ? no_index : path_of[e.parent];
         if (e.kind == event_kind::module) {
-            const module_call call = parse_module_call(e.name);
+            const module_call call = parse_module_call(events.name(i).text);
             path p;
             if (outer != no_index) p = paths[outer];
             const std::string_view type = call.type.empty() ? p.type : call.type;
@@ -53,11 +54,12 @@ inline void assign_module_hierarchy(std::vector<event>& events, std::vector<even
         }
         path_of[i] = outer;
         if (e.kind != event_kind::cpu_op || outer == no_index) continue;
-        if (e.args == no_index) {
-            e.args = static_cast<event_index>(args.size());
+        event_extra& x = events.extra_to_write(i);
+        if (x.args == no_index) {
+            x.args = static_cast<event_index>(args.size());
             args.emplace_back();
         }
-        args[e.args].module_hierarchy = paths[outer].text;
+        args[x.args].module_hierarchy = paths[outer].text;
     }
 }
 
