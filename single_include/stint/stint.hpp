@@ -6027,20 +6027,13 @@ public:
     /// Ids are first id + place added; a list appended from several windows has one first id each.
     void set_first_id(std::uint64_t id) { windows_.assign(1, {0, id}); }
     [[nodiscard]] std::uint64_t id(event_index i) const noexcept {
-        if (windows_.empty()) return rows_[i].added;
-        auto w = windows_.end() - 1;
-        if (windows_.size() > 1) {
-            w = std::upper_bound(windows_.begin(), windows_.end(), i,
-                                 [](event_index v, const window& x) { return v < x.first; }) - 1;
-        }
-        return w->first_id + rows_[i].added;
+        return (windows_.empty() ? 0 : window_of(i).first_id) + rows_[i].added;
     }
 
     /// Event i whole, as readers see it.
     [[nodiscard]] event assemble(event_index i) const {
         const event_row& r = rows_[i];
-        const event_extra& x = extra(i);
-        event e;
+        event e;  // the defaults are what an event without an extra has
         e.index = i;
         e.name = names_[r.name].text;
         e.location = names_[r.name].location;
@@ -6049,11 +6042,17 @@ public:
         e.kind = r.kind;
         e.depth = r.depth;
         e.start_ns = r.start_ns;
-        e.end_ns = end(i);
-        e.self_ns = self(i);
+        e.end_ns = r.start_ns + std::int64_t{r.duration_ns};
+        e.self_ns = r.self_ns;
         e.parent = r.parent;
         e.first_child = r.first_child;
         e.next_sibling = r.next_sibling;
+        if (r.extra == no_index) return e;
+        const event_extra& x = extras_[r.extra];
+        if ((r.flags & event_row::long_times) != 0) {
+            e.end_ns = x.end_ns;
+            e.self_ns = x.self_ns;
+        }
         e.args = x.args;
         e.stack = x.stack;
         e.flops = x.flops;
@@ -6139,6 +6138,13 @@ private:
         event_index first;       // its first event in the list
         std::uint64_t first_id;  // the id of the event it added first
     };
+
+    // The window event i was added in; windows_ is not empty.
+    [[nodiscard]] const window& window_of(event_index i) const noexcept {
+        if (windows_.size() == 1) return windows_[0];
+        return *(std::upper_bound(windows_.begin(), windows_.end(), i,
+                                  [](event_index v, const window& x) { return v < x.first; }) - 1);
+    }
 
     event_extra& make_long(event_index i, std::int64_t self_ns) {
         const std::int64_t end_ns = end(i);
@@ -8024,9 +8030,11 @@ struct torch_times {
     const event_index first = torch_first_child(list, e, names);
     double children = 0;
     std::int64_t children_device_ns = 0;
-    for (event_index c = first; c != no_index; c = list[c].next_sibling) {
-        children += torch_cpu_time_total(list[c]);
-        children_device_ns += list[c].device_ns;
+    for (event_index c = first; c != no_index;) {
+        const event child = list[c];  // assembled once
+        children += torch_cpu_time_total(child);
+        children_device_ns += child.device_ns;
+        c = child.next_sibling;
     }
     t.self_cpu_time_total = t.cpu_time_total - children;
     t.self_device_time_total = static_cast<double>(e.device_ns - children_device_ns) / 1e3;

@@ -251,9 +251,11 @@ struct torch_times {
     const event_index first = torch_first_child(list, e, names);
     double children = 0;
     std::int64_t children_device_ns = 0;
-    for (event_index c = first; c != no_index; c = list[c].next_sibling) {
-        children += torch_cpu_time_total(list[c]);
-        children_device_ns += list[c].device_ns;
+    for (event_index c = first; c != no_index;) {
+        const event child = list[c];  // assembled once
+        children += torch_cpu_time_total(child);
+        children_device_ns += child.device_ns;
+        c = child.next_sibling;
     }
     t.self_cpu_time_total = t.cpu_time_total - children;
     t.self_device_time_total = static_cast<double>(e.device_ns - children_device_ns) / 1e3;
