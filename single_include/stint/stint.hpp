@@ -6461,7 +6461,7 @@ public:
     [[nodiscard]] const device_args* device_args_of(const event& e) const noexcept {
         return e.device_info == no_index ? nullptr : &device_args_[e.device_info];
     }
-    /// The CPU op or scope that launched a device event or made a CUDA API call, or nullptr.
+    /// The CPU op or scope that launched a device event or made a CUDA API call, or nothing.
     [[nodiscard]] std::optional<event> launcher(const event& e) const {
         if (e.linked == no_index) return std::nullopt;
         return store_.assemble(e.linked);
@@ -6580,6 +6580,9 @@ private:
     std::int64_t base_steady_ns_ = 0;
 };
 
+static_assert(std::random_access_iterator<event_list::iterator>);
+static_assert(std::forward_iterator<event_list::child_range::iterator>);
+
 }  // namespace stint
 // ---- end stint/analysis/event_list.hpp ----
 
@@ -6588,6 +6591,7 @@ private:
 // using the nesting RAII guarantees, and computes self time.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -7180,11 +7184,11 @@ private:
     // The list's name entry for `text` (static, or kept in the arena) at `where`.
     std::uint32_t name_index(std::string_view text, const source_location* where) {
         const name_key key{text.data(), text.size(), where};
-        if (key == last_name_ && last_name_index_ != no_index) return last_name_index_;
+        recent_name& slot = recent_names_[name_key_hash{}(key) >> (sizeof(std::size_t) * 8 - 4)];  // the top 4 bits
+        if (slot.index != no_index && slot.key == key) return slot.index;
         auto [at, added] = name_indices_.try_emplace(key, 0);
         if (added) at->second = ev().add_name({text, where});
-        last_name_ = key;
-        last_name_index_ = at->second;
+        slot = {key, at->second};
         return at->second;
     }
 
@@ -7653,8 +7657,12 @@ private:
         }
     };
     std::unordered_map<name_key, std::uint32_t, name_key_hash> name_indices_;
-    name_key last_name_{nullptr, 0, nullptr};  // most events repeat the name before them
-    std::uint32_t last_name_index_ = no_index;
+    struct recent_name {
+        name_key key{nullptr, 0, nullptr};
+        std::uint32_t index = no_index;
+    };
+    std::array<recent_name, 16> recent_names_{};  // a session's few hot sites skip the map
+
     std::unordered_set<std::string_view> copies_;  // views into arena_
     std::vector<event_index> runs_;  // first event of each run
     std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth

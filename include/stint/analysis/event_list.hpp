@@ -310,7 +310,7 @@ public:
     [[nodiscard]] const device_args* device_args_of(const event& e) const noexcept {
         return e.device_info == no_index ? nullptr : &device_args_[e.device_info];
     }
-    /// The CPU op or scope that launched a device event or made a CUDA API call, or nullptr.
+    /// The CPU op or scope that launched a device event or made a CUDA API call, or nothing.
     [[nodiscard]] std::optional<event> launcher(const event& e) const {
         if (e.linked == no_index) return std::nullopt;
         return store_.assemble(e.linked);
@@ -428,5 +428,8 @@ private:
     std::int64_t base_time_ns_ = 0;
     std::int64_t base_steady_ns_ = 0;
 };
+
+static_assert(std::random_access_iterator<event_list::iterator>);
+static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 }  // namespace stint
