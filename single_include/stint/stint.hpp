@@ -7011,22 +7011,18 @@ public:
     thread_info& thread(std::uint32_t index) { return list_.threads_[index]; }
     [[nodiscard]] std::size_t thread_count() const { return list_.threads_.size(); }
 
-    /// Adds an event whose name outlives the list (a site's static name).
+    /// Adds an event whose name outlives the list (a site's static name); `where` is the site's source
+    /// location (static data of the instrumented code), if it has one.
     event_index add(event_kind kind, std::string_view static_name, std::uint32_t thread, std::int64_t start_ns,
-                    std::int64_t end_ns) {
-        return ev().push(kind, name_index(static_name, nullptr), thread, start_ns, end_ns);
+                    std::int64_t end_ns, const source_location* where = nullptr) {
+        return ev().push(kind, name_index(static_name, where), thread, start_ns, end_ns);
     }
     /// Adds an event whose name is copied into the list (once per distinct name).
     event_index add_copy(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
-                         std::int64_t end_ns) {
+                         std::int64_t end_ns, const source_location* where = nullptr) {
         const auto found = copies_.find(name);
         const std::string_view kept = found != copies_.end() ? *found : *copies_.insert(arena_->store(name)).first;
-        return add(kind, kept, thread, start_ns, end_ns);
-    }
-    /// The site's source location of event i (static data of the instrumented code).
-    void set_location(event_index i, const source_location* where) {
-        event_row& r = ev().row(i);
-        r.name = name_index(list_.store_.name(i).text, where);
+        return add(kind, kept, thread, start_ns, end_ns, where);
     }
     /// The flop estimate of event i.
     void set_flops(event_index i, std::int64_t flops) { ev().extra_to_write(i).flops = flops; }
@@ -7076,9 +7072,10 @@ public:
     /// wide counter taken when each was reported): build() replays them in that order to size frees
     /// from their allocations and to compute totals.
     event_index add_memory_event(event_kind kind, std::uint32_t thread, std::int64_t at_ns, const memory_record& record,
-                                 std::uint64_t sequence, memory_event_flags flags = {}) {
+                                 std::uint64_t sequence, memory_event_flags flags = {},
+                                 const source_location* where = nullptr) {
         const std::string_view name = kind == event_kind::memory ? "[memory]" : "[OutOfMemory]";
-        const event_index i = add(kind, name, thread, at_ns, at_ns);
+        const event_index i = add(kind, name, thread, at_ns, at_ns, where);
         const auto record_index = static_cast<event_index>(list_.memory_records_.size());
         ev().extra_to_write(i).memory_info = record_index;
         list_.memory_records_.push_back(record);
@@ -11032,6 +11029,7 @@ public:
             const std::int64_t start = calibration.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration.to_ns_since_anchor(r.end_ticks);
             const site& where = *r.where();
+            const source_location* at = where.location.line != 0 ? &where.location : nullptr;
             std::span<const std::byte> bytes = payload.bytes;
             std::vector<std::uint64_t> frames;
             if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
@@ -11041,13 +11039,13 @@ public:
             switch (where.payload) {
                 case payload_kind::none:
                 case payload_kind::device_link:  // handled above
-                case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end); break;
+                case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end, at); break;
                 case payload_kind::runtime_name:
-                    i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end);
+                    i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end, at);
                     break;
                 case payload_kind::inputs:
                 case payload_kind::native_stack_inputs:
-                    i = builder.add(where.kind, where.name, thread, start, end);
+                    i = builder.add(where.kind, where.name, thread, start, end, at);
                     truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops, options.input_values);
                     break;
                 case payload_kind::outputs: break;  // handled above
@@ -11062,19 +11060,20 @@ public:
                     i = builder.add_memory_event(where.kind, thread, start, record, m.sequence,
                                                  {.free = (m.flags & memory_free) != 0,
                                                   .size_known = (m.flags & memory_size_known) != 0,
-                                                  .totals_given = (m.flags & memory_totals_given) != 0});
+                                                  .totals_given = (m.flags & memory_totals_given) != 0},
+                                                 at);
                     break;
                 }
                 case payload_kind::point: {
                     const point_payload point = read_point(payload);
-                    i = point.name.empty() ? builder.add(where.kind, where.name, thread, start, start)
-                                           : builder.add_copy(where.kind, point.name, thread, start, start);
+                    i = point.name.empty() ? builder.add(where.kind, where.name, thread, start, start, at)
+                                           : builder.add_copy(where.kind, point.name, thread, start, start, at);
                     builder.set_point_id(i, point.id);
                     break;
                 }
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
-                    i = builder.add_copy(where.kind, name, thread, start, end);
+                    i = builder.add_copy(where.kind, name, thread, start, end, at);
                     const std::size_t at = (name.size() + 7) & ~std::size_t{7};
                     std::uint32_t aux = 0;
                     std::uint32_t used = 0;
@@ -11094,7 +11093,6 @@ public:
                 last_scope_depth = r.depth();
                 if (where.kind != event_kind::instant) outputs.enclosed_by(builder, i, r.depth());
             }
-            if (where.location.line != 0) builder.set_location(i, &where.location);
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
         std::uint64_t recorded = 0;

@@ -39,22 +39,18 @@ public:
     thread_info& thread(std::uint32_t index) { return list_.threads_[index]; }
     [[nodiscard]] std::size_t thread_count() const { return list_.threads_.size(); }
 
-    /// Adds an event whose name outlives the list (a site's static name).
+    /// Adds an event whose name outlives the list (a site's static name); `where` is the site's source
+    /// location (static data of the instrumented code), if it has one.
     event_index add(event_kind kind, std::string_view static_name, std::uint32_t thread, std::int64_t start_ns,
-                    std::int64_t end_ns) {
-        return ev().push(kind, name_index(static_name, nullptr), thread, start_ns, end_ns);
+                    std::int64_t end_ns, const source_location* where = nullptr) {
+        return ev().push(kind, name_index(static_name, where), thread, start_ns, end_ns);
     }
     /// Adds an event whose name is copied into the list (once per distinct name).
     event_index add_copy(event_kind kind, std::string_view name, std::uint32_t thread, std::int64_t start_ns,
-                         std::int64_t end_ns) {
+                         std::int64_t end_ns, const source_location* where = nullptr) {
         const auto found = copies_.find(name);
         const std::string_view kept = found != copies_.end() ? *found : *copies_.insert(arena_->store(name)).first;
-        return add(kind, kept, thread, start_ns, end_ns);
-    }
-    /// The site's source location of event i (static data of the instrumented code).
-    void set_location(event_index i, const source_location* where) {
-        event_row& r = ev().row(i);
-        r.name = name_index(list_.store_.name(i).text, where);
+        return add(kind, kept, thread, start_ns, end_ns, where);
     }
     /// The flop estimate of event i.
     void set_flops(event_index i, std::int64_t flops) { ev().extra_to_write(i).flops = flops; }
@@ -104,9 +100,10 @@ public:
     /// wide counter taken when each was reported): build() replays them in that order to size frees
     /// from their allocations and to compute totals.
     event_index add_memory_event(event_kind kind, std::uint32_t thread, std::int64_t at_ns, const memory_record& record,
-                                 std::uint64_t sequence, memory_event_flags flags = {}) {
+                                 std::uint64_t sequence, memory_event_flags flags = {},
+                                 const source_location* where = nullptr) {
         const std::string_view name = kind == event_kind::memory ? "[memory]" : "[OutOfMemory]";
-        const event_index i = add(kind, name, thread, at_ns, at_ns);
+        const event_index i = add(kind, name, thread, at_ns, at_ns, where);
         const auto record_index = static_cast<event_index>(list_.memory_records_.size());
         ev().extra_to_write(i).memory_info = record_index;
         list_.memory_records_.push_back(record);

@@ -267,6 +267,7 @@ public:
             const std::int64_t start = calibration.to_ns_since_anchor(r.begin_ticks);
             const std::int64_t end = calibration.to_ns_since_anchor(r.end_ticks);
             const site& where = *r.where();
+            const source_location* at = where.location.line != 0 ? &where.location : nullptr;
             std::span<const std::byte> bytes = payload.bytes;
             std::vector<std::uint64_t> frames;
             if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
@@ -276,13 +277,13 @@ public:
             switch (where.payload) {
                 case payload_kind::none:
                 case payload_kind::device_link:  // handled above
-                case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end); break;
+                case payload_kind::native_stack: i = builder.add(where.kind, where.name, thread, start, end, at); break;
                 case payload_kind::runtime_name:
-                    i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end);
+                    i = builder.add_copy(where.kind, runtime_name_of(payload), thread, start, end, at);
                     break;
                 case payload_kind::inputs:
                 case payload_kind::native_stack_inputs:
-                    i = builder.add(where.kind, where.name, thread, start, end);
+                    i = builder.add(where.kind, where.name, thread, start, end, at);
                     truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops, options.input_values);
                     break;
                 case payload_kind::outputs: break;  // handled above
@@ -297,19 +298,20 @@ public:
                     i = builder.add_memory_event(where.kind, thread, start, record, m.sequence,
                                                  {.free = (m.flags & memory_free) != 0,
                                                   .size_known = (m.flags & memory_size_known) != 0,
-                                                  .totals_given = (m.flags & memory_totals_given) != 0});
+                                                  .totals_given = (m.flags & memory_totals_given) != 0},
+                                                 at);
                     break;
                 }
                 case payload_kind::point: {
                     const point_payload point = read_point(payload);
-                    i = point.name.empty() ? builder.add(where.kind, where.name, thread, start, start)
-                                           : builder.add_copy(where.kind, point.name, thread, start, start);
+                    i = point.name.empty() ? builder.add(where.kind, where.name, thread, start, start, at)
+                                           : builder.add_copy(where.kind, point.name, thread, start, start, at);
                     builder.set_point_id(i, point.id);
                     break;
                 }
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
-                    i = builder.add_copy(where.kind, name, thread, start, end);
+                    i = builder.add_copy(where.kind, name, thread, start, end, at);
                     const std::size_t at = (name.size() + 7) & ~std::size_t{7};
                     std::uint32_t aux = 0;
                     std::uint32_t used = 0;
@@ -329,7 +331,6 @@ public:
                 last_scope_depth = r.depth();
                 if (where.kind != event_kind::instant) outputs.enclosed_by(builder, i, r.depth());
             }
-            if (where.location.line != 0) builder.set_location(i, &where.location);
             if (!frames.empty()) builder.set_native_frames(i, std::move(frames));
         };
         std::uint64_t recorded = 0;
