@@ -91,6 +91,14 @@ struct profiler_options {
     /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
     /// beyond them.
     std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
+    /// Device sessions: collect CUDA synchronisations (stream, event, context syncs) as device events,
+    /// charged to the op that waited (torch's `enable_cuda_sync_events`, off by default as there).
+    /// stint's own synchronisation at stop is never collected.
+    bool enable_cuda_sync_events = false;
+    /// Device sessions that synchronise at stop: detach CUPTI afterwards (cuptiFinalize), so that the
+    /// program's launches cost what they cost before profiling (CUPTI left attached slows them down);
+    /// the next session attaches it again. Kept attached while another CUPTI client shares the process.
+    bool teardown_cupti_on_stop = true;
     /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
     /// registered (register_callback) before the profiler is made, and living longer than it or
     /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
@@ -479,7 +487,9 @@ private:
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;
-                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes});
+                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes,
+                                                        .sync_events = options_.enable_cuda_sync_events,
+                                                        .teardown = options_.teardown_cupti_on_stop});
             }
         }
     }

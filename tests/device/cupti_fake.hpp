@@ -4,7 +4,9 @@
 // CUPTI would call. Everything after "CUPTI completes a buffer" then runs as in production.
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -37,7 +39,17 @@ struct fake_cupti_state {
     CUpti_BuffersCallbackRequestFunc request = nullptr;
     CUpti_BuffersCallbackCompleteFunc complete = nullptr;
     CUpti_TimestampCallbackFunc timestamp = nullptr;
+    CUptiResult timestamp_result = CUPTI_SUCCESS;  // what registering the timestamp callback answers
+    std::uint64_t (*own_clock)() = nullptr;         // cuptiGetTimestamp's clock when set (else the callback's)
     std::vector<CUpti_ActivityKind> enabled;
+    std::vector<CUpti_ActivityKind> disabled;       // every disable, in order
+    std::vector<CUpti_ActivityKind> disabled_at_sync;  // what was disabled when the fake driver synchronised
+    CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+    std::size_t registrations = 0;                  // cuptiActivityRegisterCallbacks calls
+    CUptiResult subscribe_result = CUPTI_SUCCESS;   // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another client
+    std::size_t subscribed = 0;                     // live probe subscriptions
+    std::size_t finalized = 0;                      // cuptiFinalize calls
+    std::vector<CUpti_ExternalCorrelationKind> pushed_kinds;
     std::map<CUpti_ActivityKind, CUptiResult> enable_result;  // scripted failures
     CUptiResult register_result = CUPTI_SUCCESS;
     std::vector<std::uint64_t> pushed;  // every id pushed, in order
@@ -62,7 +74,9 @@ inline stint::detail::cupti_table fake_table() {
     };
     t.get_timestamp = [](std::uint64_t* ts) {
         ++fake().calls;
-        *ts = fake().timestamp != nullptr ? fake().timestamp() : stint::read_ticks();
+        *ts = fake().own_clock != nullptr    ? fake().own_clock()
+              : fake().timestamp != nullptr ? fake().timestamp()
+                                            : stint::read_ticks();
         return CUPTI_SUCCESS;
     };
     t.get_callback_name = [](CUpti_CallbackDomain domain, std::uint32_t cbid, const char** name) {
@@ -73,14 +87,25 @@ inline stint::detail::cupti_table fake_table() {
         else return CUPTI_ERROR_INVALID_PARAMETER;
         return CUPTI_SUCCESS;
     };
-    t.set_thread_id_type = [](CUpti_ActivityThreadIdType) { ++fake().calls; return CUPTI_SUCCESS; };
+    t.get_thread_id_type = [](CUpti_ActivityThreadIdType* type) {
+        ++fake().calls;
+        *type = fake().thread_id_type;
+        return CUPTI_SUCCESS;
+    };
+    t.set_thread_id_type = [](CUpti_ActivityThreadIdType type) {
+        ++fake().calls;
+        fake().thread_id_type = type;
+        return CUPTI_SUCCESS;
+    };
     t.register_timestamp_callback = [](CUpti_TimestampCallbackFunc f) {
         ++fake().calls;
+        if (fake().timestamp_result != CUPTI_SUCCESS) return fake().timestamp_result;
         fake().timestamp = f;
         return CUPTI_SUCCESS;
     };
     t.register_callbacks = [](CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
         ++fake().calls;
+        ++fake().registrations;
         fake().request = req;
         fake().complete = done;
         return fake().register_result;
@@ -91,7 +116,11 @@ inline stint::detail::cupti_table fake_table() {
         fake().enabled.push_back(kind);
         return CUPTI_SUCCESS;
     };
-    t.disable = [](CUpti_ActivityKind) { ++fake().calls; return CUPTI_SUCCESS; };
+    t.disable = [](CUpti_ActivityKind kind) {
+        ++fake().calls;
+        fake().disabled.push_back(kind);
+        return CUPTI_SUCCESS;
+    };
     t.enable_runtime_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
     t.enable_driver_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
     t.flush_all = [](std::uint32_t) {
@@ -130,7 +159,7 @@ inline stint::detail::cupti_table fake_table() {
     };
     t.push_external_id = [](CUpti_ExternalCorrelationKind kind, std::uint64_t id) {
         ++fake().calls;
-        if (kind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) return CUPTI_ERROR_INVALID_PARAMETER;
+        fake().pushed_kinds.push_back(kind);
         fake().pushed.push_back(id);
         return CUPTI_SUCCESS;
     };
@@ -139,16 +168,71 @@ inline stint::detail::cupti_table fake_table() {
         ++fake().pops;
         return CUPTI_SUCCESS;
     };
+    t.subscribe = [](CUpti_SubscriberHandle* handle, CUpti_CallbackFunc, void*) {
+        ++fake().calls;
+        if (fake().subscribe_result != CUPTI_SUCCESS) return fake().subscribe_result;
+        ++fake().subscribed;
+        *handle = reinterpret_cast<CUpti_SubscriberHandle>(&fake());
+        return CUPTI_SUCCESS;
+    };
+    t.unsubscribe = [](CUpti_SubscriberHandle) {
+        ++fake().calls;
+        --fake().subscribed;
+        return CUPTI_SUCCESS;
+    };
+    t.finalize = [] {
+        ++fake().calls;
+        ++fake().finalized;
+        return CUPTI_SUCCESS;
+    };
     return t;
 }
 
-/// Resets the fake and makes the process's collector use it.
-inline void use_fake_cupti() {
+/// A driver for the fake: one device with an active primary context, whose synchronisation notes what
+/// CUPTI had disabled by then; cuDriverGetVersion answers `version`.
+inline stint::detail::cuda_driver_table fake_driver(int version = 13000) {
+    static int driver_version = 13000;
+    driver_version = version;
+    stint::detail::cuda_driver_table d;
+    d.driver_get_version = [](int* v) { *v = driver_version; return CUDA_SUCCESS; };
+    d.device_get_count = [](int* n) { *n = 1; return CUDA_SUCCESS; };
+    d.device_get = [](CUdevice* dev, int i) { *dev = i; return CUDA_SUCCESS; };
+    d.primary_ctx_get_state = [](CUdevice, unsigned* flags, int* active) {
+        *flags = 0;
+        *active = 1;
+        return CUDA_SUCCESS;
+    };
+    d.primary_ctx_retain = [](CUcontext* ctx, CUdevice) {
+        *ctx = reinterpret_cast<CUcontext>(&fake());
+        return CUDA_SUCCESS;
+    };
+    d.primary_ctx_release = [](CUdevice) { return CUDA_SUCCESS; };
+    d.ctx_push_current = [](CUcontext) { return CUDA_SUCCESS; };
+    d.ctx_pop_current = [](CUcontext*) { return CUDA_SUCCESS; };
+    d.ctx_synchronize = [] {
+        fake().disabled_at_sync = fake().disabled;
+        return CUDA_SUCCESS;
+    };
+    return d;
+}
+
+/// Resets the fake and makes the process's collector use it (with `driver`, or none).
+inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> driver = std::nullopt) {
     auto& f = fake();
     f.request = nullptr;
     f.complete = nullptr;
     f.timestamp = nullptr;
+    f.timestamp_result = CUPTI_SUCCESS;
+    f.own_clock = nullptr;
     f.enabled.clear();
+    f.disabled.clear();
+    f.disabled_at_sync.clear();
+    f.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+    f.registrations = 0;
+    f.subscribe_result = CUPTI_SUCCESS;
+    f.subscribed = 0;
+    f.finalized = 0;
+    f.pushed_kinds.clear();
     f.enable_result.clear();
     f.register_result = CUPTI_SUCCESS;
     f.pushed.clear();
@@ -157,7 +241,7 @@ inline void use_fake_cupti() {
     f.dropped_next = 0;
     f.in_flight.clear();
     f.flushes = 0;
-    stint::detail::the_cupti_collector().use_table_for_tests(fake_table(), std::nullopt);
+    stint::detail::the_cupti_collector().use_table_for_tests(fake_table(), std::move(driver));
 }
 
 /// Writes records back to back into a buffer that CUPTI's request callback handed out, as CUPTI does;
@@ -199,7 +283,7 @@ private:
 // Record builders (zero-filled, then the fields stint reads).
 inline stint::detail::cupti_external_correlation external(std::uint32_t correlation, std::uint64_t id,
                                                           CUpti_ExternalCorrelationKind kind =
-                                                              CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+                                                              stint::detail::stint_correlation_kind) {
     stint::detail::cupti_external_correlation r{};
     r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
     r.externalKind = kind;
@@ -310,8 +394,8 @@ inline stint::detail::cupti_sync sync_record(CUpti_ActivitySynchronizationType t
     r.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
     return r;
 }
-/// CUPTI's own overhead (a buffer request) on the calling thread.
-inline stint::detail::cupti_overhead overhead_record(std::uint64_t start, std::uint64_t end) {
+/// CUPTI's own overhead (a buffer request) on the calling thread; `data` its details, owned by the client.
+inline stint::detail::cupti_overhead overhead_record(std::uint64_t start, std::uint64_t end, void* data = nullptr) {
     stint::detail::cupti_overhead r{};
     r.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
     r.overheadKind = CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST;
@@ -320,6 +404,24 @@ inline stint::detail::cupti_overhead overhead_record(std::uint64_t start, std::u
     r.objectId.pt.threadId = static_cast<std::uint32_t>(stint::detail::current_os_tid());
     r.start = start;
     r.end = end;
+    r.overheadData = data;
+    return r;
+}
+/// An overhead on a device-side object (a device, context or stream), as CUPTI names it.
+inline stint::detail::cupti_overhead device_overhead_record(CUpti_ActivityObjectKind object,
+                                                            CUpti_ActivityOverheadKind what, std::uint64_t start,
+                                                            std::uint64_t end, std::uint32_t device,
+                                                            std::uint32_t stream) {
+    stint::detail::cupti_overhead r{};
+    r.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    r.overheadKind = what;
+    r.objectKind = object;
+    r.objectId.dcs.deviceId = device;
+    r.objectId.dcs.contextId = 1 + device;
+    r.objectId.dcs.streamId = stream;  // CUPTI fills it only for a stream; a test may leave garbage here
+    r.start = start;
+    r.end = end;
+    r.overheadData = std::malloc(48);   // every overhead's details are the client's to free
     return r;
 }
 

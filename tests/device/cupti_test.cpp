@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -163,7 +164,7 @@ TEST_CASE("cupti: kernels, copies and memsets land under the ops that launched t
     CHECK(stats.device_api_calls == 3);
     CHECK(stats.device_loss.unlinked_records == 0);
     CHECK(stats.device_loss.lost() == 0);
-    CHECK(events.device().clock_alignment == "cupti_timestamp_callback");
+    CHECK(events.device().clock_alignment == "ticks (cuptiActivityRegisterTimestampCallback)");
     CHECK(events.device().cupti_version == 130001);
     CHECK(stats.recorded == 2);  // the link records are not counted as records
 }
@@ -476,7 +477,9 @@ TEST_CASE("cupti: the real libcupti where it cannot run: a CPU-only session that
     const std::string no_driver = run(nullptr);
     INFO(no_driver);
     CHECK((no_driver.starts_with("unavailable: no NVIDIA driver") || no_driver == "active"));
-    CHECK(run("/nonexistent/libcupti.so.13").starts_with("unavailable: cannot load /nonexistent/libcupti.so.13: "));
+    CHECK(run("/nonexistent/libcupti.so.13") ==
+          "unavailable: cannot load /nonexistent/libcupti.so.13 (STINT_CUPTI_LIBRARY): /nonexistent/libcupti.so.13: "
+          "no such file");
     CHECK(run("libm.so.6") == "unavailable: symbol cuptiGetVersion missing in libm.so.6");
     CHECK(warnings.size() >= 2);
     stint::set_warning_handler(previous);
@@ -531,7 +534,9 @@ TEST_CASE("cupti: a thousand device sessions with kernels leave memory where the
 
 TEST_CASE("cupti: peer copies, stream and context syncs and CUPTI's overhead are decoded and placed") {
     stint_test::use_fake_cupti();
-    stint::profiler<gpu> prof(no_sync());
+    auto options = no_sync();
+    options.enable_cuda_sync_events = true;
+    stint::profiler<gpu> prof(options);
     prof.start();
     std::uint64_t id = 0;
     std::uint64_t a = 0;
@@ -635,4 +640,383 @@ TEST_CASE("cupti: test_mem_leak with profile_memory beside cuda_activities: resi
     });
     INFO("resident after each session (bytes): " << nlohmann::json(samples).dump());
     if (!stint_test::sanitized) CHECK(stint_test::largest_late_step(samples) < 100 * 1024);
+}
+
+// The review of issue 34: each defect, shown with the stand-in.
+
+namespace {
+
+// A CUPTI clock of its own (ns, another origin) for a library that ignores the timestamp callback.
+std::uint64_t cupti_own_ns() {
+    const double ns = static_cast<double>(stint::read_ticks()) * stint::detail::the_registry().calibration().ns_per_tick;
+    return std::uint64_t{1'700'000'000'000'000'000} + static_cast<std::uint64_t>(ns);
+}
+
+void spin_for_us(double us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+// Records one op with a kernel between `clock`'s readings inside it; returns the op's external id.
+struct launched {
+    std::uint64_t id = 0;
+    std::uint64_t k0 = 0;
+    std::uint64_t k1 = 0;
+};
+launched op_with_kernel(std::uint64_t (*clock)()) {
+    launched l;
+    STINT_OP(gpu, "op");
+    l.id = fake().pushed.back();
+    l.k0 = clock();
+    spin_for_us(200);
+    l.k1 = clock();
+    return l;
+}
+
+void deliver_kernel(const launched& l) {
+    buffer_writer b;
+    b.add(external(1, l.id));
+    b.add(kernel("k", l.k0, l.k1, 1));
+    b.finish();
+}
+
+}  // namespace
+
+TEST_CASE("cupti: a registered timestamp callback is trusted: tick records are kept, and the trace says so") {
+    stint_test::use_fake_cupti();
+    fake().own_clock = &cupti_own_ns;  // cuptiGetTimestamp reads another clock than the records use
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    const launched l = op_with_kernel(&stint::read_ticks);
+    deliver_kernel(l);
+    prof.stop();
+    CHECK(prof.stats().device_loss.out_of_window_records == 0);
+    const auto k = find(prof.events(), "k");
+    REQUIRE(k != std::nullopt);
+    CHECK(prof.events().launcher(*k) == find(prof.events(), "op"));
+    CHECK(prof.events().device().clock_alignment == "ticks (cuptiActivityRegisterTimestampCallback)");
+    CHECK(prof.events().device().clock_error_ns == 0);
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir.file("t.json"));
+    const nlohmann::json device = stint_test::read_json(dir.file("t.json"))["stint"]["device"];
+    CHECK(device["clock_alignment"] == "ticks (cuptiActivityRegisterTimestampCallback)");
+    CHECK(device["clock_error_ns"] == 0);
+}
+
+TEST_CASE("cupti: without the timestamp callback, CUPTI's clock is mapped by a line over at least 10 ms") {
+    stint_test::use_fake_cupti();
+    fake().timestamp_result = CUPTI_ERROR_NOT_SUPPORTED;
+    fake().own_clock = &cupti_own_ns;
+    stint::profiler<gpu> prof(no_sync());
+    const auto t0 = std::chrono::steady_clock::now();
+    prof.start();
+    const launched l = op_with_kernel(&cupti_own_ns);
+    deliver_kernel(l);
+    prof.stop();
+    CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(10));
+    const stint::device_report& report = prof.events().device();
+    CHECK(report.clock_alignment == "linear (CUPTI's clock in ns, mapped to ticks over the session)");
+    CHECK(report.clock_error_ns > 0);
+    CHECK(report.clock_error_ns < 20'000);
+    CHECK(prof.stats().device_loss.lost() == 0);
+    const auto k = find(prof.events(), "k");
+    const auto op = find(prof.events(), "op");
+    REQUIRE(k != std::nullopt);
+    REQUIRE(op != std::nullopt);
+    // The kernel lies inside its op, as it ran, within the mapping's error and a tick.
+    const double slack = report.clock_error_ns + 100;
+    CHECK(static_cast<double>(k->start_ns) >= static_cast<double>(op->start_ns) - slack);
+    CHECK(static_cast<double>(k->end_ns) <= static_cast<double>(op->end_ns) + slack);
+    CHECK(static_cast<double>(k->duration_ns()) == doctest::Approx(static_cast<double>(l.k1 - l.k0)).epsilon(0.02));
+}
+
+TEST_CASE("cupti: every session registers its callbacks again: another client's session in between takes nothing") {
+    stint_test::use_fake_cupti();
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    prof.stop();
+    // Kineto's session in between: its own callbacks, its own thread-id type.
+    static int foreign_requests = 0;
+    fake().request = [](std::uint8_t** buffer, std::size_t* size, std::size_t* max) {
+        ++foreign_requests;
+        *buffer = nullptr;
+        *size = 0;
+        *max = 0;
+    };
+    fake().complete = [](CUcontext, std::uint32_t, std::uint8_t*, std::size_t, std::size_t) {};
+    const std::size_t registrations = fake().registrations;
+    prof.start();
+    CHECK(fake().registrations == registrations + 1);
+    CHECK(fake().thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    const launched l = op_with_kernel(&stint::read_ticks);
+    deliver_kernel(l);
+    prof.stop();
+    CHECK(foreign_requests == 0);
+    CHECK(find(prof.events(), "k") != std::nullopt);
+    CHECK(prof.stats().device_status == "active");
+    // The thread-id type is the process's: stint's session leaves it as it found it.
+    CHECK(fake().thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
+    // stint's ids are of a kind Kineto does not push.
+    for (const CUpti_ExternalCorrelationKind kind : fake().pushed_kinds) {
+        CHECK(kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2);
+    }
+    CHECK(!fake().pushed_kinds.empty());
+}
+
+TEST_CASE("cupti: Kineto's correlation ids link nothing of stint's, even when their numbers collide") {
+    stint_test::use_fake_cupti();
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    const launched l = op_with_kernel(&stint::read_ticks);
+    {
+        buffer_writer b;
+        b.add(external(1, l.id, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0));  // Kineto's op id, same number
+        b.add(kernel("theirs", l.k0, l.k1, 1));
+        b.finish();
+    }
+    prof.stop();
+    const auto k = find(prof.events(), "theirs");
+    REQUIRE(k != std::nullopt);
+    CHECK(prof.events().launcher(*k) == std::nullopt);
+    CHECK(prof.stats().device_loss.unlinked_records == 1);
+}
+
+TEST_CASE("cupti: another client that takes the buffers during a session is said in the status and counted") {
+    stint_test::use_fake_cupti();
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    buffer_writer mine;  // handed out by stint's callback
+    mine.add(kernel("lost", stint::read_ticks(), stint::read_ticks() + 1, 1));
+    static std::vector<std::uint8_t*> taken;
+    taken.clear();
+    fake().complete = [](CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t) {
+        taken.push_back(buffer);  // the other client now owns it
+    };
+    mine.finish();
+    prof.stop();
+    REQUIRE(taken.size() == 1);
+    std::free(taken[0]);
+    const std::string status = prof.stats().device_status;
+    CHECK(status.starts_with("active, shared: another CUPTI client registered its own buffer callbacks"));
+    CHECK(status.find("took 1 of the 1 activity buffers") != std::string::npos);
+    CHECK(prof.stats().device_loss.foreign_buffers == 1);
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir.file("t.json"));
+    const nlohmann::json device = stint_test::read_json(dir.file("t.json"))["stint"]["device"];
+    CHECK(device["status"] == status);
+    CHECK(device["foreign_buffers"] == 1);
+    // The next session registers again and collects.
+    prof.start();
+    deliver_kernel(op_with_kernel(&stint::read_ticks));
+    prof.stop();
+    CHECK(prof.stats().device_status == "active");
+    CHECK(find(prof.events(), "k") != std::nullopt);
+}
+
+TEST_CASE("cupti: torn down after a synchronised session, attached again by the next; never under a subscriber") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    stint::profiler<gpu> prof;  // syncs at stop: the default
+    prof.start();
+    {
+        STINT_OP(gpu, "spans the stop");
+        prof.stop();
+        CHECK(fake().finalized == 1);
+        CHECK(prof.events().device().torn_down);
+        CHECK(fake().subscribed == 0);  // the probe's subscription is gone
+    }
+    CHECK(fake().pops == 0);  // CUPTI's stacks went with it: a pop would only attach CUPTI again
+    const std::size_t registrations = fake().registrations;
+    prof.start();
+    CHECK(fake().registrations == registrations + 1);
+    deliver_kernel(op_with_kernel(&stint::read_ticks));
+    CHECK(fake().pops == 1);
+    prof.stop();
+    CHECK(find(prof.events(), "k") != std::nullopt);
+    CHECK(fake().finalized == 2);
+
+    SUBCASE("not when asked not to, nor without the sync at stop") {
+        auto options = stint::profiler_options<gpu>{};
+        options.teardown_cupti_on_stop = false;
+        stint::profiler<gpu> kept(options);
+        kept.start();
+        kept.stop();
+        stint::profiler<gpu> unsynced(no_sync());
+        unsynced.start();
+        unsynced.stop();
+        CHECK(fake().finalized == 2);
+        CHECK_FALSE(unsynced.events().device().torn_down);
+    }
+    SUBCASE("not while another client is subscribed: it would lose CUPTI too") {
+        fake().subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+        prof.start();
+        prof.stop();
+        CHECK(fake().finalized == 2);
+        CHECK(prof.stats().device_status.starts_with("active, shared: another CUPTI client is subscribed"));
+    }
+}
+
+TEST_CASE("cupti: a buffer delivered between sessions is stale in the next one, never out of its window") {
+    stint_test::use_fake_cupti();
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    prof.stop();
+    {
+        buffer_writer late;  // filled after the stop, still in CUPTI: the next start's flush delivers it
+        const std::uint64_t t = stint::read_ticks();
+        late.add(kernel("late", t, t + 1, 1));
+        late.add(kernel("late too", t + 2, t + 3, 1));
+        late.finish();
+    }
+    prof.start();
+    prof.stop();
+    CHECK(prof.stats().device_loss.stale_records == 2);
+    CHECK(prof.stats().device_loss.out_of_window_records == 0);
+    CHECK(prof.stats().device_loss.foreign_buffers == 0);
+}
+
+TEST_CASE("cupti: overheads sit where their object is, their details freed, every kind named") {
+    stint_test::use_fake_cupti();
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    const std::uint64_t t = stint::read_ticks();
+    constexpr std::uint32_t garbage = 0xDEADBEEF;  // a stream id CUPTI does not fill for a device or context
+    {
+        buffer_writer b;
+        b.add(stint_test::device_overhead_record(CUPTI_ACTIVITY_OBJECT_DEVICE, CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT,
+                                                 t + 1, t + 2, 0, garbage));
+        b.add(stint_test::device_overhead_record(CUPTI_ACTIVITY_OBJECT_CONTEXT,
+                                                 CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION, t + 3, t + 4, 0,
+                                                 garbage));
+        b.add(stint_test::device_overhead_record(CUPTI_ACTIVITY_OBJECT_STREAM, CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE,
+                                                 t + 5, t + 6, 0, 7));
+        b.add(stint_test::overhead_record(t + 7, t + 8, std::malloc(16)));
+        b.finish();
+    }
+    wait_past(t + 10);
+    prof.stop();
+    {
+        buffer_writer stale;  // a later session's stale buffer frees its details too (LeakSanitizer checks)
+        stale.add(stint_test::overhead_record(t + 9, t + 10, std::malloc(16)));
+        stale.complete();
+    }
+    const stint::event_list& events = prof.events();
+    const auto uvm = find(events, "CUPTI UVM Activity Init");
+    const auto instrumentation = find(events, "CUPTI Instrumentation");
+    const auto resource = find(events, "CUPTI Resource");
+    REQUIRE(uvm != std::nullopt);
+    REQUIRE(instrumentation != std::nullopt);
+    REQUIRE(resource != std::nullopt);
+    CHECK(uvm->device == stint::device{stint::device_type::cuda, 0});
+    CHECK(uvm->stream == stint::detail::cupti_no_stream);
+    CHECK(instrumentation->stream == stint::detail::cupti_no_stream);
+    CHECK(resource->stream == 7);
+    CHECK(find(events, "CUPTI Activity Buffer Request")->on_device() == false);
+    for (const stint::event& e : events) CHECK(e.stream != garbage);
+    prof.start();
+    prof.stop();
+    CHECK(prof.stats().device_loss.stale_records == 1);
+}
+
+TEST_CASE("cupti: synchronisations are off by default, as torch's; stint's own sync at stop is never collected") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    const auto has = [](const std::vector<CUpti_ActivityKind>& kinds, CUpti_ActivityKind kind) {
+        return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+    };
+    {
+        stint::profiler<gpu> prof;
+        prof.start();
+        prof.stop();
+        CHECK_FALSE(has(fake().enabled, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+        CHECK(has(fake().enabled, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    }
+    fake().enabled.clear();
+    fake().disabled.clear();
+    stint::profiler_options<gpu> options;
+    options.enable_cuda_sync_events = true;
+    stint::profiler<gpu> prof(options);
+    prof.start();
+    CHECK(has(fake().enabled, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+    prof.stop();
+    // When stint synchronised the device, sync records were already off and kernels still on.
+    CHECK(has(fake().disabled_at_sync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+    CHECK_FALSE(has(fake().disabled_at_sync, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
+TEST_CASE("cupti: a driver too old for this CUPTI is said up front, before any session") {
+    stint_test::use_fake_cupti(stint_test::fake_driver(12080));
+    std::vector<std::string> warnings;
+    auto previous = stint::set_warning_handler([&](std::string_view text) { warnings.emplace_back(text); });
+    CHECK(stint::supported_activities() == stint::activity_set{stint::activity::cpu});
+    const std::string reason = stint::detail::the_cupti_collector().unavailable_reason();
+    CHECK(reason == "the NVIDIA driver supports CUDA 12.8 (cuDriverGetVersion 12080); CUPTI 130001 needs a driver "
+                    "for CUDA 13.0 or newer (R580 or newer for CUDA 13). Fix: update the driver, or profile the CPU "
+                    "only");
+    CHECK(fake().enabled.empty());
+    CHECK(warnings.size() == 1);
+    stint::set_warning_handler(previous);
+    stint_test::use_fake_cupti(stint_test::fake_driver(13000));
+    CHECK(stint::supported_activities().contains(stint::activity::cuda));
+    CHECK(stint::detail::driver_version_needed(130001) == 13000);
+    CHECK(stint::detail::driver_version_needed(130100) == 13010);
+}
+
+TEST_CASE("cupti: not found: every place tried is listed, with the override to set") {
+    stint_test::temp_dir dir;
+    const std::string env = dir.file("venv");
+    const std::string wheel_dir = env + "/lib/python3.11/site-packages/nvidia/cu13/lib";
+    REQUIRE(std::system(("mkdir -p '" + wheel_dir + "' && echo not-an-elf > '" + wheel_dir + "/libcupti.so.13'").c_str()) ==
+            0);
+    struct restore {
+        ~restore() {
+            ::unsetenv("VIRTUAL_ENV");
+            ::unsetenv("CUDA_HOME");
+        }
+    } restore_env;
+    ::setenv("VIRTUAL_ENV", env.c_str(), 1);
+    ::setenv("CUDA_HOME", "/nonexistent/cuda", 1);
+    const std::vector<std::string> candidates = stint::detail::cupti_library_candidates(nullptr);
+    const auto listed = [&](const std::string& path) {
+        return std::find(candidates.begin(), candidates.end(), path) != candidates.end();
+    };
+    CHECK(candidates.front() == "libcupti.so.13");
+    CHECK(listed("/nonexistent/cuda/lib64/libcupti.so.13"));
+    CHECK(listed("/nonexistent/cuda/extras/CUPTI/lib64/libcupti.so.13"));
+    CHECK(listed("/opt/cuda/lib64/libcupti.so.13"));
+    CHECK(listed(wheel_dir + "/libcupti.so.13"));
+    CHECK(stint::detail::cupti_library_candidates("/x/libcupti.so.13") == std::vector<std::string>{"/x/libcupti.so.13"});
+
+    const stint::detail::cupti_library none = stint::detail::load_cupti_library_from(
+        {"libstint-no-such-cupti.so.13", "/nonexistent/cuda/lib64/libcupti.so.13", wheel_dir + "/libcupti.so.13"},
+        false);
+    INFO(none.error);
+    CHECK(none.error.starts_with("cannot load libstint-no-such-cupti.so.13 (CUPTI 13, from the CUDA 13 toolkit or "
+                                 "pip's nvidia-cuda-cupti); tried libstint-no-such-cupti.so.13 ("));
+    CHECK(none.error.find(", /nonexistent/cuda/lib64/libcupti.so.13, ") != std::string::npos);
+    CHECK(none.error.find(wheel_dir + "/libcupti.so.13 (") != std::string::npos);  // there, but not a library
+    CHECK(none.error.ends_with("Fix: set STINT_CUPTI_LIBRARY to its path, or CUDA_HOME to the toolkit"));
+}
+
+TEST_CASE("cupti: the collector records each kind's record size as the library walked it") {
+    stint_test::use_fake_cupti();
+    auto& collector = stint::detail::the_cupti_collector();
+    REQUIRE(collector.start({}));
+    const std::uint64_t t = stint::read_ticks();
+    {
+        buffer_writer b;
+        b.add(external(1, 1));
+        b.add(api(211, t, t + 1, 1));
+        b.add(kernel("k", t + 1, t + 2, 1));
+        b.add(memcpy_record(t + 2, t + 3, 1, 8));
+        b.add(memset_record(t + 3, t + 4, 1, 8));
+        b.finish();
+    }
+    const stint::detail::device_capture capture = collector.stop(false);
+    using stint::detail::cupti_kernel;
+    const auto& strides = capture.record_strides;
+    CHECK(strides.at(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) == sizeof(stint::detail::cupti_external_correlation));
+    CHECK(strides.at(CUPTI_ACTIVITY_KIND_RUNTIME) == sizeof(stint::detail::cupti_api_call));
+    CHECK(strides.at(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == sizeof(cupti_kernel));
+    CHECK(strides.at(CUPTI_ACTIVITY_KIND_MEMCPY) == sizeof(stint::detail::cupti_memcpy));
+    CHECK(strides.count(CUPTI_ACTIVITY_KIND_MEMSET) == 0);  // the last record: nothing after it to measure by
 }

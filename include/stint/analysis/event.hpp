@@ -326,6 +326,7 @@ struct device_properties {
 struct device_loss {
     std::uint64_t dropped_records = 0;       ///< records CUPTI could not store (cuptiActivityGetNumDroppedRecords)
     std::uint64_t rejected_buffers = 0;      ///< buffer requests refused over the budget (CUPTI then drops)
+    std::uint64_t foreign_buffers = 0;       ///< buffers another CUPTI client's callbacks took (records lost)
     std::uint64_t incomplete_records = 0;    ///< records with no or reversed timestamps (work still running)
     std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode, syncs on no known device
     std::uint64_t unparsed_bytes = 0;        ///< bytes of a buffer after a record CUPTI could not walk
@@ -340,6 +341,7 @@ struct device_loss {
     device_loss& operator+=(const device_loss& o) noexcept {
         dropped_records += o.dropped_records;
         rejected_buffers += o.rejected_buffers;
+        foreign_buffers += o.foreign_buffers;
         incomplete_records += o.incomplete_records;
         unknown_records += o.unknown_records;
         unparsed_bytes += o.unparsed_bytes;
@@ -353,17 +355,20 @@ struct device_loss {
 
 /// The device collection of a session: whether it ran, why not, and what it lost.
 struct device_report {
-    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", or
-    /// "unavailable: <reason>" (the session recorded the CPU only).
+    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", "active, shared: <what>"
+    /// (collected beside another CUPTI client: what that cost), or "unavailable: <reason>" (the session
+    /// recorded the CPU only).
     std::string status = "off";
     std::string library;               ///< the libcupti that was loaded
     std::uint32_t cupti_version = 0;   ///< cuptiGetVersion() of the loaded library
     std::uint32_t cupti_headers = 0;   ///< CUPTI_API_VERSION stint was compiled against
     std::string clock_alignment;       ///< how device times were put on stint's clock
+    double clock_error_ns = 0;         ///< that mapping's measured error (0: CUPTI read stint's own clock)
+    bool torn_down = false;            ///< CUPTI was detached after the session (cuptiFinalize)
     device_loss loss;
     std::vector<device_properties> devices;
 
-    [[nodiscard]] bool active() const noexcept { return status == "active"; }
+    [[nodiscard]] bool active() const noexcept { return status.starts_with("active"); }
 };
 
 }  // namespace stint

@@ -70,6 +70,7 @@ constexpr std::string_view overhead_kind_name(std::uint32_t kind) noexcept {
         case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "Lazy Function Loading";
         case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "Command Buffer Full";
         case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "Activity Buffer Request";
+        case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: return "UVM Activity Init";
         default: return "Unknown";
     }
 }
@@ -97,7 +98,10 @@ public:
         }
         for (const activity_buffer& b : buffers) {
             if (b.epoch != epoch) {
-                walk(b, [&](const CUpti_Activity&) { ++out_.report.loss.stale_records; }, false);
+                walk(b, [&](const CUpti_Activity& r) {
+                    ++out_.report.loss.stale_records;
+                    free_overhead_data(r);
+                }, false);
             } else {
                 walk(b, [&](const CUpti_Activity& r) { decode_record(r); }, true);
             }
@@ -111,8 +115,17 @@ private:
     void walk(const activity_buffer& b, Each&& each, bool count = false) {
         if (b.data == nullptr || b.valid_bytes == 0) return;
         CUpti_Activity* record = nullptr;
+        const CUpti_Activity* previous = nullptr;
         for (;;) {
             const CUptiResult r = table_.get_next_record(b.data, b.valid_bytes, &record);
+            if (count && r == CUPTI_SUCCESS && previous != nullptr && record != nullptr) {
+                // The distance CUPTI walked from the previous record: that record's size in this library.
+                const auto stride = static_cast<std::size_t>(reinterpret_cast<const std::uint8_t*>(record) -
+                                                             reinterpret_cast<const std::uint8_t*>(previous));
+                std::size_t& seen = out_.record_strides[static_cast<std::uint32_t>(previous->kind)];
+                if (seen == 0 || stride < seen) seen = stride;
+            }
+            previous = record;
             if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) return;
             if (r != CUPTI_SUCCESS || record == nullptr) {
                 // An unknown kind stops the walk: the rest of the buffer is lost, and counted.
@@ -139,10 +152,17 @@ private:
         return value;
     }
 
+    // Only stint's kind: another client's ids (Kineto's CUSTOM0 and CUSTOM1) name none of stint's scopes.
     void collect_correlation(const CUpti_Activity& r) {
         if (r.kind != CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) return;
         const auto c = read<cupti_external_correlation>(r);
-        if (c.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) external_[c.correlationId] = c.externalId;
+        if (c.externalKind == stint_correlation_kind) external_[c.correlationId] = c.externalId;
+    }
+
+    // An overhead record's details are malloc'ed by CUPTI and owned by the client (cupti_activity.h).
+    static void free_overhead_data(const CUpti_Activity& r) {
+        if (r.kind != CUPTI_ACTIVITY_KIND_OVERHEAD) return;
+        std::free(read<cupti_overhead>(r).overheadData);
     }
 
     // Zero or reversed timestamps: a record of work still running at a forced flush.
@@ -244,13 +264,23 @@ private:
             }
             case CUPTI_ACTIVITY_KIND_OVERHEAD: {
                 const auto o = read<cupti_overhead>(r);
+                std::free(o.overheadData);
                 if (incomplete(o.start, o.end)) return;
                 device_activity& a = add(event_kind::overhead, o.start, o.end, o.correlationId);
-                if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-                    a.thread = o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o.objectId.pt.threadId : 0;
-                } else {
-                    a.device = static_cast<std::int32_t>(o.objectId.dcs.deviceId);
-                    a.stream = o.objectId.dcs.streamId;
+                // Where its object is: a thread or the process on the host; a stream on its device's stream
+                // track; a device or context on the device's own row (no stream is invented for it).
+                switch (o.objectKind) {
+                    case CUPTI_ACTIVITY_OBJECT_THREAD: a.thread = o.objectId.pt.threadId; break;
+                    case CUPTI_ACTIVITY_OBJECT_STREAM:
+                        a.device = static_cast<std::int32_t>(o.objectId.dcs.deviceId);
+                        a.stream = o.objectId.dcs.streamId;
+                        break;
+                    case CUPTI_ACTIVITY_OBJECT_DEVICE:
+                    case CUPTI_ACTIVITY_OBJECT_CONTEXT:
+                        a.device = static_cast<std::int32_t>(o.objectId.dcs.deviceId);
+                        a.stream = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+                        break;
+                    default: a.thread = 0; break;  // the process, or an object CUPTI did not name
                 }
                 const auto overhead = static_cast<std::uint32_t>(o.overheadKind);
                 a.name = intern(fmt::format("CUPTI {}", overhead_kind_name(overhead)));

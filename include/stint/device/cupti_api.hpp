@@ -56,6 +56,7 @@ struct cupti_table {
     decltype(&::cuptiGetResultString) get_result_string = nullptr;
     decltype(&::cuptiGetTimestamp) get_timestamp = nullptr;
     decltype(&::cuptiGetCallbackName) get_callback_name = nullptr;
+    decltype(&::cuptiGetThreadIdType) get_thread_id_type = nullptr;
     decltype(&::cuptiSetThreadIdType) set_thread_id_type = nullptr;
     decltype(&::cuptiActivityRegisterTimestampCallback) register_timestamp_callback = nullptr;
     decltype(&::cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
@@ -68,13 +69,21 @@ struct cupti_table {
     decltype(&::cuptiActivityGetNumDroppedRecords) get_num_dropped_records = nullptr;
     decltype(&::cuptiActivityPushExternalCorrelationId) push_external_id = nullptr;
     decltype(&::cuptiActivityPopExternalCorrelationId) pop_external_id = nullptr;
+    decltype(&::cuptiSubscribe) subscribe = nullptr;
+    decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
+    decltype(&::cuptiFinalize) finalize = nullptr;
 };
+
+/// The external-correlation kind stint pushes: Kineto (torch.profiler) pushes CUSTOM0 for ops and
+/// CUSTOM1 for user annotations, so a process that runs both never mixes their ids.
+inline constexpr CUpti_ExternalCorrelationKind stint_correlation_kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
 
 /// The CUDA driver functions stint calls (from the libcuda.so.1 the program already loaded): to
 /// synchronise devices at stop (sync_device_on_stop) and to read the properties of devices that ran
 /// work. Any of them may be missing; what needs a missing one is skipped.
 struct cuda_driver_table {
     decltype(&::cuInit) init = nullptr;
+    decltype(&::cuDriverGetVersion) driver_get_version = nullptr;
     decltype(&::cuDeviceGetCount) device_get_count = nullptr;
     decltype(&::cuDeviceGet) device_get = nullptr;
     decltype(&::cuDeviceGetName) device_get_name = nullptr;

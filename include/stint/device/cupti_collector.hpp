@@ -3,6 +3,7 @@
 // whether it works, runs device sessions (enable, external correlation, buffers, flush) and decodes
 // their records. One per process, leaked: CUPTI's worker thread may deliver buffers during exit.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,8 @@ namespace stint::detail {
 struct device_session_options {
     std::size_t budget_bytes = std::size_t{128} << 20;  ///< CUPTI buffers held at once
     std::size_t buffer_bytes = std::size_t{4} << 20;    ///< one buffer (CUPTI advises 1 to 10 MiB)
+    bool sync_events = false;  ///< CUPTI's synchronization records (torch: enable_cuda_sync_events)
+    bool teardown = true;      ///< cuptiFinalize after a session that synchronised the devices at stop
 };
 
 class cupti_collector {
@@ -44,7 +47,6 @@ public:
         injected_driver_ = std::move(driver);
         injected_library_ = std::move(library);
         loaded_ = false;
-        configured_ = false;
         reason_.clear();
     }
     /// Goes back to loading libcupti (the latch is taken again on the next session).
@@ -53,7 +55,6 @@ public:
         injected_.reset();
         injected_driver_.reset();
         loaded_ = false;
-        configured_ = false;
         reason_.clear();
     }
 
@@ -77,18 +78,27 @@ public:
         std::unique_lock lock(mutex_);
         load();
         if (!reason_.empty() || active_) return false;
-        if (!configured_ && !configure()) return false;
+        if (!configure()) return false;
         budget_bytes_ = options.budget_bytes;
         buffer_bytes_ = (std::max<std::size_t>(options.buffer_bytes, 4096) + 7) & ~std::size_t{7};
-        epoch_.fetch_add(1, std::memory_order_acq_rel);
+        sync_events_ = options.sync_events;
+        teardown_ = options.teardown;
         rejected_.store(0, std::memory_order_relaxed);
         dropped_.store(0, std::memory_order_relaxed);
         lock.unlock();
-        table_.flush_all(0);  // leftovers of earlier sessions arrive now, tagged with their epoch
+        // Leftovers of earlier sessions arrive now, tagged with the epoch they were delivered in (stale).
+        table_.flush_all(0);
         lock.lock();
+        {
+            const std::lock_guard ready(ready_mutex_);
+            epoch_.fetch_add(1, std::memory_order_acq_rel);
+            granted_.clear();
+        }
         for (std::size_t i = 0; i < std::size(enabled_kinds); ++i) {
+            if (enabled_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && !sync_events_) continue;
             if (const CUptiResult r = table_.enable(enabled_kinds[i]); r != CUPTI_SUCCESS) {
                 for (std::size_t j = 0; j < i; ++j) table_.disable(enabled_kinds[j]);
+                restore_thread_id_type();
                 fail("cuptiActivityEnable", r);
                 return false;
             }
@@ -96,14 +106,15 @@ public:
         // Getters the runtime and driver call all the time: noise in a trace, cost in the buffers.
         for (const CUpti_CallbackId cbid : quiet_runtime_calls) table_.enable_runtime_api(cbid, 0);
         for (const CUpti_CallbackId cbid : quiet_driver_calls) table_.enable_driver_api(cbid, 0);
-        if (!clock_.identity) clock_ = measure_clock(false);
+        if (!clock_.identity) start_anchor_ = bracket_cupti_clock();
         active_ = true;
         device_correlating.store(true, std::memory_order_release);
         return true;
     }
 
     /// Ends the device session and decodes what it recorded. `sync`: first wait for the work queued on
-    /// every device, so a kernel still running is captured (its end would otherwise be unknown).
+    /// every device, so a kernel still running is captured (its end would otherwise be unknown); CUPTI is
+    /// then torn down (cuptiFinalize) unless the session asked not to or shares CUPTI with another client.
     device_capture stop(bool sync) {
         std::unique_lock lock(mutex_);
         device_capture capture;
@@ -113,8 +124,12 @@ public:
         }
         device_correlating.store(false, std::memory_order_release);
         active_ = false;
+        // stint's own synchronisation below is not the program's: its sync records are never collected.
+        if (sync_events_) table_.disable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
         if (sync) synchronise_devices(capture);
-        for (const CUpti_ActivityKind kind : enabled_kinds) table_.disable(kind);
+        for (const CUpti_ActivityKind kind : enabled_kinds) {
+            if (kind != CUPTI_ACTIVITY_KIND_SYNCHRONIZATION || !sync_events_) table_.disable(kind);
+        }
         lock.unlock();
         // Outside every lock: the completion callback runs inside the flush, and CUPTI holds its own lock
         // while it calls us (an ABBA deadlock otherwise).
@@ -124,19 +139,44 @@ public:
             dropped_.fetch_add(dropped, std::memory_order_relaxed);
         }
         std::vector<activity_buffer> buffers;
+        std::size_t granted = 0;
+        std::size_t foreign = 0;
         {
             const std::lock_guard ready(ready_mutex_);
             buffers.swap(ready_);
+            granted = granted_.size() + returned_;
+            foreign = granted_.size();  // handed out this session, never completed to stint
+            granted_.clear();
+            returned_ = 0;
         }
         lock.lock();
         capture.report = report();
         capture.report.status = "active";
+        if (foreign != 0) {
+            capture.report.status = fmt::format(
+                "active, shared: another CUPTI client registered its own buffer callbacks during the session and "
+                "took {} of the {} activity buffers stint handed CUPTI; their records are lost",
+                foreign, granted);
+        } else if (shared_) {
+            capture.report.status = "active, shared: another CUPTI client is subscribed in this process "
+                                    "(cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); CUPTI is "
+                                    "left attached for it";
+        }
         capture.report.loss.dropped_records = dropped_.load(std::memory_order_relaxed);
         capture.report.loss.rejected_buffers = rejected_.load(std::memory_order_relaxed);
+        capture.report.loss.foreign_buffers = foreign;
+        if (!clock_.identity) finish_clock_map(capture.report);
         activity_decoder decoder(table_, clock_, capture);
         decoder.decode(buffers, epoch_.load(std::memory_order_acquire));
         for (const activity_buffer& b : buffers) release_buffer(b.data);
         describe_devices(capture);
+        restore_thread_id_type();
+        // After the last record is read: a process that profiled once runs at full speed again (CUPTI left
+        // attached slows launches down, pytorch/pytorch#144455). The next session attaches it anew.
+        if (sync && teardown_ && !shared_ && foreign == 0 && table_.finalize != nullptr) {
+            generation_.fetch_add(1, std::memory_order_acq_rel);
+            capture.report.torn_down = table_.finalize() == CUPTI_SUCCESS;
+        }
         return capture;
     }
 
@@ -148,16 +188,21 @@ public:
         r.cupti_version = version_;
         r.cupti_headers = CUPTI_API_VERSION;
         r.clock_alignment = clock_alignment_;
+        r.clock_error_ns = clock_error_ns_;
         return r;
     }
 
     /// Hot path of a linked scope while a device session is live.
     bool push_external_id(std::uint64_t id) noexcept {
-        return table_.push_external_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) == CUPTI_SUCCESS;
+        if (table_.push_external_id(stint_correlation_kind, id) != CUPTI_SUCCESS) return false;
+        pushed_generation = generation_.load(std::memory_order_acquire);
+        return true;
     }
+    /// A pop after CUPTI was torn down is skipped: its stacks are gone, and any call would attach it again.
     void pop_external_id() noexcept {
+        if (pushed_generation != generation_.load(std::memory_order_acquire)) return;
         std::uint64_t last = 0;
-        table_.pop_external_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+        table_.pop_external_id(stint_correlation_kind, &last);
     }
 
     // CUPTI's buffer callbacks (static: CUPTI takes plain function pointers).
@@ -166,6 +211,7 @@ public:
                                              std::size_t valid);
     // CUPTI's timestamps are stint's ticks: device times need no conversion at drain.
     static std::uint64_t CUPTIAPI timestamp_in_ticks() { return read_ticks(); }
+    static void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
 private:
     static constexpr CUpti_ActivityKind enabled_kinds[] = {
@@ -213,54 +259,92 @@ private:
         }
         if (injected_) {
             if (injected_driver_) driver_ = *injected_driver_;
+            if (std::string old = driver_version_problem(driver_, version_); !old.empty()) return unavailable(old);
             return;
         }
         cuda_driver_library driver = load_cuda_driver();
-        if (std::string problem = cuda_driver_problem(driver); !problem.empty()) return unavailable(problem);
+        if (std::string problem = cuda_driver_problem(driver, version_); !problem.empty()) return unavailable(problem);
         driver_ = driver.table;
     }
 
-    // The latch's second half, at the first session: what must precede every enable. Under mutex_.
+    // What must precede every session's enable, because another CUPTI client (Kineto) may have changed it
+    // since the last one: the thread-id type, the timestamp callback, the buffer callbacks. Under mutex_.
     bool configure() {
-        // gettid() as API records' threadId: the id stint's CPU tracks use (CUPTI's default is pthread_self).
+        // gettid() as API records' threadId, the id stint's CPU tracks use (CUPTI's default is
+        // pthread_self). Process-wide: the previous type is restored at stop, for the next client.
+        previous_thread_id_type_.reset();
+        if (CUpti_ActivityThreadIdType type{}; table_.get_thread_id_type != nullptr &&
+                                               table_.get_thread_id_type(&type) == CUPTI_SUCCESS) {
+            previous_thread_id_type_ = type;
+        }
         table_.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+        // A successful registration is trusted, as Kineto trusts it: records are then in ticks. Checking
+        // cuptiGetTimestamp() against the ticks says nothing (CUPTI need not use the callback for it).
         const bool ticks = table_.register_timestamp_callback(&timestamp_in_ticks) == CUPTI_SUCCESS;
         if (const CUptiResult r = table_.register_callbacks(&on_buffer_requested, &on_buffer_completed);
             r != CUPTI_SUCCESS) {
+            restore_thread_id_type();
             fail("cuptiActivityRegisterCallbacks", r);
             return false;
         }
-        clock_ = measure_clock(ticks);
-        configured_ = true;
+        clock_ = {};
+        clock_.identity = ticks;
+        clock_error_ns_ = 0;
+        clock_alignment_ = ticks ? "ticks (cuptiActivityRegisterTimestampCallback)"
+                                 : "linear (CUPTI's clock in ns, mapped to ticks over the session)";
+        // Another subscriber (Kineto's callbacks, Nsight Systems) holds CUPTI too: it must not be torn down.
+        shared_ = false;
+        if (table_.subscribe != nullptr) {
+            CUpti_SubscriberHandle probe = nullptr;
+            const CUptiResult r = table_.subscribe(&probe, &ignore_callback, nullptr);
+            if (r == CUPTI_SUCCESS && table_.unsubscribe != nullptr) table_.unsubscribe(probe);
+            shared_ = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+        }
         return true;
     }
 
-    // Checks that CUPTI's clock is now stint's (a reading between two tick reads); otherwise maps CUPTI's
-    // own clock (CLOCK_REALTIME, ns) to ticks through the tightest of 16 bracketed readings.
-    cupti_clock_map measure_clock(bool ticks) {
-        cupti_clock_map best;
-        std::uint64_t best_width = ~std::uint64_t{0};
-        bool inside = true;
+    void restore_thread_id_type() {
+        if (previous_thread_id_type_ && *previous_thread_id_type_ != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) {
+            table_.set_thread_id_type(*previous_thread_id_type_);
+        }
+        previous_thread_id_type_.reset();
+    }
+
+    // One reading of CUPTI's clock between two tick reads, the tightest of 16.
+    struct clock_bracket {
+        std::uint64_t ticks = 0;  ///< the middle of the bracket
+        std::uint64_t cupti = 0;
+        std::uint64_t width = ~std::uint64_t{0};  ///< ticks between the two reads
+    };
+    clock_bracket bracket_cupti_clock() const {
+        clock_bracket best;
         for (int i = 0; i < 16; ++i) {
             const std::uint64_t before = read_ticks();
             std::uint64_t cupti = 0;
             table_.get_timestamp(&cupti);
             const std::uint64_t after = read_ticks();
-            inside = inside && cupti >= before && cupti <= after + 1000;
-            if (after - before < best_width) {
-                best_width = after - before;
-                best.anchor_ticks = before + (after - before) / 2;
-                best.anchor_cupti = cupti;
-            }
+            if (after - before < best.width) best = {before + (after - before) / 2, cupti, after - before};
         }
-        if (ticks && inside) {
-            clock_alignment_ = "cupti_timestamp_callback";
-            return {};
-        }
-        best.identity = false;
-        best.ticks_per_unit = 1.0 / the_registry().calibration().ns_per_tick;
-        clock_alignment_ = ticks ? "offset (CUPTI did not use the timestamp callback)" : "offset";
         return best;
+    }
+
+    // Without the timestamp callback: CUPTI's clock (ns) mapped to ticks by a line through two brackets at
+    // least 10 ms apart (the session's start and stop), and the line's error in the report.
+    void finish_clock_map(device_report& report) {
+        const double ns_per_tick = the_registry().calibration().ns_per_tick;
+        clock_bracket end = bracket_cupti_clock();
+        const auto span_ns = [&] { return static_cast<double>(end.ticks - start_anchor_.ticks) * ns_per_tick; };
+        while (span_ns() < 10e6) end = bracket_cupti_clock();
+        clock_.identity = false;
+        clock_.anchor_ticks = start_anchor_.ticks;
+        clock_.anchor_cupti = start_anchor_.cupti;
+        const auto cupti_span = static_cast<double>(static_cast<std::int64_t>(end.cupti - start_anchor_.cupti));
+        clock_.ticks_per_unit = cupti_span > 0 ? static_cast<double>(end.ticks - start_anchor_.ticks) / cupti_span
+                                               : 1.0 / ns_per_tick;
+        // Each bracket is known to half its width; the line between them to the wider half.
+        clock_error_ns_ = static_cast<double>(std::max(start_anchor_.width, end.width)) * ns_per_tick / 2;
+        report.clock_alignment = clock_alignment_;
+        report.clock_error_ns = clock_error_ns_;
     }
 
     void unavailable(std::string reason) {
@@ -279,7 +363,7 @@ private:
         }
         std::string reason = fmt::format("{} returned {} ({})", call, name, static_cast<int>(result));
         if (!injected_) {
-            if (std::string problem = cuda_driver_problem(load_cuda_driver()); !problem.empty()) {
+            if (std::string problem = cuda_driver_problem(load_cuda_driver(), version_); !problem.empty()) {
                 reason += "; " + problem;
             }
         }
@@ -375,7 +459,12 @@ private:
         } while (!held_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
         *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
         *size = *buffer == nullptr ? 0 : bytes;
-        if (*buffer == nullptr) held_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        if (*buffer == nullptr) {
+            held_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+            return;
+        }
+        const std::lock_guard lock(ready_mutex_);
+        granted_.push_back(*buffer);
     }
 
     void complete_buffer(std::uint8_t* buffer, std::size_t valid) {
@@ -383,6 +472,11 @@ private:
         {
             const std::lock_guard lock(ready_mutex_);
             ready_.push_back({buffer, valid, epoch_.load(std::memory_order_acquire)});
+            if (auto it = std::find(granted_.begin(), granted_.end(), buffer); it != granted_.end()) {
+                *it = granted_.back();
+                granted_.pop_back();
+                ++returned_;
+            }
         }
         // After our lock is released: CUPTI takes its own lock here, and calls us under it.
         std::size_t dropped = 0;
@@ -400,8 +494,11 @@ private:
     std::mutex mutex_;        // sessions and the latch
     std::mutex ready_mutex_;  // completed buffers, taken briefly by CUPTI's callback
     bool loaded_ = false;
-    bool configured_ = false;
     bool active_ = false;
+    bool sync_events_ = false;
+    bool teardown_ = true;
+    bool shared_ = false;     // another CUPTI subscriber was found at start
+    std::optional<CUpti_ActivityThreadIdType> previous_thread_id_type_;
     std::string reason_;      // why CUPTI is off in this process; empty: usable
     std::optional<cupti_table> injected_;
     std::optional<cuda_driver_table> injected_driver_;
@@ -411,14 +508,20 @@ private:
     std::string library_;
     std::uint32_t version_ = 0;
     cupti_clock_map clock_;
+    clock_bracket start_anchor_;
     std::string clock_alignment_;
+    double clock_error_ns_ = 0;
     std::size_t budget_bytes_ = 0;
     std::size_t buffer_bytes_ = std::size_t{4} << 20;
     std::atomic<std::size_t> held_bytes_{0};
     std::atomic<std::uint64_t> epoch_{0};
     std::atomic<std::uint64_t> rejected_{0};
     std::atomic<std::uint64_t> dropped_{0};
-    std::vector<activity_buffer> ready_;
+    std::vector<activity_buffer> ready_;      // under ready_mutex_, as the two below
+    std::vector<std::uint8_t*> granted_;      // handed to CUPTI this session, not yet completed to stint
+    std::size_t returned_ = 0;                // completed this session
+    std::atomic<std::uint64_t> generation_{0};  // +1 at each teardown
+    static inline thread_local std::uint64_t pushed_generation = 0;  // generation_ at this thread's last push
 };
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

@@ -3,10 +3,14 @@
 // links them, so a program built with cuda_activities runs where neither exists, CPU-only.
 
 #include <dlfcn.h>
+#include <glob.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,46 +28,90 @@ struct cupti_library {
 
 /// Where libcupti is looked for, in order: `override_path` (STINT_CUPTI_LIBRARY) alone when given; else a
 /// libcupti already in the process (a framework loaded its own: never load a second), the loader's
-/// search path, $CUDA_HOME and $CUDA_PATH, then the toolkit's default install.
+/// search path, $CUDA_HOME and $CUDA_PATH, the toolkit's usual homes (/usr/local/cuda, /usr/local/cuda-13.*,
+/// newest first, /opt/cuda), a conda environment's lib/, and pip's CUDA wheels (nvidia/cu13/lib) in a
+/// virtual environment, a conda environment, the user's and the system's site-packages.
 inline std::vector<std::string> cupti_library_candidates(const char* override_path) {
     const std::string soname = fmt::format("libcupti.so.{}", cupti_major_version);
     if (override_path != nullptr && *override_path != '\0') return {override_path};
     std::vector<std::string> candidates{soname};
+    const auto add = [&](std::string path) {
+        if (std::find(candidates.begin(), candidates.end(), path) == candidates.end()) {
+            candidates.push_back(std::move(path));
+        }
+    };
+    const auto add_glob = [&](const std::string& pattern) {  // matches, newest version (last in order) first
+        ::glob_t found{};
+        if (::glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+            for (std::size_t i = found.gl_pathc; i-- > 0;) add(found.gl_pathv[i]);
+        }
+        ::globfree(&found);
+    };
+    const auto add_toolkit = [&](const std::string& root) {
+        add(fmt::format("{}/lib64/{}", root, soname));
+        add(fmt::format("{}/extras/CUPTI/lib64/{}", root, soname));
+    };
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-        if (const char* root = std::getenv(var); root != nullptr && *root != '\0') {
-            candidates.push_back(fmt::format("{}/lib64/{}", root, soname));
-            candidates.push_back(fmt::format("{}/extras/CUPTI/lib64/{}", root, soname));
+        if (const char* root = std::getenv(var); root != nullptr && *root != '\0') add_toolkit(root);
+    }
+    add_toolkit("/usr/local/cuda");
+    add_glob(fmt::format("/usr/local/cuda-{}.*/lib64/{}", cupti_major_version, soname));
+    add_glob(fmt::format("/usr/local/cuda-{}.*/extras/CUPTI/lib64/{}", cupti_major_version, soname));
+    add_toolkit("/opt/cuda");
+    const std::string wheel = fmt::format("nvidia/cu{}/lib/{}", cupti_major_version, soname);
+    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+        if (const char* env = std::getenv(var); env != nullptr && *env != '\0') {
+            if (std::string_view(var) == "CONDA_PREFIX") add(fmt::format("{}/lib/{}", env, soname));
+            add_glob(fmt::format("{}/lib/python3*/site-packages/{}", env, wheel));
         }
     }
-    candidates.push_back("/usr/local/cuda/lib64/" + soname);
-    candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/" + soname);
+    if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+        add_glob(fmt::format("{}/.local/lib/python3*/site-packages/{}", home, wheel));
+    }
+    add_glob("/usr/local/lib/python3*/dist-packages/" + wheel);
+    add_glob("/usr/local/lib/python3*/site-packages/" + wheel);
+    add_glob("/usr/lib/python3/dist-packages/" + wheel);
     return candidates;
 }
 
-/// Loads libcupti and resolves every function of cupti_table. The library is never closed: CUPTI runs
-/// threads and exit handlers of its own.
-inline cupti_library load_cupti_library(const char* override_path) {
+/// Loads the first of `candidates` that loads and resolves every function of cupti_table. The library
+/// is never closed: CUPTI runs threads and exit handlers of its own. On failure, `error` lists every
+/// place tried and why. `overridden`: the one candidate is STINT_CUPTI_LIBRARY's.
+inline cupti_library load_cupti_library_from(const std::vector<std::string>& candidates, bool overridden) {
     cupti_library result;
     void* handle = nullptr;
-    const std::vector<std::string> candidates = cupti_library_candidates(override_path);
     // RTLD_NOLOAD first: a libcupti already in the process, under its soname, is the one to use.
-    if (override_path == nullptr || *override_path == '\0') {
+    if (!overridden) {
         handle = ::dlopen(candidates.front().c_str(), RTLD_NOW | RTLD_NOLOAD);
         if (handle != nullptr) result.path = candidates.front() + " (already loaded)";
     }
-    std::string errors;
+    std::string tried;
     for (const std::string& candidate : candidates) {
         if (handle != nullptr) break;
+        // A path that names no file is only listed; a bare soname goes to the loader's search.
+        if (candidate.find('/') != std::string::npos && ::access(candidate.c_str(), F_OK) != 0) {
+            if (overridden) tried = fmt::format("{}: no such file", candidate);
+            else tried += fmt::format("{}{}", tried.empty() ? "" : ", ", candidate);
+            continue;
+        }
         handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle != nullptr) {
             result.path = candidate;
-        } else if (const char* why = ::dlerror(); why != nullptr && errors.empty()) {
-            errors = why;
+        } else {
+            const char* why = ::dlerror();
+            const std::string reason = why != nullptr ? why : "not loadable";
+            if (overridden) tried = reason;
+            else tried += fmt::format("{}{} ({})", tried.empty() ? "" : ", ", candidate, reason);
         }
     }
     if (handle == nullptr) {
         result.path = candidates.front();
-        result.error = fmt::format("cannot load {}: {}", candidates.front(), errors.empty() ? "not found" : errors);
+        result.error = overridden
+                           ? fmt::format("cannot load {} (STINT_CUPTI_LIBRARY): {}", candidates.front(), tried)
+                           : fmt::format("cannot load {} (CUPTI {}, from the CUDA {} toolkit or pip's nvidia-cuda-cupti); "
+                                         "tried {}. Fix: set STINT_CUPTI_LIBRARY to its path, or CUDA_HOME to the "
+                                         "toolkit",
+                                         candidates.front(), cupti_major_version, cupti_major_version, tried);
         return result;
     }
     const auto resolve = [&](auto& member, const char* symbol) {
@@ -80,6 +128,7 @@ inline cupti_library load_cupti_library(const char* override_path) {
     resolve(t.get_result_string, "cuptiGetResultString");
     resolve(t.get_timestamp, "cuptiGetTimestamp");
     resolve(t.get_callback_name, "cuptiGetCallbackName");
+    resolve(t.get_thread_id_type, "cuptiGetThreadIdType");
     resolve(t.set_thread_id_type, "cuptiSetThreadIdType");
     resolve(t.register_timestamp_callback, "cuptiActivityRegisterTimestampCallback");
     resolve(t.register_callbacks, "cuptiActivityRegisterCallbacks");
@@ -92,7 +141,16 @@ inline cupti_library load_cupti_library(const char* override_path) {
     resolve(t.get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
     resolve(t.push_external_id, "cuptiActivityPushExternalCorrelationId");
     resolve(t.pop_external_id, "cuptiActivityPopExternalCorrelationId");
+    resolve(t.subscribe, "cuptiSubscribe");
+    resolve(t.unsubscribe, "cuptiUnsubscribe");
+    resolve(t.finalize, "cuptiFinalize");
     return result;
+}
+
+/// Loads libcupti from STINT_CUPTI_LIBRARY's `override_path`, or else from the first usual place it is in.
+inline cupti_library load_cupti_library(const char* override_path) {
+    return load_cupti_library_from(cupti_library_candidates(override_path),
+                                   override_path != nullptr && *override_path != '\0');
 }
 
 /// The CUDA driver, when there is one: the libcuda.so.1 the program loaded, or else the system's. Empty
@@ -115,6 +173,7 @@ inline cuda_driver_library load_cuda_driver() {
     };
     cuda_driver_table& t = result.table;
     resolve(t.init, "cuInit");
+    resolve(t.driver_get_version, "cuDriverGetVersion");
     resolve(t.device_get_count, "cuDeviceGetCount");
     resolve(t.device_get, "cuDeviceGet");
     resolve(t.device_get_name, "cuDeviceGetName");
@@ -129,9 +188,31 @@ inline cuda_driver_library load_cuda_driver() {
     return result;
 }
 
+/// The driver version a CUPTI library needs: its own CUDA major.minor (cuptiGetVersion 130001 is CUDA
+/// 13.0 Update 1, which needs a driver for CUDA 13.0, R580 or newer), in cuDriverGetVersion's numbering.
+constexpr int driver_version_needed(std::uint32_t cupti_version) noexcept {
+    if (cupti_version < 10000) return 0;  // CUPTI 12 and older number versions otherwise: not checked
+    return static_cast<int>(cupti_version / 10000 * 1000 + cupti_version / 100 % 100 * 10);
+}
+
+/// Why the driver cannot serve this CUPTI (a CUDA 12 driver passes cuInit and counts its devices, and the
+/// first session would fail with a bare CUPTI error), or "" when it can or cannot say.
+inline std::string driver_version_problem(const cuda_driver_table& t, std::uint32_t cupti_version) {
+    int version = 0;
+    if (t.driver_get_version == nullptr || t.driver_get_version(&version) != CUDA_SUCCESS) return {};
+    const int needed = driver_version_needed(cupti_version);
+    if (version >= needed) return {};
+    return fmt::format("the NVIDIA driver supports CUDA {}.{} (cuDriverGetVersion {}); CUPTI {} needs a driver for "
+                       "CUDA {}.{} or newer (R580 or newer for CUDA 13). Fix: update the driver, or profile the CPU "
+                       "only",
+                       version / 1000, version % 1000 / 10, version, cupti_version, needed / 1000,
+                       needed % 1000 / 10);
+}
+
 /// Why CUDA cannot be used, from the driver itself (CUPTI reports only CUPTI_ERROR_UNKNOWN): the stub
-/// library, no device, a driver too old. Empty when cuInit and cuDeviceGetCount succeed with a device.
-inline std::string cuda_driver_problem(const cuda_driver_library& driver) {
+/// library, no device, a driver too old for `cupti_version` (0: not checked). Empty when cuInit and
+/// cuDeviceGetCount succeed with a device and the driver is new enough.
+inline std::string cuda_driver_problem(const cuda_driver_library& driver, std::uint32_t cupti_version = 0) {
     if (!driver.error.empty()) return driver.error;
     const cuda_driver_table& t = driver.table;
     if (t.init == nullptr || t.device_get_count == nullptr) return "libcuda.so.1 lacks cuInit or cuDeviceGetCount";
@@ -142,6 +223,7 @@ inline std::string cuda_driver_problem(const cuda_driver_library& driver) {
         if (r == CUDA_ERROR_NO_DEVICE) return "no CUDA device (CUDA_ERROR_NO_DEVICE, 100)";
         return fmt::format("cuInit failed with CUresult {}", static_cast<int>(r));
     }
+    if (std::string old = driver_version_problem(t, cupti_version); !old.empty()) return old;
     int count = 0;
     if (t.device_get_count(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device";
     return {};

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,9 @@ struct device_capture {
     std::uint64_t own_thread = 0;
     std::uint64_t own_from_ticks = 0;
     std::uint64_t own_until_ticks = 0;
+    /// Each record kind's size as the loaded library laid it out (the step between two records in a
+    /// buffer, the smallest seen), by CUpti_ActivityKind: the GPU check compares it with the headers'.
+    std::map<std::uint32_t, std::size_t> record_strides;
 
     std::string_view keep(std::string text) { return names.emplace_back(std::move(text)); }
 };

@@ -72,7 +72,9 @@ template <class Backend>
 class device_link {
 public:
     STINT_DETAIL_ALWAYS_INLINE void open() noexcept {
-        if (device_correlating.load(std::memory_order_relaxed)) [[unlikely]] {
+        // Acquire: the collector's table, written before the session set the flag, is read next (a plain
+        // load on x86; aarch64 needs the barrier).
+        if (device_correlating.load(std::memory_order_acquire)) [[unlikely]] {
             id_ = next_external_id();
             if (!Backend::push_external_id(id_)) id_ = 0;
         }

@@ -390,10 +390,15 @@ void write_device_report(Writer& out, const device_report& report) {
     out.number(report.cupti_headers);
     out.raw(", \"clock_alignment\": ");
     out.string(report.clock_alignment);
+    out.raw(", \"clock_error_ns\": ");
+    out.number(report.clock_error_ns);
+    out.raw(", \"torn_down\": ");
+    out.raw(report.torn_down ? "true" : "false");
     const device_loss& loss = report.loss;
     const std::pair<std::string_view, std::uint64_t> counters[] = {
         {"dropped_records", loss.dropped_records},
         {"rejected_buffers", loss.rejected_buffers},
+        {"foreign_buffers", loss.foreign_buffers},
         {"incomplete_records", loss.incomplete_records},
         {"unknown_records", loss.unknown_records},
         {"unparsed_bytes", loss.unparsed_bytes},
