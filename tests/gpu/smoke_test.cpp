@@ -6,6 +6,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -220,10 +222,21 @@ TEST_CASE("gpu: a device-only session records kernels and no CPU ops") {
 int main(int argc, char** argv) {
     int devices = 0;
     const cudaError_t status = cudaGetDeviceCount(&devices);
-    if (status != cudaSuccess || devices == 0) {
+    // Skipped only where there is no GPU: no driver (the runtime then says "insufficient driver", having
+    // found no libcuda to load) or no device. A driver that loads and fails (a driver/runtime mismatch on
+    // a GPU machine) is a failure.
+    const bool driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
+    if (!driver || status == cudaErrorNoDevice || (status == cudaSuccess && devices == 0)) {
         std::printf("gpu smoke test skipped: no GPU (%s)\n",
-                    status != cudaSuccess ? cudaGetErrorString(status) : "no devices");
+                    !driver ? "no NVIDIA driver: libcuda.so.1 not found"
+                    : status != cudaSuccess ? cudaGetErrorString(status)
+                                            : "no devices");
         return 77;
+    }
+    if (status != cudaSuccess) {
+        std::printf("gpu smoke test FAILED: cudaGetDeviceCount: %s (a driver is loaded, so this is no skip)\n",
+                    cudaGetErrorString(status));
+        return 1;
     }
     doctest::Context context(argc, argv);
     return context.run();

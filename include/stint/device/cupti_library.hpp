@@ -188,11 +188,12 @@ inline cuda_driver_library load_cuda_driver() {
     return result;
 }
 
-/// The driver version a CUPTI library needs: its own CUDA major.minor (cuptiGetVersion 130001 is CUDA
-/// 13.0 Update 1, which needs a driver for CUDA 13.0, R580 or newer), in cuDriverGetVersion's numbering.
+/// The driver version a CUPTI library needs, in cuDriverGetVersion's numbering: one for its CUDA major
+/// version (cuptiGetVersion 130001, CUDA 13.0 Update 1, needs a CUDA 13 driver, R580 or newer). Only the
+/// major is checked: a newer minor toolkit runs on the major's first driver.
 constexpr int driver_version_needed(std::uint32_t cupti_version) noexcept {
     if (cupti_version < 10000) return 0;  // CUPTI 12 and older number versions otherwise: not checked
-    return static_cast<int>(cupti_version / 10000 * 1000 + cupti_version / 100 % 100 * 10);
+    return static_cast<int>(cupti_version / 10000 * 1000);
 }
 
 /// Why the driver cannot serve this CUPTI (a CUDA 12 driver passes cuInit and counts its devices, and the
@@ -203,10 +204,8 @@ inline std::string driver_version_problem(const cuda_driver_table& t, std::uint3
     const int needed = driver_version_needed(cupti_version);
     if (version >= needed) return {};
     return fmt::format("the NVIDIA driver supports CUDA {}.{} (cuDriverGetVersion {}); CUPTI {} needs a driver for "
-                       "CUDA {}.{} or newer (R580 or newer for CUDA 13). Fix: update the driver, or profile the CPU "
-                       "only",
-                       version / 1000, version % 1000 / 10, version, cupti_version, needed / 1000,
-                       needed % 1000 / 10);
+                       "CUDA {} or newer (R580 or newer for CUDA 13). Fix: update the driver, or profile the CPU only",
+                       version / 1000, version % 1000 / 10, version, cupti_version, needed / 1000);
 }
 
 /// Why CUDA cannot be used, from the driver itself (CUPTI reports only CUPTI_ERROR_UNKNOWN): the stub
