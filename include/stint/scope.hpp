@@ -18,11 +18,12 @@
 #include "stint/capture/detail/config_traits.hpp"
 #include "stint/capture/inputs.hpp"
 #include "stint/capture/native_stack.hpp"
-#include "stint/recording/clock.hpp"
+#include "stint/recording/ticks.hpp"
 #include "stint/config.hpp"
 #include "stint/device/device_link.hpp"
 #include "stint/policies.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint::detail {

@@ -10,7 +10,8 @@
 #include <utility>
 
 #include "stint/annotations/detail/point_record.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint {

@@ -25,11 +25,12 @@
 #endif
 
 #include "stint/recording/buffer.hpp"
-#include "stint/recording/clock.hpp"
+#include "stint/recording/ticks.hpp"
 #include "stint/config.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/annotations/detail/interned_site.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/scope.hpp"
 #include "stint/recording/site.hpp"
 

@@ -8,7 +8,8 @@
 #include <cstdint>
 
 #include "stint/annotations/detail/point_record.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint {

@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "stint/recording/buffer.hpp"
-#include "stint/recording/clock.hpp"
+#include "stint/recording/ticks.hpp"
 #include "stint/config.hpp"
 #include "stint/annotations/detail/region_counter.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/scope.hpp"
 #include "stint/recording/site.hpp"
 
@@ -84,48 +85,8 @@ private:
     std::uint64_t begin_ = 0;
 };
 
-/// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
-/// meanwhile may show in the count and not yet in the time.
-inline region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
-    region_kind_stats out;
-    out.label = label;
-    const double ns_per_tick = the_registry().calibration().ns_per_tick;
-    // acquire: pairs with the release in link_region(); each counter's fields are visible.
-    for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
-        const std::uint64_t count = c->count.load(std::memory_order_relaxed);
-        const double ticks = static_cast<double>(c->ticks.load(std::memory_order_relaxed));
-        const auto ns = static_cast<std::int64_t>(ticks * ns_per_tick);
-        auto it = std::find_if(out.regions.begin(), out.regions.end(),
-                               [&](const region_stats& r) { return r.name == c->name; });
-        if (it == out.regions.end()) {
-            out.regions.push_back({c->name, count, ns});
-        } else {
-            it->count += count;
-            it->total_ns += ns;
-        }
-        out.count += count;
-        out.total_ns += ns;
-    }
-    std::sort(out.regions.begin(), out.regions.end(),
-              [](const region_stats& a, const region_stats& b) { return a.name < b.name; });
-    return out;
-}
-
 }  // namespace stint::detail
 
-namespace stint {
-
-/// The cumulative counters of every STINT_REGION of `Kind` in the process since it started, with or
-/// without a session (dynamo's compile metrics). Regions still open are not counted yet.
-///
-///     const stint::region_kind_stats s = stint::region_counters<dynamo_timed>();
-///     if (const auto* r = s.find("inner_fn")) fmt::print("{} x, {} ns\n", r->count, r->total_ns);
-template <region_kind Kind>
-[[nodiscard]] region_kind_stats region_counters() {
-    return detail::read_region_list(Kind::label, detail::region_list<Kind>::head);
-}
-
-}  // namespace stint
 
 #if defined(STINT_DISABLE)
 // Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated

@@ -9,20 +9,19 @@
 //   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
 //   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   5. aggregates (plain structs), field by field, when <boost/pfr.hpp> is available;
+//   5. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
+//      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
 //   6. anything else is a compile error naming the type.
 
 #include <array>
 #include <atomic>
-#include <complex>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <iterator>
+#include <functional>  // std::reference_wrapper (libstdc++ keeps it apart from the rest of <functional>)
+#include <iterator>    // the range concepts and std::ranges::size/data: <ranges>' views are not needed
 #include <optional>
-#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,16 +32,6 @@
 #include "stint/common/device.hpp"
 #include "stint/detail/export_macros.hpp"
 
-#if !defined(STINT_USE_PFR)
-#if __has_include(<boost/pfr.hpp>)
-#define STINT_USE_PFR 1
-#else
-#define STINT_USE_PFR 0
-#endif
-#endif
-#if STINT_USE_PFR
-#include <boost/pfr.hpp>
-#endif
 
 namespace stint {
 
@@ -77,6 +66,13 @@ concept tensor_like = requires(const T& t) {
 
 namespace detail {
 
+/// std::complex<float> and <double>, and types shaped like them (value_type, real(), imag()).
+template <class T>
+concept is_complex = std::is_floating_point_v<typename T::value_type> && requires(const T& c) {
+    { c.real() } -> std::same_as<typename T::value_type>;
+    { c.imag() } -> std::same_as<typename T::value_type>;
+};
+
 template <class T>
 constexpr std::string_view builtin_dtype_name() noexcept {
     // The names torch's TypeMeta gives these types (gcc's spelling of fundamental types).
@@ -96,9 +92,12 @@ constexpr std::string_view builtin_dtype_name() noexcept {
     else if constexpr (std::is_same_v<U, unsigned long>) return "long unsigned int";
     else if constexpr (std::is_same_v<U, long long>) return "long long int";
     else if constexpr (std::is_same_v<U, unsigned long long>) return "long long unsigned int";
-    else if constexpr (std::is_same_v<U, std::complex<float>>) return "c10::complex<float>";
-    else if constexpr (std::is_same_v<U, std::complex<double>>) return "c10::complex<double>";
-    else return "";
+    else if constexpr (is_complex<U>) {
+        // std::complex (found by its shape, so that <complex> need not be included here).
+        if constexpr (std::is_same_v<typename U::value_type, float>) return "c10::complex<float>";
+        else if constexpr (std::is_same_v<typename U::value_type, double>) return "c10::complex<double>";
+        else return "";
+    } else return "";
 }
 
 }  // namespace detail
@@ -150,8 +149,14 @@ concept eigen_like = requires(const T& m) {
 };
 
 template <class T>
-inline constexpr bool is_pfr_aggregate =
-    STINT_USE_PFR && std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
+inline constexpr bool is_aggregate_input = std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
+
+/// Captures an aggregate field by field: a partial specialisation in <stint/capture/aggregates.hpp>
+/// (Boost.PFR) does, where that header is included; this primary template only says it is missing.
+template <class T>
+struct aggregate_capture {
+    static constexpr bool available = false;
+};
 
 /// Named after the rule so that the rejected type shows in the compiler's diagnostic.
 template <class T>
@@ -677,10 +682,11 @@ void input_writer::value(const T& v) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {
         detail::capture_eigen(*this, v);
-    } else if constexpr (detail::is_pfr_aggregate<U>) {
-#if STINT_USE_PFR
-        boost::pfr::for_each_field(v, [this](const auto& field) { this->value(field); });
-#endif
+    } else if constexpr (detail::is_aggregate_input<U>) {
+        static_assert(detail::aggregate_capture<U>::available,
+                      "stint: to capture a struct field by field, include <stint/capture/aggregates.hpp> (Boost.PFR; "
+                      "stint.hpp includes it where Boost.PFR is found), or specialise stint::input_traits<T>");
+        detail::aggregate_capture<U>::capture(*this, v);
     } else {
         static_assert(detail::no_input_traits_for_this_type<U>::value,
                       "stint: no input_traits for this type; specialise stint::input_traits<T> or give it sizes() and "

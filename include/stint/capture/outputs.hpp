@@ -10,8 +10,9 @@
 #include "stint/capture/inputs.hpp"
 #include "stint/policies.hpp"
 #include "stint/recording/buffer.hpp"
-#include "stint/recording/clock.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/ticks.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint::detail {

@@ -2,7 +2,9 @@
 // The few OS facts stint needs: thread ids and names, the process id, fork hooks.
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -54,6 +56,13 @@ inline void name_this_thread(const char* name) noexcept {
 #else
     (void)name;
 #endif
+}
+
+/// Names the calling thread for the OS from any text, cut to the 15 bytes Linux keeps.
+inline void set_os_thread_name(std::string_view name) noexcept {
+    char cut[16] = {};
+    if (!name.empty()) std::memcpy(cut, name.data(), name.size() < 15 ? name.size() : 15);
+    name_this_thread(cut);
 }
 
 }  // namespace stint::detail

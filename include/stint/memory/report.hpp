@@ -8,7 +8,8 @@
 #include <span>
 
 #include "stint/common/device.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

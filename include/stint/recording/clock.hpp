@@ -1,46 +1,15 @@
 #pragma once
-// The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
-// aarch64, steady_clock elsewhere), read on the hot path, converted to nanoseconds only at drain.
+// The tick clock's calibration: anchors against steady_clock and the wall clock, and the rate that
+// converts ticks (ticks.hpp, read on the hot path) to nanoseconds at drain.
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <x86intrin.h>
-#endif
-
 #include "stint/detail/export_macros.hpp"
+#include "stint/recording/ticks.hpp"
 
 namespace stint {
-
-/// Reads the tick counter without the test-only quantisation below.
-STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_raw_ticks() noexcept {
-#if defined(__x86_64__) || defined(_M_X64)
-    return __rdtsc();
-#elif defined(__aarch64__)
-    std::uint64_t value;
-    asm volatile("mrs %0, cntvct_el0" : "=r"(value));
-    return value;
-#else
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-#endif
-}
-
-/// Reads the tick counter. Two reads cost about two rdtsc instructions; nothing else.
-///
-/// STINT_DETAIL_TEST_TICK_SHIFT (tests only, for a whole test binary) rounds every reading down to a
-/// multiple of 2^shift ticks: a clock so coarse that most events share their ticks, as a few happen
-/// to on machines whose counter steps every ~10 ns.
-STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
-#if defined(STINT_DETAIL_TEST_TICK_SHIFT)
-    return read_raw_ticks() & ~((std::uint64_t{1} << STINT_DETAIL_TEST_TICK_SHIFT) - 1);
-#else
-    return read_raw_ticks();
-#endif
-}
 
 /// A pair of readings of the tick counter and steady_clock taken at (nearly) the same instant.
 struct clock_anchor {

@@ -1,7 +1,7 @@
 #pragma once
-// The process-wide side of recording: the recording flag, the chunk pool with its byte budget, the
-// thread registry (which keeps exited threads' buffers until they are drained), the session
-// lifecycle, fork safety, and the cold slow path of append.
+// The process-wide side of recording: the chunk pool with its byte budget, the thread registry (which
+// keeps exited threads' buffers until they are drained), the session lifecycle, fork safety, and the
+// registry's half of the slow path (slow_path.hpp has the half every recording object compiles).
 
 #include <algorithm>
 #include <array>
@@ -23,57 +23,15 @@
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
+#include "stint/recording/thread_node.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
-/// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
-/// and the buffer's state check below keeps it out of any other session). Written only by
-/// start/stop, on its own cache line so the hot path's load never shares a line with a write.
-struct alignas(64) recording_state {
-    std::atomic<std::uint32_t> value{0};
-};
-STINT_DETAIL_EXPORT inline constinit recording_state recording{};
-
-constexpr bool is_recording_state(std::uint32_t state) noexcept { return (state & 1U) != 0; }
-
-/// A thread's entry in the registry (one per thread and per shared object that records).
-struct thread_node {
-    /// Session the chunks below belong to. Written by the owner under the registry mutex.
-    std::atomic<std::uint32_t> state{0};
-    /// First and current chunk of the session. Release by the owner; acquire in drain.
-    std::atomic<chunk*> head{nullptr};
-    std::atomic<chunk*> current{nullptr};
-    /// Records lost to the budget in this node's session. Single writer (the owner).
-    std::atomic<std::uint64_t> dropped{0};
-    /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
-    std::atomic<std::uint64_t> truncated{0};
-    /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
-    /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
-    chunk* ready = nullptr;
-    /// Where the drain of session `drained_state` stopped reading (the chunk the owner kept and the end
-    /// of what it had published), and the counts it read. A scope that ended before that stop but
-    /// reached the buffer after the drain lands beyond this point: count_late() finds it there.
-    /// Guarded by the registry mutex.
-    std::uint32_t drained_state = 0;
-    std::uint64_t drained_stop_ticks = 0;
-    chunk* drained_chunk = nullptr;
-    const std::byte* drained_until = nullptr;
-    std::uint64_t drained_dropped = 0;
-    /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
-    std::atomic<bool> exited{false};
-    std::uint64_t os_tid = 0;
-    std::string name;  ///< guarded by the registry mutex
-};
-
-inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
-    // Single writer: a load and a store, no read-modify-write.
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
 
 /// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
 ///
@@ -833,10 +791,12 @@ private:
     tick_calibration calibration_;
 };
 
+inline bool install_registry_slow_path() noexcept;
+
 /// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
 /// static destructors run, so it must outlive every one of them.
 STINT_DETAIL_EXPORT inline registry& the_registry() {
-    static registry* const instance = new registry();
+    static registry* const instance = (install_registry_slow_path(), new registry());
     return *instance;
 }
 
@@ -847,26 +807,6 @@ inline void registry::install_fork_handlers() noexcept {
 #endif
 }
 
-/// Marks a thread's node exited when the thread ends, so the drain frees it after reading it.
-struct thread_exit_guard {
-    thread_buffer* buffer = nullptr;
-    thread_exit_guard() = default;
-    thread_exit_guard(const thread_exit_guard&) = delete;
-    thread_exit_guard& operator=(const thread_exit_guard&) = delete;
-    ~thread_exit_guard() {
-        if (buffer == nullptr) return;
-        buffer->dead = true;  // scopes in later thread_local destructors are discarded
-        buffer->limit = nullptr;
-        buffer->cursor = nullptr;
-        if (buffer->node != nullptr) {
-            // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
-            buffer->node->exited.store(true, std::memory_order_release);
-        }
-        buffer->node = nullptr;
-    }
-};
-inline thread_local thread_exit_guard tls_exit_guard;
-
 inline bool registry::register_thread(thread_buffer& buffer) {
     auto* node = new thread_node;
     node->os_tid = current_os_tid();
@@ -875,8 +815,7 @@ inline bool registry::register_thread(thread_buffer& buffer) {
         std::lock_guard lock(mutex_);
         nodes_.push_back(node);
     }
-    buffer.node = node;
-    tls_exit_guard.buffer = &buffer;
+    buffer.node = node;  // the caller's thread_exit_guard watches the buffer (slow_path.hpp)
     return true;
 }
 
@@ -985,19 +924,11 @@ inline constexpr site overhead_register_thread_site{"[stint] register thread", e
 inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_kind::overhead, payload_kind::none,
                                                  {}};
 
-/// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
-struct buffer_room {
-    bool ok = false;                     ///< false: the record is lost (counted unless `discarded`)
-    bool discarded = false;              ///< session ended (counted late if it ended before the stop), stale
-                                         ///< session or exiting thread: not a drop
-    const site* overhead = nullptr;      ///< the work done, when it is worth an overhead record
-};
-
 /// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
 /// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
 template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
-                                        std::uint64_t end) {
+STINT_DETAIL_COLD buffer_room make_room_in_registry(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+                                                    std::uint64_t end) {
     const own_allocation_scope own;  // the chunks and nodes below are stint's, never reported
     registry& reg = the_registry();
     buffer_room room;
@@ -1035,120 +966,27 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
     return room;
 }
 
-/// Publishes the `bytes` just written at the cursor and, when the slow path did work to make room for
-/// them, its overhead record, timed from `work_begin` until now (make_room left room for it).
-inline void publish_record(thread_buffer& buffer, std::size_t bytes, const buffer_room& room, std::uint32_t depth,
-                           std::uint64_t work_begin) noexcept {
-    buffer.cursor += bytes;
-    if (room.overhead != nullptr) {
-        ::new (buffer.cursor) record{room.overhead, depth, work_begin, read_ticks()};
-        buffer.cursor += sizeof(record);
-    }
-    // release: pairs with the acquire in drain_node(); the records' bytes are visible before their end.
-    buffer.current->published.store(buffer.cursor, std::memory_order_release);
-}
-
-template <int>
-STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
-                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept {
-    thread_buffer& buffer = tls_buffer;
-    if (buffer.dead) return;
-    const std::uint64_t work_begin = read_ticks();
-    try {
-        std::size_t bytes = sizeof(record);
-        const bool named = where->payload == payload_kind::runtime_name;
-        if (named) bytes = named_record_bytes(std::min(name.size(), max_runtime_name_bytes));
-        const buffer_room room = make_room(buffer, state, bytes, end);
-        if (!room.ok) {
-            if (!room.discarded) bump(buffer.node->dropped);
-            return;
-        }
-        if (named && name.size() > max_runtime_name_bytes) {
-            name = name.substr(0, max_runtime_name_bytes);
-            bump(buffer.node->truncated);
-        }
-        std::byte* at = buffer.cursor;
-        ::new (at) record{where, depth, begin, end};
-        if (named) {
-            const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)),
-                                        static_cast<std::uint32_t>(name.size())};
-            std::memcpy(at + sizeof(record), &header, sizeof(header));
-            if (!name.empty()) std::memcpy(at + sizeof(record) + sizeof(header), name.data(), name.size());
-        }
-        publish_record(buffer, bytes, room, depth, work_begin);
-    } catch (...) {
-        // Out of memory while registering or growing: the record is lost, and counted if it can be.
-        if (buffer.node != nullptr) bump(buffer.node->dropped);
-    }
-}
-
-/// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
-/// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
-/// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
-/// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
-/// Returns false when the record was dropped (and counted); true when written, or discarded because the
-/// session ended meanwhile.
-template <int = 0>
-STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
-                                                 std::uint64_t end, std::uint32_t state, std::uint32_t aux,
-                                                 std::span<const std::byte> first,
-                                                 std::span<const std::byte> second = {}) noexcept {
-    thread_buffer& buffer = tls_buffer;
-    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
-    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
-    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
-    try {
-        // The common case (this session's chunk has room) touches neither the registry nor the node.
-        buffer_room room{.ok = true};
-        std::uint64_t work_begin = 0;
-        if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
-            if (buffer.dead) return true;
-            work_begin = read_ticks();
-            room = make_room(buffer, state, bytes, end);
-            if (!room.ok) {
-                if (room.discarded) return true;
-                bump(buffer.node->dropped);
-                return false;
-            }
-        }
-        std::byte* at = buffer.cursor;
-        ::new (at) record{where, depth, begin, end};
-        const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
-        std::byte* out = at + sizeof(record);
-        std::memcpy(out, &header, sizeof(header));
-        out += sizeof(header);
-        if (!first.empty()) std::memcpy(out, first.data(), first.size());
-        out += first_padded;
-        if (!second.empty()) std::memcpy(out, second.data(), second.size());
-        publish_record(buffer, bytes, room, depth, work_begin);
-        return true;
-    } catch (...) {
-        // Out of memory while registering or growing: the record is lost, and counted if it can be.
-        if (buffer.node != nullptr) bump(buffer.node->dropped);
-        return false;
-    }
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Whether a session is recording now: a cheap query a framework can branch on before building
-/// expensive names or arguments (torch's `_profiler_enabled()`).
-///
-///     if (stint::is_recording()) name = describe(op);
-inline bool is_recording() noexcept {
-    return detail::is_recording_state(detail::recording.value.load(std::memory_order_relaxed));
-}
-
-/// Names the calling thread in traces (otherwise its OS name is used).
-inline void set_thread_name(std::string_view name) {
-    auto& buffer = detail::tls_buffer;
-    if (buffer.dead) return;
-    auto& reg = detail::the_registry();
+/// Names `buffer`'s thread in traces, registering it first when needed.
+inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name) {
+    const own_allocation_scope own;
+    registry& reg = the_registry();
     if (buffer.node == nullptr) reg.register_thread(buffer);
     reg.set_thread_name(*buffer.node, name);
 }
 
-}  // namespace stint
+/// The registry's side of the slow path, installed for every object that records (slow_path.hpp): at
+/// load, so that a thread named before any profiler starts is named in the registry, and again by
+/// the_registry(). The first object to install it wins; all of them reach the one registry.
+inline const slow_path& registry_slow_path() noexcept {
+    static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry};
+    return table;
+}
+inline bool install_registry_slow_path() noexcept {
+    const slow_path* none = nullptr;
+    installed_slow_path.compare_exchange_strong(none, &registry_slow_path(), std::memory_order_acq_rel);
+    return true;
+}
+inline const bool registry_slow_path_installed = install_registry_slow_path();
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail

@@ -11,8 +11,9 @@
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/buffer.hpp"
-#include "stint/recording/clock.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/ticks.hpp"
+#include "stint/recording/slow_path.hpp"
+#include "stint/recording/state.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint::detail {

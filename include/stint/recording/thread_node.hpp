@@ -1,0 +1,50 @@
+#pragma once
+// A thread's entry in the registry: what the drain reads of a thread's buffer, and the counts the
+// owning thread keeps in it (drops, cut names).
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "stint/detail/export_macros.hpp"
+#include "stint/recording/buffer.hpp"
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A thread's entry in the registry (one per thread and per shared object that records).
+struct thread_node {
+    /// Session the chunks below belong to. Written by the owner under the registry mutex.
+    std::atomic<std::uint32_t> state{0};
+    /// First and current chunk of the session. Release by the owner; acquire in drain.
+    std::atomic<chunk*> head{nullptr};
+    std::atomic<chunk*> current{nullptr};
+    /// Records lost to the budget in this node's session. Single writer (the owner).
+    std::atomic<std::uint64_t> dropped{0};
+    /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
+    std::atomic<std::uint64_t> truncated{0};
+    /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
+    /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
+    chunk* ready = nullptr;
+    /// Where the drain of session `drained_state` stopped reading (the chunk the owner kept and the end
+    /// of what it had published), and the counts it read. A scope that ended before that stop but
+    /// reached the buffer after the drain lands beyond this point: count_late() finds it there.
+    /// Guarded by the registry mutex.
+    std::uint32_t drained_state = 0;
+    std::uint64_t drained_stop_ticks = 0;
+    chunk* drained_chunk = nullptr;
+    const std::byte* drained_until = nullptr;
+    std::uint64_t drained_dropped = 0;
+    /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
+    std::atomic<bool> exited{false};
+    std::uint64_t os_tid = 0;
+    std::string name;  ///< guarded by the registry mutex
+};
+
+inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
+    // Single writer: a load and a store, no read-modify-write.
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
