@@ -3,12 +3,10 @@
 // torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
 // its kind's cumulative counters (count, total time), which the framework reads without a session.
 
-#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/ticks.hpp"
@@ -28,27 +26,6 @@ namespace stint {
 template <class Kind>
 concept region_kind = requires {
     { Kind::label } -> std::convertible_to<std::string_view>;
-};
-
-/// The counters of one region name of a kind (every STINT_REGION site with that name).
-struct region_stats {
-    std::string_view name;      ///< the name given to STINT_REGION ("inner_fn")
-    std::uint64_t count = 0;    ///< regions that have ended
-    std::int64_t total_ns = 0;  ///< their summed duration (nested regions count in each)
-};
-
-/// The counters of a region kind: one row per name, sorted by name, and their totals.
-struct region_kind_stats {
-    std::string_view label;
-    std::vector<region_stats> regions;
-    std::uint64_t count = 0;
-    std::int64_t total_ns = 0;
-
-    /// The row of `name`, or nullptr when no region of that name has run yet.
-    [[nodiscard]] const region_stats* find(std::string_view name) const noexcept {
-        auto it = std::find_if(regions.begin(), regions.end(), [&](const region_stats& r) { return r.name == name; });
-        return it == regions.end() ? nullptr : &*it;
-    }
 };
 
 }  // namespace stint

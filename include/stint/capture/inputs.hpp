@@ -19,10 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>  // std::reference_wrapper (libstdc++ keeps it apart from the rest of <functional>)
-#include <iterator>    // the range concepts and std::ranges::size/data: <ranges>' views are not needed
+#if __has_include(<bits/refwrap.h>)
+#include <bits/refwrap.h>  // libstdc++'s std::reference_wrapper alone: <functional> costs every file more
+#else
+#include <functional>
+#endif
 #include <optional>
-#include <span>
+#include <span>        // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
 #include <string>
 #include <string_view>
 #include <type_traits>

@@ -4,7 +4,6 @@
 // the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
 // included), then demangled.
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -76,7 +75,8 @@ STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std
         }
     }
     if (taken > first) {
-        count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
+        const auto found = static_cast<std::size_t>(taken - first);
+        count = static_cast<std::uint32_t>(found < depth ? found : depth);
     }
     for (std::uint32_t i = 0; i < count; ++i) {
         const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));

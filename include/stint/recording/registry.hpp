@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "stint/annotations/detail/dynamic_name_table.hpp"  // the slow path of dynamic scopes (installed below)
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
 #include "stint/recording/slow_path.hpp"
@@ -978,7 +979,8 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 /// load, so that a thread named before any profiler starts is named in the registry, and again by
 /// the_registry(). The first object to install it wins; all of them reach the one registry.
 inline const slow_path& registry_slow_path() noexcept {
-    static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry};
+    static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
+                                     &intern_dynamic_site_in_table};
     return table;
 }
 inline bool install_registry_slow_path() noexcept {

@@ -17,6 +17,7 @@
 #include <new>
 #include <span>
 #include <string_view>
+#include <typeinfo>
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
@@ -26,6 +27,8 @@
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct dynamic_site;  // annotations/dynamic_name.hpp
 
 /// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
 struct buffer_room {
@@ -42,6 +45,8 @@ struct slow_path {
     buffer_room (*make_room)(thread_buffer& buffer, std::uint32_t state, std::size_t bytes, std::uint64_t end);
     /// Names the buffer's thread in traces, registering it first when needed.
     void (*set_thread_name)(thread_buffer& buffer, std::string_view name);
+    /// The site of a STINT_SCOPE_DYNAMIC call site for a dynamic type, made the first time. May throw.
+    const site* (*intern_dynamic_site)(dynamic_site& where, const std::type_info& type);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};

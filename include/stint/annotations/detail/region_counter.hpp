@@ -2,7 +2,6 @@
 // The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
 // updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>

@@ -3,8 +3,8 @@
 // records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
 // scope.hpp pick their type from these; nothing here runs while recording.
 
-#include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <type_traits>
 
 #include "stint/capture/flop_formula.hpp"
@@ -13,6 +13,14 @@
 #include "stint/recording/site.hpp"
 
 namespace stint::detail {
+
+/// The largest of `values` (std::max of a list without <algorithm>, which this light header avoids).
+constexpr std::size_t largest(std::initializer_list<std::size_t> values) noexcept {
+    std::size_t most = 0;
+    for (const std::size_t v : values) most = v > most ? v : most;
+    return most;
+}
+
 
 template <class... Policies>
 struct find_shapes_limits {
@@ -41,7 +49,7 @@ constexpr std::size_t policy_native_depth() noexcept {
 }
 template <class... Policies>
 struct find_native_depth {
-    static constexpr std::size_t value = std::max({std::size_t{0}, policy_native_depth<Policies>()...});
+    static constexpr std::size_t value = largest({std::size_t{0}, policy_native_depth<Policies>()...});
 };
 
 /// Native frames the sites of Config capture (with_stack<native_frames<N>>), 0 for none.
