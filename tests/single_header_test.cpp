@@ -3,8 +3,11 @@
 
 #include <stint/stint.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -65,4 +68,26 @@ TEST_CASE("the single header drives a schedule and writes TensorBoard files") {
         CHECK_FALSE(stint_test::read_json(entry.path().string())["traceEvents"].empty());
     }
     CHECK(files == 2);
+}
+
+int single_header_annotated_op(const std::vector<float>& v);
+int single_header_annotated_scope();
+
+TEST_CASE("both single headers in one file, in either order: one registry, one session") {
+    using shapes = stint::config<stint::record_shapes>;
+    stint::profiler<shapes> prof;
+    prof.start();
+    CHECK(single_header_annotated_op(std::vector<float>(3)) == 3);
+    CHECK(single_header_annotated_scope() == 1);
+    prof.stop();
+    std::vector<std::string> names;
+    for (const stint::event& e : prof.events()) names.emplace_back(e.name);
+    CHECK(std::find(names.begin(), names.end(), "framework::op") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "framework::scope") != names.end());
+    for (const stint::event& e : prof.events()) {
+        if (e.name != "framework::op") continue;
+        const stint::event_args* args = prof.events().args(e);
+        REQUIRE(args != nullptr);
+        CHECK(args->input_dims == std::vector<std::vector<std::int64_t>>{{3}});
+    }
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Generates single_include/stint/stint.hpp from include/stint/.
+"""Generates the single headers from include/stint/: single_include/stint/stint.hpp (everything) and
+single_include/stint/annotate.hpp (the light annotation header).
 
-Each stint header is inlined once, in include order starting from include/stint/stint.hpp, with a
-comment marking where it begins. System and third-party includes are kept as they are. The output is
-deterministic: no timestamps, no formatting pass.
+Each stint header is inlined once, in include order starting from the entry header, with a comment
+marking where it begins, inside a guard named after its path: a file may include both single headers,
+in either order, and each header's text is compiled once. System and third-party includes are kept as
+they are. The output is deterministic: no timestamps, no formatting pass.
 
-usage: tools/amalgamate.py [--output PATH]   (default: single_include/stint/stint.hpp)
+usage: tools/amalgamate.py [--output-dir DIR]   (default: single_include/stint)
+       tools/amalgamate.py --check              (exit 1 when a committed single header is stale)
 """
 import argparse
 import pathlib
@@ -14,8 +17,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
-ENTRY = INCLUDE / "stint" / "stint.hpp"
-DEFAULT_OUTPUT = ROOT / "single_include" / "stint" / "stint.hpp"
+ENTRIES = ("stint.hpp", "annotate.hpp")
+DEFAULT_OUTPUT_DIR = ROOT / "single_include" / "stint"
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(stint/[^"]+)"\s*$')
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$")
 
@@ -34,7 +37,8 @@ def inline(relative: str, seen: set, out: list) -> None:
     path = INCLUDE / relative
     if not path.is_file():
         sys.exit(f"amalgamate: {relative} is included but {path} does not exist")
-    out.append(f"\n// ---- begin {relative} ----\n")
+    guard = "STINT_SINGLE_" + re.sub(r"[^A-Za-z0-9]", "_", relative).upper()
+    out.append(f"\n// ---- begin {relative} ----\n#ifndef {guard}\n#define {guard}\n")
     for line in path.read_text(encoding="utf-8").splitlines():
         if PRAGMA_ONCE.match(line):
             continue
@@ -43,17 +47,33 @@ def inline(relative: str, seen: set, out: list) -> None:
             inline(match.group(1), seen, out)
             continue
         out.append(line + "\n")
-    out.append(f"// ---- end {relative} ----\n")
+    out.append(f"#endif  // {guard}\n// ---- end {relative} ----\n")
+
+
+def generate(entry: str) -> str:
+    out = [BANNER]
+    inline(f"stint/{entry}", set(), out)
+    return "".join(out)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--output-dir", type=pathlib.Path, default=DEFAULT_OUTPUT_DIR)
+    parser.add_argument("--check", action="store_true", help="compare with the committed single headers")
     args = parser.parse_args()
-    out = [BANNER]
-    inline("stint/stint.hpp", set(), out)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text("".join(out), encoding="utf-8")
+    stale = []
+    for entry in ENTRIES:
+        text = generate(entry)
+        path = (DEFAULT_OUTPUT_DIR if args.check else args.output_dir) / entry
+        if args.check:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(str(path.relative_to(ROOT)))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    if stale:
+        print(f"stale: {', '.join(stale)}; run: python3 tools/amalgamate.py")
+        return 1
     return 0
 
 

@@ -11,9 +11,16 @@
 // (recording/slow_path.hpp). Structs captured field by field need <stint/capture/aggregates.hpp>.
 
 #include "stint/detail/require_cxx20.hpp"
-#include "stint/detail/export_macros.hpp"
 #include "stint/config.hpp"
 #include "stint/policies.hpp"
+
+#if defined(STINT_DISABLE)
+// Compiled out: the macros expand to nothing, and only the config and policy tags (which a framework's
+// headers name in their own types) remain. The rest of the API (record_function, flows' and async spans'
+// classes, memory reports) is stint.hpp's in such a file.
+#include "stint/detail/compiled_out.hpp"
+#else
+#include "stint/detail/export_macros.hpp"
 #include "stint/recording/state.hpp"
 #include "stint/recording/slow_path.hpp"
 #include "stint/scope.hpp"
@@ -24,3 +31,4 @@
 #include "stint/annotations/flow.hpp"
 #include "stint/annotations/async_scope.hpp"
 #include "stint/memory/report.hpp"
+#endif

@@ -150,6 +150,7 @@ public:
     /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
     explicit profiler(options_type options = {}) : options_(std::move(options)) {
         if (!active()) return;
+        detail::install_registry_slow_path();  // threads named from now on are named in the registry
         const bool records_device = has_device && options_.activities.contains(activity::cuda);
         if (!options_.activities.contains(activity::cpu) && !records_device) {
             throw std::invalid_argument(

@@ -4,10 +4,14 @@
 #pragma once
 
 // ---- begin stint/stint.hpp ----
+#ifndef STINT_SINGLE_STINT_STINT_HPP
+#define STINT_SINGLE_STINT_STINT_HPP
 // stint: the one header users include.
 
 
 // ---- begin stint/detail/require_cxx20.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_REQUIRE_CXX20_HPP
+#define STINT_SINGLE_STINT_DETAIL_REQUIRE_CXX20_HPP
 // stint is C++20 (concepts, requires-clauses, designated initialisers). Without this check a C++17
 // build fails with hundreds of unrelated errors, the first of them "'requires' does not name a type"
 // deep in config.hpp. Every header that needs C++20 reaches this one before its own code.
@@ -28,9 +32,12 @@
 // header is the one error gcc and clang treat as fatal.
 #include <stint: C++20 is required, see the error above>
 #endif
+#endif  // STINT_SINGLE_STINT_DETAIL_REQUIRE_CXX20_HPP
 // ---- end stint/detail/require_cxx20.hpp ----
 
 // ---- begin stint/detail/export_macros.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_EXPORT_MACROS_HPP
+#define STINT_SINGLE_STINT_DETAIL_EXPORT_MACROS_HPP
 // Process-wide symbols and the ABI tag.
 //
 // One registry and one recording flag must exist per process even when several shared libraries
@@ -59,9 +66,12 @@
 #define STINT_VERSION_MINOR 1
 #define STINT_VERSION_PATCH 0
 #define STINT_VERSION_STRING "0.1.0"
+#endif  // STINT_SINGLE_STINT_DETAIL_EXPORT_MACROS_HPP
 // ---- end stint/detail/export_macros.hpp ----
 
 // ---- begin stint/common/event_kind.hpp ----
+#ifndef STINT_SINGLE_STINT_COMMON_EVENT_KIND_HPP
+#define STINT_SINGLE_STINT_COMMON_EVENT_KIND_HPP
 // What produced an event: vocabulary shared by the recording engine (sites) and the analysis (events).
 
 
@@ -144,9 +154,12 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_COMMON_EVENT_KIND_HPP
 // ---- end stint/common/event_kind.hpp ----
 
 // ---- begin stint/common/source_location.hpp ----
+#ifndef STINT_SINGLE_STINT_COMMON_SOURCE_LOCATION_HPP
+#define STINT_SINGLE_STINT_COMMON_SOURCE_LOCATION_HPP
 // Where a site is in the source: vocabulary shared by the recording engine and the analysis.
 
 
@@ -163,9 +176,12 @@ struct source_location {
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_COMMON_SOURCE_LOCATION_HPP
 // ---- end stint/common/source_location.hpp ----
 
 // ---- begin stint/config.hpp ----
+#ifndef STINT_SINGLE_STINT_CONFIG_HPP
+#define STINT_SINGLE_STINT_CONFIG_HPP
 // Compile-time configuration (design §2): a config is a list of policy tags; absent features leave
 // no code, no branch and no bytes in the record.
 
@@ -239,9 +255,12 @@ concept configuration = requires {
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_CONFIG_HPP
 // ---- end stint/config.hpp ----
 
 // ---- begin stint/policies.hpp ----
+#ifndef STINT_SINGLE_STINT_POLICIES_HPP
+#define STINT_SINGLE_STINT_POLICIES_HPP
 // Policy tags: what a stint::config can add to the records of its sites (design §2). Each tag names
 // what the user gets; an absent tag leaves no code, no branch and no byte in the record.
 //
@@ -354,18 +373,30 @@ struct with_modules {};
 struct profile_memory {};
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_POLICIES_HPP
 // ---- end stint/policies.hpp ----
 
 // ---- begin stint/recording/clock.hpp ----
-// The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
-// aarch64, steady_clock elsewhere), read on the hot path, converted to nanoseconds only at drain.
+#ifndef STINT_SINGLE_STINT_RECORDING_CLOCK_HPP
+#define STINT_SINGLE_STINT_RECORDING_CLOCK_HPP
+// The tick clock's calibration: anchors against steady_clock and the wall clock, and the rate that
+// converts ticks (ticks.hpp, read on the hot path) to nanoseconds at drain.
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <x86intrin.h>
+
+// ---- begin stint/recording/ticks.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_TICKS_HPP
+#define STINT_SINGLE_STINT_RECORDING_TICKS_HPP
+// The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
+// aarch64, steady_clock elsewhere), read on the hot path; clock.hpp converts it to nanoseconds at drain.
+
+#include <cstdint>
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#include <chrono>
 #endif
 
 
@@ -373,8 +404,8 @@ namespace stint {
 
 /// Reads the tick counter without the test-only quantisation below.
 STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_raw_ticks() noexcept {
-#if defined(__x86_64__) || defined(_M_X64)
-    return __rdtsc();
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();  // <x86intrin.h>'s __rdtsc without its thousands of lines
 #elif defined(__aarch64__)
     std::uint64_t value;
     asm volatile("mrs %0, cntvct_el0" : "=r"(value));
@@ -398,6 +429,12 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
     return read_raw_ticks();
 #endif
 }
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_RECORDING_TICKS_HPP
+// ---- end stint/recording/ticks.hpp ----
+
+namespace stint {
 
 /// A pair of readings of the tick counter and steady_clock taken at (nearly) the same instant.
 struct clock_anchor {
@@ -492,9 +529,12 @@ inline tick_calibration refine_calibration(const tick_calibration& base, const c
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_RECORDING_CLOCK_HPP
 // ---- end stint/recording/clock.hpp ----
 
 // ---- begin stint/capture/flop_formula.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_FLOP_FORMULA_HPP
+#define STINT_SINGLE_STINT_CAPTURE_FLOP_FORMULA_HPP
 // How a site names the formula that estimates its flops (with_flops). Kept apart from the formulas
 // themselves (flops.hpp) because every site descriptor holds one.
 
@@ -536,9 +576,12 @@ struct flop_formula {
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_CAPTURE_FLOP_FORMULA_HPP
 // ---- end stint/capture/flop_formula.hpp ----
 
 // ---- begin stint/capture/op_inputs.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_OP_INPUTS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_OP_INPUTS_HPP
 // One op's captured inputs, decoded from its record at drain: what flop formulas read (and what the
 // trace's "Input Dims" / "Input type" / "Concrete Inputs" are formatted from).
 
@@ -553,6 +596,8 @@ struct flop_formula {
 
 
 // ---- begin stint/analysis/event.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_EVENT_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_EVENT_HPP
 // One finished event, as every analysis and exporter reads it (design §1 step 5).
 
 #include <cstdint>
@@ -564,6 +609,8 @@ struct flop_formula {
 
 
 // ---- begin stint/common/device.hpp ----
+#ifndef STINT_SINGLE_STINT_COMMON_DEVICE_HPP
+#define STINT_SINGLE_STINT_COMMON_DEVICE_HPP
 // Where work ran: the CPU or an accelerator (torch's DeviceType and device index). Shared by the
 // events (a kernel's device), the device collectors and memory reporting.
 
@@ -600,6 +647,7 @@ struct device {
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_COMMON_DEVICE_HPP
 // ---- end stint/common/device.hpp ----
 
 namespace stint {
@@ -962,6 +1010,7 @@ struct device_report {
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_EVENT_HPP
 // ---- end stint/analysis/event.hpp ----
 
 namespace stint {
@@ -1004,9 +1053,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_CAPTURE_OP_INPUTS_HPP
 // ---- end stint/capture/op_inputs.hpp ----
 
 // ---- begin stint/capture/inputs.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_INPUTS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_INPUTS_HPP
 // Capturing an op's inputs (record_shapes): which C++ types count as tensors, scalars and lists, the
 // bounded writer that encodes them on the hot path, and the run-time switch for concrete values.
 //
@@ -1017,21 +1069,23 @@ private:
 //   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
 //   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   5. aggregates (plain structs), field by field, when <boost/pfr.hpp> is available;
+//   5. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
+//      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
 //   6. anything else is a compile error naming the type.
 
 #include <array>
 #include <atomic>
-#include <complex>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#if __has_include(<bits/refwrap.h>)
+#include <bits/refwrap.h>  // libstdc++'s std::reference_wrapper alone: <functional> costs every file more
+#else
 #include <functional>
-#include <iterator>
+#endif
 #include <optional>
-#include <ranges>
-#include <span>
+#include <span>        // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -1039,6 +1093,8 @@ private:
 
 
 // ---- begin stint/capture/detail/input_encoding.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_ENCODING_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_ENCODING_HPP
 // The wire format of captured op inputs (record_shapes): a packed byte stream after the record's
 // payload header, written on the hot path by stint::input_writer and read at drain by
 // input_decoding.hpp. Values are native-endian and unaligned (copied with memcpy); the stream never
@@ -1104,18 +1160,9 @@ inline constexpr std::uint32_t inputs_aux_concrete = 1U << 30;
 inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_ENCODING_HPP
 // ---- end stint/capture/detail/input_encoding.hpp ----
 
-#if !defined(STINT_USE_PFR)
-#if __has_include(<boost/pfr.hpp>)
-#define STINT_USE_PFR 1
-#else
-#define STINT_USE_PFR 0
-#endif
-#endif
-#if STINT_USE_PFR
-#include <boost/pfr.hpp>
-#endif
 
 namespace stint {
 
@@ -1150,6 +1197,13 @@ concept tensor_like = requires(const T& t) {
 
 namespace detail {
 
+/// std::complex<float> and <double>, and types shaped like them (value_type, real(), imag()).
+template <class T>
+concept is_complex = std::is_floating_point_v<typename T::value_type> && requires(const T& c) {
+    { c.real() } -> std::same_as<typename T::value_type>;
+    { c.imag() } -> std::same_as<typename T::value_type>;
+};
+
 template <class T>
 constexpr std::string_view builtin_dtype_name() noexcept {
     // The names torch's TypeMeta gives these types (gcc's spelling of fundamental types).
@@ -1169,9 +1223,12 @@ constexpr std::string_view builtin_dtype_name() noexcept {
     else if constexpr (std::is_same_v<U, unsigned long>) return "long unsigned int";
     else if constexpr (std::is_same_v<U, long long>) return "long long int";
     else if constexpr (std::is_same_v<U, unsigned long long>) return "long long unsigned int";
-    else if constexpr (std::is_same_v<U, std::complex<float>>) return "c10::complex<float>";
-    else if constexpr (std::is_same_v<U, std::complex<double>>) return "c10::complex<double>";
-    else return "";
+    else if constexpr (is_complex<U>) {
+        // std::complex (found by its shape, so that <complex> need not be included here).
+        if constexpr (std::is_same_v<typename U::value_type, float>) return "c10::complex<float>";
+        else if constexpr (std::is_same_v<typename U::value_type, double>) return "c10::complex<double>";
+        else return "";
+    } else return "";
 }
 
 }  // namespace detail
@@ -1223,8 +1280,14 @@ concept eigen_like = requires(const T& m) {
 };
 
 template <class T>
-inline constexpr bool is_pfr_aggregate =
-    STINT_USE_PFR && std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
+inline constexpr bool is_aggregate_input = std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
+
+/// Captures an aggregate field by field: a partial specialisation in <stint/capture/aggregates.hpp>
+/// (Boost.PFR) does, where that header is included; this primary template only says it is missing.
+template <class T>
+struct aggregate_capture {
+    static constexpr bool available = false;
+};
 
 /// Named after the rule so that the rejected type shows in the compiler's diagnostic.
 template <class T>
@@ -1750,10 +1813,11 @@ void input_writer::value(const T& v) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {
         detail::capture_eigen(*this, v);
-    } else if constexpr (detail::is_pfr_aggregate<U>) {
-#if STINT_USE_PFR
-        boost::pfr::for_each_field(v, [this](const auto& field) { this->value(field); });
-#endif
+    } else if constexpr (detail::is_aggregate_input<U>) {
+        static_assert(detail::aggregate_capture<U>::available,
+                      "stint: to capture a struct field by field, include <stint/capture/aggregates.hpp> (Boost.PFR; "
+                      "stint.hpp includes it where Boost.PFR is found), or specialise stint::input_traits<T>");
+        detail::aggregate_capture<U>::capture(*this, v);
     } else {
         static_assert(detail::no_input_traits_for_this_type<U>::value,
                       "stint: no input_traits for this type; specialise stint::input_traits<T> or give it sizes() and "
@@ -1878,9 +1942,50 @@ inline void set_record_concrete_inputs(bool enabled) noexcept {
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_CAPTURE_INPUTS_HPP
 // ---- end stint/capture/inputs.hpp ----
 
+// ---- begin stint/capture/aggregates.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_AGGREGATES_HPP
+#define STINT_SINGLE_STINT_CAPTURE_AGGREGATES_HPP
+// Capturing plain structs as op inputs, field by field (Boost.PFR): included by stint.hpp where
+// Boost.PFR is found (`-DSTINT_USE_PFR=0` leaves it out), and by hand in a file that includes only
+// annotate.hpp and passes a struct to STINT_OP. Kept apart because Boost.PFR costs every file that
+// includes it.
+
+#include <type_traits>
+
+
+#if !defined(STINT_USE_PFR)
+#if __has_include(<boost/pfr/core.hpp>)
+#define STINT_USE_PFR 1
+#else
+#define STINT_USE_PFR 0
+#endif
+#endif
+
+#if STINT_USE_PFR
+#include <boost/pfr/core.hpp>
+
+namespace stint::detail {
+
+template <class T>
+    requires is_aggregate_input<T>
+struct aggregate_capture<T> {
+    static constexpr bool available = true;
+    static void capture(input_writer& w, const T& v) {
+        boost::pfr::for_each_field(v, [&w](const auto& field) { w.value(field); });
+    }
+};
+
+}  // namespace stint::detail
+#endif
+#endif  // STINT_SINGLE_STINT_CAPTURE_AGGREGATES_HPP
+// ---- end stint/capture/aggregates.hpp ----
+
 // ---- begin stint/capture/flops.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_FLOPS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_FLOPS_HPP
 // Flop formulas (with_flops): torch's profiler formulas for the common ops, a registry for yours, and
 // the evaluation that runs at drain from recorded shapes (never on the hot path).
 
@@ -2224,9 +2329,12 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_CAPTURE_FLOPS_HPP
 // ---- end stint/capture/flops.hpp ----
 
 // ---- begin stint/capture/outputs.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_OUTPUTS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_OUTPUTS_HPP
 // An op's outputs (stint::record_outputs): captured as inputs are, attached at drain to the innermost
 // op open around the call, so that an execution trace can tell which op produced the tensors another
 // consumed.
@@ -2237,6 +2345,8 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 
 
 // ---- begin stint/recording/buffer.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_BUFFER_HPP
+#define STINT_SINGLE_STINT_RECORDING_BUFFER_HPP
 // Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
 // exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
 
@@ -2248,6 +2358,8 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 
 
 // ---- begin stint/recording/site.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_SITE_HPP
+#define STINT_SINGLE_STINT_RECORDING_SITE_HPP
 // Call-site descriptors: everything about a site that is the same for every event it records lives
 // here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
 
@@ -2311,6 +2423,7 @@ inline constexpr site async_end_site{"", event_kind::async_end, payload_kind::po
 inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_SITE_HPP
 // ---- end stint/recording/site.hpp ----
 
 namespace stint::detail {
@@ -2482,12 +2595,435 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_BUFFER_HPP
 // ---- end stint/recording/buffer.hpp ----
 
+// ---- begin stint/recording/slow_path.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_SLOW_PATH_HPP
+#define STINT_SINGLE_STINT_RECORDING_SLOW_PATH_HPP
+// The slow path of append, as every object that records compiles it: what happens when a thread's
+// chunk is full, its session is new or it has no registration yet. The work that needs the registry
+// (registering, starting the thread's session, taking a chunk) goes through a process-wide table that
+// the registry installs (registry.hpp); nothing else of the registry, the pool or their headers is
+// needed here, so that a framework's headers that record stay light (annotate.hpp). Nothing records
+// before a profiler exists in the process, and a profiler's object installs the table.
+//
+// The table's functions take the caller's thread_buffer: each shared object built with hidden
+// visibility has a buffer of its own per thread, and the registry code that serves it may sit in
+// another object.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <span>
+#include <string_view>
+#include <typeinfo>
+
+
+// ---- begin stint/detail/platform.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_PLATFORM_HPP
+#define STINT_SINGLE_STINT_DETAIL_PLATFORM_HPP
+// The few OS facts stint needs: thread ids and names, the process id, fork hooks.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#elif defined(__APPLE__)
+#include <pthread.h>
+#include <unistd.h>
+#endif
+
+namespace stint::detail {
+
+/// The kernel's id of the calling thread (what Kineto and perf show as tid).
+inline std::uint64_t current_os_tid() noexcept {
+#if defined(__linux__)
+    return static_cast<std::uint64_t>(::syscall(SYS_gettid));
+#elif defined(__APPLE__)
+    std::uint64_t id = 0;
+    pthread_threadid_np(nullptr, &id);
+    return id;
+#else
+    return 0;
+#endif
+}
+
+inline std::uint64_t current_pid() noexcept {
+#if defined(__linux__) || defined(__APPLE__)
+    return static_cast<std::uint64_t>(::getpid());
+#else
+    return 0;
+#endif
+}
+
+/// The calling thread's name as the OS knows it ("" when unnamed or unknown).
+inline std::string current_thread_name() {
+#if defined(__linux__) || defined(__APPLE__)
+    char name[64] = {};
+    if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) return name;
+#endif
+    return {};
+}
+
+/// Names the calling thread for the OS (debuggers, top -H); at most 15 characters on Linux.
+inline void name_this_thread(const char* name) noexcept {
+#if defined(__linux__)
+    (void)pthread_setname_np(pthread_self(), name);
+#elif defined(__APPLE__)
+    (void)pthread_setname_np(name);
+#else
+    (void)name;
+#endif
+}
+
+/// Names the calling thread for the OS from any text, cut to the 15 bytes Linux keeps.
+inline void set_os_thread_name(std::string_view name) noexcept {
+    char cut[16] = {};
+    if (!name.empty()) std::memcpy(cut, name.data(), name.size() < 15 ? name.size() : 15);
+    name_this_thread(cut);
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DETAIL_PLATFORM_HPP
+// ---- end stint/detail/platform.hpp ----
+
+// ---- begin stint/recording/thread_node.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_THREAD_NODE_HPP
+#define STINT_SINGLE_STINT_RECORDING_THREAD_NODE_HPP
+// A thread's entry in the registry: what the drain reads of a thread's buffer, and the counts the
+// owning thread keeps in it (drops, cut names).
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A thread's entry in the registry (one per thread and per shared object that records).
+struct thread_node {
+    /// Session the chunks below belong to. Written by the owner under the registry mutex.
+    std::atomic<std::uint32_t> state{0};
+    /// First and current chunk of the session. Release by the owner; acquire in drain.
+    std::atomic<chunk*> head{nullptr};
+    std::atomic<chunk*> current{nullptr};
+    /// Records lost to the budget in this node's session. Single writer (the owner).
+    std::atomic<std::uint64_t> dropped{0};
+    /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
+    std::atomic<std::uint64_t> truncated{0};
+    /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
+    /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
+    chunk* ready = nullptr;
+    /// Where the drain of session `drained_state` stopped reading (the chunk the owner kept and the end
+    /// of what it had published), and the counts it read. A scope that ended before that stop but
+    /// reached the buffer after the drain lands beyond this point: count_late() finds it there.
+    /// Guarded by the registry mutex.
+    std::uint32_t drained_state = 0;
+    std::uint64_t drained_stop_ticks = 0;
+    chunk* drained_chunk = nullptr;
+    const std::byte* drained_until = nullptr;
+    std::uint64_t drained_dropped = 0;
+    /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
+    std::atomic<bool> exited{false};
+    std::uint64_t os_tid = 0;
+    std::string name;  ///< guarded by the registry mutex
+};
+
+inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
+    // Single writer: a load and a store, no read-modify-write.
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_THREAD_NODE_HPP
+// ---- end stint/recording/thread_node.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct dynamic_site;  // annotations/dynamic_name.hpp
+
+/// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
+struct buffer_room {
+    bool ok = false;                     ///< false: the record is lost (counted unless `discarded`)
+    bool discarded = false;              ///< session ended (counted late if it ended before the stop), stale
+                                         ///< session or exiting thread: not a drop
+    const site* overhead = nullptr;      ///< the work done, when it is worth an overhead record
+};
+
+/// The registry's half of the slow path (registry.hpp installs it).
+struct slow_path {
+    /// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
+    /// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
+    buffer_room (*make_room)(thread_buffer& buffer, std::uint32_t state, std::size_t bytes, std::uint64_t end);
+    /// Names the buffer's thread in traces, registering it first when needed.
+    void (*set_thread_name)(thread_buffer& buffer, std::string_view name);
+    /// The site of a STINT_SCOPE_DYNAMIC call site for a dynamic type, made the first time. May throw.
+    const site* (*intern_dynamic_site)(dynamic_site& where, const std::type_info& type);
+};
+/// The installed table; null until an object that can run a profiler is loaded.
+STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
+
+/// Marks a thread's node exited when the thread ends, so the drain frees it after reading it. One per
+/// thread and per object, like the buffer it watches.
+struct thread_exit_guard {
+    thread_buffer* buffer = nullptr;
+    thread_exit_guard() = default;
+    thread_exit_guard(const thread_exit_guard&) = delete;
+    thread_exit_guard& operator=(const thread_exit_guard&) = delete;
+    ~thread_exit_guard() {
+        if (buffer == nullptr) return;
+        buffer->dead = true;  // scopes in later thread_local destructors are discarded
+        buffer->limit = nullptr;
+        buffer->cursor = nullptr;
+        if (buffer->node != nullptr) {
+            // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
+            buffer->node->exited.store(true, std::memory_order_release);
+        }
+        buffer->node = nullptr;
+    }
+};
+inline thread_local thread_exit_guard tls_exit_guard;
+
+/// make_room through the installed table, this object's exit guard set on the buffer it registers.
+inline buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes, std::uint64_t end) {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr) return {.discarded = true};  // no profiler can have started: no session to record into
+    if (buffer.node == nullptr) tls_exit_guard.buffer = &buffer;
+    return path->make_room(buffer, state, bytes, end);
+}
+
+/// Publishes the `bytes` just written at the cursor and, when the slow path did work to make room for
+/// them, its overhead record, timed from `work_begin` until now (make_room left room for it).
+inline void publish_record(thread_buffer& buffer, std::size_t bytes, const buffer_room& room, std::uint32_t depth,
+                           std::uint64_t work_begin) noexcept {
+    buffer.cursor += bytes;
+    if (room.overhead != nullptr) {
+        ::new (buffer.cursor) record{room.overhead, depth, work_begin, read_ticks()};
+        buffer.cursor += sizeof(record);
+    }
+    // release: pairs with the acquire in drain_node(); the records' bytes are visible before their end.
+    buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
+template <int>
+STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept {
+    thread_buffer& buffer = tls_buffer;
+    if (buffer.dead) return;
+    const std::uint64_t work_begin = read_ticks();
+    try {
+        std::size_t bytes = sizeof(record);
+        const bool named = where->payload == payload_kind::runtime_name;
+        if (named) bytes = named_record_bytes(std::min(name.size(), max_runtime_name_bytes));
+        const buffer_room room = make_room(buffer, state, bytes, end);
+        if (!room.ok) {
+            if (!room.discarded) bump(buffer.node->dropped);
+            return;
+        }
+        if (named && name.size() > max_runtime_name_bytes) {
+            name = name.substr(0, max_runtime_name_bytes);
+            bump(buffer.node->truncated);
+        }
+        std::byte* at = buffer.cursor;
+        ::new (at) record{where, depth, begin, end};
+        if (named) {
+            const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)),
+                                        static_cast<std::uint32_t>(name.size())};
+            std::memcpy(at + sizeof(record), &header, sizeof(header));
+            if (!name.empty()) std::memcpy(at + sizeof(record) + sizeof(header), name.data(), name.size());
+        }
+        publish_record(buffer, bytes, room, depth, work_begin);
+    } catch (...) {
+        // Out of memory while registering or growing: the record is lost, and counted if it can be.
+        if (buffer.node != nullptr) bump(buffer.node->dropped);
+    }
+}
+
+/// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
+/// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
+/// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
+/// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
+/// Returns false when the record was dropped (and counted); true when written, or discarded because the
+/// session ended meanwhile.
+template <int = 0>
+STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                                 std::uint64_t end, std::uint32_t state, std::uint32_t aux,
+                                                 std::span<const std::byte> first,
+                                                 std::span<const std::byte> second = {}) noexcept {
+    thread_buffer& buffer = tls_buffer;
+    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
+    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
+    try {
+        // The common case (this session's chunk has room) touches neither the registry nor the node.
+        buffer_room room{.ok = true};
+        std::uint64_t work_begin = 0;
+        if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
+            if (buffer.dead) return true;
+            work_begin = read_ticks();
+            room = make_room(buffer, state, bytes, end);
+            if (!room.ok) {
+                if (room.discarded) return true;
+                bump(buffer.node->dropped);
+                return false;
+            }
+        }
+        std::byte* at = buffer.cursor;
+        ::new (at) record{where, depth, begin, end};
+        const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
+        std::byte* out = at + sizeof(record);
+        std::memcpy(out, &header, sizeof(header));
+        out += sizeof(header);
+        if (!first.empty()) std::memcpy(out, first.data(), first.size());
+        out += first_padded;
+        if (!second.empty()) std::memcpy(out, second.data(), second.size());
+        publish_record(buffer, bytes, room, depth, work_begin);
+        return true;
+    } catch (...) {
+        // Out of memory while registering or growing: the record is lost, and counted if it can be.
+        if (buffer.node != nullptr) bump(buffer.node->dropped);
+        return false;
+    }
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Names the calling thread in traces (otherwise its OS name is used). Before the process's first
+/// profiler is made there is no registry to keep it in: the OS name is set then (cut to 15 bytes).
+inline void set_thread_name(std::string_view name) {
+    auto& buffer = detail::tls_buffer;
+    if (buffer.dead) return;
+    const detail::slow_path* path = detail::installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr) {
+        detail::set_os_thread_name(name);
+        return;
+    }
+    if (buffer.node == nullptr) detail::tls_exit_guard.buffer = &buffer;
+    path->set_thread_name(buffer, name);
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_RECORDING_SLOW_PATH_HPP
+// ---- end stint/recording/slow_path.hpp ----
+
+// ---- begin stint/recording/state.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_STATE_HPP
+#define STINT_SINGLE_STINT_RECORDING_STATE_HPP
+// The process's recording flag: what every scope reads once on entry, and `stint::is_recording()`.
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
+/// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
+/// and the buffer's state check keeps it out of any other session). Written only by start/stop, on its
+/// own cache line so the hot path's load never shares a line with a write.
+struct alignas(64) recording_state {
+    std::atomic<std::uint32_t> value{0};
+};
+STINT_DETAIL_EXPORT inline constinit recording_state recording{};
+
+constexpr bool is_recording_state(std::uint32_t state) noexcept { return (state & 1U) != 0; }
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Whether a session is recording now: a cheap query a framework can branch on before building
+/// expensive names or arguments (torch's `_profiler_enabled()`).
+///
+///     if (stint::is_recording()) name = describe(op);
+inline bool is_recording() noexcept {
+    return detail::is_recording_state(detail::recording.value.load(std::memory_order_relaxed));
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_RECORDING_STATE_HPP
+// ---- end stint/recording/state.hpp ----
+
+namespace stint::detail {
+
+// The out-of-line part: encodes the values into a bounded buffer (record_shapes' default bounds) and
+// appends one record at the thread's current depth; the drain gives it to the op around it.
+template <class... Values>
+STINT_DETAIL_NOINLINE void append_outputs(std::uint32_t state, const Values&... values) noexcept {
+    const std::uint32_t depth = current_depth();
+    if (depth == 0) return;  // no scope open on this thread: nothing to attach them to
+    using limits = record_shapes;  // its default bounds
+    alignas(8) std::byte buffer[limits::max_bytes];
+    input_writer writer(buffer, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
+                        capture_state.concrete.load(std::memory_order_relaxed),
+                        capture_state.identities.load(std::memory_order_relaxed));
+    try {
+        (writer.value(values), ...);
+    } catch (...) {
+        writer.mark_truncated();  // an accessor threw: keep what was captured
+    }
+    const std::uint64_t now = read_ticks();
+    append_record_payload(&outputs_site, depth, now, now, state, writer.aux(),
+                          std::span<const std::byte>(buffer, writer.size()));
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Records `values` as the outputs of the innermost op (STINT_OP) open on this thread, or of the
+/// innermost scope when no op is open; captured as op inputs are (input_traits, record_shapes'
+/// default bounds), tensors with their identity while an execution trace records. The trace shows
+/// them as "Output Dims" / "Output type", the execution trace as the node's outputs. Costs one
+/// relaxed load unless a session records, and one more unless that session keeps outputs (its
+/// profiler's config has record_shapes, or an execution trace records); outside every scope it
+/// does nothing. STINT_OUTPUTS is the same call, compiled out by STINT_DISABLE.
+///
+///     STINT_OP(shapes, "my::mul", a, b);
+///     tensor c = a * b;
+///     stint::record_outputs(c);
+template <class... Values>
+void record_outputs(const Values&... values) noexcept {
+    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+    if (!detail::is_recording_state(state) || !detail::capture_state.outputs.load(std::memory_order_relaxed)) {
+        return;
+    }
+    detail::append_outputs(state, values...);
+}
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+#define STINT_OUTPUTS(...) static_assert(true, "")
+#else
+/// stint::record_outputs(...); compiled out (arguments not evaluated) under STINT_DISABLE.
+#define STINT_OUTPUTS(...) ::stint::record_outputs(__VA_ARGS__)
+#endif
+#endif  // STINT_SINGLE_STINT_CAPTURE_OUTPUTS_HPP
+// ---- end stint/capture/outputs.hpp ----
+
 // ---- begin stint/recording/registry.hpp ----
-// The process-wide side of recording: the recording flag, the chunk pool with its byte budget, the
-// thread registry (which keeps exited threads' buffers until they are drained), the session
-// lifecycle, fork safety, and the cold slow path of append.
+#ifndef STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
+#define STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
+// The process-wide side of recording: the chunk pool with its byte budget, the thread registry (which
+// keeps exited threads' buffers until they are drained), the session lifecycle, fork safety, and the
+// registry's half of the slow path (slow_path.hpp has the half every recording object compiles).
 
 #include <algorithm>
 #include <array>
@@ -2507,8 +3043,11 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 #include <utility>
 #include <vector>
 
+#include "stint/annotations/detail/dynamic_name_table.hpp"  // the slow path of dynamic scopes (installed below)
 
 // ---- begin stint/recording/chunk_memory.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
+#define STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
 // Where buffer chunks' memory comes from: the largest chunks are carved from 2 MiB slabs that the
 // kernel may back with one transparent huge page each; the others come from the heap.
 //
@@ -2709,116 +3248,11 @@ private:
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
 // ---- end stint/recording/chunk_memory.hpp ----
-
-// ---- begin stint/detail/platform.hpp ----
-// The few OS facts stint needs: thread ids and names, the process id, fork hooks.
-
-#include <cstdint>
-#include <string>
-
-#if defined(__linux__)
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#elif defined(__APPLE__)
-#include <pthread.h>
-#include <unistd.h>
-#endif
-
-namespace stint::detail {
-
-/// The kernel's id of the calling thread (what Kineto and perf show as tid).
-inline std::uint64_t current_os_tid() noexcept {
-#if defined(__linux__)
-    return static_cast<std::uint64_t>(::syscall(SYS_gettid));
-#elif defined(__APPLE__)
-    std::uint64_t id = 0;
-    pthread_threadid_np(nullptr, &id);
-    return id;
-#else
-    return 0;
-#endif
-}
-
-inline std::uint64_t current_pid() noexcept {
-#if defined(__linux__) || defined(__APPLE__)
-    return static_cast<std::uint64_t>(::getpid());
-#else
-    return 0;
-#endif
-}
-
-/// The calling thread's name as the OS knows it ("" when unnamed or unknown).
-inline std::string current_thread_name() {
-#if defined(__linux__) || defined(__APPLE__)
-    char name[64] = {};
-    if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) return name;
-#endif
-    return {};
-}
-
-/// Names the calling thread for the OS (debuggers, top -H); at most 15 characters on Linux.
-inline void name_this_thread(const char* name) noexcept {
-#if defined(__linux__)
-    (void)pthread_setname_np(pthread_self(), name);
-#elif defined(__APPLE__)
-    (void)pthread_setname_np(name);
-#else
-    (void)name;
-#endif
-}
-
-}  // namespace stint::detail
-// ---- end stint/detail/platform.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
-/// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
-/// and the buffer's state check below keeps it out of any other session). Written only by
-/// start/stop, on its own cache line so the hot path's load never shares a line with a write.
-struct alignas(64) recording_state {
-    std::atomic<std::uint32_t> value{0};
-};
-STINT_DETAIL_EXPORT inline constinit recording_state recording{};
-
-constexpr bool is_recording_state(std::uint32_t state) noexcept { return (state & 1U) != 0; }
-
-/// A thread's entry in the registry (one per thread and per shared object that records).
-struct thread_node {
-    /// Session the chunks below belong to. Written by the owner under the registry mutex.
-    std::atomic<std::uint32_t> state{0};
-    /// First and current chunk of the session. Release by the owner; acquire in drain.
-    std::atomic<chunk*> head{nullptr};
-    std::atomic<chunk*> current{nullptr};
-    /// Records lost to the budget in this node's session. Single writer (the owner).
-    std::atomic<std::uint64_t> dropped{0};
-    /// Runtime names cut to max_runtime_name_bytes. Single writer (the owner).
-    std::atomic<std::uint64_t> truncated{0};
-    /// A warm chunk begin_session() set aside for this thread, so that its first record of the session
-    /// neither allocates nor faults pages in. Taken by the owner under the registry mutex.
-    chunk* ready = nullptr;
-    /// Where the drain of session `drained_state` stopped reading (the chunk the owner kept and the end
-    /// of what it had published), and the counts it read. A scope that ended before that stop but
-    /// reached the buffer after the drain lands beyond this point: count_late() finds it there.
-    /// Guarded by the registry mutex.
-    std::uint32_t drained_state = 0;
-    std::uint64_t drained_stop_ticks = 0;
-    chunk* drained_chunk = nullptr;
-    const std::byte* drained_until = nullptr;
-    std::uint64_t drained_dropped = 0;
-    /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
-    std::atomic<bool> exited{false};
-    std::uint64_t os_tid = 0;
-    std::string name;  ///< guarded by the registry mutex
-};
-
-inline void bump(std::atomic<std::uint64_t>& counter) noexcept {
-    // Single writer: a load and a store, no read-modify-write.
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
 
 /// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
 ///
@@ -3578,10 +4012,12 @@ private:
     tick_calibration calibration_;
 };
 
+inline bool install_registry_slow_path() noexcept;
+
 /// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
 /// static destructors run, so it must outlive every one of them.
 STINT_DETAIL_EXPORT inline registry& the_registry() {
-    static registry* const instance = new registry();
+    static registry* const instance = (install_registry_slow_path(), new registry());
     return *instance;
 }
 
@@ -3592,26 +4028,6 @@ inline void registry::install_fork_handlers() noexcept {
 #endif
 }
 
-/// Marks a thread's node exited when the thread ends, so the drain frees it after reading it.
-struct thread_exit_guard {
-    thread_buffer* buffer = nullptr;
-    thread_exit_guard() = default;
-    thread_exit_guard(const thread_exit_guard&) = delete;
-    thread_exit_guard& operator=(const thread_exit_guard&) = delete;
-    ~thread_exit_guard() {
-        if (buffer == nullptr) return;
-        buffer->dead = true;  // scopes in later thread_local destructors are discarded
-        buffer->limit = nullptr;
-        buffer->cursor = nullptr;
-        if (buffer->node != nullptr) {
-            // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
-            buffer->node->exited.store(true, std::memory_order_release);
-        }
-        buffer->node = nullptr;
-    }
-};
-inline thread_local thread_exit_guard tls_exit_guard;
-
 inline bool registry::register_thread(thread_buffer& buffer) {
     auto* node = new thread_node;
     node->os_tid = current_os_tid();
@@ -3620,8 +4036,7 @@ inline bool registry::register_thread(thread_buffer& buffer) {
         std::lock_guard lock(mutex_);
         nodes_.push_back(node);
     }
-    buffer.node = node;
-    tls_exit_guard.buffer = &buffer;
+    buffer.node = node;  // the caller's thread_exit_guard watches the buffer (slow_path.hpp)
     return true;
 }
 
@@ -3730,19 +4145,11 @@ inline constexpr site overhead_register_thread_site{"[stint] register thread", e
 inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_kind::overhead, payload_kind::none,
                                                  {}};
 
-/// Room for `bytes` in this thread's buffer for session `state`, after whatever work that took.
-struct buffer_room {
-    bool ok = false;                     ///< false: the record is lost (counted unless `discarded`)
-    bool discarded = false;              ///< session ended (counted late if it ended before the stop), stale
-                                         ///< session or exiting thread: not a drop
-    const site* overhead = nullptr;      ///< the work done, when it is worth an overhead record
-};
-
 /// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
 /// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
 template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
-                                        std::uint64_t end) {
+STINT_DETAIL_COLD buffer_room make_room_in_registry(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+                                                    std::uint64_t end) {
     const own_allocation_scope own;  // the chunks and nodes below are stint's, never reported
     registry& reg = the_registry();
     buffer_room room;
@@ -3780,183 +4187,37 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
     return room;
 }
 
-/// Publishes the `bytes` just written at the cursor and, when the slow path did work to make room for
-/// them, its overhead record, timed from `work_begin` until now (make_room left room for it).
-inline void publish_record(thread_buffer& buffer, std::size_t bytes, const buffer_room& room, std::uint32_t depth,
-                           std::uint64_t work_begin) noexcept {
-    buffer.cursor += bytes;
-    if (room.overhead != nullptr) {
-        ::new (buffer.cursor) record{room.overhead, depth, work_begin, read_ticks()};
-        buffer.cursor += sizeof(record);
-    }
-    // release: pairs with the acquire in drain_node(); the records' bytes are visible before their end.
-    buffer.current->published.store(buffer.cursor, std::memory_order_release);
-}
-
-template <int>
-STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
-                                          std::uint64_t end, std::uint32_t state, std::string_view name) noexcept {
-    thread_buffer& buffer = tls_buffer;
-    if (buffer.dead) return;
-    const std::uint64_t work_begin = read_ticks();
-    try {
-        std::size_t bytes = sizeof(record);
-        const bool named = where->payload == payload_kind::runtime_name;
-        if (named) bytes = named_record_bytes(std::min(name.size(), max_runtime_name_bytes));
-        const buffer_room room = make_room(buffer, state, bytes, end);
-        if (!room.ok) {
-            if (!room.discarded) bump(buffer.node->dropped);
-            return;
-        }
-        if (named && name.size() > max_runtime_name_bytes) {
-            name = name.substr(0, max_runtime_name_bytes);
-            bump(buffer.node->truncated);
-        }
-        std::byte* at = buffer.cursor;
-        ::new (at) record{where, depth, begin, end};
-        if (named) {
-            const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)),
-                                        static_cast<std::uint32_t>(name.size())};
-            std::memcpy(at + sizeof(record), &header, sizeof(header));
-            if (!name.empty()) std::memcpy(at + sizeof(record) + sizeof(header), name.data(), name.size());
-        }
-        publish_record(buffer, bytes, room, depth, work_begin);
-    } catch (...) {
-        // Out of memory while registering or growing: the record is lost, and counted if it can be.
-        if (buffer.node != nullptr) bump(buffer.node->dropped);
-    }
-}
-
-/// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
-/// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
-/// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
-/// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
-/// Returns false when the record was dropped (and counted); true when written, or discarded because the
-/// session ended meanwhile.
-template <int = 0>
-STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
-                                                 std::uint64_t end, std::uint32_t state, std::uint32_t aux,
-                                                 std::span<const std::byte> first,
-                                                 std::span<const std::byte> second = {}) noexcept {
-    thread_buffer& buffer = tls_buffer;
-    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
-    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
-    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
-    try {
-        // The common case (this session's chunk has room) touches neither the registry nor the node.
-        buffer_room room{.ok = true};
-        std::uint64_t work_begin = 0;
-        if (buffer.state != state || static_cast<std::size_t>(buffer.limit - buffer.cursor) < bytes) [[unlikely]] {
-            if (buffer.dead) return true;
-            work_begin = read_ticks();
-            room = make_room(buffer, state, bytes, end);
-            if (!room.ok) {
-                if (room.discarded) return true;
-                bump(buffer.node->dropped);
-                return false;
-            }
-        }
-        std::byte* at = buffer.cursor;
-        ::new (at) record{where, depth, begin, end};
-        const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
-        std::byte* out = at + sizeof(record);
-        std::memcpy(out, &header, sizeof(header));
-        out += sizeof(header);
-        if (!first.empty()) std::memcpy(out, first.data(), first.size());
-        out += first_padded;
-        if (!second.empty()) std::memcpy(out, second.data(), second.size());
-        publish_record(buffer, bytes, room, depth, work_begin);
-        return true;
-    } catch (...) {
-        // Out of memory while registering or growing: the record is lost, and counted if it can be.
-        if (buffer.node != nullptr) bump(buffer.node->dropped);
-        return false;
-    }
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Whether a session is recording now: a cheap query a framework can branch on before building
-/// expensive names or arguments (torch's `_profiler_enabled()`).
-///
-///     if (stint::is_recording()) name = describe(op);
-inline bool is_recording() noexcept {
-    return detail::is_recording_state(detail::recording.value.load(std::memory_order_relaxed));
-}
-
-/// Names the calling thread in traces (otherwise its OS name is used).
-inline void set_thread_name(std::string_view name) {
-    auto& buffer = detail::tls_buffer;
-    if (buffer.dead) return;
-    auto& reg = detail::the_registry();
+/// Names `buffer`'s thread in traces, registering it first when needed.
+inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name) {
+    const own_allocation_scope own;
+    registry& reg = the_registry();
     if (buffer.node == nullptr) reg.register_thread(buffer);
     reg.set_thread_name(*buffer.node, name);
 }
 
-}  // namespace stint
+/// The registry's side of the slow path, for every object that records (slow_path.hpp): installed by
+/// the first profiler made (so that threads named after it are named in the registry) and by
+/// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
+/// load: an initializer would emit the registry's code in every file that includes this header.)
+inline const slow_path& registry_slow_path() noexcept {
+    static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
+                                     &intern_dynamic_site_in_table};
+    return table;
+}
+inline bool install_registry_slow_path() noexcept {
+    const slow_path* none = nullptr;
+    installed_slow_path.compare_exchange_strong(none, &registry_slow_path(), std::memory_order_acq_rel);
+    return true;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
 // ---- end stint/recording/registry.hpp ----
 
-namespace stint::detail {
-
-// The out-of-line part: encodes the values into a bounded buffer (record_shapes' default bounds) and
-// appends one record at the thread's current depth; the drain gives it to the op around it.
-template <class... Values>
-STINT_DETAIL_NOINLINE void append_outputs(std::uint32_t state, const Values&... values) noexcept {
-    const std::uint32_t depth = current_depth();
-    if (depth == 0) return;  // no scope open on this thread: nothing to attach them to
-    using limits = record_shapes;  // its default bounds
-    alignas(8) std::byte buffer[limits::max_bytes];
-    input_writer writer(buffer, limits::max_bytes, limits::max_inputs, limits::max_dims, limits::max_bytes / 4,
-                        capture_state.concrete.load(std::memory_order_relaxed),
-                        capture_state.identities.load(std::memory_order_relaxed));
-    try {
-        (writer.value(values), ...);
-    } catch (...) {
-        writer.mark_truncated();  // an accessor threw: keep what was captured
-    }
-    const std::uint64_t now = read_ticks();
-    append_record_payload(&outputs_site, depth, now, now, state, writer.aux(),
-                          std::span<const std::byte>(buffer, writer.size()));
-}
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Records `values` as the outputs of the innermost op (STINT_OP) open on this thread, or of the
-/// innermost scope when no op is open; captured as op inputs are (input_traits, record_shapes'
-/// default bounds), tensors with their identity while an execution trace records. The trace shows
-/// them as "Output Dims" / "Output type", the execution trace as the node's outputs. Costs one
-/// relaxed load unless a session records, and one more unless that session keeps outputs (its
-/// profiler's config has record_shapes, or an execution trace records); outside every scope it
-/// does nothing. STINT_OUTPUTS is the same call, compiled out by STINT_DISABLE.
-///
-///     STINT_OP(shapes, "my::mul", a, b);
-///     tensor c = a * b;
-///     stint::record_outputs(c);
-template <class... Values>
-void record_outputs(const Values&... values) noexcept {
-    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
-    if (!detail::is_recording_state(state) || !detail::capture_state.outputs.load(std::memory_order_relaxed)) {
-        return;
-    }
-    detail::append_outputs(state, values...);
-}
-
-}  // namespace stint
-
-#if defined(STINT_DISABLE)
-#define STINT_OUTPUTS(...) static_assert(true, "")
-#else
-/// stint::record_outputs(...); compiled out (arguments not evaluated) under STINT_DISABLE.
-#define STINT_OUTPUTS(...) ::stint::record_outputs(__VA_ARGS__)
-#endif
-// ---- end stint/capture/outputs.hpp ----
-
 // ---- begin stint/scope.hpp ----
+#ifndef STINT_SINGLE_STINT_SCOPE_HPP
+#define STINT_SINGLE_STINT_SCOPE_HPP
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
 
@@ -3973,6 +4234,8 @@ void record_outputs(const Values&... values) noexcept {
 
 
 // ---- begin stint/annotations/range_mirror.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
 // The seam for mirroring scopes into another tool's ranges (stint::emit_nvtx, annotations/nvtx.hpp): a
 // config's policies may name a range mirror; every scope and op of such a config is then also one of
 // the tool's ranges, pushed before stint reads its begin tick and popped after its end tick, so the
@@ -4069,19 +4332,30 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
 // ---- end stint/annotations/range_mirror.hpp ----
 
 // ---- begin stint/capture/detail/config_traits.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
 // What a configuration's policies mean for its sites, decided at compile time: which payload its
 // records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
 // scope.hpp pick their type from these; nothing here runs while recording.
 
-#include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <type_traits>
 
 
 namespace stint::detail {
+
+/// The largest of `values` (std::max of a list without <algorithm>, which this light header avoids).
+constexpr std::size_t largest(std::initializer_list<std::size_t> values) noexcept {
+    std::size_t most = 0;
+    for (const std::size_t v : values) most = v > most ? v : most;
+    return most;
+}
+
 
 template <class... Policies>
 struct find_shapes_limits {
@@ -4110,7 +4384,7 @@ constexpr std::size_t policy_native_depth() noexcept {
 }
 template <class... Policies>
 struct find_native_depth {
-    static constexpr std::size_t value = std::max({std::size_t{0}, policy_native_depth<Policies>()...});
+    static constexpr std::size_t value = largest({std::size_t{0}, policy_native_depth<Policies>()...});
 };
 
 /// Native frames the sites of Config capture (with_stack<native_frames<N>>), 0 for none.
@@ -4145,15 +4419,17 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
 // ---- end stint/capture/detail/config_traits.hpp ----
 
 // ---- begin stint/capture/native_stack.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
+#define STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
 // Native call stacks (with_stack<native>): return addresses taken at scope entry, and their names,
 // looked up only when a session is drained. The record carries the addresses; symbols are read from
 // the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
 // included), then demangled.
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -4161,6 +4437,8 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 
 
 // ---- begin stint/capture/detail/frame_walk.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
 // The frame-pointer walk behind with_stack<native> (STINT_NATIVE_STACK_FRAME_POINTERS=1): each frame
 // record is {caller's frame pointer, return address} (x86-64 rbp, aarch64 x29), so a stack is a
 // chain of loads. The chain is followed only inside the current thread's stack, upwards: every
@@ -4274,6 +4552,7 @@ inline const stack_bounds& this_thread_stack() noexcept {
 #endif
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
 // ---- end stint/capture/detail/frame_walk.hpp ----
 
 #if defined(__linux__) && defined(__GLIBC__)
@@ -4339,7 +4618,8 @@ STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std
         }
     }
     if (taken > first) {
-        count = static_cast<std::uint32_t>(std::min<std::size_t>(static_cast<std::size_t>(taken - first), depth));
+        const auto found = static_cast<std::size_t>(taken - first);
+        count = static_cast<std::uint32_t>(found < depth ? found : depth);
     }
     for (std::uint32_t i = 0; i < count; ++i) {
         const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
@@ -4405,9 +4685,12 @@ inline void warm_native_stacks() noexcept {
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
 // ---- end stint/capture/native_stack.hpp ----
 
 // ---- begin stint/device/device_link.hpp ----
+#ifndef STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
+#define STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
 // The seam between recording and a device collector (design §2): a config's policies may name a device
 // backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
 // it to itself. Without one, scopes and profilers contain no device code.
@@ -4507,6 +4790,7 @@ public:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
 // ---- end stint/device/device_link.hpp ----
 
 namespace stint::detail {
@@ -4976,9 +5260,12 @@ private:
         if constexpr (STINT_CONFIG::enabled) ::stint::detail::instant(stint_instant_site_);                  \
     } while (false)
 #endif
+#endif  // STINT_SINGLE_STINT_SCOPE_HPP
 // ---- end stint/scope.hpp ----
 
 // ---- begin stint/annotations/module.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_MODULE_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_MODULE_HPP
 // Module scopes: one call of a model module's method, for with_modules' "Module Hierarchy"
 // (`TOP(Net)::forward.encoder(Encoder)::forward.`). They record as ordinary scopes of kind
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
@@ -5028,26 +5315,28 @@ public:
         STINT_DETAIL_CAT(stint_site_, id)                                                                    \
     }
 #endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_MODULE_HPP
 // ---- end stint/annotations/module.hpp ----
 
 // ---- begin stint/annotations/region.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_REGION_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_REGION_HPP
 // Framework regions: STINT_REGION(kind, "name") records "name (label)" while a session records, as
 // torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
 // its kind's cumulative counters (count, total time), which the framework reads without a session.
 
-#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 
 // ---- begin stint/annotations/detail/region_counter.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_REGION_COUNTER_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_REGION_COUNTER_HPP
 // The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
 // updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -5139,6 +5428,7 @@ consteval auto make_region_name(const T&) {
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_REGION_COUNTER_HPP
 // ---- end stint/annotations/detail/region_counter.hpp ----
 
 namespace stint {
@@ -5150,27 +5440,6 @@ namespace stint {
 template <class Kind>
 concept region_kind = requires {
     { Kind::label } -> std::convertible_to<std::string_view>;
-};
-
-/// The counters of one region name of a kind (every STINT_REGION site with that name).
-struct region_stats {
-    std::string_view name;      ///< the name given to STINT_REGION ("inner_fn")
-    std::uint64_t count = 0;    ///< regions that have ended
-    std::int64_t total_ns = 0;  ///< their summed duration (nested regions count in each)
-};
-
-/// The counters of a region kind: one row per name, sorted by name, and their totals.
-struct region_kind_stats {
-    std::string_view label;
-    std::vector<region_stats> regions;
-    std::uint64_t count = 0;
-    std::int64_t total_ns = 0;
-
-    /// The row of `name`, or nullptr when no region of that name has run yet.
-    [[nodiscard]] const region_stats* find(std::string_view name) const noexcept {
-        auto it = std::find_if(regions.begin(), regions.end(), [&](const region_stats& r) { return r.name == name; });
-        return it == regions.end() ? nullptr : &*it;
-    }
 };
 
 }  // namespace stint
@@ -5206,6 +5475,83 @@ private:
     std::uint32_t state_;
     std::uint64_t begin_ = 0;
 };
+
+}  // namespace stint::detail
+
+
+#if defined(STINT_DISABLE)
+// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
+// and nothing is counted.
+#define STINT_REGION(kind, name) static_assert(true, "")
+#else
+/// Times the rest of the block as a region of `kind` named by a string literal: the event is
+/// "name (label)" (a user_annotation) while a session records, and the kind's counters
+/// (stint::region_counters<kind>()) count it always. With `STINT_CONFIG` set to stint::disabled the
+/// event is left out and the counters stay: they are the framework's own metrics.
+///
+///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
+///     void compile(Graph& g) { STINT_REGION(dynamo_timed, "call_user_compiler"); ... }
+#define STINT_REGION(kind, name) STINT_DETAIL_REGION(kind, name, __COUNTER__)
+#define STINT_DETAIL_REGION(kind, literal, id)                                                                \
+    static_assert(::stint::region_kind<kind>,                                                                \
+                  "stint: STINT_REGION's kind needs `static constexpr std::string_view label`");           \
+    static constexpr auto STINT_DETAIL_CAT(stint_region_name_, id) =                                         \
+        ::stint::detail::make_region_name<kind>(literal);                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        STINT_DETAIL_CAT(stint_region_name_, id).event_name(), ::stint::event_kind::user_annotation,         \
+            ::stint::detail::payload_kind::none,                                                             \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    static constinit ::stint::detail::region_counter STINT_DETAIL_CAT(stint_region_counter_, id) {          \
+        &STINT_DETAIL_CAT(stint_site_, id), STINT_DETAIL_CAT(stint_region_name_, id).name(),                 \
+            &::stint::detail::region_list<kind>::head                                                        \
+    };                                                                                                       \
+    ::stint::detail::region_timer<STINT_CONFIG::enabled> STINT_DETAIL_CAT(stint_scope_, id) {                 \
+        STINT_DETAIL_CAT(stint_region_counter_, id)                                                          \
+    }
+#endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_REGION_HPP
+// ---- end stint/annotations/region.hpp ----
+
+// ---- begin stint/annotations/region_counters.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_REGION_COUNTERS_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_REGION_COUNTERS_HPP
+// Reading STINT_REGION's counters (stint::region_counters<Kind>()): a query of the program that
+// profiles, which needs the clock's calibration from the registry; the macro itself (region.hpp) does not.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+
+namespace stint {
+
+/// The counters of one region name of a kind (every STINT_REGION site with that name).
+struct region_stats {
+    std::string_view name;      ///< the name given to STINT_REGION ("inner_fn")
+    std::uint64_t count = 0;    ///< regions that have ended
+    std::int64_t total_ns = 0;  ///< their summed duration (nested regions count in each)
+};
+
+/// The counters of a region kind: one row per name, sorted by name, and their totals.
+struct region_kind_stats {
+    std::string_view label;
+    std::vector<region_stats> regions;
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+
+    /// The row of `name`, or nullptr when no region of that name has run yet.
+    [[nodiscard]] const region_stats* find(std::string_view name) const noexcept {
+        auto it = std::find_if(regions.begin(), regions.end(), [&](const region_stats& r) { return r.name == name; });
+        return it == regions.end() ? nullptr : &*it;
+    }
+};
+
+}  // namespace stint
+
+namespace stint::detail {
 
 /// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
 /// meanwhile may show in the count and not yet in the time.
@@ -5249,41 +5595,12 @@ template <region_kind Kind>
 }
 
 }  // namespace stint
-
-#if defined(STINT_DISABLE)
-// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
-// and nothing is counted.
-#define STINT_REGION(kind, name) static_assert(true, "")
-#else
-/// Times the rest of the block as a region of `kind` named by a string literal: the event is
-/// "name (label)" (a user_annotation) while a session records, and the kind's counters
-/// (stint::region_counters<kind>()) count it always. With `STINT_CONFIG` set to stint::disabled the
-/// event is left out and the counters stay: they are the framework's own metrics.
-///
-///     struct dynamo_timed { static constexpr std::string_view label = "dynamo_timed"; };
-///     void compile(Graph& g) { STINT_REGION(dynamo_timed, "call_user_compiler"); ... }
-#define STINT_REGION(kind, name) STINT_DETAIL_REGION(kind, name, __COUNTER__)
-#define STINT_DETAIL_REGION(kind, literal, id)                                                                \
-    static_assert(::stint::region_kind<kind>,                                                                \
-                  "stint: STINT_REGION's kind needs `static constexpr std::string_view label`");           \
-    static constexpr auto STINT_DETAIL_CAT(stint_region_name_, id) =                                         \
-        ::stint::detail::make_region_name<kind>(literal);                                                     \
-    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
-        STINT_DETAIL_CAT(stint_region_name_, id).event_name(), ::stint::event_kind::user_annotation,         \
-            ::stint::detail::payload_kind::none,                                                             \
-            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
-    };                                                                                                       \
-    static constinit ::stint::detail::region_counter STINT_DETAIL_CAT(stint_region_counter_, id) {          \
-        &STINT_DETAIL_CAT(stint_site_, id), STINT_DETAIL_CAT(stint_region_name_, id).name(),                 \
-            &::stint::detail::region_list<kind>::head                                                        \
-    };                                                                                                       \
-    ::stint::detail::region_timer<STINT_CONFIG::enabled> STINT_DETAIL_CAT(stint_scope_, id) {                 \
-        STINT_DETAIL_CAT(stint_region_counter_, id)                                                          \
-    }
-#endif
-// ---- end stint/annotations/region.hpp ----
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_REGION_COUNTERS_HPP
+// ---- end stint/annotations/region_counters.hpp ----
 
 // ---- begin stint/annotations/dynamic_name.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
 // Scope names from an object's dynamic type: STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this)
 // in SGD's step records "Optimizer.step#SGD.step" (torch's high-level optimizer and data-loader
 // events). The name is made once per call site and type; each call records a 24-byte record that
@@ -5292,25 +5609,14 @@ template <region_kind Kind>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <functional>
-#include <mutex>
-#include <string>
 #include <string_view>
 #include <type_traits>
-#include <typeindex>
 #include <typeinfo>
-#include <unordered_map>
-
-#if __has_include(<cxxabi.h>)
-#include <cxxabi.h>
-#define STINT_DETAIL_HAS_CXXABI 1
-#else
-#define STINT_DETAIL_HAS_CXXABI 0
-#endif
 
 
 // ---- begin stint/annotations/detail/interned_site.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
 // Sites made at run time (a name from an object's dynamic type, a compiled region's ids) and kept for
 // the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
 // event, and the name is made once, not per call.
@@ -5335,45 +5641,10 @@ struct interned_site {
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
 // ---- end stint/annotations/detail/interned_site.hpp ----
 
 namespace stint::detail {
-
-/// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
-inline std::string demangled_name(const std::type_info& type) {
-#if STINT_DETAIL_HAS_CXXABI
-    int status = 0;
-    char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-    if (status == 0 && text != nullptr) {
-        std::string out(text);
-        std::free(text);
-        return out;
-    }
-    std::free(text);
-#endif
-    return type.name();
-}
-
-/// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
-/// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
-/// ("ns::(anonymous namespace)::SGD" and "train()::SGD" give "SGD"); template arguments are kept as
-/// the demangler writes them ("ns::adam<ns::half>" gives "adam<ns::half>").
-constexpr std::string_view unqualified_name(std::string_view name) noexcept {
-    int depth = 0;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i < name.size(); ++i) {
-        const char c = name[i];
-        if (c == '<' || c == '(' || c == '[' || c == '{') {
-            ++depth;
-        } else if (c == '>' || c == ')' || c == ']' || c == '}') {
-            --depth;
-        } else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
-            start = i + 2;
-            ++i;
-        }
-    }
-    return name.substr(start);
-}
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
@@ -5390,82 +5661,23 @@ struct dynamic_site {
     std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
     std::string_view method;  ///< "step"
     source_location location;
-    /// The sites made here for the first types seen: each slot is set once, under the table's mutex,
+    /// The sites made here for the first types seen: each slot is set once, under the table's mutex
+    /// (annotations/detail/dynamic_name_table.hpp),
     /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
     /// called with more types than this finds the others in the table.
     std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
 };
 
-/// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
-/// registry: its sites must outlive every record and event.
-class dynamic_name_table {
-public:
-    /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
-    const site& intern(dynamic_site& where, const std::type_info& type) {
-        std::lock_guard lock(mutex_);
-        auto [it, added] = entries_.try_emplace(key{&where, std::type_index(type)}, nullptr);
-        if (added) {
-            try {
-                it->second = new dynamic_name_entry{&type, interned_site(event_name(where, type), site_like(where))};
-            } catch (...) {
-                entries_.erase(it);
-                throw;
-            }
-        }
-        const dynamic_name_entry* entry = it->second;
-        for (auto& slot : where.seen) {
-            const dynamic_name_entry* cached = slot.load(std::memory_order_relaxed);  // writers hold mutex_
-            if (cached == entry) break;
-            if (cached == nullptr) {
-                // release: pairs with the acquire in find_dynamic_site(); the entry is complete.
-                slot.store(entry, std::memory_order_release);
-                break;
-            }
-        }
-        return entry->site.where;
-    }
-
-private:
-    struct key {
-        const dynamic_site* where;
-        std::type_index type;
-        bool operator==(const key&) const = default;
-    };
-    struct key_hash {
-        std::size_t operator()(const key& k) const noexcept {
-            return std::hash<const void*>{}(k.where) * 31 + std::hash<std::type_index>{}(k.type);
-        }
-    };
-
-    static std::string event_name(const dynamic_site& where, const std::type_info& type) {
-        const std::string full = demangled_name(type);
-        const std::string_view cls = unqualified_name(full);
-        std::string name;
-        name.reserve(where.prefix.size() + cls.size() + where.method.size() + 2);
-        name.append(where.prefix).append(1, '#').append(cls).append(1, '.').append(where.method);
-        return name;
-    }
-    static site site_like(const dynamic_site& where) noexcept {
-        return site{"", event_kind::user_annotation, payload_kind::none, where.location};
-    }
-
-    std::mutex mutex_;
-    std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
-};
-
-STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
-    static dynamic_name_table* const instance = new dynamic_name_table();
-    return *instance;
-}
-
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
-/// The first sight of a type at a site: made under the table's lock. nullptr when that allocation
-/// failed; the event is then counted as dropped.
+/// The first sight of a type at a site: made by the registry's side (the table of sites by call site
+/// and type, annotations/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
+/// is then counted as dropped.
 STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
                                                          std::uint32_t state) noexcept {
     try {
-        return &the_dynamic_name_table().intern(where, type);
+        const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+        return path != nullptr ? path->intern_dynamic_site(where, type) : nullptr;
     } catch (...) {
         thread_buffer& buffer = tls_buffer;
         if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
@@ -5546,9 +5758,12 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
         STINT_DETAIL_CAT(stint_dynamic_site_, id), object                                                    \
     }
 #endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
 // ---- end stint/annotations/dynamic_name.hpp ----
 
 // ---- begin stint/annotations/compiled_region.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_COMPILED_REGION_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_COMPILED_REGION_HPP
 // Compiled-region annotations in torch.compile's form, "Torch-Compiled Region: <frame>/<compile>",
 // the name trace tools (HTA, Perfetto queries) look for to find the calls of compiled code.
 
@@ -5668,9 +5883,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_COMPILED_REGION_HPP
 // ---- end stint/annotations/compiled_region.hpp ----
 
 // ---- begin stint/annotations/flow.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_FLOW_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_FLOW_HPP
 // Flows: work handed from one thread to another (a thread pool's task, an executor's continuation).
 // A flow's begin is recorded where the work is submitted and its end where it runs; each is bound to
 // the scope open around it on its thread, and the Chrome trace draws an arrow from one to the other
@@ -5681,6 +5899,8 @@ private:
 
 
 // ---- begin stint/annotations/detail/point_record.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_POINT_RECORD_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_POINT_RECORD_HPP
 // The record of a flow's or an async span's point: zero-length, at the thread's current depth (so the
 // drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
 // an async span's beginning, a runtime name (design §11).
@@ -5717,6 +5937,7 @@ inline void append_point(const site& where, std::uint64_t id, std::uint32_t stat
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_POINT_RECORD_HPP
 // ---- end stint/annotations/detail/point_record.hpp ----
 
 namespace stint {
@@ -5798,9 +6019,12 @@ private:
         if constexpr (STINT_CONFIG::enabled) ::stint::flow_end(id);                                          \
     } while (false)
 #endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_FLOW_HPP
 // ---- end stint/annotations/flow.hpp ----
 
 // ---- begin stint/annotations/async_scope.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_ASYNC_SCOPE_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_ASYNC_SCOPE_HPP
 // Async spans: a request or a coroutine that begins on one thread and ends on another. The span is
 // not a scope of any thread: the trace draws it on a track of its own (Chrome's "b"/"e" events) and
 // key_averages gives it a row of its own, never charged to a thread's self time (design §11).
@@ -5873,9 +6097,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_ASYNC_SCOPE_HPP
 // ---- end stint/annotations/async_scope.hpp ----
 
 // ---- begin stint/analysis/event_list.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
 // exporter reads this; none touches the recording buffers.
 
@@ -5894,6 +6121,8 @@ private:
 
 
 // ---- begin stint/analysis/detail/event_store.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_DETAIL_EVENT_STORE_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_DETAIL_EVENT_STORE_HPP
 // How an event_list keeps its events: 48 bytes per event, with what few events carry (arguments,
 // stacks, device and memory details, times that do not fit 32 bits) in a side table. An event is
 // assembled from these when it is read (design §1 step 5).
@@ -6174,6 +6403,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANALYSIS_DETAIL_EVENT_STORE_HPP
 // ---- end stint/analysis/detail/event_store.hpp ----
 
 namespace stint {
@@ -6591,9 +6821,12 @@ static_assert(std::random_access_iterator<event_list::iterator>);
 static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
 // ---- end stint/analysis/event_list.hpp ----
 
 // ---- begin stint/analysis/event_tree.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_EVENT_TREE_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_EVENT_TREE_HPP
 // Builds an event_list from unordered events: orders them by start, links parent/children per thread
 // using the nesting RAII guarantees, and computes self time.
 
@@ -6611,6 +6844,8 @@ static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 
 // ---- begin stint/analysis/detail/call_stacks.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_DETAIL_CALL_STACKS_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_DETAIL_CALL_STACKS_HPP
 // with_stack at drain: each event's stack, innermost frame first, from its site's source location
 // and its ancestors' (or from the native frames it recorded). Stacks are interned as a tree: events on
 // the same call path share one stack, and a stack costs one node over its caller's, so a million
@@ -6630,6 +6865,8 @@ static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 
 // ---- begin stint/capture/detail/native_symbols.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_NATIVE_SYMBOLS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_NATIVE_SYMBOLS_HPP
 // Names of native return addresses, for with_stack<native> at drain time: the object an address
 // belongs to (dladdr), that object's function symbols read from its ELF file (.symtab, else
 // .dynsym), demangled. Every address and object is looked up once per symbolizer.
@@ -6812,6 +7049,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_NATIVE_SYMBOLS_HPP
 // ---- end stint/capture/detail/native_symbols.hpp ----
 
 namespace stint::detail {
@@ -6930,9 +7168,12 @@ inline void assign_call_stacks(event_store& events, const std::vector<std::vecto
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANALYSIS_DETAIL_CALL_STACKS_HPP
 // ---- end stint/analysis/detail/call_stacks.hpp ----
 
 // ---- begin stint/analysis/detail/module_hierarchy.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_DETAIL_MODULE_HIERARCHY_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_DETAIL_MODULE_HIERARCHY_HPP
 // with_modules at drain: each op's "Module Hierarchy" from the module scopes around it, in torch's
 // form: `TOP(C)::forward.A0(A)::forward.SELF(A)::forward_impl_.` (the outermost module as TOP, then
 // `attribute(Type)::method.` per module call, SELF for a call on the enclosing module's object).
@@ -6996,6 +7237,7 @@ inline void assign_module_hierarchy(event_store& events, std::vector<event_args>
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANALYSIS_DETAIL_MODULE_HIERARCHY_HPP
 // ---- end stint/analysis/detail/module_hierarchy.hpp ----
 
 namespace stint::detail {
@@ -7771,9 +8013,12 @@ inline void event_list::append(const event_list& later) {
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_EVENT_TREE_HPP
 // ---- end stint/analysis/event_tree.hpp ----
 
 // ---- begin stint/analysis/key_averages.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_KEY_AVERAGES_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_KEY_AVERAGES_HPP
 // torch.profiler's key_averages(): events grouped by name (and optionally input shapes and stack
 // frames), with totals, self times, memory, call counts and flops per group (torch's FunctionEventAvg).
 
@@ -7795,6 +8040,8 @@ inline void event_list::append(const event_list& later) {
 
 
 // ---- begin stint/analysis/table.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_TABLE_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_TABLE_HPP
 // torch.profiler's summary table (`_build_table` in torch/autograd/profiler_util.py): the same columns,
 // widths, units, sort keys and footer, so a stint table reads like the one people already know.
 
@@ -8564,6 +8811,7 @@ inline void check_options(const table_options& options) {
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_TABLE_HPP
 // ---- end stint/analysis/table.hpp ----
 
 namespace stint {
@@ -8963,9 +9211,12 @@ struct fmt::formatter<stint::averaged_event_list> : fmt::formatter<std::string_v
         return fmt::formatter<std::string_view>::format(text, ctx);
     }
 };
+#endif  // STINT_SINGLE_STINT_ANALYSIS_KEY_AVERAGES_HPP
 // ---- end stint/analysis/key_averages.hpp ----
 
 // ---- begin stint/profiler/warning.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_WARNING_HPP
+#define STINT_SINGLE_STINT_PROFILER_WARNING_HPP
 // Warnings: one process-wide handler, replaceable, so tests and applications decide where stint's
 // warnings go (torch uses Python's `warnings.warn` for the same texts).
 
@@ -9075,9 +9326,12 @@ inline warning_handler set_warning_handler(warning_handler handler) {
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_WARNING_HPP
 // ---- end stint/profiler/warning.hpp ----
 
 // ---- begin stint/schedule.hpp ----
+#ifndef STINT_SINGLE_STINT_SCHEDULE_HPP
+#define STINT_SINGLE_STINT_SCHEDULE_HPP
 // Step schedules: what the profiler does at each step (torch.profiler.schedule and ProfilerAction),
 // the warnings for a custom schedule's impossible transitions, and the table that turns a
 // transition into session operations (torch.profiler.profile.action_map).
@@ -9348,9 +9602,12 @@ struct fmt::formatter<stint::profiler_action> : fmt::formatter<std::string_view>
         return fmt::formatter<std::string_view>::format(stint::to_string(action), ctx);
     }
 };
+#endif  // STINT_SINGLE_STINT_SCHEDULE_HPP
 // ---- end stint/schedule.hpp ----
 
 // ---- begin stint/profiler/step_tracker.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_STEP_TRACKER_HPP
+#define STINT_SINGLE_STINT_PROFILER_STEP_TRACKER_HPP
 // One global step count for the process, advanced by several requesters (the profiler's step(), an
 // optimizer hook, a data loader) without double counting: torch's KinetoStepTracker.
 
@@ -9531,9 +9788,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_STEP_TRACKER_HPP
 // ---- end stint/profiler/step_tracker.hpp ----
 
 // ---- begin stint/profiler/distributed.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_DISTRIBUTED_HPP
+#define STINT_SINGLE_STINT_PROFILER_DISTRIBUTED_HPP
 // Which rank of a multi-process job this process is, so traces carry Kineto's top-level
 // "distributedInfo" object and multi-rank tools (HTA, TensorBoard's distributed view) group files
 // by rank.
@@ -9553,6 +9813,8 @@ private:
 
 
 // ---- begin stint/export/json_writer.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+#define STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
 
 #include <algorithm>
 #include <array>
@@ -9569,6 +9831,8 @@ private:
 
 
 // ---- begin stint/export/utf8.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_UTF8_HPP
+#define STINT_SINGLE_STINT_EXPORT_UTF8_HPP
 
 namespace stint::detail {
 
@@ -9605,6 +9869,7 @@ constexpr int utf8_sequence(const unsigned char* p, const unsigned char* end) no
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_UTF8_HPP
 // ---- end stint/export/utf8.hpp ----
 
 namespace stint::detail {
@@ -9882,6 +10147,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
 // ---- end stint/export/json_writer.hpp ----
 
 namespace stint {
@@ -10010,9 +10276,12 @@ inline std::optional<distributed_info> current_distributed_info() {
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_DISTRIBUTED_HPP
 // ---- end stint/profiler/distributed.hpp ----
 
 // ---- begin stint/profiler/execution_trace_observer.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_EXECUTION_TRACE_OBSERVER_HPP
+#define STINT_SINGLE_STINT_PROFILER_EXECUTION_TRACE_OBSERVER_HPP
 // stint::execution_trace_observer: records an execution trace (export/execution_trace.hpp), alone with
 // start()/stop(), or attached to a profiler whose active windows it then records (torch.profiler's
 // ExecutionTraceObserver).
@@ -10030,6 +10299,8 @@ inline std::optional<distributed_info> current_distributed_info() {
 
 
 // ---- begin stint/drain/session.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+#define STINT_SINGLE_STINT_DRAIN_SESSION_HPP
 // One recording session from start to drain: the untemplated core behind stint::profiler.
 
 #include <algorithm>
@@ -10048,6 +10319,8 @@ inline std::optional<distributed_info> current_distributed_info() {
 
 
 // ---- begin stint/capture/detail/input_decoding.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
 // Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
 // and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
 
@@ -10343,9 +10616,12 @@ inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& a
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
 // ---- end stint/capture/detail/input_decoding.hpp ----
 
 // ---- begin stint/device/device_capture.hpp ----
+#ifndef STINT_SINGLE_STINT_DEVICE_DEVICE_CAPTURE_HPP
+#define STINT_SINGLE_STINT_DEVICE_DEVICE_CAPTURE_HPP
 // What a device collector hands the drain at stop: the session's device activity, decoded from the
 // collector's own format (CUPTI records) into plain values, and the collection's report. No CUDA type
 // appears here: the drain and every analysis compile without the toolkit.
@@ -10391,9 +10667,12 @@ struct device_capture {
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DEVICE_DEVICE_CAPTURE_HPP
 // ---- end stint/device/device_capture.hpp ----
 
 // ---- begin stint/drain/device_join.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_DEVICE_JOIN_HPP
+#define STINT_SINGLE_STINT_DRAIN_DEVICE_JOIN_HPP
 // Joins a session's device activity to its CPU events (design §8): each API call and each piece of device
 // work goes to the scope whose external correlation id CUPTI reported for it, the scope's record found
 // through the device-link record the scope appended after its own.
@@ -10470,9 +10749,12 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DRAIN_DEVICE_JOIN_HPP
 // ---- end stint/drain/device_join.hpp ----
 
 // ---- begin stint/drain/record_store.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+#define STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
 // A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
 // thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
 // trace of timing-only records is written from them directly, so that stopping and exporting a big
@@ -10654,9 +10936,12 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
 // ---- end stint/drain/record_store.hpp ----
 
 // ---- begin stint/memory/report.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_REPORT_HPP
+#define STINT_SINGLE_STINT_MEMORY_REPORT_HPP
 // Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
 // report_alloc / report_free / report_oom; the adapters in this folder call them for you.
 
@@ -10799,6 +11084,7 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_REPORT_HPP
 // ---- end stint/memory/report.hpp ----
 
 namespace stint {
@@ -11282,9 +11568,12 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DRAIN_SESSION_HPP
 // ---- end stint/drain/session.hpp ----
 
 // ---- begin stint/export/execution_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_EXECUTION_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_EXECUTION_TRACE_HPP
 // The execution trace (ET): PyTorch's operator graph, as torch.profiler.ExecutionTraceObserver writes
 // it ("schema": "1.1.1-chakra.0.0.4") and PARAM and Chakra read it (design §4). Each op and annotation
 // is a node whose ctrl_deps names its parent; inputs and outputs carry tensor ids shared by every node
@@ -11305,6 +11594,8 @@ private:
 
 
 // ---- begin stint/export/output_file.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+#define STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
 
 #include <algorithm>
 #include <atomic>
@@ -11330,6 +11621,8 @@ private:
 
 
 // ---- begin stint/export/detail/gzip_members.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
 
 #include <algorithm>
 #include <atomic>
@@ -11636,6 +11929,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
 // ---- end stint/export/detail/gzip_members.hpp ----
 
 namespace stint::detail {
@@ -11960,6 +12254,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
 // ---- end stint/export/output_file.hpp ----
 
 namespace stint::detail {
@@ -12344,6 +12639,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_EXECUTION_TRACE_HPP
 // ---- end stint/export/execution_trace.hpp ----
 
 namespace stint {
@@ -12559,9 +12855,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_EXECUTION_TRACE_OBSERVER_HPP
 // ---- end stint/profiler/execution_trace_observer.hpp ----
 
 // ---- begin stint/profiler.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_HPP
+#define STINT_SINGLE_STINT_PROFILER_HPP
 // stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
 // .profile's start/step/stop), their results, and what their traces carry besides events.
 
@@ -12585,6 +12884,8 @@ private:
 
 
 // ---- begin stint/profiler/activities.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_ACTIVITIES_HPP
+#define STINT_SINGLE_STINT_PROFILER_ACTIVITIES_HPP
 // What a session profiles (torch's ProfilerActivity): the CPU, the device, or both.
 
 #include <cstdint>
@@ -12622,9 +12923,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_ACTIVITIES_HPP
 // ---- end stint/profiler/activities.hpp ----
 
 // ---- begin stint/profiler/exit_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+#define STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
 // STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
 // (return from main, exit()) is written to `path`, so a program that never reaches its stop() still
 // leaves its trace. Read once per process; without it, nothing is registered and nothing costs.
@@ -12710,9 +13014,12 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
 // ---- end stint/profiler/exit_trace.hpp ----
 
 // ---- begin stint/export/chrome_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
 // Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
 // in memory, and it lands under its final name only when complete.
 
@@ -12731,6 +13038,8 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 
 
 // ---- begin stint/export/device_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
 // The device part of a Chrome trace, in Kineto's shape (design §4): where device events are drawn,
 // their args, the `ac2g` flows from each CUDA API call to the work it launched, the metadata of
 // devices and streams, and the device collection's report.
@@ -13147,9 +13456,12 @@ void write_device_report(Writer& out, const device_report& report) {
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
 // ---- end stint/export/device_trace.hpp ----
 
 // ---- begin stint/export/trace_time.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
 // The times a Chrome trace writes, chosen so that viewers nest events as the program ran.
 //
 // A trace holds "ts" and "dur" in microseconds; viewers read both as doubles and draw an event's end
@@ -13313,6 +13625,7 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
 // ---- end stint/export/trace_time.hpp ----
 
 namespace stint::detail {
@@ -13781,16 +14094,20 @@ void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace
 
 /// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
 /// place; throws std::system_error naming the path and the OS reason.
-inline void write_chrome_trace_file(const std::string& path, const event_list& events, const chrome_trace_info& info) {
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void write_chrome_trace_file(const std::string& path, const event_list& events, const chrome_trace_info& info) {
     output_file file(path);
     write_chrome_trace(file, events, info);
     file.commit();
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
 // ---- end stint/export/chrome_trace.hpp ----
 
 // ---- begin stint/export/chrome_trace_records.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
 // A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
 // event list: the same events, ids and times as write_chrome_trace gives for the list built from those
 // records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
@@ -14100,7 +14417,8 @@ void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t f
 }
 
 /// Writes the trace of `records` to `path` as write_chrome_trace_file does.
-inline void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
                                     const chrome_trace_info& info) {
     output_file file(path);
     write_chrome_trace(file, records, first_id, info);
@@ -14108,9 +14426,12 @@ inline void write_chrome_trace_file(const std::string& path, const record_store&
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
 // ---- end stint/export/chrome_trace_records.hpp ----
 
 // ---- begin stint/export/trace_stream.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
 // A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
 // takes the chunks that recording threads have filled, writes their events and gives the chunks back
 // to the pool and their bytes back to the budget, so that a session of any length records in the
@@ -14462,9 +14783,12 @@ private:
 };
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
 // ---- end stint/export/trace_stream.hpp ----
 
 // ---- begin stint/export/memory_timeline.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
+#define STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
 // Live bytes of one device over time (profile_memory), as torch's export_memory_timeline writes them:
 // JSON points for tools, or a self-contained HTML page with the plot for a person.
 
@@ -14772,7 +15096,8 @@ namespace stint {
 ///
 ///     stint::export_memory_timeline(prof.events(), "memory.html", {stint::device_type::cuda, 0});
 ///     stint::export_memory_timeline(prof.events(), "memory.json.gz");   // CPU memory
-inline void export_memory_timeline(const event_list& events, const std::string& path,
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void export_memory_timeline(const event_list& events, const std::string& path,
                                    stint::device device = {device_type::cpu, -1}) {
     const bool html = path.ends_with(".html");
     const bool json = path.ends_with(".json") || path.ends_with(".json.gz");
@@ -14791,9 +15116,12 @@ inline void export_memory_timeline(const event_list& events, const std::string& 
 }
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
 // ---- end stint/export/memory_timeline.hpp ----
 
 // ---- begin stint/export/perfetto_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
 // Perfetto's native trace: a protobuf `Trace`, a series of TracePackets, written from an event list
 // and streamed through one buffer (design §4). ui.perfetto.dev and trace_processor open it far beyond
 // the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
@@ -14818,6 +15146,8 @@ inline void export_memory_timeline(const event_list& events, const std::string& 
 
 
 // ---- begin stint/export/detail/protobuf.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
 // The protobuf wire format, as much of it as the Perfetto writer needs: varints and length-delimited
 // fields. A field is a key (field number << 3 | wire type) then its value; a nested message or string
 // is a length then its bytes, so a message's size is known before it is written (computed for the
@@ -14932,6 +15262,7 @@ private:
 };
 
 }  // namespace stint::detail::protobuf
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
 // ---- end stint/export/detail/protobuf.hpp ----
 
 namespace stint::detail {
@@ -15481,7 +15812,8 @@ void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_t
 
 /// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
 /// place; throws std::system_error naming the path and the OS reason.
-inline void write_perfetto_trace_file(const std::string& path, const event_list& events,
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void write_perfetto_trace_file(const std::string& path, const event_list& events,
                                       const perfetto_trace_info& info) {
     output_file file(path);
     write_perfetto_trace(file, events, info);
@@ -15489,9 +15821,12 @@ inline void write_perfetto_trace_file(const std::string& path, const event_list&
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
 // ---- end stint/export/perfetto_trace.hpp ----
 
 // ---- begin stint/export/collapsed_stacks.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
+#define STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
 // Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
 // per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
 // export_stacks). The frames are the stack's source locations (torch's form) or the names of the
@@ -15669,9 +16004,12 @@ inline void write_collapsed_stacks_file(const std::string& path, const event_lis
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
 // ---- end stint/export/collapsed_stacks.hpp ----
 
 // ---- begin stint/export/json_validate.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
+#define STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
 
 #include <cstddef>
 #include <optional>
@@ -15899,6 +16237,7 @@ inline std::optional<std::string> validate_json(std::string_view text) {
 }
 
 }  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
 // ---- end stint/export/json_validate.hpp ----
 
 namespace stint {
@@ -16005,6 +16344,7 @@ public:
     /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
     explicit profiler(options_type options = {}) : options_(std::move(options)) {
         if (!active()) return;
+        detail::install_registry_slow_path();  // threads named from now on are named in the registry
         const bool records_device = has_device && options_.activities.contains(activity::cuda);
         if (!options_.activities.contains(activity::cpu) && !records_device) {
             throw std::invalid_argument(
@@ -16700,9 +17040,12 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
         return fmt::formatter<std::string_view>::format(text, ctx);
     }
 };
+#endif  // STINT_SINGLE_STINT_PROFILER_HPP
 // ---- end stint/profiler.hpp ----
 
 // ---- begin stint/memory/out_of_memory.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
+#define STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
 // The error stint's tracking adapters throw when their allocator fails: a std::bad_alloc that says
 // what it tried to allocate (torch's "Tried to allocate ..." message).
 
@@ -16748,9 +17091,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
 // ---- end stint/memory/out_of_memory.hpp ----
 
 // ---- begin stint/memory/tracking_allocator.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
+#define STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
 // A standard allocator that reports what it allocates and frees to a profile_memory session.
 
 #include <cstddef>
@@ -16818,9 +17164,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
 // ---- end stint/memory/tracking_allocator.hpp ----
 
 // ---- begin stint/memory/tracking_resource.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
+#define STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
 // A std::pmr::memory_resource that reports what it allocates and frees to a profile_memory session.
 
 #include <cstddef>
@@ -16867,9 +17216,12 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
 // ---- end stint/memory/tracking_resource.hpp ----
 
 // ---- begin stint/memory/global_new.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
+#define STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
 // STINT_TRACK_GLOBAL_NEW(): the program's global operator new and delete, replaced by ones that report
 // to a profile_memory session. Opt-in, in exactly one translation unit.
 //
@@ -16984,9 +17336,12 @@ inline void tracked_delete_sized(void* p, std::size_t bytes) noexcept {
     static_assert(true, "")
 // NOLINTEND
 #endif
+#endif  // STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
 // ---- end stint/memory/global_new.hpp ----
 
 // ---- begin stint/export/tensorboard.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
+#define STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
 // torch.profiler.tensorboard_trace_handler: an on_trace_ready callback that writes each schedule
 // window as `<dir>/<worker>.<ms since epoch>.pt.trace.json[.gz]`, the layout the TensorBoard profiler
 // plugin reads.
@@ -17105,5 +17460,7 @@ private:
 };
 
 }  // namespace stint
+#endif  // STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
 // ---- end stint/export/tensorboard.hpp ----
+#endif  // STINT_SINGLE_STINT_STINT_HPP
 // ---- end stint/stint.hpp ----

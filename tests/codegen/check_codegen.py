@@ -2,7 +2,7 @@
 """Checks stint's promises about object code (design §6) on x86-64, for each compiler given.
 
 1. Compiled out is free. compiled_out*.cpp are compiled without instrumentation (this script blanks
-   every STINT_* line and the stint include) and with stint compiled out (-DSTINT_DISABLE, and
+   every STINT_* line and the stint include; compiled_out_annotate.cpp includes only annotate.hpp) and with stint compiled out (-DSTINT_DISABLE, and
    STINT_CONFIG=stint::disabled). Each function of the uninstrumented object must disassemble to the
    same instructions and relocations in the other; and the other may hold more functions, data
    sections, data objects or strings only where an object that just includes stint.hpp has them.
@@ -30,6 +30,7 @@ COMPILED_OUT = [  # (source, how stint is compiled out)
     ("compiled_out.cpp", "-DSTINT_DISABLE"),
     ("compiled_out.cpp", "-DSTINT_CONFIG=::stint::disabled"),
     ("compiled_out_named.cpp", "-DSTINT_DISABLE"),
+    ("compiled_out_annotate.cpp", "-DSTINT_DISABLE"),  # a framework's file with only the annotation header
 ]
 STINT_LINE = re.compile(r'^\s*STINT_[A-Z_]+\(.*\);\s*(//.*)?$|^#include "stint/')
 LOCAL_LABEL = re.compile(r"^(\.L[A-Za-z_.]*?)\.?\d[\d_]*")  # .LC0, .L.str.5: numbered per object

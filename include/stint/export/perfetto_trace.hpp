@@ -574,7 +574,8 @@ void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_t
 
 /// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
 /// place; throws std::system_error naming the path and the OS reason.
-inline void write_perfetto_trace_file(const std::string& path, const event_list& events,
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void write_perfetto_trace_file(const std::string& path, const event_list& events,
                                       const perfetto_trace_info& info) {
     output_file file(path);
     write_perfetto_trace(file, events, info);

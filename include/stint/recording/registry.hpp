@@ -975,9 +975,10 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
     reg.set_thread_name(*buffer.node, name);
 }
 
-/// The registry's side of the slow path, installed for every object that records (slow_path.hpp): at
-/// load, so that a thread named before any profiler starts is named in the registry, and again by
-/// the_registry(). The first object to install it wins; all of them reach the one registry.
+/// The registry's side of the slow path, for every object that records (slow_path.hpp): installed by
+/// the first profiler made (so that threads named after it are named in the registry) and by
+/// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
+/// load: an initializer would emit the registry's code in every file that includes this header.)
 inline const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
                                      &intern_dynamic_site_in_table};
@@ -988,7 +989,6 @@ inline bool install_registry_slow_path() noexcept {
     installed_slow_path.compare_exchange_strong(none, &registry_slow_path(), std::memory_order_acq_rel);
     return true;
 }
-inline const bool registry_slow_path_installed = install_registry_slow_path();
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail

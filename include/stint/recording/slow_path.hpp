@@ -179,8 +179,8 @@ STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_
 
 namespace stint {
 
-/// Names the calling thread in traces (otherwise its OS name is used). Before any object that can run
-/// a profiler is loaded there is no registry to keep it in: the OS name is set then (cut to 15 bytes).
+/// Names the calling thread in traces (otherwise its OS name is used). Before the process's first
+/// profiler is made there is no registry to keep it in: the OS name is set then (cut to 15 bytes).
 inline void set_thread_name(std::string_view name) {
     auto& buffer = detail::tls_buffer;
     if (buffer.dead) return;
