@@ -157,7 +157,9 @@ std::string export_text(const stint::event_list& list) {
     stint::detail::write_chrome_trace(sink, list, {.pid = host_pid, .truncated_names = 0, .metadata_json = {}});
     // STINT_TEST_TRACE_DIR: keep the trace for tests/viewer/run.sh, which loads it into speedscope.
     if (const char* dir = std::getenv("STINT_TEST_TRACE_DIR"); dir != nullptr && list.has_device_events()) {
-        std::ofstream(std::string(dir) + "/device.pt.trace.json") << sink.text;
+        std::ofstream out(std::string(dir) + "/device.pt.trace.json");
+        out << sink.text;
+        REQUIRE_MESSAGE(out.good(), "cannot write " << dir << "/device.pt.trace.json");
     }
     return sink.text;
 }

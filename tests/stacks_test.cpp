@@ -224,6 +224,7 @@ TEST_CASE("export_stacks writes collapsed stacks: root first, positive integers,
 
     // No device events yet: nothing has self CUDA time.
     prof.export_stacks(dir.file("cuda.stacks"), "self_cuda_time_total");
+    REQUIRE(std::filesystem::is_regular_file(dir.file("cuda.stacks")));  // written, and empty
     CHECK(stint_test::read_file(dir.file("cuda.stacks")).empty());
 }
 

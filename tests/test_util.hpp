@@ -5,9 +5,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -67,21 +69,30 @@ private:
     std::filesystem::path path_;
 };
 
+/// A file's bytes; throws (the path and the reason) where it cannot be read, so that a file that was
+/// never written fails the test instead of reading as empty.
 inline std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("stint_test: cannot read '" + path + "': " + std::strerror(errno));
     std::stringstream text;
     text << in.rdbuf();
+    if (in.bad()) throw std::runtime_error("stint_test: cannot read '" + path + "'");
     return text.str();
 }
 
+/// A gzip file's bytes, decompressed; throws where it cannot be opened, or is not whole gzip.
 inline std::string read_gzip(const std::string& path) {
     gzFile file = gzopen(path.c_str(), "rb");
+    if (file == nullptr) throw std::runtime_error("stint_test: cannot open '" + path + "': " + std::strerror(errno));
     std::string text;
-    if (file == nullptr) return text;
     char block[65536];
     int n = 0;
     while ((n = gzread(file, block, sizeof(block))) > 0) text.append(block, static_cast<std::size_t>(n));
+    int code = Z_OK;
+    const char* message = n < 0 ? gzerror(file, &code) : nullptr;
+    const std::string reason = message != nullptr ? message : "";
     gzclose(file);
+    if (n < 0) throw std::runtime_error("stint_test: cannot decompress '" + path + "': " + reason);
     return text;
 }
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Runs every test binary of one or more meson build directories and sums doctest's counts.
 
-Prints each binary's doctest summary and ends with one line `N passed, N failed` (test cases, summed
-over all binaries; a binary that crashes or prints no summary counts as one failed test case; one that
-exits 77 with no summary is reported as skipped, as meson does: the GPU smoke test where no GPU is).
+Prints each binary's doctest summary and ends with one line `N passed, N failed, N skipped` (test cases,
+summed over all binaries; suites skipped, each named with its reason). A binary that crashes or prints no
+summary counts as one failed test case; one that is not built (a missing file) is one failure, named
+"not built". A suite that exits 77 with no summary is skipped, as meson does: the GPU smoke test where no
+GPU is, and each suite this build could not make (tests/meson.build registers it as a stand-in that
+exits 77 with the reason: no CUDA headers, no MPI). Where STINT_TESTS_MAY_SKIP is set (CI: a
+comma-separated list of the suites its machine cannot run), a skip of any other suite is a failure.
 Exit status is non-zero on any failure.
 
 usage: tools/run_tests.py BUILD_DIR [BUILD_DIR ...] [--only NAME,NAME] [--skip NAME,NAME]
@@ -33,7 +37,9 @@ def main():
     args = parser.parse_args()
     only = {name for name in args.only.split(",") if name}
     skip = {name for name in args.skip.split(",") if name}
-    passed = failed = 0
+    passed = failed = skipped = 0
+    may_skip = os.environ.get("STINT_TESTS_MAY_SKIP")
+    may_skip = None if may_skip is None else {name for name in may_skip.split(",") if name}
     for build_dir in args.build_dirs:
         for test in tests_of(build_dir):
             if (only and test["name"] not in only) or test["name"] in skip:
@@ -45,6 +51,12 @@ def main():
                 env[key] = value
             label = f"{os.path.basename(os.path.normpath(build_dir))}/{test['name']}"
             started = time.monotonic()
+            program = test["cmd"][0]
+            if not os.path.exists(program):
+                # A build that failed, or a build directory made by another version of the tree.
+                failed += 1
+                print(f"{label}: 0 passed, 1 failed (FAILED: not built, {program} is missing)", flush=True)
+                continue
             try:
                 run = subprocess.run(test["cmd"], cwd=test.get("workdir") or build_dir, env=env,
                                      capture_output=True, text=True, errors="replace",
@@ -59,7 +71,13 @@ def main():
             if code == 77 and not match:
                 # automake's and meson's "skipped": a test that needs what this machine lacks (a GPU).
                 last = output.strip().splitlines()[-1:] or ["(no output)"]
-                print(f"{label}: skipped, exit 77: {last[0]}", flush=True)
+                if may_skip is not None and test["name"] not in may_skip:
+                    failed += 1
+                    print(f"{label}: 0 passed, 1 failed (FAILED: skipped where it must run, "
+                          f"STINT_TESTS_MAY_SKIP={','.join(sorted(may_skip))}): {last[0]}", flush=True)
+                    continue
+                skipped += 1
+                print(f"{label}: skipped: {last[0]}", flush=True)
                 continue
             if match:
                 p, f = int(match.group(2)), int(match.group(3))
@@ -73,7 +91,7 @@ def main():
             print(f"{label}: {p} passed, {f} failed ({status}, {time.monotonic() - started:.1f} s)", flush=True)
             if f:
                 print(output[-6000:], flush=True)
-    print(f"{passed} passed, {failed} failed", flush=True)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped", flush=True)
     return 0 if failed == 0 else 1
 
 
