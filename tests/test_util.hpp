@@ -2,6 +2,7 @@
 // Helpers shared by the tests: temporary directories, reading traces back independently, and the small
 // tools many tests use (one definition each: test binaries are built as unity builds).
 
+#include <sys/wait.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -217,6 +218,32 @@ inline stint::event_args input_shapes(std::vector<std::vector<std::int64_t>> dim
     args.input_dims = std::move(dims);
     return args;
 }
+
+/// What a shell command printed (stdout and stderr together), and how it ended.
+struct program_result {
+    int status = -1;  ///< its exit status, or 128 + the signal that ended it
+    std::string output;
+};
+
+/// Runs `command` with /bin/sh, its stderr joined to its stdout, and keeps what it printed.
+inline program_result run_program(const std::string& command) {
+    program_result result;
+    FILE* pipe = ::popen(("exec 2>&1; " + command).c_str(), "r");
+    if (pipe == nullptr) throw std::runtime_error("stint_test: cannot run '" + command + "': " + std::strerror(errno));
+    char block[4096];
+    for (std::size_t n = 0; (n = std::fread(block, 1, sizeof block, pipe)) > 0;) result.output.append(block, n);
+    const int status = ::pclose(pipe);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+/// The test program that leaves main during a session in the way `mode` names
+/// (tests/programs/exit_in_session.cpp), with `environment` ("NAME='value' ...") before it.
+#ifdef STINT_TEST_EXIT_PROGRAM
+inline program_result run_exit_program(const std::string& mode, const std::string& environment = "") {
+    return run_program(environment + " " + std::string(STINT_TEST_EXIT_PROGRAM) + " " + mode);
+}
+#endif
 
 /// A golden file's bytes (tests/golden/NAME): meson passes the source directory; a bare compiler
 /// build has __FILE__, which is beside it.
