@@ -1,33 +1,22 @@
 #pragma once
 // torch's test_mem_leak for stint: many sessions of 1,024 recorded ops each, and resident memory after
-// each (read from /proc/self/statm, as the issue asks). What stint holds between sessions on purpose
+// each (VmRSS, stint_test::memory_now()). What stint holds between sessions on purpose
 // (the warm chunk cache, the 2 MiB slabs its largest chunks come from) is measured apart from the
 // rest: the cache may fill up in one step at any session (when the prefault thread maps a slab), a
 // leak grows with every session. The check judges the rest's growth over the late sessions, so that it
 // fails for a leak and never for the cache.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "stint/recording/registry.hpp"
 
 #include "reliability/size.hpp"
+#include "test_util.hpp"
 
 namespace stint_test {
-
-/// Resident bytes from /proc/self/statm (its second field, in pages).
-inline std::int64_t statm_resident_bytes() {
-    std::ifstream statm("/proc/self/statm");
-    std::int64_t size = 0;
-    std::int64_t resident = 0;
-    statm >> size >> resident;
-    return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
-}
 
 /// Resident memory after one session, and the part of it stint's chunk pool holds on purpose.
 struct memory_sample {
@@ -50,7 +39,7 @@ std::vector<memory_sample> memory_after_sessions(Session&& session) {
     for (int i = 0; i < leak_check_sessions; ++i) {
         session();
         memory_sample sample;
-        sample.resident = statm_resident_bytes();
+        sample.resident = memory_now().resident;
         sample.held = static_cast<std::int64_t>(stint::detail::the_registry().held_buffer_bytes());
         samples.push_back(sample);
     }

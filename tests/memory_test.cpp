@@ -29,20 +29,8 @@ using mem = stint::config<stint::profile_memory>;
 static_assert(std::is_same_v<stint::detail::op_scope_or_site<mem>, stint::detail::scope<mem>>);
 static_assert(sizeof(stint::detail::scope<mem>) == sizeof(stint::detail::scope<stint::config<>>));
 
-std::optional<stint::event> named(const stint::event_list& events, std::string_view name) {
-    for (const stint::event& e : events) {
-        if (e.name == name) return e;
-    }
-    return std::nullopt;
-}
-
-std::vector<std::optional<stint::event>> memory_events(const stint::event_list& events) {
-    std::vector<std::optional<stint::event>> found;
-    for (const stint::event& e : events) {
-        if (e.kind == stint::event_kind::memory) found.push_back(e);
-    }
-    return found;
-}
+using stint_test::find;
+using stint_test::memory_events;
 
 // An allocator whose every allocation fails, as a device allocator out of memory does.
 template <class T>
@@ -74,9 +62,9 @@ TEST_CASE("memory: the seed's scopes: an op allocating inside one scope, the fre
     }
     prof.stop();
     const stint::event_list& events = prof.events();
-    std::optional<stint::event> alloc_scope = named(events, "test_user_scope_alloc");
-    std::optional<stint::event> op = named(events, "aten::empty");
-    std::optional<stint::event> dealloc_scope = named(events, "test_user_scope_dealloc");
+    std::optional<stint::event> alloc_scope = find(events, "test_user_scope_alloc");
+    std::optional<stint::event> op = find(events, "aten::empty");
+    std::optional<stint::event> dealloc_scope = find(events, "test_user_scope_dealloc");
     REQUIRE(alloc_scope != std::nullopt);
     REQUIRE(op != std::nullopt);
     REQUIRE(dealloc_scope != std::nullopt);
@@ -144,11 +132,11 @@ TEST_CASE("memory: an allocator that runs out: an [OutOfMemory] event, and an er
     prof.stop();
     CHECK(std::regex_match(message, std::regex(".*[tT]ried to allocate.*")));
     CHECK(message.find("1073741824 bytes") != std::string::npos);
-    std::optional<stint::event> oom = named(prof.events(), "[OutOfMemory]");
+    std::optional<stint::event> oom = find(prof.events(), "[OutOfMemory]");
     REQUIRE(oom != std::nullopt);
     CHECK(oom->kind == stint::event_kind::out_of_memory);
     CHECK(prof.events().memory_of(*oom)->bytes == std::int64_t{1} << 30);
-    CHECK(prof.events().parent(*oom) == named(prof.events(), "aten::empty"));
+    CHECK(prof.events().parent(*oom) == find(prof.events(), "aten::empty"));
 
     stint_test::temp_dir dir;
     prof.export_chrome_trace(dir.file("oom.json"));
@@ -173,7 +161,7 @@ TEST_CASE("memory: report_oom carries the allocator's totals and device") {
     prof.start();
     stint::report_oom(std::size_t{1} << 42, {stint::device_type::cuda, 1}, 7'000, 9'000);
     prof.stop();
-    std::optional<stint::event> oom = named(prof.events(), "[OutOfMemory]");
+    std::optional<stint::event> oom = find(prof.events(), "[OutOfMemory]");
     REQUIRE(oom != std::nullopt);
     const stint::memory_record& r = *prof.events().memory_of(*oom);
     CHECK(r.total_allocated == 7'000);
@@ -194,7 +182,7 @@ TEST_CASE("memory: top level: a block allocated in an op and freed outside any s
     prof.stop();
     const auto memory = memory_events(prof.events());
     REQUIRE(memory.size() == 2);
-    CHECK(prof.events().memory_usage_of(*named(prof.events(), "aten::rand")).cpu == 128);
+    CHECK(prof.events().memory_usage_of(*find(prof.events(), "aten::rand")).cpu == 128);
     CHECK(memory[1]->is_top_level());
     CHECK(prof.events().memory_usage_of(*memory[1]).cpu == -128);
     // The seed's top-level rows: the op allocated, the "[memory]" row (top-level events only) freed.

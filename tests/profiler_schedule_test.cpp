@@ -43,23 +43,7 @@ void work(std::int64_t step) {
     STINT_SCOPE("inner");
 }
 
-/// torch's schedule laid out step by step (skip, then whole cycles end to end, then NONE), written
-/// independently of the library's arithmetic.
-std::vector<profiler_action> reference_actions(const stint::schedule_options& o, std::size_t steps) {
-    std::vector<profiler_action> out;
-    auto push = [&](profiler_action a, std::int64_t times) {
-        for (std::int64_t i = 0; i < times && out.size() < steps; ++i) out.push_back(a);
-    };
-    push(N, o.skip_first);
-    for (std::int64_t cycle = 0; out.size() < steps && (o.repeat == 0 || cycle < o.repeat); ++cycle) {
-        push(N, o.wait);
-        push(W, o.warmup);
-        push(R, o.active - 1);
-        push(S, 1);
-    }
-    while (out.size() < steps) out.push_back(N);
-    return out;
-}
+using stint_test::reference_actions;
 
 /// The windows a profiler started at step 0 and stopped after `iterations` steps delivers: runs of
 /// record steps, each closed by a RECORD_AND_SAVE step or by the stop.

@@ -28,11 +28,7 @@ void middle() {
 
 using stint_test::find;
 
-std::size_t count(const stint::event_list& list, std::string_view name) {
-    std::size_t n = 0;
-    for (const auto& e : list) n += e.name == name ? 1 : 0;
-    return n;
-}
+using stint_test::count_named;
 
 }  // namespace
 
@@ -222,7 +218,7 @@ TEST_CASE("two sessions back to back keep their events apart") {
     first.stop();
     CHECK(second.events().size() == 3);
     REQUIRE(first.events().size() == 2);  // each start begins a new event list
-    CHECK(count(first.events(), "leaf") == 2);
+    CHECK(count_named(first.events(), "leaf") == 2);
     // Ids keep growing across a profiler's sessions: the next session's follow the last one's.
     CHECK(first.events()[0].id == first_id + 1);
     CHECK(first.events()[1].id == first_id + 2);

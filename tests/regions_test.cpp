@@ -30,10 +30,7 @@ struct compile_phase {
     static constexpr std::string_view label = "compile_phase";
 };
 
-std::size_t count_named(const stint::event_list& events, std::string_view name) {
-    return static_cast<std::size_t>(
-        std::count_if(events.begin(), events.end(), [&](const stint::event& e) { return e.name == name; }));
-}
+using stint_test::count_named;
 
 /// The events of `prof`'s last window as the Chrome trace has them, parsed with nlohmann-json.
 template <class Profiler>
@@ -42,11 +39,6 @@ std::vector<nlohmann::json> trace_events(const Profiler& prof) {
     const std::string path = dir.file("regions.pt.trace.json");
     prof.export_chrome_trace(path);
     return stint_test::timed_events(stint_test::read_json(path));
-}
-
-std::size_t count_named(const std::vector<nlohmann::json>& events, std::string_view name) {
-    return static_cast<std::size_t>(
-        std::count_if(events.begin(), events.end(), [&](const nlohmann::json& e) { return e.at("name") == name; }));
 }
 
 using stint_test::spin_for;

@@ -37,22 +37,12 @@ void wait_past(std::uint64_t ticks) {
     }
 }
 
-std::optional<stint::event> find(const stint::event_list& events, std::string_view name) {
-    for (const stint::event& e : events) {
-        if (e.name == name) return e;
-    }
-    return std::nullopt;
-}
-
-std::size_t count_named(const stint::event_list& events, std::string_view name) {
-    std::size_t n = 0;
-    for (const stint::event& e : events) n += e.name == name ? 1 : 0;
-    return n;
-}
+using stint_test::count_named;
+using stint_test::find;
 
 // Resident bytes less the chunks the registry keeps warm between sessions (bounded on their own).
 std::size_t resident_without_cached_chunks() {
-    return static_cast<std::size_t>(stint_test::statm_resident_bytes()) -
+    return static_cast<std::size_t>(stint_test::memory_now().resident) -
            stint::detail::the_registry().cached_buffer_bytes();
 }
 

@@ -18,10 +18,8 @@ stint_test::program_result run_program(const std::string& mode, const std::strin
     return stint_test::run_exit_program(mode, "STINT_TRACE_ON_EXIT='" + trace_path + "'");
 }
 
-std::size_t count_named(const nlohmann::json& trace, const std::string& name) {
-    std::size_t n = 0;
-    for (const auto& e : stint_test::timed_events(trace)) n += e.at("name") == name ? 1 : 0;
-    return n;
+std::size_t count_in_trace(const nlohmann::json& trace, const std::string& name) {
+    return stint_test::count_named(stint_test::timed_events(trace), name);
 }
 
 }  // namespace
@@ -36,7 +34,7 @@ TEST_CASE("STINT_TRACE_ON_EXIT writes the unfinished session's trace when the pr
         REQUIRE(run.status == 0);
         REQUIRE(std::filesystem::exists(path));
         const nlohmann::json trace = stint_test::read_json(path);
-        CHECK(count_named(trace, "main") == 1000);
+        CHECK(count_in_trace(trace, "main") == 1000);
         CHECK(trace.at("stint").at("recorded").get<std::uint64_t>() >= 1000);
     }
 }
