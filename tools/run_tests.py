@@ -3,8 +3,8 @@
 
 Prints each binary's doctest summary and ends with one line `N passed, N failed, N skipped` (test cases,
 summed over all binaries; suites skipped, each named with its reason). A binary that crashes or prints no
-summary counts as one failed test case; one that is not built (a missing file) is one failure, named
-"not built". A suite that exits 77 with no summary is skipped, as meson does: the GPU smoke test where no
+summary counts as one failed test case; one whose program (or a program it runs, meson's `depends`)
+was not built is one failure, named "not built", and is not run. A suite that exits 77 with no summary is skipped, as meson does: the GPU smoke test where no
 GPU is, and each suite this build could not make (tests/meson.build registers it as a stand-in that
 exits 77 with the reason: no CUDA headers, no MPI). Where STINT_TESTS_MAY_SKIP is set (CI: a
 comma-separated list of the suites its machine cannot run), a skip of any other suite is a failure.
@@ -28,6 +28,18 @@ def tests_of(build_dir):
     return json.loads(out.stdout)
 
 
+def files_of_targets(build_dir):
+    """{target id: [the files it builds]}, to tell which of a test's programs were not built."""
+    out = subprocess.run(["meson", "introspect", "--targets", build_dir], check=True, capture_output=True, text=True)
+    return {target["id"]: target["filename"] for target in json.loads(out.stdout)}
+
+
+def missing_files(test, built_by):
+    """The test's program and the programs it depends on (a script's subject) that do not exist."""
+    wanted = [test["cmd"][0]] + [f for target in test.get("depends") or [] for f in built_by.get(target, [])]
+    return [path for path in dict.fromkeys(wanted) if not os.path.exists(path)]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build_dirs", nargs="+")
@@ -40,8 +52,11 @@ def main():
     passed = failed = skipped = 0
     may_skip = os.environ.get("STINT_TESTS_MAY_SKIP")
     may_skip = None if may_skip is None else {name for name in may_skip.split(",") if name}
+    seen = set()
     for build_dir in args.build_dirs:
+        built_by = files_of_targets(build_dir)
         for test in tests_of(build_dir):
+            seen.add(test["name"])
             if (only and test["name"] not in only) or test["name"] in skip:
                 continue
             env = dict(os.environ)
@@ -51,11 +66,11 @@ def main():
                 env[key] = value
             label = f"{os.path.basename(os.path.normpath(build_dir))}/{test['name']}"
             started = time.monotonic()
-            program = test["cmd"][0]
-            if not os.path.exists(program):
-                # A build that failed, or a build directory made by another version of the tree.
+            missing = missing_files(test, built_by)
+            if missing:
+                # A build that failed or was not asked for: the test would run nothing, or stale files.
                 failed += 1
-                print(f"{label}: 0 passed, 1 failed (FAILED: not built, {program} is missing)", flush=True)
+                print(f"{label}: 0 passed, 1 failed (FAILED: not built, missing {' '.join(missing)})", flush=True)
                 continue
             try:
                 run = subprocess.run(test["cmd"], cwd=test.get("workdir") or build_dir, env=env,
@@ -71,6 +86,7 @@ def main():
             if code == 77 and not match:
                 # automake's and meson's "skipped": a test that needs what this machine lacks (a GPU).
                 last = output.strip().splitlines()[-1:] or ["(no output)"]
+                last = [last[0].removeprefix("skipped: ")]
                 if may_skip is not None and test["name"] not in may_skip:
                     failed += 1
                     print(f"{label}: 0 passed, 1 failed (FAILED: skipped where it must run, "
@@ -91,6 +107,9 @@ def main():
             print(f"{label}: {p} passed, {f} failed ({status}, {time.monotonic() - started:.1f} s)", flush=True)
             if f:
                 print(output[-6000:], flush=True)
+    for name in sorted(only - seen):  # asked for by name, and no build directory has it
+        failed += 1
+        print(f"{name}: 0 passed, 1 failed (FAILED: no test of that name in {' '.join(args.build_dirs)})", flush=True)
     print(f"{passed} passed, {failed} failed, {skipped} skipped", flush=True)
     return 0 if failed == 0 else 1
 
