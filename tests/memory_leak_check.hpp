@@ -1,13 +1,14 @@
 #pragma once
 // torch's test_mem_leak for stint: many sessions of 1,024 recorded ops each, and resident memory after
-// each (VmRSS, stint_test::memory_now()). What stint holds between sessions on purpose
-// (the warm chunk cache, the 2 MiB slabs its largest chunks come from) is measured apart from the
-// rest: the cache may fill up in one step at any session (when the prefault thread maps a slab), a
-// leak grows with every session. The check judges the rest's growth over the late sessions, so that it
+// each (VmRSS, stint_test::memory_now()). What stint holds between sessions on purpose (the warm chunk
+// cache, whose largest chunks come from 2 MiB slabs) is measured apart from the rest: the cache may
+// fill up in one step at any session (when the prefault thread maps a slab), a leak grows with every
+// session. The check judges the rest's growth over the late sessions, so that it
 // fails for a leak and never for the cache.
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@ namespace stint_test {
 /// Resident memory after one session, and the part of it stint's chunk pool holds on purpose.
 struct memory_sample {
     std::int64_t resident = 0;
-    std::int64_t held = 0;  ///< the chunk pool's cached heap chunks and mapped slabs
+    std::int64_t held = 0;  ///< the chunk pool's cached chunks (warm, resident, from the heap or a slab)
     [[nodiscard]] std::int64_t rest() const { return resident - held; }
 };
 
@@ -40,34 +41,46 @@ std::vector<memory_sample> memory_after_sessions(Session&& session) {
         session();
         memory_sample sample;
         sample.resident = memory_now().resident;
-        sample.held = static_cast<std::int64_t>(stint::detail::the_registry().held_buffer_bytes());
+        sample.held = static_cast<std::int64_t>(stint::detail::the_registry().cached_buffer_bytes());
         samples.push_back(sample);
     }
     return samples;
 }
 
-/// How much the rest (resident memory, less what the pool holds) grew and stayed: its lowest value in
-/// the late window, less its highest in the early window, less its largest step from one session to
-/// the next. Resident memory that rises and falls back (malloc trimming its heap) does not count; nor
-/// does memory that a cache takes once, all in one step; a leak of L bytes a session grows by L at
-/// each of the 21 steps between the windows' near ends, and shows as about 20 L.
-inline std::int64_t sustained_growth(const std::vector<memory_sample>& samples) {
-    const std::size_t early = leak_check_warm_sessions;
-    const std::size_t late = samples.size() - std::min(samples.size(), leak_check_window);
-    if (late < early + leak_check_window) return 0;  // too few sessions to judge: the callers run enough
-    std::int64_t early_high = samples[early].rest();
-    for (std::size_t i = early; i < early + leak_check_window; ++i) early_high = std::max(early_high, samples[i].rest());
-    std::int64_t late_low = samples[late].rest();
-    for (std::size_t i = late; i < samples.size(); ++i) late_low = std::min(late_low, samples[i].rest());
-    std::int64_t largest_step = 0;
-    for (std::size_t i = early + 1; i < samples.size(); ++i) {
-        largest_step = std::max(largest_step, samples[i].rest() - samples[i - 1].rest());
-    }
-    return late_low - early_high - largest_step;
+/// The median of `values` (copied).
+inline std::int64_t median_of(std::vector<std::int64_t> values) {
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+    return values[values.size() / 2];
 }
 
-/// The bound on sustained_growth(): a leak of 13 KiB a session or more fails (a session of the checks
-/// records about 300 KiB of events; malloc's jitter between sessions of the same work is a few pages).
+/// How much the rest (resident memory, less what the pool holds) grew and stayed. The rest is first
+/// smoothed by a running median of 5 sessions, so that a session whose memory rises and falls back
+/// (malloc trimming its heap late) counts for nothing; then the median of the late window, less the
+/// median of the early window, less the largest step from one session to the next: memory that a
+/// cache takes once is all in one step. A leak of L resident bytes a session shows as about 34 L.
+inline std::int64_t sustained_growth(const std::vector<memory_sample>& samples) {
+    const std::size_t early = leak_check_warm_sessions;
+    if (samples.size() < early + 3 * leak_check_window) throw std::invalid_argument("stint_test: too few sessions to judge");
+    std::vector<std::int64_t> smooth;
+    for (std::size_t i = early; i < samples.size(); ++i) {
+        std::vector<std::int64_t> around;
+        for (std::size_t j = std::max(early, i - std::min<std::size_t>(i, 2)); j <= std::min(samples.size() - 1, i + 2); ++j) {
+            around.push_back(samples[j].rest());
+        }
+        smooth.push_back(median_of(around));
+    }
+    const auto window = [&](std::size_t first) {
+        return median_of(std::vector<std::int64_t>(smooth.begin() + static_cast<std::ptrdiff_t>(first),
+                                                   smooth.begin() + static_cast<std::ptrdiff_t>(first + leak_check_window)));
+    };
+    std::int64_t largest_step = 0;
+    for (std::size_t i = 1; i < smooth.size(); ++i) largest_step = std::max(largest_step, smooth[i] - smooth[i - 1]);
+    return window(smooth.size() - leak_check_window) - window(0) - largest_step;
+}
+
+/// The bound on sustained_growth(): a leak of 8 KiB of resident memory a session or more fails (a
+/// session of the checks records about 300 KiB of events). Resident memory is what the check can see:
+/// a leak that malloc serves from memory the process already freed shows only once that runs out.
 inline constexpr std::int64_t leak_bound_bytes = std::int64_t{256} << 10;
 
 /// One line per sample, for the check's message: "resident held rest" in KiB.

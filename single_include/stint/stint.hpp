@@ -916,7 +916,6 @@ struct device_properties {
 struct device_loss {
     std::uint64_t dropped_records = 0;       ///< records CUPTI could not store (cuptiActivityGetNumDroppedRecords)
     std::uint64_t rejected_buffers = 0;      ///< buffer requests refused over the budget (CUPTI then drops)
-    std::uint64_t foreign_buffers = 0;       ///< buffers another CUPTI client's callbacks took (records lost)
     std::uint64_t incomplete_records = 0;    ///< records with no or reversed timestamps (work still running)
     std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode, syncs on no known device
     std::uint64_t unparsed_bytes = 0;        ///< bytes of a buffer after a record CUPTI could not walk
@@ -931,7 +930,6 @@ struct device_loss {
     device_loss& operator+=(const device_loss& o) noexcept {
         dropped_records += o.dropped_records;
         rejected_buffers += o.rejected_buffers;
-        foreign_buffers += o.foreign_buffers;
         incomplete_records += o.incomplete_records;
         unknown_records += o.unknown_records;
         unparsed_bytes += o.unparsed_bytes;
@@ -945,20 +943,17 @@ struct device_loss {
 
 /// The device collection of a session: whether it ran, why not, and what it lost.
 struct device_report {
-    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", "active, shared: <what>"
-    /// (collected beside another CUPTI client: what that cost), or "unavailable: <reason>" (the session
-    /// recorded the CPU only).
+    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", or
+    /// "unavailable: <reason>" (the session recorded the CPU only).
     std::string status = "off";
     std::string library;               ///< the libcupti that was loaded
     std::uint32_t cupti_version = 0;   ///< cuptiGetVersion() of the loaded library
     std::uint32_t cupti_headers = 0;   ///< CUPTI_API_VERSION stint was compiled against
     std::string clock_alignment;       ///< how device times were put on stint's clock
-    double clock_error_ns = 0;         ///< that mapping's measured error (0: CUPTI read stint's own clock)
-    bool torn_down = false;            ///< CUPTI was detached after the session (cuptiFinalize)
     device_loss loss;
     std::vector<device_properties> devices;
 
-    [[nodiscard]] bool active() const noexcept { return status.starts_with("active"); }
+    [[nodiscard]] bool active() const noexcept { return status == "active"; }
 };
 
 }  // namespace stint
@@ -3018,17 +3013,6 @@ public:
         std::lock_guard lock(mutex_);
         return cached_bytes_;
     }
-    /// What the pool holds on purpose, as resident memory sees it: the cached chunks taken from the heap,
-    /// and every mapped slab whole (its chunks cached, in use or given back: a huge page stays resident
-    /// whole). For tests that tell a leak from the cache.
-    [[nodiscard]] std::size_t held_bytes() {
-        std::lock_guard lock(mutex_);  // then the memory's mutex, the order fork() takes them in
-        std::size_t heap = 0;
-        for (const auto& cached : free_) {
-            for (const chunk* c : cached) heap += c->in_slab ? 0 : c->total();
-        }
-        return heap + memory_.slabs() * chunk_memory::slab_bytes;
-    }
 
     /// Chunks allocated and faulted in when asked for because none was cached (by a recording thread's
     /// slow path, or at a session's start), since the process started.
@@ -3371,8 +3355,6 @@ public:
     std::uint64_t chunks_faulted_on_demand() const noexcept { return pool_.faulted_on_demand(); }
     /// Bytes of chunks cached for the next session.
     std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
-    /// Bytes the pool holds on purpose between sessions: cached heap chunks and mapped slabs (tests).
-    std::size_t held_buffer_bytes() { return pool_.held_bytes(); }
 
     /// Threads (per shared object) registered and not yet freed: exited threads are freed by the drain
     /// or the next session's start.
@@ -4491,9 +4473,7 @@ template <class Backend>
 class device_link {
 public:
     STINT_DETAIL_ALWAYS_INLINE void open() noexcept {
-        // Acquire: the collector's table, written before the session set the flag, is read next (a plain
-        // load on x86; aarch64 needs the barrier).
-        if (device_correlating.load(std::memory_order_acquire)) [[unlikely]] {
+        if (device_correlating.load(std::memory_order_relaxed)) [[unlikely]] {
             id_ = next_external_id();
             if (!Backend::push_external_id(id_)) id_ = 0;
         }
@@ -10365,7 +10345,6 @@ inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& a
 
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10396,9 +10375,6 @@ struct device_capture {
     std::uint64_t own_thread = 0;
     std::uint64_t own_from_ticks = 0;
     std::uint64_t own_until_ticks = 0;
-    /// Each record kind's size as the loaded library laid it out (the step between two records in a
-    /// buffer, the smallest seen), by CUpti_ActivityKind: the GPU check compares it with the headers'.
-    std::map<std::uint32_t, std::size_t> record_strides;
 
     std::string_view keep(std::string text) { return names.emplace_back(std::move(text)); }
 };
@@ -13133,15 +13109,10 @@ void write_device_report(Writer& out, const device_report& report) {
     out.number(report.cupti_headers);
     out.raw(", \"clock_alignment\": ");
     out.string(report.clock_alignment);
-    out.raw(", \"clock_error_ns\": ");
-    out.number(report.clock_error_ns);
-    out.raw(", \"torn_down\": ");
-    out.raw(report.torn_down ? "true" : "false");
     const device_loss& loss = report.loss;
     const std::pair<std::string_view, std::uint64_t> counters[] = {
         {"dropped_records", loss.dropped_records},
         {"rejected_buffers", loss.rejected_buffers},
-        {"foreign_buffers", loss.foreign_buffers},
         {"incomplete_records", loss.incomplete_records},
         {"unknown_records", loss.unknown_records},
         {"unparsed_bytes", loss.unparsed_bytes},
@@ -15959,14 +15930,6 @@ struct profiler_options {
     /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
     /// beyond them.
     std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
-    /// Device sessions: collect CUDA synchronisations (stream, event, context syncs) as device events,
-    /// charged to the op that waited (torch's `enable_cuda_sync_events`, off by default as there).
-    /// stint's own synchronisation at stop is never collected.
-    bool enable_cuda_sync_events = false;
-    /// Device sessions that synchronise at stop: detach CUPTI afterwards (cuptiFinalize), so that the
-    /// program's launches cost what they cost before profiling (CUPTI left attached slows them down);
-    /// the next session attaches it again. Kept attached while another CUPTI client shares the process.
-    bool teardown_cupti_on_stop = true;
     /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
     /// registered (register_callback) before the profiler is made, and living longer than it or
     /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
@@ -16355,9 +16318,7 @@ private:
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;
-                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes,
-                                                        .sync_events = options_.enable_cuda_sync_events,
-                                                        .teardown = options_.teardown_cupti_on_stop});
+                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes});
             }
         }
     }

@@ -273,17 +273,6 @@ public:
         std::lock_guard lock(mutex_);
         return cached_bytes_;
     }
-    /// What the pool holds on purpose, as resident memory sees it: the cached chunks taken from the heap,
-    /// and every mapped slab whole (its chunks cached, in use or given back: a huge page stays resident
-    /// whole). For tests that tell a leak from the cache.
-    [[nodiscard]] std::size_t held_bytes() {
-        std::lock_guard lock(mutex_);  // then the memory's mutex, the order fork() takes them in
-        std::size_t heap = 0;
-        for (const auto& cached : free_) {
-            for (const chunk* c : cached) heap += c->in_slab ? 0 : c->total();
-        }
-        return heap + memory_.slabs() * chunk_memory::slab_bytes;
-    }
 
     /// Chunks allocated and faulted in when asked for because none was cached (by a recording thread's
     /// slow path, or at a session's start), since the process started.
@@ -626,8 +615,6 @@ public:
     std::uint64_t chunks_faulted_on_demand() const noexcept { return pool_.faulted_on_demand(); }
     /// Bytes of chunks cached for the next session.
     std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
-    /// Bytes the pool holds on purpose between sessions: cached heap chunks and mapped slabs (tests).
-    std::size_t held_buffer_bytes() { return pool_.held_bytes(); }
 
     /// Threads (per shared object) registered and not yet freed: exited threads are freed by the drain
     /// or the next session's start.
