@@ -2,7 +2,8 @@
 """Runs every test binary of one or more meson build directories and sums doctest's counts.
 
 Prints each binary's doctest summary and ends with one line `N passed, N failed, N skipped` (test cases,
-summed over all binaries; suites skipped, each named with its reason). A binary that crashes or prints no
+summed over all binaries; skipped: suites skipped, each named with its reason, and test cases a suite
+skipped, e.g. a memory bound under a sanitizer, counted from its summary). A binary that crashes or prints no
 summary counts as one failed test case; one whose program (or a program it runs, meson's `depends`)
 was not built is one failure, named "not built", and is not run. A suite that exits 77 with no summary is skipped, as meson does: the GPU smoke test where no
 GPU is, and each suite this build could not make (tests/meson.build registers it as a stand-in that
@@ -20,7 +21,10 @@ import subprocess
 import sys
 import time
 
-SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed")
+SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed(?:\s*\|\s*(\d+) skipped)?")
+# A test case skipped inside a suite (doctest::skip, a script's case that cannot run here) says why in
+# the suite's own output; its reason is printed from there.
+SKIP_REASON = re.compile(r"^(?:skipped: .*|.*: MESSAGE: skipped: .*)$", re.M)
 
 
 def tests_of(build_dir):
@@ -70,7 +74,9 @@ def main():
             if missing:
                 # A build that failed or was not asked for: the test would run nothing, or stale files.
                 failed += 1
-                print(f"{label}: 0 passed, 1 failed (FAILED: not built, missing {' '.join(missing)})", flush=True)
+                inside = os.path.abspath(build_dir) + os.sep
+                what = "not built" if all(os.path.abspath(m).startswith(inside) for m in missing) else "cannot run"
+                print(f"{label}: 0 passed, 1 failed (FAILED: {what}, missing {' '.join(missing)})", flush=True)
                 continue
             try:
                 run = subprocess.run(test["cmd"], cwd=test.get("workdir") or build_dir, env=env,
@@ -95,16 +101,22 @@ def main():
                 skipped += 1
                 print(f"{label}: skipped: {last[0]}", flush=True)
                 continue
+            s = 0
             if match:
                 p, f = int(match.group(2)), int(match.group(3))
+                s = int(match.group(4) or 0)  # no test filter is given, so these are skips the suite chose
                 if code != 0 and f == 0:
                     f = 1  # crashed after its summary, or failed outside a test case
             else:
                 p, f = 0, 1
             passed += p
             failed += f
+            skipped += s
             status = "ok" if f == 0 else "FAILED"
-            print(f"{label}: {p} passed, {f} failed ({status}, {time.monotonic() - started:.1f} s)", flush=True)
+            counts = f"{p} passed, {f} failed" + (f", {s} skipped" if s else "")
+            print(f"{label}: {counts} ({status}, {time.monotonic() - started:.1f} s)", flush=True)
+            for reason in SKIP_REASON.findall(output) if s else []:
+                print(f"  {reason.strip()}", flush=True)
             if f:
                 print(output[-6000:], flush=True)
     for name in sorted(only - seen):  # asked for by name, and no build directory has it
