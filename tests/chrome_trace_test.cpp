@@ -146,7 +146,7 @@ TEST_CASE("an unwritable path is an error naming the path and leaves no file") {
     SUBCASE("missing directory") {
         const std::string path = dir.file("no/such/dir/t.json");
         CHECK_THROWS_WITH_AS(prof.export_chrome_trace(path),
-                             ("stint: cannot write trace '" + path + "': No such file or directory").c_str(),
+                             stint_test::write_error_text(path, "No such file or directory").c_str(),
                              std::system_error);
         CHECK_FALSE(std::filesystem::exists(path));
     }
@@ -155,7 +155,7 @@ TEST_CASE("an unwritable path is an error naming the path and leaves no file") {
         prof.export_chrome_trace(blocker);
         const std::string path = blocker + "/t.json";
         CHECK_THROWS_WITH_AS(prof.export_chrome_trace(path),
-                             ("stint: cannot write trace '" + path + "': Not a directory").c_str(), std::system_error);
+                             stint_test::write_error_text(path, "Not a directory").c_str(), std::system_error);
     }
     // Nothing but the blocker file may remain in the directory: no temporaries.
     std::size_t entries = 0;
@@ -238,7 +238,7 @@ TEST_CASE("ts + dur read back as doubles is the double nearest the end, never pa
         CHECK_MESSAGE(wrong == 0, first_wrong);
         const auto chosen = stint::detail::choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
         CHECK_FALSE(chosen.three_decimals);
-        CHECK(8439.165 + 0.010 > 8439.175);
+        static_assert(8439.165 + 0.010 > 8439.175);  // the issue's premise: the plain sum ends past the end
         CHECK(8439.165 + chosen.value == 8439.175);
         CHECK(std::abs(chosen.value - 0.010) < 1e-11);
     }

@@ -157,7 +157,9 @@ std::string export_text(const stint::event_list& list) {
     stint::detail::write_chrome_trace(sink, list, {.pid = host_pid, .truncated_names = 0, .metadata_json = {}});
     // STINT_TEST_TRACE_DIR: keep the trace for tests/viewer/run.sh, which loads it into speedscope.
     if (const char* dir = std::getenv("STINT_TEST_TRACE_DIR"); dir != nullptr && list.has_device_events()) {
-        std::ofstream(std::string(dir) + "/device.pt.trace.json") << sink.text;
+        std::ofstream out(std::string(dir) + "/device.pt.trace.json");
+        out << sink.text;
+        REQUIRE_MESSAGE(out.good(), "cannot write " << dir << "/device.pt.trace.json");
     }
     return sink.text;
 }
@@ -447,8 +449,11 @@ TEST_CASE("every trace's stint block reports the device collection and its losse
                                                          {"cupti_version", 28},
                                                          {"cupti_headers", 28},
                                                          {"clock_alignment", "tsc"},
+                                                         {"clock_error_ns", 0.0},
+                                                         {"torn_down", false},
                                                          {"dropped_records", 3},
                                                          {"rejected_buffers", 0},
+                                                         {"foreign_buffers", 0},
                                                          {"incomplete_records", 0},
                                                          {"unknown_records", 0},
                                                          {"unparsed_bytes", 0},
@@ -474,7 +479,7 @@ TEST_CASE("every trace's stint block reports the device collection and its losse
         CHECK(device["status"] == "off");
         CHECK(device["library"] == "");
         CHECK(device["dropped_records"] == 0);
-        CHECK(device.size() == 14);
+        CHECK(device.size() == 17);
         CHECK(trace["deviceProperties"] == nlohmann::json::array());
         for (const auto& e : trace["traceEvents"]) {
             CHECK(e["ph"] != "s");

@@ -68,51 +68,11 @@ std::string written(Write write) {
     return std::string(out.buffered());
 }
 
-// A fresh directory under the system temp directory, removed with everything in it.
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        std::string pattern = (fs::temp_directory_path() / "stint_json_test_XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-    }
-    ~temp_dir() {
-        std::error_code ignored;
-        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
-        fs::remove_all(path, ignored);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-
-    std::string operator/(std::string_view name) const { return (path / name).string(); }
-};
-
-std::vector<std::string> entries(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-        names.push_back(entry.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-std::string read_plain(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in.good());
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string read_gzip(const std::string& path) {
-    gzFile in = gzopen(path.c_str(), "rb");
-    REQUIRE(in != nullptr);
-    std::string text;
-    char chunk[65536];
-    int n = 0;
-    while ((n = gzread(in, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(n));
-    CHECK(n == 0);
-    CHECK(gzclose(in) == Z_OK);
-    return text;
-}
+using stint_test::entries;
+using stint_test::temp_dir;
+// The whole file, failing loudly when it cannot be read; gzip decompressed (a member cut short fails).
+std::string read_plain(const std::string& path) { return stint_test::read_file(path); }
+using stint_test::read_gzip;
 
 // output_file's temporary: a short name of its own, whatever the final name.
 bool is_temporary_of(const std::string& name, const std::string& /*final_name*/) {
@@ -169,10 +129,7 @@ std::string trace_like_text(std::size_t size) {
 
 using stint::detail::gzip_members;
 
-
-std::string system_error_text(std::string_view path, std::string_view reason) {
-    return "stint: cannot write trace '" + std::string(path) + "': " + std::string(reason);
-}
+using stint_test::write_error_text;
 
 }  // namespace
 
@@ -649,12 +606,12 @@ TEST_CASE("output_file renames its temporary into place only at commit") {
     CHECK(out.path() == path);
     out.write("{\"a\":");
     out.write("1}");
-    const auto during = entries(dir.path);
+    const auto during = entries(dir.path());
     REQUIRE(during.size() == 1);
     CHECK(is_temporary_of(during[0], "t.json"));
     CHECK_FALSE(fs::exists(path));
     out.commit();
-    CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"t.json"});
     CHECK(read_plain(path) == "{\"a\":1}");
 }
 
@@ -695,7 +652,7 @@ TEST_CASE("output_file compresses a .gz path with gzip") {
         CHECK(static_cast<unsigned char>(bytes[1]) == 0x8B);
         CHECK(read_gzip(path) == text + text);
     }
-    CHECK(entries(dir.path).size() == 4);
+    CHECK(entries(dir.path()).size() == 4);
 }
 
 TEST_CASE("output_file writes an empty gzip stream when nothing was written") {
@@ -726,7 +683,7 @@ TEST_CASE("output_file writes a .gz of many blocks as gzip members that decompre
     CHECK(read.members == 6);  // five full blocks and the rest
     CHECK(read.text == text);
     CHECK(read_gzip(path) == text);  // gzread joins the members, as gzip -d and zcat do
-    CHECK(entries(dir.path) == std::vector<std::string>{"big.json.gz"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"big.json.gz"});
 }
 
 TEST_CASE("output_file writes a .gz under one block as one gzip member, starting no thread") {
@@ -849,7 +806,7 @@ TEST_CASE("output_file replaces an existing file only at commit") {
     CHECK(read_plain(path) == "old contents");
     out.commit();
     CHECK(read_plain(path) == "new");
-    CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"t.json"});
 }
 
 TEST_CASE("output_file destroyed without commit leaves no file behind") {
@@ -860,10 +817,10 @@ TEST_CASE("output_file destroyed without commit leaves no file behind") {
             output_file out(dir / name);
             // Three blocks and a bit: gzip workers are busy when the file is dropped.
             out.write(trace_like_text(3 * gzip_members::block_size + 1));
-            REQUIRE(entries(dir.path).size() == 1);
-            CHECK(is_temporary_of(entries(dir.path)[0], name));
+            REQUIRE(entries(dir.path()).size() == 1);
+            CHECK(is_temporary_of(entries(dir.path())[0], name));
         }
-        CHECK(entries(dir.path).empty());
+        CHECK(entries(dir.path()).empty());
     }
     SUBCASE("and leaves an existing file as it was") {
         const std::string path = dir / "t.json";
@@ -873,7 +830,7 @@ TEST_CASE("output_file destroyed without commit leaves no file behind") {
             out.write("new");
         }
         CHECK(read_plain(path) == "old");
-        CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+        CHECK(entries(dir.path()) == std::vector<std::string>{"t.json"});
     }
 }
 
@@ -885,9 +842,9 @@ TEST_CASE("output_file reports a missing directory with the path and the reason"
         FAIL("no exception");
     } catch (const std::system_error& e) {
         CHECK(e.code() == std::errc::no_such_file_or_directory);
-        CHECK(std::string(e.what()) == system_error_text(path, "No such file or directory"));
+        CHECK(std::string(e.what()) == write_error_text(path, "No such file or directory"));
     }
-    CHECK(entries(dir.path).empty());
+    CHECK(entries(dir.path()).empty());
 }
 
 TEST_CASE("output_file reports a parent that is a regular file") {
@@ -899,9 +856,9 @@ TEST_CASE("output_file reports a parent that is a regular file") {
         FAIL("no exception");
     } catch (const std::system_error& e) {
         CHECK(e.code() == std::errc::not_a_directory);
-        CHECK(std::string(e.what()) == system_error_text(path, "Not a directory"));
+        CHECK(std::string(e.what()) == write_error_text(path, "Not a directory"));
     }
-    CHECK(entries(dir.path) == std::vector<std::string>{"file"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"file"});
 }
 
 TEST_CASE("output_file refuses a path that is a directory before writing anything") {
@@ -914,9 +871,9 @@ TEST_CASE("output_file refuses a path that is a directory before writing anythin
             FAIL("no exception");
         } catch (const std::system_error& e) {
             CHECK(e.code() == std::errc::is_a_directory);
-            CHECK(std::string(e.what()) == system_error_text(path, "Is a directory"));
+            CHECK(std::string(e.what()) == write_error_text(path, "Is a directory"));
         }
-        CHECK(entries(dir.path) == std::vector<std::string>{"d"});
+        CHECK(entries(dir.path()) == std::vector<std::string>{"d"});
         CHECK(entries(dir / "d").empty());
     }
 }
@@ -925,7 +882,7 @@ TEST_CASE("output_file reports an unwritable directory") {
     // Root ignores permission bits, so as root the check runs in a child that has dropped to the
     // unprivileged user "nobody" (uid/gid 65534), in a directory that user owns with mode 0500.
     temp_dir dir;
-    fs::permissions(dir.path, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
     fs::create_directory(dir / "ro");
     const bool root = ::geteuid() == 0;
     if (root) REQUIRE(::chown((dir / "ro").c_str(), 65534, 65534) == 0);
@@ -938,7 +895,7 @@ TEST_CASE("output_file reports an unwritable directory") {
             return "no exception";
         } catch (const std::system_error& e) {
             if (e.code() != std::errc::permission_denied) return "wrong code: " + e.code().message();
-            if (std::string(e.what()) != system_error_text(path, "Permission denied")) return e.what();
+            if (std::string(e.what()) != write_error_text(path, "Permission denied")) return e.what();
         }
         return "";
     });
@@ -969,19 +926,19 @@ TEST_CASE("output_file removes its temporary as soon as a write fails") {
                 return "no error";
             } catch (const std::system_error& e) {
                 if (e.code() != std::errc::file_too_large) return "code " + e.code().message();
-                if (e.what() != system_error_text(path, "File too large")) return e.what();
+                if (e.what() != write_error_text(path, "File too large")) return e.what();
             }
-            if (!entries(dir.path).empty()) return "left behind: " + entries(dir.path)[0];
+            if (!entries(dir.path()).empty()) return "left behind: " + entries(dir.path())[0];
             try {
                 out.write("x");
                 return "write after failure accepted";
             } catch (const std::logic_error& e) {
-                if (e.what() != system_error_text(path, "an earlier write failed")) return e.what();
+                if (e.what() != write_error_text(path, "an earlier write failed")) return e.what();
             }
             return "ok";
         });
         CHECK(result == "ok");
-        CHECK(entries(dir.path).empty());
+        CHECK(entries(dir.path()).empty());
     }
 }
 
@@ -990,16 +947,16 @@ TEST_CASE("output_file rejects misuse and bad arguments with clear messages") {
     const std::string path = dir / "t.json";
     output_file out(path);
     out.commit();
-    CHECK_THROWS_WITH_AS(out.commit(), system_error_text(path, "it was already committed").c_str(),
+    CHECK_THROWS_WITH_AS(out.commit(), write_error_text(path, "it was already committed").c_str(),
                          std::logic_error);
-    CHECK_THROWS_WITH_AS(out.write("x"), system_error_text(path, "it was already committed").c_str(),
+    CHECK_THROWS_WITH_AS(out.write("x"), write_error_text(path, "it was already committed").c_str(),
                          std::logic_error);
     {
         const std::string gz = dir / "t.json.gz";
         output_file packed(gz);
         packed.write(trace_like_text(2 * gzip_members::block_size + 1));
         packed.commit();
-        CHECK_THROWS_WITH_AS(packed.commit(), system_error_text(gz, "it was already committed").c_str(),
+        CHECK_THROWS_WITH_AS(packed.commit(), write_error_text(gz, "it was already committed").c_str(),
                              std::logic_error);
         CHECK(read_gzip(gz) == trace_like_text(2 * gzip_members::block_size + 1));
         fs::remove(gz);
@@ -1007,12 +964,12 @@ TEST_CASE("output_file rejects misuse and bad arguments with clear messages") {
     CHECK_THROWS_WITH_AS(output_file(""), "stint: cannot write trace '': the path is empty",
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(output_file(dir / "t.json.gz", 10),
-                         system_error_text(dir / "t.json.gz", "gzip level 10 is not in 0..9").c_str(),
+                         write_error_text(dir / "t.json.gz", "gzip level 10 is not in 0..9").c_str(),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(output_file(dir / "t.json.gz", -1),
-                         system_error_text(dir / "t.json.gz", "gzip level -1 is not in 0..9").c_str(),
+                         write_error_text(dir / "t.json.gz", "gzip level -1 is not in 0..9").c_str(),
                          std::invalid_argument);
-    CHECK(entries(dir.path) == std::vector<std::string>{"t.json"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"t.json"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1050,7 +1007,7 @@ TEST_CASE("json_writer streams a whole trace through an output_file, plain and g
         CHECK(event["ts"].get<double>() == 123.456);
         CHECK(event["id"].get<std::uint64_t>() == (std::uint64_t{1} << 63 | 123));
     }
-    CHECK(entries(dir.path) == std::vector<std::string>{"trace.json", "trace.json.gz"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"trace.json", "trace.json.gz"});
 }
 
 TEST_CASE("a 50 MB gzip trace streams through in bounded memory and reads back intact") {
@@ -1117,5 +1074,5 @@ TEST_CASE("a 50 MB gzip trace streams through in bounded memory and reads back i
     CHECK(size >= target);
     CHECK(result == std::to_string(size) + " " + std::to_string(hash));
     CHECK(fs::file_size(path) < size);
-    CHECK(entries(dir.path) == std::vector<std::string>{"big.json.gz"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"big.json.gz"});
 }

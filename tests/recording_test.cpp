@@ -28,11 +28,7 @@ void middle() {
 
 using stint_test::find;
 
-std::size_t count(const stint::event_list& list, std::string_view name) {
-    std::size_t n = 0;
-    for (const auto& e : list) n += e.name == name ? 1 : 0;
-    return n;
-}
+using stint_test::count_named;
 
 }  // namespace
 
@@ -209,6 +205,9 @@ TEST_CASE("two sessions back to back keep their events apart") {
     first.start();
     leaf();
     first.stop();
+    REQUIRE(first.events().size() == 1);
+    const std::uint64_t first_id = first.events()[0].id;
+    CHECK(first_id == 1);  // a profiler's ids start at 1
     stint::profiler<> second;
     second.start();
     middle();
@@ -218,10 +217,11 @@ TEST_CASE("two sessions back to back keep their events apart") {
     leaf();
     first.stop();
     CHECK(second.events().size() == 3);
-    CHECK(first.events().size() == 2);  // each start begins a new event list
-    CHECK(count(first.events(), "leaf") == 2);
-    // Ids keep growing across a profiler's sessions.
-    CHECK(first.events()[0].id >= 1);
+    REQUIRE(first.events().size() == 2);  // each start begins a new event list
+    CHECK(count_named(first.events(), "leaf") == 2);
+    // Ids keep growing across a profiler's sessions: the next session's follow the last one's.
+    CHECK(first.events()[0].id == first_id + 1);
+    CHECK(first.events()[1].id == first_id + 2);
 }
 
 TEST_CASE("a scope that straddles stop is in no session, not torn, not in the next one") {

@@ -36,23 +36,7 @@ using namespace stint_test::schedule_actions;  // N, W, R, S
 /// Installs a capturing warning handler for its lifetime, then puts the previous one back.
 using stint_test::warning_capture;
 
-/// The schedule written out step by step, as a list: skip, then whole cycles laid end to end, then
-/// NONE. A different construction from the library's modulo arithmetic on purpose.
-std::vector<profiler_action> reference_sequence(const stint::schedule_options& o, std::size_t steps) {
-    std::vector<profiler_action> out;
-    auto push = [&](profiler_action a, std::int64_t times) {
-        for (std::int64_t i = 0; i < times && out.size() < steps; ++i) out.push_back(a);
-    };
-    push(N, o.skip_first);
-    for (std::int64_t cycle = 0; out.size() < steps && (o.repeat == 0 || cycle < o.repeat); ++cycle) {
-        push(N, o.wait);
-        push(W, o.warmup);
-        push(R, o.active - 1);
-        push(S, 1);
-    }
-    while (out.size() < steps) out.push_back(N);
-    return out;
-}
+using stint_test::reference_actions;
 
 std::vector<profiler_action> run(const stint::schedule_fn& fn, std::int64_t steps) {
     std::vector<profiler_action> out;
@@ -170,7 +154,7 @@ TEST_CASE("schedule matches a step-by-step reference for many parameter sets") {
         CAPTURE(o.active);
         CAPTURE(o.repeat);
         const auto actual = run(stint::schedule(o), 100);
-        const auto expected = reference_sequence(o, 100);
+        const auto expected = reference_actions(o, 100);
         CHECK_MESSAGE(actual == expected, names(actual));
     }
 }
@@ -454,7 +438,7 @@ TEST_CASE("driving schedules through the transition table gives torch's trace_re
                                 CHECK(sim.legal);
                                 CHECK(sim.current == session_simulation::state::idle);
                                 // One window per RECORD_AND_SAVE step passed, plus one cut short by stop.
-                                const auto seq = reference_sequence(o, static_cast<std::size_t>(steps) + 1);
+                                const auto seq = reference_actions(o, static_cast<std::size_t>(steps) + 1);
                                 int saves = 0;
                                 for (std::size_t i = 0; i < static_cast<std::size_t>(steps); ++i)
                                     saves += seq[i] == S ? 1 : 0;

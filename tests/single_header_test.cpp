@@ -1,6 +1,8 @@
 // Includes only the generated single header.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <stint/stint.hpp>
 
 #include <algorithm>
@@ -36,17 +38,18 @@ TEST_CASE("the single header captures op inputs and flops") {
     stint::profiler<flops> prof;
     prof.start();
     {
-        const std::span<const float> v;
+        const std::array<float, 5> values{};
+        const std::span<const float> v(values);
         STINT_OP(flops, "aten::add", v, 2);
     }
     prof.stop();
     REQUIRE(prof.events().size() == 1);
-    CHECK(prof.events()[0].flops == 0);
+    CHECK(prof.events()[0].flops == 5);  // torch's add: one flop per element of self
     prof.export_chrome_trace(dir.file("shapes.json"));
     const auto trace = stint_test::read_json(dir.file("shapes.json"));
     const auto args = stint_test::timed_events(trace).at(0).at("args");
     CHECK(args.at("Input type") == nlohmann::json({"float", "Scalar"}));
-    CHECK(args.at("Input Dims") == nlohmann::json::parse("[[0], []]"));
+    CHECK(args.at("Input Dims") == nlohmann::json::parse("[[5], []]"));
 }
 
 TEST_CASE("the single header drives a schedule and writes TensorBoard files") {

@@ -10,19 +10,15 @@
 
 #include <stint/stint.hpp>
 
+#include "../test_util.hpp"
+
 STINT_TRACK_GLOBAL_NEW();
 
 namespace {
 
 using mem = stint::config<stint::profile_memory>;
 
-std::vector<std::optional<stint::event>> memory_events(const stint::event_list& events) {
-    std::vector<std::optional<stint::event>> found;
-    for (const stint::event& e : events) {
-        if (e.kind == stint::event_kind::memory) found.push_back(e);
-    }
-    return found;
-}
+using stint_test::memory_events;
 
 struct alignas(128) wide {
     unsigned char bytes[256];

@@ -13,6 +13,8 @@ of phase k ended. On one timeline that must hold within the ranks' error bounds,
 are, then with rank 1's clock 5 ms behind and rank 2's 5 ms ahead. Merged without alignment
 (--no-align), the skewed ranks' traces break it by milliseconds: the skew was real.
 
+Last, a job whose rank 0 cannot write the job's file: every rank throws the same error.
+
 Prints one line per check and ends with doctest's summary line, which tools/run_tests.py counts.
 """
 import json
@@ -146,6 +148,18 @@ def main():
             violation = barrier_violation(load(naive), {})
             check(violation > SKEW_NS // 5,
                   f"without alignment the skewed clocks break the barriers by {violation} ns (the skew is real)")
+    # Rank 0 cannot write the job's file (a directory stands at its path); each rank writes its own
+    # trace, then every rank must throw rank 0's error, the same text, and leave with status 1.
+    with tempfile.TemporaryDirectory() as blocked_dir:
+        path = os.path.join(blocked_dir, "job.pt.trace.json")
+        os.mkdir(path)
+        run = run_job(job, mpirun, blocked_dir, {})
+        errors = [line for line in run.stderr.splitlines() if line.startswith("stint: ")]
+        check(run.returncode != 0, f"rank 0 cannot write the job's trace: the job fails (status {run.returncode})")
+        check(len(errors) == RANKS and len(set(errors)) == 1 and path in errors[0],
+              f"every rank throws rank 0's error, the same text naming the path: {errors}")
+        check(all(os.path.exists(os.path.join(blocked_dir, f"rank{r}.pt.trace.json")) for r in range(RANKS)),
+              "each rank's own trace was written")
     total = passed + len(failures)
     print(f"[doctest] test cases: {total} | {passed} passed | {len(failures)} failed |")
     return 1 if failures else 0

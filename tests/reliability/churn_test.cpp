@@ -17,14 +17,7 @@
 namespace {
 
 // Resident set size of the process, in bytes (Linux).
-std::size_t resident_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-    }
-    return 0;
-}
+std::size_t resident_bytes() { return static_cast<std::size_t>(stint_test::memory_now().resident); }
 
 // A fixed pool of threads that run one task each per round.
 class thread_pool {

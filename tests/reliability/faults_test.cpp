@@ -49,39 +49,11 @@ bool is_root() { return ::geteuid() == 0; }
 
 using stint_test::spin_for;
 
-// A fresh directory that "nobody" may enter (so a child dropped to it reaches what is inside),
-// removed with everything in it, permissions restored first.
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        std::string pattern = (fs::temp_directory_path() / "stint_faults_XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-        fs::permissions(path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    }
-    ~temp_dir() {
-        std::error_code ignored;
-        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
-        for (auto it = fs::recursive_directory_iterator(path, ignored); it != fs::recursive_directory_iterator();
-             it.increment(ignored)) {
-            if (it->is_directory(ignored) && !it->is_symlink(ignored)) {
-                fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
-            }
-        }
-        fs::remove_all(path, ignored);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A fresh directory that "nobody" may enter (so a child dropped to it reaches what is inside).
+struct temp_dir : stint_test::temp_dir {
+    temp_dir() : stint_test::temp_dir(others::may_enter) {}
 };
-
-std::vector<std::string> entries(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+using stint_test::entries;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -89,10 +61,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
     REQUIRE(out.good());
 }
 
-// The exact text of output_file's OS errors.
-std::string error_text(const std::string& path, const std::string& reason) {
-    return "stint: cannot write trace '" + path + "': " + reason;
-}
+using stint_test::write_error_text;
 
 // A directory the child may write in, whoever it runs as.
 std::string child_dir(const temp_dir& dir, const std::string& name) {
@@ -202,7 +171,7 @@ std::string expect_os_error(Export export_to, const std::string& path, std::errc
         return "no exception for " + path;
     } catch (const std::system_error& e) {
         if (e.code() != code) return "wrong code: " + e.code().message();
-        if (e.what() != error_text(path, reason)) return std::string("wrong text: ") + e.what();
+        if (e.what() != write_error_text(path, reason)) return std::string("wrong text: ") + e.what();
     }
     return "";
 }
@@ -262,10 +231,10 @@ TEST_CASE("a missing parent directory is reported with the path and nothing is c
         const auto export_to = exports_of(session)[name.ends_with(".stacks") ? 1 : 0];
         CHECK(expect_os_error(export_to, path, std::errc::no_such_file_or_directory, "No such file or directory") ==
               "");
-        CHECK(entries(dir.path).empty());
+        CHECK(entries(dir.path()).empty());
     }
     CHECK(session.export_again(dir / "") == "");
-    CHECK(entries(dir.path).empty());
+    CHECK(entries(dir.path()).empty());
 }
 
 TEST_CASE("a full disk fails the write with EFBIG, keeps the previous file and removes the temporary") {
@@ -285,11 +254,11 @@ TEST_CASE("a full disk fails the write with EFBIG, keeps the previous file and r
         for (const std::string name : {"trace.json", "trace.json.gz", "trace.stacks", "new.json.gz"}) {
             const std::string path = dir / name;
             if (!name.starts_with("new")) write_bytes(path, previous);
-            const std::vector<std::string> before = entries(dir.path);
+            const std::vector<std::string> before = entries(dir.path());
             const auto export_to = exports_of(session)[name.ends_with(".stacks") ? 1 : 0];
             std::string problem = expect_os_error(export_to, path, std::errc::file_too_large, "File too large");
             if (problem.empty()) {
-                problem = left_as_it_was(dir.path, before, path, name.starts_with("new") ? nullptr : &previous);
+                problem = left_as_it_was(dir.path(), before, path, name.starts_with("new") ? nullptr : &previous);
             }
             if (!problem.empty()) return name + ": " + problem;
             ++faults;
@@ -300,7 +269,7 @@ TEST_CASE("a full disk fails the write with EFBIG, keeps the previous file and r
         return session.export_again(good) + "faults " + std::to_string(faults);
     });
     CHECK(result == "faults 4");
-    CHECK(entries(dir.path) == std::vector<std::string>{"good", "trace.json", "trace.json.gz", "trace.stacks"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"good", "trace.json", "trace.json.gz", "trace.stacks"});
 }
 
 TEST_CASE("a character device is written through and stays the device") {
@@ -328,7 +297,7 @@ TEST_CASE("a character device is written through and stays the device") {
     CHECK(S_ISCHR(after.st_mode));
     CHECK(after.st_ino == before.st_ino);
     CHECK(after.st_rdev == before.st_rdev);
-    CHECK(entries(dir.path) == (is_root() ? std::vector<std::string>{"null"} : std::vector<std::string>{}));
+    CHECK(entries(dir.path()) == (is_root() ? std::vector<std::string>{"null"} : std::vector<std::string>{}));
     CHECK(session.export_again(dir / "") == "");
 }
 
@@ -377,7 +346,7 @@ TEST_CASE("a FIFO is written through: its reader gets the whole trace and it sta
         REQUIRE(::lstat(path.c_str(), &info) == 0);
         CHECK(S_ISFIFO(info.st_mode));
     }
-    CHECK(entries(dir.path) == std::vector<std::string>{"trace.fifo", "trace.fifo.gz", "trace.stacks.fifo"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"trace.fifo", "trace.fifo.gz", "trace.stacks.fifo"});
 }
 
 TEST_CASE("/dev/fd/N and /proc/self/fd/N write to the open file, a pipe or a regular file, in place") {
@@ -396,7 +365,7 @@ TEST_CASE("/dev/fd/N and /proc/self/fd/N write to the open file, a pipe or a reg
     CHECK(after.st_ino == before.st_ino);
     CHECK(stint_test::read_file(held) == session.trace);
     ::close(file);
-    CHECK(entries(dir.path) == std::vector<std::string>{"held.json"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"held.json"});
 
     int pipe_fds[2];
     REQUIRE(::pipe(pipe_fds) == 0);
@@ -419,7 +388,7 @@ TEST_CASE("/dev/fd/N and /proc/self/fd/N write to the open file, a pipe or a reg
     reader.join();
     ::close(pipe_fds[0]);
     CHECK(received == session.stacks);
-    CHECK(entries(dir.path) == std::vector<std::string>{"held.json"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"held.json"});
 }
 
 TEST_CASE("a FIFO whose reader leaves fails with EPIPE instead of ending the program with SIGPIPE") {
@@ -484,7 +453,7 @@ TEST_CASE("a symbolic link, or a chain of them, is followed: the target is repla
         CHECK(fs::status(file).permissions() ==
               (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
     }
-    CHECK(entries(dir.path) == std::vector<std::string>{"a", "absolute.stacks", "b", "other", "sub"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"a", "absolute.stacks", "b", "other", "sub"});
     CHECK(entries(dir / "sub") == std::vector<std::string>{"c", "link.gz"});
     CHECK(entries(dir / "other") == std::vector<std::string>{"real.json", "real.json.gz", "real.stacks"});
 
@@ -494,7 +463,7 @@ TEST_CASE("a symbolic link, or a chain of them, is followed: the target is repla
         CHECK(expect_os_error([&](const std::string& p) { session.prof.export_chrome_trace(p); }, dir / "loop1",
                               std::errc::too_many_symbolic_link_levels, "Too many levels of symbolic links") == "");
         CHECK(fs::is_symlink(dir / "loop1"));
-        CHECK(entries(dir.path).size() == 7);
+        CHECK(entries(dir.path()).size() == 7);
     }
 }
 
@@ -505,14 +474,14 @@ TEST_CASE("a dangling symbolic link gets its target created, as open(O_CREAT) wo
     session.prof.export_chrome_trace(dir / "link.json");
     CHECK(fs::read_symlink(dir / "link.json") == "new.json");
     CHECK(stint_test::read_file(dir / "new.json") == session.trace);
-    CHECK(entries(dir.path) == std::vector<std::string>{"link.json", "new.json"});
+    CHECK(entries(dir.path()) == std::vector<std::string>{"link.json", "new.json"});
 
     SUBCASE("and a target in a missing directory is reported under the link's path") {
         fs::create_symlink("missing/new.json", dir / "nowhere.json");
         CHECK(expect_os_error([&](const std::string& p) { session.prof.export_chrome_trace(p); },
                               dir / "nowhere.json", std::errc::no_such_file_or_directory,
                               "No such file or directory") == "");
-        CHECK(entries(dir.path) == std::vector<std::string>{"link.json", "new.json", "nowhere.json"});
+        CHECK(entries(dir.path()) == std::vector<std::string>{"link.json", "new.json", "nowhere.json"});
         CHECK(session.export_again(dir / "") == "");
     }
 }
@@ -603,7 +572,7 @@ TEST_CASE("file names of 245 and 255 bytes are written; 256 bytes is reported as
     // Replacing works as well: the temporary's name does not grow with the final name.
     session.prof.export_chrome_trace(dir / name255);
     CHECK(stint_test::read_gzip(dir / name255) == session.trace);
-    CHECK(entries(dir.path) == std::vector<std::string>{name245, name255, stacks255});
+    CHECK(entries(dir.path()) == std::vector<std::string>{name245, name255, stacks255});
 
     const std::string name256 = std::string(251, 'd') + ".json";
     const std::string gzip256 = std::string(248, 'e') + ".json.gz";
@@ -612,7 +581,7 @@ TEST_CASE("file names of 245 and 255 bytes are written; 256 bytes is reported as
         CHECK(expect_os_error([&](const std::string& p) { session.prof.export_chrome_trace(p); }, dir / name,
                               std::errc::filename_too_long, "File name too long") == "");
     }
-    CHECK(entries(dir.path) == std::vector<std::string>{name245, name255, stacks255});
+    CHECK(entries(dir.path()) == std::vector<std::string>{name245, name255, stacks255});
     CHECK(session.export_again(dir / "") == "");
 }
 
@@ -634,7 +603,7 @@ TEST_CASE("a directory, a block device and a socket are refused before anything 
     std::copy(socket_path.begin(), socket_path.end(), address.sun_path);
     REQUIRE(::bind(sock, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
     CHECK_THROWS_WITH_AS(session.prof.export_chrome_trace(socket_path),
-                         (error_text(socket_path, "it is a socket") +
+                         (write_error_text(socket_path, "it is a socket") +
                           "; a trace goes to a file, a character device or a FIFO").c_str(),
                          std::invalid_argument);
     ::close(sock);
@@ -660,7 +629,7 @@ TEST_CASE("a directory, a block device and a socket are refused before anything 
         struct stat before {};
         REQUIRE(::lstat(block.c_str(), &before) == 0);
         CHECK_THROWS_WITH_AS(session.prof.export_chrome_trace(block),
-                             (error_text(block, "it is a block device") +
+                             (write_error_text(block, "it is a block device") +
                               "; a trace goes to a file, a character device or a FIFO").c_str(),
                              std::invalid_argument);
         struct stat after {};
@@ -668,7 +637,7 @@ TEST_CASE("a directory, a block device and a socket are refused before anything 
         CHECK(S_ISBLK(after.st_mode));
         CHECK(after.st_rdev == before.st_rdev);
     }
-    CHECK(entries(dir.path) == (is_root() ? std::vector<std::string>{"block", "d", "sock"}
+    CHECK(entries(dir.path()) == (is_root() ? std::vector<std::string>{"block", "d", "sock"}
                                           : std::vector<std::string>{"d", "sock"}));
     CHECK(entries(dir / "d").empty());
     CHECK(session.export_again(dir / "") == "");

@@ -6,13 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -43,14 +46,18 @@ TEST_CASE("1,000 back-to-back sessions each keep exactly what they recorded") {
 
 TEST_CASE("stop while 8 threads are inside scopes: no torn record, nesting intact, every session") {
     std::atomic<bool> quit{false};
+    std::array<std::atomic<std::uint64_t>, 8> laps{};  // each thread's finished outer scopes
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {
-        threads.emplace_back([&quit] {
+        threads.emplace_back([&quit, &lap = laps[static_cast<std::size_t>(t)]] {
             while (!quit.load(std::memory_order_relaxed)) {
-                STINT_SCOPE("outer");
-                STINT_SCOPE("inner");
-                // Mostly inside the scopes, and not so busy that 8 threads starve the one that stops.
-                std::this_thread::sleep_for(std::chrono::microseconds(20));
+                {
+                    STINT_SCOPE("outer");
+                    STINT_SCOPE("inner");
+                    // Mostly inside the scopes, and not so busy that 8 threads starve the one that stops.
+                    std::this_thread::sleep_for(std::chrono::microseconds(20));
+                }
+                lap.fetch_add(1, std::memory_order_release);  // release: pairs with the stopper's acquire
             }
         });
     }
@@ -58,19 +65,40 @@ TEST_CASE("stop while 8 threads are inside scopes: no torn record, nesting intac
     for (int s = 0; s < sessions; ++s) {
         stint::profiler<> prof;
         prof.start();
+        std::array<std::uint64_t, 8> at_start{};
+        for (std::size_t t = 0; t < 8; ++t) at_start[t] = laps[t].load(std::memory_order_acquire);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        // Two laps more on every thread: at least one outer scope each opened and closed in the session.
+        for (std::size_t t = 0; t < 8; ++t) {
+            while (laps[t].load(std::memory_order_acquire) < at_start[t] + 2) std::this_thread::yield();
+        }
         prof.stop();
         const stint::event_list& events = prof.events();
         std::uint64_t program = 0;
+        std::uint64_t outers = 0;
+        std::uint64_t inners = 0;
+        std::set<std::uint32_t> outer_threads;
         for (const stint::event& e : events) {
             if (e.kind == stint::event_kind::overhead) continue;
             ++program;
             REQUIRE(e.end_ns >= e.start_ns);
             REQUIRE((e.name == "outer" || e.name == "inner"));
             if (e.name == "inner" && e.parent != stint::no_index) REQUIRE(events[e.parent].name == "outer");
-            if (e.name == "outer") REQUIRE(e.parent == stint::no_index);
+            if (e.name == "outer") {
+                REQUIRE(e.parent == stint::no_index);
+                ++outers;
+                outer_threads.insert(e.thread);
+            } else {
+                ++inners;
+            }
         }
         REQUIRE(program == prof.stats().recorded);
+        REQUIRE(program == outers + inners);
+        REQUIRE(outer_threads.size() == 8);  // every thread's whole lap is in the session
+        // Scopes nest, so the two names alternate on each thread: a session's edges can split at most
+        // one pair per thread at each end.
+        REQUIRE(inners <= outers + 2 * 8);
+        REQUIRE(outers <= inners + 2 * 8);
         REQUIRE(prof.stats().dropped == 0);
     }
     quit = true;
@@ -338,17 +366,33 @@ TEST_CASE("a late record that needs its thread's first or next chunk after the s
 }
 
 TEST_CASE("a profiler destroyed inside its own on_trace_ready stops the process with a message") {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
         std::signal(SIGABRT, SIG_DFL);  // not doctest's crash report: the parent checks the signal
+        ::close(fds[0]);
+        ::dup2(fds[1], STDERR_FILENO);  // the default warning handler's line goes to the parent
+        stint::set_warning_handler(stint::default_warning_handler);
         auto* prof = new stint::profiler<>({.on_trace_ready = [](stint::profiler<>& p) { delete &p; }});
         prof->start();
         prof->stop();
         std::_Exit(0);  // not reached
     }
+    ::close(fds[1]);
+    std::string said;
+    char block[4096];
+    for (ssize_t n = 0; (n = ::read(fds[0], block, sizeof block)) != 0;) {
+        if (n > 0) said.append(block, static_cast<std::size_t>(n));
+        else if (errno != EINTR) break;
+    }
+    ::close(fds[0]);
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGABRT);
+    INFO("the child's stderr: " << said);
+    CHECK(said.find("stint: warning: a profiler was destroyed inside its own on_trace_ready; destroy it after "
+                    "the step() or stop() that called the callback returns\n") != std::string::npos);
 }
