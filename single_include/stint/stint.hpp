@@ -916,6 +916,7 @@ struct device_properties {
 struct device_loss {
     std::uint64_t dropped_records = 0;       ///< records CUPTI could not store (cuptiActivityGetNumDroppedRecords)
     std::uint64_t rejected_buffers = 0;      ///< buffer requests refused over the budget (CUPTI then drops)
+    std::uint64_t foreign_buffers = 0;       ///< buffers another CUPTI client's callbacks took (records lost)
     std::uint64_t incomplete_records = 0;    ///< records with no or reversed timestamps (work still running)
     std::uint64_t unknown_records = 0;       ///< records of kinds stint does not decode, syncs on no known device
     std::uint64_t unparsed_bytes = 0;        ///< bytes of a buffer after a record CUPTI could not walk
@@ -930,6 +931,7 @@ struct device_loss {
     device_loss& operator+=(const device_loss& o) noexcept {
         dropped_records += o.dropped_records;
         rejected_buffers += o.rejected_buffers;
+        foreign_buffers += o.foreign_buffers;
         incomplete_records += o.incomplete_records;
         unknown_records += o.unknown_records;
         unparsed_bytes += o.unparsed_bytes;
@@ -943,17 +945,20 @@ struct device_loss {
 
 /// The device collection of a session: whether it ran, why not, and what it lost.
 struct device_report {
-    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", or
-    /// "unavailable: <reason>" (the session recorded the CPU only).
+    /// "off" (not asked for: no cuda_activities, or a CPU-only session), "active", "active, shared: <what>"
+    /// (collected beside another CUPTI client: what that cost), or "unavailable: <reason>" (the session
+    /// recorded the CPU only).
     std::string status = "off";
     std::string library;               ///< the libcupti that was loaded
     std::uint32_t cupti_version = 0;   ///< cuptiGetVersion() of the loaded library
     std::uint32_t cupti_headers = 0;   ///< CUPTI_API_VERSION stint was compiled against
     std::string clock_alignment;       ///< how device times were put on stint's clock
+    double clock_error_ns = 0;         ///< that mapping's measured error (0: CUPTI read stint's own clock)
+    bool torn_down = false;            ///< CUPTI was detached after the session (cuptiFinalize)
     device_loss loss;
     std::vector<device_properties> devices;
 
-    [[nodiscard]] bool active() const noexcept { return status == "active"; }
+    [[nodiscard]] bool active() const noexcept { return status.starts_with("active"); }
 };
 
 }  // namespace stint
@@ -1009,11 +1014,12 @@ private:
 //   1. a specialisation of stint::input_traits<T> (yours, or a built-in one below);
 //   2. stint::tensor_like: any type with sizes() (integers) and dtype() (text), optionally
 //      strides() and defined();
-//   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
-//   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
+//   3. DLPack tensors (DLTensor, DLManagedTensor), by their members, with no DLPack header (dlpack.hpp);
+//   4. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
+//   5. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   5. aggregates (plain structs), field by field, when <boost/pfr.hpp> is available;
-//   6. anything else is a compile error naming the type.
+//   6. aggregates (plain structs), field by field, when <boost/pfr.hpp> is available;
+//   7. anything else is a compile error naming the type.
 
 #include <array>
 #include <atomic>
@@ -1100,6 +1106,203 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 
 }  // namespace stint::detail
 // ---- end stint/capture/detail/input_encoding.hpp ----
+
+// ---- begin stint/capture/dlpack.hpp ----
+// DLPack tensors as op inputs, with no trait to write: a `DLTensor` (dlpack/dlpack.h: data, device, ndim,
+// dtype {code, bits, lanes}, shape, strides, byte_offset) or anything holding one as `dl_tensor`
+// (`DLManagedTensor`, `DLManagedTensorVersioned`), by value, reference or pointer. They are recognised
+// by their members, so stint includes no DLPack header and the support is there whichever header came
+// first (or a framework's own copy of the struct).
+//
+//     DLTensor t = ...;               // float32, shape {64, 32}, strides null
+//     STINT_OP(cfg, "my::gemm", t);   // Input type "float", Input Dims [64, 32], strides [32, 1]
+
+#include <array>
+#include <charconv>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+
+// ---- begin stint/capture/tensor_address.hpp ----
+// Where a tensor's elements are (stint::tensor_address): what input_writer::tensor takes from traits
+// and built-in captures (inputs.hpp, dlpack.hpp) to give the execution trace tensor and storage ids.
+
+#include <cstddef>
+
+
+namespace stint {
+
+/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
+/// that a reader can tell which op produced what another consumed. Captured only while an execution
+/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
+/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
+///
+///     w.tensor("float", t.sizes(), t.strides(),
+///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
+struct tensor_address {
+    const void* data = nullptr;     ///< its first element; nullptr: no identity
+    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
+    stint::device device = {};      ///< where the memory is
+    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
+    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
+};
+
+}  // namespace stint
+// ---- end stint/capture/tensor_address.hpp ----
+
+namespace stint::detail {
+
+/// A DLTensor, by its members (dlpack.h's names and types).
+template <class T>
+concept dlpack_tensor = requires(const T& t) {
+    { t.data } -> std::convertible_to<const void*>;
+    { t.device.device_type } -> std::convertible_to<int>;
+    { t.device.device_id } -> std::convertible_to<int>;
+    { t.ndim } -> std::convertible_to<int>;
+    { t.dtype.code } -> std::convertible_to<std::uint8_t>;
+    { t.dtype.bits } -> std::convertible_to<std::uint8_t>;
+    { t.dtype.lanes } -> std::convertible_to<std::uint16_t>;
+    { t.shape } -> std::convertible_to<const std::int64_t*>;
+    { t.strides } -> std::convertible_to<const std::int64_t*>;
+    { t.byte_offset } -> std::convertible_to<std::uint64_t>;
+};
+
+/// A DLManagedTensor (or DLPack 1.0's DLManagedTensorVersioned): a DLTensor as `dl_tensor`.
+template <class T>
+concept dlpack_managed_tensor = requires(const T& t) { requires dlpack_tensor<std::remove_cvref_t<decltype(t.dl_tensor)>>; };
+
+template <class T>
+concept dlpack_input = dlpack_tensor<T> || dlpack_managed_tensor<T>;
+
+/// What an unreadable DLTensor (ndim < 0, or a null shape with ndim > 0) records as its input type.
+inline constexpr std::string_view invalid_dlpack_tensor = "invalid DLTensor";
+
+/// torch's name of a DLPack dtype (the TypeMeta name torch's profiler writes: "float", "c10::Half",
+/// "long int"), or "" for one torch has no type for (vector lanes, opaque handles, odd widths).
+constexpr std::string_view dlpack_dtype_name(std::uint8_t code, std::uint8_t bits, std::uint16_t lanes) noexcept {
+    if (lanes != 1) return "";
+    switch (code) {
+        case 0:  // kDLInt
+            return bits == 8 ? "signed char" : bits == 16 ? "short int" : bits == 32 ? "int" : bits == 64 ? "long int" : "";
+        case 1:  // kDLUInt
+            return bits == 8    ? "unsigned char"
+                   : bits == 16 ? "short unsigned int"
+                   : bits == 32 ? "unsigned int"
+                   : bits == 64 ? "long unsigned int"
+                                : "";
+        case 2:  // kDLFloat
+            return bits == 16 ? "c10::Half" : bits == 32 ? "float" : bits == 64 ? "double" : "";
+        case 4:  // kDLBfloat
+            return bits == 16 ? "c10::BFloat16" : "";
+        case 5:  // kDLComplex
+            return bits == 32    ? "c10::complex<c10::Half>"
+                   : bits == 64  ? "c10::complex<float>"
+                   : bits == 128 ? "c10::complex<double>"
+                                 : "";
+        case 6:  // kDLBool (DLPack 0.8)
+            return bits == 8 ? "bool" : "";
+        default: return "";
+    }
+}
+
+/// The name of a dtype torch has no name for: "DLDataType(code, bits, lanes)", into `out`.
+inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigned code, unsigned bits,
+                                              unsigned lanes) noexcept {
+    constexpr std::string_view head = "DLDataType(";
+    char* p = out.data();
+    char* const end = out.data() + out.size();
+    for (char c : head) *p++ = c;
+    const unsigned fields[3] = {code, bits, lanes};
+    for (int i = 0; i < 3; ++i) {
+        if (i != 0) {
+            *p++ = ',';
+            *p++ = ' ';
+        }
+        p = std::to_chars(p, end, fields[i]).ptr;  // at most 5 digits each: the array has room
+    }
+    *p++ = ')';
+    return {out.data(), static_cast<std::size_t>(p - out.data())};
+}
+
+/// Where a DLPack device's memory is, as stint names devices: the host (kDLCPU, and pinned host memory:
+/// kDLCUDAHost, kDLROCMHost, as torch makes them CPU tensors) or a CUDA device (kDLCUDA, kDLCUDAManaged;
+/// kDLROCM too, as torch's ROCm builds name HIP devices "cuda"). False for devices stint has no type for.
+constexpr bool dlpack_device(int type, int id, stint::device& out) noexcept {
+    switch (type) {
+        case 1:   // kDLCPU
+        case 3:   // kDLCUDAHost
+        case 11:  // kDLROCMHost
+            out = {device_type::cpu, -1};
+            return true;
+        case 2:   // kDLCUDA
+        case 10:  // kDLROCM
+        case 13:  // kDLCUDAManaged
+            out = {device_type::cuda, id};
+            return true;
+        default: return false;
+    }
+}
+
+/// Captures a DLTensor through `w` (stint::input_writer; a template so this header needs none of it):
+/// dims, strides (row-major ones when `strides` is null, as DLPack defines), torch's dtype name and,
+/// while an execution trace records, its identity: data + byte_offset in the allocation at data.
+template <class Writer, class T>
+void capture_dlpack(Writer& w, const T& in) noexcept {
+    if constexpr (dlpack_managed_tensor<T>) {
+        capture_dlpack(w, in.dl_tensor);
+    } else {
+        const int ndim = static_cast<int>(in.ndim);
+        const std::int64_t* shape = in.shape;
+        if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
+            w.tensor(invalid_dlpack_tensor, std::span<const std::int64_t>{});
+            return;
+        }
+        const std::span<const std::int64_t> dims(shape, static_cast<std::size_t>(ndim));
+        const auto code = static_cast<std::uint8_t>(in.dtype.code);
+        const auto bits = static_cast<std::uint8_t>(in.dtype.bits);
+        const auto lanes = static_cast<std::uint16_t>(in.dtype.lanes);
+        std::array<char, 48> fallback;
+        std::string_view dtype = dlpack_dtype_name(code, bits, lanes);
+        if (dtype.empty()) dtype = dlpack_dtype_fallback(fallback, code, bits, lanes);
+
+        tensor_address address;
+        if (w.identities() && in.data != nullptr &&
+            dlpack_device(static_cast<int>(in.device.device_type), static_cast<int>(in.device.device_id),
+                          address.device)) {
+            const auto base = reinterpret_cast<std::uintptr_t>(static_cast<const void*>(in.data));
+            address.data = reinterpret_cast<const void*>(base + static_cast<std::uintptr_t>(in.byte_offset));
+            address.storage = static_cast<const void*>(in.data);
+            address.itemsize = (static_cast<std::size_t>(bits) * lanes + 7) / 8;
+        }
+
+        const std::int64_t* strides = in.strides;
+        if (strides != nullptr) {
+            w.tensor(dtype, dims, std::span<const std::int64_t>(strides, dims.size()), address);
+            return;
+        }
+        // Compact and row-major. Shapes of more dims than this keep no strides (the writer keeps 255
+        // dims at most; real tensors have a handful).
+        constexpr std::size_t max_computed = 32;
+        if (dims.size() > max_computed) {
+            w.tensor(dtype, dims, address);
+            return;
+        }
+        std::array<std::int64_t, max_computed> row_major;
+        std::int64_t step = 1;
+        for (std::size_t i = dims.size(); i-- > 0;) {
+            row_major[i] = step;
+            step *= dims[i];
+        }
+        w.tensor(dtype, dims, std::span<const std::int64_t>(row_major.data(), dims.size()), address);
+    }
+}
+
+}  // namespace stint::detail
+// ---- end stint/capture/dlpack.hpp ----
 
 #if !defined(STINT_USE_PFR)
 #if __has_include(<boost/pfr.hpp>)
@@ -1273,21 +1476,6 @@ bool put_int32s(std::byte* dst, const R& r, std::size_t n) noexcept {
 }
 
 }  // namespace detail
-
-/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
-/// that a reader can tell which op produced what another consumed. Captured only while an execution
-/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
-/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
-///
-///     w.tensor("float", t.sizes(), t.strides(),
-///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
-struct tensor_address {
-    const void* data = nullptr;     ///< its first element; nullptr: no identity
-    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
-    stint::device device = {};      ///< where the memory is
-    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
-    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
-};
 
 /// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
 /// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
@@ -1741,6 +1929,8 @@ void input_writer::value(const T& v) {
         } else {
             tensor(std::string_view(dtype), sizes, address);
         }
+    } else if constexpr (detail::dlpack_input<U>) {
+        detail::capture_dlpack(*this, v);
     } else if constexpr (detail::mdspan_like<U>) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {
@@ -4473,7 +4663,9 @@ template <class Backend>
 class device_link {
 public:
     STINT_DETAIL_ALWAYS_INLINE void open() noexcept {
-        if (device_correlating.load(std::memory_order_relaxed)) [[unlikely]] {
+        // Acquire: the collector's table, written before the session set the flag, is read next (a plain
+        // load on x86; aarch64 needs the barrier).
+        if (device_correlating.load(std::memory_order_acquire)) [[unlikely]] {
             id_ = next_external_id();
             if (!Backend::push_external_id(id_)) id_ = 0;
         }
@@ -10345,6 +10537,7 @@ inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& a
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10375,6 +10568,9 @@ struct device_capture {
     std::uint64_t own_thread = 0;
     std::uint64_t own_from_ticks = 0;
     std::uint64_t own_until_ticks = 0;
+    /// Each record kind's size as the loaded library laid it out (the step between two records in a
+    /// buffer, the smallest seen), by CUpti_ActivityKind: the GPU check compares it with the headers'.
+    std::map<std::uint32_t, std::size_t> record_strides;
 
     std::string_view keep(std::string text) { return names.emplace_back(std::move(text)); }
 };
@@ -13109,10 +13305,15 @@ void write_device_report(Writer& out, const device_report& report) {
     out.number(report.cupti_headers);
     out.raw(", \"clock_alignment\": ");
     out.string(report.clock_alignment);
+    out.raw(", \"clock_error_ns\": ");
+    out.number(report.clock_error_ns);
+    out.raw(", \"torn_down\": ");
+    out.raw(report.torn_down ? "true" : "false");
     const device_loss& loss = report.loss;
     const std::pair<std::string_view, std::uint64_t> counters[] = {
         {"dropped_records", loss.dropped_records},
         {"rejected_buffers", loss.rejected_buffers},
+        {"foreign_buffers", loss.foreign_buffers},
         {"incomplete_records", loss.incomplete_records},
         {"unknown_records", loss.unknown_records},
         {"unparsed_bytes", loss.unparsed_bytes},
@@ -15930,6 +16131,14 @@ struct profiler_options {
     /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
     /// beyond them.
     std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
+    /// Device sessions: collect CUDA synchronisations (stream, event, context syncs) as device events,
+    /// charged to the op that waited (torch's `enable_cuda_sync_events`, off by default as there).
+    /// stint's own synchronisation at stop is never collected.
+    bool enable_cuda_sync_events = false;
+    /// Device sessions that synchronise at stop: detach CUPTI afterwards (cuptiFinalize), so that the
+    /// program's launches cost what they cost before profiling (CUPTI left attached slows them down);
+    /// the next session attaches it again. Kept attached while another CUPTI client shares the process.
+    bool teardown_cupti_on_stop = true;
     /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
     /// registered (register_callback) before the profiler is made, and living longer than it or
     /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
@@ -16318,7 +16527,9 @@ private:
         if constexpr (has_device) {
             if (device) {
                 device_requested_ = true;
-                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes});
+                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes,
+                                                        .sync_events = options_.enable_cuda_sync_events,
+                                                        .teardown = options_.teardown_cupti_on_stop});
             }
         }
     }
