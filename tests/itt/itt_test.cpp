@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 // Set before anything in this process pushes a task; a child run by the test sets its own.
@@ -204,7 +205,7 @@ TEST_CASE("emit_itt makes one string handle per name, across calls and threads, 
     for (const char* name : {"outer", "inner", "aten::mm", "layer2", "aten::relu"}) {
         CHECK_MESSAGE(handles[name] == 1, name);
     }
-    for (const auto& [name, count] : handles) CHECK_MESSAGE(count == 1, name);
+    for (const auto& entry : handles) CHECK_MESSAGE(entry.second == 1, entry.first);
 }
 
 TEST_CASE("emit_itt tasks begin without a session too, on the thread that runs the scope") {
@@ -247,11 +248,11 @@ TEST_CASE("child: a collector that cannot be loaded" * doctest::skip(!in_child))
 }
 
 TEST_CASE("without a collector, or with one that cannot be loaded, recording goes on (one warning)") {
-    const auto [absent_status, absent_out] = run_child("child: no collector", nullptr);
-    CHECK_MESSAGE(absent_status == 0, absent_out);
-    CHECK(absent_out.find("1 passed") != std::string::npos);
-    const auto [bad_status, bad_out] = run_child("child: a collector that cannot be loaded",
-                                                 "/nonexistent/libittnotify_collector.so");
-    CHECK_MESSAGE(bad_status == 0, bad_out);
-    CHECK(bad_out.find("1 passed") != std::string::npos);
+    const std::pair<int, std::string> absent = run_child("child: no collector", nullptr);
+    CHECK_MESSAGE(absent.first == 0, absent.second);
+    CHECK(absent.second.find("1 passed") != std::string::npos);
+    const std::pair<int, std::string> bad =
+        run_child("child: a collector that cannot be loaded", "/nonexistent/libittnotify_collector.so");
+    CHECK_MESSAGE(bad.first == 0, bad.second);
+    CHECK(bad.second.find("1 passed") != std::string::npos);
 }
