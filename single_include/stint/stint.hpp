@@ -1118,7 +1118,6 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 //     STINT_OP(cfg, "my::gemm", t);   // Input type "float", Input Dims [64, 32], strides [32, 1]
 
 #include <array>
-#include <charconv>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -1214,7 +1213,6 @@ inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigne
                                               unsigned lanes) noexcept {
     constexpr std::string_view head = "DLDataType(";
     char* p = out.data();
-    char* const end = out.data() + out.size();
     for (char c : head) *p++ = c;
     const unsigned fields[3] = {code, bits, lanes};
     for (int i = 0; i < 3; ++i) {
@@ -1222,7 +1220,14 @@ inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigne
             *p++ = ',';
             *p++ = ' ';
         }
-        p = std::to_chars(p, end, fields[i]).ptr;  // at most 5 digits each: the array has room
+        char digits[10];  // at most 5 each (code and bits are 8-bit, lanes 16-bit): the array has room
+        int n = 0;
+        unsigned v = fields[i];
+        do {
+            digits[n++] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v != 0 && n < 10);
+        while (n > 0) *p++ = digits[--n];
     }
     *p++ = ')';
     return {out.data(), static_cast<std::size_t>(p - out.data())};

@@ -92,7 +92,7 @@ std::vector<std::string> tasks(const std::vector<itt_call>& calls) {
 
 // Runs this test binary's case `name` in a child process with INTEL_LIBITTNOTIFY64 = `collector` (unset
 // when null) and returns its exit status and output.
-std::pair<int, std::string> run_child(const char* name, const char* collector) {
+std::pair<int, std::string> run_child(const char* name, const char* collector, bool fill_nothing = false) {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     const pid_t pid = ::fork();
@@ -102,6 +102,7 @@ std::pair<int, std::string> run_child(const char* name, const char* collector) {
         ::dup2(fds[1], 2);
         ::close(fds[0]);
         ::setenv("STINT_TEST_ITT_CHILD", "1", 1);
+        if (fill_nothing) ::setenv("STINT_TEST_ITT_FILL_NOTHING", "1", 1);
         if (collector != nullptr) {
             ::setenv("INTEL_LIBITTNOTIFY64", collector, 1);
         } else {
@@ -247,7 +248,15 @@ TEST_CASE("child: a collector that cannot be loaded" * doctest::skip(!in_child))
     CHECK(warning.find("; ITT tasks are off, recording goes on") != std::string::npos);
 }
 
-TEST_CASE("without a collector, or with one that cannot be loaded, recording goes on (one warning)") {
+TEST_CASE("child: a collector without the four functions" * doctest::skip(!in_child)) {
+    const std::string warning = child_program();
+    CHECK(warning == std::string("emit_itt: cannot use the ITT collector '") + STINT_TEST_ITT_COLLECTOR +
+                         "' named by INTEL_LIBITTNOTIFY64: it does not provide __itt_domain_create, "
+                         "__itt_string_handle_create, __itt_task_begin and __itt_task_end; ITT tasks are off, "
+                         "recording goes on");
+}
+
+TEST_CASE("without a collector, or with one that cannot be used, recording goes on (one warning)") {
     const std::pair<int, std::string> absent = run_child("child: no collector", nullptr);
     CHECK_MESSAGE(absent.first == 0, absent.second);
     CHECK(absent.second.find("1 passed") != std::string::npos);
@@ -255,4 +264,8 @@ TEST_CASE("without a collector, or with one that cannot be loaded, recording goe
         run_child("child: a collector that cannot be loaded", "/nonexistent/libittnotify_collector.so");
     CHECK_MESSAGE(bad.first == 0, bad.second);
     CHECK(bad.second.find("1 passed") != std::string::npos);
+    const std::pair<int, std::string> empty =
+        run_child("child: a collector without the four functions", STINT_TEST_ITT_COLLECTOR, true);
+    CHECK_MESSAGE(empty.first == 0, empty.second);
+    CHECK(empty.second.find("1 passed") != std::string::npos);
 }
