@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
 ENTRIES = ("stint.hpp", "annotate.hpp")
 DEFAULT_OUTPUT_DIR = ROOT / "single_include" / "stint"
-LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(stint/[^"]+)"\s*$')
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(stint/[^"]+)"\s*(//.*)?$')
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$")
 
 BANNER = """\

@@ -1066,12 +1066,13 @@ private:
 //   1. a specialisation of stint::input_traits<T> (yours, or a built-in one below);
 //   2. stint::tensor_like: any type with sizes() (integers) and dtype() (text), optionally
 //      strides() and defined();
-//   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
-//   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
+//   3. DLPack tensors (DLTensor, DLManagedTensor), by their members, with no DLPack header (dlpack.hpp);
+//   4. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
+//   5. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   5. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
+//   6. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
-//   6. anything else is a compile error naming the type.
+//   7. anything else is a compile error naming the type.
 
 #include <array>
 #include <atomic>
@@ -1162,6 +1163,214 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_ENCODING_HPP
 // ---- end stint/capture/detail/input_encoding.hpp ----
+
+// ---- begin stint/capture/dlpack.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DLPACK_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DLPACK_HPP
+// DLPack tensors as op inputs, with no trait to write: a `DLTensor` (dlpack/dlpack.h: data, device, ndim,
+// dtype {code, bits, lanes}, shape, strides, byte_offset) or anything holding one as `dl_tensor`
+// (`DLManagedTensor`, `DLManagedTensorVersioned`), by value, reference or pointer. They are recognised
+// by their members, so stint includes no DLPack header and the support is there whichever header came
+// first (or a framework's own copy of the struct).
+//
+//     DLTensor t = ...;               // float32, shape {64, 32}, strides null
+//     STINT_OP(cfg, "my::gemm", t);   // Input type "float", Input Dims [64, 32], strides [32, 1]
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+
+// ---- begin stint/capture/tensor_address.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_TENSOR_ADDRESS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_TENSOR_ADDRESS_HPP
+// Where a tensor's elements are (stint::tensor_address): what input_writer::tensor takes from traits
+// and built-in captures (inputs.hpp, dlpack.hpp) to give the execution trace tensor and storage ids.
+
+#include <cstddef>
+
+
+namespace stint {
+
+/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
+/// that a reader can tell which op produced what another consumed. Captured only while an execution
+/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
+/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
+///
+///     w.tensor("float", t.sizes(), t.strides(),
+///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
+struct tensor_address {
+    const void* data = nullptr;     ///< its first element; nullptr: no identity
+    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
+    stint::device device = {};      ///< where the memory is
+    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
+    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
+};
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_CAPTURE_TENSOR_ADDRESS_HPP
+// ---- end stint/capture/tensor_address.hpp ----
+
+namespace stint::detail {
+
+/// A DLTensor, by its members (dlpack.h's names and types).
+template <class T>
+concept dlpack_tensor = requires(const T& t) {
+    { t.data } -> std::convertible_to<const void*>;
+    { t.device.device_type } -> std::convertible_to<int>;
+    { t.device.device_id } -> std::convertible_to<int>;
+    { t.ndim } -> std::convertible_to<int>;
+    { t.dtype.code } -> std::convertible_to<std::uint8_t>;
+    { t.dtype.bits } -> std::convertible_to<std::uint8_t>;
+    { t.dtype.lanes } -> std::convertible_to<std::uint16_t>;
+    { t.shape } -> std::convertible_to<const std::int64_t*>;
+    { t.strides } -> std::convertible_to<const std::int64_t*>;
+    { t.byte_offset } -> std::convertible_to<std::uint64_t>;
+};
+
+/// A DLManagedTensor (or DLPack 1.0's DLManagedTensorVersioned): a DLTensor as `dl_tensor`.
+template <class T>
+concept dlpack_managed_tensor = requires(const T& t) { requires dlpack_tensor<std::remove_cvref_t<decltype(t.dl_tensor)>>; };
+
+template <class T>
+concept dlpack_input = dlpack_tensor<T> || dlpack_managed_tensor<T>;
+
+/// What an unreadable DLTensor (ndim < 0, or a null shape with ndim > 0) records as its input type.
+inline constexpr std::string_view invalid_dlpack_tensor = "invalid DLTensor";
+
+/// torch's name of a DLPack dtype (the TypeMeta name torch's profiler writes: "float", "c10::Half",
+/// "long int"), or "" for one torch has no type for (vector lanes, opaque handles, odd widths).
+constexpr std::string_view dlpack_dtype_name(std::uint8_t code, std::uint8_t bits, std::uint16_t lanes) noexcept {
+    if (lanes != 1) return "";
+    switch (code) {
+        case 0:  // kDLInt
+            return bits == 8 ? "signed char" : bits == 16 ? "short int" : bits == 32 ? "int" : bits == 64 ? "long int" : "";
+        case 1:  // kDLUInt
+            return bits == 8    ? "unsigned char"
+                   : bits == 16 ? "short unsigned int"
+                   : bits == 32 ? "unsigned int"
+                   : bits == 64 ? "long unsigned int"
+                                : "";
+        case 2:  // kDLFloat
+            return bits == 16 ? "c10::Half" : bits == 32 ? "float" : bits == 64 ? "double" : "";
+        case 4:  // kDLBfloat
+            return bits == 16 ? "c10::BFloat16" : "";
+        case 5:  // kDLComplex
+            return bits == 32    ? "c10::complex<c10::Half>"
+                   : bits == 64  ? "c10::complex<float>"
+                   : bits == 128 ? "c10::complex<double>"
+                                 : "";
+        case 6:  // kDLBool (DLPack 0.8)
+            return bits == 8 ? "bool" : "";
+        default: return "";
+    }
+}
+
+/// The name of a dtype torch has no name for: "DLDataType(code, bits, lanes)", into `out`.
+inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigned code, unsigned bits,
+                                              unsigned lanes) noexcept {
+    constexpr std::string_view head = "DLDataType(";
+    char* p = out.data();
+    for (char c : head) *p++ = c;
+    const unsigned fields[3] = {code, bits, lanes};
+    for (int i = 0; i < 3; ++i) {
+        if (i != 0) {
+            *p++ = ',';
+            *p++ = ' ';
+        }
+        char digits[10];  // at most 5 each (code and bits are 8-bit, lanes 16-bit): the array has room
+        int n = 0;
+        unsigned v = fields[i];
+        do {
+            digits[n++] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v != 0 && n < 10);
+        while (n > 0) *p++ = digits[--n];
+    }
+    *p++ = ')';
+    return {out.data(), static_cast<std::size_t>(p - out.data())};
+}
+
+/// Where a DLPack device's memory is, as stint names devices: the host (kDLCPU, and pinned host memory:
+/// kDLCUDAHost, kDLROCMHost, as torch makes them CPU tensors) or a CUDA device (kDLCUDA, kDLCUDAManaged;
+/// kDLROCM too, as torch's ROCm builds name HIP devices "cuda"). False for devices stint has no type for.
+constexpr bool dlpack_device(int type, int id, stint::device& out) noexcept {
+    switch (type) {
+        case 1:   // kDLCPU
+        case 3:   // kDLCUDAHost
+        case 11:  // kDLROCMHost
+            out = {device_type::cpu, -1};
+            return true;
+        case 2:   // kDLCUDA
+        case 10:  // kDLROCM
+        case 13:  // kDLCUDAManaged
+            out = {device_type::cuda, id};
+            return true;
+        default: return false;
+    }
+}
+
+/// Captures a DLTensor through `w` (stint::input_writer; a template so this header needs none of it):
+/// dims, strides (row-major ones when `strides` is null, as DLPack defines), torch's dtype name and,
+/// while an execution trace records, its identity: data + byte_offset in the allocation at data.
+template <class Writer, class T>
+void capture_dlpack(Writer& w, const T& in) noexcept {
+    if constexpr (dlpack_managed_tensor<T>) {
+        capture_dlpack(w, in.dl_tensor);
+    } else {
+        const int ndim = static_cast<int>(in.ndim);
+        const std::int64_t* shape = in.shape;
+        if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
+            w.tensor(invalid_dlpack_tensor, std::span<const std::int64_t>{});
+            return;
+        }
+        const std::span<const std::int64_t> dims(shape, static_cast<std::size_t>(ndim));
+        const auto code = static_cast<std::uint8_t>(in.dtype.code);
+        const auto bits = static_cast<std::uint8_t>(in.dtype.bits);
+        const auto lanes = static_cast<std::uint16_t>(in.dtype.lanes);
+        std::array<char, 48> fallback;
+        std::string_view dtype = dlpack_dtype_name(code, bits, lanes);
+        if (dtype.empty()) dtype = dlpack_dtype_fallback(fallback, code, bits, lanes);
+
+        tensor_address address;
+        if (w.identities() && in.data != nullptr &&
+            dlpack_device(static_cast<int>(in.device.device_type), static_cast<int>(in.device.device_id),
+                          address.device)) {
+            const auto base = reinterpret_cast<std::uintptr_t>(static_cast<const void*>(in.data));
+            address.data = reinterpret_cast<const void*>(base + static_cast<std::uintptr_t>(in.byte_offset));
+            address.storage = static_cast<const void*>(in.data);
+            address.itemsize = (static_cast<std::size_t>(bits) * lanes + 7) / 8;
+        }
+
+        const std::int64_t* strides = in.strides;
+        if (strides != nullptr) {
+            w.tensor(dtype, dims, std::span<const std::int64_t>(strides, dims.size()), address);
+            return;
+        }
+        // Compact and row-major. Shapes of more dims than this keep no strides (the writer keeps 255
+        // dims at most; real tensors have a handful).
+        constexpr std::size_t max_computed = 32;
+        if (dims.size() > max_computed) {
+            w.tensor(dtype, dims, address);
+            return;
+        }
+        std::array<std::int64_t, max_computed> row_major;
+        std::int64_t step = 1;
+        for (std::size_t i = dims.size(); i-- > 0;) {
+            row_major[i] = step;
+            step *= dims[i];
+        }
+        w.tensor(dtype, dims, std::span<const std::int64_t>(row_major.data(), dims.size()), address);
+    }
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DLPACK_HPP
+// ---- end stint/capture/dlpack.hpp ----
 
 
 namespace stint {
@@ -1341,21 +1550,6 @@ bool put_int32s(std::byte* dst, const R& r, std::size_t n) noexcept {
 }
 
 }  // namespace detail
-
-/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
-/// that a reader can tell which op produced what another consumed. Captured only while an execution
-/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
-/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
-///
-///     w.tensor("float", t.sizes(), t.strides(),
-///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
-struct tensor_address {
-    const void* data = nullptr;     ///< its first element; nullptr: no identity
-    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
-    stint::device device = {};      ///< where the memory is
-    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
-    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
-};
 
 /// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
 /// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
@@ -1809,6 +2003,8 @@ void input_writer::value(const T& v) {
         } else {
             tensor(std::string_view(dtype), sizes, address);
         }
+    } else if constexpr (detail::dlpack_input<U>) {
+        detail::capture_dlpack(*this, v);
     } else if constexpr (detail::mdspan_like<U>) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {
@@ -3043,7 +3239,1356 @@ void record_outputs(const Values&... values) noexcept {
 #include <utility>
 #include <vector>
 
-#include "stint/annotations/detail/dynamic_name_table.hpp"  // the slow path of dynamic scopes (installed below)
+// The slow path of dynamic scopes, installed with the registry's (below).
+
+// ---- begin stint/annotations/detail/dynamic_name_table.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_DYNAMIC_NAME_TABLE_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_DYNAMIC_NAME_TABLE_HPP
+// The process's table of STINT_SCOPE_DYNAMIC's sites, by call site and dynamic type, and the names it
+// makes ("Optimizer.step#SGD.step"): the slow path of a dynamic scope, reached through the installed
+// slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
+
+#include <cstddef>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#define STINT_DETAIL_HAS_CXXABI 1
+#else
+#define STINT_DETAIL_HAS_CXXABI 0
+#endif
+
+
+// ---- begin stint/annotations/dynamic_name.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
+// Scope names from an object's dynamic type: STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this)
+// in SGD's step records "Optimizer.step#SGD.step" (torch's high-level optimizer and data-loader
+// events). The name is made once per call site and type; each call records a 24-byte record that
+// points to it, as a static site's does.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+
+
+// ---- begin stint/annotations/detail/interned_site.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
+// Sites made at run time (a name from an object's dynamic type, a compiled region's ids) and kept for
+// the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
+// event, and the name is made once, not per call.
+
+#include <string>
+#include <utility>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A site and the name it points to. Never freed: records of any later session, and the events
+/// drained from them, may point to it. The tables that make them keep them reachable.
+struct interned_site {
+    std::string name;
+    site where;
+
+    interned_site(std::string text, const site& like) : name(std::move(text)), where(like) { where.name = name; }
+    interned_site(const interned_site&) = delete;
+    interned_site& operator=(const interned_site&) = delete;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
+// ---- end stint/annotations/detail/interned_site.hpp ----
+
+// ---- begin stint/scope.hpp ----
+#ifndef STINT_SINGLE_STINT_SCOPE_HPP
+#define STINT_SINGLE_STINT_SCOPE_HPP
+// RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
+// buffer.hpp's append_record; review them on one screen.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+// ---- begin stint/annotations/range_mirror.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
+// The seam for mirroring scopes into another tool's ranges (stint::emit_nvtx, annotations/nvtx.hpp): a
+// config's policies may name a range mirror; every scope and op of such a config is then also one of
+// the tool's ranges, pushed before stint reads its begin tick and popped after its end tick, so the
+// mirror's cost is not charged to stint's times (design §12). Without one, scopes contain no mirror
+// code and no tool's header is included.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+
+namespace stint::detail {
+
+/// The range mirror of configs that mirror nothing.
+struct no_range_mirror {
+    static constexpr bool enabled = false;
+};
+
+/// The first policy's `range_mirror`, or no_range_mirror. A mirror has
+/// `static void push(const site&)`, `push_named(std::string_view)`,
+/// `push_op(const site&, std::span<const std::byte> inputs, std::uint32_t aux)` (captured inputs, as
+/// capture/detail/input_encoding.hpp writes them) and `pop()`, all noexcept.
+template <class... Policies>
+struct find_range_mirror {
+    using type = no_range_mirror;
+};
+template <class Policy, class... Rest>
+struct find_range_mirror<Policy, Rest...> {
+    using type = typename find_range_mirror<Rest...>::type;
+};
+template <class Policy, class... Rest>
+    requires requires { typename Policy::range_mirror; }
+struct find_range_mirror<Policy, Rest...> {
+    using type = typename Policy::range_mirror;
+};
+
+/// The range mirror of a configuration.
+template <class Config>
+using range_mirror_t = typename Config::template apply<find_range_mirror>::type;
+
+template <class Config>
+inline constexpr bool has_range_mirror = Config::enabled && range_mirror_t<Config>::enabled;
+
+/// Pops the mirror's range when it is destroyed, if one was pushed: a member declared before the
+/// scope it wraps, so that it is constructed first and destroyed last.
+template <class Mirror>
+struct mirror_pop {
+    bool pushed = false;
+    mirror_pop() noexcept = default;
+    explicit mirror_pop(const site& where) noexcept : pushed(true) { Mirror::push(where); }
+    ~mirror_pop() {
+        if (pushed) Mirror::pop();
+    }
+    mirror_pop(const mirror_pop&) = delete;
+    mirror_pop& operator=(const mirror_pop&) = delete;
+};
+
+/// A scope (`Inner`: a timer, a linked or capturing scope) that is also one of Mirror's ranges.
+template <class Mirror, class Inner>
+class mirrored_scope {
+public:
+    explicit mirrored_scope(const site& where) noexcept : range_(where), inner_(where) {}
+
+private:
+    mirror_pop<Mirror> range_;
+    Inner inner_;
+};
+
+/// An op that captures inputs (`Inner` is its capturing_scope) and is also one of Mirror's ranges: the
+/// range is pushed once the inputs are encoded, so that its message can carry their shapes, and before
+/// the op's begin tick. Without a session (nothing captured), it is pushed with the op's name alone.
+template <class Mirror, class Inner>
+class mirrored_op_scope {
+public:
+    explicit mirrored_op_scope(const site& where) noexcept : where_(&where), inner_(where) {}
+
+    template <class Produce>
+    void capture(Produce& inputs) noexcept {
+        inner_.capture(inputs, [this](std::span<const std::byte> encoded, std::uint32_t aux) noexcept {
+            Mirror::push_op(*where_, encoded, aux);
+            range_.pushed = true;
+        });
+        if (!range_.pushed) {
+            Mirror::push(*where_);
+            range_.pushed = true;
+        }
+    }
+
+private:
+    const site* where_;
+    mirror_pop<Mirror> range_;
+    Inner inner_;
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
+// ---- end stint/annotations/range_mirror.hpp ----
+
+// ---- begin stint/capture/detail/config_traits.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
+// What a configuration's policies mean for its sites, decided at compile time: which payload its
+// records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
+// scope.hpp pick their type from these; nothing here runs while recording.
+
+#include <cstddef>
+#include <initializer_list>
+#include <type_traits>
+
+
+namespace stint::detail {
+
+/// The largest of `values` (std::max of a list without <algorithm>, which this light header avoids).
+constexpr std::size_t largest(std::initializer_list<std::size_t> values) noexcept {
+    std::size_t most = 0;
+    for (const std::size_t v : values) most = v > most ? v : most;
+    return most;
+}
+
+
+template <class... Policies>
+struct find_shapes_limits {
+    using type = record_shapes;  // implied by another policy (with_flops): the defaults
+};
+template <class P, class... Rest>
+struct find_shapes_limits<P, Rest...> {
+    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
+};
+
+/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
+template <class Config>
+using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
+
+/// Whether ops of Config capture their inputs.
+template <class Config>
+inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
+
+template <class P>
+constexpr std::size_t policy_native_depth() noexcept {
+    if constexpr (same_policy<P, with_stack<>>) {
+        return P::native_depth;
+    } else {
+        return 0;
+    }
+}
+template <class... Policies>
+struct find_native_depth {
+    static constexpr std::size_t value = largest({std::size_t{0}, policy_native_depth<Policies>()...});
+};
+
+/// Native frames the sites of Config capture (with_stack<native_frames<N>>), 0 for none.
+template <class Config>
+inline constexpr std::size_t native_stack_depth = Config::template apply<find_native_depth>::value;
+
+/// The payload kind of a scope site (STINT_SCOPE) of Config.
+template <class Config>
+constexpr payload_kind scope_payload_kind() noexcept {
+    return Config::enabled && native_stack_depth<Config> > 0 ? payload_kind::native_stack : payload_kind::none;
+}
+
+/// The payload kind of an op site of Config.
+template <class Config>
+constexpr payload_kind op_payload_kind() noexcept {
+    const bool native = Config::enabled && native_stack_depth<Config> > 0;
+    if constexpr (captures_inputs<Config>) {
+        return native ? payload_kind::native_stack_inputs : payload_kind::inputs;
+    } else {
+        return native ? payload_kind::native_stack : payload_kind::none;
+    }
+}
+
+/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
+template <class Config>
+constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
+    if constexpr (Config::enabled && Config::template has<with_flops>) {
+        return formula;
+    } else {
+        return {};
+    }
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
+// ---- end stint/capture/detail/config_traits.hpp ----
+
+// ---- begin stint/capture/native_stack.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
+#define STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
+// Native call stacks (with_stack<native>): return addresses taken at scope entry, and their names,
+// looked up only when a session is drained. The record carries the addresses; symbols are read from
+// the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
+// included), then demangled.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+
+// ---- begin stint/capture/detail/frame_walk.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
+// The frame-pointer walk behind with_stack<native> (STINT_NATIVE_STACK_FRAME_POINTERS=1): each frame
+// record is {caller's frame pointer, return address} (x86-64 rbp, aarch64 x29), so a stack is a
+// chain of loads. The chain is followed only inside the current thread's stack, upwards: every
+// address read lies between the walk's own frame and the stack's top, which are mapped while the
+// thread runs, so a frame built without frame pointers (whose "frame pointer" is any value a
+// function left in the register) ends the chain or yields wrong frames, never a fault.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
+#include <pthread.h>
+#define STINT_DETAIL_HAS_FRAME_WALK 1
+#else
+#define STINT_DETAIL_HAS_FRAME_WALK 0
+#endif
+
+#if defined(__clang__) || defined(__GNUC__)
+// The walk reads saved registers of other frames (never a redzone or a local): nothing for ASan to
+// check, and under its fake stacks a frame's locals are elsewhere anyway.
+#define STINT_DETAIL_NO_SANITIZE_ADDRESS __attribute__((no_sanitize("address")))
+#else
+#define STINT_DETAIL_NO_SANITIZE_ADDRESS
+#endif
+
+namespace stint::detail {
+
+/// The address range of one thread's stack, [low, high); empty when it could not be read.
+struct stack_bounds {
+    std::uintptr_t low = 0;
+    std::uintptr_t high = 0;
+    bool known = false;
+};
+
+#if STINT_DETAIL_HAS_FRAME_WALK
+
+/// A frame record's alignment: x86-64 code keeps rbp 8-aligned at least (16 with the default
+/// stack alignment, not with -mstackrealign or hand-written code); aarch64 requires sp, and so x29,
+/// 16-aligned.
+#if defined(__aarch64__)
+inline constexpr std::uintptr_t frame_alignment = 16;
+#else
+inline constexpr std::uintptr_t frame_alignment = 8;
+#endif
+
+/// The lowest address a return address may have: the first page is never mapped.
+inline constexpr std::uintptr_t lowest_code_address = 4096;
+
+/// A return address as stored. On aarch64 with pointer authentication (-mbranch-protection) the
+/// bits above the 48-bit user address space carry a signature: they are cleared.
+inline std::uintptr_t plain_return_address(std::uintptr_t stored) noexcept {
+#if defined(__aarch64__)
+    return stored & ((std::uintptr_t{1} << 48) - 1);
+#else
+    return stored;
+#endif
+}
+
+/// Follows the chain from the frame record at `frame` within [low, high) and writes up to `depth`
+/// return addresses to `out` (unaligned u64s), the one in `frame` first; returns how many. The chain
+/// ends at the first record that is out of range, misaligned, or not strictly above the previous one
+/// (so it always ends), and at a return address that cannot be code: below the first page or inside
+/// the stack.
+STINT_DETAIL_NO_SANITIZE_ADDRESS inline std::uint32_t walk_frame_chain(std::uintptr_t frame, std::uintptr_t low,
+                                                                       std::uintptr_t high, std::byte* out,
+                                                                       std::size_t depth) noexcept {
+    constexpr std::uintptr_t record_bytes = 2 * sizeof(std::uintptr_t);
+    if (high < low + record_bytes || frame < low || frame > high - record_bytes || frame % frame_alignment != 0) {
+        return 0;
+    }
+    std::uint32_t count = 0;
+    while (count < depth) {
+        std::uintptr_t record[2];
+        std::memcpy(record, reinterpret_cast<const void*>(frame), sizeof(record));
+        const std::uintptr_t returns_to = plain_return_address(record[1]);
+        if (returns_to < lowest_code_address || (returns_to >= low && returns_to < high)) break;
+        const auto address = static_cast<std::uint64_t>(returns_to);
+        std::memcpy(out + count * sizeof(std::uint64_t), &address, sizeof(address));
+        ++count;
+        const std::uintptr_t next = record[0];
+        if (next <= frame || next > high - record_bytes || next % frame_alignment != 0) break;
+        frame = next;
+    }
+    return count;
+}
+
+/// Reads the calling thread's stack range (pthread_getattr_np: for the main thread glibc reads
+/// /proc/self/maps, so this runs once per thread and is cached).
+STINT_DETAIL_COLD inline void find_thread_stack(stack_bounds& bounds) noexcept {
+    bounds = stack_bounds{};
+    bounds.known = true;
+    pthread_attr_t attributes;
+    if (::pthread_getattr_np(::pthread_self(), &attributes) != 0) return;
+    void* base = nullptr;
+    std::size_t size = 0;
+    if (::pthread_attr_getstack(&attributes, &base, &size) == 0 && base != nullptr) {
+        bounds.low = reinterpret_cast<std::uintptr_t>(base);
+        bounds.high = bounds.low + size;
+    }
+    ::pthread_attr_destroy(&attributes);
+}
+
+/// The calling thread's stack range, read on first use.
+inline const stack_bounds& this_thread_stack() noexcept {
+    static thread_local stack_bounds bounds;  // constant-initialised: no guard on access
+    if (!bounds.known) [[unlikely]] find_thread_stack(bounds);
+    return bounds;
+}
+
+#endif
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
+// ---- end stint/capture/detail/frame_walk.hpp ----
+
+#if defined(__linux__) && defined(__GLIBC__)
+#include <execinfo.h>
+#define STINT_DETAIL_HAS_BACKTRACE 1
+#else
+#define STINT_DETAIL_HAS_BACKTRACE 0
+#endif
+
+// STINT_NATIVE_STACK_FRAME_POINTERS=1 takes with_stack<native> frames by following frame pointers
+// (about 100x faster than the unwinder), and is right only for code built with them
+// (-fno-omit-frame-pointer): a frame without one ends the stack early or adds wrong frames. No
+// compiler macro says whether frame pointers are kept, except that an unoptimised build
+// (__OPTIMIZE__ undefined: -O0) keeps them; so the walk is the default there, and the unwinder,
+// right without frame pointers, everywhere else.
+#if !defined(STINT_NATIVE_STACK_FRAME_POINTERS)
+#if STINT_DETAIL_HAS_FRAME_WALK && !defined(__OPTIMIZE__)
+#define STINT_NATIVE_STACK_FRAME_POINTERS 1
+#else
+#define STINT_NATIVE_STACK_FRAME_POINTERS 0
+#endif
+#elif (0 - STINT_NATIVE_STACK_FRAME_POINTERS - 1) != -1 && (0 - STINT_NATIVE_STACK_FRAME_POINTERS - 1) != -2
+#error "stint: STINT_NATIVE_STACK_FRAME_POINTERS must be 1 (walk frame pointers) or 0 (use the unwinder). Fix: 1. define it 1 where the program is built with -fno-omit-frame-pointer, or 2. define it 0, or 3. leave it undefined for the default."
+#elif STINT_NATIVE_STACK_FRAME_POINTERS && !STINT_DETAIL_HAS_FRAME_WALK
+#error "stint: STINT_NATIVE_STACK_FRAME_POINTERS=1 needs x86-64 or aarch64 Linux with glibc. Fix: 1. define it 0 (the unwinder), or 2. leave it undefined."
+#endif
+
+namespace stint::detail {
+
+/// Bytes the frames of a with_stack<native> record take ahead of its other payload: a u32 count, a
+/// u32 of padding, then `count` addresses.
+inline constexpr std::size_t native_stack_header_bytes = 8;
+
+constexpr std::size_t native_stack_bytes(std::size_t depth) noexcept {
+    return depth == 0 ? 0 : native_stack_header_bytes + depth * sizeof(std::uint64_t);
+}
+
+/// Writes the header of a native stack of `count` frames (count, padding) and returns its bytes.
+inline std::size_t finish_native_stack(std::byte* out, std::uint32_t count) noexcept {
+    const std::uint32_t padding = 0;
+    std::memcpy(out, &count, sizeof(count));
+    std::memcpy(out + sizeof(count), &padding, sizeof(padding));
+    return native_stack_header_bytes + count * sizeof(std::uint64_t);
+}
+
+/// The unwinder's stack (glibc's backtrace(), libgcc's DWARF unwinder): up to `depth` return
+/// addresses from `caller` on; the frames before it (the capture's own, and a sanitizer's backtrace
+/// interceptor) are left out. Correct without frame pointers; about 3 us for 10 frames.
+STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std::size_t depth,
+                                                             void* caller) noexcept {
+    std::uint32_t count = 0;
+#if STINT_DETAIL_HAS_BACKTRACE
+    constexpr int most = 134;
+    constexpr int skippable = 6;
+    void* frames[most];
+    const std::size_t asked = depth + skippable < most ? depth + skippable : most;
+    const int taken = ::backtrace(frames, static_cast<int>(asked));
+    int first = 1;
+    for (int i = 0; i < taken && i < skippable; ++i) {
+        if (frames[i] == caller) {
+            first = i;
+            break;
+        }
+    }
+    if (taken > first) {
+        const auto found = static_cast<std::size_t>(taken - first);
+        count = static_cast<std::uint32_t>(found < depth ? found : depth);
+    }
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
+        std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
+    }
+#else
+    (void)depth;
+    (void)caller;
+#endif
+    return finish_native_stack(out, count);
+}
+
+/// Writes up to `depth` return addresses of the caller's stack into `out` (count, padding,
+/// addresses), the caller's own frame first, with the unwinder; returns the bytes written. Out of
+/// line, so that its return address is in the instrumented function (scopes are inlined into it).
+STINT_DETAIL_NOINLINE inline std::size_t capture_native_stack_unwound(std::byte* out, std::size_t depth) noexcept {
+    return unwind_native_stack(out, depth, __builtin_return_address(0));
+}
+
+#if STINT_DETAIL_HAS_FRAME_WALK
+/// The same by following frame pointers (capture/detail/frame_walk.hpp): about 2 ns a frame. Its
+/// own frame record (which __builtin_frame_address makes it keep) holds the return address into the
+/// instrumented function, as the unwinder's first frame does. Off the thread's stack (a signal
+/// handler on sigaltstack, a coroutine or fiber stack) it takes the unwinder's stack instead.
+STINT_DETAIL_NOINLINE STINT_DETAIL_NO_SANITIZE_ADDRESS inline std::size_t capture_native_stack_walked(
+    std::byte* out, std::size_t depth) noexcept {
+    const stack_bounds& stack = this_thread_stack();
+    const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    if (frame < stack.low || frame >= stack.high) [[unlikely]] {
+        return unwind_native_stack(out, depth, __builtin_return_address(0));
+    }
+    return finish_native_stack(out, walk_frame_chain(frame, stack.low, stack.high,
+                                                     out + native_stack_header_bytes, depth));
+}
+#endif
+
+/// Writes up to `depth` return addresses of the caller's stack into `out` (count, padding,
+/// addresses), the caller's own frame first; returns the bytes written. A frame-pointer walk where
+/// STINT_NATIVE_STACK_FRAME_POINTERS is 1, else the unwinder. Inlined into the scope, so each
+/// translation unit calls the capture its own setting picks (the two are distinct symbols).
+STINT_DETAIL_ALWAYS_INLINE std::size_t capture_native_stack(std::byte* out, std::size_t depth) noexcept {
+#if STINT_NATIVE_STACK_FRAME_POINTERS
+    return capture_native_stack_walked(out, depth);
+#else
+    return capture_native_stack_unwound(out, depth);
+#endif
+}
+
+/// Loads what backtrace() needs (libgcc's unwinder) now, so a first capture inside a session does
+/// not pay a dlopen, and reads the calling thread's stack range for the frame-pointer walk.
+inline void warm_native_stacks() noexcept {
+#if STINT_DETAIL_HAS_FRAME_WALK
+    (void)this_thread_stack();
+#endif
+#if STINT_DETAIL_HAS_BACKTRACE
+    static const bool warmed = [] {
+        void* frames[2];
+        (void)::backtrace(frames, 2);
+        return true;
+    }();
+    (void)warmed;
+#endif
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
+// ---- end stint/capture/native_stack.hpp ----
+
+// ---- begin stint/device/device_link.hpp ----
+#ifndef STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
+#define STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
+// The seam between recording and a device collector (design §2): a config's policies may name a device
+// backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
+// it to itself. Without one, scopes and profilers contain no device code.
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace stint::detail {
+
+/// The device backend of configs that collect no device activity.
+struct no_device_backend {
+    static constexpr bool enabled = false;
+};
+
+/// The first policy's `device_backend`, or no_device_backend.
+template <class... Policies>
+struct find_device_backend {
+    using type = no_device_backend;
+};
+template <class Policy, class... Rest>
+struct find_device_backend<Policy, Rest...> {
+    using type = typename find_device_backend<Rest...>::type;
+};
+template <class Policy, class... Rest>
+    requires requires { typename Policy::device_backend; }
+struct find_device_backend<Policy, Rest...> {
+    using type = typename Policy::device_backend;
+};
+
+/// The device backend of a configuration.
+template <class Config>
+using device_backend_t = typename Config::template apply<find_device_backend>::type;
+
+template <class Config>
+inline constexpr bool has_device_backend = Config::enabled && device_backend_t<Config>::enabled;
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// Set while a device session is live: scopes of configs with a device backend then push external
+/// correlation ids. One per process (export_macros.hpp), so a library's scopes follow the session too.
+STINT_DETAIL_EXPORT inline constinit std::atomic<bool> device_correlating{false};
+/// Where the next block of external correlation ids starts; threads take blocks, not single ids.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> next_external_id_block{1};
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// This thread's unused external correlation ids: [next, limit).
+struct external_id_block {
+    std::uint64_t next = 0;
+    std::uint64_t limit = 0;
+};
+inline constinit thread_local external_id_block tls_external_ids{};
+
+/// A process-unique, non-zero external correlation id; a shared atomic is touched once per 4096 ids.
+inline std::uint64_t next_external_id() noexcept {
+    external_id_block& ids = tls_external_ids;
+    if (ids.next == ids.limit) [[unlikely]] {
+        constexpr std::uint64_t block = 4096;
+        ids.next = next_external_id_block.fetch_add(block, std::memory_order_relaxed);
+        ids.limit = ids.next + block;
+    }
+    return ids.next++;
+}
+
+/// The device part of a recorded scope: while a device session is live, an external correlation id is
+/// pushed at entry and popped at exit on the same thread (CUPTI keeps a stack per thread), and a
+/// device-link record after the scope's own tells the drain which scope that id named.
+template <class Backend>
+class device_link {
+public:
+    STINT_DETAIL_ALWAYS_INLINE void open() noexcept {
+        // Acquire: the collector's table, written before the session set the flag, is read next (a plain
+        // load on x86; aarch64 needs the barrier).
+        if (device_correlating.load(std::memory_order_acquire)) [[unlikely]] {
+            id_ = next_external_id();
+            if (!Backend::push_external_id(id_)) id_ = 0;
+        }
+    }
+    /// Pops what open() pushed, even when the session has ended since: the stack must stay balanced.
+    STINT_DETAIL_ALWAYS_INLINE void close() noexcept {
+        if (id_ != 0) [[unlikely]] Backend::pop_external_id();
+    }
+    /// Appends the link, right after the scope's record (same depth, same end).
+    STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t depth, std::uint64_t end, std::uint32_t state) noexcept {
+        if (id_ != 0) [[unlikely]] append_record(&device_link_site, depth, id_, end, state);
+    }
+
+private:
+    std::uint64_t id_ = 0;
+};
+
+template <>
+class device_link<no_device_backend> {
+public:
+    STINT_DETAIL_ALWAYS_INLINE void open() noexcept {}
+    STINT_DETAIL_ALWAYS_INLINE void close() noexcept {}
+    STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t, std::uint64_t, std::uint32_t) noexcept {}
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
+// ---- end stint/device/device_link.hpp ----
+
+namespace stint::detail {
+
+/// Times one static site: one relaxed load on entry when nothing records; two tick reads and one
+/// 24-byte append when a session records.
+class scope_timer {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit scope_timer(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)) {
+        if (is_recording_state(state_)) {
+            where_ = &where;
+            enter_recorded_scope();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
+        if (is_recording_state(state_)) append_scope_record(where_, begin_, read_ticks(), state_);
+    }
+    scope_timer(const scope_timer&) = delete;
+    scope_timer& operator=(const scope_timer&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+};
+
+/// scope_timer for a config with a device backend (cuda_activities): while a device session is live it
+/// also links the device work launched inside it (device/device_link.hpp); otherwise it costs one more
+/// relaxed load than scope_timer, and only while a session records.
+template <class Config>
+class linked_scope {
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit linked_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (is_recording_state(state_)) {
+            enter_recorded_scope();
+            link_.open();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            link_.close();
+            const std::uint32_t depth = leave_recorded_scope();
+            append_record(where_, depth, begin_, end, state_);
+            link_.record(depth, end, state_);
+        }
+    }
+    linked_scope(const linked_scope&) = delete;
+    linked_scope& operator=(const linked_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_;
+    std::uint64_t begin_ = 0;
+    device_link<device_backend_t<Config>> link_;
+};
+
+/// A scope for configuration Config; a disabled configuration gets an empty type that vanishes.
+template <class Config, class = void>
+class scope : public scope_timer {
+public:
+    using scope_timer::scope_timer;
+};
+template <class Config>
+class scope<Config, std::enable_if_t<!Config::enabled>> {
+public:
+    constexpr explicit scope(const site&) noexcept {}
+};
+
+/// What STINT_SCOPE and STINT_OP declare: the scope, or for a disabled configuration a reference to
+/// the site. A local object, even an empty one, gets a cleanup on the exception path that gcc 12
+/// removes only after its early tail-recursion pass, so a recursive function would compile
+/// differently from the uninstrumented one (tests/codegen checks that it does not).
+template <class Config>
+using plain_scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
+
+/// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
+struct input_sink {
+    input_writer* writer;
+    template <class... Args>
+    void operator()(const Args&... args) const {
+        (writer->value(args), ...);
+    }
+};
+
+/// Bytes of slack after an op's inputs in capturing_scope's buffer, so that append_inputs_record may
+/// copy them in whole 16-byte blocks.
+inline constexpr std::size_t inputs_copy_slack = 16;
+
+/// Appends a record whose payload is an op's inputs (`size` bytes at `inputs`, readable up to the next
+/// multiple of 16): the common case inline, with fixed 16-byte copies where append_record_payload calls
+/// memcpy through the PLT (3 rank-2 tensors: 42.0 -> 34.4 ns median, bench/scope_bench.cpp); a new
+/// session or a full chunk goes to append_record_payload.
+STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uint32_t depth, std::uint64_t begin,
+                                                     std::uint64_t end, std::uint32_t state, std::uint32_t aux,
+                                                     const std::byte* inputs, std::size_t size) noexcept {
+    thread_buffer& buffer = tls_buffer;
+    const std::size_t padded = (size + 7) & ~std::size_t{7};
+    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + padded;
+    std::byte* at = buffer.cursor;
+    // The copy below may write up to 15 bytes past the record, into the chunk's free room.
+    if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < bytes + inputs_copy_slack)
+        [[unlikely]] {
+        append_record_payload(where, depth, begin, end, state, aux, std::span<const std::byte>(inputs, size));
+        return;
+    }
+    ::new (at) record{where, depth, begin, end};
+    const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
+    std::memcpy(at + sizeof(record), &header, sizeof(header));
+    std::byte* out = at + sizeof(record) + sizeof(header);
+    for (std::size_t i = 0; i < size; i += 16) std::memcpy(out + i, inputs + i, 16);
+    buffer.cursor = at + bytes;
+    // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
+    buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
+/// What capturing_scope::capture calls between encoding the inputs and the begin tick by default.
+struct no_capture_hook {
+    STINT_DETAIL_ALWAYS_INLINE void operator()(std::span<const std::byte>, std::uint32_t) const noexcept {}
+};
+
+/// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
+/// taken at entry, and an op's inputs (record_shapes; `Inputs`), which capture_op_inputs() encodes
+/// right after the constructor. Both go into a bounded buffer in this object while a session
+/// records, before the begin tick, so capturing is not charged to the scope; at exit the record and
+/// the payload are appended together.
+template <class Config, bool Inputs>
+class capturing_scope {
+    static constexpr std::size_t frames_bytes = native_stack_bytes(native_stack_depth<Config>);
+    static constexpr std::size_t inputs_bytes = Inputs ? shapes_limits_t<Config>::max_bytes : 0;
+
+public:
+    STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (!is_recording_state(state_)) return;
+        enter_recorded_scope();
+        link_.open();
+        if constexpr (frames_bytes > 0) {
+            frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
+        }
+        if constexpr (!Inputs) begin_ = read_ticks();
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            link_.close();
+            const std::uint32_t depth = leave_recorded_scope();
+            if constexpr (frames_bytes == 0) {
+                append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
+            } else {
+                append_record_payload(where_, depth, begin_, end, state_, aux_,
+                                      std::span<const std::byte>(buffer_, frames_used_),
+                                      std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
+            }
+            link_.record(depth, end, state_);
+        }
+    }
+    capturing_scope(const capturing_scope&) = delete;
+    capturing_scope& operator=(const capturing_scope&) = delete;
+
+    /// Encodes the op's inputs, calls `before_begin(encoded inputs, aux)` (a range mirror pushes its
+    /// range there), then reads the begin tick.
+    template <class Produce, class BeforeBegin = no_capture_hook>
+    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs, BeforeBegin&& before_begin = {}) noexcept {
+        if (!is_recording_state(state_)) return;
+        using limits = shapes_limits_t<Config>;
+        input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
+                            limits::max_bytes / 4, record_concrete_inputs(),
+                            capture_state.identities.load(std::memory_order_relaxed));
+        try {
+            inputs(input_sink{&writer});
+        } catch (...) {
+            writer.mark_truncated();  // an input's accessor threw: keep what was captured
+        }
+        inputs_used_ = static_cast<std::uint32_t>(writer.size());
+        aux_ = writer.aux();
+        before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
+        begin_ = read_ticks();
+    }
+
+private:
+    std::uint32_t state_;
+    std::uint32_t aux_ = 0;
+    std::uint32_t frames_used_ = 0;
+    std::uint32_t inputs_used_ = 0;
+    const site* where_;
+    std::uint64_t begin_ = 0;
+    [[no_unique_address]] device_link<device_backend_t<Config>> link_;
+    alignas(16) std::byte buffer_[frames_bytes + inputs_bytes + (Inputs ? inputs_copy_slack : 0)];
+};
+
+/// The scope of a config before a range mirror: plain_scope_or_site, the linked scope when Config has a
+/// device backend, or the capturing scope when Config takes native frames.
+template <class Config>
+using unmirrored_scope_or_site = std::conditional_t<
+    Config::enabled && native_stack_depth<Config> != 0, capturing_scope<Config, false>,
+    std::conditional_t<has_device_backend<Config>, linked_scope<Config>, plain_scope_or_site<Config>>>;
+
+/// What STINT_SCOPE declares: unmirrored_scope_or_site, inside a range of Config's range mirror when it
+/// has one (stint::emit_nvtx).
+template <class Config>
+using scope_or_site = std::conditional_t<has_range_mirror<Config>,
+                                         mirrored_scope<range_mirror_t<Config>, unmirrored_scope_or_site<Config>>,
+                                         unmirrored_scope_or_site<Config>>;
+
+/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs (inside a
+/// mirrored range that carries their shapes, when Config has a range mirror).
+template <class Config>
+using op_scope_or_site = std::conditional_t<
+    captures_inputs<Config>,
+    std::conditional_t<has_range_mirror<Config>,
+                       mirrored_op_scope<range_mirror_t<Config>, capturing_scope<Config, true>>,
+                       capturing_scope<Config, true>>,
+    scope_or_site<Config>>;
+
+/// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
+/// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
+/// enabled configs only: its closure holds references to the arguments, a local object as above.
+template <class Scope, class Inputs>
+STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
+template <class Config, class Inputs>
+STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_scope<Config, true>& scope, Inputs&& inputs) noexcept {
+    scope.capture(inputs);
+}
+template <class Mirror, class Inner, class Inputs>
+void capture_op_inputs(mirrored_op_scope<Mirror, Inner>& scope, Inputs&& inputs) noexcept {
+    scope.capture(inputs);
+}
+
+/// Writes a zero-length event now.
+STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
+    const std::uint32_t state = recording.value.load(std::memory_order_relaxed);
+    if (is_recording_state(state)) {
+        const std::uint64_t now = read_ticks();
+        append_record(&where, current_depth(), now, now, state);
+    }
+}
+
+/// A scope whose name is known only at run time; the name is copied into the record at exit, so
+/// the string must live until then (STINT_SCOPE_NAMED keeps a temporary alive for the block).
+class named_scope {
+public:
+    explicit named_scope(std::string_view name) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)), name_(name) {
+        if (is_recording_state(state_)) {
+            enter_recorded_scope();
+            begin_ = read_ticks();
+        }
+    }
+    ~named_scope() {
+        if (is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
+        }
+    }
+    named_scope(const named_scope&) = delete;
+    named_scope& operator=(const named_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    std::string_view name_;
+    std::uint64_t begin_ = 0;
+};
+
+/// named_scope inside a range of Mirror named by the same runtime name.
+template <class Mirror>
+class mirrored_named_scope {
+public:
+    explicit mirrored_named_scope(std::string_view name) noexcept : range_(name), inner_(name) {}
+
+private:
+    struct named_range {
+        explicit named_range(std::string_view name) noexcept { Mirror::push_named(name); }
+        ~named_range() { Mirror::pop(); }
+        named_range(const named_range&) = delete;
+        named_range& operator=(const named_range&) = delete;
+    };
+    named_range range_;
+    named_scope inner_;
+};
+
+/// What STINT_SCOPE_NAMED declares for Config: named_scope, mirrored when Config has a range mirror.
+template <class Config>
+using named_scope_of =
+    std::conditional_t<has_range_mirror<Config>, mirrored_named_scope<range_mirror_t<Config>>, named_scope>;
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// RAII annotation with a name built at run time, for frameworks (torch's `record_function`). The
+/// name is copied only while a session records.
+///
+///     stint::record_function rf(layer.name() + ".forward");
+///     run(layer);
+///
+/// An args string (torch's `record_function(name, args)`) is recorded as the annotation's one input,
+/// a string: the trace shows `"Input type": ["String"]` and, with concrete inputs on, the text in
+/// `"Concrete Inputs"`; `event_args::record_args` holds it.
+///
+///     stint::record_function rf("## TEST 1 ##", "1, 2, 3");
+class record_function {
+public:
+    explicit record_function(std::string_view name) : record_function(detail::runtime_named_site, {name}) {}
+    record_function(std::string_view name, std::string_view args)
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&detail::runtime_named_args_site) {
+        if (detail::is_recording_state(state_)) {
+            name_.assign(name);
+            if (name_.size() > detail::max_runtime_name_bytes) {
+                name_.resize(detail::max_runtime_name_bytes);
+                name_cut_ = true;  // counted in end(), on the thread whose buffer takes the record
+            }
+            // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
+            const std::size_t text =
+                args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
+            args_.resize(8 + 4 + text);
+            input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
+            writer.string(args);
+            const std::uint32_t aux = writer.aux();
+            const auto used = static_cast<std::uint32_t>(writer.size());
+            std::memcpy(args_.data(), &aux, 4);
+            std::memcpy(args_.data() + 4, &used, 4);
+            args_.resize(8 + used);
+            opened_on_ = detail::enter_scope_on_this_thread();
+            begin_ = read_ticks();
+        }
+    }
+    ~record_function() { end(); }
+    record_function(const record_function&) = delete;
+    record_function& operator=(const record_function&) = delete;
+
+    /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
+    void end() noexcept {
+        if (detail::is_recording_state(state_)) {
+            const std::uint64_t end = read_ticks();
+            const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+            if (where_->payload == detail::payload_kind::runtime_name_inputs) {
+                detail::append_record_payload(where_, depth, begin_, end, state_,
+                                              static_cast<std::uint32_t>(name_.size()),
+                                              std::as_bytes(std::span<const char>(name_)),
+                                              std::span<const std::byte>(args_));
+                // As append_record_slow counts the names it cuts (single writer: this thread's node).
+                detail::thread_buffer& buffer = detail::tls_buffer;
+                if (name_cut_ && buffer.node != nullptr && buffer.state == state_) detail::bump(buffer.node->truncated);
+            } else {
+                detail::append_record_slow(where_, depth, begin_, end, state_, name_);
+            }
+            state_ = 0;
+        }
+    }
+
+protected:
+    /// An annotation of `where`'s kind (a runtime-named site) named by `parts` joined, built only
+    /// while a session records (stint::module_scope names a module call this way).
+    record_function(const detail::site& where, std::initializer_list<std::string_view> parts)
+        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&where) {
+        if (detail::is_recording_state(state_)) {
+            std::size_t size = 0;
+            for (std::string_view part : parts) size += part.size();
+            name_.reserve(size);
+            for (std::string_view part : parts) name_.append(part);
+            opened_on_ = detail::enter_scope_on_this_thread();
+            begin_ = read_ticks();
+        }
+    }
+
+private:
+    std::uint32_t state_;
+    const detail::site* where_;  // runtime_named_site, runtime_named_args_site, or a subclass's
+    const void* opened_on_ = nullptr;  // the thread whose depth it entered (it may end on another)
+    std::uint64_t begin_ = 0;
+    std::string name_;
+    std::vector<std::byte> args_;
+    bool name_cut_ = false;  // the name passed with args was longer than max_runtime_name_bytes
+};
+
+}  // namespace stint
+
+// ---- macros ----------------------------------------------------------------------------------------
+
+#define STINT_DETAIL_CAT2(a, b) a##b
+#define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
+
+/// The configuration STINT_SCOPE and STINT_INSTANT use; define it before including stint to change it
+/// for a translation unit (e.g. `#define STINT_CONFIG stint::disabled`).
+#ifndef STINT_CONFIG
+#define STINT_CONFIG ::stint::config<>
+#endif
+
+#if defined(STINT_DISABLE)
+#if (0 - STINT_DISABLE - 1) == -1
+#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
+#endif
+// Compiled out: no argument is evaluated, each use still needs its semicolon.
+#define STINT_SCOPE(name) static_assert(true, "")
+#define STINT_SCOPE_NAMED(name) static_assert(true, "")
+#define STINT_OP(config, name, ...) static_assert(true, "")
+#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
+#define STINT_INSTANT(name) static_assert(true, "")
+#else
+#define STINT_DETAIL_SITE(var, name, kind, payload)                                                          \
+    static constexpr ::stint::detail::site var {                                                             \
+        name, kind, payload,                                                                                 \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}           \
+    }
+
+/// Times the rest of the enclosing block as a user annotation named by a string literal.
+///
+///     void parse(Input& in) { STINT_SCOPE("parse"); ... }
+#define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
+// [[maybe_unused]]: with stint::disabled the declaration is only a reference to the site.
+#define STINT_DETAIL_SCOPE(name, id)                                                                         \
+    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation,        \
+                      ::stint::detail::scope_payload_kind<STINT_CONFIG>());                                  \
+    [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    }
+
+/// Times the rest of the block under a name computed at run time (copied into the record; a
+/// temporary string is kept alive until the block ends).
+#define STINT_SCOPE_NAMED(name) STINT_DETAIL_SCOPE_NAMED(name, __COUNTER__)
+#define STINT_DETAIL_SCOPE_NAMED(name, id)                                                                   \
+    auto&& STINT_DETAIL_CAT(stint_name_, id) = (name);                                                       \
+    ::stint::detail::named_scope_of<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {                       \
+        ::std::string_view { STINT_DETAIL_CAT(stint_name_, id) }                                             \
+    }
+
+/// Times the rest of the block as an operator (`cat: cpu_op`) of the given configuration. The inputs
+/// are evaluated only when the configuration captures them (record_shapes) and a session records;
+/// with with_flops, the op's name picks its flop formula ("aten::mm", or a registered one). A config
+/// with several policies must be named by an alias (the macro would split `config<a, b>` at its comma).
+///
+///     using shapes = stint::config<stint::record_shapes>;
+///     STINT_OP(shapes, "aten::mm", a, b);
+#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name, name __VA_OPT__(, ) __VA_ARGS__)
+
+/// STINT_OP whose flops (with_flops) come from `formula`: a formula name ("aten::mm", or one given
+/// to stint::register_flop_formula) or a `std::int64_t(const stint::op_inputs&)` function (a lambda
+/// in parentheses). Without with_flops in the config the formula is ignored.
+///
+///     STINT_OP_FLOPS(cfg, "my::gemm", "aten::mm", a, b);
+#define STINT_OP_FLOPS(config, name, formula, ...)                                                           \
+    STINT_DETAIL_OP(__COUNTER__, config, name, formula __VA_OPT__(, ) __VA_ARGS__)
+
+#define STINT_DETAIL_OP(id, config, name, formula, ...)                                                     \
+    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
+        name, ::stint::event_kind::cpu_op, ::stint::detail::op_payload_kind<config>(),                     \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \
+            ::stint::detail::op_flop_formula<config>(formula)                                               \
+    };                                                                                                       \
+    [[maybe_unused]] ::stint::detail::op_scope_or_site<config> STINT_DETAIL_CAT(stint_scope_, id) {           \
+        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
+    };                                                                                                       \
+    if constexpr (config::enabled)                                                                           \
+        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                               \
+                                           [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
+
+/// Records a zero-length event now.
+#define STINT_INSTANT(name)                                                                                  \
+    do {                                                                                                     \
+        STINT_DETAIL_SITE(stint_instant_site_, name, ::stint::event_kind::instant,                           \
+                          ::stint::detail::payload_kind::none);                                              \
+        if constexpr (STINT_CONFIG::enabled) ::stint::detail::instant(stint_instant_site_);                  \
+    } while (false)
+#endif
+#endif  // STINT_SINGLE_STINT_SCOPE_HPP
+// ---- end stint/scope.hpp ----
+
+namespace stint::detail {
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A site made for one dynamic type at one STINT_SCOPE_DYNAMIC site.
+struct dynamic_name_entry {
+    const std::type_info* type;
+    interned_site site;
+};
+
+/// A STINT_SCOPE_DYNAMIC call site: what every call shares, and the first types seen there.
+struct dynamic_site {
+    static constexpr std::size_t cached_types = 4;
+
+    std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
+    std::string_view method;  ///< "step"
+    source_location location;
+    /// The sites made here for the first types seen: each slot is set once, under the table's mutex
+    /// (annotations/detail/dynamic_name_table.hpp),
+    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
+    /// called with more types than this finds the others in the table.
+    std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The first sight of a type at a site: made by the registry's side (the table of sites by call site
+/// and type, annotations/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
+/// is then counted as dropped.
+STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
+                                                         std::uint32_t state) noexcept {
+    try {
+        const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+        return path != nullptr ? path->intern_dynamic_site(where, type) : nullptr;
+    } catch (...) {
+        thread_buffer& buffer = tls_buffer;
+        if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+        return nullptr;
+    }
+}
+
+/// The site of `type` at `where`: a cached one by identity, then by equality (one type can have two
+/// type_info objects across shared objects), else the table's.
+STINT_DETAIL_ALWAYS_INLINE const site* find_dynamic_site(dynamic_site& where, const std::type_info& type,
+                                                         std::uint32_t state) noexcept {
+    for (const auto& slot : where.seen) {
+        // acquire: pairs with the release in dynamic_name_table::intern(); the entry is complete.
+        const dynamic_name_entry* entry = slot.load(std::memory_order_acquire);
+        if (entry == nullptr) break;
+        if (entry->type == &type || *entry->type == type) return &entry->site.where;
+    }
+    return intern_dynamic_site(where, type, state);
+}
+
+/// Times the enclosing block under the name of `object`'s dynamic type at `where`. Without a session:
+/// one relaxed load. With one: typeid, a few loads to find the site, and a 24-byte record.
+class dynamic_scope {
+public:
+    template <class T>
+    STINT_DETAIL_ALWAYS_INLINE dynamic_scope(dynamic_site& where, const T& object) noexcept
+        : state_(recording.value.load(std::memory_order_relaxed)) {
+        static_assert(!std::is_pointer_v<T>,
+                      "stint: STINT_SCOPE_DYNAMIC names the object's type, not a pointer's; pass *this, not this");
+        if (is_recording_state(state_)) {
+            where_ = find_dynamic_site(where, typeid(object), state_);
+            if (where_ != nullptr) enter_recorded_scope();
+            begin_ = read_ticks();
+        }
+    }
+    STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
+        if (is_recording_state(state_) && where_ != nullptr) append_scope_record(where_, begin_, read_ticks(), state_);
+    }
+    dynamic_scope(const dynamic_scope&) = delete;
+    dynamic_scope& operator=(const dynamic_scope&) = delete;
+
+private:
+    std::uint32_t state_;
+    const site* where_ = nullptr;
+    std::uint64_t begin_ = 0;
+};
+
+/// What STINT_SCOPE_DYNAMIC declares for a disabled configuration: nothing that runs.
+class no_dynamic_scope {
+public:
+    template <class T>
+    constexpr no_dynamic_scope(dynamic_site&, const T&) noexcept {}
+};
+
+template <class Config>
+using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_dynamic_scope>;
+
+}  // namespace stint::detail
+
+#if defined(STINT_DISABLE)
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
+#else
+/// Times the rest of the block under a name from `object`'s dynamic type,
+/// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).
+/// The name is made once per site and type; `object` (evaluated once, like a function argument)
+/// is looked at only while a session records.
+///
+///     struct sgd : optimizer {
+///         void step() override { STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this); ... }
+///     };   // "Optimizer.step#sgd.step", or "Optimizer.step#custom_sgd.step" for a subclass
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, __COUNTER__)
+#define STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, id)                                               \
+    static constinit ::stint::detail::dynamic_site STINT_DETAIL_CAT(stint_dynamic_site_, id) {               \
+        prefix, method,                                                                                      \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
+    };                                                                                                       \
+    [[maybe_unused]] ::stint::detail::dynamic_scope_for<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {   \
+        STINT_DETAIL_CAT(stint_dynamic_site_, id), object                                                    \
+    }
+#endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
+// ---- end stint/annotations/dynamic_name.hpp ----
+
+namespace stint::detail {
+
+/// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
+inline std::string demangled_name(const std::type_info& type) {
+#if STINT_DETAIL_HAS_CXXABI
+    int status = 0;
+    char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+    if (status == 0 && text != nullptr) {
+        std::string out(text);
+        std::free(text);
+        return out;
+    }
+    std::free(text);
+#endif
+    return type.name();
+}
+
+/// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
+/// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
+/// ("ns::(anonymous namespace)::SGD" and "train()::SGD" give "SGD"); template arguments are kept as
+/// the demangler writes them ("ns::adam<ns::half>" gives "adam<ns::half>").
+constexpr std::string_view unqualified_name(std::string_view name) noexcept {
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const char c = name[i];
+        if (c == '<' || c == '(' || c == '[' || c == '{') {
+            ++depth;
+        } else if (c == '>' || c == ')' || c == ']' || c == '}') {
+            --depth;
+        } else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
+            start = i + 2;
+            ++i;
+        }
+    }
+    return name.substr(start);
+}
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
+/// registry: its sites must outlive every record and event.
+class dynamic_name_table {
+public:
+    /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
+    const site& intern(dynamic_site& where, const std::type_info& type) {
+        std::lock_guard lock(mutex_);
+        auto [it, added] = entries_.try_emplace(key{&where, std::type_index(type)}, nullptr);
+        if (added) {
+            try {
+                it->second = new dynamic_name_entry{&type, interned_site(event_name(where, type), site_like(where))};
+            } catch (...) {
+                entries_.erase(it);
+                throw;
+            }
+        }
+        const dynamic_name_entry* entry = it->second;
+        for (auto& slot : where.seen) {
+            const dynamic_name_entry* cached = slot.load(std::memory_order_relaxed);  // writers hold mutex_
+            if (cached == entry) break;
+            if (cached == nullptr) {
+                // release: pairs with the acquire in find_dynamic_site(); the entry is complete.
+                slot.store(entry, std::memory_order_release);
+                break;
+            }
+        }
+        return entry->site.where;
+    }
+
+private:
+    struct key {
+        const dynamic_site* where;
+        std::type_index type;
+        bool operator==(const key&) const = default;
+    };
+    struct key_hash {
+        std::size_t operator()(const key& k) const noexcept {
+            return std::hash<const void*>{}(k.where) * 31 + std::hash<std::type_index>{}(k.type);
+        }
+    };
+
+    static std::string event_name(const dynamic_site& where, const std::type_info& type) {
+        const std::string full = demangled_name(type);
+        const std::string_view cls = unqualified_name(full);
+        std::string name;
+        name.reserve(where.prefix.size() + cls.size() + where.method.size() + 2);
+        name.append(where.prefix).append(1, '#').append(cls).append(1, '.').append(where.method);
+        return name;
+    }
+    static site site_like(const dynamic_site& where) noexcept {
+        return site{"", event_kind::user_annotation, payload_kind::none, where.location};
+    }
+
+    std::mutex mutex_;
+    std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
+};
+
+STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
+    static dynamic_name_table* const instance = new dynamic_name_table();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The table's entry for the slow-path table.
+inline const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
+    return &the_dynamic_name_table().intern(where, type);
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_DYNAMIC_NAME_TABLE_HPP
+// ---- end stint/annotations/detail/dynamic_name_table.hpp ----
 
 // ---- begin stint/recording/chunk_memory.hpp ----
 #ifndef STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
@@ -4215,1054 +5760,6 @@ inline bool install_registry_slow_path() noexcept {
 #endif  // STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
 // ---- end stint/recording/registry.hpp ----
 
-// ---- begin stint/scope.hpp ----
-#ifndef STINT_SINGLE_STINT_SCOPE_HPP
-#define STINT_SINGLE_STINT_SCOPE_HPP
-// RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
-// buffer.hpp's append_record; review them on one screen.
-
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <span>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-
-// ---- begin stint/annotations/range_mirror.hpp ----
-#ifndef STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
-#define STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
-// The seam for mirroring scopes into another tool's ranges (stint::emit_nvtx, annotations/nvtx.hpp): a
-// config's policies may name a range mirror; every scope and op of such a config is then also one of
-// the tool's ranges, pushed before stint reads its begin tick and popped after its end tick, so the
-// mirror's cost is not charged to stint's times (design §12). Without one, scopes contain no mirror
-// code and no tool's header is included.
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string_view>
-
-
-namespace stint::detail {
-
-/// The range mirror of configs that mirror nothing.
-struct no_range_mirror {
-    static constexpr bool enabled = false;
-};
-
-/// The first policy's `range_mirror`, or no_range_mirror. A mirror has
-/// `static void push(const site&)`, `push_named(std::string_view)`,
-/// `push_op(const site&, std::span<const std::byte> inputs, std::uint32_t aux)` (captured inputs, as
-/// capture/detail/input_encoding.hpp writes them) and `pop()`, all noexcept.
-template <class... Policies>
-struct find_range_mirror {
-    using type = no_range_mirror;
-};
-template <class Policy, class... Rest>
-struct find_range_mirror<Policy, Rest...> {
-    using type = typename find_range_mirror<Rest...>::type;
-};
-template <class Policy, class... Rest>
-    requires requires { typename Policy::range_mirror; }
-struct find_range_mirror<Policy, Rest...> {
-    using type = typename Policy::range_mirror;
-};
-
-/// The range mirror of a configuration.
-template <class Config>
-using range_mirror_t = typename Config::template apply<find_range_mirror>::type;
-
-template <class Config>
-inline constexpr bool has_range_mirror = Config::enabled && range_mirror_t<Config>::enabled;
-
-/// Pops the mirror's range when it is destroyed, if one was pushed: a member declared before the
-/// scope it wraps, so that it is constructed first and destroyed last.
-template <class Mirror>
-struct mirror_pop {
-    bool pushed = false;
-    mirror_pop() noexcept = default;
-    explicit mirror_pop(const site& where) noexcept : pushed(true) { Mirror::push(where); }
-    ~mirror_pop() {
-        if (pushed) Mirror::pop();
-    }
-    mirror_pop(const mirror_pop&) = delete;
-    mirror_pop& operator=(const mirror_pop&) = delete;
-};
-
-/// A scope (`Inner`: a timer, a linked or capturing scope) that is also one of Mirror's ranges.
-template <class Mirror, class Inner>
-class mirrored_scope {
-public:
-    explicit mirrored_scope(const site& where) noexcept : range_(where), inner_(where) {}
-
-private:
-    mirror_pop<Mirror> range_;
-    Inner inner_;
-};
-
-/// An op that captures inputs (`Inner` is its capturing_scope) and is also one of Mirror's ranges: the
-/// range is pushed once the inputs are encoded, so that its message can carry their shapes, and before
-/// the op's begin tick. Without a session (nothing captured), it is pushed with the op's name alone.
-template <class Mirror, class Inner>
-class mirrored_op_scope {
-public:
-    explicit mirrored_op_scope(const site& where) noexcept : where_(&where), inner_(where) {}
-
-    template <class Produce>
-    void capture(Produce& inputs) noexcept {
-        inner_.capture(inputs, [this](std::span<const std::byte> encoded, std::uint32_t aux) noexcept {
-            Mirror::push_op(*where_, encoded, aux);
-            range_.pushed = true;
-        });
-        if (!range_.pushed) {
-            Mirror::push(*where_);
-            range_.pushed = true;
-        }
-    }
-
-private:
-    const site* where_;
-    mirror_pop<Mirror> range_;
-    Inner inner_;
-};
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
-// ---- end stint/annotations/range_mirror.hpp ----
-
-// ---- begin stint/capture/detail/config_traits.hpp ----
-#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
-#define STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
-// What a configuration's policies mean for its sites, decided at compile time: which payload its
-// records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
-// scope.hpp pick their type from these; nothing here runs while recording.
-
-#include <cstddef>
-#include <initializer_list>
-#include <type_traits>
-
-
-namespace stint::detail {
-
-/// The largest of `values` (std::max of a list without <algorithm>, which this light header avoids).
-constexpr std::size_t largest(std::initializer_list<std::size_t> values) noexcept {
-    std::size_t most = 0;
-    for (const std::size_t v : values) most = v > most ? v : most;
-    return most;
-}
-
-
-template <class... Policies>
-struct find_shapes_limits {
-    using type = record_shapes;  // implied by another policy (with_flops): the defaults
-};
-template <class P, class... Rest>
-struct find_shapes_limits<P, Rest...> {
-    using type = std::conditional_t<same_policy<P, record_shapes>, P, typename find_shapes_limits<Rest...>::type>;
-};
-
-/// The record_shapes limits a configuration chose (record_shapes_limits<...>, or the defaults).
-template <class Config>
-using shapes_limits_t = typename Config::template apply<find_shapes_limits>::type;
-
-/// Whether ops of Config capture their inputs.
-template <class Config>
-inline constexpr bool captures_inputs = Config::enabled && Config::template has<record_shapes>;
-
-template <class P>
-constexpr std::size_t policy_native_depth() noexcept {
-    if constexpr (same_policy<P, with_stack<>>) {
-        return P::native_depth;
-    } else {
-        return 0;
-    }
-}
-template <class... Policies>
-struct find_native_depth {
-    static constexpr std::size_t value = largest({std::size_t{0}, policy_native_depth<Policies>()...});
-};
-
-/// Native frames the sites of Config capture (with_stack<native_frames<N>>), 0 for none.
-template <class Config>
-inline constexpr std::size_t native_stack_depth = Config::template apply<find_native_depth>::value;
-
-/// The payload kind of a scope site (STINT_SCOPE) of Config.
-template <class Config>
-constexpr payload_kind scope_payload_kind() noexcept {
-    return Config::enabled && native_stack_depth<Config> > 0 ? payload_kind::native_stack : payload_kind::none;
-}
-
-/// The payload kind of an op site of Config.
-template <class Config>
-constexpr payload_kind op_payload_kind() noexcept {
-    const bool native = Config::enabled && native_stack_depth<Config> > 0;
-    if constexpr (captures_inputs<Config>) {
-        return native ? payload_kind::native_stack_inputs : payload_kind::inputs;
-    } else {
-        return native ? payload_kind::native_stack : payload_kind::none;
-    }
-}
-
-/// The flop formula of an op site of Config: `formula` when the config has with_flops, else none.
-template <class Config>
-constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
-    if constexpr (Config::enabled && Config::template has<with_flops>) {
-        return formula;
-    } else {
-        return {};
-    }
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_CONFIG_TRAITS_HPP
-// ---- end stint/capture/detail/config_traits.hpp ----
-
-// ---- begin stint/capture/native_stack.hpp ----
-#ifndef STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
-#define STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
-// Native call stacks (with_stack<native>): return addresses taken at scope entry, and their names,
-// looked up only when a session is drained. The record carries the addresses; symbols are read from
-// the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
-// included), then demangled.
-
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string>
-
-
-// ---- begin stint/capture/detail/frame_walk.hpp ----
-#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
-#define STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
-// The frame-pointer walk behind with_stack<native> (STINT_NATIVE_STACK_FRAME_POINTERS=1): each frame
-// record is {caller's frame pointer, return address} (x86-64 rbp, aarch64 x29), so a stack is a
-// chain of loads. The chain is followed only inside the current thread's stack, upwards: every
-// address read lies between the walk's own frame and the stack's top, which are mapped while the
-// thread runs, so a frame built without frame pointers (whose "frame pointer" is any value a
-// function left in the register) ends the chain or yields wrong frames, never a fault.
-
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-
-#if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
-#include <pthread.h>
-#define STINT_DETAIL_HAS_FRAME_WALK 1
-#else
-#define STINT_DETAIL_HAS_FRAME_WALK 0
-#endif
-
-#if defined(__clang__) || defined(__GNUC__)
-// The walk reads saved registers of other frames (never a redzone or a local): nothing for ASan to
-// check, and under its fake stacks a frame's locals are elsewhere anyway.
-#define STINT_DETAIL_NO_SANITIZE_ADDRESS __attribute__((no_sanitize("address")))
-#else
-#define STINT_DETAIL_NO_SANITIZE_ADDRESS
-#endif
-
-namespace stint::detail {
-
-/// The address range of one thread's stack, [low, high); empty when it could not be read.
-struct stack_bounds {
-    std::uintptr_t low = 0;
-    std::uintptr_t high = 0;
-    bool known = false;
-};
-
-#if STINT_DETAIL_HAS_FRAME_WALK
-
-/// A frame record's alignment: x86-64 code keeps rbp 8-aligned at least (16 with the default
-/// stack alignment, not with -mstackrealign or hand-written code); aarch64 requires sp, and so x29,
-/// 16-aligned.
-#if defined(__aarch64__)
-inline constexpr std::uintptr_t frame_alignment = 16;
-#else
-inline constexpr std::uintptr_t frame_alignment = 8;
-#endif
-
-/// The lowest address a return address may have: the first page is never mapped.
-inline constexpr std::uintptr_t lowest_code_address = 4096;
-
-/// A return address as stored. On aarch64 with pointer authentication (-mbranch-protection) the
-/// bits above the 48-bit user address space carry a signature: they are cleared.
-inline std::uintptr_t plain_return_address(std::uintptr_t stored) noexcept {
-#if defined(__aarch64__)
-    return stored & ((std::uintptr_t{1} << 48) - 1);
-#else
-    return stored;
-#endif
-}
-
-/// Follows the chain from the frame record at `frame` within [low, high) and writes up to `depth`
-/// return addresses to `out` (unaligned u64s), the one in `frame` first; returns how many. The chain
-/// ends at the first record that is out of range, misaligned, or not strictly above the previous one
-/// (so it always ends), and at a return address that cannot be code: below the first page or inside
-/// the stack.
-STINT_DETAIL_NO_SANITIZE_ADDRESS inline std::uint32_t walk_frame_chain(std::uintptr_t frame, std::uintptr_t low,
-                                                                       std::uintptr_t high, std::byte* out,
-                                                                       std::size_t depth) noexcept {
-    constexpr std::uintptr_t record_bytes = 2 * sizeof(std::uintptr_t);
-    if (high < low + record_bytes || frame < low || frame > high - record_bytes || frame % frame_alignment != 0) {
-        return 0;
-    }
-    std::uint32_t count = 0;
-    while (count < depth) {
-        std::uintptr_t record[2];
-        std::memcpy(record, reinterpret_cast<const void*>(frame), sizeof(record));
-        const std::uintptr_t returns_to = plain_return_address(record[1]);
-        if (returns_to < lowest_code_address || (returns_to >= low && returns_to < high)) break;
-        const auto address = static_cast<std::uint64_t>(returns_to);
-        std::memcpy(out + count * sizeof(std::uint64_t), &address, sizeof(address));
-        ++count;
-        const std::uintptr_t next = record[0];
-        if (next <= frame || next > high - record_bytes || next % frame_alignment != 0) break;
-        frame = next;
-    }
-    return count;
-}
-
-/// Reads the calling thread's stack range (pthread_getattr_np: for the main thread glibc reads
-/// /proc/self/maps, so this runs once per thread and is cached).
-STINT_DETAIL_COLD inline void find_thread_stack(stack_bounds& bounds) noexcept {
-    bounds = stack_bounds{};
-    bounds.known = true;
-    pthread_attr_t attributes;
-    if (::pthread_getattr_np(::pthread_self(), &attributes) != 0) return;
-    void* base = nullptr;
-    std::size_t size = 0;
-    if (::pthread_attr_getstack(&attributes, &base, &size) == 0 && base != nullptr) {
-        bounds.low = reinterpret_cast<std::uintptr_t>(base);
-        bounds.high = bounds.low + size;
-    }
-    ::pthread_attr_destroy(&attributes);
-}
-
-/// The calling thread's stack range, read on first use.
-inline const stack_bounds& this_thread_stack() noexcept {
-    static thread_local stack_bounds bounds;  // constant-initialised: no guard on access
-    if (!bounds.known) [[unlikely]] find_thread_stack(bounds);
-    return bounds;
-}
-
-#endif
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_FRAME_WALK_HPP
-// ---- end stint/capture/detail/frame_walk.hpp ----
-
-#if defined(__linux__) && defined(__GLIBC__)
-#include <execinfo.h>
-#define STINT_DETAIL_HAS_BACKTRACE 1
-#else
-#define STINT_DETAIL_HAS_BACKTRACE 0
-#endif
-
-// STINT_NATIVE_STACK_FRAME_POINTERS=1 takes with_stack<native> frames by following frame pointers
-// (about 100x faster than the unwinder), and is right only for code built with them
-// (-fno-omit-frame-pointer): a frame without one ends the stack early or adds wrong frames. No
-// compiler macro says whether frame pointers are kept, except that an unoptimised build
-// (__OPTIMIZE__ undefined: -O0) keeps them; so the walk is the default there, and the unwinder,
-// right without frame pointers, everywhere else.
-#if !defined(STINT_NATIVE_STACK_FRAME_POINTERS)
-#if STINT_DETAIL_HAS_FRAME_WALK && !defined(__OPTIMIZE__)
-#define STINT_NATIVE_STACK_FRAME_POINTERS 1
-#else
-#define STINT_NATIVE_STACK_FRAME_POINTERS 0
-#endif
-#elif (0 - STINT_NATIVE_STACK_FRAME_POINTERS - 1) != -1 && (0 - STINT_NATIVE_STACK_FRAME_POINTERS - 1) != -2
-#error "stint: STINT_NATIVE_STACK_FRAME_POINTERS must be 1 (walk frame pointers) or 0 (use the unwinder). Fix: 1. define it 1 where the program is built with -fno-omit-frame-pointer, or 2. define it 0, or 3. leave it undefined for the default."
-#elif STINT_NATIVE_STACK_FRAME_POINTERS && !STINT_DETAIL_HAS_FRAME_WALK
-#error "stint: STINT_NATIVE_STACK_FRAME_POINTERS=1 needs x86-64 or aarch64 Linux with glibc. Fix: 1. define it 0 (the unwinder), or 2. leave it undefined."
-#endif
-
-namespace stint::detail {
-
-/// Bytes the frames of a with_stack<native> record take ahead of its other payload: a u32 count, a
-/// u32 of padding, then `count` addresses.
-inline constexpr std::size_t native_stack_header_bytes = 8;
-
-constexpr std::size_t native_stack_bytes(std::size_t depth) noexcept {
-    return depth == 0 ? 0 : native_stack_header_bytes + depth * sizeof(std::uint64_t);
-}
-
-/// Writes the header of a native stack of `count` frames (count, padding) and returns its bytes.
-inline std::size_t finish_native_stack(std::byte* out, std::uint32_t count) noexcept {
-    const std::uint32_t padding = 0;
-    std::memcpy(out, &count, sizeof(count));
-    std::memcpy(out + sizeof(count), &padding, sizeof(padding));
-    return native_stack_header_bytes + count * sizeof(std::uint64_t);
-}
-
-/// The unwinder's stack (glibc's backtrace(), libgcc's DWARF unwinder): up to `depth` return
-/// addresses from `caller` on; the frames before it (the capture's own, and a sanitizer's backtrace
-/// interceptor) are left out. Correct without frame pointers; about 3 us for 10 frames.
-STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std::size_t depth,
-                                                             void* caller) noexcept {
-    std::uint32_t count = 0;
-#if STINT_DETAIL_HAS_BACKTRACE
-    constexpr int most = 134;
-    constexpr int skippable = 6;
-    void* frames[most];
-    const std::size_t asked = depth + skippable < most ? depth + skippable : most;
-    const int taken = ::backtrace(frames, static_cast<int>(asked));
-    int first = 1;
-    for (int i = 0; i < taken && i < skippable; ++i) {
-        if (frames[i] == caller) {
-            first = i;
-            break;
-        }
-    }
-    if (taken > first) {
-        const auto found = static_cast<std::size_t>(taken - first);
-        count = static_cast<std::uint32_t>(found < depth ? found : depth);
-    }
-    for (std::uint32_t i = 0; i < count; ++i) {
-        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
-        std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
-    }
-#else
-    (void)depth;
-    (void)caller;
-#endif
-    return finish_native_stack(out, count);
-}
-
-/// Writes up to `depth` return addresses of the caller's stack into `out` (count, padding,
-/// addresses), the caller's own frame first, with the unwinder; returns the bytes written. Out of
-/// line, so that its return address is in the instrumented function (scopes are inlined into it).
-STINT_DETAIL_NOINLINE inline std::size_t capture_native_stack_unwound(std::byte* out, std::size_t depth) noexcept {
-    return unwind_native_stack(out, depth, __builtin_return_address(0));
-}
-
-#if STINT_DETAIL_HAS_FRAME_WALK
-/// The same by following frame pointers (capture/detail/frame_walk.hpp): about 2 ns a frame. Its
-/// own frame record (which __builtin_frame_address makes it keep) holds the return address into the
-/// instrumented function, as the unwinder's first frame does. Off the thread's stack (a signal
-/// handler on sigaltstack, a coroutine or fiber stack) it takes the unwinder's stack instead.
-STINT_DETAIL_NOINLINE STINT_DETAIL_NO_SANITIZE_ADDRESS inline std::size_t capture_native_stack_walked(
-    std::byte* out, std::size_t depth) noexcept {
-    const stack_bounds& stack = this_thread_stack();
-    const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    if (frame < stack.low || frame >= stack.high) [[unlikely]] {
-        return unwind_native_stack(out, depth, __builtin_return_address(0));
-    }
-    return finish_native_stack(out, walk_frame_chain(frame, stack.low, stack.high,
-                                                     out + native_stack_header_bytes, depth));
-}
-#endif
-
-/// Writes up to `depth` return addresses of the caller's stack into `out` (count, padding,
-/// addresses), the caller's own frame first; returns the bytes written. A frame-pointer walk where
-/// STINT_NATIVE_STACK_FRAME_POINTERS is 1, else the unwinder. Inlined into the scope, so each
-/// translation unit calls the capture its own setting picks (the two are distinct symbols).
-STINT_DETAIL_ALWAYS_INLINE std::size_t capture_native_stack(std::byte* out, std::size_t depth) noexcept {
-#if STINT_NATIVE_STACK_FRAME_POINTERS
-    return capture_native_stack_walked(out, depth);
-#else
-    return capture_native_stack_unwound(out, depth);
-#endif
-}
-
-/// Loads what backtrace() needs (libgcc's unwinder) now, so a first capture inside a session does
-/// not pay a dlopen, and reads the calling thread's stack range for the frame-pointer walk.
-inline void warm_native_stacks() noexcept {
-#if STINT_DETAIL_HAS_FRAME_WALK
-    (void)this_thread_stack();
-#endif
-#if STINT_DETAIL_HAS_BACKTRACE
-    static const bool warmed = [] {
-        void* frames[2];
-        (void)::backtrace(frames, 2);
-        return true;
-    }();
-    (void)warmed;
-#endif
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_CAPTURE_NATIVE_STACK_HPP
-// ---- end stint/capture/native_stack.hpp ----
-
-// ---- begin stint/device/device_link.hpp ----
-#ifndef STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
-#define STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
-// The seam between recording and a device collector (design §2): a config's policies may name a device
-// backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
-// it to itself. Without one, scopes and profilers contain no device code.
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace stint::detail {
-
-/// The device backend of configs that collect no device activity.
-struct no_device_backend {
-    static constexpr bool enabled = false;
-};
-
-/// The first policy's `device_backend`, or no_device_backend.
-template <class... Policies>
-struct find_device_backend {
-    using type = no_device_backend;
-};
-template <class Policy, class... Rest>
-struct find_device_backend<Policy, Rest...> {
-    using type = typename find_device_backend<Rest...>::type;
-};
-template <class Policy, class... Rest>
-    requires requires { typename Policy::device_backend; }
-struct find_device_backend<Policy, Rest...> {
-    using type = typename Policy::device_backend;
-};
-
-/// The device backend of a configuration.
-template <class Config>
-using device_backend_t = typename Config::template apply<find_device_backend>::type;
-
-template <class Config>
-inline constexpr bool has_device_backend = Config::enabled && device_backend_t<Config>::enabled;
-
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-/// Set while a device session is live: scopes of configs with a device backend then push external
-/// correlation ids. One per process (export_macros.hpp), so a library's scopes follow the session too.
-STINT_DETAIL_EXPORT inline constinit std::atomic<bool> device_correlating{false};
-/// Where the next block of external correlation ids starts; threads take blocks, not single ids.
-STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> next_external_id_block{1};
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// This thread's unused external correlation ids: [next, limit).
-struct external_id_block {
-    std::uint64_t next = 0;
-    std::uint64_t limit = 0;
-};
-inline constinit thread_local external_id_block tls_external_ids{};
-
-/// A process-unique, non-zero external correlation id; a shared atomic is touched once per 4096 ids.
-inline std::uint64_t next_external_id() noexcept {
-    external_id_block& ids = tls_external_ids;
-    if (ids.next == ids.limit) [[unlikely]] {
-        constexpr std::uint64_t block = 4096;
-        ids.next = next_external_id_block.fetch_add(block, std::memory_order_relaxed);
-        ids.limit = ids.next + block;
-    }
-    return ids.next++;
-}
-
-/// The device part of a recorded scope: while a device session is live, an external correlation id is
-/// pushed at entry and popped at exit on the same thread (CUPTI keeps a stack per thread), and a
-/// device-link record after the scope's own tells the drain which scope that id named.
-template <class Backend>
-class device_link {
-public:
-    STINT_DETAIL_ALWAYS_INLINE void open() noexcept {
-        // Acquire: the collector's table, written before the session set the flag, is read next (a plain
-        // load on x86; aarch64 needs the barrier).
-        if (device_correlating.load(std::memory_order_acquire)) [[unlikely]] {
-            id_ = next_external_id();
-            if (!Backend::push_external_id(id_)) id_ = 0;
-        }
-    }
-    /// Pops what open() pushed, even when the session has ended since: the stack must stay balanced.
-    STINT_DETAIL_ALWAYS_INLINE void close() noexcept {
-        if (id_ != 0) [[unlikely]] Backend::pop_external_id();
-    }
-    /// Appends the link, right after the scope's record (same depth, same end).
-    STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t depth, std::uint64_t end, std::uint32_t state) noexcept {
-        if (id_ != 0) [[unlikely]] append_record(&device_link_site, depth, id_, end, state);
-    }
-
-private:
-    std::uint64_t id_ = 0;
-};
-
-template <>
-class device_link<no_device_backend> {
-public:
-    STINT_DETAIL_ALWAYS_INLINE void open() noexcept {}
-    STINT_DETAIL_ALWAYS_INLINE void close() noexcept {}
-    STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t, std::uint64_t, std::uint32_t) noexcept {}
-};
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_DEVICE_DEVICE_LINK_HPP
-// ---- end stint/device/device_link.hpp ----
-
-namespace stint::detail {
-
-/// Times one static site: one relaxed load on entry when nothing records; two tick reads and one
-/// 24-byte append when a session records.
-class scope_timer {
-public:
-    STINT_DETAIL_ALWAYS_INLINE explicit scope_timer(const site& where) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)) {
-        if (is_recording_state(state_)) {
-            where_ = &where;
-            enter_recorded_scope();
-            begin_ = read_ticks();
-        }
-    }
-    STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
-        if (is_recording_state(state_)) append_scope_record(where_, begin_, read_ticks(), state_);
-    }
-    scope_timer(const scope_timer&) = delete;
-    scope_timer& operator=(const scope_timer&) = delete;
-
-private:
-    std::uint32_t state_;
-    const site* where_ = nullptr;
-    std::uint64_t begin_ = 0;
-};
-
-/// scope_timer for a config with a device backend (cuda_activities): while a device session is live it
-/// also links the device work launched inside it (device/device_link.hpp); otherwise it costs one more
-/// relaxed load than scope_timer, and only while a session records.
-template <class Config>
-class linked_scope {
-public:
-    STINT_DETAIL_ALWAYS_INLINE explicit linked_scope(const site& where) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
-        if (is_recording_state(state_)) {
-            enter_recorded_scope();
-            link_.open();
-            begin_ = read_ticks();
-        }
-    }
-    STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
-        if (is_recording_state(state_)) {
-            const std::uint64_t end = read_ticks();
-            link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
-            append_record(where_, depth, begin_, end, state_);
-            link_.record(depth, end, state_);
-        }
-    }
-    linked_scope(const linked_scope&) = delete;
-    linked_scope& operator=(const linked_scope&) = delete;
-
-private:
-    std::uint32_t state_;
-    const site* where_;
-    std::uint64_t begin_ = 0;
-    device_link<device_backend_t<Config>> link_;
-};
-
-/// A scope for configuration Config; a disabled configuration gets an empty type that vanishes.
-template <class Config, class = void>
-class scope : public scope_timer {
-public:
-    using scope_timer::scope_timer;
-};
-template <class Config>
-class scope<Config, std::enable_if_t<!Config::enabled>> {
-public:
-    constexpr explicit scope(const site&) noexcept {}
-};
-
-/// What STINT_SCOPE and STINT_OP declare: the scope, or for a disabled configuration a reference to
-/// the site. A local object, even an empty one, gets a cleanup on the exception path that gcc 12
-/// removes only after its early tail-recursion pass, so a recursive function would compile
-/// differently from the uninstrumented one (tests/codegen checks that it does not).
-template <class Config>
-using plain_scope_or_site = std::conditional_t<Config::enabled, scope<Config>, const site&>;
-
-/// Adapts the input writer to the STINT_OP inputs lambda: `stint_sink(a, b, c)` captures each.
-struct input_sink {
-    input_writer* writer;
-    template <class... Args>
-    void operator()(const Args&... args) const {
-        (writer->value(args), ...);
-    }
-};
-
-/// Bytes of slack after an op's inputs in capturing_scope's buffer, so that append_inputs_record may
-/// copy them in whole 16-byte blocks.
-inline constexpr std::size_t inputs_copy_slack = 16;
-
-/// Appends a record whose payload is an op's inputs (`size` bytes at `inputs`, readable up to the next
-/// multiple of 16): the common case inline, with fixed 16-byte copies where append_record_payload calls
-/// memcpy through the PLT (3 rank-2 tensors: 42.0 -> 34.4 ns median, bench/scope_bench.cpp); a new
-/// session or a full chunk goes to append_record_payload.
-STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uint32_t depth, std::uint64_t begin,
-                                                     std::uint64_t end, std::uint32_t state, std::uint32_t aux,
-                                                     const std::byte* inputs, std::size_t size) noexcept {
-    thread_buffer& buffer = tls_buffer;
-    const std::size_t padded = (size + 7) & ~std::size_t{7};
-    const std::size_t bytes = sizeof(record) + sizeof(payload_header) + padded;
-    std::byte* at = buffer.cursor;
-    // The copy below may write up to 15 bytes past the record, into the chunk's free room.
-    if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < bytes + inputs_copy_slack)
-        [[unlikely]] {
-        append_record_payload(where, depth, begin, end, state, aux, std::span<const std::byte>(inputs, size));
-        return;
-    }
-    ::new (at) record{where, depth, begin, end};
-    const payload_header header{static_cast<std::uint32_t>(bytes - sizeof(record)), aux};
-    std::memcpy(at + sizeof(record), &header, sizeof(header));
-    std::byte* out = at + sizeof(record) + sizeof(header);
-    for (std::size_t i = 0; i < size; i += 16) std::memcpy(out + i, inputs + i, 16);
-    buffer.cursor = at + bytes;
-    // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
-    buffer.current->published.store(buffer.cursor, std::memory_order_release);
-}
-
-/// What capturing_scope::capture calls between encoding the inputs and the begin tick by default.
-struct no_capture_hook {
-    STINT_DETAIL_ALWAYS_INLINE void operator()(std::span<const std::byte>, std::uint32_t) const noexcept {}
-};
-
-/// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
-/// taken at entry, and an op's inputs (record_shapes; `Inputs`), which capture_op_inputs() encodes
-/// right after the constructor. Both go into a bounded buffer in this object while a session
-/// records, before the begin tick, so capturing is not charged to the scope; at exit the record and
-/// the payload are appended together.
-template <class Config, bool Inputs>
-class capturing_scope {
-    static constexpr std::size_t frames_bytes = native_stack_bytes(native_stack_depth<Config>);
-    static constexpr std::size_t inputs_bytes = Inputs ? shapes_limits_t<Config>::max_bytes : 0;
-
-public:
-    STINT_DETAIL_ALWAYS_INLINE explicit capturing_scope(const site& where) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)), where_(&where) {
-        if (!is_recording_state(state_)) return;
-        enter_recorded_scope();
-        link_.open();
-        if constexpr (frames_bytes > 0) {
-            frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
-        }
-        if constexpr (!Inputs) begin_ = read_ticks();
-    }
-    STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
-        if (is_recording_state(state_)) {
-            const std::uint64_t end = read_ticks();
-            link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
-            if constexpr (frames_bytes == 0) {
-                append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
-            } else {
-                append_record_payload(where_, depth, begin_, end, state_, aux_,
-                                      std::span<const std::byte>(buffer_, frames_used_),
-                                      std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
-            }
-            link_.record(depth, end, state_);
-        }
-    }
-    capturing_scope(const capturing_scope&) = delete;
-    capturing_scope& operator=(const capturing_scope&) = delete;
-
-    /// Encodes the op's inputs, calls `before_begin(encoded inputs, aux)` (a range mirror pushes its
-    /// range there), then reads the begin tick.
-    template <class Produce, class BeforeBegin = no_capture_hook>
-    STINT_DETAIL_ALWAYS_INLINE void capture(Produce& inputs, BeforeBegin&& before_begin = {}) noexcept {
-        if (!is_recording_state(state_)) return;
-        using limits = shapes_limits_t<Config>;
-        input_writer writer(buffer_ + frames_bytes, limits::max_bytes, limits::max_inputs, limits::max_dims,
-                            limits::max_bytes / 4, record_concrete_inputs(),
-                            capture_state.identities.load(std::memory_order_relaxed));
-        try {
-            inputs(input_sink{&writer});
-        } catch (...) {
-            writer.mark_truncated();  // an input's accessor threw: keep what was captured
-        }
-        inputs_used_ = static_cast<std::uint32_t>(writer.size());
-        aux_ = writer.aux();
-        before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
-        begin_ = read_ticks();
-    }
-
-private:
-    std::uint32_t state_;
-    std::uint32_t aux_ = 0;
-    std::uint32_t frames_used_ = 0;
-    std::uint32_t inputs_used_ = 0;
-    const site* where_;
-    std::uint64_t begin_ = 0;
-    [[no_unique_address]] device_link<device_backend_t<Config>> link_;
-    alignas(16) std::byte buffer_[frames_bytes + inputs_bytes + (Inputs ? inputs_copy_slack : 0)];
-};
-
-/// The scope of a config before a range mirror: plain_scope_or_site, the linked scope when Config has a
-/// device backend, or the capturing scope when Config takes native frames.
-template <class Config>
-using unmirrored_scope_or_site = std::conditional_t<
-    Config::enabled && native_stack_depth<Config> != 0, capturing_scope<Config, false>,
-    std::conditional_t<has_device_backend<Config>, linked_scope<Config>, plain_scope_or_site<Config>>>;
-
-/// What STINT_SCOPE declares: unmirrored_scope_or_site, inside a range of Config's range mirror when it
-/// has one (stint::emit_nvtx).
-template <class Config>
-using scope_or_site = std::conditional_t<has_range_mirror<Config>,
-                                         mirrored_scope<range_mirror_t<Config>, unmirrored_scope_or_site<Config>>,
-                                         unmirrored_scope_or_site<Config>>;
-
-/// What STINT_OP declares: scope_or_site, or the capturing scope when Config captures inputs (inside a
-/// mirrored range that carries their shapes, when Config has a range mirror).
-template <class Config>
-using op_scope_or_site = std::conditional_t<
-    captures_inputs<Config>,
-    std::conditional_t<has_range_mirror<Config>,
-                       mirrored_op_scope<range_mirror_t<Config>, capturing_scope<Config, true>>,
-                       capturing_scope<Config, true>>,
-    scope_or_site<Config>>;
-
-/// Gives an op's inputs to its scope. `Inputs` is a callable that produces them; it runs only when a
-/// capture policy needs them while recording (never for timing-only configs). STINT_OP builds it for
-/// enabled configs only: its closure holds references to the arguments, a local object as above.
-template <class Scope, class Inputs>
-STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(Scope&, Inputs&&) noexcept {}
-template <class Config, class Inputs>
-STINT_DETAIL_ALWAYS_INLINE void capture_op_inputs(capturing_scope<Config, true>& scope, Inputs&& inputs) noexcept {
-    scope.capture(inputs);
-}
-template <class Mirror, class Inner, class Inputs>
-void capture_op_inputs(mirrored_op_scope<Mirror, Inner>& scope, Inputs&& inputs) noexcept {
-    scope.capture(inputs);
-}
-
-/// Writes a zero-length event now.
-STINT_DETAIL_ALWAYS_INLINE void instant(const site& where) noexcept {
-    const std::uint32_t state = recording.value.load(std::memory_order_relaxed);
-    if (is_recording_state(state)) {
-        const std::uint64_t now = read_ticks();
-        append_record(&where, current_depth(), now, now, state);
-    }
-}
-
-/// A scope whose name is known only at run time; the name is copied into the record at exit, so
-/// the string must live until then (STINT_SCOPE_NAMED keeps a temporary alive for the block).
-class named_scope {
-public:
-    explicit named_scope(std::string_view name) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)), name_(name) {
-        if (is_recording_state(state_)) {
-            enter_recorded_scope();
-            begin_ = read_ticks();
-        }
-    }
-    ~named_scope() {
-        if (is_recording_state(state_)) {
-            const std::uint64_t end = read_ticks();
-            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
-        }
-    }
-    named_scope(const named_scope&) = delete;
-    named_scope& operator=(const named_scope&) = delete;
-
-private:
-    std::uint32_t state_;
-    std::string_view name_;
-    std::uint64_t begin_ = 0;
-};
-
-/// named_scope inside a range of Mirror named by the same runtime name.
-template <class Mirror>
-class mirrored_named_scope {
-public:
-    explicit mirrored_named_scope(std::string_view name) noexcept : range_(name), inner_(name) {}
-
-private:
-    struct named_range {
-        explicit named_range(std::string_view name) noexcept { Mirror::push_named(name); }
-        ~named_range() { Mirror::pop(); }
-        named_range(const named_range&) = delete;
-        named_range& operator=(const named_range&) = delete;
-    };
-    named_range range_;
-    named_scope inner_;
-};
-
-/// What STINT_SCOPE_NAMED declares for Config: named_scope, mirrored when Config has a range mirror.
-template <class Config>
-using named_scope_of =
-    std::conditional_t<has_range_mirror<Config>, mirrored_named_scope<range_mirror_t<Config>>, named_scope>;
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// RAII annotation with a name built at run time, for frameworks (torch's `record_function`). The
-/// name is copied only while a session records.
-///
-///     stint::record_function rf(layer.name() + ".forward");
-///     run(layer);
-///
-/// An args string (torch's `record_function(name, args)`) is recorded as the annotation's one input,
-/// a string: the trace shows `"Input type": ["String"]` and, with concrete inputs on, the text in
-/// `"Concrete Inputs"`; `event_args::record_args` holds it.
-///
-///     stint::record_function rf("## TEST 1 ##", "1, 2, 3");
-class record_function {
-public:
-    explicit record_function(std::string_view name) : record_function(detail::runtime_named_site, {name}) {}
-    record_function(std::string_view name, std::string_view args)
-        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&detail::runtime_named_args_site) {
-        if (detail::is_recording_state(state_)) {
-            name_.assign(name);
-            if (name_.size() > detail::max_runtime_name_bytes) {
-                name_.resize(detail::max_runtime_name_bytes);
-                name_cut_ = true;  // counted in end(), on the thread whose buffer takes the record
-            }
-            // The payload after the (padded) name: u32 inputs aux, u32 inputs bytes, the inputs.
-            const std::size_t text =
-                args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
-            args_.resize(8 + 4 + text);
-            input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
-            writer.string(args);
-            const std::uint32_t aux = writer.aux();
-            const auto used = static_cast<std::uint32_t>(writer.size());
-            std::memcpy(args_.data(), &aux, 4);
-            std::memcpy(args_.data() + 4, &used, 4);
-            args_.resize(8 + used);
-            opened_on_ = detail::enter_scope_on_this_thread();
-            begin_ = read_ticks();
-        }
-    }
-    ~record_function() { end(); }
-    record_function(const record_function&) = delete;
-    record_function& operator=(const record_function&) = delete;
-
-    /// Ends the annotation early (as torch's `__exit__`); later calls do nothing.
-    void end() noexcept {
-        if (detail::is_recording_state(state_)) {
-            const std::uint64_t end = read_ticks();
-            const std::uint32_t depth = detail::leave_scope_on(opened_on_);
-            if (where_->payload == detail::payload_kind::runtime_name_inputs) {
-                detail::append_record_payload(where_, depth, begin_, end, state_,
-                                              static_cast<std::uint32_t>(name_.size()),
-                                              std::as_bytes(std::span<const char>(name_)),
-                                              std::span<const std::byte>(args_));
-                // As append_record_slow counts the names it cuts (single writer: this thread's node).
-                detail::thread_buffer& buffer = detail::tls_buffer;
-                if (name_cut_ && buffer.node != nullptr && buffer.state == state_) detail::bump(buffer.node->truncated);
-            } else {
-                detail::append_record_slow(where_, depth, begin_, end, state_, name_);
-            }
-            state_ = 0;
-        }
-    }
-
-protected:
-    /// An annotation of `where`'s kind (a runtime-named site) named by `parts` joined, built only
-    /// while a session records (stint::module_scope names a module call this way).
-    record_function(const detail::site& where, std::initializer_list<std::string_view> parts)
-        : state_(detail::recording.value.load(std::memory_order_relaxed)), where_(&where) {
-        if (detail::is_recording_state(state_)) {
-            std::size_t size = 0;
-            for (std::string_view part : parts) size += part.size();
-            name_.reserve(size);
-            for (std::string_view part : parts) name_.append(part);
-            opened_on_ = detail::enter_scope_on_this_thread();
-            begin_ = read_ticks();
-        }
-    }
-
-private:
-    std::uint32_t state_;
-    const detail::site* where_;  // runtime_named_site, runtime_named_args_site, or a subclass's
-    const void* opened_on_ = nullptr;  // the thread whose depth it entered (it may end on another)
-    std::uint64_t begin_ = 0;
-    std::string name_;
-    std::vector<std::byte> args_;
-    bool name_cut_ = false;  // the name passed with args was longer than max_runtime_name_bytes
-};
-
-}  // namespace stint
-
-// ---- macros ----------------------------------------------------------------------------------------
-
-#define STINT_DETAIL_CAT2(a, b) a##b
-#define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
-
-/// The configuration STINT_SCOPE and STINT_INSTANT use; define it before including stint to change it
-/// for a translation unit (e.g. `#define STINT_CONFIG stint::disabled`).
-#ifndef STINT_CONFIG
-#define STINT_CONFIG ::stint::config<>
-#endif
-
-#if defined(STINT_DISABLE)
-#if (0 - STINT_DISABLE - 1) == -1
-#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
-#endif
-// Compiled out: no argument is evaluated, each use still needs its semicolon.
-#define STINT_SCOPE(name) static_assert(true, "")
-#define STINT_SCOPE_NAMED(name) static_assert(true, "")
-#define STINT_OP(config, name, ...) static_assert(true, "")
-#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
-#define STINT_INSTANT(name) static_assert(true, "")
-#else
-#define STINT_DETAIL_SITE(var, name, kind, payload)                                                          \
-    static constexpr ::stint::detail::site var {                                                             \
-        name, kind, payload,                                                                                 \
-            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}           \
-    }
-
-/// Times the rest of the enclosing block as a user annotation named by a string literal.
-///
-///     void parse(Input& in) { STINT_SCOPE("parse"); ... }
-#define STINT_SCOPE(name) STINT_DETAIL_SCOPE(name, __COUNTER__)
-// [[maybe_unused]]: with stint::disabled the declaration is only a reference to the site.
-#define STINT_DETAIL_SCOPE(name, id)                                                                         \
-    STINT_DETAIL_SITE(STINT_DETAIL_CAT(stint_site_, id), name, ::stint::event_kind::user_annotation,        \
-                      ::stint::detail::scope_payload_kind<STINT_CONFIG>());                                  \
-    [[maybe_unused]] ::stint::detail::scope_or_site<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {        \
-        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
-    }
-
-/// Times the rest of the block under a name computed at run time (copied into the record; a
-/// temporary string is kept alive until the block ends).
-#define STINT_SCOPE_NAMED(name) STINT_DETAIL_SCOPE_NAMED(name, __COUNTER__)
-#define STINT_DETAIL_SCOPE_NAMED(name, id)                                                                   \
-    auto&& STINT_DETAIL_CAT(stint_name_, id) = (name);                                                       \
-    ::stint::detail::named_scope_of<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {                       \
-        ::std::string_view { STINT_DETAIL_CAT(stint_name_, id) }                                             \
-    }
-
-/// Times the rest of the block as an operator (`cat: cpu_op`) of the given configuration. The inputs
-/// are evaluated only when the configuration captures them (record_shapes) and a session records;
-/// with with_flops, the op's name picks its flop formula ("aten::mm", or a registered one). A config
-/// with several policies must be named by an alias (the macro would split `config<a, b>` at its comma).
-///
-///     using shapes = stint::config<stint::record_shapes>;
-///     STINT_OP(shapes, "aten::mm", a, b);
-#define STINT_OP(config, name, ...) STINT_DETAIL_OP(__COUNTER__, config, name, name __VA_OPT__(, ) __VA_ARGS__)
-
-/// STINT_OP whose flops (with_flops) come from `formula`: a formula name ("aten::mm", or one given
-/// to stint::register_flop_formula) or a `std::int64_t(const stint::op_inputs&)` function (a lambda
-/// in parentheses). Without with_flops in the config the formula is ignored.
-///
-///     STINT_OP_FLOPS(cfg, "my::gemm", "aten::mm", a, b);
-#define STINT_OP_FLOPS(config, name, formula, ...)                                                           \
-    STINT_DETAIL_OP(__COUNTER__, config, name, formula __VA_OPT__(, ) __VA_ARGS__)
-
-#define STINT_DETAIL_OP(id, config, name, formula, ...)                                                     \
-    static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
-        name, ::stint::event_kind::cpu_op, ::stint::detail::op_payload_kind<config>(),                     \
-            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \
-            ::stint::detail::op_flop_formula<config>(formula)                                               \
-    };                                                                                                       \
-    [[maybe_unused]] ::stint::detail::op_scope_or_site<config> STINT_DETAIL_CAT(stint_scope_, id) {           \
-        STINT_DETAIL_CAT(stint_site_, id)                                                                    \
-    };                                                                                                       \
-    if constexpr (config::enabled)                                                                           \
-        ::stint::detail::capture_op_inputs(STINT_DETAIL_CAT(stint_scope_, id),                               \
-                                           [&](auto&& stint_sink) { stint_sink(__VA_ARGS__); })
-
-/// Records a zero-length event now.
-#define STINT_INSTANT(name)                                                                                  \
-    do {                                                                                                     \
-        STINT_DETAIL_SITE(stint_instant_site_, name, ::stint::event_kind::instant,                           \
-                          ::stint::detail::payload_kind::none);                                              \
-        if constexpr (STINT_CONFIG::enabled) ::stint::detail::instant(stint_instant_site_);                  \
-    } while (false)
-#endif
-#endif  // STINT_SINGLE_STINT_SCOPE_HPP
-// ---- end stint/scope.hpp ----
-
 // ---- begin stint/annotations/module.hpp ----
 #ifndef STINT_SINGLE_STINT_ANNOTATIONS_MODULE_HPP
 #define STINT_SINGLE_STINT_ANNOTATIONS_MODULE_HPP
@@ -5597,169 +6094,6 @@ template <region_kind Kind>
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANNOTATIONS_REGION_COUNTERS_HPP
 // ---- end stint/annotations/region_counters.hpp ----
-
-// ---- begin stint/annotations/dynamic_name.hpp ----
-#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
-#define STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
-// Scope names from an object's dynamic type: STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this)
-// in SGD's step records "Optimizer.step#SGD.step" (torch's high-level optimizer and data-loader
-// events). The name is made once per call site and type; each call records a 24-byte record that
-// points to it, as a static site's does.
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-#include <type_traits>
-#include <typeinfo>
-
-
-// ---- begin stint/annotations/detail/interned_site.hpp ----
-#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
-#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
-// Sites made at run time (a name from an object's dynamic type, a compiled region's ids) and kept for
-// the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
-// event, and the name is made once, not per call.
-
-#include <string>
-#include <utility>
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// A site and the name it points to. Never freed: records of any later session, and the events
-/// drained from them, may point to it. The tables that make them keep them reachable.
-struct interned_site {
-    std::string name;
-    site where;
-
-    interned_site(std::string text, const site& like) : name(std::move(text)), where(like) { where.name = name; }
-    interned_site(const interned_site&) = delete;
-    interned_site& operator=(const interned_site&) = delete;
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
-// ---- end stint/annotations/detail/interned_site.hpp ----
-
-namespace stint::detail {
-
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// A site made for one dynamic type at one STINT_SCOPE_DYNAMIC site.
-struct dynamic_name_entry {
-    const std::type_info* type;
-    interned_site site;
-};
-
-/// A STINT_SCOPE_DYNAMIC call site: what every call shares, and the first types seen there.
-struct dynamic_site {
-    static constexpr std::size_t cached_types = 4;
-
-    std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
-    std::string_view method;  ///< "step"
-    source_location location;
-    /// The sites made here for the first types seen: each slot is set once, under the table's mutex
-    /// (annotations/detail/dynamic_name_table.hpp),
-    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
-    /// called with more types than this finds the others in the table.
-    std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The first sight of a type at a site: made by the registry's side (the table of sites by call site
-/// and type, annotations/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
-/// is then counted as dropped.
-STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
-                                                         std::uint32_t state) noexcept {
-    try {
-        const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
-        return path != nullptr ? path->intern_dynamic_site(where, type) : nullptr;
-    } catch (...) {
-        thread_buffer& buffer = tls_buffer;
-        if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
-        return nullptr;
-    }
-}
-
-/// The site of `type` at `where`: a cached one by identity, then by equality (one type can have two
-/// type_info objects across shared objects), else the table's.
-STINT_DETAIL_ALWAYS_INLINE const site* find_dynamic_site(dynamic_site& where, const std::type_info& type,
-                                                         std::uint32_t state) noexcept {
-    for (const auto& slot : where.seen) {
-        // acquire: pairs with the release in dynamic_name_table::intern(); the entry is complete.
-        const dynamic_name_entry* entry = slot.load(std::memory_order_acquire);
-        if (entry == nullptr) break;
-        if (entry->type == &type || *entry->type == type) return &entry->site.where;
-    }
-    return intern_dynamic_site(where, type, state);
-}
-
-/// Times the enclosing block under the name of `object`'s dynamic type at `where`. Without a session:
-/// one relaxed load. With one: typeid, a few loads to find the site, and a 24-byte record.
-class dynamic_scope {
-public:
-    template <class T>
-    STINT_DETAIL_ALWAYS_INLINE dynamic_scope(dynamic_site& where, const T& object) noexcept
-        : state_(recording.value.load(std::memory_order_relaxed)) {
-        static_assert(!std::is_pointer_v<T>,
-                      "stint: STINT_SCOPE_DYNAMIC names the object's type, not a pointer's; pass *this, not this");
-        if (is_recording_state(state_)) {
-            where_ = find_dynamic_site(where, typeid(object), state_);
-            if (where_ != nullptr) enter_recorded_scope();
-            begin_ = read_ticks();
-        }
-    }
-    STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
-        if (is_recording_state(state_) && where_ != nullptr) append_scope_record(where_, begin_, read_ticks(), state_);
-    }
-    dynamic_scope(const dynamic_scope&) = delete;
-    dynamic_scope& operator=(const dynamic_scope&) = delete;
-
-private:
-    std::uint32_t state_;
-    const site* where_ = nullptr;
-    std::uint64_t begin_ = 0;
-};
-
-/// What STINT_SCOPE_DYNAMIC declares for a disabled configuration: nothing that runs.
-class no_dynamic_scope {
-public:
-    template <class T>
-    constexpr no_dynamic_scope(dynamic_site&, const T&) noexcept {}
-};
-
-template <class Config>
-using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_dynamic_scope>;
-
-}  // namespace stint::detail
-
-#if defined(STINT_DISABLE)
-#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
-#else
-/// Times the rest of the block under a name from `object`'s dynamic type,
-/// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).
-/// The name is made once per site and type; `object` (evaluated once, like a function argument)
-/// is looked at only while a session records.
-///
-///     struct sgd : optimizer {
-///         void step() override { STINT_SCOPE_DYNAMIC("Optimizer.step", "step", *this); ... }
-///     };   // "Optimizer.step#sgd.step", or "Optimizer.step#custom_sgd.step" for a subclass
-#define STINT_SCOPE_DYNAMIC(prefix, method, object) STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, __COUNTER__)
-#define STINT_DETAIL_SCOPE_DYNAMIC(prefix, method, object, id)                                               \
-    static constinit ::stint::detail::dynamic_site STINT_DETAIL_CAT(stint_dynamic_site_, id) {               \
-        prefix, method,                                                                                      \
-            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}       \
-    };                                                                                                       \
-    [[maybe_unused]] ::stint::detail::dynamic_scope_for<STINT_CONFIG> STINT_DETAIL_CAT(stint_scope_, id) {   \
-        STINT_DETAIL_CAT(stint_dynamic_site_, id), object                                                    \
-    }
-#endif
-#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DYNAMIC_NAME_HPP
-// ---- end stint/annotations/dynamic_name.hpp ----
 
 // ---- begin stint/annotations/compiled_region.hpp ----
 #ifndef STINT_SINGLE_STINT_ANNOTATIONS_COMPILED_REGION_HPP

@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "stint/annotations/detail/range_message.hpp"
 #include "stint/annotations/range_mirror.hpp"
-#include "stint/capture/detail/input_decoding.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint {
@@ -61,25 +61,8 @@ struct nvtx_mirror {
     static void push_op(const site& where, std::span<const std::byte> inputs, std::uint32_t aux) noexcept {
         if (!tool_attached()) return;
         try {
-            const op_inputs decoded = decode_inputs(where.name, inputs, aux);
-            if (decoded.empty()) {
-                push(where);
-                return;
-            }
             fmt::memory_buffer text;
-            fmt::format_to(std::back_inserter(text), "{}, sizes = [", where.name);
-            for (std::size_t i = 0; i < decoded.size(); ++i) {
-                const op_input& in = decoded[i];
-                text.append(std::string_view(i == 0 ? "[" : ", ["));
-                if (in.kind == input_kind::tensor) {
-                    for (std::size_t d = 0; d < in.dims.size(); ++d) {
-                        if (d != 0) text.append(std::string_view(", "));
-                        fmt::format_to(std::back_inserter(text), "{}", in.dims[d]);
-                    }
-                }
-                text.push_back(']');
-            }
-            text.push_back(']');
+            if (!format_op_range(text, where.name, inputs, aux)) return push(where);
             push_named({text.data(), text.size()});
         } catch (...) {
             push(where);  // out of memory formatting: the range keeps the op's name

@@ -6,12 +6,13 @@
 //   1. a specialisation of stint::input_traits<T> (yours, or a built-in one below);
 //   2. stint::tensor_like: any type with sizes() (integers) and dtype() (text), optionally
 //      strides() and defined();
-//   3. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
-//   4. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
+//   3. DLPack tensors (DLTensor, DLManagedTensor), by their members, with no DLPack header (dlpack.hpp);
+//   4. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
+//   5. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   5. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
+//   6. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
-//   6. anything else is a compile error naming the type.
+//   7. anything else is a compile error naming the type.
 
 #include <array>
 #include <atomic>
@@ -32,6 +33,8 @@
 #include <vector>
 
 #include "stint/capture/detail/input_encoding.hpp"
+#include "stint/capture/dlpack.hpp"
+#include "stint/capture/tensor_address.hpp"
 #include "stint/common/device.hpp"
 #include "stint/detail/export_macros.hpp"
 
@@ -213,21 +216,6 @@ bool put_int32s(std::byte* dst, const R& r, std::size_t n) noexcept {
 }
 
 }  // namespace detail
-
-/// Where a tensor's elements are: what the execution trace makes its tensor and storage ids from, so
-/// that a reader can tell which op produced what another consumed. Captured only while an execution
-/// trace records. Give it to input_writer::tensor from your input_traits; stint's built-in captures
-/// fill it from `data()` (or `data_handle()`, `data_ptr()`).
-///
-///     w.tensor("float", t.sizes(), t.strides(),
-///              stint::tensor_address{.data = t.data(), .itemsize = 4, .storage = t.base()});
-struct tensor_address {
-    const void* data = nullptr;     ///< its first element; nullptr: no identity
-    std::size_t itemsize = 0;       ///< bytes per element; 0: unknown
-    stint::device device = {};      ///< where the memory is
-    const void* storage = nullptr;  ///< the start of the allocation a view looks into (nullptr: data)
-    const void* key = nullptr;      ///< the tensor's own identity when several share data (nullptr: data)
-};
 
 /// Encodes one op's inputs into a bounded buffer; what `input_traits<T>::capture` writes to. Each
 /// call of `tensor`, `scalar`, `scalar_list`, `string`, `tensor_list`, `none` or `other` adds one
@@ -681,6 +669,8 @@ void input_writer::value(const T& v) {
         } else {
             tensor(std::string_view(dtype), sizes, address);
         }
+    } else if constexpr (detail::dlpack_input<U>) {
+        detail::capture_dlpack(*this, v);
     } else if constexpr (detail::mdspan_like<U>) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {

@@ -21,7 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "stint/annotations/detail/dynamic_name_table.hpp"  // the slow path of dynamic scopes (installed below)
+// The slow path of dynamic scopes, installed with the registry's (below).
+#include "stint/annotations/detail/dynamic_name_table.hpp"
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
 #include "stint/recording/slow_path.hpp"
