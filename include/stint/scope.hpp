@@ -408,6 +408,10 @@ private:
 
 // ---- macros ----------------------------------------------------------------------------------------
 
+#if defined(STINT_DISABLE)
+// Compiled out: every macro, no argument evaluated (one header for all of them).
+#include "stint/detail/compiled_out.hpp"
+#else
 #define STINT_DETAIL_CAT2(a, b) a##b
 #define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
 
@@ -417,17 +421,6 @@ private:
 #define STINT_CONFIG ::stint::config<>
 #endif
 
-#if defined(STINT_DISABLE)
-#if (0 - STINT_DISABLE - 1) == -1
-#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
-#endif
-// Compiled out: no argument is evaluated, each use still needs its semicolon.
-#define STINT_SCOPE(name) static_assert(true, "")
-#define STINT_SCOPE_NAMED(name) static_assert(true, "")
-#define STINT_OP(config, name, ...) static_assert(true, "")
-#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
-#define STINT_INSTANT(name) static_assert(true, "")
-#else
 #define STINT_DETAIL_SITE(var, name, kind, payload)                                                          \
     static constexpr ::stint::detail::site var {                                                             \
         name, kind, payload,                                                                                 \

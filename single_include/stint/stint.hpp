@@ -4272,6 +4272,46 @@ private:
 
 // ---- macros ----------------------------------------------------------------------------------------
 
+#if defined(STINT_DISABLE)
+// Compiled out: every macro, no argument evaluated (one header for all of them).
+
+// ---- begin stint/detail/compiled_out.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
+#define STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
+// Every STINT_* annotation macro compiled out (STINT_DISABLE): no argument is evaluated, each use still
+// needs its semicolon, and nothing else of stint is needed. annotate.hpp includes only this (with the
+// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; the headers
+// that define each macro give the same definitions under the switch, so either may come first.
+
+#if !defined(STINT_DISABLE)
+#error "stint/detail/compiled_out.hpp is for STINT_DISABLE builds"
+#endif
+#if (0 - STINT_DISABLE - 1) == -1
+#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
+#endif
+
+#define STINT_DETAIL_CAT2(a, b) a##b
+#define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
+#ifndef STINT_CONFIG
+#define STINT_CONFIG ::stint::config<>
+#endif
+
+#define STINT_SCOPE(name) static_assert(true, "")
+#define STINT_SCOPE_NAMED(name) static_assert(true, "")
+#define STINT_OP(config, name, ...) static_assert(true, "")
+#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
+#define STINT_INSTANT(name) static_assert(true, "")
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
+#define STINT_FLOW_BEGIN(id) static_assert(true, "")
+#define STINT_FLOW_END(id) static_assert(true, "")
+#define STINT_MODULE(attribute, type) static_assert(true, "")
+#define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
+#define STINT_MODULE_SELF(method) static_assert(true, "")
+#define STINT_REGION(kind, name) static_assert(true, "")
+#define STINT_OUTPUTS(...) static_assert(true, "")
+#endif  // STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
+// ---- end stint/detail/compiled_out.hpp ----
+#else
 #define STINT_DETAIL_CAT2(a, b) a##b
 #define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
 
@@ -4281,17 +4321,6 @@ private:
 #define STINT_CONFIG ::stint::config<>
 #endif
 
-#if defined(STINT_DISABLE)
-#if (0 - STINT_DISABLE - 1) == -1
-#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
-#endif
-// Compiled out: no argument is evaluated, each use still needs its semicolon.
-#define STINT_SCOPE(name) static_assert(true, "")
-#define STINT_SCOPE_NAMED(name) static_assert(true, "")
-#define STINT_OP(config, name, ...) static_assert(true, "")
-#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
-#define STINT_INSTANT(name) static_assert(true, "")
-#else
 #define STINT_DETAIL_SITE(var, name, kind, payload)                                                          \
     static constexpr ::stint::detail::site var {                                                             \
         name, kind, payload,                                                                                 \
