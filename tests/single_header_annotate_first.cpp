@@ -2,9 +2,9 @@
 #include <stint/annotate.hpp>
 #include <stint/stint.hpp>
 
-#include <vector>
+#include <span>
 
-int single_header_annotated_op(const std::vector<float>& v) {
-    STINT_OP(stint::config<stint::record_shapes>, "framework::op", v);
+int single_header_annotated_op(std::span<const float> v) {
+    STINT_OP(stint::config<stint::record_shapes>, "framework::op", v);  // a 1-d tensor of v.size()
     return static_cast<int>(v.size());
 }

@@ -73,14 +73,15 @@ TEST_CASE("the single header drives a schedule and writes TensorBoard files") {
     CHECK(files == 2);
 }
 
-int single_header_annotated_op(const std::vector<float>& v);
+int single_header_annotated_op(std::span<const float> v);
 int single_header_annotated_scope();
 
 TEST_CASE("both single headers in one file, in either order: one registry, one session") {
     using shapes = stint::config<stint::record_shapes>;
     stint::profiler<shapes> prof;
     prof.start();
-    CHECK(single_header_annotated_op(std::vector<float>(3)) == 3);
+    const std::array<float, 3> values{};
+    CHECK(single_header_annotated_op(values) == 3);
     CHECK(single_header_annotated_scope() == 1);
     prof.stop();
     std::vector<std::string> names;

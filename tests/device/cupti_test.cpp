@@ -793,6 +793,7 @@ TEST_CASE("cupti: Kineto's correlation ids link nothing of stint's, even when th
 
 TEST_CASE("cupti: another client that takes the buffers during a session is said in the status and counted") {
     stint_test::use_fake_cupti();
+    const std::size_t held_before = stint::detail::the_cupti_collector().held_bytes();
     stint::profiler<gpu> prof(no_sync());
     prof.start();
     buffer_writer mine;  // handed out by stint's callback
@@ -810,6 +811,7 @@ TEST_CASE("cupti: another client that takes the buffers during a session is said
     CHECK(status.starts_with("active, shared: another CUPTI client registered its own buffer callbacks"));
     CHECK(status.find("took 1 of the 1 activity buffers") != std::string::npos);
     CHECK(prof.stats().device_loss.foreign_buffers == 1);
+    CHECK(stint::detail::the_cupti_collector().held_bytes() == held_before);  // the other client owns it now
     stint_test::temp_dir dir;
     prof.export_chrome_trace(dir.file("t.json"));
     const nlohmann::json device = stint_test::read_json(dir.file("t.json"))["stint"]["device"];

@@ -128,7 +128,7 @@ public:
         if (sync_events_) table_.disable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
         if (sync) synchronise_devices(capture);
         for (const CUpti_ActivityKind kind : enabled_kinds) {
-            if (kind != CUPTI_ACTIVITY_KIND_SYNCHRONIZATION || !sync_events_) table_.disable(kind);
+            if (kind != CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) table_.disable(kind);  // syncs: off already, or never on
         }
         lock.unlock();
         // Outside every lock: the completion callback runs inside the flush, and CUPTI holds its own lock
@@ -149,6 +149,8 @@ public:
             granted_.clear();
             returned_ = 0;
         }
+        // The other client frees what it took: those bytes no longer count against stint's budget.
+        held_bytes_.fetch_sub(foreign * buffer_bytes_, std::memory_order_relaxed);
         lock.lock();
         capture.report = report();
         capture.report.status = "active";
@@ -179,6 +181,9 @@ public:
         }
         return capture;
     }
+
+    /// Bytes of activity buffers stint holds now (handed to CUPTI or waiting to be decoded).
+    [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_.load(std::memory_order_relaxed); }
 
     /// The collection's report outside a session: status "unavailable: <reason>" or "active"/"off".
     device_report report() const {
