@@ -251,8 +251,9 @@ struct profile_memory {};
 #define STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
 // Every STINT_* annotation macro compiled out (STINT_DISABLE): no argument is evaluated, each use still
 // needs its semicolon, and nothing else of stint is needed. annotate.hpp includes only this (with the
-// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; the headers
-// that define each macro give the same definitions under the switch, so either may come first.
+// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; every header
+// that defines one of the macros includes this one under the switch, so these are their only
+// compiled-out definitions.
 
 #if !defined(STINT_DISABLE)
 #error "stint/detail/compiled_out.hpp is for STINT_DISABLE builds"
@@ -278,6 +279,7 @@ struct profile_memory {};
 #define STINT_MODULE(attribute, type) static_assert(true, "")
 #define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
 #define STINT_MODULE_SELF(method) static_assert(true, "")
+// STINT_REGION: no argument evaluated and nothing counted (its counters go with the event).
 #define STINT_REGION(kind, name) static_assert(true, "")
 #define STINT_OUTPUTS(...) static_assert(true, "")
 #endif  // STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
@@ -3367,7 +3369,6 @@ void record_outputs(const Values&... values) noexcept {
 }  // namespace stint
 
 #if defined(STINT_DISABLE)
-#define STINT_OUTPUTS(...) static_assert(true, "")
 #else
 /// stint::record_outputs(...); compiled out (arguments not evaluated) under STINT_DISABLE.
 #define STINT_OUTPUTS(...) ::stint::record_outputs(__VA_ARGS__)
@@ -3402,9 +3403,6 @@ public:
 }  // namespace stint
 
 #if defined(STINT_DISABLE)
-#define STINT_MODULE(attribute, type) static_assert(true, "")
-#define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
-#define STINT_MODULE_SELF(method) static_assert(true, "")
 #else
 /// Times the rest of the block as the `forward` call of the module held in attribute `attribute`
 /// (string literals) of type `type`, for with_modules. The outermost module shows as TOP.
@@ -3592,9 +3590,6 @@ private:
 
 
 #if defined(STINT_DISABLE)
-// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
-// and nothing is counted.
-#define STINT_REGION(kind, name) static_assert(true, "")
 #else
 /// Times the rest of the block as a region of `kind` named by a string literal: the event is
 /// "name (label)" (a user_annotation) while a session records, and the kind's counters
@@ -3688,10 +3683,9 @@ struct dynamic_site {
     std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
     std::string_view method;  ///< "step"
     source_location location;
-    /// The sites made here for the first types seen: each slot is set once, under the table's mutex
-    /// (annotations/detail/dynamic_name_table.hpp),
-    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
-    /// called with more types than this finds the others in the table.
+    /// The sites made here for the first types seen: each slot is set once, under the mutex of the table
+    /// (annotations/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
+    /// few acquire loads and no lock. A site called with more types than this finds the others in the table.
     std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
 };
 
@@ -3765,7 +3759,6 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 }  // namespace stint::detail
 
 #if defined(STINT_DISABLE)
-#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
 #else
 /// Times the rest of the block under a name from `object`'s dynamic type,
 /// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).
@@ -3903,8 +3896,6 @@ private:
 }  // namespace stint
 
 #if defined(STINT_DISABLE)
-#define STINT_FLOW_BEGIN(id) static_assert(true, "")
-#define STINT_FLOW_END(id) static_assert(true, "")
 #else
 /// Marks where the work `id` (a std::uint64_t) is handed to another thread, inside the scope open here.
 ///

@@ -3206,7 +3206,45 @@ void record_outputs(const Values&... values) noexcept {
 }  // namespace stint
 
 #if defined(STINT_DISABLE)
+
+// ---- begin stint/detail/compiled_out.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
+#define STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
+// Every STINT_* annotation macro compiled out (STINT_DISABLE): no argument is evaluated, each use still
+// needs its semicolon, and nothing else of stint is needed. annotate.hpp includes only this (with the
+// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; every header
+// that defines one of the macros includes this one under the switch, so these are their only
+// compiled-out definitions.
+
+#if !defined(STINT_DISABLE)
+#error "stint/detail/compiled_out.hpp is for STINT_DISABLE builds"
+#endif
+#if (0 - STINT_DISABLE - 1) == -1
+#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
+#endif
+
+#define STINT_DETAIL_CAT2(a, b) a##b
+#define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
+#ifndef STINT_CONFIG
+#define STINT_CONFIG ::stint::config<>
+#endif
+
+#define STINT_SCOPE(name) static_assert(true, "")
+#define STINT_SCOPE_NAMED(name) static_assert(true, "")
+#define STINT_OP(config, name, ...) static_assert(true, "")
+#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
+#define STINT_INSTANT(name) static_assert(true, "")
+#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
+#define STINT_FLOW_BEGIN(id) static_assert(true, "")
+#define STINT_FLOW_END(id) static_assert(true, "")
+#define STINT_MODULE(attribute, type) static_assert(true, "")
+#define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
+#define STINT_MODULE_SELF(method) static_assert(true, "")
+// STINT_REGION: no argument evaluated and nothing counted (its counters go with the event).
+#define STINT_REGION(kind, name) static_assert(true, "")
 #define STINT_OUTPUTS(...) static_assert(true, "")
+#endif  // STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
+// ---- end stint/detail/compiled_out.hpp ----
 #else
 /// stint::record_outputs(...); compiled out (arguments not evaluated) under STINT_DISABLE.
 #define STINT_OUTPUTS(...) ::stint::record_outputs(__VA_ARGS__)
@@ -4274,43 +4312,6 @@ private:
 
 #if defined(STINT_DISABLE)
 // Compiled out: every macro, no argument evaluated (one header for all of them).
-
-// ---- begin stint/detail/compiled_out.hpp ----
-#ifndef STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
-#define STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
-// Every STINT_* annotation macro compiled out (STINT_DISABLE): no argument is evaluated, each use still
-// needs its semicolon, and nothing else of stint is needed. annotate.hpp includes only this (with the
-// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; the headers
-// that define each macro give the same definitions under the switch, so either may come first.
-
-#if !defined(STINT_DISABLE)
-#error "stint/detail/compiled_out.hpp is for STINT_DISABLE builds"
-#endif
-#if (0 - STINT_DISABLE - 1) == -1
-#error "stint: STINT_DISABLE=0 does not enable stint. Fix: 1. remove the definition to record, or 2. define STINT_DISABLE (or =1) to compile every STINT_* macro out."
-#endif
-
-#define STINT_DETAIL_CAT2(a, b) a##b
-#define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
-#ifndef STINT_CONFIG
-#define STINT_CONFIG ::stint::config<>
-#endif
-
-#define STINT_SCOPE(name) static_assert(true, "")
-#define STINT_SCOPE_NAMED(name) static_assert(true, "")
-#define STINT_OP(config, name, ...) static_assert(true, "")
-#define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
-#define STINT_INSTANT(name) static_assert(true, "")
-#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
-#define STINT_FLOW_BEGIN(id) static_assert(true, "")
-#define STINT_FLOW_END(id) static_assert(true, "")
-#define STINT_MODULE(attribute, type) static_assert(true, "")
-#define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
-#define STINT_MODULE_SELF(method) static_assert(true, "")
-#define STINT_REGION(kind, name) static_assert(true, "")
-#define STINT_OUTPUTS(...) static_assert(true, "")
-#endif  // STINT_SINGLE_STINT_DETAIL_COMPILED_OUT_HPP
-// ---- end stint/detail/compiled_out.hpp ----
 #else
 #define STINT_DETAIL_CAT2(a, b) a##b
 #define STINT_DETAIL_CAT(a, b) STINT_DETAIL_CAT2(a, b)
@@ -4406,10 +4407,9 @@ struct dynamic_site {
     std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
     std::string_view method;  ///< "step"
     source_location location;
-    /// The sites made here for the first types seen: each slot is set once, under the table's mutex
-    /// (annotations/detail/dynamic_name_table.hpp),
-    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
-    /// called with more types than this finds the others in the table.
+    /// The sites made here for the first types seen: each slot is set once, under the mutex of the table
+    /// (annotations/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
+    /// few acquire loads and no lock. A site called with more types than this finds the others in the table.
     std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
 };
 
@@ -4483,7 +4483,6 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 }  // namespace stint::detail
 
 #if defined(STINT_DISABLE)
-#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
 #else
 /// Times the rest of the block under a name from `object`'s dynamic type,
 /// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).
@@ -5816,9 +5815,6 @@ public:
 }  // namespace stint
 
 #if defined(STINT_DISABLE)
-#define STINT_MODULE(attribute, type) static_assert(true, "")
-#define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
-#define STINT_MODULE_SELF(method) static_assert(true, "")
 #else
 /// Times the rest of the block as the `forward` call of the module held in attribute `attribute`
 /// (string literals) of type `type`, for with_modules. The outermost module shows as TOP.
@@ -6006,9 +6002,6 @@ private:
 
 
 #if defined(STINT_DISABLE)
-// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
-// and nothing is counted.
-#define STINT_REGION(kind, name) static_assert(true, "")
 #else
 /// Times the rest of the block as a region of `kind` named by a string literal: the event is
 /// "name (label)" (a user_annotation) while a session records, and the kind's counters
@@ -6364,8 +6357,6 @@ private:
 }  // namespace stint
 
 #if defined(STINT_DISABLE)
-#define STINT_FLOW_BEGIN(id) static_assert(true, "")
-#define STINT_FLOW_END(id) static_assert(true, "")
 #else
 /// Marks where the work `id` (a std::uint64_t) is handed to another thread, inside the scope open here.
 ///

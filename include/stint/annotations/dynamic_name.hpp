@@ -38,10 +38,9 @@ struct dynamic_site {
     std::string_view prefix;  ///< "Optimizer.step": the event is "<prefix>#<class>.<method>"
     std::string_view method;  ///< "step"
     source_location location;
-    /// The sites made here for the first types seen: each slot is set once, under the table's mutex
-    /// (annotations/detail/dynamic_name_table.hpp),
-    /// and never changes, so a call finds its site with a few acquire loads and no lock. A site
-    /// called with more types than this finds the others in the table.
+    /// The sites made here for the first types seen: each slot is set once, under the mutex of the table
+    /// (annotations/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
+    /// few acquire loads and no lock. A site called with more types than this finds the others in the table.
     std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
 };
 
@@ -115,7 +114,7 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 }  // namespace stint::detail
 
 #if defined(STINT_DISABLE)
-#define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
+#include "stint/detail/compiled_out.hpp"  // every macro compiled out, in one place
 #else
 /// Times the rest of the block under a name from `object`'s dynamic type,
 /// "<prefix>#<class>.<method>" with the class's unqualified name (see detail::unqualified_name).

@@ -66,9 +66,7 @@ private:
 
 
 #if defined(STINT_DISABLE)
-// Compiled out with the other macros (scope.hpp checks the switch's value): no argument is evaluated
-// and nothing is counted.
-#define STINT_REGION(kind, name) static_assert(true, "")
+#include "stint/detail/compiled_out.hpp"  // every macro compiled out, in one place
 #else
 /// Times the rest of the block as a region of `kind` named by a string literal: the event is
 /// "name (label)" (a user_annotation) while a session records, and the kind's counters

@@ -1,8 +1,9 @@
 #pragma once
 // Every STINT_* annotation macro compiled out (STINT_DISABLE): no argument is evaluated, each use still
 // needs its semicolon, and nothing else of stint is needed. annotate.hpp includes only this (with the
-// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; the headers
-// that define each macro give the same definitions under the switch, so either may come first.
+// config and policy tags) under STINT_DISABLE, so a compiled-out file pays almost nothing; every header
+// that defines one of the macros includes this one under the switch, so these are their only
+// compiled-out definitions.
 
 #if !defined(STINT_DISABLE)
 #error "stint/detail/compiled_out.hpp is for STINT_DISABLE builds"
@@ -28,5 +29,6 @@
 #define STINT_MODULE(attribute, type) static_assert(true, "")
 #define STINT_MODULE_METHOD(attribute, type, method) static_assert(true, "")
 #define STINT_MODULE_SELF(method) static_assert(true, "")
+// STINT_REGION: no argument evaluated and nothing counted (its counters go with the event).
 #define STINT_REGION(kind, name) static_assert(true, "")
 #define STINT_OUTPUTS(...) static_assert(true, "")
