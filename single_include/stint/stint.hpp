@@ -2991,8 +2991,11 @@ struct thread_exit_guard {
 };
 inline thread_local thread_exit_guard tls_exit_guard;
 
-/// make_room through the installed table, this object's exit guard set on the buffer it registers.
-inline buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes, std::uint64_t end) {
+/// make_room through the installed table, this object's exit guard set on the buffer it registers. Cold
+/// and out of line: inlined, its thread_local guard would weigh on the callers' common path.
+template <int = 0>
+STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+                                        std::uint64_t end) {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return {.discarded = true};  // no profiler can have started: no session to record into
     if (buffer.node == nullptr) tls_exit_guard.buffer = &buffer;
