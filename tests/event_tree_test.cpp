@@ -236,3 +236,30 @@ TEST_CASE("ids stay each window's own after lists are appended") {
     CHECK(all[2].id == 501);
     CHECK(all[3].id == 500);
 }
+
+TEST_CASE("the list and its child ranges walk like containers: for (auto& e : list), references live with the iterator") {
+    event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 1, .name = "main"});
+    b.add(event_kind::cpu_op, "outer", t, 0, 100);
+    b.add(event_kind::cpu_op, "first", t, 10, 20);
+    b.add(event_kind::cpu_op, "second", t, 30, 40);
+    const stint::event_list list = std::move(b).build();
+    std::vector<std::string> names;
+    for (auto& e : list) names.emplace_back(e.name);  // the loop: a non-const lvalue reference
+    CHECK(names == std::vector<std::string>{"outer", "first", "second"});
+    std::vector<std::string> children;
+    for (auto& c : list.children(list[0])) children.emplace_back(c.name);
+    CHECK(children == std::vector<std::string>{"first", "second"});
+    // A reference from *it is the iterator's own event: right while it lives, whatever else was read.
+    auto it = list.begin();
+    ++it;
+    const stint::event& held = *it;
+    const stint::event other = list[2];
+    CHECK(held.name == "first");
+    CHECK(other.name == "second");
+    CHECK(it->index == 1);
+    // Algorithms that need a forward range work; each iterator they keep holds its own event.
+    const auto longest = std::ranges::max_element(list, {}, [](const stint::event& e) { return e.end_ns - e.start_ns; });
+    CHECK(longest->name == "outer");
+    CHECK(std::ranges::count_if(list, [](const stint::event& e) { return e.depth == 1; }) == 2);
+}

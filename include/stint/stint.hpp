@@ -25,6 +25,7 @@
 #include "stint/annotations/compiled_region.hpp"
 #include "stint/annotations/flow.hpp"
 #include "stint/annotations/async_scope.hpp"
+#include "stint/annotations/recording_hook.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"

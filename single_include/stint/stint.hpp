@@ -6457,6 +6457,124 @@ private:
 #endif  // STINT_SINGLE_STINT_ANNOTATIONS_ASYNC_SCOPE_HPP
 // ---- end stint/annotations/async_scope.hpp ----
 
+// ---- begin stint/annotations/recording_hook.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_RECORDING_HOOK_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_RECORDING_HOOK_HPP
+// stint::recording_hook: a framework's function, called when a session starts recording and when it
+// stops, so that the framework installs its own operator observer (libtorch's RecordFunction callback,
+// say) only while stint records and costs nothing in between. Never on the hot path: the session calls
+// the hooks from the thread that starts or stops it, outside the registry's lock.
+
+#include <atomic>
+#include <cstddef>
+#include <stdexcept>
+
+
+namespace stint {
+
+/// `fn(true, context)` when recording starts (and at once, if a session records when the hook is
+/// made), `fn(false, context)` when it stops; every start and stop of a schedule's windows counts. A
+/// hook runs under a lock that making or destroying a recording_hook also takes: it must not make or
+/// destroy one itself. After the destructor returns the function is never called again.
+///
+///     void on_recording(bool recording, void*) {
+///         if (recording) install_observer(); else remove_observer();
+///     }
+///     static stint::recording_hook hook{&on_recording};
+using recording_hook_function = void (*)(bool recording, void* context);
+
+namespace detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The process's hooks: one table across shared objects, like the recording flag.
+struct recording_hook_table {
+    static constexpr std::size_t capacity = 32;
+    std::atomic<recording_hook_function> functions[capacity];
+    std::atomic<void*> contexts[capacity];
+    std::atomic_flag busy;      // held while hooks run or a slot changes
+    bool recording = false;     // what the hooks were last told (under busy)
+
+    void lock() noexcept {
+        while (busy.test_and_set(std::memory_order_acquire)) busy.wait(true, std::memory_order_relaxed);
+    }
+    void unlock() noexcept {
+        busy.clear(std::memory_order_release);
+        busy.notify_all();
+    }
+};
+STINT_DETAIL_EXPORT inline constinit recording_hook_table recording_hooks{};
+
+/// Tells every hook that recording started (true) or stopped (false); a repeat of the last word is not
+/// passed on. Called by the session (drain/session.hpp).
+inline void run_recording_hooks(bool recording) {
+    recording_hook_table& table = recording_hooks;
+    table.lock();
+    if (table.recording != recording) {
+        table.recording = recording;
+        for (std::size_t i = 0; i < recording_hook_table::capacity; ++i) {
+            const recording_hook_function fn = table.functions[i].load(std::memory_order_relaxed);
+            if (fn == nullptr) continue;
+            try {
+                fn(recording, table.contexts[i].load(std::memory_order_relaxed));
+            } catch (...) {  // a framework's failure must not stop a session half-way
+            }
+        }
+    }
+    table.unlock();
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace detail
+
+/// Registers a recording hook for its lifetime (RAII). Throws std::length_error when 32 are registered.
+class recording_hook {
+public:
+    explicit recording_hook(recording_hook_function fn, void* context = nullptr) {
+        if (fn == nullptr) throw std::invalid_argument("stint: recording_hook: the function is null");
+        detail::recording_hook_table& table = detail::recording_hooks;
+        table.lock();
+        for (std::size_t i = 0; i < detail::recording_hook_table::capacity; ++i) {
+            if (table.functions[i].load(std::memory_order_relaxed) != nullptr) continue;
+            table.contexts[i].store(context, std::memory_order_relaxed);
+            table.functions[i].store(fn, std::memory_order_relaxed);
+            slot_ = i;
+            break;
+        }
+        const bool placed = slot_ != no_slot;
+        const bool recording = table.recording;
+        if (placed && recording) {
+            try {
+                fn(true, context);
+            } catch (...) {
+                table.functions[slot_].store(nullptr, std::memory_order_relaxed);
+                table.unlock();
+                throw;
+            }
+        }
+        table.unlock();
+        if (!placed) {
+            throw std::length_error("stint: recording_hook: 32 hooks are registered already; destroy one first");
+        }
+    }
+    recording_hook(const recording_hook&) = delete;
+    recording_hook& operator=(const recording_hook&) = delete;
+    ~recording_hook() {
+        detail::recording_hook_table& table = detail::recording_hooks;
+        table.lock();
+        table.functions[slot_].store(nullptr, std::memory_order_relaxed);
+        table.contexts[slot_].store(nullptr, std::memory_order_relaxed);
+        table.unlock();
+    }
+
+private:
+    static constexpr std::size_t no_slot = detail::recording_hook_table::capacity;
+    std::size_t slot_ = no_slot;
+};
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_RECORDING_HOOK_HPP
+// ---- end stint/annotations/recording_hook.hpp ----
+
 // ---- begin stint/analysis/event_list.hpp ----
 #ifndef STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
 #define STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
@@ -6766,7 +6884,10 @@ private:
 namespace stint {
 
 namespace detail {
-class event_list_builder;
+template <class = void>
+class basic_event_list_builder;
+/// The builder's one form (a template only so that a file that never builds a list does not compile it).
+using event_list_builder = basic_event_list_builder<>;
 
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
@@ -6928,26 +7049,33 @@ struct call_stack_access {
 };
 }  // namespace detail
 
-/// The events of one session (or one schedule window), ordered by start time. Events are read by
-/// value (an event_list stores them in 48 bytes each and assembles each one it hands out).
+/// The events of one session (or one schedule window), ordered by start time. An event_list stores
+/// each event in 48 bytes and assembles the ones it hands out: list[i] by value, an iterator into itself.
 ///
-///     for (const stint::event& e : prof.events())
+///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
 class event_list {
 public:
     using value_type = event;
 
-    /// Walks the list in order, handing out each event by value.
+    /// Walks the list in order. Each event is assembled from its 48-byte row into the iterator itself, so
+    /// that `for (auto& e : list)` works as over any container; a reference from `*it` lives while `it`
+    /// does and does not move (copy the event, or use list[i], to keep it longer). Forward only, for
+    /// algorithms: std::reverse_iterator would hand out a reference into a copy it has destroyed.
     class iterator {
     public:
-        using iterator_concept = std::random_access_iterator_tag;
-        using iterator_category = std::input_iterator_tag;  // its reference is a value
+        using iterator_concept = std::forward_iterator_tag;
+        using iterator_category = std::input_iterator_tag;  // its reference lives in the iterator
         using value_type = event;
         using difference_type = std::ptrdiff_t;
-        using reference = event;
+        using reference = const event&;
         iterator() = default;
         iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
-        [[nodiscard]] event operator*() const { return store_->assemble(at_); }
+        [[nodiscard]] const event& operator*() const {
+            current_ = store_->assemble(at_);
+            return current_;
+        }
+        [[nodiscard]] const event* operator->() const { return &**this; }
         [[nodiscard]] event operator[](difference_type n) const {
             return store_->assemble(static_cast<event_index>(at_ + n));
         }
@@ -6969,6 +7097,7 @@ public:
     private:
         const detail::event_store* store_ = nullptr;
         event_index at_ = 0;
+        mutable event current_;  // what *this refers to
     };
     using const_iterator = iterator;
 
@@ -6978,14 +7107,18 @@ public:
         class iterator {
         public:
             using iterator_concept = std::forward_iterator_tag;
-            using iterator_category = std::input_iterator_tag;  // its reference is a value
+            using iterator_category = std::input_iterator_tag;  // its reference lives in the iterator
             using value_type = event;
             using difference_type = std::ptrdiff_t;
-            using reference = event;
+            using reference = const event&;
             iterator() = default;
             iterator(const detail::event_store* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
-            [[nodiscard]] event operator*() const { return store_->assemble(at_); }
+            [[nodiscard]] const event& operator*() const {
+                current_ = store_->assemble(at_);
+                return current_;
+            }
+            [[nodiscard]] const event* operator->() const { return &**this; }
             iterator& operator++() {
                 at_ = linked_ ? store_->extra(at_).next_linked : store_->row(at_).next_sibling;
                 return *this;
@@ -7001,6 +7134,7 @@ public:
             const detail::event_store* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
+            mutable event current_;  // what *this refers to
         };
         child_range(const detail::event_store* store, event_index first, bool linked = false)
             : store_(store), first_(first), linked_(linked) {}
@@ -7146,7 +7280,8 @@ public:
     }
 
 private:
-    friend class detail::event_list_builder;
+    template <class>
+    friend class detail::basic_event_list_builder;
     detail::event_store store_;
     std::vector<thread_info> threads_;
     std::vector<event_args> args_;
@@ -7174,7 +7309,7 @@ private:
     std::int64_t base_steady_ns_ = 0;
 };
 
-static_assert(std::random_access_iterator<event_list::iterator>);
+static_assert(std::forward_iterator<event_list::iterator>);
 static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 }  // namespace stint
@@ -7208,6 +7343,9 @@ static_assert(std::forward_iterator<event_list::child_range::iterator>);
 // the same call path share one stack, and a stack costs one node over its caller's, so a million
 // events cost at most a million nodes however deep they nest.
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -7417,8 +7555,13 @@ namespace stint::detail {
 /// 1. "." components and "dir/.." pairs removed ("src/./a/../b.cpp" -> "src/b.cpp");
 /// 2. an absolute path under `cwd` (the working directory when the stacks are built) made relative to
 ///    it ("/home/u/proj/src/a.cpp" in /home/u/proj -> "src/a.cpp"); other absolute paths stay whole;
-/// 3. the leading ".." components of a relative path dropped ("../../src/a.cpp" -> "src/a.cpp"), so
-///    a build directory inside the source tree shows paths from the source root.
+/// 3. a relative path that climbs out of the build directory ("../src/a.cpp") and names a file from
+///    `cwd` (a program run in its build directory, as tests are): from the source root where the
+///    directory it climbs to looks like one (meson.build, CMakeLists.txt, Makefile or .git: a build
+///    directory inside the source tree), else absolute (a build directory elsewhere: "/tmp/build"
+///    and "../work/proj/src/a.cpp" show "/work/proj/src/a.cpp");
+/// 4. otherwise its leading ".." components dropped ("../../src/a.cpp" -> "src/a.cpp"): the common
+///    build directory inside the source tree, run from elsewhere.
 /// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
 [[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
     const bool absolute = file.starts_with('/');
@@ -7452,6 +7595,20 @@ namespace stint::detail {
         if (under && matched > 0) first = matched;
     } else {
         while (first + 1 < parts.size() && parts[first] == "..") ++first;
+        if (first > 0 && cwd.starts_with('/')) {
+            // Where the ".." lead from cwd: the directory the build climbed to, and the file itself.
+            std::string climbed(cwd);
+            for (std::size_t up = 0; up < first; ++up) climbed.resize(std::max<std::size_t>(climbed.rfind('/'), 1));
+            std::string whole = climbed == "/" ? "" : climbed;
+            for (std::size_t i = first; i < parts.size(); ++i) whole.append("/").append(parts[i]);
+            const auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+            if (exists(whole)) {
+                const std::string root = climbed == "/" ? "" : climbed;
+                const bool source_root = exists(root + "/meson.build") || exists(root + "/CMakeLists.txt") ||
+                                         exists(root + "/Makefile") || exists(root + "/.git");
+                if (!source_root) return whole;
+            }
+        }
     }
     std::string out = absolute && first == 0 ? "/" : "";
     for (std::size_t i = first; i < parts.size(); ++i) {
@@ -7605,9 +7762,10 @@ namespace stint::detail {
 ///     auto t = b.add_thread({.os_tid = 7, .name = "main"});
 ///     b.add(event_kind::cpu_op, "aten::mm", t, 0, 1000);
 ///     event_list list = std::move(b).build();
-class event_list_builder {
+template <class>
+class basic_event_list_builder {
 public:
-    event_list_builder() : arena_(std::make_shared<string_arena>()) {}
+    basic_event_list_builder() : arena_(std::make_shared<string_arena>()) {}
 
     /// Adds a thread; events name it by the returned index.
     std::uint32_t add_thread(thread_info info) {
@@ -11502,13 +11660,14 @@ struct capture_options {
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
 /// (disable + drain + build), and the result.
-class session {
+template <class = void>
+class basic_session {
 public:
-    session() = default;
-    session(const session&) = delete;
-    session& operator=(const session&) = delete;
+    basic_session() = default;
+    basic_session(const basic_session&) = delete;
+    basic_session& operator=(const basic_session&) = delete;
     /// The buffers kept warm for this session's successors go back to the system with it.
-    ~session() {
+    ~basic_session() {
         if (opened_) the_registry().release_buffers();
     }
 
@@ -11563,6 +11722,7 @@ public:
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
+        if (record_cpu) run_recording_hooks(true);  // last: a framework's first op finds all set
     }
 
     [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
@@ -11580,6 +11740,7 @@ public:
     /// list knows (number_of_events counts the records that become events).
     bool close_records(record_store& out) {
         if (state_ == 0) return false;
+        if (state_ != device_only_state) run_recording_hooks(false);  // a framework stops feeding it first
         // First: the drain below allocates, and no report may land in a session being drained.
         if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
         capture_state.outputs.store(false, std::memory_order_relaxed);
@@ -11923,6 +12084,8 @@ private:
     tick_calibration calibration_;
     profiler_stats stats_;
 };
+/// The one form of basic_session (a template only so that a file that never uses it does not compile it).
+using session = basic_session<>;
 
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_DRAIN_SESSION_HPP
@@ -13031,15 +13194,16 @@ struct execution_trace_options {
 /// Attached to a profiler (`profiler_options::execution_trace_observer`), it records that profiler's
 /// active windows, and each node's rf_id is the "Record function id" of the same op in the profiler's
 /// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
-class execution_trace_observer {
+template <class = void>
+class basic_execution_trace_observer {
 public:
-    explicit execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
-    execution_trace_observer(const execution_trace_observer&) = delete;
-    execution_trace_observer& operator=(const execution_trace_observer&) = delete;
+    explicit basic_execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
+    basic_execution_trace_observer(const basic_execution_trace_observer&) = delete;
+    basic_execution_trace_observer& operator=(const basic_execution_trace_observer&) = delete;
 
     /// Finishes the file if still registered; a failure becomes a warning. An attached profiler
     /// forgets the observer.
-    ~execution_trace_observer() {
+    ~basic_execution_trace_observer() {
         void* owner = nullptr;
         {
             const std::lock_guard lock(mutex_);
@@ -13059,7 +13223,7 @@ public:
     /// Opens `path` (a temporary beside it, renamed into place when the trace is finished) and writes
     /// the trace's header; returns the observer. Throws std::system_error when the path cannot be
     /// written, std::logic_error when already registered to a file.
-    execution_trace_observer& register_callback(std::string path) {
+    basic_execution_trace_observer& register_callback(std::string path) {
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         if (writer_ != nullptr) {
@@ -13210,6 +13374,8 @@ private:
     void (*forget_)(void*) = nullptr;
     bool attached_running_ = false;
 };
+/// The one form of basic_execution_trace_observer (a template only so that a file that never uses it does not compile it).
+using execution_trace_observer = basic_execution_trace_observer<>;
 
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_PROFILER_EXECUTION_TRACE_OBSERVER_HPP

@@ -21,7 +21,10 @@
 namespace stint {
 
 namespace detail {
-class event_list_builder;
+template <class = void>
+class basic_event_list_builder;
+/// The builder's one form (a template only so that a file that never builds a list does not compile it).
+using event_list_builder = basic_event_list_builder<>;
 
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
@@ -183,26 +186,33 @@ struct call_stack_access {
 };
 }  // namespace detail
 
-/// The events of one session (or one schedule window), ordered by start time. Events are read by
-/// value (an event_list stores them in 48 bytes each and assembles each one it hands out).
+/// The events of one session (or one schedule window), ordered by start time. An event_list stores
+/// each event in 48 bytes and assembles the ones it hands out: list[i] by value, an iterator into itself.
 ///
-///     for (const stint::event& e : prof.events())
+///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
 class event_list {
 public:
     using value_type = event;
 
-    /// Walks the list in order, handing out each event by value.
+    /// Walks the list in order. Each event is assembled from its 48-byte row into the iterator itself, so
+    /// that `for (auto& e : list)` works as over any container; a reference from `*it` lives while `it`
+    /// does and does not move (copy the event, or use list[i], to keep it longer). Forward only, for
+    /// algorithms: std::reverse_iterator would hand out a reference into a copy it has destroyed.
     class iterator {
     public:
-        using iterator_concept = std::random_access_iterator_tag;
-        using iterator_category = std::input_iterator_tag;  // its reference is a value
+        using iterator_concept = std::forward_iterator_tag;
+        using iterator_category = std::input_iterator_tag;  // its reference lives in the iterator
         using value_type = event;
         using difference_type = std::ptrdiff_t;
-        using reference = event;
+        using reference = const event&;
         iterator() = default;
         iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
-        [[nodiscard]] event operator*() const { return store_->assemble(at_); }
+        [[nodiscard]] const event& operator*() const {
+            current_ = store_->assemble(at_);
+            return current_;
+        }
+        [[nodiscard]] const event* operator->() const { return &**this; }
         [[nodiscard]] event operator[](difference_type n) const {
             return store_->assemble(static_cast<event_index>(at_ + n));
         }
@@ -224,6 +234,7 @@ public:
     private:
         const detail::event_store* store_ = nullptr;
         event_index at_ = 0;
+        mutable event current_;  // what *this refers to
     };
     using const_iterator = iterator;
 
@@ -233,14 +244,18 @@ public:
         class iterator {
         public:
             using iterator_concept = std::forward_iterator_tag;
-            using iterator_category = std::input_iterator_tag;  // its reference is a value
+            using iterator_category = std::input_iterator_tag;  // its reference lives in the iterator
             using value_type = event;
             using difference_type = std::ptrdiff_t;
-            using reference = event;
+            using reference = const event&;
             iterator() = default;
             iterator(const detail::event_store* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
-            [[nodiscard]] event operator*() const { return store_->assemble(at_); }
+            [[nodiscard]] const event& operator*() const {
+                current_ = store_->assemble(at_);
+                return current_;
+            }
+            [[nodiscard]] const event* operator->() const { return &**this; }
             iterator& operator++() {
                 at_ = linked_ ? store_->extra(at_).next_linked : store_->row(at_).next_sibling;
                 return *this;
@@ -256,6 +271,7 @@ public:
             const detail::event_store* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
+            mutable event current_;  // what *this refers to
         };
         child_range(const detail::event_store* store, event_index first, bool linked = false)
             : store_(store), first_(first), linked_(linked) {}
@@ -401,7 +417,8 @@ public:
     }
 
 private:
-    friend class detail::event_list_builder;
+    template <class>
+    friend class detail::basic_event_list_builder;
     detail::event_store store_;
     std::vector<thread_info> threads_;
     std::vector<event_args> args_;
@@ -429,7 +446,7 @@ private:
     std::int64_t base_steady_ns_ = 0;
 };
 
-static_assert(std::random_access_iterator<event_list::iterator>);
+static_assert(std::forward_iterator<event_list::iterator>);
 static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 }  // namespace stint

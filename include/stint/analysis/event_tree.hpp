@@ -27,9 +27,10 @@ namespace stint::detail {
 ///     auto t = b.add_thread({.os_tid = 7, .name = "main"});
 ///     b.add(event_kind::cpu_op, "aten::mm", t, 0, 1000);
 ///     event_list list = std::move(b).build();
-class event_list_builder {
+template <class>
+class basic_event_list_builder {
 public:
-    event_list_builder() : arena_(std::make_shared<string_arena>()) {}
+    basic_event_list_builder() : arena_(std::make_shared<string_arena>()) {}
 
     /// Adds a thread; events name it by the returned index.
     std::uint32_t add_thread(thread_info info) {

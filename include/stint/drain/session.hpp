@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/annotations/recording_hook.hpp"
 #include "stint/analysis/event_tree.hpp"
 #include "stint/capture/detail/input_decoding.hpp"
 #include "stint/capture/detail/input_encoding.hpp"
@@ -86,13 +87,14 @@ struct capture_options {
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
 /// (disable + drain + build), and the result.
-class session {
+template <class = void>
+class basic_session {
 public:
-    session() = default;
-    session(const session&) = delete;
-    session& operator=(const session&) = delete;
+    basic_session() = default;
+    basic_session(const basic_session&) = delete;
+    basic_session& operator=(const basic_session&) = delete;
     /// The buffers kept warm for this session's successors go back to the system with it.
-    ~session() {
+    ~basic_session() {
         if (opened_) the_registry().release_buffers();
     }
 
@@ -147,6 +149,7 @@ public:
         stats_ = {};
         stats_.profiler_prepare_call_duration_us = prepare_us_;
         stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
+        if (record_cpu) run_recording_hooks(true);  // last: a framework's first op finds all set
     }
 
     [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
@@ -164,6 +167,7 @@ public:
     /// list knows (number_of_events counts the records that become events).
     bool close_records(record_store& out) {
         if (state_ == 0) return false;
+        if (state_ != device_only_state) run_recording_hooks(false);  // a framework stops feeding it first
         // First: the drain below allocates, and no report may land in a session being drained.
         if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
         capture_state.outputs.store(false, std::memory_order_relaxed);
@@ -507,5 +511,7 @@ private:
     tick_calibration calibration_;
     profiler_stats stats_;
 };
+/// The one form of basic_session (a template only so that a file that never uses it does not compile it).
+using session = basic_session<>;
 
 }  // namespace stint::detail

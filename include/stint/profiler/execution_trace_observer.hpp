@@ -52,15 +52,16 @@ struct execution_trace_options {
 /// Attached to a profiler (`profiler_options::execution_trace_observer`), it records that profiler's
 /// active windows, and each node's rf_id is the "Record function id" of the same op in the profiler's
 /// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
-class execution_trace_observer {
+template <class = void>
+class basic_execution_trace_observer {
 public:
-    explicit execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
-    execution_trace_observer(const execution_trace_observer&) = delete;
-    execution_trace_observer& operator=(const execution_trace_observer&) = delete;
+    explicit basic_execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
+    basic_execution_trace_observer(const basic_execution_trace_observer&) = delete;
+    basic_execution_trace_observer& operator=(const basic_execution_trace_observer&) = delete;
 
     /// Finishes the file if still registered; a failure becomes a warning. An attached profiler
     /// forgets the observer.
-    ~execution_trace_observer() {
+    ~basic_execution_trace_observer() {
         void* owner = nullptr;
         {
             const std::lock_guard lock(mutex_);
@@ -80,7 +81,7 @@ public:
     /// Opens `path` (a temporary beside it, renamed into place when the trace is finished) and writes
     /// the trace's header; returns the observer. Throws std::system_error when the path cannot be
     /// written, std::logic_error when already registered to a file.
-    execution_trace_observer& register_callback(std::string path) {
+    basic_execution_trace_observer& register_callback(std::string path) {
         const detail::own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         if (writer_ != nullptr) {
@@ -231,5 +232,7 @@ private:
     void (*forget_)(void*) = nullptr;
     bool attached_running_ = false;
 };
+/// The one form of basic_execution_trace_observer (a template only so that a file that never uses it does not compile it).
+using execution_trace_observer = basic_execution_trace_observer<>;
 
 }  // namespace stint

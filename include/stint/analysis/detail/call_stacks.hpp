@@ -4,6 +4,9 @@
 // the same call path share one stack, and a stack costs one node over its caller's, so a million
 // events cost at most a million nodes however deep they nest.
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -29,8 +32,13 @@ namespace stint::detail {
 /// 1. "." components and "dir/.." pairs removed ("src/./a/../b.cpp" -> "src/b.cpp");
 /// 2. an absolute path under `cwd` (the working directory when the stacks are built) made relative to
 ///    it ("/home/u/proj/src/a.cpp" in /home/u/proj -> "src/a.cpp"); other absolute paths stay whole;
-/// 3. the leading ".." components of a relative path dropped ("../../src/a.cpp" -> "src/a.cpp"), so
-///    a build directory inside the source tree shows paths from the source root.
+/// 3. a relative path that climbs out of the build directory ("../src/a.cpp") and names a file from
+///    `cwd` (a program run in its build directory, as tests are): from the source root where the
+///    directory it climbs to looks like one (meson.build, CMakeLists.txt, Makefile or .git: a build
+///    directory inside the source tree), else absolute (a build directory elsewhere: "/tmp/build"
+///    and "../work/proj/src/a.cpp" show "/work/proj/src/a.cpp");
+/// 4. otherwise its leading ".." components dropped ("../../src/a.cpp" -> "src/a.cpp"): the common
+///    build directory inside the source tree, run from elsewhere.
 /// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
 [[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
     const bool absolute = file.starts_with('/');
@@ -64,6 +72,20 @@ namespace stint::detail {
         if (under && matched > 0) first = matched;
     } else {
         while (first + 1 < parts.size() && parts[first] == "..") ++first;
+        if (first > 0 && cwd.starts_with('/')) {
+            // Where the ".." lead from cwd: the directory the build climbed to, and the file itself.
+            std::string climbed(cwd);
+            for (std::size_t up = 0; up < first; ++up) climbed.resize(std::max<std::size_t>(climbed.rfind('/'), 1));
+            std::string whole = climbed == "/" ? "" : climbed;
+            for (std::size_t i = first; i < parts.size(); ++i) whole.append("/").append(parts[i]);
+            const auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+            if (exists(whole)) {
+                const std::string root = climbed == "/" ? "" : climbed;
+                const bool source_root = exists(root + "/meson.build") || exists(root + "/CMakeLists.txt") ||
+                                         exists(root + "/Makefile") || exists(root + "/.git");
+                if (!source_root) return whole;
+            }
+        }
     }
     std::string out = absolute && first == 0 ? "/" : "";
     for (std::size_t i = first; i < parts.size(); ++i) {
