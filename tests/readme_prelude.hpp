@@ -1,7 +1,7 @@
 #pragma once
-// The placeholders README.md's sketches use (tools/check_readme.py includes this header before every
-// ```cpp block that does not start with an #include; a block that does is a complete program and is
-// compiled, linked and run on its own).
+// The placeholders the sketches of README.md and docs/ use (tools/check_readme.py includes this header
+// before every ```cpp block that does not start with an #include; a block that does is a complete
+// program and is compiled, linked and run on its own).
 
 #include <stint/stint.hpp>
 
@@ -53,3 +53,7 @@ struct executor {};
 inline executor io;
 inline executor cpu;
 inline std::suspend_always resume_on(executor&) { return {}; }
+
+// A framework's observer, for the recording hook sketch.
+inline void install_observer() {}
+inline void remove_observer() {}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds stint's tests twice: with gcc 12 as a user's release build (-O3, NDEBUG), and with clang 14
 # under AddressSanitizer and UndefinedBehaviorSanitizer (-O2, assertions on). Runs every test in both
-# (doctest binaries, compile-fail rules, the README's code blocks, codegen) and ends with one line
-# "N passed, N failed, N skipped": a suite this machine cannot build or run (no CUDA headers, no MPI, no
+# (doctest binaries, compile-fail rules, the code blocks of README and docs/, codegen) and ends with one
+# line "N passed, N failed, N skipped": a suite this machine cannot build or run (no CUDA headers, no MPI, no
 # GPU) is named with its reason and counted as skipped. Exit status is non-zero on any failure; a build
 # that fails is one failure, named as such.
 # Warnings are errors: clang's build passes -Werror; gcc 12 at -O3 reports false -Wrestrict and

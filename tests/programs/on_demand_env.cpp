@@ -1,7 +1,7 @@
 // A program that never calls enable_on_demand(): STINT_ON_DEMAND=1 in its environment alone must turn
-// on-demand capture on (tests/on_demand/run.py). It includes on_demand.hpp, as the README says a
-// program must (stint.hpp does not). Prints its pid, then records scopes until SIGTERM or argv[1]
-// seconds (default 30) have passed.
+// on-demand capture on (tests/on_demand/run.py). It includes on_demand.hpp, as
+// docs/guide/07-production.md says a program must (stint.hpp does not). Prints its pid, then records
+// scopes until SIGTERM or argv[1] seconds (default 30) have passed.
 #include <stint/profiler/on_demand.hpp>
 #include <stint/stint.hpp>
 
