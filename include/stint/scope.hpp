@@ -466,6 +466,9 @@ private:
     STINT_DETAIL_OP(__COUNTER__, config, name, formula __VA_OPT__(, ) __VA_ARGS__)
 
 #define STINT_DETAIL_OP(id, config, name, formula, ...)                                                     \
+    static_assert(__builtin_constant_p(::std::string_view(name).size()),                                     \
+                  "stint: STINT_OP needs a name known at compile time (a string literal); for an op named at " \
+                  "run time use stint::begin_event(stint::event_kind::cpu_op, name)");                       \
     static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
         name, ::stint::event_kind::cpu_op, ::stint::detail::op_payload_kind<config>(),                     \
             ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \

@@ -8,9 +8,9 @@
 #define STINT_SINGLE_STINT_ANNOTATE_HPP
 // stint's annotation header: what a framework puts in its own headers, and what ordinary code needs to
 // be recorded. STINT_SCOPE, STINT_SCOPE_NAMED, STINT_OP and STINT_OP_FLOPS with input capture,
-// STINT_INSTANT, record_function, STINT_REGION, module scopes, dynamic names, flows and async spans,
-// op outputs, memory reports, the config and policy tags, is_recording(), recording hooks and
-// set_thread_name().
+// STINT_INSTANT, record_function, begin_event (events named at run time), STINT_REGION, module scopes,
+// dynamic names, flows and async spans, op outputs, memory reports, the config and policy tags,
+// is_recording(), recording hooks and set_thread_name().
 //
 // It includes only what the hot path and the capture encoders need (no fmt, iostreams, <filesystem>,
 // zlib, <thread>, Boost.PFR), so a file pays little to include it. Sessions, the drain, analysis and the
@@ -678,6 +678,8 @@ struct site {
 
 /// Site used by record_function and STINT_SCOPE_NAMED: the name travels in the payload.
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
+/// Site used by stint::begin_event for an op whose name is copied (copy_name).
+inline constexpr site runtime_named_op_site{"", event_kind::cpu_op, payload_kind::runtime_name, {}};
 /// Site used by stint::module_scope: a module call named at run time.
 inline constexpr site runtime_named_module_site{"", event_kind::module, payload_kind::runtime_name, {}};
 /// Site of the record a scope appends after its own when it pushed an external correlation id to a device
@@ -991,6 +993,9 @@ struct slow_path {
     void (*set_thread_name)(thread_buffer& buffer, std::string_view name);
     /// The site of a STINT_SCOPE_DYNAMIC call site for a dynamic type, made the first time. May throw.
     const site* (*intern_dynamic_site)(dynamic_site& where, const std::type_info& type);
+    /// The site of a name that lives for the process, of `kind` (stint::begin_event), made the first time.
+    /// May throw.
+    const site* (*intern_named_site)(const char* name, event_kind kind);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -3288,6 +3293,9 @@ private:
     STINT_DETAIL_OP(__COUNTER__, config, name, formula __VA_OPT__(, ) __VA_ARGS__)
 
 #define STINT_DETAIL_OP(id, config, name, formula, ...)                                                     \
+    static_assert(__builtin_constant_p(::std::string_view(name).size()),                                     \
+                  "stint: STINT_OP needs a name known at compile time (a string literal); for an op named at " \
+                  "run time use stint::begin_event(stint::event_kind::cpu_op, name)");                       \
     static constexpr ::stint::detail::site STINT_DETAIL_CAT(stint_site_, id) {                               \
         name, ::stint::event_kind::cpu_op, ::stint::detail::op_payload_kind<config>(),                     \
             ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()},      \
@@ -4114,6 +4122,201 @@ private:
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANNOTATIONS_RECORDING_HOOK_HPP
 // ---- end stint/annotations/recording_hook.hpp ----
+
+// ---- begin stint/annotations/runtime_event.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
+// stint::begin_event: an event whose name and kind a framework knows only at run time (its operator
+// observer's callback: the op's schema name, cpu_op), begun in one callback and ended in another. A
+// name that lives for the process is interned once into a site of its own, so each event is a plain
+// 24-byte record pointing to it (no allocation, no copy); a transient name is copied once, at begin,
+// and travels in the record as STINT_SCOPE_NAMED's does.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+
+namespace stint {
+
+/// Asks begin_event to copy a name that does not live for the process.
+struct copy_name_t {
+    explicit copy_name_t() = default;
+};
+inline constexpr copy_name_t copy_name{};
+
+class event_token;
+event_token begin_event(event_kind kind, const char* name);
+event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
+
+namespace detail {
+
+/// The kinds an event begun at run time may have: what scopes record.
+inline void check_runtime_event_kind(event_kind kind) {
+    if (kind != event_kind::cpu_op && kind != event_kind::user_annotation && kind != event_kind::module) {
+        throw std::invalid_argument("stint: begin_event: the kind must be event_kind::cpu_op, user_annotation "
+                                    "or module");
+    }
+}
+
+/// Each thread's cache of interned names (per object, like its buffer): direct-mapped by address and
+/// kind, so that a framework's few hundred op names each take the table's lock once per thread.
+struct named_site_slot {
+    const char* name = nullptr;
+    event_kind kind = event_kind::user_annotation;
+    const site* where = nullptr;
+};
+inline constexpr std::size_t named_site_slots = 256;
+inline thread_local named_site_slot named_site_cache[named_site_slots];
+
+/// The slow half of named_site(): the process's table through the installed slow path. Null when none
+/// is installed or the table could not grow (the caller then copies the name instead).
+template <int = 0>
+STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, named_site_slot& slot) noexcept {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr) return nullptr;
+    try {
+        const site* where = path->intern_named_site(name, kind);
+        slot = {name, kind, where};
+        return where;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+/// The interned site of a process-lifetime name.
+inline const site* named_site(const char* name, event_kind kind) noexcept {
+    const auto bits = reinterpret_cast<std::uintptr_t>(name) ^ static_cast<std::uintptr_t>(kind);
+    named_site_slot& slot = named_site_cache[(bits * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
+    if (slot.name == name && slot.kind == kind) return slot.where;
+    return intern_named_site(name, kind, slot);
+}
+
+/// The site of a copied name of `kind`: the name travels in the record.
+inline const site& copied_name_site(event_kind kind) noexcept {
+    return kind == event_kind::cpu_op   ? runtime_named_op_site
+           : kind == event_kind::module ? runtime_named_module_site
+                                        : runtime_named_site;
+}
+
+}  // namespace detail
+
+/// An event begun by begin_event, open until end() or its destruction. Movable, so that a framework
+/// keeps it in its per-op context and ends it from its end callback. It nests like a scope on the thread
+/// that began it: events and scopes begun after it and ended before it are inside it. Ended on another
+/// thread, it is recorded there, at that thread's current depth (as stint::record_function is).
+class event_token {
+public:
+    event_token() noexcept = default;
+    event_token(event_token&& other) noexcept
+        : state_(std::exchange(other.state_, 0)),
+          where_(other.where_),
+          opened_on_(other.opened_on_),
+          begin_(other.begin_),
+          copy_(std::exchange(other.copy_, nullptr)),
+          copy_size_(other.copy_size_) {}
+    event_token& operator=(event_token&& other) noexcept {
+        if (this != &other) {
+            end();
+            state_ = std::exchange(other.state_, 0);
+            where_ = other.where_;
+            opened_on_ = other.opened_on_;
+            begin_ = other.begin_;
+            copy_ = std::exchange(other.copy_, nullptr);
+            copy_size_ = other.copy_size_;
+        }
+        return *this;
+    }
+    event_token(const event_token&) = delete;
+    event_token& operator=(const event_token&) = delete;
+    ~event_token() { end(); }
+
+    /// Ends the event and records it; later calls do nothing.
+    void end() noexcept {
+        if (!detail::is_recording_state(state_)) return;
+        const std::uint64_t end = read_ticks();
+        const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+        if (copy_ != nullptr) {
+            detail::append_record_slow(where_, depth, begin_, end, state_, std::string_view(copy_, copy_size_));
+            delete[] copy_;
+            copy_ = nullptr;
+        } else {
+            detail::append_record(where_, depth, begin_, end, state_);
+        }
+        state_ = 0;
+    }
+    /// Whether it will be recorded: a session recorded when it began and it has not ended.
+    [[nodiscard]] bool recording() const noexcept { return detail::is_recording_state(state_); }
+
+private:
+    friend event_token begin_event(event_kind kind, const char* name);
+    friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
+
+    void open(const detail::site* where) noexcept {
+        where_ = where;
+        opened_on_ = detail::enter_scope_on_this_thread();
+        begin_ = read_ticks();
+    }
+
+    std::uint32_t state_ = 0;
+    const detail::site* where_ = nullptr;
+    const void* opened_on_ = nullptr;  // the thread whose depth it entered
+    std::uint64_t begin_ = 0;
+    char* copy_ = nullptr;  // a copied name (copy_name), else null
+    std::size_t copy_size_ = 0;
+};
+
+/// Begins an event of `kind` (event_kind::cpu_op, user_annotation or module) named by `name`, a string
+/// that lives for the process (an op schema's name, a string literal, an interned string): interned
+/// once, then each event is a 24-byte record. Costs one relaxed load when nothing records. Throws
+/// std::invalid_argument for another kind or a null name.
+///
+///     stint::event_token op = stint::begin_event(stint::event_kind::cpu_op, schema.name());
+///     ... // later, perhaps in another callback on the same thread:
+///     op.end();
+inline event_token begin_event(event_kind kind, const char* name) {
+    detail::check_runtime_event_kind(kind);
+    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    event_token token;
+    token.state_ = detail::recording.value.load(std::memory_order_relaxed);
+    if (!detail::is_recording_state(token.state_)) return token;
+    if (const detail::site* where = detail::named_site(name, kind)) {
+        token.open(where);
+        return token;
+    }
+    token.state_ = 0;  // the table could not grow: copy the name instead
+    return begin_event(kind, std::string_view(name), copy_name);
+}
+
+/// begin_event for a name that does not live for the process: copied once, at begin, only while a
+/// session records. A name longer than the records hold is cut and counted, as STINT_SCOPE_NAMED's.
+inline event_token begin_event(event_kind kind, std::string_view name, copy_name_t) {
+    detail::check_runtime_event_kind(kind);
+    event_token token;
+    token.state_ = detail::recording.value.load(std::memory_order_relaxed);
+    if (!detail::is_recording_state(token.state_)) return token;
+    const std::size_t size = name.size() < detail::max_runtime_name_bytes ? name.size() : detail::max_runtime_name_bytes + 1;
+    token.copy_ = new (std::nothrow) char[size == 0 ? 1 : size];
+    if (token.copy_ == nullptr) {  // the event is lost: counted as a drop where this thread can count
+        if (detail::tls_buffer.node != nullptr && detail::tls_buffer.state == token.state_) {
+            detail::bump(detail::tls_buffer.node->dropped);
+        }
+        token.state_ = 0;
+        return token;
+    }
+    for (std::size_t i = 0; i < size; ++i) token.copy_[i] = name[i];
+    token.copy_size_ = size;
+    token.open(&detail::copied_name_site(kind));
+    return token;
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
+// ---- end stint/annotations/runtime_event.hpp ----
 
 // ---- begin stint/memory/report.hpp ----
 #ifndef STINT_SINGLE_STINT_MEMORY_REPORT_HPP

@@ -23,6 +23,7 @@
 
 // The slow path of dynamic scopes, installed with the registry's (below).
 #include "stint/annotations/detail/dynamic_name_table.hpp"
+#include "stint/annotations/detail/named_site_table.hpp"
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
 #include "stint/recording/slow_path.hpp"
@@ -982,7 +983,7 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 /// load: an initializer would emit the registry's code in every file that includes this header.)
 inline const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table};
+                                     &intern_dynamic_site_in_table, &intern_named_site_in_table};
     return table;
 }
 inline bool install_registry_slow_path() noexcept {

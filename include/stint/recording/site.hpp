@@ -49,6 +49,8 @@ struct site {
 
 /// Site used by record_function and STINT_SCOPE_NAMED: the name travels in the payload.
 inline constexpr site runtime_named_site{"", event_kind::user_annotation, payload_kind::runtime_name, {}};
+/// Site used by stint::begin_event for an op whose name is copied (copy_name).
+inline constexpr site runtime_named_op_site{"", event_kind::cpu_op, payload_kind::runtime_name, {}};
 /// Site used by stint::module_scope: a module call named at run time.
 inline constexpr site runtime_named_module_site{"", event_kind::module, payload_kind::runtime_name, {}};
 /// Site of the record a scope appends after its own when it pushed an external correlation id to a device

@@ -47,6 +47,9 @@ struct slow_path {
     void (*set_thread_name)(thread_buffer& buffer, std::string_view name);
     /// The site of a STINT_SCOPE_DYNAMIC call site for a dynamic type, made the first time. May throw.
     const site* (*intern_dynamic_site)(dynamic_site& where, const std::type_info& type);
+    /// The site of a name that lives for the process, of `kind` (stint::begin_event), made the first time.
+    /// May throw.
+    const site* (*intern_named_site)(const char* name, event_kind kind);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
