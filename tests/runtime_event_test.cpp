@@ -164,3 +164,59 @@ TEST_CASE("a token ended on another thread is recorded there") {
     REQUIRE(worker.has_value());
     CHECK(mm->thread == worker->thread);
 }
+
+namespace {
+
+// A framework's tensor (sizes() and dtype(), no stint code) and its run-time input list.
+struct framework_tensor {
+    std::vector<std::int64_t> dims;
+    const std::vector<std::int64_t>& sizes() const { return dims; }
+    std::string_view dtype() const { return "float"; }
+};
+
+using shapes_and_flops = stint::config<stint::record_shapes, stint::with_flops>;
+
+}  // namespace
+
+TEST_CASE("an op's inputs from a run-time list: shapes, scalars and None through STINT_OP's encoder, and its flops") {
+    const std::vector<framework_tensor> inputs{{{2, 3}}, {{3, 4}}};
+    const auto write = [&](stint::input_writer& w) {
+        for (const framework_tensor& t : inputs) w.value(t);
+    };
+    stint::profiler<shapes_and_flops> prof;
+    prof.start();
+    { auto mm = stint::begin_event<shapes_and_flops>(stint::event_kind::cpu_op, mm_name, write); }
+    {
+        auto add = stint::begin_event<shapes_and_flops>(stint::event_kind::cpu_op, "aten::add",
+                                                          [&](stint::input_writer& w) {
+                                                              w.value(inputs[0]);
+                                                              w.value(2.5);
+                                                              w.none();
+                                                          });
+    }
+    // A config without record_shapes never calls the function.
+    bool called = false;
+    { auto plain = stint::begin_event<stint::config<>>(stint::event_kind::cpu_op, relu_name, [&](stint::input_writer&) { called = true; }); }
+    prof.stop();
+    CHECK_FALSE(called);
+    const stint::event_list& events = prof.events();
+    const std::optional<stint::event> mm = find(events, "aten::mm");
+    REQUIRE(mm.has_value());
+    const stint::event_args* args = events.args(*mm);
+    REQUIRE(args != nullptr);
+    CHECK(args->input_dims == std::vector<std::vector<std::int64_t>>{{2, 3}, {3, 4}});
+    CHECK(args->input_types == std::vector<std::string>{"float", "float"});
+    CHECK(mm->flops == 2 * 2 * 3 * 4);  // torch's mm formula, from the op's name
+    CHECK(mm->name.data() == mm_name);
+    const std::optional<stint::event> add = find(events, "aten::add");
+    REQUIRE(add.has_value());
+    REQUIRE(events.args(*add) != nullptr);
+    CHECK(events.args(*add)->input_dims == std::vector<std::vector<std::int64_t>>{{2, 3}, {}, {}});
+    CHECK(events.args(*add)->input_types == std::vector<std::string>{"float", "Scalar", ""});
+    const std::optional<stint::event> relu = find(events, "aten::relu");
+    REQUIRE(relu.has_value());
+    CHECK(events.args(*relu) == nullptr);
+    // The table groups by the run-time shapes, as for STINT_OP.
+    const std::string table = prof.key_averages({.group_by_input_shape = true}).table({.row_limit = 10});
+    CHECK(table.find("[[2, 3], [3, 4]]") != std::string::npos);
+}

@@ -993,9 +993,10 @@ struct slow_path {
     void (*set_thread_name)(thread_buffer& buffer, std::string_view name);
     /// The site of a STINT_SCOPE_DYNAMIC call site for a dynamic type, made the first time. May throw.
     const site* (*intern_dynamic_site)(dynamic_site& where, const std::type_info& type);
-    /// The site of a name that lives for the process, of `kind` (stint::begin_event), made the first time.
+    /// The site of a name that lives for the process, of `kind` (stint::begin_event), made the first time;
+    /// `inputs`: its records carry captured inputs; `flops`: its flops come from the formula of its name.
     /// May throw.
-    const site* (*intern_named_site)(const char* name, event_kind kind);
+    const site* (*intern_named_site)(const char* name, event_kind kind, bool inputs, bool flops);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -4133,6 +4134,7 @@ private:
 // and travels in the record as STINT_SCOPE_NAMED's does.
 
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -4152,6 +4154,9 @@ inline constexpr copy_name_t copy_name{};
 class event_token;
 event_token begin_event(event_kind kind, const char* name);
 event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
+template <class Config, class WriteInputs>
+    requires std::invocable<WriteInputs&, input_writer&>
+event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
 
 namespace detail {
 
@@ -4168,6 +4173,7 @@ inline void check_runtime_event_kind(event_kind kind) {
 struct named_site_slot {
     const char* name = nullptr;
     event_kind kind = event_kind::user_annotation;
+    std::uint8_t variant = 0;  // 2: captures inputs, 1: has flops
     const site* where = nullptr;
 };
 inline constexpr std::size_t named_site_slots = 256;
@@ -4176,12 +4182,13 @@ inline thread_local named_site_slot named_site_cache[named_site_slots];
 /// The slow half of named_site(): the process's table through the installed slow path. Null when none
 /// is installed or the table could not grow (the caller then copies the name instead).
 template <int = 0>
-STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, named_site_slot& slot) noexcept {
+STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
+                                                named_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
     try {
-        const site* where = path->intern_named_site(name, kind);
-        slot = {name, kind, where};
+        const site* where = path->intern_named_site(name, kind, (variant & 2U) != 0, (variant & 1U) != 0);
+        slot = {name, kind, variant, where};
         return where;
     } catch (...) {
         return nullptr;
@@ -4189,11 +4196,11 @@ STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kin
 }
 
 /// The interned site of a process-lifetime name.
-inline const site* named_site(const char* name, event_kind kind) noexcept {
+inline const site* named_site(const char* name, event_kind kind, std::uint8_t variant = 0) noexcept {
     const auto bits = reinterpret_cast<std::uintptr_t>(name) ^ static_cast<std::uintptr_t>(kind);
     named_site_slot& slot = named_site_cache[(bits * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
-    if (slot.name == name && slot.kind == kind) return slot.where;
-    return intern_named_site(name, kind, slot);
+    if (slot.name == name && slot.kind == kind && slot.variant == variant) return slot.where;
+    return intern_named_site(name, kind, variant, slot);
 }
 
 /// The site of a copied name of `kind`: the name travels in the record.
@@ -4218,7 +4225,10 @@ public:
           opened_on_(other.opened_on_),
           begin_(other.begin_),
           copy_(std::exchange(other.copy_, nullptr)),
-          copy_size_(other.copy_size_) {}
+          copy_size_(other.copy_size_),
+          inputs_(std::exchange(other.inputs_, nullptr)),
+          inputs_size_(other.inputs_size_),
+          aux_(other.aux_) {}
     event_token& operator=(event_token&& other) noexcept {
         if (this != &other) {
             end();
@@ -4228,6 +4238,9 @@ public:
             begin_ = other.begin_;
             copy_ = std::exchange(other.copy_, nullptr);
             copy_size_ = other.copy_size_;
+            inputs_ = std::exchange(other.inputs_, nullptr);
+            inputs_size_ = other.inputs_size_;
+            aux_ = other.aux_;
         }
         return *this;
     }
@@ -4244,6 +4257,11 @@ public:
             detail::append_record_slow(where_, depth, begin_, end, state_, std::string_view(copy_, copy_size_));
             delete[] copy_;
             copy_ = nullptr;
+        } else if (where_->payload == detail::payload_kind::inputs) {
+            detail::append_record_payload(where_, depth, begin_, end, state_, aux_,
+                                          std::span<const std::byte>(inputs_, inputs_size_));
+            delete[] inputs_;
+            inputs_ = nullptr;
         } else {
             detail::append_record(where_, depth, begin_, end, state_);
         }
@@ -4255,6 +4273,9 @@ public:
 private:
     friend event_token begin_event(event_kind kind, const char* name);
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
+    template <class Config, class WriteInputs>
+        requires std::invocable<WriteInputs&, input_writer&>
+    friend event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
 
     void open(const detail::site* where) noexcept {
         where_ = where;
@@ -4268,6 +4289,9 @@ private:
     std::uint64_t begin_ = 0;
     char* copy_ = nullptr;  // a copied name (copy_name), else null
     std::size_t copy_size_ = 0;
+    std::byte* inputs_ = nullptr;  // the encoded inputs of a site that captures them
+    std::uint32_t inputs_size_ = 0;
+    std::uint32_t aux_ = 0;  // the input writer's aux word
 };
 
 /// Begins an event of `kind` (event_kind::cpu_op, user_annotation or module) named by `name`, a string
@@ -4311,6 +4335,57 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
     for (std::size_t i = 0; i < size; ++i) token.copy_[i] = name[i];
     token.copy_size_ = size;
     token.open(&detail::copied_name_site(kind));
+    return token;
+}
+
+/// begin_event for an op whose inputs the framework lists at run time. Where `Config` has
+/// record_shapes, `write_inputs(stint::input_writer& w)` is called once at begin, while a session records,
+/// and writes each input with `w.value(x)` (tensors through their traits, scalars, strings, lists,
+/// `w.none()` for an absent one), encoded as STINT_OP encodes its arguments, within Config's limits;
+/// with with_flops the formula of the op's name applies. `name` lives for the process. Native frames
+/// (with_stack<native>) are not taken. With a disabled Config nothing is recorded.
+///
+///     using shapes = stint::config<stint::record_shapes, stint::with_flops>;
+///     auto op = stint::begin_event<shapes>(stint::event_kind::cpu_op, schema_name,
+///                                          [&](stint::input_writer& w) { for (auto& t : inputs) w.value(t); });
+template <class Config, class WriteInputs>
+    requires std::invocable<WriteInputs&, input_writer&>
+event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs) {
+    detail::check_runtime_event_kind(kind);
+    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    event_token token;
+    if constexpr (Config::enabled) {
+        token.state_ = detail::recording.value.load(std::memory_order_relaxed);
+        if (!detail::is_recording_state(token.state_)) return token;
+        constexpr bool inputs = detail::captures_inputs<Config>;
+        constexpr bool flops = Config::template has<with_flops>;
+        const detail::site* where = detail::named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
+        if (where == nullptr) {  // the table could not grow: copy the name instead
+            token.state_ = 0;
+            return begin_event(kind, std::string_view(name), copy_name);
+        }
+        if constexpr (inputs) {
+            using limits = detail::shapes_limits_t<Config>;
+            token.inputs_ = new (std::nothrow) std::byte[limits::max_bytes];
+            if (token.inputs_ != nullptr) {
+                input_writer writer(token.inputs_, limits::max_bytes, limits::max_inputs, limits::max_dims,
+                                    limits::max_bytes / 4, record_concrete_inputs(),
+                                    detail::capture_state.identities.load(std::memory_order_relaxed));
+                try {
+                    write_inputs(writer);
+                } catch (...) {
+                    writer.mark_truncated();  // an input's accessor threw: keep what was captured
+                }
+                token.inputs_size_ = static_cast<std::uint32_t>(writer.size());
+                token.aux_ = writer.aux();
+            } else {
+                input_writer none(nullptr, 0, 0, 0, 0, false);
+                none.mark_truncated();  // no room for the inputs: the op says so
+                token.aux_ = none.aux();
+            }
+        }
+        token.open(where);
+    }
     return token;
 }
 

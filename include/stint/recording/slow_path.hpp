@@ -47,9 +47,10 @@ struct slow_path {
     void (*set_thread_name)(thread_buffer& buffer, std::string_view name);
     /// The site of a STINT_SCOPE_DYNAMIC call site for a dynamic type, made the first time. May throw.
     const site* (*intern_dynamic_site)(dynamic_site& where, const std::type_info& type);
-    /// The site of a name that lives for the process, of `kind` (stint::begin_event), made the first time.
+    /// The site of a name that lives for the process, of `kind` (stint::begin_event), made the first time;
+    /// `inputs`: its records carry captured inputs; `flops`: its flops come from the formula of its name.
     /// May throw.
-    const site* (*intern_named_site)(const char* name, event_kind kind);
+    const site* (*intern_named_site)(const char* name, event_kind kind, bool inputs, bool flops);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};

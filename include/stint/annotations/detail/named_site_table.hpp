@@ -1,6 +1,6 @@
 #pragma once
 // The process's table of sites for names that live for the process (stint::begin_event with a
-// `const char*`): one site per (name pointer, kind), made the first time and never freed, so that each
+// `const char*`): one site per (name pointer, kind, inputs captured, flops), made the first time and never freed, so that each
 // event is a plain 24-byte record that points to it. The slow path of begin_event, reached through the
 // installed slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
 
@@ -21,12 +21,14 @@ inline namespace STINT_DETAIL_ABI_NAMESPACE {
 /// the registry: its sites must outlive every record and event.
 class named_site_table {
 public:
-    const site& intern(const char* name, event_kind kind) {
+    const site& intern(const char* name, event_kind kind, bool inputs, bool flops) {
         std::lock_guard lock(mutex_);
-        auto [it, added] = sites_.try_emplace(key{name, kind}, nullptr);
+        auto [it, added] = sites_.try_emplace(key{name, kind, inputs, flops}, nullptr);
         if (added) {
             try {
-                it->second = new site{std::string_view(name), kind, payload_kind::none, {}};
+                const std::string_view text(name);
+                it->second = new site{text, kind, inputs ? payload_kind::inputs : payload_kind::none, {},
+                                      flops ? flop_formula(text) : flop_formula()};
             } catch (...) {
                 sites_.erase(it);
                 throw;
@@ -39,11 +41,14 @@ private:
     struct key {
         const char* name;
         event_kind kind;
+        bool inputs;
+        bool flops;
         bool operator==(const key&) const = default;
     };
     struct key_hash {
         std::size_t operator()(const key& k) const noexcept {
-            return std::hash<const void*>{}(k.name) * 31 + static_cast<std::size_t>(k.kind);
+            return std::hash<const void*>{}(k.name) * 31 + static_cast<std::size_t>(k.kind) * 4 +
+                   (k.inputs ? 2U : 0U) + (k.flops ? 1U : 0U);
         }
     };
     std::mutex mutex_;
@@ -58,8 +63,8 @@ STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entry for the slow-path table.
-inline const site* intern_named_site_in_table(const char* name, event_kind kind) {
-    return &the_named_site_table().intern(name, kind);
+inline const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
+    return &the_named_site_table().intern(name, kind, inputs, flops);
 }
 
 }  // namespace stint::detail
