@@ -7093,8 +7093,14 @@ public:
 
     /// Event i whole, as readers see it.
     [[nodiscard]] event assemble(event_index i) const {
+        event e;
+        assemble_into(e, i);
+        return e;
+    }
+    /// assemble() into an event that already exists (an iterator's own): no temporary to copy.
+    void assemble_into(event& e, event_index i) const {
         const event_row& r = rows_[i];
-        event e;  // the defaults are what an event without an extra has
+        e = event{};  // the defaults are what an event without an extra has
         e.index = i;
         e.name = names_[r.name].text;
         e.location = names_[r.name].location;
@@ -7108,7 +7114,7 @@ public:
         e.parent = r.parent;
         e.first_child = r.first_child;
         e.next_sibling = r.next_sibling;
-        if (r.extra == no_index) return e;
+        if (r.extra == no_index) return;
         const event_extra& x = extras_[r.extra];
         if ((r.flags & event_row::long_times) != 0) {
             e.end_ns = x.end_ns;
@@ -7126,7 +7132,6 @@ public:
         e.device_ns = x.device_ns;
         e.self_device_ns = x.self_device_ns;
         e.memory_info = x.memory_info;
-        return e;
     }
 
     /// Moves event order[i] to place i, in place (following the permutation's cycles); `order` ends
@@ -7422,7 +7427,7 @@ public:
         iterator() = default;
         iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
         [[nodiscard]] const event& operator*() const {
-            current_ = store_->assemble(at_);
+            store_->assemble_into(current_, at_);
             return current_;
         }
         [[nodiscard]] const event* operator->() const { return &**this; }
@@ -7465,7 +7470,7 @@ public:
             iterator(const detail::event_store* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
             [[nodiscard]] const event& operator*() const {
-                current_ = store_->assemble(at_);
+                store_->assemble_into(current_, at_);
                 return current_;
             }
             [[nodiscard]] const event* operator->() const { return &**this; }

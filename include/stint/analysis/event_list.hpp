@@ -209,7 +209,7 @@ public:
         iterator() = default;
         iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
         [[nodiscard]] const event& operator*() const {
-            current_ = store_->assemble(at_);
+            store_->assemble_into(current_, at_);
             return current_;
         }
         [[nodiscard]] const event* operator->() const { return &**this; }
@@ -252,7 +252,7 @@ public:
             iterator(const detail::event_store* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
             [[nodiscard]] const event& operator*() const {
-                current_ = store_->assemble(at_);
+                store_->assemble_into(current_, at_);
                 return current_;
             }
             [[nodiscard]] const event* operator->() const { return &**this; }

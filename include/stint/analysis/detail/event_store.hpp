@@ -145,8 +145,14 @@ public:
 
     /// Event i whole, as readers see it.
     [[nodiscard]] event assemble(event_index i) const {
+        event e;
+        assemble_into(e, i);
+        return e;
+    }
+    /// assemble() into an event that already exists (an iterator's own): no temporary to copy.
+    void assemble_into(event& e, event_index i) const {
         const event_row& r = rows_[i];
-        event e;  // the defaults are what an event without an extra has
+        e = event{};  // the defaults are what an event without an extra has
         e.index = i;
         e.name = names_[r.name].text;
         e.location = names_[r.name].location;
@@ -160,7 +166,7 @@ public:
         e.parent = r.parent;
         e.first_child = r.first_child;
         e.next_sibling = r.next_sibling;
-        if (r.extra == no_index) return e;
+        if (r.extra == no_index) return;
         const event_extra& x = extras_[r.extra];
         if ((r.flags & event_row::long_times) != 0) {
             e.end_ns = x.end_ns;
@@ -178,7 +184,6 @@ public:
         e.device_ns = x.device_ns;
         e.self_device_ns = x.self_device_ns;
         e.memory_info = x.memory_info;
-        return e;
     }
 
     /// Moves event order[i] to place i, in place (following the permutation's cycles); `order` ends
