@@ -104,9 +104,14 @@ TEST_CASE("a transient name is copied once, at begin; user annotations and modul
     stint::profiler<> again;
     again.start();
     { stint::event_token long_one = stint::begin_event(stint::event_kind::cpu_op, std::string(5000, 'x'), stint::copy_name); }
+    {  // exactly the bound: kept whole, not cut
+        const std::string exact(stint::detail::max_runtime_name_bytes, 'y');
+        stint::event_token at_bound = stint::begin_event(stint::event_kind::cpu_op, exact, stint::copy_name);
+    }
     again.stop();
-    REQUIRE(again.events().size() == 1);
-    CHECK(again.events()[0].name.size() == stint::detail::max_runtime_name_bytes);
+    REQUIRE(again.events().size() == 2);
+    CHECK(again.events()[0].name == std::string(stint::detail::max_runtime_name_bytes, 'x'));
+    CHECK(again.events()[1].name == std::string(stint::detail::max_runtime_name_bytes, 'y'));
     CHECK(again.stats().truncated_names == 1);
 }
 

@@ -4323,7 +4323,9 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
     event_token token;
     token.state_ = detail::recording.value.load(std::memory_order_relaxed);
     if (!detail::is_recording_state(token.state_)) return token;
-    const std::size_t size = name.size() < detail::max_runtime_name_bytes ? name.size() : detail::max_runtime_name_bytes + 1;
+    // One byte over the records' bound, when longer, so that the end cuts it and counts the cut.
+    const std::size_t size =
+        name.size() <= detail::max_runtime_name_bytes ? name.size() : detail::max_runtime_name_bytes + 1;
     token.copy_ = new (std::nothrow) char[size == 0 ? 1 : size];
     if (token.copy_ == nullptr) {  // the event is lost: counted as a drop where this thread can count
         if (detail::tls_buffer.node != nullptr && detail::tls_buffer.state == token.state_) {
