@@ -17,6 +17,7 @@ usage: tools/check_readme.py MARKDOWN INCLUDE_DIR PRELUDE COMPILER [ARGS...]
 MARKDOWN is one .md file, or a project folder: its README.md and every docs/**/*.md.
 """
 import concurrent.futures
+import functools
 import os
 import pathlib
 import re
@@ -80,6 +81,7 @@ def slug(heading):
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)  # a file's headings, read once however many links point into it
 def anchors(path):
     seen, result = {}, set()
     for heading in HEADING.findall(FENCE.sub("", path.read_text(encoding="utf-8"))):

@@ -4137,6 +4137,7 @@ private:
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string_view>
@@ -4271,7 +4272,6 @@ public:
     [[nodiscard]] bool recording() const noexcept { return detail::is_recording_state(state_); }
 
 private:
-    friend event_token begin_event(event_kind kind, const char* name);
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
     template <class Config, class WriteInputs>
         requires std::invocable<WriteInputs&, input_writer&>
@@ -4303,17 +4303,7 @@ private:
 ///     ... // later, perhaps in another callback on the same thread:
 ///     op.end();
 inline event_token begin_event(event_kind kind, const char* name) {
-    detail::check_runtime_event_kind(kind);
-    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
-    event_token token;
-    token.state_ = detail::recording.value.load(std::memory_order_relaxed);
-    if (!detail::is_recording_state(token.state_)) return token;
-    if (const detail::site* where = detail::named_site(name, kind)) {
-        token.open(where);
-        return token;
-    }
-    token.state_ = 0;  // the table could not grow: copy the name instead
-    return begin_event(kind, std::string_view(name), copy_name);
+    return begin_event<config<>>(kind, name, [](input_writer&) {});  // a config that captures nothing
 }
 
 /// begin_event for a name that does not live for the process: copied once, at begin, only while a
@@ -4334,7 +4324,7 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
         token.state_ = 0;
         return token;
     }
-    for (std::size_t i = 0; i < size; ++i) token.copy_[i] = name[i];
+    std::memcpy(token.copy_, name.data(), size);
     token.copy_size_ = size;
     token.open(&detail::copied_name_site(kind));
     return token;

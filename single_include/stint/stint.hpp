@@ -6669,6 +6669,7 @@ private:
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string_view>
@@ -6803,7 +6804,6 @@ public:
     [[nodiscard]] bool recording() const noexcept { return detail::is_recording_state(state_); }
 
 private:
-    friend event_token begin_event(event_kind kind, const char* name);
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
     template <class Config, class WriteInputs>
         requires std::invocable<WriteInputs&, input_writer&>
@@ -6835,17 +6835,7 @@ private:
 ///     ... // later, perhaps in another callback on the same thread:
 ///     op.end();
 inline event_token begin_event(event_kind kind, const char* name) {
-    detail::check_runtime_event_kind(kind);
-    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
-    event_token token;
-    token.state_ = detail::recording.value.load(std::memory_order_relaxed);
-    if (!detail::is_recording_state(token.state_)) return token;
-    if (const detail::site* where = detail::named_site(name, kind)) {
-        token.open(where);
-        return token;
-    }
-    token.state_ = 0;  // the table could not grow: copy the name instead
-    return begin_event(kind, std::string_view(name), copy_name);
+    return begin_event<config<>>(kind, name, [](input_writer&) {});  // a config that captures nothing
 }
 
 /// begin_event for a name that does not live for the process: copied once, at begin, only while a
@@ -6866,7 +6856,7 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
         token.state_ = 0;
         return token;
     }
-    for (std::size_t i = 0; i < size; ++i) token.copy_[i] = name[i];
+    std::memcpy(token.copy_, name.data(), size);
     token.copy_size_ = size;
     token.open(&detail::copied_name_site(kind));
     return token;
@@ -7956,11 +7946,11 @@ namespace stint::detail {
             // Where the ".." lead from cwd: the directory the build climbed to, and the file itself.
             std::string climbed(cwd);
             for (std::size_t up = 0; up < first; ++up) climbed.resize(std::max<std::size_t>(climbed.rfind('/'), 1));
-            std::string whole = climbed == "/" ? "" : climbed;
+            const std::string root = climbed == "/" ? "" : climbed;  // joined with "/..." below
+            std::string whole = root;
             for (std::size_t i = first; i < parts.size(); ++i) whole.append("/").append(parts[i]);
             const auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
             if (exists(whole)) {
-                const std::string root = climbed == "/" ? "" : climbed;
                 const bool source_root = exists(root + "/meson.build") || exists(root + "/CMakeLists.txt") ||
                                          exists(root + "/Makefile") || exists(root + "/.git");
                 if (!source_root) return whole;

@@ -76,11 +76,11 @@ namespace stint::detail {
             // Where the ".." lead from cwd: the directory the build climbed to, and the file itself.
             std::string climbed(cwd);
             for (std::size_t up = 0; up < first; ++up) climbed.resize(std::max<std::size_t>(climbed.rfind('/'), 1));
-            std::string whole = climbed == "/" ? "" : climbed;
+            const std::string root = climbed == "/" ? "" : climbed;  // joined with "/..." below
+            std::string whole = root;
             for (std::size_t i = first; i < parts.size(); ++i) whole.append("/").append(parts[i]);
             const auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
             if (exists(whole)) {
-                const std::string root = climbed == "/" ? "" : climbed;
                 const bool source_root = exists(root + "/meson.build") || exists(root + "/CMakeLists.txt") ||
                                          exists(root + "/Makefile") || exists(root + "/.git");
                 if (!source_root) return whole;
