@@ -276,7 +276,7 @@ perfetto_model read_model(text_node decoded) {
                 REQUIRE(seq.annotation_names.count(a->unsigned_number("name_iid")) == 1);
                 key = seq.annotation_names[a->unsigned_number("name_iid")];
             }
-            for (const char* value : {"uint_value", "int_value", "string_value"}) {
+            for (const char* value : {"bool_value", "uint_value", "int_value", "double_value", "string_value"}) {
                 if (a->has(value)) s.args[key] = a->text(value);
             }
         }
@@ -600,6 +600,39 @@ TEST_CASE("a flow in a perfetto trace joins its two points by flow_ids and termi
     CHECK(stats.args.at("unmatched_flow_ends") == "1");
     CHECK(stats.args.at("unmatched_flow_begins") == "0");
     CHECK(stats.args.at("async_open") == "0");
+}
+
+TEST_CASE("stint::add_args are an event's debug annotations in a perfetto trace, every type with its value") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof;
+    prof.start();
+    {
+        STINT_SCOPE("step");
+        stint::event_token op = stint::begin_event(stint::event_kind::cpu_op, "aten::mm");
+        stint::add_args({{"Sequence number", std::int64_t{-7}},
+                         {"Fwd thread id", std::uint64_t{18'000'000'000'000'000'000ULL}},
+                         {"scale", 0.25},
+                         {"training", true},
+                         {"schema", "aten::mm(Tensor self, Tensor mat2) -> Tensor"}});
+    }
+    prof.stop();
+    const std::string path = dir.file("args.pftrace");
+    prof.export_perfetto_trace(path);
+    const perfetto_model model = read_model(decode(path, dir));
+    check_events(prof.events(), model, stint::detail::current_pid(), same);
+    const slice* op = nullptr;
+    for (const slice& s : model.slices) {
+        if (s.name == "aten::mm") op = &s;
+    }
+    REQUIRE(op != nullptr);
+    CHECK(op->args.at("Sequence number") == "-7");
+    CHECK(op->args.at("Fwd thread id") == "18000000000000000000");
+    CHECK(std::stod(op->args.at("scale")) == 0.25);
+    CHECK(op->args.at("training") == "true");
+    CHECK(op->args.at("schema") == "aten::mm(Tensor self, Tensor mat2) -> Tensor");
+    for (const slice& s : model.slices) {
+        if (s.name == "step") CHECK(s.args.count("Sequence number") == 0);  // only the op has them
+    }
 }
 
 TEST_CASE("a .pftrace.gz path writes gzip that decompresses to the same perfetto trace") {

@@ -33,5 +33,6 @@
 #include "stint/annotations/async_scope.hpp"
 #include "stint/annotations/recording_hook.hpp"
 #include "stint/annotations/runtime_event.hpp"
+#include "stint/annotations/event_args.hpp"
 #include "stint/memory/report.hpp"
 #endif

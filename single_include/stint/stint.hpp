@@ -608,6 +608,27 @@ struct flop_formula {
 #include <vector>
 
 
+// ---- begin stint/common/arg_type.hpp ----
+#ifndef STINT_SINGLE_STINT_COMMON_ARG_TYPE_HPP
+#define STINT_SINGLE_STINT_COMMON_ARG_TYPE_HPP
+// What a named argument of an event holds (stint::add_args): the record and the event list both say it.
+
+#include <cstdint>
+
+namespace stint {
+
+enum class arg_type : std::uint8_t {
+    integer,           ///< a signed integer (int64)
+    unsigned_integer,  ///< an unsigned integer (uint64)
+    real,              ///< a floating-point number (kept as double)
+    boolean,           ///< a bool
+    string,            ///< text
+};
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_COMMON_ARG_TYPE_HPP
+// ---- end stint/common/arg_type.hpp ----
+
 // ---- begin stint/common/device.hpp ----
 #ifndef STINT_SINGLE_STINT_COMMON_DEVICE_HPP
 #define STINT_SINGLE_STINT_COMMON_DEVICE_HPP
@@ -729,6 +750,17 @@ struct op_input {
     }
 };
 
+/// A named argument given to an event by stint::add_args (a framework's "Sequence number").
+struct named_arg {
+    std::string name;
+    arg_type type = arg_type::integer;
+    std::int64_t integer = 0;  ///< integer, boolean (0 or 1), unsigned_integer (bit for bit)
+    double real = 0;           ///< real
+    std::string text;          ///< string
+
+    friend bool operator==(const named_arg&, const named_arg&) = default;
+};
+
 /// Captured inputs and framework annotations of one op (filled by capture policies). The vectors
 /// that describe inputs have one entry per input, in argument order.
 struct event_args {
@@ -751,6 +783,18 @@ struct event_args {
     std::vector<op_input> inputs;
     /// What stint::record_outputs gave inside the op ("Output Dims" / "Output type" in the trace).
     std::vector<op_input> outputs;
+    /// What stint::add_args gave the event, in the order first given (a name given again keeps its
+    /// place and takes the later value).
+    std::vector<named_arg> named_args;
+    bool named_args_cut = false;  ///< an add_args call had more than its record holds ("Args truncated")
+
+    /// The named argument called `name`, or null.
+    [[nodiscard]] const named_arg* find_arg(std::string_view name) const noexcept {
+        for (const named_arg& a : named_args) {
+            if (a.name == name) return &a;
+        }
+        return nullptr;
+    }
 };
 
 /// What a device event (kernel, copy, memset, sync) or a CUDA API call carries besides its times, as
@@ -2583,6 +2627,8 @@ enum class payload_kind : std::uint8_t {
                          ///< drain gives them to the innermost op around the record
     point,               ///< a flow's or async span's point (begin and end ticks equal): a u64 id, then a
                          ///< runtime name when the header's aux (its length) is not 0
+    args,                ///< stint::add_args (annotations/event_args.hpp): no event of its own, the drain
+                         ///< gives them to the innermost event around the record
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -2617,6 +2663,8 @@ inline constexpr site flow_begin_site{"flow", event_kind::flow_begin, payload_ki
 inline constexpr site flow_end_site{"flow", event_kind::flow_end, payload_kind::point, {}};
 inline constexpr site async_begin_site{"", event_kind::async_begin, payload_kind::point, {}};  // runtime names
 inline constexpr site async_end_site{"", event_kind::async_end, payload_kind::point, {}};
+/// Site of the record stint::add_args appends.
+inline constexpr site args_site{"[stint] args", event_kind::overhead, payload_kind::args, {}};
 /// Site of the record stint::record_outputs appends.
 inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 
@@ -11180,6 +11228,161 @@ inline std::optional<distributed_info> current_distributed_info() {
 #include <vector>
 
 
+// ---- begin stint/annotations/event_args.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_EVENT_ARGS_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_EVENT_ARGS_HPP
+// stint::add_args: named arguments (integers, reals, bools, strings) on the innermost event open on the
+// calling thread, as a framework's "Sequence number" and "Fwd thread id" that link its forward and
+// backward ops. One record holds them all; the drain gives it to the event around it, as it gives
+// record_outputs' record to its op, so the event's own 24-byte record stays as it is.
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+
+
+namespace stint {
+
+/// One named argument for add_args. The name and a string value are copied into the record: neither
+/// needs to outlive the call.
+class arg {
+public:
+    template <std::integral T>
+    constexpr arg(std::string_view name, T value) noexcept : name_(name) {
+        if constexpr (std::same_as<T, bool>) {
+            type_ = arg_type::boolean;
+            bits_ = value ? 1 : 0;
+        } else if constexpr (std::signed_integral<T>) {
+            type_ = arg_type::integer;
+            bits_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(value));
+        } else {
+            type_ = arg_type::unsigned_integer;
+            bits_ = static_cast<std::uint64_t>(value);
+        }
+    }
+    template <std::floating_point T>
+    arg(std::string_view name, T value) noexcept : name_(name), type_(arg_type::real) {
+        const double real = static_cast<double>(value);
+        std::memcpy(&bits_, &real, sizeof real);
+    }
+    constexpr arg(std::string_view name, std::string_view value) noexcept
+        : name_(name), type_(arg_type::string), text_(value) {}
+    constexpr arg(std::string_view name, const char* value) noexcept
+        : arg(name, std::string_view(value != nullptr ? value : "")) {}
+
+    [[nodiscard]] constexpr std::string_view name() const noexcept { return name_; }
+    [[nodiscard]] constexpr arg_type type() const noexcept { return type_; }
+    /// The number's bits: an integer as int64, an unsigned one as uint64, a real as a double's bits.
+    [[nodiscard]] constexpr std::uint64_t bits() const noexcept { return bits_; }
+    [[nodiscard]] constexpr std::string_view text() const noexcept { return text_; }
+
+private:
+    std::string_view name_;
+    arg_type type_ = arg_type::integer;
+    std::uint64_t bits_ = 0;
+    std::string_view text_;
+};
+
+namespace detail {
+
+// The record's payload: per argument a 4-byte head (type, name length, value length: 8 for a
+// number), the name's bytes, the value's bytes. The header's aux is the count, with args_cut set
+// when an argument did not fit (names past 255 bytes and strings past 65,535 are cut and flagged too).
+inline constexpr std::uint32_t args_cut = 1U << 31;
+inline constexpr std::size_t max_args_bytes = 1024;
+inline constexpr std::size_t max_arg_name_bytes = 255;
+
+struct arg_head {
+    std::uint8_t type;
+    std::uint8_t name_size;
+    std::uint16_t value_size;
+};
+static_assert(sizeof(arg_head) == 4);
+
+/// Encodes `args` into `out` (max_args_bytes); returns the bytes used and sets `aux`.
+inline std::size_t encode_args(std::span<const arg> args, std::byte* out, std::uint32_t& aux) noexcept {
+    std::size_t used = 0;
+    std::uint32_t count = 0;
+    bool cut = false;
+    for (const arg& a : args) {
+        const std::size_t name_size = std::min(a.name().size(), max_arg_name_bytes);
+        const bool text = a.type() == arg_type::string;
+        std::size_t value_size = text ? std::min<std::size_t>(a.text().size(), 65535) : 8;
+        cut = cut || name_size < a.name().size() || (text && value_size < a.text().size());
+        const std::size_t room = max_args_bytes - used;
+        if (sizeof(arg_head) + name_size + (text ? 0 : 8) > room) {  // no room for even its head and number
+            cut = true;
+            break;
+        }
+        if (sizeof(arg_head) + name_size + value_size > room) {  // a string cut to the room left
+            value_size = room - sizeof(arg_head) - name_size;
+            cut = true;
+        }
+        const arg_head head{static_cast<std::uint8_t>(a.type()), static_cast<std::uint8_t>(name_size),
+                            static_cast<std::uint16_t>(value_size)};
+        std::memcpy(out + used, &head, sizeof head);
+        used += sizeof head;
+        if (name_size != 0) std::memcpy(out + used, a.name().data(), name_size);
+        used += name_size;
+        if (text) {
+            if (value_size != 0) std::memcpy(out + used, a.text().data(), value_size);
+        } else {
+            const std::uint64_t bits = a.bits();
+            std::memcpy(out + used, &bits, 8);
+        }
+        used += value_size;
+        ++count;
+    }
+    aux = count | (cut ? args_cut : 0U);
+    return used;
+}
+
+template <int = 0>
+STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, std::span<const arg> args) noexcept {
+    const std::uint32_t depth = current_depth();
+    if (depth == 0) return;  // no event open on this thread: nothing to attach them to
+    alignas(8) std::byte buffer[max_args_bytes];
+    std::uint32_t aux = 0;
+    const std::size_t used = encode_args(args, buffer, aux);
+    const std::uint64_t now = read_ticks();
+    append_record_payload(&args_site, depth, now, now, state, aux, std::span<const std::byte>(buffer, used));
+}
+
+}  // namespace detail
+
+/// Adds `args` to the innermost event open on this thread (a begin_event token, an op, a scope, a
+/// module): the Chrome trace shows them in the event's "args", the Perfetto trace as its debug
+/// annotations, the event list in event_args::named_args; the execution trace takes "Sequence number"
+/// as a node's seq_id and "Fwd thread id" as its fw_tid, as torch's does. Call it while that event is the
+/// innermost one (right after beginning it). Costs one relaxed load unless a session records; outside
+/// every event it does nothing. A name given twice on one event keeps its last value. At most 1 KiB
+/// of names and values per call: what does not fit is left out, and the event says so ("Args
+/// truncated").
+///
+///     auto op = stint::begin_event(stint::event_kind::cpu_op, fn.name());
+///     stint::add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
+inline void add_args(std::initializer_list<arg> args) noexcept {
+    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+    if (!detail::is_recording_state(state)) return;
+    detail::append_args(state, std::span<const arg>(args.begin(), args.size()));
+}
+
+/// add_args for a list built at run time.
+inline void add_args(std::span<const arg> args) noexcept {
+    const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+    if (!detail::is_recording_state(state)) return;
+    detail::append_args(state, args);
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_EVENT_ARGS_HPP
+// ---- end stint/annotations/event_args.hpp ----
+
 // ---- begin stint/capture/detail/input_decoding.hpp ----
 #ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
 #define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
@@ -11681,12 +11884,13 @@ public:
         for_each_record(t, [&](const record& r, const record_payload&) {
             const site& where = *r.where();
             // A device link is part of the scope record before it, not a record of its own; outputs
-            // are the program's records but make no event.
+            // and args are the program's records but make no event.
+            const bool attached = where.payload == payload_kind::outputs || where.payload == payload_kind::args;
             if (where.payload != payload_kind::device_link) {
-                const bool own = where.kind == event_kind::overhead && where.payload != payload_kind::outputs;
+                const bool own = where.kind == event_kind::overhead && !attached;
                 ++(own ? t.counts.overhead : t.counts.recorded);
             }
-            if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs) {
+            if (where.payload == payload_kind::device_link || attached) {
                 t.timing_only = false;
                 return;
             }
@@ -12170,13 +12374,17 @@ public:
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
-        pending_outputs outputs;  // record_outputs records waiting for their op
+        pending_attachments outputs;  // record_outputs and add_args records waiting for their event
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         std::uint32_t thread = 0;
         const auto on_record = [&](const record& r, const record_payload& payload) {
             if (r.where()->payload == payload_kind::outputs) {
                 truncated_inputs += outputs.add(r.depth(), payload);
+                return;
+            }
+            if (r.where()->payload == payload_kind::args) {
+                outputs.add_args(r.depth(), payload);
                 return;
             }
             if (r.where()->payload == payload_kind::device_link) {
@@ -12210,7 +12418,8 @@ public:
                     i = builder.add(where.kind, where.name, thread, start, end, at);
                     truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops, options.input_values);
                     break;
-                case payload_kind::outputs: break;  // handled above
+                case payload_kind::outputs:
+                case payload_kind::args: break;  // handled above
                 case payload_kind::memory: {
                     memory_payload m{};
                     std::memcpy(&m, bytes.data(), std::min(bytes.size(), sizeof(m)));
@@ -12352,18 +12561,22 @@ private:
         return truncated;
     }
 
-    // record_outputs records waiting for the op around them. A thread's buffer holds each scope's record
-    // after everything recorded inside it, so the first later record of a lower depth is the scope
-    // around one; if it is no op, the one around that is looked for, and so on. Outputs no op encloses
-    // go to the innermost scope around them.
-    class pending_outputs {
+    // record_outputs and add_args records waiting for the event around them. A thread's buffer holds
+    // each scope's record after everything recorded inside it, so the first later record of a lower
+    // depth is the scope around one. Args go to that scope. Outputs go to the innermost op: if that
+    // scope is no op, the one around it is looked for, and so on; outputs no op encloses go to the
+    // innermost scope around them.
+    class pending_attachments {
     public:
         // Returns 1 when the capture was truncated.
         std::uint64_t add(std::uint32_t depth, const record_payload& payload) {
             op_inputs values = decode_inputs({}, payload.bytes, payload.aux);
             const std::uint64_t truncated = values.truncated() ? 1 : 0;
-            waiting_.push_back({depth, no_index, std::move(values.mutable_inputs())});
+            waiting_.push_back({depth, no_index, std::move(values.mutable_inputs()), {}, false, false});
             return truncated;
+        }
+        void add_args(std::uint32_t depth, const record_payload& payload) {
+            waiting_.push_back({depth, no_index, {}, decode_args(payload), (payload.aux & args_cut) != 0, true});
         }
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
         void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
@@ -12373,8 +12586,14 @@ private:
             for (std::size_t w = 0; w < waiting_.size(); ++w) {
                 entry& e = waiting_[w];
                 if (e.depth > depth) {
+                    // Args belong to the event one level up; a scope further up means that event's
+                    // record was dropped (and counted), and they go with it.
+                    if (e.args) {
+                        if (depth + 1 == e.depth) attach(builder, i, e);
+                        continue;
+                    }
                     if (op) {
-                        attach(builder, i, e.values);
+                        attach(builder, i, e);
                         continue;
                     }
                     if (e.innermost == no_index) e.innermost = i;
@@ -12389,7 +12608,7 @@ private:
         // (none: its scope's record was dropped, and counted).
         void finish_run(event_list_builder& builder) {
             for (entry& e : waiting_) {
-                if (e.innermost != no_index) attach(builder, e.innermost, e.values);
+                if (e.innermost != no_index) attach(builder, e.innermost, e);
             }
             waiting_.clear();
         }
@@ -12399,11 +12618,52 @@ private:
             std::uint32_t depth;
             event_index innermost;  // the innermost scope found around it so far
             std::vector<op_input> values;
+            std::vector<named_arg> named;
+            bool cut;
+            bool args;  // add_args' (else record_outputs')
         };
-        static void attach(event_list_builder& builder, event_index i, std::vector<op_input>& values) {
-            std::vector<op_input>& outputs = builder.args_of(i).outputs;
-            outputs.insert(outputs.end(), std::make_move_iterator(values.begin()),
-                           std::make_move_iterator(values.end()));
+        static void attach(event_list_builder& builder, event_index i, entry& e) {
+            event_args& to = builder.args_of(i);
+            if (!e.args) {
+                to.outputs.insert(to.outputs.end(), std::make_move_iterator(e.values.begin()),
+                                  std::make_move_iterator(e.values.end()));
+                return;
+            }
+            to.named_args_cut = to.named_args_cut || e.cut;
+            for (named_arg& a : e.named) {
+                const auto same = std::find_if(to.named_args.begin(), to.named_args.end(),
+                                               [&](const named_arg& b) { return b.name == a.name; });
+                if (same != to.named_args.end()) {
+                    *same = std::move(a);
+                } else {
+                    to.named_args.push_back(std::move(a));
+                }
+            }
+        }
+        // The arguments of an add_args record (annotations/event_args.hpp's encoding).
+        static std::vector<named_arg> decode_args(const record_payload& payload) {
+            std::vector<named_arg> out;
+            const std::span<const std::byte> bytes = payload.bytes;
+            std::size_t at = 0;
+            for (std::uint32_t n = payload.aux & ~args_cut; n != 0; --n) {
+                arg_head head{};
+                if (bytes.size() - at < sizeof head) break;
+                std::memcpy(&head, bytes.data() + at, sizeof head);
+                at += sizeof head;
+                if (bytes.size() - at < std::size_t{head.name_size} + head.value_size) break;
+                named_arg& a = out.emplace_back();
+                a.name.assign(reinterpret_cast<const char*>(bytes.data() + at), head.name_size);
+                at += head.name_size;
+                a.type = static_cast<arg_type>(head.type);
+                if (a.type == arg_type::string) {
+                    a.text.assign(reinterpret_cast<const char*>(bytes.data() + at), head.value_size);
+                } else if (head.value_size == 8) {
+                    std::memcpy(a.type == arg_type::real ? static_cast<void*>(&a.real) : static_cast<void*>(&a.integer),
+                                bytes.data() + at, 8);
+                }
+                at += head.value_size;
+            }
+            return out;
         }
         std::vector<entry> waiting_;
     };
@@ -12452,6 +12712,7 @@ using session = basic_session<>;
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13281,10 +13542,12 @@ private:
         out_.number(parent);
     }
 
-    // torch's nine attrs, in its order and types. stint has no autograd sequence, forward thread or
-    // operator schema: seq_id -1, fw_parent and fw_tid 0, op_schema "" (as torch writes for
-    // record_function); kernel_backend and kernel_file name Triton kernels, which stint does not launch.
-    void write_attrs(std::uint64_t rf_id, std::int64_t seq_id, std::uint64_t scope, std::uint64_t tid) {
+    // torch's nine attrs, in its order and types. seq_id and fw_tid are the "Sequence number" and "Fwd
+    // thread id" a framework gave the op (stint::add_args), else -1 and 0 as torch writes for
+    // record_function; stint has no forward parent or operator schema (fw_parent 0, op_schema "");
+    // kernel_backend and kernel_file name Triton kernels, which stint does not launch.
+    void write_attrs(std::uint64_t rf_id, std::int64_t seq_id, std::uint64_t scope, std::uint64_t tid,
+                     std::uint64_t fw_tid = 0) {
         out_.raw(R"(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )");
         out_.number(rf_id);
         out_.raw(R"(}, {"name": "fw_parent", "type": "uint64", "value": 0}, {"name": "seq_id", "type": "int64", )"
@@ -13294,10 +13557,19 @@ private:
         out_.number(scope);
         out_.raw(R"(}, {"name": "tid", "type": "uint64", "value": )");
         out_.number(tid);
-        out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": 0}, )"
+        out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": )");
+        out_.number(fw_tid);
+        out_.raw(R"(}, )"
                  R"({"name": "op_schema", "type": "string", "value": ""}, )"
                  R"({"name": "kernel_backend", "type": "string", "value": ""}, )"
                  R"({"name": "kernel_file", "type": "string", "value": ""}])");
+    }
+
+    // A named argument's integer value, when the event has one of that name.
+    static std::optional<std::int64_t> integer_arg(const event_args* args, std::string_view name) {
+        const named_arg* a = args != nullptr ? args->find_arg(name) : nullptr;
+        if (a == nullptr || (a->type != arg_type::integer && a->type != arg_type::unsigned_integer)) return std::nullopt;
+        return a->integer;
     }
 
     void write_op_node(const event& e, std::uint64_t id, std::uint64_t parent, std::uint64_t tid,
@@ -13308,7 +13580,9 @@ private:
         write_values(args != nullptr ? args->inputs : none);
         out_.raw(", \"outputs\": ");
         write_values(args != nullptr ? args->outputs : none);
-        write_attrs(e.id, -1, e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid);
+        write_attrs(e.id, integer_arg(args, "Sequence number").value_or(-1),
+                    e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid,
+                    static_cast<std::uint64_t>(integer_arg(args, "Fwd thread id").value_or(0)));
         out_.raw("},");
     }
 
@@ -14581,8 +14855,37 @@ void write_values(Writer& out, const event_args& args, const value_keys& keys) {
     }
 }
 
+/// The keys an event's "args" may hold besides stint::add_args' names: a named arg called so is written
+/// as "<name> (arg)" (a JSON object's keys must be unique).
+inline constexpr std::array<std::string_view, 15> event_arg_keys{
+    "External id",        "Record function id", "Input Dims",      "Input Strides",    "Input type",
+    "Concrete Inputs",    "Inputs truncated",   "Output Dims",     "Output Strides",   "Output type",
+    "Concrete Outputs",   "Module Hierarchy",   "Call stack",      "Args truncated",   "Source Location",
+};
+
+/// stint::add_args' arguments, each `, "name": value`, then "Args truncated": true when a call gave more
+/// than its record held.
+template <class Writer>
+void write_named_args(Writer& out, const event_args& args) {
+    for (const named_arg& a : args.named_args) {
+        out.raw(", ");
+        const bool taken = std::find(event_arg_keys.begin(), event_arg_keys.end(), a.name) != event_arg_keys.end();
+        out.string(taken ? a.name + " (arg)" : a.name);
+        out.raw(": ");
+        switch (a.type) {
+            case arg_type::integer: out.number(a.integer); break;
+            case arg_type::unsigned_integer: out.number(static_cast<std::uint64_t>(a.integer)); break;
+            case arg_type::real: out.number(a.real); break;
+            case arg_type::boolean: out.boolean(a.integer != 0); break;
+            case arg_type::string: out.string(a.text); break;
+        }
+    }
+    if (args.named_args_cut) out.raw(", \"Args truncated\": true");
+}
+
 /// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
-/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules).
+/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
+/// stint::add_args' arguments.
 template <class Writer>
 void write_event_args(Writer& out, const event_args& args) {
     write_values(out, args, input_keys);
@@ -14599,6 +14902,7 @@ void write_event_args(Writer& out, const event_args& args) {
         out.raw(", \"Module Hierarchy\": ");
         out.string(args.module_hierarchy);
     }
+    write_named_args(out, args);
 }
 
 /// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
@@ -15567,11 +15871,11 @@ private:
             thread_state& s = state_of(t);
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
-            if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
+            if (t.events != 0 || !t.timing_only) {  // (outputs and args records make no event, but are counted)
                 if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
-                    if (kind == payload_kind::outputs) {
+                    if (kind == payload_kind::outputs || kind == payload_kind::args) {
                         s.writer->leave_out_values();
                     } else if (kind != payload_kind::device_link) {  // part of the scope before it
                         if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
@@ -16005,6 +16309,7 @@ void export_memory_timeline(const event_list& events, const std::string& path,
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -16109,6 +16414,11 @@ public:
         return *this;
     }
     proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
+    proto_message& fixed64(std::uint32_t field, std::uint64_t v) {
+        char bytes[20];
+        bytes_.append(bytes, static_cast<std::size_t>(put_fixed64(bytes, field, v) - bytes));
+        return *this;
+    }
     /// A string field, made valid UTF-8.
     proto_message& string(std::uint32_t field, std::string_view text) {
         std::string valid;
@@ -16157,8 +16467,8 @@ inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 
 inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
 }  // namespace track_event
 namespace annotation {
-inline constexpr std::uint32_t name_iid = 1, uint_value = 3, int_value = 4, string_value = 6, name = 10,
-                               dict_entries = 11, array_values = 12;
+inline constexpr std::uint32_t name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
+                               string_value = 6, name = 10, dict_entries = 11, array_values = 12;
 }  // namespace annotation
 namespace descriptor {
 inline constexpr std::uint32_t uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
@@ -16617,7 +16927,9 @@ private:
         }
         const std::uint64_t name = names_.iid(e.name);
         const std::uint64_t category = category_of_kind_[static_cast<std::size_t>(e.kind)];
-        if (e.memory_info == no_index && e.device_info == no_index && !is_point_kind(e.kind) &&
+        const event_args* args = e.args != no_index ? events_.args(e) : nullptr;
+        const bool named_args = args != nullptr && (!args->named_args.empty() || args->named_args_cut);
+        if (e.memory_info == no_index && e.device_info == no_index && !is_point_kind(e.kind) && !named_args &&
             knows(l, name, category, 1)) {
             write_known(l, e, instant, name, category);
             if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
@@ -16654,8 +16966,41 @@ private:
         const std::string_view fields = knows(l, name, category, annotations)
                                             ? std::string_view(needs_state, sizeof needs_state)
                                             : state_fields(l, name, category, annotations);
-        write_event_packet(l, ts, std::string_view(body, static_cast<std::size_t>(o - body)), fields);
+        const std::string_view fixed(body, static_cast<std::size_t>(o - body));
+        if (named_args) {
+            write_event_packet(l, ts, with_named_args(fixed, *args), fields);
+        } else {
+            write_event_packet(l, ts, fixed, fields);
+        }
         if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
+    }
+
+    // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
+    // are few per trace's events; their names are not interned).
+    std::string_view with_named_args(std::string_view body, const event_args& args) {
+        using namespace perfetto_schema;
+        proto_message annotations;
+        proto_message one;
+        for (const named_arg& a : args.named_args) {
+            one.clear();
+            one.string(annotation::name, a.name);
+            switch (a.type) {
+                case arg_type::integer: one.int64(annotation::int_value, a.integer); break;
+                case arg_type::unsigned_integer: one.uint(annotation::uint_value, static_cast<std::uint64_t>(a.integer)); break;
+                case arg_type::real: one.fixed64(annotation::double_value, std::bit_cast<std::uint64_t>(a.real)); break;
+                case arg_type::boolean: one.uint(annotation::bool_value, a.integer != 0 ? 1 : 0); break;
+                case arg_type::string: one.string(annotation::string_value, a.text); break;
+            }
+            annotations.message(track_event::debug_annotations, one);
+        }
+        if (args.named_args_cut) {
+            one.clear();
+            one.string(annotation::name, "Args truncated").uint(annotation::bool_value, 1);
+            annotations.message(track_event::debug_annotations, one);
+        }
+        named_body_.assign(body);
+        named_body_.append(annotations.view());
+        return named_body_;
     }
 
     Sink& sink_;
@@ -16663,6 +17008,7 @@ private:
     const perfetto_trace_info& info_;
     std::unique_ptr<char[]> buffer_;
     std::unique_ptr<char[]> spill_;
+    std::string named_body_;  // with_named_args' result
     std::size_t used_ = 0;
     std::int64_t origin_ = 0;
     std::uint64_t uuid_base_ = 0;

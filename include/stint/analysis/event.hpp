@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stint/common/arg_type.hpp"
 #include "stint/common/device.hpp"
 #include "stint/common/event_kind.hpp"
 #include "stint/common/source_location.hpp"
@@ -91,6 +92,17 @@ struct op_input {
     }
 };
 
+/// A named argument given to an event by stint::add_args (a framework's "Sequence number").
+struct named_arg {
+    std::string name;
+    arg_type type = arg_type::integer;
+    std::int64_t integer = 0;  ///< integer, boolean (0 or 1), unsigned_integer (bit for bit)
+    double real = 0;           ///< real
+    std::string text;          ///< string
+
+    friend bool operator==(const named_arg&, const named_arg&) = default;
+};
+
 /// Captured inputs and framework annotations of one op (filled by capture policies). The vectors
 /// that describe inputs have one entry per input, in argument order.
 struct event_args {
@@ -113,6 +125,18 @@ struct event_args {
     std::vector<op_input> inputs;
     /// What stint::record_outputs gave inside the op ("Output Dims" / "Output type" in the trace).
     std::vector<op_input> outputs;
+    /// What stint::add_args gave the event, in the order first given (a name given again keeps its
+    /// place and takes the later value).
+    std::vector<named_arg> named_args;
+    bool named_args_cut = false;  ///< an add_args call had more than its record holds ("Args truncated")
+
+    /// The named argument called `name`, or null.
+    [[nodiscard]] const named_arg* find_arg(std::string_view name) const noexcept {
+        for (const named_arg& a : named_args) {
+            if (a.name == name) return &a;
+        }
+        return nullptr;
+    }
 };
 
 /// What a device event (kernel, copy, memset, sync) or a CUDA API call carries besides its times, as

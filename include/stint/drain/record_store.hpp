@@ -65,12 +65,13 @@ public:
         for_each_record(t, [&](const record& r, const record_payload&) {
             const site& where = *r.where();
             // A device link is part of the scope record before it, not a record of its own; outputs
-            // are the program's records but make no event.
+            // and args are the program's records but make no event.
+            const bool attached = where.payload == payload_kind::outputs || where.payload == payload_kind::args;
             if (where.payload != payload_kind::device_link) {
-                const bool own = where.kind == event_kind::overhead && where.payload != payload_kind::outputs;
+                const bool own = where.kind == event_kind::overhead && !attached;
                 ++(own ? t.counts.overhead : t.counts.recorded);
             }
-            if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs) {
+            if (where.payload == payload_kind::device_link || attached) {
                 t.timing_only = false;
                 return;
             }

@@ -18,6 +18,7 @@
 #include "stint/analysis/event_list.hpp"
 #include "stint/annotations/recording_hook.hpp"
 #include "stint/analysis/event_tree.hpp"
+#include "stint/annotations/event_args.hpp"
 #include "stint/capture/detail/input_decoding.hpp"
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/flops.hpp"
@@ -250,13 +251,17 @@ public:
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
-        pending_outputs outputs;  // record_outputs records waiting for their op
+        pending_attachments outputs;  // record_outputs and add_args records waiting for their event
         std::uint64_t truncated_inputs = 0;
         flop_cache flops;
         std::uint32_t thread = 0;
         const auto on_record = [&](const record& r, const record_payload& payload) {
             if (r.where()->payload == payload_kind::outputs) {
                 truncated_inputs += outputs.add(r.depth(), payload);
+                return;
+            }
+            if (r.where()->payload == payload_kind::args) {
+                outputs.add_args(r.depth(), payload);
                 return;
             }
             if (r.where()->payload == payload_kind::device_link) {
@@ -290,7 +295,8 @@ public:
                     i = builder.add(where.kind, where.name, thread, start, end, at);
                     truncated_inputs += add_inputs(builder, i, where, bytes, payload.aux, flops, options.input_values);
                     break;
-                case payload_kind::outputs: break;  // handled above
+                case payload_kind::outputs:
+                case payload_kind::args: break;  // handled above
                 case payload_kind::memory: {
                     memory_payload m{};
                     std::memcpy(&m, bytes.data(), std::min(bytes.size(), sizeof(m)));
@@ -432,18 +438,22 @@ private:
         return truncated;
     }
 
-    // record_outputs records waiting for the op around them. A thread's buffer holds each scope's record
-    // after everything recorded inside it, so the first later record of a lower depth is the scope
-    // around one; if it is no op, the one around that is looked for, and so on. Outputs no op encloses
-    // go to the innermost scope around them.
-    class pending_outputs {
+    // record_outputs and add_args records waiting for the event around them. A thread's buffer holds
+    // each scope's record after everything recorded inside it, so the first later record of a lower
+    // depth is the scope around one. Args go to that scope. Outputs go to the innermost op: if that
+    // scope is no op, the one around it is looked for, and so on; outputs no op encloses go to the
+    // innermost scope around them.
+    class pending_attachments {
     public:
         // Returns 1 when the capture was truncated.
         std::uint64_t add(std::uint32_t depth, const record_payload& payload) {
             op_inputs values = decode_inputs({}, payload.bytes, payload.aux);
             const std::uint64_t truncated = values.truncated() ? 1 : 0;
-            waiting_.push_back({depth, no_index, std::move(values.mutable_inputs())});
+            waiting_.push_back({depth, no_index, std::move(values.mutable_inputs()), {}, false, false});
             return truncated;
+        }
+        void add_args(std::uint32_t depth, const record_payload& payload) {
+            waiting_.push_back({depth, no_index, {}, decode_args(payload), (payload.aux & args_cut) != 0, true});
         }
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
         void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
@@ -453,8 +463,14 @@ private:
             for (std::size_t w = 0; w < waiting_.size(); ++w) {
                 entry& e = waiting_[w];
                 if (e.depth > depth) {
+                    // Args belong to the event one level up; a scope further up means that event's
+                    // record was dropped (and counted), and they go with it.
+                    if (e.args) {
+                        if (depth + 1 == e.depth) attach(builder, i, e);
+                        continue;
+                    }
                     if (op) {
-                        attach(builder, i, e.values);
+                        attach(builder, i, e);
                         continue;
                     }
                     if (e.innermost == no_index) e.innermost = i;
@@ -469,7 +485,7 @@ private:
         // (none: its scope's record was dropped, and counted).
         void finish_run(event_list_builder& builder) {
             for (entry& e : waiting_) {
-                if (e.innermost != no_index) attach(builder, e.innermost, e.values);
+                if (e.innermost != no_index) attach(builder, e.innermost, e);
             }
             waiting_.clear();
         }
@@ -479,11 +495,52 @@ private:
             std::uint32_t depth;
             event_index innermost;  // the innermost scope found around it so far
             std::vector<op_input> values;
+            std::vector<named_arg> named;
+            bool cut;
+            bool args;  // add_args' (else record_outputs')
         };
-        static void attach(event_list_builder& builder, event_index i, std::vector<op_input>& values) {
-            std::vector<op_input>& outputs = builder.args_of(i).outputs;
-            outputs.insert(outputs.end(), std::make_move_iterator(values.begin()),
-                           std::make_move_iterator(values.end()));
+        static void attach(event_list_builder& builder, event_index i, entry& e) {
+            event_args& to = builder.args_of(i);
+            if (!e.args) {
+                to.outputs.insert(to.outputs.end(), std::make_move_iterator(e.values.begin()),
+                                  std::make_move_iterator(e.values.end()));
+                return;
+            }
+            to.named_args_cut = to.named_args_cut || e.cut;
+            for (named_arg& a : e.named) {
+                const auto same = std::find_if(to.named_args.begin(), to.named_args.end(),
+                                               [&](const named_arg& b) { return b.name == a.name; });
+                if (same != to.named_args.end()) {
+                    *same = std::move(a);
+                } else {
+                    to.named_args.push_back(std::move(a));
+                }
+            }
+        }
+        // The arguments of an add_args record (annotations/event_args.hpp's encoding).
+        static std::vector<named_arg> decode_args(const record_payload& payload) {
+            std::vector<named_arg> out;
+            const std::span<const std::byte> bytes = payload.bytes;
+            std::size_t at = 0;
+            for (std::uint32_t n = payload.aux & ~args_cut; n != 0; --n) {
+                arg_head head{};
+                if (bytes.size() - at < sizeof head) break;
+                std::memcpy(&head, bytes.data() + at, sizeof head);
+                at += sizeof head;
+                if (bytes.size() - at < std::size_t{head.name_size} + head.value_size) break;
+                named_arg& a = out.emplace_back();
+                a.name.assign(reinterpret_cast<const char*>(bytes.data() + at), head.name_size);
+                at += head.name_size;
+                a.type = static_cast<arg_type>(head.type);
+                if (a.type == arg_type::string) {
+                    a.text.assign(reinterpret_cast<const char*>(bytes.data() + at), head.value_size);
+                } else if (head.value_size == 8) {
+                    std::memcpy(a.type == arg_type::real ? static_cast<void*>(&a.real) : static_cast<void*>(&a.integer),
+                                bytes.data() + at, 8);
+                }
+                at += head.value_size;
+            }
+            return out;
         }
         std::vector<entry> waiting_;
     };

@@ -107,8 +107,37 @@ void write_values(Writer& out, const event_args& args, const value_keys& keys) {
     }
 }
 
+/// The keys an event's "args" may hold besides stint::add_args' names: a named arg called so is written
+/// as "<name> (arg)" (a JSON object's keys must be unique).
+inline constexpr std::array<std::string_view, 15> event_arg_keys{
+    "External id",        "Record function id", "Input Dims",      "Input Strides",    "Input type",
+    "Concrete Inputs",    "Inputs truncated",   "Output Dims",     "Output Strides",   "Output type",
+    "Concrete Outputs",   "Module Hierarchy",   "Call stack",      "Args truncated",   "Source Location",
+};
+
+/// stint::add_args' arguments, each `, "name": value`, then "Args truncated": true when a call gave more
+/// than its record held.
+template <class Writer>
+void write_named_args(Writer& out, const event_args& args) {
+    for (const named_arg& a : args.named_args) {
+        out.raw(", ");
+        const bool taken = std::find(event_arg_keys.begin(), event_arg_keys.end(), a.name) != event_arg_keys.end();
+        out.string(taken ? a.name + " (arg)" : a.name);
+        out.raw(": ");
+        switch (a.type) {
+            case arg_type::integer: out.number(a.integer); break;
+            case arg_type::unsigned_integer: out.number(static_cast<std::uint64_t>(a.integer)); break;
+            case arg_type::real: out.number(a.real); break;
+            case arg_type::boolean: out.boolean(a.integer != 0); break;
+            case arg_type::string: out.string(a.text); break;
+        }
+    }
+    if (args.named_args_cut) out.raw(", \"Args truncated\": true");
+}
+
 /// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
-/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules).
+/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
+/// stint::add_args' arguments.
 template <class Writer>
 void write_event_args(Writer& out, const event_args& args) {
     write_values(out, args, input_keys);
@@ -125,6 +154,7 @@ void write_event_args(Writer& out, const event_args& args) {
         out.raw(", \"Module Hierarchy\": ");
         out.string(args.module_hierarchy);
     }
+    write_named_args(out, args);
 }
 
 /// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be

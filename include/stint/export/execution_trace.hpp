@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -180,10 +181,12 @@ private:
         out_.number(parent);
     }
 
-    // torch's nine attrs, in its order and types. stint has no autograd sequence, forward thread or
-    // operator schema: seq_id -1, fw_parent and fw_tid 0, op_schema "" (as torch writes for
-    // record_function); kernel_backend and kernel_file name Triton kernels, which stint does not launch.
-    void write_attrs(std::uint64_t rf_id, std::int64_t seq_id, std::uint64_t scope, std::uint64_t tid) {
+    // torch's nine attrs, in its order and types. seq_id and fw_tid are the "Sequence number" and "Fwd
+    // thread id" a framework gave the op (stint::add_args), else -1 and 0 as torch writes for
+    // record_function; stint has no forward parent or operator schema (fw_parent 0, op_schema "");
+    // kernel_backend and kernel_file name Triton kernels, which stint does not launch.
+    void write_attrs(std::uint64_t rf_id, std::int64_t seq_id, std::uint64_t scope, std::uint64_t tid,
+                     std::uint64_t fw_tid = 0) {
         out_.raw(R"(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )");
         out_.number(rf_id);
         out_.raw(R"(}, {"name": "fw_parent", "type": "uint64", "value": 0}, {"name": "seq_id", "type": "int64", )"
@@ -193,10 +196,19 @@ private:
         out_.number(scope);
         out_.raw(R"(}, {"name": "tid", "type": "uint64", "value": )");
         out_.number(tid);
-        out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": 0}, )"
+        out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": )");
+        out_.number(fw_tid);
+        out_.raw(R"(}, )"
                  R"({"name": "op_schema", "type": "string", "value": ""}, )"
                  R"({"name": "kernel_backend", "type": "string", "value": ""}, )"
                  R"({"name": "kernel_file", "type": "string", "value": ""}])");
+    }
+
+    // A named argument's integer value, when the event has one of that name.
+    static std::optional<std::int64_t> integer_arg(const event_args* args, std::string_view name) {
+        const named_arg* a = args != nullptr ? args->find_arg(name) : nullptr;
+        if (a == nullptr || (a->type != arg_type::integer && a->type != arg_type::unsigned_integer)) return std::nullopt;
+        return a->integer;
     }
 
     void write_op_node(const event& e, std::uint64_t id, std::uint64_t parent, std::uint64_t tid,
@@ -207,7 +219,9 @@ private:
         write_values(args != nullptr ? args->inputs : none);
         out_.raw(", \"outputs\": ");
         write_values(args != nullptr ? args->outputs : none);
-        write_attrs(e.id, -1, e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid);
+        write_attrs(e.id, integer_arg(args, "Sequence number").value_or(-1),
+                    e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid,
+                    static_cast<std::uint64_t>(integer_arg(args, "Fwd thread id").value_or(0)));
         out_.raw("},");
     }
 

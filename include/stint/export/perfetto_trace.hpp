@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -49,8 +50,8 @@ inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 
 inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
 }  // namespace track_event
 namespace annotation {
-inline constexpr std::uint32_t name_iid = 1, uint_value = 3, int_value = 4, string_value = 6, name = 10,
-                               dict_entries = 11, array_values = 12;
+inline constexpr std::uint32_t name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
+                               string_value = 6, name = 10, dict_entries = 11, array_values = 12;
 }  // namespace annotation
 namespace descriptor {
 inline constexpr std::uint32_t uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
@@ -509,7 +510,9 @@ private:
         }
         const std::uint64_t name = names_.iid(e.name);
         const std::uint64_t category = category_of_kind_[static_cast<std::size_t>(e.kind)];
-        if (e.memory_info == no_index && e.device_info == no_index && !is_point_kind(e.kind) &&
+        const event_args* args = e.args != no_index ? events_.args(e) : nullptr;
+        const bool named_args = args != nullptr && (!args->named_args.empty() || args->named_args_cut);
+        if (e.memory_info == no_index && e.device_info == no_index && !is_point_kind(e.kind) && !named_args &&
             knows(l, name, category, 1)) {
             write_known(l, e, instant, name, category);
             if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
@@ -546,8 +549,41 @@ private:
         const std::string_view fields = knows(l, name, category, annotations)
                                             ? std::string_view(needs_state, sizeof needs_state)
                                             : state_fields(l, name, category, annotations);
-        write_event_packet(l, ts, std::string_view(body, static_cast<std::size_t>(o - body)), fields);
+        const std::string_view fixed(body, static_cast<std::size_t>(o - body));
+        if (named_args) {
+            write_event_packet(l, ts, with_named_args(fixed, *args), fields);
+        } else {
+            write_event_packet(l, ts, fixed, fields);
+        }
         if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
+    }
+
+    // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
+    // are few per trace's events; their names are not interned).
+    std::string_view with_named_args(std::string_view body, const event_args& args) {
+        using namespace perfetto_schema;
+        proto_message annotations;
+        proto_message one;
+        for (const named_arg& a : args.named_args) {
+            one.clear();
+            one.string(annotation::name, a.name);
+            switch (a.type) {
+                case arg_type::integer: one.int64(annotation::int_value, a.integer); break;
+                case arg_type::unsigned_integer: one.uint(annotation::uint_value, static_cast<std::uint64_t>(a.integer)); break;
+                case arg_type::real: one.fixed64(annotation::double_value, std::bit_cast<std::uint64_t>(a.real)); break;
+                case arg_type::boolean: one.uint(annotation::bool_value, a.integer != 0 ? 1 : 0); break;
+                case arg_type::string: one.string(annotation::string_value, a.text); break;
+            }
+            annotations.message(track_event::debug_annotations, one);
+        }
+        if (args.named_args_cut) {
+            one.clear();
+            one.string(annotation::name, "Args truncated").uint(annotation::bool_value, 1);
+            annotations.message(track_event::debug_annotations, one);
+        }
+        named_body_.assign(body);
+        named_body_.append(annotations.view());
+        return named_body_;
     }
 
     Sink& sink_;
@@ -555,6 +591,7 @@ private:
     const perfetto_trace_info& info_;
     std::unique_ptr<char[]> buffer_;
     std::unique_ptr<char[]> spill_;
+    std::string named_body_;  // with_named_args' result
     std::size_t used_ = 0;
     std::int64_t origin_ = 0;
     std::uint64_t uuid_base_ = 0;

@@ -271,11 +271,11 @@ private:
             thread_state& s = state_of(t);
             s.counts.recorded += t.counts.recorded;
             s.counts.overhead += t.counts.overhead;
-            if (t.events != 0 || !t.timing_only) {  // (outputs records make no event, but are counted)
+            if (t.events != 0 || !t.timing_only) {  // (outputs and args records make no event, but are counted)
                 if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
                 batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
                     const payload_kind kind = r.where()->payload;
-                    if (kind == payload_kind::outputs) {
+                    if (kind == payload_kind::outputs || kind == payload_kind::args) {
                         s.writer->leave_out_values();
                     } else if (kind != payload_kind::device_link) {  // part of the scope before it
                         if (kind == payload_kind::point) balance_point(r.where()->kind, payload);

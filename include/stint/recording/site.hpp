@@ -29,6 +29,8 @@ enum class payload_kind : std::uint8_t {
                          ///< drain gives them to the innermost op around the record
     point,               ///< a flow's or async span's point (begin and end ticks equal): a u64 id, then a
                          ///< runtime name when the header's aux (its length) is not 0
+    args,                ///< stint::add_args (annotations/event_args.hpp): no event of its own, the drain
+                         ///< gives them to the innermost event around the record
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -63,6 +65,8 @@ inline constexpr site flow_begin_site{"flow", event_kind::flow_begin, payload_ki
 inline constexpr site flow_end_site{"flow", event_kind::flow_end, payload_kind::point, {}};
 inline constexpr site async_begin_site{"", event_kind::async_begin, payload_kind::point, {}};  // runtime names
 inline constexpr site async_end_site{"", event_kind::async_end, payload_kind::point, {}};
+/// Site of the record stint::add_args appends.
+inline constexpr site args_site{"[stint] args", event_kind::overhead, payload_kind::args, {}};
 /// Site of the record stint::record_outputs appends.
 inline constexpr site outputs_site{"[stint] outputs", event_kind::overhead, payload_kind::outputs, {}};
 

@@ -91,6 +91,11 @@ public:
         return *this;
     }
     proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
+    proto_message& fixed64(std::uint32_t field, std::uint64_t v) {
+        char bytes[20];
+        bytes_.append(bytes, static_cast<std::size_t>(put_fixed64(bytes, field, v) - bytes));
+        return *this;
+    }
     /// A string field, made valid UTF-8.
     proto_message& string(std::uint32_t field, std::string_view text) {
         std::string valid;
