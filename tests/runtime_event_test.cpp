@@ -225,3 +225,81 @@ TEST_CASE("an op's inputs from a run-time list: shapes, scalars and None through
     const std::string table = prof.key_averages({.group_by_input_shape = true}).table({.row_limit = 10});
     CHECK(table.find("[[2, 3], [3, 4]]") != std::string::npos);
 }
+
+TEST_CASE("a std::string_view name is interned by its text: the caller's string may change, every event keeps its name") {
+    stint::profiler<> prof;
+    prof.start();
+    std::string name;
+    std::vector<const char*> callers;  // the caller's buffer at each event
+    for (int round = 0; round < 3; ++round) {
+        for (const char* node : {"MulBackward0", "autograd::engine::evaluate_function: AddmmBackward0"}) {
+            name = node;
+            callers.push_back(name.data());
+            stint::event_token t = stint::begin_event(stint::event_kind::cpu_op, std::string_view(name));
+            name.assign("overwritten before the end");
+        }
+    }
+    { stint::event_token same_text_other_kind = stint::begin_event(stint::event_kind::user_annotation, std::string("MulBackward0")); }
+    prof.stop();
+    std::vector<stint::event> ops;
+    for (const stint::event& e : prof.events()) ops.push_back(e);
+    REQUIRE(ops.size() == 7);
+    for (std::size_t i = 0; i < 6; ++i) {
+        CHECK(ops[i].kind == stint::event_kind::cpu_op);
+        CHECK(ops[i].name == (i % 2 == 0 ? "MulBackward0" : "autograd::engine::evaluate_function: AddmmBackward0"));
+        CHECK(ops[i].name.data() == ops[i % 2].name.data());  // one interned copy per text
+        CHECK(ops[i].name.data() != callers[i]);
+    }
+    CHECK(ops[6].kind == stint::event_kind::user_annotation);
+    CHECK(ops[6].name == "MulBackward0");
+    CHECK(ops[6].name.data() != ops[0].name.data());  // a site per kind
+    CHECK(prof.stats().truncated_names == 0);
+}
+
+TEST_CASE("an op named by its text takes its inputs and its formula's flops like a const char* one") {
+    const std::vector<framework_tensor> inputs{{{2, 3}}, {{3, 4}}};
+    stint::profiler<shapes_and_flops> prof;
+    prof.start();
+    const std::string name = std::string("aten::") + "mm";
+    {
+        auto mm = stint::begin_event<shapes_and_flops>(stint::event_kind::cpu_op, std::string_view(name),
+                                                         [&](stint::input_writer& w) {
+                                                             for (const framework_tensor& t : inputs) w.value(t);
+                                                         });
+    }
+    prof.stop();
+    REQUIRE(prof.events().size() == 1);
+    const stint::event mm = prof.events()[0];
+    CHECK(mm.name == "aten::mm");
+    CHECK(mm.name.data() != name.data());
+    REQUIRE(prof.events().args(mm) != nullptr);
+    CHECK(prof.events().args(mm)->input_dims == std::vector<std::vector<std::int64_t>>{{2, 3}, {3, 4}});
+    CHECK(mm.flops == 2 * 2 * 3 * 4);
+}
+
+// Last in this file: it fills the process's table of texts (names by const char* are not affected).
+TEST_CASE("past the process's bound of interned texts, new names are copied into their records and stay right") {
+    stint::profiler<> prof;
+    prof.start();
+    std::vector<stint::event> seen;
+    std::thread([] {  // the thread's "table full" mark stays on it
+        for (std::size_t i = 0; i < stint::detail::max_interned_texts + 50; ++i) {
+            stint::begin_event(stint::event_kind::user_annotation, "text " + std::to_string(i)).end();
+        }
+        for (int twice = 0; twice < 2; ++twice) {
+            stint::begin_event(stint::event_kind::user_annotation, std::string("past the bound")).end();
+        }
+    }).join();
+    prof.stop();
+    std::vector<std::string_view> names;
+    for (const stint::event& e : prof.events()) {
+        if (e.kind == stint::event_kind::user_annotation) names.push_back(e.name);
+    }
+    REQUIRE(names.size() == stint::detail::max_interned_texts + 52);
+    for (std::size_t i = 0; i < stint::detail::max_interned_texts + 50; ++i) {
+        REQUIRE(names[i] == "text " + std::to_string(i));
+    }
+    CHECK(names[names.size() - 1] == "past the bound");
+    CHECK(names[names.size() - 2] == "past the bound");
+    CHECK(prof.stats().dropped == 0);
+}

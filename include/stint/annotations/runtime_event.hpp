@@ -1,9 +1,9 @@
 #pragma once
 // stint::begin_event: an event whose name and kind a framework knows only at run time (its operator
 // observer's callback: the op's schema name, cpu_op), begun in one callback and ended in another. A
-// name that lives for the process is interned once into a site of its own, so each event is a plain
-// 24-byte record pointing to it (no allocation, no copy); a transient name is copied once, at begin,
-// and travels in the record as STINT_SCOPE_NAMED's does.
+// name that lives for the process (a `const char*`) is interned once by its address, a std::string_view
+// once by its text, each into a site of its own, so that each event is a plain 24-byte record pointing
+// to it (no allocation, no copy); copy_name copies the name into each event's record instead.
 
 #include <atomic>
 #include <concepts>
@@ -35,11 +35,11 @@ struct copy_name_t {
 inline constexpr copy_name_t copy_name{};
 
 class event_token;
-event_token begin_event(event_kind kind, const char* name);
 event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
-template <class Config, class WriteInputs>
-    requires std::invocable<WriteInputs&, input_writer&>
-event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
+namespace detail {
+template <class Config, class Name, class WriteInputs>
+event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs);
+}  // namespace detail
 
 namespace detail {
 
@@ -84,6 +84,58 @@ inline const site* named_site(const char* name, event_kind kind, std::uint8_t va
     named_site_slot& slot = named_site_cache[(bits * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
     if (slot.name == name && slot.kind == kind && slot.variant == variant) return slot.where;
     return intern_named_site(name, kind, variant, slot);
+}
+
+/// Each thread's cache of names interned by their text: direct-mapped by the text's hash, kind and
+/// variant, checked against the site's own copy of the text.
+struct text_site_slot {
+    std::uint64_t hash = 0;
+    std::uint8_t variant = 0;
+    const site* where = nullptr;
+};
+inline thread_local text_site_slot text_site_cache[named_site_slots];
+/// Set once the process's table refused a text (max_interned_texts): this thread then copies the names
+/// its cache does not hold, without taking the table's lock per event.
+inline thread_local bool text_table_full = false;
+
+/// FNV-1a: names are short, so a byte loop is as fast as anything and needs no header.
+constexpr std::uint64_t hash_text(std::string_view text) noexcept {
+    std::uint64_t hash = 0xcbf29ce484222325ULL;
+    for (const char c : text) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+template <int = 0>
+STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+                                               std::uint64_t hash, text_site_slot& slot) noexcept {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr) return nullptr;
+    try {
+        const site* where = path->intern_text_site(name, kind, (variant & 2U) != 0, (variant & 1U) != 0);
+        if (where == nullptr) {
+            text_table_full = true;
+            return nullptr;
+        }
+        slot = {hash, variant, where};
+        return where;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+/// The interned site of a name given by its text; null when it cannot be interned (the caller copies it).
+inline const site* named_site(std::string_view name, event_kind kind, std::uint8_t variant = 0) noexcept {
+    const std::uint64_t hash = hash_text(name) ^ (static_cast<std::uint64_t>(kind) << 2 | variant);
+    text_site_slot& slot = text_site_cache[(hash * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
+    if (slot.hash == hash && slot.variant == variant && slot.where != nullptr && slot.where->kind == kind &&
+        slot.where->name == name) {
+        return slot.where;
+    }
+    if (text_table_full) return nullptr;
+    return intern_text_site(name, kind, variant, hash, slot);
 }
 
 /// The site of a copied name of `kind`: the name travels in the record.
@@ -155,9 +207,8 @@ public:
 
 private:
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
-    template <class Config, class WriteInputs>
-        requires std::invocable<WriteInputs&, input_writer&>
-    friend event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
+    template <class Config, class Name, class WriteInputs>
+    friend event_token detail::begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs);
 
     void open(const detail::site* where) noexcept {
         where_ = where;
@@ -178,18 +229,30 @@ private:
 
 /// Begins an event of `kind` (event_kind::cpu_op, user_annotation or module) named by `name`, a string
 /// that lives for the process (an op schema's name, a string literal, an interned string): interned
-/// once, then each event is a 24-byte record. Costs one relaxed load when nothing records. Throws
-/// std::invalid_argument for another kind or a null name.
+/// once by its address, then each event is a 24-byte record. Costs one relaxed load when nothing
+/// records. Throws std::invalid_argument for another kind or a null name.
 ///
 ///     stint::event_token op = stint::begin_event(stint::event_kind::cpu_op, schema.name());
 ///     ... // later, perhaps in another callback on the same thread:
 ///     op.end();
 inline event_token begin_event(event_kind kind, const char* name) {
-    return begin_event<config<>>(kind, name, [](input_writer&) {});  // a config that captures nothing
+    const auto none = [](input_writer&) {};
+    return detail::begin_named_event<config<>>(kind, name, none);  // a config that captures nothing
 }
 
-/// begin_event for a name that does not live for the process: copied once, at begin, only while a
-/// session records. A name longer than the records hold is cut and counted, as STINT_SCOPE_NAMED's.
+/// begin_event for a name that need not outlive the call (a std::string a framework builds, an autograd
+/// node's name): interned by its text, copied once into the process's table, so that each later event
+/// of the same name is a 24-byte record too. It costs a hash of the name per event. Past
+/// stint::detail::max_interned_texts distinct texts in the process, the names not yet interned are
+/// copied into each event's record, as copy_name does.
+inline event_token begin_event(event_kind kind, std::string_view name) {
+    const auto none = [](input_writer&) {};
+    return detail::begin_named_event<config<>>(kind, name, none);
+}
+
+/// begin_event that copies the name into the event's record: for names that seldom repeat (a step
+/// number in the name). Copied once, at begin, only while a session records. A name longer than the
+/// records hold is cut and counted, as STINT_SCOPE_NAMED's.
 inline event_token begin_event(event_kind kind, std::string_view name, copy_name_t) {
     detail::check_runtime_event_kind(kind);
     event_token token;
@@ -216,8 +279,10 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
 /// record_shapes, `write_inputs(stint::input_writer& w)` is called once at begin, while a session records,
 /// and writes each input with `w.value(x)` (tensors through their traits, scalars, strings, lists,
 /// `w.none()` for an absent one), encoded as STINT_OP encodes its arguments, within Config's limits;
-/// with with_flops the formula of the op's name applies. `name` lives for the process. Native frames
-/// (with_stack<native>) are not taken. With a disabled Config nothing is recorded.
+/// with with_flops the formula of the op's name applies. `name` is a `const char*` that lives for the
+/// process, or a std::string_view interned by its text (see the overloads above); a name that cannot
+/// be interned is copied, and its inputs are then left out. Native frames (with_stack<native>) are not
+/// taken. With a disabled Config nothing is recorded.
 ///
 ///     using shapes = stint::config<stint::record_shapes, stint::with_flops>;
 ///     auto op = stint::begin_event<shapes>(stint::event_kind::cpu_op, schema_name,
@@ -225,26 +290,42 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
 template <class Config, class WriteInputs>
     requires std::invocable<WriteInputs&, input_writer&>
 event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs) {
-    detail::check_runtime_event_kind(kind);
-    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    return detail::begin_named_event<Config>(kind, name, write_inputs);
+}
+template <class Config, class WriteInputs>
+    requires std::invocable<WriteInputs&, input_writer&>
+event_token begin_event(event_kind kind, std::string_view name, WriteInputs&& write_inputs) {
+    return detail::begin_named_event<Config>(kind, name, write_inputs);
+}
+
+namespace detail {
+
+/// The begin_events of an interned name: `name` is a const char* (by address) or a std::string_view
+/// (by text).
+template <class Config, class Name, class WriteInputs>
+event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs) {
+    check_runtime_event_kind(kind);
+    if constexpr (std::same_as<Name, const char*>) {
+        if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    }
     event_token token;
     if constexpr (Config::enabled) {
-        token.state_ = detail::recording.value.load(std::memory_order_relaxed);
-        if (!detail::is_recording_state(token.state_)) return token;
-        constexpr bool inputs = detail::captures_inputs<Config>;
+        token.state_ = recording.value.load(std::memory_order_relaxed);
+        if (!is_recording_state(token.state_)) return token;
+        constexpr bool inputs = captures_inputs<Config>;
         constexpr bool flops = Config::template has<with_flops>;
-        const detail::site* where = detail::named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
-        if (where == nullptr) {  // the table could not grow: copy the name instead
+        const site* where = named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
+        if (where == nullptr) {  // not interned: copy the name instead
             token.state_ = 0;
             return begin_event(kind, std::string_view(name), copy_name);
         }
         if constexpr (inputs) {
-            using limits = detail::shapes_limits_t<Config>;
+            using limits = shapes_limits_t<Config>;
             token.inputs_ = new (std::nothrow) std::byte[limits::max_bytes];
             if (token.inputs_ != nullptr) {
                 input_writer writer(token.inputs_, limits::max_bytes, limits::max_inputs, limits::max_dims,
                                     limits::max_bytes / 4, record_concrete_inputs(),
-                                    detail::capture_state.identities.load(std::memory_order_relaxed));
+                                    capture_state.identities.load(std::memory_order_relaxed));
                 try {
                     write_inputs(writer);
                 } catch (...) {
@@ -262,5 +343,7 @@ event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_i
     }
     return token;
 }
+
+}  // namespace detail
 
 }  // namespace stint

@@ -983,7 +983,8 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 /// load: an initializer would emit the registry's code in every file that includes this header.)
 inline const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table, &intern_named_site_in_table};
+                                     &intern_dynamic_site_in_table, &intern_named_site_in_table,
+                                     &intern_text_site_in_table};
     return table;
 }
 inline bool install_registry_slow_path() noexcept {

@@ -51,6 +51,9 @@ struct slow_path {
     /// `inputs`: its records carry captured inputs; `flops`: its flops come from the formula of its name.
     /// May throw.
     const site* (*intern_named_site)(const char* name, event_kind kind, bool inputs, bool flops);
+    /// The site of a name given by its text (stint::begin_event with a std::string_view), the text copied
+    /// once; null when the process already holds max_interned_texts of them. May throw.
+    const site* (*intern_text_site)(std::string_view name, event_kind kind, bool inputs, bool flops);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
