@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(g++ clang-14 libclang-rt-14-dev meson ninja-build pkg-config cmake python3
           libfmt-dev libboost1.81-dev doctest-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
-          binutils diffutils protobuf-compiler libopenmpi-dev openmpi-bin libdlpack-dev)
+          binutils diffutils protobuf-compiler libopenmpi-dev openmpi-bin libdlpack-dev libtorch-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
