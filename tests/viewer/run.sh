@@ -29,6 +29,9 @@ for source in "$root"/examples/*.cpp; do
   if [ "$example" = mpi_job ] && [ ! -x "$build/examples/$example" ]; then
     echo "examples/mpi_job is built only where MPI is found: not checked"; continue
   fi
+  if [ "$example" = libtorch_training ] && [ ! -x "$build/examples/$example" ]; then
+    echo "examples/libtorch_training is built only where libtorch is found: not checked"; continue
+  fi
   mkdir "$work/$example"
   launch=()
   if [ "$example" = mpi_job ] && command -v mpirun >/dev/null; then
