@@ -29,6 +29,8 @@ enum class payload_kind : std::uint8_t {
                          ///< drain gives them to the innermost op around the record
     point,               ///< a flow's or async span's point (begin and end ticks equal): a u64 id, then a
                          ///< runtime name when the header's aux (its length) is not 0
+    counter,             ///< a counter's sample (begin and end ticks equal): its value in 8 bytes, an int64 or
+                         ///< a double as the header's aux says (annotations/detail/counter_record.hpp)
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.

@@ -1,8 +1,9 @@
 #pragma once
 // The process's table of sites for names that live for the process (stint::begin_event with a
-// `const char*`): one site per (name pointer, kind, inputs captured, flops), made the first time and never freed, so that each
-// event is a plain 24-byte record that points to it. The slow path of begin_event, reached through the
-// installed slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
+// `const char*`, stint::counter): one site per (name pointer, kind, inputs captured, flops), made the
+// first time and never freed, so that each event is a plain record that points to it. The slow path of
+// begin_event and of a counter's first sample, reached through the installed slow-path table
+// (recording/slow_path.hpp), so that the annotation header needs none of this.
 
 #include <cstddef>
 #include <functional>
@@ -27,8 +28,11 @@ public:
         if (added) {
             try {
                 const std::string_view text(name);
-                it->second = new site{text, kind, inputs ? payload_kind::inputs : payload_kind::none, {},
-                                      flops ? flop_formula(text) : flop_formula()};
+                // A counter's records carry its value (stint::counter); an op's, its inputs when captured.
+                const payload_kind payload = kind == event_kind::counter ? payload_kind::counter
+                                             : inputs                    ? payload_kind::inputs
+                                                                         : payload_kind::none;
+                it->second = new site{text, kind, payload, {}, flops ? flop_formula(text) : flop_formula()};
             } catch (...) {
                 sites_.erase(it);
                 throw;
