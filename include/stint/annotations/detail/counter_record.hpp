@@ -4,11 +4,9 @@
 // instant's 24 are; a new session or a full chunk goes to append_record_payload.
 
 #include <atomic>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <new>
 #include <span>
 #include <type_traits>
@@ -36,17 +34,24 @@ struct encoded_counter {
 template <class T>
 inline constexpr bool is_counter_value = std::is_arithmetic_v<T>;
 
+/// A double's bits (std::bit_cast without <bit>: this header is the annotation header's).
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t bits_of(double value) noexcept {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+
 /// Integers become an int64 and floating-point numbers a double; an unsigned value above the int64 range
 /// is kept as a double (exact up to 2^53) rather than wrapped to a negative number.
 template <class T>
 STINT_DETAIL_ALWAYS_INLINE encoded_counter encode_counter(T value) noexcept {
     static_assert(is_counter_value<T>, "stint: a counter's value must be an integer or a floating-point number");
     if constexpr (std::is_floating_point_v<T>) {
-        return {std::bit_cast<std::uint64_t>(static_cast<double>(value)), counter_real};
+        return {bits_of(static_cast<double>(value)), counter_real};
     } else {
         if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
-            if (value > static_cast<T>(std::numeric_limits<std::int64_t>::max())) [[unlikely]] {
-                return {std::bit_cast<std::uint64_t>(static_cast<double>(value)), counter_real};
+            if (value > static_cast<T>(INT64_MAX)) [[unlikely]] {
+                return {bits_of(static_cast<double>(value)), counter_real};
             }
         }
         return {static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), counter_integer};
