@@ -2,7 +2,7 @@
 // A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
 // event list: the same events, ids and times as write_chrome_trace gives for the list built from those
 // records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
-// runtime names) and nothing else was asked for, so that the biggest sessions stop and export in the
+// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
 // memory their records already take (design §8).
 
 #include <cstddef>
@@ -29,7 +29,7 @@
 namespace stint::detail {
 
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
-/// only a runtime name, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
 inline bool chrome_trace_from_records(const record_store& records) {
     std::unordered_set<std::uint64_t> tids;
