@@ -1,6 +1,7 @@
 // Hot-path cost, measured in one run so that ratios are honest on a shared machine: the baselines
 // (empty loop, two tick reads, two steady_clock reads, the ideal recorder) and stint compiled out,
-// disabled at run time, recording timing-only scopes, ops and instants, at 1, nproc and 8 threads.
+// disabled at run time, recording timing-only scopes, ops, instants and counters, at 1, nproc and 8
+// threads.
 // bench/run turns the JSON of this binary into the design §6 table.
 // This file is built with frame pointers (bench/meson.build), so with_stack<native> may walk them.
 #define STINT_NATIVE_STACK_FRAME_POINTERS 1
@@ -269,6 +270,44 @@ void stint_instant(benchmark::State& state) {
     }
 }
 BENCHMARK(stint_instant)->Iterations(recorded_iterations);
+
+// A counter's sample (STINT_COUNTER: an instant's record with an 8-byte header and the value, 40 bytes),
+// issue 35's "about an instant's cost".
+void stint_counter_sample(benchmark::State& state) {
+    bench_session<> session(state, true, 80);
+    std::int64_t value = 0;
+    for (auto _ : state) {
+        STINT_COUNTER("bench", value);
+        ++value;
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_counter_sample)->Iterations(recorded_iterations);
+
+// The same through a typed counter (its site made at the first sample, before the timed loop).
+void stint_counter_object(benchmark::State& state) {
+    static stint::counter<double> counter{"bench counter"};
+    bench_session<> session(state, true, 80);
+    counter.set(0);
+    double value = 0;
+    for (auto _ : state) {
+        counter.set(value);
+        value += 1;
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_counter_object)->Iterations(recorded_iterations);
+
+// A counter with no session: one relaxed load, the value never computed.
+void stint_counter_no_session(benchmark::State& state) {
+    std::int64_t value = 0;
+    for (auto _ : state) {
+        STINT_COUNTER("bench", value);
+        ++value;
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(stint_counter_no_session);
 
 // A flow's two points (STINT_FLOW_BEGIN and STINT_FLOW_END, 40 bytes each: the record, a payload
 // header and the id), as a thread pool's submit and run would record them, without the scopes.

@@ -37,6 +37,10 @@ TEST_CASE("STINT_DISABLE compiles every macro out and records nothing") {
         STINT_INSTANT("instant");
         if (evaluations == 0)
             STINT_INSTANT("no braces needed");
+        STINT_COUNTER("counter", side_effect());
+        STINT_COUNTER(side_effect(), 1);  // not even a valid name: never compiled
+        if (evaluations == 0)
+            STINT_COUNTER("counter", side_effect());
         STINT_REGION(framework_region, "region");
         STINT_REGION(framework_region, side_effect());  // not even a valid name: never compiled
         STINT_SCOPE_DYNAMIC("Base.method", "method", object_with_side_effect());
@@ -58,10 +62,14 @@ TEST_CASE("STINT_DISABLE leaves the runtime API usable (record_function still re
     {
         stint::record_function rf("framework");
         stint::compiled_region region(0, 1);
+        stint::counter<int> depth{"depth"};  // a class, not a macro: it records
+        depth.set(7);
     }
     prof.stop();
     // Only the program's events: a thread's first record in a process adds its registration.
-    REQUIRE(stint_test::program_event_count(prof.events()) == 2);
+    REQUIRE(stint_test::program_event_count(prof.events()) == 3);
     CHECK(prof.events()[0].name == "framework");
     CHECK(prof.events()[1].name == "Torch-Compiled Region: 0/1");
+    CHECK(prof.events()[2].name == "depth");
+    CHECK(prof.events().counter_of(prof.events()[2])->integer == 7);
 }

@@ -170,6 +170,8 @@ struct counter_value {
     std::uint64_t track = 0;
     std::uint64_t ts = 0;
     std::int64_t value = 0;
+    double real = 0;       // double_counter_value
+    bool is_real = false;
 };
 
 struct perfetto_model {
@@ -298,7 +300,9 @@ perfetto_model read_model(text_node decoded) {
         } else {
             REQUIRE(type == "TYPE_COUNTER");
             REQUIRE(model.tracks[on].is_counter);
-            model.counters.push_back({on, ts, e->number("counter_value")});
+            const bool is_real = e->has("double_counter_value");
+            model.counters.push_back(
+                {on, ts, e->number("counter_value"), is_real ? std::stod(e->text("double_counter_value")) : 0.0, is_real});
         }
     }
     for (const auto& [on, stack] : open) CHECK(stack.empty());
@@ -336,6 +340,7 @@ void check_events(const stint::event_list& events, const perfetto_model& model, 
     std::vector<event_key> expected_instants;
     std::map<std::uint64_t, std::optional<stint::event>> by_id;
     for (const stint::event& e : events) {
+        if (e.kind == stint::event_kind::counter) continue;  // on its counter track (counter_track_samples)
         by_id[e.id] = e;
         const auto start = static_cast<std::uint64_t>(e.start_ns);
         const bool instant = stint::is_zero_length_kind(e.kind);
@@ -396,14 +401,31 @@ std::map<std::uint64_t, std::tuple<std::string, std::uint64_t, std::uint64_t>> s
     return threads;
 }
 
+/// The samples of the counter track named `name`: one such track in the process, its samples in order.
+std::vector<counter_value> counter_track_samples(const perfetto_model& model, std::string_view name,
+                                                 std::string_view unit = "") {
+    std::uint64_t uuid = 0;
+    for (const auto& [id, t] : model.tracks) {
+        if (t.name != name) continue;
+        CHECK(uuid == 0);
+        uuid = id;
+        CHECK(t.is_counter);
+        CHECK(t.unit == unit);
+        CHECK(model.tracks.at(t.parent).is_process);
+    }
+    REQUIRE(uuid != 0);
+    std::vector<counter_value> samples;
+    for (const counter_value& c : model.counters) {
+        if (c.track == uuid) samples.push_back(c);
+    }
+    return samples;
+}
+
 /// The dropped records' counter: one track in the process, one value.
 std::int64_t dropped_counter(const perfetto_model& model) {
-    REQUIRE(model.counters.size() == 1);
-    const track& t = model.tracks.at(model.counters[0].track);
-    CHECK(t.name == "stint dropped records");
-    CHECK(t.unit == "records");
-    CHECK(model.tracks.at(t.parent).is_process);
-    return model.counters[0].value;
+    const std::vector<counter_value> samples = counter_track_samples(model, "stint dropped records", "records");
+    REQUIRE(samples.size() == 1);
+    return samples[0].value;
 }
 
 stint::event_list hand_built_list() {
@@ -730,4 +752,66 @@ TEST_CASE("a name larger than the perfetto writer's buffer is written whole") {
     stint::detail::write_perfetto_trace_file(path, events, {.pid = 9});
     const perfetto_model model = read_model(decode(path, dir));
     check_events(events, model, 9, same);
+}
+
+TEST_CASE("counters and memory totals are counter tracks of the process in a perfetto trace") {
+    using mem = stint::config<stint::profile_memory>;
+    stint_test::temp_dir dir;
+    stint::counter<double> load{"load"};
+    stint::profiler<mem> prof;
+    prof.start();
+    int block = 0;
+    {
+        STINT_SCOPE("step");
+        STINT_COUNTER("queue depth", 3);
+        load.set(0.5);
+        stint::report_alloc(&block, 400);
+        STINT_COUNTER("queue depth", -9);
+        load.set(-1e300);
+        stint::report_free(&block);
+    }
+    prof.stop();
+    const std::string path = dir.file("counters.pftrace");
+    prof.export_perfetto_trace(path);
+    const perfetto_model model = read_model(decode(path, dir));
+    const stint::event_list& events = prof.events();
+
+    std::map<std::string, std::vector<std::uint64_t>> expected_ts;  // by track, its samples' times
+    for (const stint::event& e : events) {
+        const auto ts = static_cast<std::uint64_t>(e.start_ns);
+        if (e.kind == stint::event_kind::counter) expected_ts[std::string(e.name)].push_back(ts);
+        if (e.kind == stint::event_kind::memory) {
+            expected_ts["Total Allocated (cpu)"].push_back(ts);
+            expected_ts["Total Reserved (cpu)"].push_back(ts);
+        }
+    }
+    const auto check_track = [&](std::string_view name, std::string_view unit) {
+        const std::vector<counter_value> samples = counter_track_samples(model, name, unit);
+        std::vector<std::uint64_t> ts;
+        for (const counter_value& c : samples) ts.push_back(c.ts);
+        CHECK(ts == expected_ts.at(std::string(name)));
+        return samples;
+    };
+    const std::vector<counter_value> depth = check_track("queue depth", "");
+    REQUIRE(depth.size() == 2);
+    CHECK((!depth[0].is_real && depth[0].value == 3));
+    CHECK((!depth[1].is_real && depth[1].value == -9));
+    const std::vector<counter_value> loads = check_track("load", "");
+    REQUIRE(loads.size() == 2);
+    CHECK((loads[0].is_real && loads[0].real == 0.5));
+    CHECK((loads[1].is_real && loads[1].real == -1e300));
+    const std::vector<counter_value> allocated = check_track("Total Allocated (cpu)", "bytes");
+    REQUIRE(allocated.size() == 2);
+    CHECK(allocated[0].value == 400);
+    CHECK(allocated[1].value == 0);
+    CHECK(check_track("Total Reserved (cpu)", "bytes").size() == 2);
+    CHECK(dropped_counter(model) == 0);
+    // The counters' names are no slices or instants; the scope is a slice of its own.
+    for (const slice& s : model.instants) CHECK((s.name != "queue depth" && s.name != "load"));
+    std::size_t steps = 0;
+    for (const slice& s : model.slices) {
+        CHECK((s.name != "queue depth" && s.name != "load"));
+        steps += s.name == "step" ? 1 : 0;
+    }
+    CHECK(steps == 1);
 }

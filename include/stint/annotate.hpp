@@ -3,7 +3,7 @@
 // be recorded. STINT_SCOPE, STINT_SCOPE_NAMED, STINT_OP and STINT_OP_FLOPS with input capture,
 // STINT_INSTANT, record_function, begin_event (events named at run time), STINT_REGION, module scopes,
 // dynamic names, flows and async spans, op outputs, memory reports, the config and policy tags,
-// is_recording(), recording hooks and set_thread_name().
+// is_recording(), recording hooks, set_thread_name() and counters (STINT_COUNTER, stint::counter).
 //
 // It includes only what the hot path and the capture encoders need (no fmt, iostreams, <filesystem>,
 // zlib, <thread>, Boost.PFR), so a file pays little to include it. Sessions, the drain, analysis and the
@@ -34,5 +34,6 @@
 #include "stint/annotations/recording_hook.hpp"
 #include "stint/annotations/runtime_event.hpp"
 #include "stint/annotations/event_args.hpp"
+#include "stint/annotations/counter.hpp"
 #include "stint/memory/report.hpp"
 #endif

@@ -27,6 +27,7 @@
 #include "stint/annotations/async_scope.hpp"
 #include "stint/annotations/recording_hook.hpp"
 #include "stint/annotations/runtime_event.hpp"
+#include "stint/annotations/counter.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"

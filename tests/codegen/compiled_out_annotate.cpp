@@ -29,6 +29,7 @@ int run_layers(int n) {
     for (int i = 0; i < n; ++i) {
         STINT_SCOPE_NAMED(layer_name(i));
         STINT_INSTANT("layer");
+        STINT_COUNTER("layers done", done + next_task());
         STINT_OUTPUTS(make_result(i));
         ++done;
     }

@@ -253,6 +253,20 @@ struct unmatched_points {
     }
 };
 
+/// The value of a counter's sample (an event of kind `counter`: STINT_COUNTER, stint::counter), as it
+/// was set: an integer, or a floating-point number (`is_real`).
+///
+///     if (const auto v = list.counter_of(e)) fmt::print("{} = {}\n", e.name, v->as_double());
+struct counter_value {
+    std::int64_t integer = 0;  ///< the value, unless is_real
+    double real = 0;           ///< the value, when is_real
+    bool is_real = false;      ///< a floating-point value (or an unsigned one beyond the int64 range)
+
+    /// The value as a double (an integer beyond 2^53 rounded).
+    [[nodiscard]] double as_double() const noexcept { return is_real ? real : static_cast<double>(integer); }
+    friend bool operator==(const counter_value&, const counter_value&) noexcept = default;
+};
+
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
 /// accessors give microseconds as doubles, the unit torch's FunctionEvent uses.
 ///

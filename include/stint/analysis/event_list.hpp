@@ -367,6 +367,17 @@ public:
                                          [](const point_entry& p, event_index v) { return p.event < v; });
         return at != points_.end() && at->event == i ? at->id : 0;
     }
+    /// The value a counter's sample recorded (its kind is `counter`); nothing for other events.
+    [[nodiscard]] std::optional<counter_value> counter_of(const event& e) const noexcept {
+        if (e.kind != event_kind::counter) return std::nullopt;
+        const event_index i = index_of(e);
+        const auto at = std::lower_bound(counters_.begin(), counters_.end(), i,
+                                         [](const counter_entry& c, event_index v) { return c.event < v; });
+        if (at == counters_.end() || at->event != i) return std::nullopt;
+        return at->value;
+    }
+    /// Whether the list holds counters' samples.
+    [[nodiscard]] bool has_counters() const noexcept { return !counters_.empty(); }
     /// The flows whose two points are both in the list, in the order their ends ran. The scopes they
     /// join are the points' parents.
     ///
@@ -435,6 +446,11 @@ private:
         std::uint64_t id;
     };
     std::vector<point_entry> points_;  // the points' ids, by event index
+    struct counter_entry {
+        event_index event;
+        counter_value value;
+    };
+    std::vector<counter_entry> counters_;  // the counters' values, by event index
     std::vector<flow_link> flows_;
     std::vector<async_span> async_spans_;
     unmatched_points unmatched_;

@@ -120,6 +120,9 @@ public:
     /// Event i (a flow or async span point, as added) carried `id`; build() pairs the points.
     void set_point_id(event_index i, std::uint64_t id) { point_ids_.push_back({i, id}); }
 
+    /// Event i (a counter's sample, as added) recorded `value`.
+    void set_counter_value(event_index i, const counter_value& value) { counter_values_.push_back({i, value}); }
+
     void set_args(event_index i, event_args args) {
         ev().extra_to_write(i).args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
@@ -188,6 +191,7 @@ public:
         ev().permute(order);
         link_tree(original);
         if (!point_ids_.empty()) link_points(original);
+        if (!counter_values_.empty()) place_counter_values(original);
         if (!list_.device_args_.empty()) link_device_events();
         if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
@@ -530,6 +534,16 @@ private:
         }
     }
 
+    // Gives the counters' values to their samples by final index.
+    void place_counter_values(const std::vector<event_index>& original) {
+        std::vector<event_index> position(ev().size());
+        for (event_index i = 0; i < ev().size(); ++i) position[original[i]] = i;
+        auto& counters = list_.counters_;
+        counters.reserve(counter_values_.size());
+        for (const auto& [added, value] : counter_values_) counters.push_back({position[added], value});
+        std::sort(counters.begin(), counters.end(), [](const auto& a, const auto& b) { return a.event < b.event; });
+    }
+
     // Gives the points their ids (by final index) and pairs them. A flow's begin pairs with the next end
     // of its id in time; among points of one id in one tick (a coarse clock makes them common) the
     // list's order decides, which on one thread is the program's (§8), and an end that comes before any
@@ -695,6 +709,7 @@ private:
     std::vector<exact_place> exact_;    // per event as added, during build()
     std::vector<memory_order_entry> memory_order_;  // per memory event, as added
     std::vector<std::pair<event_index, std::uint64_t>> point_ids_;  // per point: as added, its id
+    std::vector<std::pair<event_index, counter_value>> counter_values_;  // per counter sample: as added, its value
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
@@ -767,6 +782,7 @@ inline void event_list::append(const event_list& later) {
         device_offset, memory_offset);
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
     for (const point_entry& p : later.points_) points_.push_back({p.event + offset, p.id});
+    for (const counter_entry& c : later.counters_) counters_.push_back({c.event + offset, c.value});
     for (const flow_link& f : later.flows_) flows_.push_back({f.id, f.begin + offset, f.end + offset});
     for (const async_span& a : later.async_spans_) async_spans_.push_back({a.id, a.begin + offset, relink(a.end)});
     unmatched_ += later.unmatched_;

@@ -217,7 +217,8 @@ inline void add_async_span(averaged_event& a, const event_list& events, const as
 }
 
 // Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
-// for each async span that ended: flow points are no rows, an async span is one row at its begin.
+// for each async span that ended: flow points and counters' samples are no rows, an async span is one
+// row at its begin.
 template <class OnEvent, class OnSpan>
 void for_each_averaged(const event_list& events, display_names& names, OnEvent&& on_event, OnSpan&& on_span) {
     std::size_t span = 0;
@@ -232,7 +233,7 @@ void for_each_averaged(const event_list& events, display_names& names, OnEvent&&
             }
             continue;
         }
-        if (is_nested_memory(e) || is_folded_recursion(events, e, names)) continue;
+        if (e.kind == event_kind::counter || is_nested_memory(e) || is_folded_recursion(events, e, names)) continue;
         on_event(e);
     }
 }

@@ -165,10 +165,13 @@ private:
 }
 
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
-// child is skipped); no_index when none. Without memory events no sibling is read.
+// child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
+// memory events or counters no sibling is read.
 [[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
-    if (!list.has_memory_events()) return i;
-    while (i != no_index && list[i].kind == event_kind::memory) i = list[i].next_sibling;
+    if (!list.has_memory_events() && !list.has_counters()) return i;
+    while (i != no_index && (list[i].kind == event_kind::memory || list[i].kind == event_kind::counter)) {
+        i = list[i].next_sibling;
+    }
     return i;
 }
 
@@ -745,7 +748,11 @@ inline void check_options(const table_options& options) {
         break;
     }
     for (const event& e : events) {
-        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
+        // A counter's sample is a value, not work: no row.
+        if (e.kind == event_kind::counter || detail::is_nested_memory(e) ||
+            detail::is_folded_recursion(events, e, names)) {
+            continue;
+        }
         detail::table_row& r = rows.emplace_back();
         r.name = names(e.name);
         const detail::torch_times times = detail::torch_event_times(events, e, names);

@@ -32,6 +32,9 @@ enum class event_kind : std::uint8_t {
     flow_end,         ///< STINT_FLOW_END, flow_token::end: where it ran
     async_begin,      ///< stint::async_scope began (a span that may end on another thread)
     async_end,        ///< ... and ended
+    // Counters (annotations/counter.hpp): a value sampled now on the thread that set it, drawn on a counter
+    // track of the process (one per name), never as a slice of its thread; event_list::counter_of reads it.
+    counter,          ///< STINT_COUNTER, stint::counter
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
@@ -52,9 +55,10 @@ constexpr bool is_point_kind(event_kind kind) noexcept {
            kind == event_kind::async_end;
 }
 
-/// Whether an event of this kind lasts no time on its thread: an instant, a memory event or a point.
+/// Whether an event of this kind lasts no time on its thread: an instant, a memory event, a point or a
+/// counter's sample.
 constexpr bool is_zero_length_kind(event_kind kind) noexcept {
-    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind);
+    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind) || kind == event_kind::counter;
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -77,6 +81,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::flow_end: return "flow";
         case event_kind::async_begin: return "async";
         case event_kind::async_end: return "async";
+        case event_kind::counter: return "counter";
     }
     return "unknown";
 }

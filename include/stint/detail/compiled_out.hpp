@@ -23,6 +23,7 @@
 #define STINT_OP(config, name, ...) static_assert(true, "")
 #define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
+#define STINT_COUNTER(name, value) static_assert(true, "")
 #define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
 #define STINT_FLOW_BEGIN(id) static_assert(true, "")
 #define STINT_FLOW_END(id) static_assert(true, "")

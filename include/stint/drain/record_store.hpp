@@ -5,16 +5,36 @@
 // session needs no memory beyond the records' own.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
 
+#include "stint/analysis/event.hpp"
+#include "stint/annotations/detail/counter_record.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
 
 namespace stint::detail {
+
+/// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
+/// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
+inline counter_value read_counter(const record_payload& payload) noexcept {
+    counter_value value;
+    std::uint64_t bits = 0;
+    if (payload.bytes.size() < sizeof(bits)) return value;
+    std::memcpy(&bits, payload.bytes.data(), sizeof(bits));
+    value.is_real = payload.aux == counter_real;
+    if (value.is_real) {
+        value.real = std::bit_cast<double>(bits);
+    } else {
+        value.integer = static_cast<std::int64_t>(bits);
+    }
+    return value;
+}
 
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
@@ -29,7 +49,8 @@ public:
         std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
         /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
         std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
-        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name
+        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name or
+                                       ///< a counter's value
     };
 
     record_store() = default;
@@ -76,10 +97,13 @@ public:
                 return;
             }
             ++t.events;
-            if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
+            // A counter's value is written from the records too (chrome_trace_records.hpp).
+            if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name &&
+                where.payload != payload_kind::counter) {
                 t.timing_only = false;
             }
-            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) {
+            if (where.kind != event_kind::instant && !is_point_kind(where.kind) &&
+                where.kind != event_kind::counter) {
                 t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
             }
         });

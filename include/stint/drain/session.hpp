@@ -319,6 +319,10 @@ public:
                     builder.set_point_id(i, point.id);
                     break;
                 }
+                case payload_kind::counter:
+                    i = builder.add(where.kind, where.name, thread, start, start, at);
+                    builder.set_counter_value(i, read_counter(payload));
+                    break;
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
                     i = builder.add_copy(where.kind, name, thread, start, end, at);
@@ -335,7 +339,8 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
-            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind) && !is_point_kind(where.kind)) {
+            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind) && !is_point_kind(where.kind) &&
+                where.kind != event_kind::counter) {
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();

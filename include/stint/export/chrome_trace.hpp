@@ -19,6 +19,7 @@
 #include "stint/capture/detail/input_decoding.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
+#include "stint/export/counter_tracks.hpp"
 #include "stint/export/device_trace.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
@@ -425,6 +426,30 @@ void write_point(Writer& out, event_kind kind, std::string_view name, std::uint6
     out.commit(o);
 }
 
+/// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
+/// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
+/// `, "pid": P, "tid": T, "ts": `. A value JSON cannot hold (NaN, an infinity) is written as a string,
+/// as json_writer::number writes it.
+template <class Writer>
+void write_counter_sample(Writer& out, std::string_view name, const counter_value& value, std::string_view where,
+                          std::int64_t ts_ns) {
+    char* o = out.reserve(64 + 2 * json_string_bound(name.size()) + where.size());
+    o = write_literal(o, ",\n    {\"ph\": \"C\", \"name\": ");
+    o = write_json_string(o, name);
+    o = std::copy(where.begin(), where.end(), o);
+    o = write_microseconds(o, ts_ns);
+    o = write_literal(o, ", \"args\": {");
+    o = write_json_string(o, name);
+    o = write_literal(o, ": ");
+    out.commit(o);
+    if (value.is_real) {
+        out.number(value.real);
+    } else {
+        out.number(value.integer);
+    }
+    out.raw("}}");
+}
+
 /// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
 /// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
@@ -435,11 +460,21 @@ void write_trace_events(Writer& out, const event_list& events, const chrome_trac
     device_trace device(events, info.pid, info.device_pid_base, info.flow_id_base);
     device.write_metadata(out, info.process_name);
     trace_timeline timeline(events);
+    counter_samples counters;
+    const auto write_samples = [&](const event& e, const std::string& where) {
+        counters.of(events, e, [&](std::string_view name, const counter_value& value, bool) {
+            write_counter_sample(out, name, value, where, e.start_ns);
+        });
+    };
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
         if (is_point_kind(e.kind)) {
             write_point(out, e.kind, e.name, info.flow_id_base + events.point_id(e), thread, e.start_ns);
+            continue;
+        }
+        if (e.kind == event_kind::counter) {
+            write_samples(e, thread);
             continue;
         }
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
@@ -461,6 +496,7 @@ void write_trace_events(Writer& out, const event_list& events, const chrome_trac
             out.commit(o);
             write_memory_args(out, e, *memory);
             out.raw("}}");
+            write_samples(e, thread);  // the device's totals, as counter tracks under the ops
             continue;
         }
         if (e.device_info != no_index) {

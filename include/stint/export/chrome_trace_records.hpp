@@ -2,7 +2,7 @@
 // A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
 // event list: the same events, ids and times as write_chrome_trace gives for the list built from those
 // records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
-// runtime names) and nothing else was asked for, so that the biggest sessions stop and export in the
+// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
 // memory their records already take (design §8).
 
 #include <cstddef>
@@ -29,7 +29,7 @@
 namespace stint::detail {
 
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
-/// only a runtime name, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
 inline bool chrome_trace_from_records(const record_store& records) {
     std::unordered_set<std::uint64_t> tids;
@@ -108,7 +108,9 @@ public:
                       std::min<std::size_t>(payload.aux, payload.bytes.size())};
             h.runtime_name = true;
         }
-        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point) {
+        if (kind == payload_kind::counter) h.counter = read_counter(payload);
+        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point &&
+            kind != payload_kind::counter) {
             ++values_left_out_;
         }
         // The held records deeper than this one are its children (they end with it: it bounds them).
@@ -166,6 +168,7 @@ private:
         std::int64_t level = 0;
         std::uint64_t id = 0;
         std::uint64_t point_id = 0;            // a flow's or async span's point: its id
+        counter_value counter;                 // a counter's sample: its value
         std::uint32_t parent = no_parent;      // within held_
     };
 
@@ -189,6 +192,10 @@ private:
         if (is_point_kind(h.where->kind)) {
             write_point(out_, h.where->kind, h.runtime_name ? h.name : h.where->name, h.point_id, where_, h.start);
             return cap;  // a point bounds nothing
+        }
+        if (h.where->kind == event_kind::counter) {
+            write_counter_sample(out_, h.where->name, h.counter, where_, h.start);
+            return cap;  // nor does a counter's sample, drawn on the process's track of its name
         }
         const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
         const site& where = *h.where;

@@ -4,7 +4,8 @@
 // the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
 //
 // Layout: a process track and one thread track per thread (device streams get tracks of their own,
-// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, then
+// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, a
+// counter track per counter name and per device's memory total (export/counter_tracks.hpp), then
 // one packet sequence per track: each event is a SLICE_BEGIN and a SLICE_END (instants one
 // TYPE_INSTANT), its name and category interned on that sequence, its track given once by the
 // sequence's defaults. A "stint stats" instant on the process track carries the counts of the Chrome
@@ -24,6 +25,7 @@
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/detail/export_macros.hpp"
+#include "stint/export/counter_tracks.hpp"
 #include "stint/export/detail/protobuf.hpp"
 #include "stint/export/device_trace.hpp"
 #include "stint/export/output_file.hpp"
@@ -46,7 +48,8 @@ inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11
 }  // namespace packet
 namespace track_event {
 inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                               counter_value = 30, flow_ids = 47, terminating_flow_ids = 48;
+                               counter_value = 30, double_counter_value = 44, flow_ids = 47,
+                               terminating_flow_ids = 48;
 inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
 }  // namespace track_event
 namespace annotation {
@@ -494,8 +497,49 @@ private:
         return protobuf::put_uint(o, field, value);
     }
 
+    // A counter's sample, or a memory event's totals, on the process's counter track of each name: a
+    // TYPE_COUNTER packet on the process's sequence, its track named by uuid (no interned state used).
+    void write_counter_samples(const event& e) {
+        using namespace perfetto_schema;
+        counters_.of(events_, e, [&](std::string_view name, const counter_value& value, bool in_bytes) {
+            const std::uint64_t track = counter_track(name, in_bytes);
+            lane& l = process_lane();
+            char body[40];
+            char* o = protobuf::put_uint(body, track_event::type, track_event::counter);
+            o = protobuf::put_uint(o, track_event::track_uuid, track);
+            if (value.is_real) {
+                o = protobuf::put_fixed64(o, track_event::double_counter_value, std::bit_cast<std::uint64_t>(value.real));
+            } else {
+                o = protobuf::put_uint(o, track_event::counter_value, static_cast<std::uint64_t>(value.integer));
+            }
+            const std::string_view packet(body, static_cast<std::size_t>(o - body));
+            write_event_packet(l, timestamp(l, e.start_ns), packet, {});
+        });
+    }
+
+    // The uuid of the counter track `name`, described the first time (after the dropped records' track).
+    std::uint64_t counter_track(std::string_view name, bool in_bytes) {
+        using namespace perfetto_schema;
+        const auto [at, added] = counter_tracks_.try_emplace(name, 0);
+        if (!added) return at->second;
+        at->second = counter_uuid() + counter_tracks_.size();
+        proto_message unit;
+        if (in_bytes) unit.string(descriptor::unit_name, "bytes");
+        proto_message track;
+        track.uint(descriptor::uuid, at->second)
+            .uint(descriptor::parent_uuid, uuid_base_)
+            .string(descriptor::name, name)
+            .message(descriptor::counter, unit);
+        write_descriptor(track);
+        return at->second;
+    }
+
     void write_event(const event& e) {
         using namespace perfetto_schema;
+        if (e.kind == event_kind::counter) {
+            write_counter_samples(e);  // drawn on its counter track, not on the thread's
+            return;
+        }
         lane& l = lane_of(e);
         // Flow and async span points are instants too: a flow's begin carries its id in flow_ids and its
         // end in terminating_flow_ids, and Perfetto draws the arrow between them.
@@ -556,6 +600,7 @@ private:
             write_event_packet(l, ts, fixed, fields);
         }
         if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
+        if (e.memory_info != no_index) write_counter_samples(e);  // the device's totals, under the ops
     }
 
     // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
@@ -598,9 +643,11 @@ private:
     std::vector<lane> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
     std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::async_end) + 1> category_of_kind_{};
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
     std::string scratch_;
+    counter_samples counters_;
+    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
 };
 
 /// Writes the trace to any sink with `write(std::string_view)`.

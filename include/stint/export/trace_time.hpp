@@ -114,8 +114,9 @@ public:
     explicit trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
-            // Viewers do not shift by instants' ts, nor by flow and async points'.
-            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;
+            // Viewers do not shift by instants' ts, nor by flow and async points', nor by counters' (drawn
+            // on the process's counter tracks, not on this row).
+            if (e.kind == event_kind::instant || is_point_kind(e.kind) || e.kind == event_kind::counter) continue;
             double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }

@@ -31,6 +31,8 @@ enum class payload_kind : std::uint8_t {
                          ///< runtime name when the header's aux (its length) is not 0
     args,                ///< stint::add_args (annotations/event_args.hpp): no event of its own, the drain
                          ///< gives them to the innermost event around the record
+    counter,             ///< a counter's sample (begin and end ticks equal): its value in 8 bytes, an int64 or
+                         ///< a double as the header's aux says (annotations/detail/counter_record.hpp)
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.

@@ -1,11 +1,11 @@
 #pragma once
-// The process's table of sites for names given at run time (stint::begin_event): one site per (name,
-// kind, inputs captured, flops), made the first time and never freed, so that each event is a plain
-// 24-byte record that points to it. A `const char*` that lives for the process is keyed by its address
-// and pointed to; a std::string_view is keyed by its text, copied once into the table (a bounded number
-// of texts: a program that makes a new name per event must not grow the table without end). The slow
-// path of begin_event, reached through the installed slow-path table (recording/slow_path.hpp), so that
-// the annotation header needs none of this.
+// The process's table of sites for names given at run time (stint::begin_event, stint::counter): one
+// site per (name, kind, inputs captured, flops), made the first time and never freed, so that each event
+// is a plain record that points to it. A `const char*` that lives for the process is keyed by its
+// address and pointed to; a std::string_view is keyed by its text, copied once into the table (a bounded
+// number of texts: a program that makes a new name per event must not grow the table without end). The
+// slow path of begin_event and of a counter's first sample, reached through the installed slow-path
+// table (recording/slow_path.hpp), so that the annotation header needs none of this.
 
 #include <cstddef>
 #include <functional>
@@ -66,8 +66,11 @@ public:
 
 private:
     static const site* make_site(std::string_view text, event_kind kind, bool inputs, bool flops) {
-        return new site{text, kind, inputs ? payload_kind::inputs : payload_kind::none, {},
-                        flops ? flop_formula(text) : flop_formula()};
+        // A counter's records carry its value (stint::counter); an op's, its inputs when captured.
+        const payload_kind payload = kind == event_kind::counter ? payload_kind::counter
+                                     : inputs                    ? payload_kind::inputs
+                                                                 : payload_kind::none;
+        return new site{text, kind, payload, {}, flops ? flop_formula(text) : flop_formula()};
     }
 
     template <class Name>
