@@ -10,7 +10,7 @@
 // be recorded. STINT_SCOPE, STINT_SCOPE_NAMED, STINT_OP and STINT_OP_FLOPS with input capture,
 // STINT_INSTANT, record_function, begin_event (events named at run time), STINT_REGION, module scopes,
 // dynamic names, flows and async spans, op outputs, memory reports, the config and policy tags,
-// is_recording(), recording hooks and set_thread_name().
+// is_recording(), recording hooks, set_thread_name() and counters (STINT_COUNTER, stint::counter).
 //
 // It includes only what the hot path and the capture encoders need (no fmt, iostreams, <filesystem>,
 // zlib, <thread>, Boost.PFR), so a file pays little to include it. Sessions, the drain, analysis and the
@@ -274,6 +274,7 @@ struct profile_memory {};
 #define STINT_OP(config, name, ...) static_assert(true, "")
 #define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
+#define STINT_COUNTER(name, value) static_assert(true, "")
 #define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
 #define STINT_FLOW_BEGIN(id) static_assert(true, "")
 #define STINT_FLOW_END(id) static_assert(true, "")
@@ -516,6 +517,9 @@ enum class event_kind : std::uint8_t {
     flow_end,         ///< STINT_FLOW_END, flow_token::end: where it ran
     async_begin,      ///< stint::async_scope began (a span that may end on another thread)
     async_end,        ///< ... and ended
+    // Counters (annotations/counter.hpp): a value sampled now on the thread that set it, drawn on a counter
+    // track of the process (one per name), never as a slice of its thread; event_list::counter_of reads it.
+    counter,          ///< STINT_COUNTER, stint::counter
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
@@ -536,9 +540,10 @@ constexpr bool is_point_kind(event_kind kind) noexcept {
            kind == event_kind::async_end;
 }
 
-/// Whether an event of this kind lasts no time on its thread: an instant, a memory event or a point.
+/// Whether an event of this kind lasts no time on its thread: an instant, a memory event, a point or a
+/// counter's sample.
 constexpr bool is_zero_length_kind(event_kind kind) noexcept {
-    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind);
+    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind) || kind == event_kind::counter;
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -561,6 +566,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::flow_end: return "flow";
         case event_kind::async_begin: return "async";
         case event_kind::async_end: return "async";
+        case event_kind::counter: return "counter";
     }
     return "unknown";
 }
@@ -660,6 +666,8 @@ enum class payload_kind : std::uint8_t {
                          ///< runtime name when the header's aux (its length) is not 0
     args,                ///< stint::add_args (annotations/event_args.hpp): no event of its own, the drain
                          ///< gives them to the innermost event around the record
+    counter,             ///< a counter's sample (begin and end ticks equal): its value in 8 bytes, an int64 or
+                         ///< a double as the header's aux says (annotations/detail/counter_record.hpp)
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -1001,6 +1009,9 @@ struct slow_path {
     /// `inputs`: its records carry captured inputs; `flops`: its flops come from the formula of its name.
     /// May throw.
     const site* (*intern_named_site)(const char* name, event_kind kind, bool inputs, bool flops);
+    /// The site of a name given by its text (stint::begin_event with a std::string_view), the text copied
+    /// once; null when the process already holds max_interned_texts of them. May throw.
+    const site* (*intern_text_site)(std::string_view name, event_kind kind, bool inputs, bool flops);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -4133,9 +4144,9 @@ private:
 #define STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
 // stint::begin_event: an event whose name and kind a framework knows only at run time (its operator
 // observer's callback: the op's schema name, cpu_op), begun in one callback and ended in another. A
-// name that lives for the process is interned once into a site of its own, so each event is a plain
-// 24-byte record pointing to it (no allocation, no copy); a transient name is copied once, at begin,
-// and travels in the record as STINT_SCOPE_NAMED's does.
+// name that lives for the process (a `const char*`) is interned once by its address, a std::string_view
+// once by its text, each into a site of its own, so that each event is a plain 24-byte record pointing
+// to it (no allocation, no copy); copy_name copies the name into each event's record instead.
 
 #include <atomic>
 #include <concepts>
@@ -4157,11 +4168,11 @@ struct copy_name_t {
 inline constexpr copy_name_t copy_name{};
 
 class event_token;
-event_token begin_event(event_kind kind, const char* name);
 event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
-template <class Config, class WriteInputs>
-    requires std::invocable<WriteInputs&, input_writer&>
-event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
+namespace detail {
+template <class Config, class Name, class WriteInputs>
+event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs);
+}  // namespace detail
 
 namespace detail {
 
@@ -4206,6 +4217,58 @@ inline const site* named_site(const char* name, event_kind kind, std::uint8_t va
     named_site_slot& slot = named_site_cache[(bits * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
     if (slot.name == name && slot.kind == kind && slot.variant == variant) return slot.where;
     return intern_named_site(name, kind, variant, slot);
+}
+
+/// Each thread's cache of names interned by their text: direct-mapped by the text's hash, kind and
+/// variant, checked against the site's own copy of the text.
+struct text_site_slot {
+    std::uint64_t hash = 0;
+    std::uint8_t variant = 0;
+    const site* where = nullptr;
+};
+inline thread_local text_site_slot text_site_cache[named_site_slots];
+/// Set once the process's table refused a text (max_interned_texts): this thread then copies the names
+/// its cache does not hold, without taking the table's lock per event.
+inline thread_local bool text_table_full = false;
+
+/// FNV-1a: names are short, so a byte loop is as fast as anything and needs no header.
+constexpr std::uint64_t hash_text(std::string_view text) noexcept {
+    std::uint64_t hash = 0xcbf29ce484222325ULL;
+    for (const char c : text) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+template <int = 0>
+STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+                                               std::uint64_t hash, text_site_slot& slot) noexcept {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr) return nullptr;
+    try {
+        const site* where = path->intern_text_site(name, kind, (variant & 2U) != 0, (variant & 1U) != 0);
+        if (where == nullptr) {
+            text_table_full = true;
+            return nullptr;
+        }
+        slot = {hash, variant, where};
+        return where;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+/// The interned site of a name given by its text; null when it cannot be interned (the caller copies it).
+inline const site* named_site(std::string_view name, event_kind kind, std::uint8_t variant = 0) noexcept {
+    const std::uint64_t hash = hash_text(name) ^ (static_cast<std::uint64_t>(kind) << 2 | variant);
+    text_site_slot& slot = text_site_cache[(hash * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
+    if (slot.hash == hash && slot.variant == variant && slot.where != nullptr && slot.where->kind == kind &&
+        slot.where->name == name) {
+        return slot.where;
+    }
+    if (text_table_full) return nullptr;
+    return intern_text_site(name, kind, variant, hash, slot);
 }
 
 /// The site of a copied name of `kind`: the name travels in the record.
@@ -4277,9 +4340,8 @@ public:
 
 private:
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
-    template <class Config, class WriteInputs>
-        requires std::invocable<WriteInputs&, input_writer&>
-    friend event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
+    template <class Config, class Name, class WriteInputs>
+    friend event_token detail::begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs);
 
     void open(const detail::site* where) noexcept {
         where_ = where;
@@ -4300,18 +4362,30 @@ private:
 
 /// Begins an event of `kind` (event_kind::cpu_op, user_annotation or module) named by `name`, a string
 /// that lives for the process (an op schema's name, a string literal, an interned string): interned
-/// once, then each event is a 24-byte record. Costs one relaxed load when nothing records. Throws
-/// std::invalid_argument for another kind or a null name.
+/// once by its address, then each event is a 24-byte record. Costs one relaxed load when nothing
+/// records. Throws std::invalid_argument for another kind or a null name.
 ///
 ///     stint::event_token op = stint::begin_event(stint::event_kind::cpu_op, schema.name());
 ///     ... // later, perhaps in another callback on the same thread:
 ///     op.end();
 inline event_token begin_event(event_kind kind, const char* name) {
-    return begin_event<config<>>(kind, name, [](input_writer&) {});  // a config that captures nothing
+    const auto none = [](input_writer&) {};
+    return detail::begin_named_event<config<>>(kind, name, none);  // a config that captures nothing
 }
 
-/// begin_event for a name that does not live for the process: copied once, at begin, only while a
-/// session records. A name longer than the records hold is cut and counted, as STINT_SCOPE_NAMED's.
+/// begin_event for a name that need not outlive the call (a std::string a framework builds, an autograd
+/// node's name): interned by its text, copied once into the process's table, so that each later event
+/// of the same name is a 24-byte record too. It costs a hash of the name per event. Past
+/// stint::detail::max_interned_texts distinct texts in the process, the names not yet interned are
+/// copied into each event's record, as copy_name does.
+inline event_token begin_event(event_kind kind, std::string_view name) {
+    const auto none = [](input_writer&) {};
+    return detail::begin_named_event<config<>>(kind, name, none);
+}
+
+/// begin_event that copies the name into the event's record: for names that seldom repeat (a step
+/// number in the name). Copied once, at begin, only while a session records. A name longer than the
+/// records hold is cut and counted, as STINT_SCOPE_NAMED's.
 inline event_token begin_event(event_kind kind, std::string_view name, copy_name_t) {
     detail::check_runtime_event_kind(kind);
     event_token token;
@@ -4338,8 +4412,10 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
 /// record_shapes, `write_inputs(stint::input_writer& w)` is called once at begin, while a session records,
 /// and writes each input with `w.value(x)` (tensors through their traits, scalars, strings, lists,
 /// `w.none()` for an absent one), encoded as STINT_OP encodes its arguments, within Config's limits;
-/// with with_flops the formula of the op's name applies. `name` lives for the process. Native frames
-/// (with_stack<native>) are not taken. With a disabled Config nothing is recorded.
+/// with with_flops the formula of the op's name applies. `name` is a `const char*` that lives for the
+/// process, or a std::string_view interned by its text (see the overloads above); a name that cannot
+/// be interned is copied, and its inputs are then left out. Native frames (with_stack<native>) are not
+/// taken. With a disabled Config nothing is recorded.
 ///
 ///     using shapes = stint::config<stint::record_shapes, stint::with_flops>;
 ///     auto op = stint::begin_event<shapes>(stint::event_kind::cpu_op, schema_name,
@@ -4347,26 +4423,42 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
 template <class Config, class WriteInputs>
     requires std::invocable<WriteInputs&, input_writer&>
 event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs) {
-    detail::check_runtime_event_kind(kind);
-    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    return detail::begin_named_event<Config>(kind, name, write_inputs);
+}
+template <class Config, class WriteInputs>
+    requires std::invocable<WriteInputs&, input_writer&>
+event_token begin_event(event_kind kind, std::string_view name, WriteInputs&& write_inputs) {
+    return detail::begin_named_event<Config>(kind, name, write_inputs);
+}
+
+namespace detail {
+
+/// The begin_events of an interned name: `name` is a const char* (by address) or a std::string_view
+/// (by text).
+template <class Config, class Name, class WriteInputs>
+event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs) {
+    check_runtime_event_kind(kind);
+    if constexpr (std::same_as<Name, const char*>) {
+        if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    }
     event_token token;
     if constexpr (Config::enabled) {
-        token.state_ = detail::recording.value.load(std::memory_order_relaxed);
-        if (!detail::is_recording_state(token.state_)) return token;
-        constexpr bool inputs = detail::captures_inputs<Config>;
+        token.state_ = recording.value.load(std::memory_order_relaxed);
+        if (!is_recording_state(token.state_)) return token;
+        constexpr bool inputs = captures_inputs<Config>;
         constexpr bool flops = Config::template has<with_flops>;
-        const detail::site* where = detail::named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
-        if (where == nullptr) {  // the table could not grow: copy the name instead
+        const site* where = named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
+        if (where == nullptr) {  // not interned: copy the name instead
             token.state_ = 0;
             return begin_event(kind, std::string_view(name), copy_name);
         }
         if constexpr (inputs) {
-            using limits = detail::shapes_limits_t<Config>;
+            using limits = shapes_limits_t<Config>;
             token.inputs_ = new (std::nothrow) std::byte[limits::max_bytes];
             if (token.inputs_ != nullptr) {
                 input_writer writer(token.inputs_, limits::max_bytes, limits::max_inputs, limits::max_dims,
                                     limits::max_bytes / 4, record_concrete_inputs(),
-                                    detail::capture_state.identities.load(std::memory_order_relaxed));
+                                    capture_state.identities.load(std::memory_order_relaxed));
                 try {
                     write_inputs(writer);
                 } catch (...) {
@@ -4384,6 +4476,8 @@ event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_i
     }
     return token;
 }
+
+}  // namespace detail
 
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
@@ -4564,6 +4658,203 @@ inline void add_args(std::span<const arg> args) noexcept {
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANNOTATIONS_EVENT_ARGS_HPP
 // ---- end stint/annotations/event_args.hpp ----
+
+// ---- begin stint/annotations/counter.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_COUNTER_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_COUNTER_HPP
+// Counters: a value (a queue's depth, a loss, bytes in flight) sampled at the current time while a
+// session records. Each sample is an event of kind `counter` at the thread's current depth, with its
+// value in the record; the traces draw one counter track per name in the process (Chrome's "ph": "C",
+// a Perfetto counter track). One relaxed load when nothing records; an instant's work, 16 bytes more,
+// when a session does.
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+
+// ---- begin stint/annotations/detail/counter_record.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_COUNTER_RECORD_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_COUNTER_RECORD_HPP
+// The record of a counter's sample: zero-length, at the thread's current depth (as an instant), with the
+// value in an 8-byte payload whose header's aux says how to read it. 40 bytes, appended inline as an
+// instant's 24 are; a new session or a full chunk goes to append_record_payload.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <span>
+#include <type_traits>
+
+
+namespace stint::detail {
+
+/// How a counter sample's 8 bytes read: the payload header's aux.
+inline constexpr std::uint32_t counter_integer = 0;  ///< a std::int64_t
+inline constexpr std::uint32_t counter_real = 1;     ///< a double
+
+/// A value as a counter record holds it.
+struct encoded_counter {
+    std::uint64_t bits;
+    std::uint32_t encoding;
+};
+
+/// Whether a counter may hold values of T: integers (bool included) and floating-point numbers.
+template <class T>
+inline constexpr bool is_counter_value = std::is_arithmetic_v<T>;
+
+/// A double's bits (std::bit_cast without <bit>: this header is the annotation header's).
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t bits_of(double value) noexcept {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+
+/// Integers become an int64 and floating-point numbers a double; an unsigned value above the int64 range
+/// is kept as a double (exact up to 2^53) rather than wrapped to a negative number.
+template <class T>
+STINT_DETAIL_ALWAYS_INLINE encoded_counter encode_counter(T value) noexcept {
+    static_assert(is_counter_value<T>, "stint: a counter's value must be an integer or a floating-point number");
+    if constexpr (std::is_floating_point_v<T>) {
+        return {bits_of(static_cast<double>(value)), counter_real};
+    } else {
+        if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+            if (value > static_cast<T>(INT64_MAX)) [[unlikely]] {
+                return {bits_of(static_cast<double>(value)), counter_real};
+            }
+        }
+        return {static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), counter_integer};
+    }
+}
+
+/// Bytes a counter sample takes in a buffer: the record, the payload header and the value.
+inline constexpr std::size_t counter_record_bytes = sizeof(record) + sizeof(payload_header) + 8;
+
+/// Appends a sample of the counter `where` (a payload_kind::counter site) for the session `state`, now.
+STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::uint32_t state,
+                                                      encoded_counter value) noexcept {
+    const std::uint64_t now = read_ticks();
+    thread_buffer& buffer = tls_buffer;
+    std::byte* at = buffer.cursor;
+    if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < counter_record_bytes) [[unlikely]] {
+        append_record_payload(where, buffer.depth, now, now, state, value.encoding,
+                              std::as_bytes(std::span<const std::uint64_t, 1>(&value.bits, 1)));
+        return;
+    }
+    ::new (at) record{where, buffer.depth, now, now};
+    const payload_header header{static_cast<std::uint32_t>(counter_record_bytes - sizeof(record)), value.encoding};
+    std::memcpy(at + sizeof(record), &header, sizeof(header));
+    std::memcpy(at + sizeof(record) + sizeof(header), &value.bits, sizeof(value.bits));
+    buffer.cursor = at + counter_record_bytes;
+    // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
+    buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
+/// The site of a counter named at run time (a name that lives for the process), made once through the
+/// installed slow path (annotations/detail/named_site_table.hpp). Null when it cannot be made: the sample
+/// is then counted as dropped on this thread (a session records, so a profiler installed the path).
+template <int = 0>
+STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path != nullptr) {
+        try {
+            return path->intern_named_site(name, event_kind::counter, false, false);
+        } catch (...) {
+            // out of memory: counted below
+        }
+    }
+    thread_buffer& buffer = tls_buffer;
+    if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+    return nullptr;
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_COUNTER_RECORD_HPP
+// ---- end stint/annotations/detail/counter_record.hpp ----
+
+namespace stint::detail {
+
+/// Samples the counter site `where` with the value `value_of()` returns, evaluated only while a session
+/// records (STINT_COUNTER).
+template <class ValueOf>
+STINT_DETAIL_ALWAYS_INLINE void sample_counter(const site& where, ValueOf&& value_of) {
+    const std::uint32_t state = recording.value.load(std::memory_order_relaxed);
+    if (is_recording_state(state)) append_counter_record(&where, state, encode_counter(value_of()));
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// A named counter for a hot loop, of integer or floating-point values: set() records the value now,
+/// while a session records. Its name must live for the process (a string literal): its samples point
+/// to it, and all counters of one name, on any thread, draw one track.
+///
+///     stint::counter<std::int64_t> depth{"queue depth"};
+///     depth.set(static_cast<std::int64_t>(queue.size()));
+///
+/// The first sample in the process makes the counter's site (once, under a lock); later ones cost what
+/// STINT_COUNTER's do. One counter may be set from several threads.
+template <class T>
+class counter {
+    static_assert(detail::is_counter_value<T>,
+                  "stint: stint::counter<T> needs an integer or floating-point T (std::int64_t, double, ...)");
+
+public:
+    explicit counter(const char* name) noexcept : name_(name) {}
+    counter(const counter& other) noexcept : name_(other.name_), site_(other.site_.load(std::memory_order_acquire)) {}
+    counter& operator=(const counter& other) noexcept {
+        name_ = other.name_;
+        site_.store(other.site_.load(std::memory_order_acquire), std::memory_order_release);
+        return *this;
+    }
+
+    /// Records `value` at the current time; one relaxed load when no session records.
+    STINT_DETAIL_ALWAYS_INLINE void set(T value) noexcept {
+        const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+        if (!detail::is_recording_state(state)) return;
+        // acquire: pairs with the release below, on the thread that made the site.
+        const detail::site* where = site_.load(std::memory_order_acquire);
+        if (where == nullptr) [[unlikely]] {
+            where = detail::intern_counter_site(name_, state);
+            if (where == nullptr) return;  // counted as dropped
+            site_.store(where, std::memory_order_release);
+        }
+        detail::append_counter_record(where, state, detail::encode_counter(value));
+    }
+
+    [[nodiscard]] std::string_view name() const noexcept { return name_; }
+
+private:
+    const char* name_;
+    std::atomic<const detail::site*> site_{nullptr};  // the interned site, once a sample made it
+};
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+#else
+/// Records the counter `name` (a string literal) at `value` (an integer or floating-point number) now.
+/// `value` is evaluated only while a session records.
+///
+///     STINT_COUNTER("queue depth", queue.size());
+///     STINT_COUNTER("loss", loss);
+#define STINT_COUNTER(name, value)                                                                           \
+    do {                                                                                                     \
+        static_assert(__builtin_constant_p(::std::string_view(name).size()),                                 \
+                      "stint: STINT_COUNTER needs a name known at compile time (a string literal); for a "   \
+                      "counter named at run time use stint::counter");                                       \
+        static constexpr ::stint::detail::site stint_counter_site_{                                          \
+            name, ::stint::event_kind::counter, ::stint::detail::payload_kind::counter,                      \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}};     \
+        if constexpr (STINT_CONFIG::enabled)                                                                 \
+            ::stint::detail::sample_counter(stint_counter_site_, [&] { return (value); });                   \
+    } while (false)
+#endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_COUNTER_HPP
+// ---- end stint/annotations/counter.hpp ----
 
 // ---- begin stint/memory/report.hpp ----
 #ifndef STINT_SINGLE_STINT_MEMORY_REPORT_HPP

@@ -104,6 +104,9 @@ enum class event_kind : std::uint8_t {
     flow_end,         ///< STINT_FLOW_END, flow_token::end: where it ran
     async_begin,      ///< stint::async_scope began (a span that may end on another thread)
     async_end,        ///< ... and ended
+    // Counters (annotations/counter.hpp): a value sampled now on the thread that set it, drawn on a counter
+    // track of the process (one per name), never as a slice of its thread; event_list::counter_of reads it.
+    counter,          ///< STINT_COUNTER, stint::counter
 };
 
 /// Whether events of this kind ran on a device (their device and stream say where), not on a CPU thread.
@@ -124,9 +127,10 @@ constexpr bool is_point_kind(event_kind kind) noexcept {
            kind == event_kind::async_end;
 }
 
-/// Whether an event of this kind lasts no time on its thread: an instant, a memory event or a point.
+/// Whether an event of this kind lasts no time on its thread: an instant, a memory event, a point or a
+/// counter's sample.
 constexpr bool is_zero_length_kind(event_kind kind) noexcept {
-    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind);
+    return kind == event_kind::instant || is_memory_kind(kind) || is_point_kind(kind) || kind == event_kind::counter;
 }
 
 /// Chrome trace category of a kind, as Kineto names it.
@@ -149,6 +153,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
         case event_kind::flow_end: return "flow";
         case event_kind::async_begin: return "async";
         case event_kind::async_end: return "async";
+        case event_kind::counter: return "counter";
     }
     return "unknown";
 }
@@ -909,6 +914,20 @@ struct unmatched_points {
         async_ends += o.async_ends;
         return *this;
     }
+};
+
+/// The value of a counter's sample (an event of kind `counter`: STINT_COUNTER, stint::counter), as it
+/// was set: an integer, or a floating-point number (`is_real`).
+///
+///     if (const auto v = list.counter_of(e)) fmt::print("{} = {}\n", e.name, v->as_double());
+struct counter_value {
+    std::int64_t integer = 0;  ///< the value, unless is_real
+    double real = 0;           ///< the value, when is_real
+    bool is_real = false;      ///< a floating-point value (or an unsigned one beyond the int64 range)
+
+    /// The value as a double (an integer beyond 2^53 rounded).
+    [[nodiscard]] double as_double() const noexcept { return is_real ? real : static_cast<double>(integer); }
+    friend bool operator==(const counter_value&, const counter_value&) noexcept = default;
 };
 
 /// A finished event. Times are nanoseconds since the session's base time; the `*_us`
@@ -2629,6 +2648,8 @@ enum class payload_kind : std::uint8_t {
                          ///< runtime name when the header's aux (its length) is not 0
     args,                ///< stint::add_args (annotations/event_args.hpp): no event of its own, the drain
                          ///< gives them to the innermost event around the record
+    counter,             ///< a counter's sample (begin and end ticks equal): its value in 8 bytes, an int64 or
+                         ///< a double as the header's aux says (annotations/detail/counter_record.hpp)
 };
 
 /// Whether records of this kind carry a payload after their 24 bytes.
@@ -3020,6 +3041,9 @@ struct slow_path {
     /// `inputs`: its records carry captured inputs; `flops`: its flops come from the formula of its name.
     /// May throw.
     const site* (*intern_named_site)(const char* name, event_kind kind, bool inputs, bool flops);
+    /// The site of a name given by its text (stint::begin_event with a std::string_view), the text copied
+    /// once; null when the process already holds max_interned_texts of them. May throw.
+    const site* (*intern_text_site)(std::string_view name, event_kind kind, bool inputs, bool flops);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -3291,6 +3315,7 @@ void record_outputs(const Values&... values) noexcept {
 #define STINT_OP(config, name, ...) static_assert(true, "")
 #define STINT_OP_FLOPS(config, name, formula, ...) static_assert(true, "")
 #define STINT_INSTANT(name) static_assert(true, "")
+#define STINT_COUNTER(name, value) static_assert(true, "")
 #define STINT_SCOPE_DYNAMIC(prefix, method, object) static_assert(true, "")
 #define STINT_FLOW_BEGIN(id) static_assert(true, "")
 #define STINT_FLOW_END(id) static_assert(true, "")
@@ -4681,57 +4706,96 @@ inline const site* intern_dynamic_site_in_table(dynamic_site& where, const std::
 // ---- begin stint/annotations/detail/named_site_table.hpp ----
 #ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_NAMED_SITE_TABLE_HPP
 #define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_NAMED_SITE_TABLE_HPP
-// The process's table of sites for names that live for the process (stint::begin_event with a
-// `const char*`): one site per (name pointer, kind, inputs captured, flops), made the first time and never freed, so that each
-// event is a plain 24-byte record that points to it. The slow path of begin_event, reached through the
-// installed slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
+// The process's table of sites for names given at run time (stint::begin_event, stint::counter): one
+// site per (name, kind, inputs captured, flops), made the first time and never freed, so that each event
+// is a plain record that points to it. A `const char*` that lives for the process is keyed by its
+// address and pointed to; a std::string_view is keyed by its text, copied once into the table (a bounded
+// number of texts: a program that makes a new name per event must not grow the table without end). The
+// slow path of begin_event and of a counter's first sample, reached through the installed slow-path
+// table (recording/slow_path.hpp), so that the annotation header needs none of this.
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 
 namespace stint::detail {
+
+/// How many distinct texts the process interns; past them, begin_event copies the name into each record.
+inline constexpr std::size_t max_interned_texts = 16384;
+
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// Every site made for a process-lifetime name, by its address and kind. Process-wide and leaked, like
-/// the registry: its sites must outlive every record and event.
+/// Every site made for a name given at run time. Process-wide and leaked, like the registry: its sites
+/// (and the texts they point to) must outlive every record and event.
 class named_site_table {
 public:
     const site& intern(const char* name, event_kind kind, bool inputs, bool flops) {
         std::lock_guard lock(mutex_);
-        auto [it, added] = sites_.try_emplace(key{name, kind, inputs, flops}, nullptr);
+        auto [it, added] = by_address_.try_emplace(key<const char*>{name, kind, inputs, flops}, nullptr);
         if (added) {
             try {
-                const std::string_view text(name);
-                it->second = new site{text, kind, inputs ? payload_kind::inputs : payload_kind::none, {},
-                                      flops ? flop_formula(text) : flop_formula()};
+                it->second = make_site(std::string_view(name), kind, inputs, flops);
             } catch (...) {
-                sites_.erase(it);
+                by_address_.erase(it);
                 throw;
             }
         }
         return *it->second;
     }
 
+    /// Null when max_interned_texts are held already.
+    const site* intern_text(std::string_view name, event_kind kind, bool inputs, bool flops) {
+        std::lock_guard lock(mutex_);
+        const auto found = by_text_.find(key<std::string_view>{name, kind, inputs, flops});
+        if (found != by_text_.end()) return found->second;
+        if (texts_.size() >= max_interned_texts) return nullptr;
+        texts_.reserve(texts_.size() + 1);  // so that the push below cannot throw
+        auto text = std::make_unique<const std::string>(name);
+        const site* made = make_site(*text, kind, inputs, flops);
+        try {
+            by_text_.emplace(key<std::string_view>{*text, kind, inputs, flops}, made);
+        } catch (...) {
+            delete made;
+            throw;
+        }
+        texts_.push_back(std::move(text));
+        return made;
+    }
+
 private:
+    static const site* make_site(std::string_view text, event_kind kind, bool inputs, bool flops) {
+        // A counter's records carry its value (stint::counter); an op's, its inputs when captured.
+        const payload_kind payload = kind == event_kind::counter ? payload_kind::counter
+                                     : inputs                    ? payload_kind::inputs
+                                                                 : payload_kind::none;
+        return new site{text, kind, payload, {}, flops ? flop_formula(text) : flop_formula()};
+    }
+
+    template <class Name>
     struct key {
-        const char* name;
+        Name name;
         event_kind kind;
         bool inputs;
         bool flops;
         bool operator==(const key&) const = default;
     };
     struct key_hash {
-        std::size_t operator()(const key& k) const noexcept {
-            return std::hash<const void*>{}(k.name) * 31 + static_cast<std::size_t>(k.kind) * 4 +
-                   (k.inputs ? 2U : 0U) + (k.flops ? 1U : 0U);
+        template <class Name>
+        std::size_t operator()(const key<Name>& k) const noexcept {
+            return std::hash<Name>{}(k.name) * 31 + static_cast<std::size_t>(k.kind) * 4 + (k.inputs ? 2U : 0U) +
+                   (k.flops ? 1U : 0U);
         }
     };
     std::mutex mutex_;
-    std::unordered_map<key, const site*, key_hash> sites_;
+    std::unordered_map<key<const char*>, const site*, key_hash> by_address_;
+    std::unordered_map<key<std::string_view>, const site*, key_hash> by_text_;  // views of texts_
+    std::vector<std::unique_ptr<const std::string>> texts_;
 };
 
 STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
@@ -4741,9 +4805,12 @@ STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
-/// The table's entry for the slow-path table.
+/// The table's entries for the slow-path table.
 inline const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
     return &the_named_site_table().intern(name, kind, inputs, flops);
+}
+inline const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
+    return the_named_site_table().intern_text(name, kind, inputs, flops);
 }
 
 }  // namespace stint::detail
@@ -5906,7 +5973,8 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 /// load: an initializer would emit the registry's code in every file that includes this header.)
 inline const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table, &intern_named_site_in_table};
+                                     &intern_dynamic_site_in_table, &intern_named_site_in_table,
+                                     &intern_text_site_in_table};
     return table;
 }
 inline bool install_registry_slow_path() noexcept {
@@ -6709,9 +6777,9 @@ private:
 #define STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
 // stint::begin_event: an event whose name and kind a framework knows only at run time (its operator
 // observer's callback: the op's schema name, cpu_op), begun in one callback and ended in another. A
-// name that lives for the process is interned once into a site of its own, so each event is a plain
-// 24-byte record pointing to it (no allocation, no copy); a transient name is copied once, at begin,
-// and travels in the record as STINT_SCOPE_NAMED's does.
+// name that lives for the process (a `const char*`) is interned once by its address, a std::string_view
+// once by its text, each into a site of its own, so that each event is a plain 24-byte record pointing
+// to it (no allocation, no copy); copy_name copies the name into each event's record instead.
 
 #include <atomic>
 #include <concepts>
@@ -6733,11 +6801,11 @@ struct copy_name_t {
 inline constexpr copy_name_t copy_name{};
 
 class event_token;
-event_token begin_event(event_kind kind, const char* name);
 event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
-template <class Config, class WriteInputs>
-    requires std::invocable<WriteInputs&, input_writer&>
-event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
+namespace detail {
+template <class Config, class Name, class WriteInputs>
+event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs);
+}  // namespace detail
 
 namespace detail {
 
@@ -6782,6 +6850,58 @@ inline const site* named_site(const char* name, event_kind kind, std::uint8_t va
     named_site_slot& slot = named_site_cache[(bits * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
     if (slot.name == name && slot.kind == kind && slot.variant == variant) return slot.where;
     return intern_named_site(name, kind, variant, slot);
+}
+
+/// Each thread's cache of names interned by their text: direct-mapped by the text's hash, kind and
+/// variant, checked against the site's own copy of the text.
+struct text_site_slot {
+    std::uint64_t hash = 0;
+    std::uint8_t variant = 0;
+    const site* where = nullptr;
+};
+inline thread_local text_site_slot text_site_cache[named_site_slots];
+/// Set once the process's table refused a text (max_interned_texts): this thread then copies the names
+/// its cache does not hold, without taking the table's lock per event.
+inline thread_local bool text_table_full = false;
+
+/// FNV-1a: names are short, so a byte loop is as fast as anything and needs no header.
+constexpr std::uint64_t hash_text(std::string_view text) noexcept {
+    std::uint64_t hash = 0xcbf29ce484222325ULL;
+    for (const char c : text) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+template <int = 0>
+STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+                                               std::uint64_t hash, text_site_slot& slot) noexcept {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr) return nullptr;
+    try {
+        const site* where = path->intern_text_site(name, kind, (variant & 2U) != 0, (variant & 1U) != 0);
+        if (where == nullptr) {
+            text_table_full = true;
+            return nullptr;
+        }
+        slot = {hash, variant, where};
+        return where;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+/// The interned site of a name given by its text; null when it cannot be interned (the caller copies it).
+inline const site* named_site(std::string_view name, event_kind kind, std::uint8_t variant = 0) noexcept {
+    const std::uint64_t hash = hash_text(name) ^ (static_cast<std::uint64_t>(kind) << 2 | variant);
+    text_site_slot& slot = text_site_cache[(hash * 0x9E3779B97F4A7C15ULL) >> 56 & (named_site_slots - 1)];
+    if (slot.hash == hash && slot.variant == variant && slot.where != nullptr && slot.where->kind == kind &&
+        slot.where->name == name) {
+        return slot.where;
+    }
+    if (text_table_full) return nullptr;
+    return intern_text_site(name, kind, variant, hash, slot);
 }
 
 /// The site of a copied name of `kind`: the name travels in the record.
@@ -6853,9 +6973,8 @@ public:
 
 private:
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
-    template <class Config, class WriteInputs>
-        requires std::invocable<WriteInputs&, input_writer&>
-    friend event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs);
+    template <class Config, class Name, class WriteInputs>
+    friend event_token detail::begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs);
 
     void open(const detail::site* where) noexcept {
         where_ = where;
@@ -6876,18 +6995,30 @@ private:
 
 /// Begins an event of `kind` (event_kind::cpu_op, user_annotation or module) named by `name`, a string
 /// that lives for the process (an op schema's name, a string literal, an interned string): interned
-/// once, then each event is a 24-byte record. Costs one relaxed load when nothing records. Throws
-/// std::invalid_argument for another kind or a null name.
+/// once by its address, then each event is a 24-byte record. Costs one relaxed load when nothing
+/// records. Throws std::invalid_argument for another kind or a null name.
 ///
 ///     stint::event_token op = stint::begin_event(stint::event_kind::cpu_op, schema.name());
 ///     ... // later, perhaps in another callback on the same thread:
 ///     op.end();
 inline event_token begin_event(event_kind kind, const char* name) {
-    return begin_event<config<>>(kind, name, [](input_writer&) {});  // a config that captures nothing
+    const auto none = [](input_writer&) {};
+    return detail::begin_named_event<config<>>(kind, name, none);  // a config that captures nothing
 }
 
-/// begin_event for a name that does not live for the process: copied once, at begin, only while a
-/// session records. A name longer than the records hold is cut and counted, as STINT_SCOPE_NAMED's.
+/// begin_event for a name that need not outlive the call (a std::string a framework builds, an autograd
+/// node's name): interned by its text, copied once into the process's table, so that each later event
+/// of the same name is a 24-byte record too. It costs a hash of the name per event. Past
+/// stint::detail::max_interned_texts distinct texts in the process, the names not yet interned are
+/// copied into each event's record, as copy_name does.
+inline event_token begin_event(event_kind kind, std::string_view name) {
+    const auto none = [](input_writer&) {};
+    return detail::begin_named_event<config<>>(kind, name, none);
+}
+
+/// begin_event that copies the name into the event's record: for names that seldom repeat (a step
+/// number in the name). Copied once, at begin, only while a session records. A name longer than the
+/// records hold is cut and counted, as STINT_SCOPE_NAMED's.
 inline event_token begin_event(event_kind kind, std::string_view name, copy_name_t) {
     detail::check_runtime_event_kind(kind);
     event_token token;
@@ -6914,8 +7045,10 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
 /// record_shapes, `write_inputs(stint::input_writer& w)` is called once at begin, while a session records,
 /// and writes each input with `w.value(x)` (tensors through their traits, scalars, strings, lists,
 /// `w.none()` for an absent one), encoded as STINT_OP encodes its arguments, within Config's limits;
-/// with with_flops the formula of the op's name applies. `name` lives for the process. Native frames
-/// (with_stack<native>) are not taken. With a disabled Config nothing is recorded.
+/// with with_flops the formula of the op's name applies. `name` is a `const char*` that lives for the
+/// process, or a std::string_view interned by its text (see the overloads above); a name that cannot
+/// be interned is copied, and its inputs are then left out. Native frames (with_stack<native>) are not
+/// taken. With a disabled Config nothing is recorded.
 ///
 ///     using shapes = stint::config<stint::record_shapes, stint::with_flops>;
 ///     auto op = stint::begin_event<shapes>(stint::event_kind::cpu_op, schema_name,
@@ -6923,26 +7056,42 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
 template <class Config, class WriteInputs>
     requires std::invocable<WriteInputs&, input_writer&>
 event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_inputs) {
-    detail::check_runtime_event_kind(kind);
-    if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    return detail::begin_named_event<Config>(kind, name, write_inputs);
+}
+template <class Config, class WriteInputs>
+    requires std::invocable<WriteInputs&, input_writer&>
+event_token begin_event(event_kind kind, std::string_view name, WriteInputs&& write_inputs) {
+    return detail::begin_named_event<Config>(kind, name, write_inputs);
+}
+
+namespace detail {
+
+/// The begin_events of an interned name: `name` is a const char* (by address) or a std::string_view
+/// (by text).
+template <class Config, class Name, class WriteInputs>
+event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inputs) {
+    check_runtime_event_kind(kind);
+    if constexpr (std::same_as<Name, const char*>) {
+        if (name == nullptr) throw std::invalid_argument("stint: begin_event: the name is null");
+    }
     event_token token;
     if constexpr (Config::enabled) {
-        token.state_ = detail::recording.value.load(std::memory_order_relaxed);
-        if (!detail::is_recording_state(token.state_)) return token;
-        constexpr bool inputs = detail::captures_inputs<Config>;
+        token.state_ = recording.value.load(std::memory_order_relaxed);
+        if (!is_recording_state(token.state_)) return token;
+        constexpr bool inputs = captures_inputs<Config>;
         constexpr bool flops = Config::template has<with_flops>;
-        const detail::site* where = detail::named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
-        if (where == nullptr) {  // the table could not grow: copy the name instead
+        const site* where = named_site(name, kind, (inputs ? 2U : 0U) | (flops ? 1U : 0U));
+        if (where == nullptr) {  // not interned: copy the name instead
             token.state_ = 0;
             return begin_event(kind, std::string_view(name), copy_name);
         }
         if constexpr (inputs) {
-            using limits = detail::shapes_limits_t<Config>;
+            using limits = shapes_limits_t<Config>;
             token.inputs_ = new (std::nothrow) std::byte[limits::max_bytes];
             if (token.inputs_ != nullptr) {
                 input_writer writer(token.inputs_, limits::max_bytes, limits::max_inputs, limits::max_dims,
                                     limits::max_bytes / 4, record_concrete_inputs(),
-                                    detail::capture_state.identities.load(std::memory_order_relaxed));
+                                    capture_state.identities.load(std::memory_order_relaxed));
                 try {
                     write_inputs(writer);
                 } catch (...) {
@@ -6961,9 +7110,208 @@ event_token begin_event(event_kind kind, const char* name, WriteInputs&& write_i
     return token;
 }
 
+}  // namespace detail
+
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANNOTATIONS_RUNTIME_EVENT_HPP
 // ---- end stint/annotations/runtime_event.hpp ----
+
+// ---- begin stint/annotations/counter.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_COUNTER_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_COUNTER_HPP
+// Counters: a value (a queue's depth, a loss, bytes in flight) sampled at the current time while a
+// session records. Each sample is an event of kind `counter` at the thread's current depth, with its
+// value in the record; the traces draw one counter track per name in the process (Chrome's "ph": "C",
+// a Perfetto counter track). One relaxed load when nothing records; an instant's work, 16 bytes more,
+// when a session does.
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+
+// ---- begin stint/annotations/detail/counter_record.hpp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_COUNTER_RECORD_HPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_COUNTER_RECORD_HPP
+// The record of a counter's sample: zero-length, at the thread's current depth (as an instant), with the
+// value in an 8-byte payload whose header's aux says how to read it. 40 bytes, appended inline as an
+// instant's 24 are; a new session or a full chunk goes to append_record_payload.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <span>
+#include <type_traits>
+
+
+namespace stint::detail {
+
+/// How a counter sample's 8 bytes read: the payload header's aux.
+inline constexpr std::uint32_t counter_integer = 0;  ///< a std::int64_t
+inline constexpr std::uint32_t counter_real = 1;     ///< a double
+
+/// A value as a counter record holds it.
+struct encoded_counter {
+    std::uint64_t bits;
+    std::uint32_t encoding;
+};
+
+/// Whether a counter may hold values of T: integers (bool included) and floating-point numbers.
+template <class T>
+inline constexpr bool is_counter_value = std::is_arithmetic_v<T>;
+
+/// A double's bits (std::bit_cast without <bit>: this header is the annotation header's).
+STINT_DETAIL_ALWAYS_INLINE std::uint64_t bits_of(double value) noexcept {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+
+/// Integers become an int64 and floating-point numbers a double; an unsigned value above the int64 range
+/// is kept as a double (exact up to 2^53) rather than wrapped to a negative number.
+template <class T>
+STINT_DETAIL_ALWAYS_INLINE encoded_counter encode_counter(T value) noexcept {
+    static_assert(is_counter_value<T>, "stint: a counter's value must be an integer or a floating-point number");
+    if constexpr (std::is_floating_point_v<T>) {
+        return {bits_of(static_cast<double>(value)), counter_real};
+    } else {
+        if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+            if (value > static_cast<T>(INT64_MAX)) [[unlikely]] {
+                return {bits_of(static_cast<double>(value)), counter_real};
+            }
+        }
+        return {static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), counter_integer};
+    }
+}
+
+/// Bytes a counter sample takes in a buffer: the record, the payload header and the value.
+inline constexpr std::size_t counter_record_bytes = sizeof(record) + sizeof(payload_header) + 8;
+
+/// Appends a sample of the counter `where` (a payload_kind::counter site) for the session `state`, now.
+STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::uint32_t state,
+                                                      encoded_counter value) noexcept {
+    const std::uint64_t now = read_ticks();
+    thread_buffer& buffer = tls_buffer;
+    std::byte* at = buffer.cursor;
+    if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < counter_record_bytes) [[unlikely]] {
+        append_record_payload(where, buffer.depth, now, now, state, value.encoding,
+                              std::as_bytes(std::span<const std::uint64_t, 1>(&value.bits, 1)));
+        return;
+    }
+    ::new (at) record{where, buffer.depth, now, now};
+    const payload_header header{static_cast<std::uint32_t>(counter_record_bytes - sizeof(record)), value.encoding};
+    std::memcpy(at + sizeof(record), &header, sizeof(header));
+    std::memcpy(at + sizeof(record) + sizeof(header), &value.bits, sizeof(value.bits));
+    buffer.cursor = at + counter_record_bytes;
+    // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
+    buffer.current->published.store(buffer.cursor, std::memory_order_release);
+}
+
+/// The site of a counter named at run time (a name that lives for the process), made once through the
+/// installed slow path (annotations/detail/named_site_table.hpp). Null when it cannot be made: the sample
+/// is then counted as dropped on this thread (a session records, so a profiler installed the path).
+template <int = 0>
+STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path != nullptr) {
+        try {
+            return path->intern_named_site(name, event_kind::counter, false, false);
+        } catch (...) {
+            // out of memory: counted below
+        }
+    }
+    thread_buffer& buffer = tls_buffer;
+    if (buffer.node != nullptr && buffer.state == state) bump(buffer.node->dropped);
+    return nullptr;
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_COUNTER_RECORD_HPP
+// ---- end stint/annotations/detail/counter_record.hpp ----
+
+namespace stint::detail {
+
+/// Samples the counter site `where` with the value `value_of()` returns, evaluated only while a session
+/// records (STINT_COUNTER).
+template <class ValueOf>
+STINT_DETAIL_ALWAYS_INLINE void sample_counter(const site& where, ValueOf&& value_of) {
+    const std::uint32_t state = recording.value.load(std::memory_order_relaxed);
+    if (is_recording_state(state)) append_counter_record(&where, state, encode_counter(value_of()));
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// A named counter for a hot loop, of integer or floating-point values: set() records the value now,
+/// while a session records. Its name must live for the process (a string literal): its samples point
+/// to it, and all counters of one name, on any thread, draw one track.
+///
+///     stint::counter<std::int64_t> depth{"queue depth"};
+///     depth.set(static_cast<std::int64_t>(queue.size()));
+///
+/// The first sample in the process makes the counter's site (once, under a lock); later ones cost what
+/// STINT_COUNTER's do. One counter may be set from several threads.
+template <class T>
+class counter {
+    static_assert(detail::is_counter_value<T>,
+                  "stint: stint::counter<T> needs an integer or floating-point T (std::int64_t, double, ...)");
+
+public:
+    explicit counter(const char* name) noexcept : name_(name) {}
+    counter(const counter& other) noexcept : name_(other.name_), site_(other.site_.load(std::memory_order_acquire)) {}
+    counter& operator=(const counter& other) noexcept {
+        name_ = other.name_;
+        site_.store(other.site_.load(std::memory_order_acquire), std::memory_order_release);
+        return *this;
+    }
+
+    /// Records `value` at the current time; one relaxed load when no session records.
+    STINT_DETAIL_ALWAYS_INLINE void set(T value) noexcept {
+        const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
+        if (!detail::is_recording_state(state)) return;
+        // acquire: pairs with the release below, on the thread that made the site.
+        const detail::site* where = site_.load(std::memory_order_acquire);
+        if (where == nullptr) [[unlikely]] {
+            where = detail::intern_counter_site(name_, state);
+            if (where == nullptr) return;  // counted as dropped
+            site_.store(where, std::memory_order_release);
+        }
+        detail::append_counter_record(where, state, detail::encode_counter(value));
+    }
+
+    [[nodiscard]] std::string_view name() const noexcept { return name_; }
+
+private:
+    const char* name_;
+    std::atomic<const detail::site*> site_{nullptr};  // the interned site, once a sample made it
+};
+
+}  // namespace stint
+
+#if defined(STINT_DISABLE)
+#else
+/// Records the counter `name` (a string literal) at `value` (an integer or floating-point number) now.
+/// `value` is evaluated only while a session records.
+///
+///     STINT_COUNTER("queue depth", queue.size());
+///     STINT_COUNTER("loss", loss);
+#define STINT_COUNTER(name, value)                                                                           \
+    do {                                                                                                     \
+        static_assert(__builtin_constant_p(::std::string_view(name).size()),                                 \
+                      "stint: STINT_COUNTER needs a name known at compile time (a string literal); for a "   \
+                      "counter named at run time use stint::counter");                                       \
+        static constexpr ::stint::detail::site stint_counter_site_{                                          \
+            name, ::stint::event_kind::counter, ::stint::detail::payload_kind::counter,                      \
+            ::stint::detail::source_location{__builtin_FILE(), __builtin_FUNCTION(), __builtin_LINE()}};     \
+        if constexpr (STINT_CONFIG::enabled)                                                                 \
+            ::stint::detail::sample_counter(stint_counter_site_, [&] { return (value); });                   \
+    } while (false)
+#endif
+#endif  // STINT_SINGLE_STINT_ANNOTATIONS_COUNTER_HPP
+// ---- end stint/annotations/counter.hpp ----
 
 // ---- begin stint/analysis/event_list.hpp ----
 #ifndef STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
@@ -7625,6 +7973,17 @@ public:
                                          [](const point_entry& p, event_index v) { return p.event < v; });
         return at != points_.end() && at->event == i ? at->id : 0;
     }
+    /// The value a counter's sample recorded (its kind is `counter`); nothing for other events.
+    [[nodiscard]] std::optional<counter_value> counter_of(const event& e) const noexcept {
+        if (e.kind != event_kind::counter) return std::nullopt;
+        const event_index i = index_of(e);
+        const auto at = std::lower_bound(counters_.begin(), counters_.end(), i,
+                                         [](const counter_entry& c, event_index v) { return c.event < v; });
+        if (at == counters_.end() || at->event != i) return std::nullopt;
+        return at->value;
+    }
+    /// Whether the list holds counters' samples.
+    [[nodiscard]] bool has_counters() const noexcept { return !counters_.empty(); }
     /// The flows whose two points are both in the list, in the order their ends ran. The scopes they
     /// join are the points' parents.
     ///
@@ -7693,6 +8052,11 @@ private:
         std::uint64_t id;
     };
     std::vector<point_entry> points_;  // the points' ids, by event index
+    struct counter_entry {
+        event_index event;
+        counter_value value;
+    };
+    std::vector<counter_entry> counters_;  // the counters' values, by event index
     std::vector<flow_link> flows_;
     std::vector<async_span> async_spans_;
     unmatched_points unmatched_;
@@ -8250,6 +8614,9 @@ public:
     /// Event i (a flow or async span point, as added) carried `id`; build() pairs the points.
     void set_point_id(event_index i, std::uint64_t id) { point_ids_.push_back({i, id}); }
 
+    /// Event i (a counter's sample, as added) recorded `value`.
+    void set_counter_value(event_index i, const counter_value& value) { counter_values_.push_back({i, value}); }
+
     void set_args(event_index i, event_args args) {
         ev().extra_to_write(i).args = static_cast<event_index>(list_.args_.size());
         list_.args_.push_back(std::move(args));
@@ -8318,6 +8685,7 @@ public:
         ev().permute(order);
         link_tree(original);
         if (!point_ids_.empty()) link_points(original);
+        if (!counter_values_.empty()) place_counter_values(original);
         if (!list_.device_args_.empty()) link_device_events();
         if (!list_.memory_records_.empty()) resolve_memory();
         if (call_stacks_) {
@@ -8660,6 +9028,16 @@ private:
         }
     }
 
+    // Gives the counters' values to their samples by final index.
+    void place_counter_values(const std::vector<event_index>& original) {
+        std::vector<event_index> position(ev().size());
+        for (event_index i = 0; i < ev().size(); ++i) position[original[i]] = i;
+        auto& counters = list_.counters_;
+        counters.reserve(counter_values_.size());
+        for (const auto& [added, value] : counter_values_) counters.push_back({position[added], value});
+        std::sort(counters.begin(), counters.end(), [](const auto& a, const auto& b) { return a.event < b.event; });
+    }
+
     // Gives the points their ids (by final index) and pairs them. A flow's begin pairs with the next end
     // of its id in time; among points of one id in one tick (a coarse clock makes them common) the
     // list's order decides, which on one thread is the program's (§8), and an end that comes before any
@@ -8825,6 +9203,7 @@ private:
     std::vector<exact_place> exact_;    // per event as added, during build()
     std::vector<memory_order_entry> memory_order_;  // per memory event, as added
     std::vector<std::pair<event_index, std::uint64_t>> point_ids_;  // per point: as added, its id
+    std::vector<std::pair<event_index, counter_value>> counter_values_;  // per counter sample: as added, its value
     std::vector<std::vector<std::uint64_t>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
@@ -8897,6 +9276,7 @@ inline void event_list::append(const event_list& later) {
         device_offset, memory_offset);
     args_.insert(args_.end(), later.args_.begin(), later.args_.end());
     for (const point_entry& p : later.points_) points_.push_back({p.event + offset, p.id});
+    for (const counter_entry& c : later.counters_) counters_.push_back({c.event + offset, c.value});
     for (const flow_link& f : later.flows_) flows_.push_back({f.id, f.begin + offset, f.end + offset});
     for (const async_span& a : later.async_spans_) async_spans_.push_back({a.id, a.begin + offset, relink(a.end)});
     unmatched_ += later.unmatched_;
@@ -9113,10 +9493,13 @@ private:
 }
 
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
-// child is skipped); no_index when none. Without memory events no sibling is read.
+// child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
+// memory events or counters no sibling is read.
 [[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
-    if (!list.has_memory_events()) return i;
-    while (i != no_index && list[i].kind == event_kind::memory) i = list[i].next_sibling;
+    if (!list.has_memory_events() && !list.has_counters()) return i;
+    while (i != no_index && (list[i].kind == event_kind::memory || list[i].kind == event_kind::counter)) {
+        i = list[i].next_sibling;
+    }
     return i;
 }
 
@@ -9693,7 +10076,11 @@ inline void check_options(const table_options& options) {
         break;
     }
     for (const event& e : events) {
-        if (detail::is_nested_memory(e) || detail::is_folded_recursion(events, e, names)) continue;
+        // A counter's sample is a value, not work: no row.
+        if (e.kind == event_kind::counter || detail::is_nested_memory(e) ||
+            detail::is_folded_recursion(events, e, names)) {
+            continue;
+        }
         detail::table_row& r = rows.emplace_back();
         r.name = names(e.name);
         const detail::torch_times times = detail::torch_event_times(events, e, names);
@@ -9918,7 +10305,8 @@ inline void add_async_span(averaged_event& a, const event_list& events, const as
 }
 
 // Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
-// for each async span that ended: flow points are no rows, an async span is one row at its begin.
+// for each async span that ended: flow points and counters' samples are no rows, an async span is one
+// row at its begin.
 template <class OnEvent, class OnSpan>
 void for_each_averaged(const event_list& events, display_names& names, OnEvent&& on_event, OnSpan&& on_span) {
     std::size_t span = 0;
@@ -9933,7 +10321,7 @@ void for_each_averaged(const event_list& events, display_names& names, OnEvent&&
             }
             continue;
         }
-        if (is_nested_memory(e) || is_folded_recursion(events, e, names)) continue;
+        if (e.kind == event_kind::counter || is_nested_memory(e) || is_folded_recursion(events, e, names)) continue;
         on_event(e);
     }
 }
@@ -11826,14 +12214,32 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 // session needs no memory beyond the records' own.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
 
 
 namespace stint::detail {
+
+/// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
+/// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
+inline counter_value read_counter(const record_payload& payload) noexcept {
+    counter_value value;
+    std::uint64_t bits = 0;
+    if (payload.bytes.size() < sizeof(bits)) return value;
+    std::memcpy(&bits, payload.bytes.data(), sizeof(bits));
+    value.is_real = payload.aux == counter_real;
+    if (value.is_real) {
+        value.real = std::bit_cast<double>(bits);
+    } else {
+        value.integer = static_cast<std::int64_t>(bits);
+    }
+    return value;
+}
 
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
@@ -11848,7 +12254,8 @@ public:
         std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
         /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
         std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
-        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name
+        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name or
+                                       ///< a counter's value
     };
 
     record_store() = default;
@@ -11895,10 +12302,13 @@ public:
                 return;
             }
             ++t.events;
-            if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name) {
+            // A counter's value is written from the records too (chrome_trace_records.hpp).
+            if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name &&
+                where.payload != payload_kind::counter) {
                 t.timing_only = false;
             }
-            if (where.kind != event_kind::instant && !is_point_kind(where.kind)) {
+            if (where.kind != event_kind::instant && !is_point_kind(where.kind) &&
+                where.kind != event_kind::counter) {
                 t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
             }
         });
@@ -12442,6 +12852,10 @@ public:
                     builder.set_point_id(i, point.id);
                     break;
                 }
+                case payload_kind::counter:
+                    i = builder.add(where.kind, where.name, thread, start, start, at);
+                    builder.set_counter_value(i, read_counter(payload));
+                    break;
                 case payload_kind::runtime_name_inputs: {
                     const std::string_view name = runtime_name_of(payload);
                     i = builder.add_copy(where.kind, name, thread, start, end, at);
@@ -12458,7 +12872,8 @@ public:
                 }
             }
             builder.set_record_depth(i, r.depth());
-            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind) && !is_point_kind(where.kind)) {
+            if (where.kind != event_kind::overhead && !is_memory_kind(where.kind) && !is_point_kind(where.kind) &&
+                where.kind != event_kind::counter) {
                 last_scope = i;
                 last_scope_end = r.end_ticks;
                 last_scope_depth = r.depth();
@@ -14181,6 +14596,66 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 #include <fmt/format.h>
 
 
+// ---- begin stint/export/counter_tracks.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+#define STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+// What the traces draw as counter tracks, one per name in the process: each counter's samples
+// (STINT_COUNTER, stint::counter), and the memory totals that profile_memory's events carry, "Total
+// Allocated (cpu)" and "Total Reserved (cpu)" (one pair per device), so that the memory curve shows
+// under the ops. The Chrome and Perfetto traces read them here, so both draw the same tracks.
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+
+namespace stint::detail {
+
+/// The counter samples of an event list's events, event by event. Names of memory tracks are made
+/// once per device and stay valid for the object's life.
+class counter_samples {
+public:
+    /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
+    /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
+    /// Total Reserved, just after it (in_bytes). Other events add none.
+    template <class OnSample>
+    void of(const event_list& events, const event& e, OnSample&& on_sample) {
+        if (e.kind == event_kind::counter) {
+            if (const std::optional<counter_value> value = events.counter_of(e)) on_sample(e.name, *value, false);
+            return;
+        }
+        const memory_record* memory = events.memory_of(e);
+        if (memory == nullptr) return;
+        const memory_names& names = names_of(memory->device);
+        on_sample(std::string_view(names.allocated), counter_value{.integer = memory->total_allocated}, true);
+        on_sample(std::string_view(names.reserved), counter_value{.integer = memory->total_reserved}, true);
+    }
+
+private:
+    struct memory_names {
+        stint::device where;
+        std::string allocated;  // "Total Allocated (cpu)", "Total Allocated (cuda:0)"
+        std::string reserved;
+    };
+
+    const memory_names& names_of(stint::device where) {
+        for (const memory_names& n : memory_names_) {
+            if (n.where == where) return n;
+        }
+        std::string device(device_type_name(where.type));
+        if (where.type != device_type::cpu) device += ":" + std::to_string(where.index);
+        memory_names_.push_back({where, "Total Allocated (" + device + ")", "Total Reserved (" + device + ")"});
+        return memory_names_.back();
+    }
+
+    std::deque<memory_names> memory_names_;  // a deque never moves its strings: views stay valid
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+// ---- end stint/export/counter_tracks.hpp ----
+
 // ---- begin stint/export/device_trace.hpp ----
 #ifndef STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
 #define STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
@@ -14718,8 +15193,9 @@ public:
     explicit trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
-            // Viewers do not shift by instants' ts, nor by flow and async points'.
-            if (e.kind == event_kind::instant || is_point_kind(e.kind)) continue;
+            // Viewers do not shift by instants' ts, nor by flow and async points', nor by counters' (drawn
+            // on the process's counter tracks, not on this row).
+            if (e.kind == event_kind::instant || is_point_kind(e.kind) || e.kind == event_kind::counter) continue;
             double& origin = origins_[row(e)];
             origin = std::fmin(origin, trace_microseconds(e.start_ns));
         }
@@ -15173,6 +15649,30 @@ void write_point(Writer& out, event_kind kind, std::string_view name, std::uint6
     out.commit(o);
 }
 
+/// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
+/// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
+/// `, "pid": P, "tid": T, "ts": `. A value JSON cannot hold (NaN, an infinity) is written as a string,
+/// as json_writer::number writes it.
+template <class Writer>
+void write_counter_sample(Writer& out, std::string_view name, const counter_value& value, std::string_view where,
+                          std::int64_t ts_ns) {
+    char* o = out.reserve(64 + 2 * json_string_bound(name.size()) + where.size());
+    o = write_literal(o, ",\n    {\"ph\": \"C\", \"name\": ");
+    o = write_json_string(o, name);
+    o = std::copy(where.begin(), where.end(), o);
+    o = write_microseconds(o, ts_ns);
+    o = write_literal(o, ", \"args\": {");
+    o = write_json_string(o, name);
+    o = write_literal(o, ": ");
+    out.commit(o);
+    if (value.is_real) {
+        out.number(value.real);
+    } else {
+        out.number(value.integer);
+    }
+    out.raw("}}");
+}
+
 /// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
 /// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
@@ -15183,11 +15683,21 @@ void write_trace_events(Writer& out, const event_list& events, const chrome_trac
     device_trace device(events, info.pid, info.device_pid_base, info.flow_id_base);
     device.write_metadata(out, info.process_name);
     trace_timeline timeline(events);
+    counter_samples counters;
+    const auto write_samples = [&](const event& e, const std::string& where) {
+        counters.of(events, e, [&](std::string_view name, const counter_value& value, bool) {
+            write_counter_sample(out, name, value, where, e.start_ns);
+        });
+    };
     for (const event& e : events) {
         // One capacity check per event: the fixed text, the name, the thread, five numbers.
         const std::string& thread = device.where(e);
         if (is_point_kind(e.kind)) {
             write_point(out, e.kind, e.name, info.flow_id_base + events.point_id(e), thread, e.start_ns);
+            continue;
+        }
+        if (e.kind == event_kind::counter) {
+            write_samples(e, thread);
             continue;
         }
         char* o = out.reserve(160 + json_string_bound(e.name.size()) + thread.size());
@@ -15209,6 +15719,7 @@ void write_trace_events(Writer& out, const event_list& events, const chrome_trac
             out.commit(o);
             write_memory_args(out, e, *memory);
             out.raw("}}");
+            write_samples(e, thread);  // the device's totals, as counter tracks under the ops
             continue;
         }
         if (e.device_info != no_index) {
@@ -15285,7 +15796,7 @@ void write_chrome_trace_file(const std::string& path, const event_list& events, 
 // A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
 // event list: the same events, ids and times as write_chrome_trace gives for the list built from those
 // records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
-// runtime names) and nothing else was asked for, so that the biggest sessions stop and export in the
+// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
 // memory their records already take (design §8).
 
 #include <cstddef>
@@ -15307,7 +15818,7 @@ void write_chrome_trace_file(const std::string& path, const event_list& events, 
 namespace stint::detail {
 
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
-/// only a runtime name, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
 inline bool chrome_trace_from_records(const record_store& records) {
     std::unordered_set<std::uint64_t> tids;
@@ -15386,7 +15897,9 @@ public:
                       std::min<std::size_t>(payload.aux, payload.bytes.size())};
             h.runtime_name = true;
         }
-        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point) {
+        if (kind == payload_kind::counter) h.counter = read_counter(payload);
+        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point &&
+            kind != payload_kind::counter) {
             ++values_left_out_;
         }
         // The held records deeper than this one are its children (they end with it: it bounds them).
@@ -15444,6 +15957,7 @@ private:
         std::int64_t level = 0;
         std::uint64_t id = 0;
         std::uint64_t point_id = 0;            // a flow's or async span's point: its id
+        counter_value counter;                 // a counter's sample: its value
         std::uint32_t parent = no_parent;      // within held_
     };
 
@@ -15467,6 +15981,10 @@ private:
         if (is_point_kind(h.where->kind)) {
             write_point(out_, h.where->kind, h.runtime_name ? h.name : h.where->name, h.point_id, where_, h.start);
             return cap;  // a point bounds nothing
+        }
+        if (h.where->kind == event_kind::counter) {
+            write_counter_sample(out_, h.where->name, h.counter, where_, h.start);
+            return cap;  // nor does a counter's sample, drawn on the process's track of its name
         }
         const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
         const site& where = *h.where;
@@ -16301,7 +16819,8 @@ void export_memory_timeline(const event_list& events, const std::string& path,
 // the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
 //
 // Layout: a process track and one thread track per thread (device streams get tracks of their own,
-// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, then
+// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, a
+// counter track per counter name and per device's memory total (export/counter_tracks.hpp), then
 // one packet sequence per track: each event is a SLICE_BEGIN and a SLICE_END (instants one
 // TYPE_INSTANT), its name and category interned on that sequence, its track given once by the
 // sequence's defaults. A "stint stats" instant on the process track carries the counts of the Chrome
@@ -16463,7 +16982,8 @@ inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11
 }  // namespace packet
 namespace track_event {
 inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                               counter_value = 30, flow_ids = 47, terminating_flow_ids = 48;
+                               counter_value = 30, double_counter_value = 44, flow_ids = 47,
+                               terminating_flow_ids = 48;
 inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
 }  // namespace track_event
 namespace annotation {
@@ -16911,8 +17431,49 @@ private:
         return protobuf::put_uint(o, field, value);
     }
 
+    // A counter's sample, or a memory event's totals, on the process's counter track of each name: a
+    // TYPE_COUNTER packet on the process's sequence, its track named by uuid (no interned state used).
+    void write_counter_samples(const event& e) {
+        using namespace perfetto_schema;
+        counters_.of(events_, e, [&](std::string_view name, const counter_value& value, bool in_bytes) {
+            const std::uint64_t track = counter_track(name, in_bytes);
+            lane& l = process_lane();
+            char body[40];
+            char* o = protobuf::put_uint(body, track_event::type, track_event::counter);
+            o = protobuf::put_uint(o, track_event::track_uuid, track);
+            if (value.is_real) {
+                o = protobuf::put_fixed64(o, track_event::double_counter_value, std::bit_cast<std::uint64_t>(value.real));
+            } else {
+                o = protobuf::put_uint(o, track_event::counter_value, static_cast<std::uint64_t>(value.integer));
+            }
+            const std::string_view packet(body, static_cast<std::size_t>(o - body));
+            write_event_packet(l, timestamp(l, e.start_ns), packet, {});
+        });
+    }
+
+    // The uuid of the counter track `name`, described the first time (after the dropped records' track).
+    std::uint64_t counter_track(std::string_view name, bool in_bytes) {
+        using namespace perfetto_schema;
+        const auto [at, added] = counter_tracks_.try_emplace(name, 0);
+        if (!added) return at->second;
+        at->second = counter_uuid() + counter_tracks_.size();
+        proto_message unit;
+        if (in_bytes) unit.string(descriptor::unit_name, "bytes");
+        proto_message track;
+        track.uint(descriptor::uuid, at->second)
+            .uint(descriptor::parent_uuid, uuid_base_)
+            .string(descriptor::name, name)
+            .message(descriptor::counter, unit);
+        write_descriptor(track);
+        return at->second;
+    }
+
     void write_event(const event& e) {
         using namespace perfetto_schema;
+        if (e.kind == event_kind::counter) {
+            write_counter_samples(e);  // drawn on its counter track, not on the thread's
+            return;
+        }
         lane& l = lane_of(e);
         // Flow and async span points are instants too: a flow's begin carries its id in flow_ids and its
         // end in terminating_flow_ids, and Perfetto draws the arrow between them.
@@ -16973,6 +17534,7 @@ private:
             write_event_packet(l, ts, fixed, fields);
         }
         if (!instant) l.open.push_back({events_.index_of(e), e.end_ns});
+        if (e.memory_info != no_index) write_counter_samples(e);  // the device's totals, under the ops
     }
 
     // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
@@ -17015,9 +17577,11 @@ private:
     std::vector<lane> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
     std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::async_end) + 1> category_of_kind_{};
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
     std::string scratch_;
+    counter_samples counters_;
+    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
 };
 
 /// Writes the trace to any sink with `write(std::string_view)`.
