@@ -57,3 +57,8 @@ inline std::suspend_always resume_on(executor&) { return {}; }
 // A framework's observer, for the recording hook sketch.
 inline void install_observer() {}
 inline void remove_observer() {}
+
+// An engine's observer API, for the embedding sketch (guide 6).
+template <class Begin, class End>
+void engine_register_observer(Begin, End) {}
+inline void engine_unregister_observer() {}
