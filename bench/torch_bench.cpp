@@ -111,6 +111,22 @@ void adapter_recording_shapes(benchmark::State& state) {
 }
 BENCHMARK(adapter_recording_shapes)->Iterations(steps);
 
+// libtorch's own cost of calling an observer around each op: a callback that does nothing (with and
+// without inputs handed to it), the floor under any observer's.
+std::unique_ptr<at::ObserverContext> empty_start(const at::RecordFunction&) { return nullptr; }
+void empty_end(const at::RecordFunction&, at::ObserverContext*) {}
+
+void empty_callback(benchmark::State& state) {
+    training& t = the_training();
+    at::RecordFunctionCallback callback(&empty_start, &empty_end);
+    callback.needsInputs(state.range(0) != 0);
+    const at::CallbackHandle handle = at::addGlobalCallback(callback);
+    for (auto _ : state) t.step();
+    at::removeCallback(handle);
+    report(state);
+}
+BENCHMARK(empty_callback)->Arg(0)->Arg(1)->Iterations(steps);
+
 // Names and times only: what the shapes cost is the difference.
 void adapter_recording(benchmark::State& state) {
     training& t = the_training();
