@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -206,4 +207,26 @@ TEST_CASE("the execution trace takes Sequence number as seq_id and Fwd thread id
     CHECK(seen.at("aten::mul") == std::pair<json, json>(12, 0));
     CHECK(seen.at("MulBackward0") == std::pair<json, json>(12, 77));
     CHECK(seen.at("aten::add") == std::pair<json, json>(-1, 0));
+}
+
+TEST_CASE("event_token::add_args names its own event, also while events begun after it are open; elsewhere nothing") {
+    stint::profiler<> prof;
+    prof.start();
+    {
+        stint::event_token outer = stint::begin_event(stint::event_kind::cpu_op, "outer_op");
+        stint::event_token inner = stint::begin_event(stint::event_kind::cpu_op, "inner_op");
+        outer.add_args({{"for", "outer"}});  // inner is the innermost, but the token names outer
+        inner.add_args({{"for", "inner"}});
+        std::thread([&] { outer.add_args({{"from another thread", 1}}); }).join();  // does nothing
+        inner.end();
+        inner.add_args({{"after its end", 1}});  // does nothing
+    }
+    prof.stop();
+    const stint::event_args& outer = named_args_of(prof.events(), "outer_op");
+    const stint::event_args& inner = named_args_of(prof.events(), "inner_op");
+    REQUIRE(outer.named_args.size() == 1);
+    CHECK(outer.named_args[0].text == "outer");
+    REQUIRE(inner.named_args.size() == 1);
+    CHECK(inner.named_args[0].text == "inner");
+    CHECK(prof.stats().dropped == 0);
 }

@@ -3,7 +3,7 @@
 // through stint's public API only: every RecordFunction on every thread becomes an event named at run
 // time (stint::begin_event), aten ops and autograd nodes of kind cpu_op, libtorch's user scopes
 // user_annotation, with its inputs from c10::IValue (record_shapes), its flops (with_flops) and its
-// "Sequence number" and "Fwd thread id" (stint::add_args). The callback is installed only while a stint
+// "Sequence number" and "Fwd thread id" (event_token::add_args). The callback is installed only while a stint
 // session records (stint::recording_hook), so an idle observer costs libtorch nothing.
 //
 //     #include <stint/stint.hpp>
@@ -221,7 +221,7 @@ private:
         }
         // torch links a backward op to its forward op by these two (its traces carry them when set).
         if (fn.seqNr() >= 0) {
-            add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
+            context->event.add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
         }
         return context;
     } catch (...) {

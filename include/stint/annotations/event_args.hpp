@@ -117,21 +117,28 @@ inline std::size_t encode_args(std::span<const arg> args, std::byte* out, std::u
     return used;
 }
 
+/// Appends the args record at `depth` (one more than its event's): the drain gives it to the first later
+/// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
+template <int = 0>
+STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
+                                          std::span<const arg> args) noexcept {
+    alignas(8) std::byte buffer[max_args_bytes];
+    std::uint32_t aux = 0;
+    const std::size_t used = encode_args(args, buffer, aux);
+    append_record_payload(&args_site, depth, ticks, ticks, state, aux, std::span<const std::byte>(buffer, used));
+}
+
 template <int = 0>
 STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, std::span<const arg> args) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
-    alignas(8) std::byte buffer[max_args_bytes];
-    std::uint32_t aux = 0;
-    const std::size_t used = encode_args(args, buffer, aux);
-    const std::uint64_t now = read_ticks();
-    append_record_payload(&args_site, depth, now, now, state, aux, std::span<const std::byte>(buffer, used));
+    append_args_at(state, depth, read_ticks(), args);
 }
 
 }  // namespace detail
 
 /// Adds `args` to the innermost event open on this thread (a begin_event token, an op, a scope, a
-/// module): the Chrome trace shows them in the event's "args", the Perfetto trace as its debug
+/// module; event_token::add_args names its event instead): the Chrome trace shows them in the event's "args", the Perfetto trace as its debug
 /// annotations, the event list in event_args::named_args; the execution trace takes "Sequence number"
 /// as a node's seq_id and "Fwd thread id" as its fw_tid, as torch's does. Call it while that event is the
 /// innermost one (right after beginning it). Costs one relaxed load unless a session records; outside

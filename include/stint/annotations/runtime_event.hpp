@@ -10,11 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
+#include "stint/annotations/event_args.hpp"
 #include "stint/capture/detail/config_traits.hpp"
 #include "stint/capture/inputs.hpp"
 #include "stint/common/event_kind.hpp"
@@ -98,14 +100,25 @@ inline thread_local text_site_slot text_site_cache[named_site_slots];
 /// its cache does not hold, without taking the table's lock per event.
 inline thread_local bool text_table_full = false;
 
-/// FNV-1a: names are short, so a byte loop is as fast as anything and needs no header.
-constexpr std::uint64_t hash_text(std::string_view text) noexcept {
-    std::uint64_t hash = 0xcbf29ce484222325ULL;
-    for (const char c : text) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 0x100000001b3ULL;
+/// A name's hash, 8 bytes at a time (a byte-wise hash is serial in its multiplies and cost a 25-byte
+/// name 15 ns); the cache confirms every hit against the text itself, so collisions only cost a miss.
+inline std::uint64_t hash_text(std::string_view text) noexcept {
+    constexpr std::uint64_t k = 0x9E3779B97F4A7C15ULL;
+    std::uint64_t hash = text.size() * k;
+    const char* at = text.data();
+    std::size_t left = text.size();
+    for (; left >= 8; left -= 8, at += 8) {
+        std::uint64_t word;
+        std::memcpy(&word, at, 8);
+        hash = (hash ^ word) * k;
+        hash ^= hash >> 29;
     }
-    return hash;
+    if (left != 0) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, at, left);
+        hash = (hash ^ word) * k;
+    }
+    return hash ^ (hash >> 32);
 }
 
 template <int = 0>
@@ -158,6 +171,7 @@ public:
         : state_(std::exchange(other.state_, 0)),
           where_(other.where_),
           opened_on_(other.opened_on_),
+          inside_depth_(other.inside_depth_),
           begin_(other.begin_),
           copy_(std::exchange(other.copy_, nullptr)),
           copy_size_(other.copy_size_),
@@ -170,6 +184,7 @@ public:
             state_ = std::exchange(other.state_, 0);
             where_ = other.where_;
             opened_on_ = other.opened_on_;
+            inside_depth_ = other.inside_depth_;
             begin_ = other.begin_;
             copy_ = std::exchange(other.copy_, nullptr);
             copy_size_ = other.copy_size_;
@@ -205,6 +220,18 @@ public:
     /// Whether it will be recorded: a session recorded when it began and it has not ended.
     [[nodiscard]] bool recording() const noexcept { return detail::is_recording_state(state_); }
 
+    /// Adds named arguments to this event (as stint::add_args does to the innermost one), also while
+    /// events begun after it are open. On the thread that began it; elsewhere, and once ended, it does
+    /// nothing. Reads no clock: the record takes the event's begin.
+    ///
+    ///     stint::event_token op = stint::begin_event(stint::event_kind::cpu_op, fn.name());
+    ///     op.add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
+    void add_args(std::initializer_list<arg> args) noexcept {
+        if (detail::is_recording_state(state_) && opened_on_ == &detail::tls_buffer) {
+            detail::append_args_at(state_, inside_depth_, begin_, std::span<const arg>(args.begin(), args.size()));
+        }
+    }
+
 private:
     friend event_token begin_event(event_kind kind, std::string_view name, copy_name_t);
     template <class Config, class Name, class WriteInputs>
@@ -213,12 +240,14 @@ private:
     void open(const detail::site* where) noexcept {
         where_ = where;
         opened_on_ = detail::enter_scope_on_this_thread();
+        inside_depth_ = detail::current_depth();
         begin_ = read_ticks();
     }
 
     std::uint32_t state_ = 0;
     const detail::site* where_ = nullptr;
     const void* opened_on_ = nullptr;  // the thread whose depth it entered
+    std::uint32_t inside_depth_ = 0;   // that thread's depth inside it: where its args records go
     std::uint64_t begin_ = 0;
     char* copy_ = nullptr;  // a copied name (copy_name), else null
     std::size_t copy_size_ = 0;
