@@ -68,10 +68,15 @@ struct chunk {
     std::atomic<std::byte*> published{nullptr};
     /// Next chunk of the same thread and session. Release by the owner; acquire in drain.
     std::atomic<chunk*> next{nullptr};
+    /// Flight recorder (recording/ring.hpp): the latest end tick and the count of the program's records
+    /// in [data(), published), noted the first time the owner looks at the chunk as its oldest.
+    std::uint64_t ring_last_end = 0;
     /// This chunk's size class: it spans `min_total_bytes << size_class` bytes, header included.
     std::uint32_t size_class = 0;
+    std::uint32_t ring_records = 0;
     /// Carved from a 2 MiB slab (recording/chunk_memory.hpp), not allocated from the heap.
     bool in_slab = false;
+    bool ring_summarized = false;  ///< ring_last_end and ring_records are set
 
     explicit chunk(std::uint32_t size_class_index, bool from_slab = false) noexcept
         : size_class(size_class_index), in_slab(from_slab) {}

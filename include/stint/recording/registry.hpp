@@ -26,6 +26,7 @@
 #include "stint/annotations/detail/named_site_table.hpp"
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
+#include "stint/recording/ring.hpp"
 #include "stint/recording/slow_path.hpp"
 #include "stint/recording/state.hpp"
 #include "stint/recording/thread_node.hpp"
@@ -87,6 +88,9 @@ public:
         return true;
     }
 
+    /// Gives back a charge() not used.
+    void refund_charge(std::uint32_t size_class) noexcept { refund(size_class); }
+
     /// Gives back a chunk charged by acquire() but not used.
     void refund_and_release(chunk* c) noexcept {
         refund(c->size_class);
@@ -101,6 +105,7 @@ public:
         }
         c->published.store(c->data(), std::memory_order_relaxed);
         c->next.store(nullptr, std::memory_order_relaxed);
+        c->ring_summarized = false;
         return c;
     }
 
@@ -416,6 +421,10 @@ struct taken_records {
     std::uint64_t truncated = 0;  ///< runtime names cut
     chunk* chunks = nullptr;      ///< linked by chunk::next
     std::vector<std::byte> tail;
+    /// Flight recorder: the program's records overwritten before these, and the latest end tick among
+    /// all records overwritten (0: none), after which the buffer's records are complete.
+    std::uint64_t overwritten = 0;
+    std::uint64_t overwritten_until = 0;
 };
 
 /// Counts a drain reports per thread.
@@ -426,6 +435,8 @@ struct drained_thread {
     std::uint64_t overhead = 0;   ///< stint's own records (event_kind::overhead)
     std::uint64_t dropped = 0;
     std::uint64_t truncated = 0;
+    std::uint64_t overwritten = 0;        ///< flight recorder: records overwritten before these
+    std::uint64_t overwritten_until = 0;  ///< ... the latest end tick among them (0: none)
 };
 
 /// One registry per process (see export_macros.hpp for how shared objects agree on it).
@@ -449,7 +460,8 @@ public:
 
     /// Opens a recording session; returns its state. Throws when one is already recording. `streamed`:
     /// a writer gives chunks back while it records (take_written, give_back_streamed).
-    std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false) {
+    /// `ring`: a flight recorder's session, whose threads overwrite their oldest chunks (recording/ring.hpp).
+    std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false, ring_options ring = {}) {
         std::lock_guard lock(mutex_);
         if (active_ != 0) {
             throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -462,6 +474,8 @@ public:
         const std::uint32_t limit = growth_limit(budget_bytes, streamed);
         growth_limit_.store(limit, std::memory_order_relaxed);
         streamed_.store(streamed, std::memory_order_relaxed);
+        ring_.store(ring.on, std::memory_order_relaxed);
+        ring_span_ticks_.store(ring.span_ticks, std::memory_order_relaxed);
         set_aside_ready_chunks(budget_bytes, limit);
         // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
         if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
@@ -549,6 +563,35 @@ public:
         if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
     }
 
+    /// While flight-recorder session `state` records: copies each of its buffers' records, oldest first,
+    /// as `on_copied(taken_records&&)` (a tail, no chunks: the owner keeps writing), with what each had
+    /// overwritten until then (taken_records::overwritten). Each chunk is copied under the node's ring
+    /// lock, which its owner takes only to overwrite a chunk: a recording thread waits at most one
+    /// chunk's copy, and only if it changes chunks meanwhile. False when `state` is not recording.
+    /// Nodes are freed only when a session begins or ends: the caller keeps both out while it copies.
+    template <class OnCopied>
+    bool copy_ring(std::uint32_t state, OnCopied&& on_copied) {
+        std::vector<std::pair<thread_node*, taken_records>> nodes;
+        {
+            std::lock_guard lock(mutex_);
+            if (active_ != state || state == 0) return false;
+            nodes.reserve(nodes_.size());
+            for (thread_node* node : nodes_) {
+                if (node->state.load(std::memory_order_acquire) != state) continue;
+                taken_records taken;
+                taken.node = node;
+                taken.os_tid = node->os_tid;
+                taken.name = node->name;
+                nodes.emplace_back(node, std::move(taken));
+            }
+        }
+        for (auto& [node, taken] : nodes) {
+            copy_node_ring(*node, taken);
+            on_copied(std::move(taken));
+        }
+        return true;
+    }
+
     /// Records of earlier sessions found since the drain before this one: scopes that ended before
     /// their session stopped but reached their buffer after it was drained (a thread preempted
     /// between its scope's end and its append). Exact inside end_session's callbacks.
@@ -582,6 +625,14 @@ public:
     std::size_t registered_threads() {
         std::lock_guard lock(mutex_);
         return nodes_.size();
+    }
+
+    /// Threads (per shared object) registered that have not exited.
+    std::size_t live_threads() {
+        std::lock_guard lock(mutex_);
+        return static_cast<std::size_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const thread_node* node) {
+            return !node->exited.load(std::memory_order_acquire);
+        }));
     }
 
     /// Whether `state` is the session currently recording.
@@ -626,10 +677,130 @@ public:
     }
 
 private:
+    /// Copies `node`'s chain into `taken.tail`, a chunk per hold of its ring lock. Between holds the
+    /// owner may overwrite its oldest chunks (unlinking them from the head): the next chunk to copy is
+    /// still linked while fewer chunks were unlinked since than stood before it. Otherwise (the ring
+    /// turned past the copy) the node is copied again under one hold.
+    static void copy_node_ring(thread_node& node, taken_records& taken) {
+        const auto append = [&](chunk& c) {
+            const std::byte* const end = c.published.load(std::memory_order_acquire);  // pairs with the owner's release
+            taken.tail.insert(taken.tail.end(), static_cast<const std::byte*>(c.data()), end);
+        };
+        chunk* next = nullptr;
+        chunk* last = nullptr;
+        std::uint64_t unlinked = 0;
+        std::uint64_t ahead = 1;  // chunks before `next` in the chain, as of the last hold
+        {
+            const ring_guard hold(node);
+            read_ring_counts(node, taken);
+            chunk* head = node.head.load(std::memory_order_acquire);
+            last = node.current.load(std::memory_order_acquire);
+            if (head == nullptr) return;
+            append(*head);
+            if (head == last) return;
+            next = head->next.load(std::memory_order_acquire);
+            unlinked = node.chunks_unlinked;
+        }
+        while (next != nullptr) {
+            const ring_guard hold(node);
+            const std::uint64_t since = node.chunks_unlinked - unlinked;
+            if (since >= ahead) {
+                // `next` may be overwritten, or back in the pool: never touch it. Copy the node whole.
+                taken.tail.clear();
+                read_ring_counts(node, taken);
+                chunk* const current = node.current.load(std::memory_order_acquire);
+                for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+                     c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                    append(*c);
+                }
+                return;
+            }
+            ahead -= since;
+            unlinked = node.chunks_unlinked;
+            append(*next);
+            if (next == last) return;
+            next = next->next.load(std::memory_order_acquire);
+            ++ahead;
+        }
+    }
+    static void read_ring_counts(const thread_node& node, taken_records& taken) noexcept {
+        taken.overwritten = node.overwritten;
+        taken.overwritten_until = node.overwritten_until;
+        taken.dropped = node.dropped.load(std::memory_order_relaxed);
+        taken.truncated = node.truncated.load(std::memory_order_relaxed);
+    }
+
+    /// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
+    /// lock, so that no dump is copying it). When it is also the current chunk, the thread keeps it.
+    static chunk* unlink_oldest(thread_buffer& buffer) noexcept {
+        thread_node& node = *buffer.node;
+        chunk* head = node.head.load(std::memory_order_relaxed);
+        if (head == nullptr) return nullptr;
+        summarize_chunk(*head);
+        const ring_guard hold(node);
+        if (head != buffer.current) node.head.store(head->next.load(std::memory_order_relaxed), std::memory_order_release);
+        node.overwritten += head->ring_records;
+        node.overwritten_until = std::max(node.overwritten_until, head->ring_last_end);
+        ++node.chunks_unlinked;
+        head->next.store(nullptr, std::memory_order_relaxed);
+        head->published.store(head->data(), std::memory_order_relaxed);
+        head->ring_summarized = false;
+        return head;
+    }
+
+    /// The thread's oldest chunk to write into next, its records counted as overwritten: when the
+    /// budget is spent, or (`only_older_than` not 0) when all its records ended before that tick, in
+    /// which case every further chunk that old goes back to the pool (the ring shrinks when the program
+    /// records less). Null when there is none to overwrite or it cannot hold `min_data` bytes.
+    chunk* overwrite_oldest(thread_buffer& buffer, std::uint32_t size_class, std::size_t min_data,
+                            std::uint64_t only_older_than) {
+        thread_node& node = *buffer.node;
+        const auto old_enough = [&](chunk* c) {
+            if (c == nullptr || c == buffer.current) return false;
+            summarize_chunk(*c);
+            return c->ring_last_end < only_older_than;
+        };
+        if (only_older_than != 0 && !old_enough(node.head.load(std::memory_order_relaxed))) return nullptr;
+        chunk* c = unlink_oldest(buffer);
+        if (only_older_than != 0) {
+            bool refunded = false;
+            while (old_enough(node.head.load(std::memory_order_relaxed))) {
+                pool_.refund_and_release(unlink_oldest(buffer));
+                refunded = true;
+            }
+            // The budget has room again: threads may take chunks from the pool (seq_cst, as next_chunk's mark).
+            std::uint32_t spent = buffer.state;
+            if (refunded) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
+        }
+        if (c == nullptr || c == buffer.current) return c;
+        if (c->size_class < size_class && pool_.charge(size_class)) {
+            // A thread's first chunks are small; where the budget allows, the ring grows them as a
+            // thread's chain grows, or a short span would keep the thread on its smallest chunks.
+            chunk* bigger = nullptr;
+            try {
+                bigger = pool_.take_uncharged(size_class);
+            } catch (...) {
+                pool_.refund_charge(size_class);
+                return c;
+            }
+            pool_.refund_and_release(c);
+            return bigger;
+        }
+        if (static_cast<std::size_t>(c->data_end() - c->data()) < min_data) {
+            // Too small for this record (a large payload): its bytes may buy a chunk that holds it.
+            pool_.refund_and_release(c);
+            return pool_.acquire(chunk::class_for_data(min_data), min_data);
+        }
+        return c;
+    }
+
     // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
     // the one it keeps writing into (late scopes land there; count_late finds them from where the copy
     // ended, and the owner returns that chunk when its next session begins).
     taken_records take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks) {
+        // A flight recorder's thread that passed the recording check before the stop may be overwriting
+        // its oldest chunk: the chain is read as it was before or after.
+        const ring_guard hold(node);
         taken_records taken;
         taken.node = &node;
         taken.os_tid = node.os_tid;
@@ -654,6 +825,8 @@ private:
         }
         taken.dropped = node.dropped.load(std::memory_order_relaxed);
         taken.truncated = node.truncated.load(std::memory_order_relaxed);
+        taken.overwritten = node.overwritten;
+        taken.overwritten_until = node.overwritten_until;
         node.drained_state = state;
         node.drained_stop_ticks = stop_ticks;
         node.drained_chunk = keep;
@@ -782,6 +955,8 @@ private:
     // start may read them while they change).
     std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
     std::atomic<bool> streamed_{false};
+    std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
+    std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
@@ -835,6 +1010,11 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     release_chain(node);
     node.dropped.store(0, std::memory_order_relaxed);
     node.truncated.store(0, std::memory_order_relaxed);
+    {
+        const ring_guard hold(node);
+        node.overwritten = 0;
+        node.overwritten_until = 0;
+    }
     buffer.state = state;
     buffer.current = nullptr;
     buffer.cursor = nullptr;
@@ -872,7 +1052,14 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
     std::uint32_t size_class = buffer.current == nullptr ? 0 : std::min(buffer.current->size_class + 1, limit);
     size_class = std::max(size_class, chunk::class_for_data(min_data));
     chunk* c = nullptr;
-    if (pool_.exhausted_state.load(std::memory_order_relaxed) != state) {
+    const bool ring = ring_.load(std::memory_order_relaxed);
+    if (ring) {
+        // A flight recorder keeps only the span asked for: a chunk whose records all ended before it is
+        // overwritten before the budget is charged for another.
+        const std::uint64_t span = ring_span_ticks_.load(std::memory_order_relaxed);
+        if (span != 0 && end > span) c = overwrite_oldest(buffer, size_class, min_data, end - span);
+    }
+    if (c == nullptr && pool_.exhausted_state.load(std::memory_order_relaxed) != state) {
         c = pool_.acquire(size_class, min_data);
         if (c == nullptr) {
             // Marked spent, then charged once more: a stream's writer may have given chunks back between
@@ -884,8 +1071,14 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
             if (c != nullptr) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
         }
     }
+    if (c == nullptr && ring) c = overwrite_oldest(buffer, size_class, min_data, 0);  // the budget is spent: the ring turns
     if (c == nullptr) return chunk_result::budget_spent;
     thread_node& node = *buffer.node;
+    if (c == buffer.current) {
+        // The thread's only chunk, overwritten in place.
+        buffer.cursor = c->data();
+        return chunk_result::linked;
+    }
     if (buffer.current != nullptr) {
         // The drain keeps the chunk it saw as current and counts what is linked after it as late.
         buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire
