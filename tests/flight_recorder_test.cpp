@@ -294,3 +294,71 @@ TEST_CASE("a slow step dumps the last steps to the dump directory, named by its 
     CHECK(stint_test::count_named(events, "ProfilerStep#20") == 1);
     CHECK(stint_test::count_named(events, "ProfilerStep#17") == 0);
 }
+
+TEST_CASE("the hang watchdog dumps once when no step comes, naming the open step and where threads were") {
+    stint_test::temp_dir dir;
+    auto options = flight_options(16 * flight_chunk, dir.path().string());
+    options.flight_recorder->hang_timeout = std::chrono::milliseconds(100);
+    stint::profiler<> prof(options);
+    prof.start();
+    for (int i = 0; i < 5; ++i) {
+        { STINT_SCOPE("flight.step_work"); }
+        prof.step();
+    }
+    { STINT_SCOPE("flight.before_the_hang"); }
+    // The program hangs in step 5: no step() until the watchdog has dumped, and one timeout more.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (prof.triggered_dumps().empty() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::vector<stint::flight_dump> dumps = prof.triggered_dumps();
+    REQUIRE(dumps.size() == 1);
+    CHECK(dumps[0].path == dir / "hang_step_5.pt.trace.json");
+    prof.step();
+    prof.stop();
+    const nlohmann::json trace = stint_test::read_json(dumps[0].path);
+    const nlohmann::json& flight = trace.at("flightRecorder");
+    CHECK(flight.at("trigger") == "hang");
+    REQUIRE(flight.at("open_scopes").size() == 1);
+    CHECK(flight.at("open_scopes")[0].at("name") == "ProfilerStep#5");
+    CHECK(flight.at("open_scopes")[0].at("still_open") == true);
+    CHECK(flight.at("open_scopes")[0].at("tid").get<std::uint64_t>() == flight_this_tid());
+    bool seen = false;
+    for (const auto& l : flight.at("last_seen")) {
+        if (l.at("tid").get<std::uint64_t>() == flight_this_tid()) {
+            seen = true;
+            CHECK(l.at("name") == "flight.before_the_hang");
+        }
+    }
+    CHECK(seen);
+    CHECK(stint_test::count_named(stint_test::timed_events(trace), "ProfilerStep#4") == 1);
+    const std::string table = stint_test::read_file(dumps[0].table_path);
+    CHECK(table.find("still open on thread") != std::string::npos);
+}
+
+TEST_CASE("a thread that begins after the ring is full takes the oldest chunks of the thread holding most") {
+    stint::profiler<> prof(flight_options(8 * flight_chunk));
+    prof.start();
+    flight_record_scopes(200'000);  // this thread fills the ring and turns it
+    std::uint64_t late_tid = 0;
+    std::thread late([&] {
+        late_tid = flight_this_tid();
+        flight_record_scopes(50'000);
+    });
+    late.join();
+    prof.stop();
+    CHECK(prof.stats().dropped == 0);
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir / "t.json");
+    const nlohmann::json trace = stint_test::read_json(dir / "t.json");
+    std::uint64_t late_kept = 0;
+    for (const auto& e : stint_test::timed_events(trace)) {
+        if (e.at("name") == "flight.work" && e.at("tid").get<std::uint64_t>() == late_tid) ++late_kept;
+    }
+    const auto late_overwritten = flight_thread_entry(trace, late_tid).at("overwritten").get<std::uint64_t>();
+    CHECK(late_kept + late_overwritten == 50'000);
+    CHECK(late_kept >= 2 * flight_chunk / 24);  // it came to hold more than one chunk
+    const auto total = trace.at("flightRecorder").at("overwritten").get<std::uint64_t>();
+    CHECK(stint_test::count_named(prof.events(), "flight.work") + total == 250'000);
+}

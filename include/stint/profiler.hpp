@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -257,6 +258,12 @@ public:
         if (flight_) observe_flight_step();
         open_step_annotation();
         if (error) std::rethrow_exception(error);
+    }
+
+    /// The dumps a flight recorder's triggers wrote (slow steps, hangs), oldest first.
+    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const {
+        const std::lock_guard lock(mutex_);
+        return triggered_dumps_;
     }
 
     /// A flight recorder's window, written now while recording continues: the trace (Chrome JSON for
@@ -550,6 +557,38 @@ private:
         session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, has_memory,
                       {.outputs = has_shapes, .tensor_identities = false}, false, ring);
         flight_.emplace(flight);
+        if (flight.hang_timeout.count() > 0) {
+            watchdog_ = std::make_unique<detail::hang_watchdog>(
+                flight.hang_timeout, step_num_.load(),
+                [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                    dump_hang(step, silent_ns, stopping);
+                });
+        }
+    }
+
+    /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
+    /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
+    void dump_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+        std::unique_lock lock(mutex_, std::try_to_lock);
+        while (!lock.owns_lock()) {
+            if (stopping.load(std::memory_order_relaxed)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            (void)lock.try_lock();
+        }
+        if (!flight_) return;
+        const detail::own_allocation_scope own;
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
+                                             step, flight.dump_extension);
+        std::vector<detail::flight_window::open_scope> open;
+        if (step_annotation_) {
+            open.push_back({flight_->stepping_tid, fmt::format("ProfilerStep#{}", step),
+                            session_.calibration().to_ns_since_anchor(flight_->last_step_ticks)});
+        }
+        triggered_dumps_.push_back(dump_window(path, 0, "hang",
+                                               fmt::format("no step() for {:.3f} ms during step {}",
+                                                           static_cast<double>(silent_ns) / 1e6, step),
+                                               std::move(open)));
     }
 
     /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
@@ -561,6 +600,8 @@ private:
         const std::uint64_t began = steps.last_step_ticks;
         steps.last_step_ns = now_ns;
         steps.last_step_ticks = now_ticks;
+        steps.stepping_tid = detail::current_os_tid();
+        if (watchdog_) watchdog_->note_step(step_num_);
         steps.begins.push_back(began);
         const slow_step_trigger& trigger = options_.flight_recorder->slow_step;
         while (steps.begins.size() > std::max<std::size_t>(trigger.steps, 1)) steps.begins.pop_front();
@@ -574,7 +615,7 @@ private:
                                             static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(steps.detector.median_ns(), 1)),
                                             static_cast<double>(steps.detector.median_ns()) / 1e6);
         try {
-            steps.dumps.push_back(dump_window(path, steps.begins.front(), "slow step", why));
+            triggered_dumps_.push_back(dump_window(path, steps.begins.front(), "slow step", why));
         } catch (const std::exception& e) {
             // The program's step must not fail for a dump: say it instead.
             detail::warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
@@ -582,17 +623,19 @@ private:
     }
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
-    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger,
-                            std::string why) {
+    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
+                            std::vector<detail::flight_window::open_scope> open = {}) {
         detail::record_store records;
         if (!session_.copy_records(records, from_ticks)) {
             throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
         }
         detail::flight_window window = detail::flight_window::of(records, from_ticks, std::move(trigger));
         window.detail = std::move(why);
+        window.open_scopes = std::move(open);
         event_list events;
         profiler_stats stats;
         detail::session::build_events(records, events, 1, drain_options(false), nullptr, stats);
+        if (!window.open_scopes.empty()) window.note_last_records(events);
         return detail::write_flight_dump(path, events, trace_info(stats.truncated_names), window);
     }
 
@@ -611,6 +654,7 @@ private:
             }
         }
         if (stream_) return close_streamed_window();
+        watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
         const bool et_window = std::exchange(execution_trace_window_, false);
         detail::record_store records;
         const bool closed = session_.close_records(records);
@@ -953,6 +997,8 @@ private:
     event_list all_events_;
     mutable profiler_stats window_stats_;
     std::optional<detail::flight_steps> flight_;  // while a flight recorder records
+    std::unique_ptr<detail::hang_watchdog> watchdog_;  // ... with a hang_timeout
+    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
     mutable std::optional<detail::flight_window> window_flight_;  // the last window was a flight recorder's
     std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept

@@ -5,14 +5,19 @@
 // extension, the key_averages table beside it, and what was overwritten, shown in both).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <mutex>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +31,8 @@
 #include "stint/export/perfetto_trace.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/ticks.hpp"
+#include "stint/detail/platform.hpp"
+#include "stint/profiler/warning.hpp"
 
 namespace stint {
 
@@ -56,6 +63,9 @@ struct flight_recorder_options {
     /// The triggered dumps' trace format: ".pt.trace.json", ".pt.trace.json.gz" or ".pftrace".
     std::string dump_extension = ".pt.trace.json";
     slow_step_trigger slow_step{};
+    /// A thread of stint's dumps the whole ring when no step() came for this long (0: off), once per
+    /// step, to hang_step_<n> in dump_dir, with the step still open and each thread's last record.
+    std::chrono::nanoseconds hang_timeout{0};
 };
 
 /// What a flight recorder's dump wrote.
@@ -133,7 +143,7 @@ struct flight_steps {
     std::int64_t last_step_ns;
     std::uint64_t last_step_ticks;
     std::deque<std::uint64_t> begins;
-    std::vector<flight_dump> dumps;
+    std::uint64_t stepping_tid = current_os_tid();  ///< the thread that calls step()
 };
 
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
@@ -152,6 +162,35 @@ struct flight_window {
     std::uint64_t overwritten = 0;
     std::vector<thread> threads;
     std::string detail;  ///< a line about the trigger (the slow step's time and the median)
+    /// Scopes still open when the dump was written (a hang's open step): the program was inside them.
+    struct open_scope {
+        std::uint64_t os_tid = 0;
+        std::string name;
+        std::int64_t start_ns = 0;
+    };
+    std::vector<open_scope> open_scopes;
+    /// Each thread's newest record in the window: where it was last seen (a hang's dump).
+    struct last_seen {
+        std::uint64_t os_tid = 0;
+        std::string name;
+        std::int64_t end_ns = 0;
+    };
+    std::vector<last_seen> last_records;
+
+    /// Notes each thread's newest event of `events` as where it was last seen.
+    void note_last_records(const event_list& events) {
+        for (const event& e : events) {
+            if (e.kind == event_kind::overhead || e.on_device()) continue;
+            const std::uint64_t tid = events.threads()[e.thread].os_tid;
+            auto same = std::find_if(last_records.begin(), last_records.end(),
+                                     [&](const last_seen& l) { return l.os_tid == tid; });
+            if (same == last_records.end()) same = last_records.insert(last_records.end(), last_seen{tid, {}, INT64_MIN});
+            if (e.end_ns >= same->end_ns) {
+                same->end_ns = e.end_ns;
+                same->name = e.name;
+            }
+        }
+    }
 
     /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
     static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
@@ -193,6 +232,21 @@ struct flight_window {
             fmt::format_to(std::back_inserter(out), ", \"overwritten\": {}, \"complete_from_us\": {}}}",
                            threads[i].overwritten, trace_microseconds(threads[i].complete_from_ns));
         }
+        fmt::format_to(std::back_inserter(out), "], \"open_scopes\": [");
+        for (std::size_t i = 0; i < open_scopes.size(); ++i) {
+            fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                           open_scopes[i].os_tid);
+            append_json_string(out, open_scopes[i].name);
+            fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"still_open\": true}}",
+                           trace_microseconds(open_scopes[i].start_ns));
+        }
+        fmt::format_to(std::back_inserter(out), "], \"last_seen\": [");
+        for (std::size_t i = 0; i < last_records.size(); ++i) {
+            fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                           last_records[i].os_tid);
+            append_json_string(out, last_records[i].name);
+            fmt::format_to(std::back_inserter(out), ", \"end_us\": {}}}", trace_microseconds(last_records[i].end_ns));
+        }
         fmt::format_to(std::back_inserter(out), "]}}");
         return fmt::to_string(out);
     }
@@ -207,6 +261,14 @@ struct flight_window {
             out += fmt::format("  thread {} ({}): complete from {:.3f} ms, {} records overwritten\n", t.os_tid,
                                t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
         }
+        for (const open_scope& o : open_scopes) {
+            out += fmt::format("  still open on thread {}: {} since {:.3f} ms\n", o.os_tid, o.name,
+                               static_cast<double>(o.start_ns) / 1e6);
+        }
+        for (const last_seen& l : last_records) {
+            out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
+                               static_cast<double>(l.end_ns) / 1e6);
+        }
         return out;
     }
 
@@ -218,6 +280,68 @@ struct flight_window {
         for (const thread& t : threads) info.overwritten_threads.push_back({t.os_tid, t.overwritten, t.complete_from_ns});
         return info;
     }
+};
+
+/// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
+/// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
+/// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
+class hang_watchdog {
+public:
+    using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
+    hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
+        : timeout_ns_(timeout.count()), on_hang_(std::move(on_hang)) {
+        note_step(step);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~hang_watchdog() {
+        {
+            const std::lock_guard lock(mutex_);  // the loop is waiting, or checks stopping_ before it waits
+            stopping_.store(true, std::memory_order_relaxed);
+        }
+        wake_.notify_one();
+        thread_.join();
+    }
+    hang_watchdog(const hang_watchdog&) = delete;
+    hang_watchdog& operator=(const hang_watchdog&) = delete;
+
+    /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
+    void note_step(std::int64_t step) noexcept {
+        last_step_ns_.store(steady_now_ns(), std::memory_order_relaxed);
+        step_.store(step, std::memory_order_relaxed);
+    }
+
+private:
+    void run() {
+        name_this_thread("stint watchdog");
+        std::int64_t fired_for = -1;
+        std::unique_lock lock(mutex_);
+        while (!stopping_.load(std::memory_order_relaxed)) {
+            wake_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(timeout_ns_ / 4, 1'000'000)));
+            if (stopping_.load(std::memory_order_relaxed)) break;
+            const std::int64_t step = step_.load(std::memory_order_relaxed);
+            const std::int64_t silent = steady_now_ns() - last_step_ns_.load(std::memory_order_relaxed);
+            if (silent < timeout_ns_ || step == fired_for) continue;
+            fired_for = step;
+            lock.unlock();
+            try {
+                on_hang_(step, silent, stopping_);
+            } catch (const std::exception& e) {
+                warn(fmt::format("flight recorder: the hang's dump failed: {}", e.what()));
+            } catch (...) {
+                warn("flight recorder: the hang's dump failed");
+            }
+            lock.lock();
+        }
+    }
+
+    std::int64_t timeout_ns_;
+    callback on_hang_;
+    std::atomic<std::int64_t> last_step_ns_{0};
+    std::atomic<std::int64_t> step_{0};
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::thread thread_;
 };
 
 /// The kinds of trace a dump writes, by the path's ending.

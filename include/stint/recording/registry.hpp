@@ -230,6 +230,9 @@ public:
     /// Held across fork() with the pool's mutex (pthread_atfork), after it.
     std::mutex& memory_mutex() noexcept { return memory_.mutex(); }
 
+    /// The session's budget.
+    [[nodiscard]] std::int64_t budget() const noexcept { return budget_; }
+
     /// Bytes of chunks the current (or last) session acquired.
     [[nodiscard]] std::size_t session_bytes() const noexcept {
         const std::int64_t left = budget_left_.load(std::memory_order_relaxed);
@@ -734,10 +737,10 @@ private:
     /// lock, so that no dump is copying it). When it is also the current chunk, the thread keeps it.
     static chunk* unlink_oldest(thread_buffer& buffer) noexcept {
         thread_node& node = *buffer.node;
+        const ring_guard hold(node);  // another thread may be taking this head (take_richest_oldest)
         chunk* head = node.head.load(std::memory_order_relaxed);
         if (head == nullptr) return nullptr;
         summarize_chunk(*head);
-        const ring_guard hold(node);
         if (head != buffer.current) node.head.store(head->next.load(std::memory_order_relaxed), std::memory_order_release);
         node.overwritten += head->ring_records;
         node.overwritten_until = std::max(node.overwritten_until, head->ring_last_end);
@@ -765,7 +768,9 @@ private:
         if (only_older_than != 0) {
             bool refunded = false;
             while (old_enough(node.head.load(std::memory_order_relaxed))) {
-                pool_.refund_and_release(unlink_oldest(buffer));
+                chunk* old = unlink_oldest(buffer);
+                node.ring_bytes.fetch_sub(old->total(), std::memory_order_relaxed);
+                pool_.refund_and_release(old);
                 refunded = true;
             }
             // The budget has room again: threads may take chunks from the pool (seq_cst, as next_chunk's mark).
@@ -783,15 +788,57 @@ private:
                 pool_.refund_charge(size_class);
                 return c;
             }
+            node.ring_bytes.fetch_sub(c->total(), std::memory_order_relaxed);
             pool_.refund_and_release(c);
-            return bigger;
+            return bigger;  // counted in ring_bytes when linked
         }
+        node.ring_bytes.fetch_sub(c->total(), std::memory_order_relaxed);  // counted again when linked
         if (static_cast<std::size_t>(c->data_end() - c->data()) < min_data) {
             // Too small for this record (a large payload): its bytes may buy a chunk that holds it.
             pool_.refund_and_release(c);
             return pool_.acquire(chunk::class_for_data(min_data), min_data);
         }
         return c;
+    }
+
+    /// When a flight recorder's budget is spent, a thread holding less than an equal share of it (a
+    /// thread that began to record late, or records more than it did) takes the oldest chunk of the
+    /// thread that holds most, while that one keeps at least two: each chunk change of the poorer
+    /// thread moves one chunk, so busy threads come to equal shares. Null when none is taken.
+    chunk* take_richest_oldest(thread_buffer& buffer, std::size_t min_data) noexcept {
+        thread_node& mine = *buffer.node;
+        const std::uint64_t held = mine.ring_bytes.load(std::memory_order_relaxed);
+        const std::uint64_t threads = std::max<std::uint64_t>(node_count_.load(std::memory_order_relaxed), 1);
+        if (held >= static_cast<std::uint64_t>(pool_.budget()) / threads) return nullptr;  // its share: its own ring
+        std::lock_guard lock(mutex_);
+        thread_node* richest = nullptr;
+        for (thread_node* node : nodes_) {
+            if (node == &mine) continue;
+            if (richest == nullptr || node->ring_bytes.load(std::memory_order_relaxed) >
+                                          richest->ring_bytes.load(std::memory_order_relaxed)) {
+                richest = node;
+            }
+        }
+        if (richest == nullptr) return nullptr;
+        const ring_guard hold(*richest);
+        chunk* head = richest->head.load(std::memory_order_acquire);
+        if (head == nullptr || static_cast<std::size_t>(head->data_end() - head->data()) < min_data) return nullptr;
+        // Only a chunk its owner has moved past: it then writes only after node.current (registry.hpp).
+        chunk* const next = head->next.load(std::memory_order_acquire);
+        if (next == nullptr || head == richest->current.load(std::memory_order_acquire) ||
+            richest->ring_bytes.load(std::memory_order_relaxed) < held + 2 * head->total()) {
+            return nullptr;
+        }
+        summarize_chunk(*head);
+        richest->head.store(next, std::memory_order_release);
+        richest->overwritten += head->ring_records;
+        richest->overwritten_until = std::max(richest->overwritten_until, head->ring_last_end);
+        ++richest->chunks_unlinked;
+        richest->ring_bytes.fetch_sub(head->total(), std::memory_order_relaxed);
+        head->next.store(nullptr, std::memory_order_relaxed);
+        head->published.store(head->data(), std::memory_order_relaxed);
+        head->ring_summarized = false;
+        return head;
     }
 
     // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
@@ -901,6 +948,7 @@ private:
             delete *it;
         }
         nodes_.erase(dead, nodes_.end());
+        node_count_.store(nodes_.size(), std::memory_order_relaxed);
     }
 
     void release_chain(thread_node& node) noexcept {
@@ -956,6 +1004,7 @@ private:
     std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
     std::atomic<bool> streamed_{false};
     std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
+    std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
     std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
@@ -992,6 +1041,7 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     {
         std::lock_guard lock(mutex_);
         nodes_.push_back(node);
+        node_count_.store(nodes_.size(), std::memory_order_relaxed);
     }
     buffer.node = node;  // the caller's thread_exit_guard watches the buffer (slow_path.hpp)
     return true;
@@ -1014,6 +1064,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
         const ring_guard hold(node);
         node.overwritten = 0;
         node.overwritten_until = 0;
+        node.ring_bytes.store(0, std::memory_order_relaxed);
     }
     buffer.state = state;
     buffer.current = nullptr;
@@ -1025,6 +1076,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
         if (pool_.charge(c->size_class)) {
             node.head.store(c, std::memory_order_release);
             node.current.store(c, std::memory_order_release);
+            node.ring_bytes.store(c->total(), std::memory_order_relaxed);
             buffer.current = c;
             buffer.cursor = c->data();
             buffer.limit = c->data_end();
@@ -1071,7 +1123,11 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
             if (c != nullptr) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
         }
     }
-    if (c == nullptr && ring) c = overwrite_oldest(buffer, size_class, min_data, 0);  // the budget is spent: the ring turns
+    if (c == nullptr && ring) {
+        // The budget is spent: the ring turns, on the thread's own chunks once it holds its share.
+        c = take_richest_oldest(buffer, min_data);
+        if (c == nullptr) c = overwrite_oldest(buffer, size_class, min_data, 0);
+    }
     if (c == nullptr) return chunk_result::budget_spent;
     thread_node& node = *buffer.node;
     if (c == buffer.current) {
@@ -1079,6 +1135,7 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
         buffer.cursor = c->data();
         return chunk_result::linked;
     }
+    if (ring) node.ring_bytes.fetch_add(c->total(), std::memory_order_relaxed);
     if (buffer.current != nullptr) {
         // The drain keeps the chunk it saw as current and counts what is linked after it as late.
         buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire

@@ -43,6 +43,9 @@ struct thread_node {
     std::uint64_t overwritten = 0;
     std::uint64_t overwritten_until = 0;
     std::uint64_t chunks_unlinked = 0;
+    /// Bytes of chunks in the node's chain in a flight recorder's session: a thread that holds less than
+    /// its share of a spent budget takes the oldest chunk of the thread that holds most (registry.hpp).
+    std::atomic<std::uint64_t> ring_bytes{0};
     /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
