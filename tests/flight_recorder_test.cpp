@@ -362,3 +362,94 @@ TEST_CASE("a thread that begins after the ring is full takes the oldest chunks o
     const auto total = trace.at("flightRecorder").at("overwritten").get<std::uint64_t>();
     CHECK(stint_test::count_named(prof.events(), "flight.work") + total == 250'000);
 }
+
+#if defined(STINT_TEST_CRASH_PROGRAM) && defined(STINT_TEST_CRASHDUMP_TOOL)
+TEST_CASE("a crash leaves a dump that decodes to a trace ending where each thread was") {
+    stint_test::temp_dir dir;
+    const std::string dump = dir / "crash.stint";
+    const std::string trace_path = dir / "crash.pt.trace.json";
+    const auto run = [&](const std::string& mode) {
+        return stint_test::run_program(std::string(STINT_TEST_CRASH_PROGRAM) + " " + mode + " " + dump);
+    };
+    const auto decode = [&] {
+        const stint_test::program_result decoded = stint_test::run_program(
+            "python3 " + std::string(STINT_TEST_CRASHDUMP_TOOL) + " " + dump + " " + trace_path);
+        INFO(decoded.output);
+        REQUIRE(decoded.status == 0);
+        return stint_test::read_json(trace_path);
+    };
+    const auto check_threads = [&](const nlohmann::json& trace) {
+        const nlohmann::json& crash = trace.at("crash");
+        CHECK(crash.at("complete") == true);
+        bool main_seen = false;
+        bool worker_seen = false;
+        for (const auto& t : crash.at("threads")) {
+            if (t.at("crashed") == true) {
+                main_seen = true;
+                CHECK(t.at("last_events").back() == "crash.last_before_crash");
+            } else if (t.at("name") == "crash worker") {
+                worker_seen = true;
+                CHECK(t.at("last_events").back() == "crash.worker_step");
+            }
+        }
+        CHECK(main_seen);
+        CHECK(worker_seen);
+        // Every record of the session is there: the ring never turned.
+        CHECK(stint_test::count_named(trace.at("traceEvents").get<std::vector<nlohmann::json>>(), "crash.main_step") == 10000);
+        CHECK(stint_test::count_named(trace.at("traceEvents").get<std::vector<nlohmann::json>>(), "crash.worker_step") == 1000);
+    };
+    SUBCASE("a null dereference") {
+        const stint_test::program_result died = run("null");
+        CHECK(died.status != 0);  // 128 + SIGSEGV, or the sanitizer's report: the previous handler ran
+        const nlohmann::json trace = decode();
+        CHECK(trace.at("crash").at("signal") == SIGSEGV);
+        check_threads(trace);
+    }
+    SUBCASE("abort") {
+        CHECK(run("abort").status == 128 + SIGABRT);
+        const nlohmann::json trace = decode();
+        CHECK(trace.at("crash").at("signal") == SIGABRT);
+        check_threads(trace);
+    }
+    SUBCASE("an exception through noexcept: std::terminate, then the previous terminate handler") {
+        const stint_test::program_result died = run("noexcept");
+        CHECK(died.status == 128 + SIGABRT);
+        CHECK(died.output.find("through noexcept") != std::string::npos);  // the default handler still ran
+        const nlohmann::json trace = decode();
+        CHECK(trace.at("crash").at("signal") == 0);
+        check_threads(trace);
+    }
+    SUBCASE("a second crash handler over stint's is reported") {
+        const stint_test::program_result died = run("second_handler");
+        CHECK(died.status == 3);
+        CHECK(died.output.find("signal 11 (SEGV): another handler replaced stint's crash dump") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(dump));
+    }
+}
+#endif
+
+TEST_CASE("a crash dump path that cannot be written is refused at start") {
+    stint_test::temp_dir dir;
+    stint::profiler_options<> options;
+    options.flight_recorder = stint::flight_recorder_options{.budget_bytes = 4 * flight_chunk,
+                                                             .crash_dump_path = dir / "missing/crash.stint"};
+    stint::profiler<> prof(options);
+    CHECK_THROWS_WITH_AS(prof.start(),
+                         doctest::Contains(("stint: flight_recorder.crash_dump_path \"" + dir / "missing/crash.stint" +
+                                            "\" cannot be written").c_str()),
+                         std::system_error);
+    CHECK_FALSE(prof.is_running());
+    CHECK(stint::check_crash_handlers().empty());
+    // Installed and removed with the session; stint's handlers gone with it.
+    options.flight_recorder->crash_dump_path = dir / "crash.stint";
+    stint::profiler<> ok(options);
+    ok.start();
+    CHECK(stint::check_crash_handlers().empty());
+    struct sigaction now {};
+    ::sigaction(SIGSEGV, nullptr, &now);
+    CHECK((now.sa_flags & SA_SIGINFO) != 0);
+    ok.stop();
+    ::sigaction(SIGSEGV, nullptr, &now);
+    CHECK((now.sa_flags & SA_SIGINFO) == 0);
+    CHECK_FALSE(std::filesystem::exists(dir / "crash.stint"));
+}

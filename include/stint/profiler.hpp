@@ -35,6 +35,7 @@
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/exit_trace.hpp"
+#include "stint/profiler/crash_dump.hpp"
 #include "stint/profiler/flight_recorder.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/chrome_trace_records.hpp"
@@ -548,7 +549,7 @@ private:
                 "of the {} threads that record, at least {} bytes",
                 flight.budget_bytes, detail::chunk::total_bytes / 1024, threads, minimum));
         }
-        if (flight.slow_step.factor > 0) detail::check_dump_dir(flight.dump_dir);
+        if (flight.slow_step.factor > 0 || flight.hang_timeout.count() > 0) detail::check_dump_dir(flight.dump_dir);
         session_.prepare(flight.budget_bytes, options_.reserve_buffer_bytes);
         const double ns_per_tick = session_.calibration().ns_per_tick;
         const auto span_ns = static_cast<double>(flight.span.count());
@@ -557,6 +558,17 @@ private:
         session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, has_memory,
                       {.outputs = has_shapes, .tensor_identities = false}, false, ring);
         flight_.emplace(flight);
+        if (!flight.crash_dump_path.empty()) {
+            try {
+                detail::crash_dump::install(flight.crash_dump_path, session_.calibration());
+            } catch (...) {
+                detail::record_store discarded;  // refused at start: the session closes unrecorded
+                (void)session_.close_records(discarded);
+                flight_.reset();
+                throw;
+            }
+            crash_dump_installed_ = true;
+        }
         if (flight.hang_timeout.count() > 0) {
             watchdog_ = std::make_unique<detail::hang_watchdog>(
                 flight.hang_timeout, step_num_.load(),
@@ -655,6 +667,12 @@ private:
         }
         if (stream_) return close_streamed_window();
         watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
+        if (std::exchange(crash_dump_installed_, false)) {
+            for (const std::string& line : detail::crash_dump::overridden()) {
+                detail::warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
+            }
+            detail::crash_dump::uninstall();
+        }
         const bool et_window = std::exchange(execution_trace_window_, false);
         detail::record_store records;
         const bool closed = session_.close_records(records);
@@ -999,6 +1017,7 @@ private:
     std::optional<detail::flight_steps> flight_;  // while a flight recorder records
     std::unique_ptr<detail::hang_watchdog> watchdog_;  // ... with a hang_timeout
     std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
+    bool crash_dump_installed_ = false;
     mutable std::optional<detail::flight_window> window_flight_;  // the last window was a flight recorder's
     std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept

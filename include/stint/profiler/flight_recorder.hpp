@@ -66,6 +66,10 @@ struct flight_recorder_options {
     /// A thread of stint's dumps the whole ring when no step() came for this long (0: off), once per
     /// step, to hang_step_<n> in dump_dir, with the step still open and each thread's last record.
     std::chrono::nanoseconds hang_timeout{0};
+    /// On SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT and std::terminate, the raw records and their sites
+    /// are written here (checked writable at start()), then the previous handler runs; empty: off.
+    /// tools/stint-crashdump turns the file into a trace.
+    std::string crash_dump_path{};
 };
 
 /// What a flight recorder's dump wrote.

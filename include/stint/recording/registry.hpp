@@ -630,6 +630,19 @@ public:
         return nodes_.size();
     }
 
+    /// For a crash handler only (profiler/crash_dump.hpp): calls `f(node)` for each node of the recording
+    /// session without the lock, which a crashed thread may hold. The process is dying: a list being
+    /// changed at that instant may be read torn, and that is the price of any dump at all.
+    template <class F>
+    void for_each_node_in_crash(F&& f) noexcept {
+        const std::uint32_t state = active_;
+        thread_node* const* nodes = nodes_.data();
+        const std::size_t count = nodes_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (nodes[i] != nullptr && nodes[i]->state.load(std::memory_order_acquire) == state) f(*nodes[i]);
+        }
+    }
+
     /// Threads (per shared object) registered that have not exited.
     std::size_t live_threads() {
         std::lock_guard lock(mutex_);
