@@ -208,19 +208,21 @@ public:
         return true;
     }
 
-    /// A flight recorder's dump: copies the open session's records that ended in [from_ticks, now] into
+    /// A flight recorder's dump: copies the open session's records that ended since `from_ticks` into
     /// `out` while the session records on (registry::copy_ring), on the session's clock with its rate
-    /// measured over the whole session so far. False (and nothing copied) when no session records.
+    /// measured over the whole session so far. Each thread's records run until its copy was made: a
+    /// common end would cut off the newest records of the threads copied last, while their oldest
+    /// were being overwritten. False (and nothing copied) when no session records.
     bool copy_records(record_store& out, std::uint64_t from_ticks = 0) {
         if (state_ == 0 || state_ == device_only_state) return false;
         record_store store;
-        store.stop_ticks = read_ticks();
-        store.calibration = refine_calibration(calibration_, take_clock_anchor());
         const bool copied = the_registry().copy_ring(state_, [&](taken_records&& t) {
-            keep_records_ending_between(t.tail, from_ticks, store.stop_ticks);
+            if (from_ticks != 0) keep_records_ending_between(t.tail, from_ticks, ~std::uint64_t{0});
             store.add(std::move(t));
         });
         if (!copied) return false;
+        store.stop_ticks = read_ticks();
+        store.calibration = refine_calibration(calibration_, take_clock_anchor());
         out = std::move(store);
         return true;
     }

@@ -105,7 +105,7 @@ public:
         }
         c->published.store(c->data(), std::memory_order_relaxed);
         c->next.store(nullptr, std::memory_order_relaxed);
-        c->ring_summarized = false;
+        c->reset_ring_notes();
         return c;
     }
 
@@ -712,6 +712,11 @@ private:
             chunk* head = node.head.load(std::memory_order_acquire);
             last = node.current.load(std::memory_order_acquire);
             if (head == nullptr) return;
+            std::size_t bytes = 0;  // room for the whole chain: no reallocation while the owner waits
+            for (chunk* c = head; c != nullptr; c = c == last ? nullptr : c->next.load(std::memory_order_acquire)) {
+                bytes += c->total();
+            }
+            taken.tail.reserve(bytes);
             append(*head);
             if (head == last) return;
             next = head->next.load(std::memory_order_acquire);
@@ -760,7 +765,7 @@ private:
         ++node.chunks_unlinked;
         head->next.store(nullptr, std::memory_order_relaxed);
         head->published.store(head->data(), std::memory_order_relaxed);
-        head->ring_summarized = false;
+        head->reset_ring_notes();
         return head;
     }
 
@@ -850,7 +855,7 @@ private:
         richest->ring_bytes.fetch_sub(head->total(), std::memory_order_relaxed);
         head->next.store(nullptr, std::memory_order_relaxed);
         head->published.store(head->data(), std::memory_order_relaxed);
-        head->ring_summarized = false;
+        head->reset_ring_notes();
         return head;
     }
 

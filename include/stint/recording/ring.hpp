@@ -28,6 +28,18 @@ struct ring_options {
 inline void summarize_chunk(chunk& c) noexcept {
     if (c.ring_summarized) return;
     const std::byte* const end = c.published.load(std::memory_order_relaxed);
+    if (!c.ring_mixed) {
+        // 24-byte records only: counted from the size, the latest end the last record's (a thread's
+        // records arrive in end order; an overhead record's end is read after the record it follows).
+        // Reading a cold 64 KiB chunk instead cost the ring 9 % of a record's time (bench/).
+        const auto count = static_cast<std::uint32_t>((end - c.data()) / static_cast<std::ptrdiff_t>(sizeof(record)));
+        record last{};
+        if (count > 0) std::memcpy(&last, end - sizeof(record), sizeof(record));
+        c.ring_last_end = last.end_ticks;
+        c.ring_records = count - std::min(count, c.ring_own_records);
+        c.ring_summarized = true;
+        return;
+    }
     std::uint64_t last_end = 0;
     std::uint32_t records = 0;
     for (const std::byte* at = c.data(); at < end;) {
