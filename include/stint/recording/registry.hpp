@@ -752,13 +752,17 @@ private:
     }
 
     /// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
-    /// lock, so that no dump is copying it). When it is also the current chunk, the thread keeps it.
-    static chunk* unlink_oldest(thread_buffer& buffer) noexcept {
+    /// lock, so that no dump is copying it and no other thread is taking it). When it is also the current
+    /// chunk, the thread keeps it. `only_older_than` not 0: only a chunk moved past whose records all
+    /// ended before that tick, else null.
+    static chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept {
         thread_node& node = *buffer.node;
         const ring_guard hold(node);  // another thread may be taking this head (take_richest_oldest)
         chunk* head = node.head.load(std::memory_order_relaxed);
         if (head == nullptr) return nullptr;
+        if (only_older_than != 0 && head == buffer.current) return nullptr;
         summarize_chunk(*head);
+        if (only_older_than != 0 && head->ring_last_end >= only_older_than) return nullptr;
         if (head != buffer.current) node.head.store(head->next.load(std::memory_order_relaxed), std::memory_order_release);
         node.overwritten += head->ring_records;
         node.overwritten_until = std::max(node.overwritten_until, head->ring_last_end);
@@ -776,17 +780,11 @@ private:
     chunk* overwrite_oldest(thread_buffer& buffer, std::uint32_t size_class, std::size_t min_data,
                             std::uint64_t only_older_than) {
         thread_node& node = *buffer.node;
-        const auto old_enough = [&](chunk* c) {
-            if (c == nullptr || c == buffer.current) return false;
-            summarize_chunk(*c);
-            return c->ring_last_end < only_older_than;
-        };
-        if (only_older_than != 0 && !old_enough(node.head.load(std::memory_order_relaxed))) return nullptr;
-        chunk* c = unlink_oldest(buffer);
+        chunk* c = unlink_oldest(buffer, only_older_than);
         if (only_older_than != 0) {
+            if (c == nullptr) return nullptr;
             bool refunded = false;
-            while (old_enough(node.head.load(std::memory_order_relaxed))) {
-                chunk* old = unlink_oldest(buffer);
+            while (chunk* old = unlink_oldest(buffer, only_older_than)) {
                 node.ring_bytes.fetch_sub(old->total(), std::memory_order_relaxed);
                 pool_.refund_and_release(old);
                 refunded = true;
