@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,8 @@
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/exit_trace.hpp"
+#include "stint/profiler/crash_dump.hpp"
+#include "stint/profiler/flight_recorder.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/chrome_trace_records.hpp"
 #include "stint/export/trace_stream.hpp"
@@ -117,6 +121,11 @@ struct profiler_options {
     /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
     /// records not written as the window: events() and the exports read them.
     std::string stream_to{};
+    /// Records all the time into a bounded ring from start() to stop() (stint::flight_recorder_options):
+    /// each thread overwrites its oldest records when the ring's budget is spent, and dump() writes the
+    /// window it holds while recording continues; triggers write it when a step runs slow. Its budget
+    /// replaces `buffer_budget_bytes`. No schedule, stream or accumulate_events with it.
+    std::optional<flight_recorder_options> flight_recorder{};
 };
 
 /// Records the events of every thread, and gives them as events, tables and traces; one profiler
@@ -158,6 +167,7 @@ public:
                 "activity::cuda with stint::cuda_activities in the config");
         }
         if (!options_.stream_to.empty()) refuse_streaming_with_options();
+        if (options_.flight_recorder) refuse_flight_recorder_with_options();
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
         }
@@ -246,8 +256,35 @@ public:
         std::exception_ptr error;
         transit(previous, next, error);
         step_tracker::increment_step(step_tracker::profiler_step_name);
+        if (flight_) observe_flight_step();
         open_step_annotation();
         if (error) std::rethrow_exception(error);
+    }
+
+    /// The dumps a flight recorder's triggers wrote (slow steps, hangs), oldest first.
+    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const {
+        const std::lock_guard lock(mutex_);
+        return triggered_dumps_;
+    }
+
+    /// A flight recorder's window, written now while recording continues: the trace (Chrome JSON for
+    /// ".json" or ".json.gz", Perfetto for ".pftrace") and the key_averages table beside it (the path's
+    /// ending replaced by ".txt"), each saying how many records every thread had overwritten and from
+    /// when it is complete. Callable from any thread. Throws std::logic_error unless a flight recorder
+    /// records, std::invalid_argument for another ending, std::system_error when a file cannot be written.
+    ///
+    ///     stint::flight_dump d = prof.dump("dumps/now.pt.trace.json");   // and dumps/now.pt.trace.txt
+    flight_dump dump(const std::string& path) {
+        detail::require_dump_format("dump", path);
+        const detail::own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        if (!options_.flight_recorder || !flight_) {
+            throw std::logic_error(options_.flight_recorder
+                                       ? "stint: dump(): the flight recorder is not recording; call start() first"
+                                       : "stint: dump(): this profiler is not a flight recorder; set "
+                                         "profiler_options::flight_recorder");
+        }
+        return dump_window(path, 0, "request", {});
     }
 
     /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
@@ -331,6 +368,7 @@ public:
         detail::perfetto_trace_info info;
         info.pid = detail::current_pid();
         info.truncated_names = window_stats_.truncated_names;
+        if (window_flight_) info = window_flight_->perfetto_info(info.pid, info.truncated_names);
         detail::write_perfetto_trace_file(path, window_events(), info);
     }
 
@@ -478,6 +516,10 @@ private:
             }
             return;
         }
+        if (options_.flight_recorder) {
+            open_flight_session();
+            return;
+        }
         const bool device = has_device && options_.activities.contains(activity::cuda);
         stint::execution_trace_observer* et = options_.execution_trace_observer;
         execution_trace_window_ = et != nullptr && et->wants_window();
@@ -495,6 +537,120 @@ private:
         }
     }
 
+    /// Opens a flight recorder's session: refuses a budget that cannot hold a chunk per thread and a dump
+    /// directory that cannot be written, now rather than when a dump is due.
+    void open_flight_session() {
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::size_t threads = std::max<std::size_t>(detail::the_registry().live_threads(), 1);
+        const std::size_t minimum = threads * detail::chunk::total_bytes;
+        if (flight.budget_bytes < minimum) {
+            throw std::invalid_argument(fmt::format(
+                "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
+                "of the {} threads that record, at least {} bytes",
+                flight.budget_bytes, detail::chunk::total_bytes / 1024, threads, minimum));
+        }
+        if (flight.slow_step.factor > 0 || flight.hang_timeout.count() > 0) detail::check_dump_dir(flight.dump_dir);
+        session_.prepare(flight.budget_bytes, options_.reserve_buffer_bytes);
+        const double ns_per_tick = session_.calibration().ns_per_tick;
+        const auto span_ns = static_cast<double>(flight.span.count());
+        const detail::ring_options ring{
+            .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
+        session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, has_memory,
+                      {.outputs = has_shapes, .tensor_identities = false}, false, ring);
+        flight_.emplace(flight);
+        if (!flight.crash_dump_path.empty()) {
+            try {
+                detail::crash_dump::install(flight.crash_dump_path, session_.calibration());
+            } catch (...) {
+                detail::record_store discarded;  // refused at start: the session closes unrecorded
+                (void)session_.close_records(discarded);
+                flight_.reset();
+                throw;
+            }
+            crash_dump_installed_ = true;
+        }
+        if (flight.hang_timeout.count() > 0) {
+            watchdog_ = std::make_unique<detail::hang_watchdog>(
+                flight.hang_timeout, step_num_.load(),
+                [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                    dump_hang(step, silent_ns, stopping);
+                });
+        }
+    }
+
+    /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
+    /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
+    void dump_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+        std::unique_lock lock(mutex_, std::try_to_lock);
+        while (!lock.owns_lock()) {
+            if (stopping.load(std::memory_order_relaxed)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            (void)lock.try_lock();
+        }
+        if (!flight_) return;
+        const detail::own_allocation_scope own;
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
+                                             step, flight.dump_extension);
+        std::vector<detail::flight_window::open_scope> open;
+        if (step_annotation_) {
+            open.push_back({flight_->stepping_tid, fmt::format("ProfilerStep#{}", step),
+                            session_.calibration().to_ns_since_anchor(flight_->last_step_ticks)});
+        }
+        triggered_dumps_.push_back(dump_window(path, 0, "hang",
+                                               fmt::format("no step() for {:.3f} ms during step {}",
+                                                           static_cast<double>(silent_ns) / 1e6, step),
+                                               std::move(open)));
+    }
+
+    /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
+    void observe_flight_step() {
+        detail::flight_steps& steps = *flight_;
+        const std::uint64_t now_ticks = stint::read_ticks();
+        const std::int64_t now_ns = detail::steady_now_ns();
+        const std::int64_t duration = now_ns - steps.last_step_ns;
+        const std::uint64_t began = steps.last_step_ticks;
+        steps.last_step_ns = now_ns;
+        steps.last_step_ticks = now_ticks;
+        steps.stepping_tid = detail::current_os_tid();
+        if (watchdog_) watchdog_->note_step(step_num_);
+        steps.begins.push_back(began);
+        const slow_step_trigger& trigger = options_.flight_recorder->slow_step;
+        while (steps.begins.size() > std::max<std::size_t>(trigger.steps, 1)) steps.begins.pop_front();
+        if (!steps.detector.observe(duration, now_ns)) return;
+        const std::int64_t step = step_num_ - 1;  // the step that just ended
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::string path = fmt::format("{}{}slow_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
+                                             step, flight.dump_extension);
+        const std::string why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
+                                            static_cast<double>(duration) / 1e6,
+                                            static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(steps.detector.median_ns(), 1)),
+                                            static_cast<double>(steps.detector.median_ns()) / 1e6);
+        try {
+            triggered_dumps_.push_back(dump_window(path, steps.begins.front(), "slow step", why));
+        } catch (const std::exception& e) {
+            // The program's step must not fail for a dump: say it instead.
+            detail::warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
+        }
+    }
+
+    /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
+    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
+                            std::vector<detail::flight_window::open_scope> open = {}) {
+        detail::record_store records;
+        if (!session_.copy_records(records, from_ticks)) {
+            throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
+        }
+        detail::flight_window window = detail::flight_window::of(records, from_ticks, std::move(trigger));
+        window.detail = std::move(why);
+        window.open_scopes = std::move(open);
+        event_list events;
+        profiler_stats stats;
+        detail::session::build_events(records, events, 1, drain_options(false), nullptr, stats);
+        if (!window.open_scopes.empty()) window.note_last_records(events);
+        return detail::write_flight_dump(path, events, trace_info(stats.truncated_names), window);
+    }
+
     /// Drains the session into the window's results; false when none was recording. The event list is
     /// built now when something needs it at once (earlier windows kept, an execution trace, device
     /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
@@ -510,6 +666,13 @@ private:
             }
         }
         if (stream_) return close_streamed_window();
+        watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
+        if (std::exchange(crash_dump_installed_, false)) {
+            for (const std::string& line : detail::crash_dump::overridden()) {
+                detail::warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
+            }
+            detail::crash_dump::uninstall();
+        }
         const bool et_window = std::exchange(execution_trace_window_, false);
         detail::record_store records;
         const bool closed = session_.close_records(records);
@@ -520,6 +683,10 @@ private:
         window_stats_ = session_.stats();
         window_first_id_ = next_id_;
         forget_window();
+        if (flight_) {
+            window_flight_ = detail::flight_window::of(records, 0, "stop");
+            flight_.reset();
+        }
         bool timing_only = true;
         for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
         if (timing_only && !options_.accumulate_events && !et_window && !device) {
@@ -616,6 +783,7 @@ private:
 
     /// Forgets the last window: a new one replaces it.
     void forget_window() const noexcept {
+        window_flight_.reset();
         window_records_.reset();
         window_events_ = event_list{};
         window_lost_ = false;
@@ -704,7 +872,7 @@ private:
     /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
     /// record_steps); it ends at the next step() or stop(), so it spans the step.
     void open_step_annotation() {
-        if (!options_.schedule || !session_.is_open()) return;
+        if ((!options_.schedule && !options_.flight_recorder) || !session_.is_open()) return;
         std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
         const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_.load());
         step_annotation_.emplace(std::string_view(name.data(), written.size));
@@ -744,6 +912,28 @@ private:
         }
     }
 
+    void refuse_flight_recorder_with_options() const {
+        const auto refuse = [](std::string_view why) {
+            throw std::invalid_argument(
+                fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
+        };
+        if (options_.schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
+        if (!options_.stream_to.empty()) refuse("it keeps the last records in memory, which stream_to writes away");
+        if (options_.accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
+        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs every op, which a ring overwrites");
+        const slow_step_trigger& slow = options_.flight_recorder->slow_step;
+        if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
+            throw std::invalid_argument(fmt::format(
+                "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
+                "give a factor above 1 (or 0: off)", slow.factor));
+        }
+        if (!detail::dump_format_of(options_.flight_recorder->dump_extension)) {
+            throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
+                                                    ".pt.trace.json.gz or .pftrace",
+                                                    options_.flight_recorder->dump_extension));
+        }
+    }
+
     void require_finished(std::string_view call) const {
         // With a schedule the results are the last saved window's, readable while the next records.
         if (session_.is_open() && !options_.schedule) {
@@ -766,6 +956,7 @@ private:
         info.pid = detail::current_pid();
         info.truncated_names = truncated_names;
         info.metadata_json = metadata_;
+        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json());
         if (find_metadata("distributedInfo") == nullptr) {
             if (std::optional<distributed_info> dist = current_distributed_info()) {
                 info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
@@ -823,6 +1014,11 @@ private:
     std::uint64_t window_first_id_ = 0;
     event_list all_events_;
     mutable profiler_stats window_stats_;
+    std::optional<detail::flight_steps> flight_;  // while a flight recorder records
+    std::unique_ptr<detail::hang_watchdog> watchdog_;  // ... with a hang_timeout
+    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
+    bool crash_dump_installed_ = false;
+    mutable std::optional<detail::flight_window> window_flight_;  // the last window was a flight recorder's
     std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept
     std::vector<std::pair<std::string, std::string>> metadata_;

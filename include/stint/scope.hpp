@@ -140,6 +140,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
     std::byte* out = at + sizeof(record) + sizeof(header);
     for (std::size_t i = 0; i < size; i += 16) std::memcpy(out + i, inputs + i, 16);
     buffer.cursor = at + bytes;
+    buffer.current->ring_mixed = true;  // a payload (recording/ring.hpp); the header line published writes
     // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
 }

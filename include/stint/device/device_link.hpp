@@ -85,7 +85,11 @@ public:
     }
     /// Appends the link, right after the scope's record (same depth, same end).
     STINT_DETAIL_ALWAYS_INLINE void record(std::uint32_t depth, std::uint64_t end, std::uint32_t state) noexcept {
-        if (id_ != 0) [[unlikely]] append_record(&device_link_site, depth, id_, end, state);
+        if (id_ != 0) [[unlikely]] {
+            append_record(&device_link_site, depth, id_, end, state);
+            // Not one of the program's records: a flight recorder reads the chunk to count (recording/ring.hpp).
+            if (tls_buffer.current != nullptr) tls_buffer.current->ring_mixed = true;
+        }
     }
 
 private:

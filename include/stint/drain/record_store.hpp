@@ -36,6 +36,29 @@ inline counter_value read_counter(const record_payload& payload) noexcept {
     return value;
 }
 
+/// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
+/// a flight recorder's dump of the last steps.
+inline void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
+    std::byte* out = bytes.data();
+    const std::byte* const end = bytes.data() + bytes.size();
+    for (std::byte* at = bytes.data(); at < end;) {
+        record r;
+        std::memcpy(&r, at, sizeof(r));
+        std::size_t size = sizeof(record);
+        if (has_payload(r.where()->payload)) {
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof(header));
+            size += header.bytes;
+        }
+        if (r.end_ticks >= from && r.end_ticks <= to) {
+            if (out != at) std::memmove(out, at, size);
+            out += size;
+        }
+        at += size;
+    }
+    bytes.resize(static_cast<std::size_t>(out - bytes.data()));
+}
+
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
 class record_store {
@@ -81,6 +104,8 @@ public:
         t.counts.name = std::move(taken.name);
         t.counts.dropped = taken.dropped;
         t.counts.truncated = taken.truncated;
+        t.counts.overwritten = taken.overwritten;
+        t.counts.overwritten_until = taken.overwritten_until;
         t.chunks = taken.chunks;
         t.tail = std::move(taken.tail);
         for_each_record(t, [&](const record& r, const record_payload&) {

@@ -129,15 +129,17 @@ public:
     /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
     /// `capture`: what captured ops keep besides their inputs while it records.
     /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
+    /// `ring`: a flight recorder's session (records on within its budget; copy_records() reads it).
     void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-              bool track_memory = false, capture_options capture = {}, bool streamed = false) {
+              bool track_memory = false, capture_options capture = {}, bool streamed = false,
+              ring_options ring = {}) {
         registry& reg = the_registry();
         prepare(budget_bytes, record_cpu ? reserve_bytes : 0);
         const std::int64_t t1 = steady_now_ns();
         // Re-anchored here, not at prepare(): a warmup may have prepared steps ago, and time 0 is the
         // window's start.
         calibration_.anchor = take_clock_anchor();
-        state_ = record_cpu ? reg.begin_session(budget_bytes, streamed) : device_only_state;
+        state_ = record_cpu ? reg.begin_session(budget_bytes, streamed, ring) : device_only_state;
         opened_ = true;
         const std::int64_t t2 = steady_now_ns();
         prepared_ = false;
@@ -202,6 +204,25 @@ public:
         stats_.late_records = store.late;
         stats_.buffer_bytes = store.buffer_bytes;
         stats_.memory_dropped = store.memory_dropped;  // a window kept unbuilt reports it too
+        out = std::move(store);
+        return true;
+    }
+
+    /// A flight recorder's dump: copies the open session's records that ended since `from_ticks` into
+    /// `out` while the session records on (registry::copy_ring), on the session's clock with its rate
+    /// measured over the whole session so far. Each thread's records run until its copy was made: a
+    /// common end would cut off the newest records of the threads copied last, while their oldest
+    /// were being overwritten. False (and nothing copied) when no session records.
+    bool copy_records(record_store& out, std::uint64_t from_ticks = 0) {
+        if (state_ == 0 || state_ == device_only_state) return false;
+        record_store store;
+        const bool copied = the_registry().copy_ring(state_, [&](taken_records&& t) {
+            if (from_ticks != 0) keep_records_ending_between(t.tail, from_ticks, ~std::uint64_t{0});
+            store.add(std::move(t));
+        });
+        if (!copied) return false;
+        store.stop_ticks = read_ticks();
+        store.calibration = refine_calibration(calibration_, take_clock_anchor());
         out = std::move(store);
         return true;
     }

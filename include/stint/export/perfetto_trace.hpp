@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -36,6 +37,15 @@ namespace stint::detail {
 struct perfetto_trace_info {
     std::uint64_t pid = 0;
     std::uint64_t truncated_names = 0;
+    /// A flight recorder's dump (profiler/flight_recorder.hpp): records overwritten before the window,
+    /// in total and per thread, with the time (ns on the trace's clock) from which each thread is complete.
+    struct overwritten_thread {
+        std::uint64_t os_tid = 0;
+        std::uint64_t overwritten = 0;
+        std::int64_t complete_from_ns = 0;
+    };
+    std::optional<std::uint64_t> overwritten{};
+    std::vector<overwritten_thread> overwritten_threads{};
 };
 
 /// Field numbers and enum values of perfetto.protos (protos/perfetto/trace/), as the schema defines them.
@@ -375,6 +385,7 @@ private:
         body.message(track_event::debug_annotations, number("late", events_.late()));
         body.message(track_event::debug_annotations, number("truncated_names", info_.truncated_names));
         body.message(track_event::debug_annotations, number("memory_dropped", events_.memory_dropped()));
+        if (info_.overwritten) body.message(track_event::debug_annotations, number("overwritten", *info_.overwritten));
         body.message(track_event::debug_annotations, number("device_lost", events_.device().loss.lost()));
         const unmatched_points& unmatched = events_.unmatched();
         body.message(track_event::debug_annotations, number("unmatched_flow_begins", unmatched.flow_begins));
@@ -395,6 +406,13 @@ private:
                 .message(annotation::dict_entries, name)
                 .message(annotation::dict_entries, number("recorded", t.recorded))
                 .message(annotation::dict_entries, number("dropped", t.dropped));
+            for (const perfetto_trace_info::overwritten_thread& o : info_.overwritten_threads) {
+                if (o.os_tid != t.os_tid) continue;
+                proto_message from;
+                from.string(annotation::name, "complete_from_ns").int64(annotation::int_value, o.complete_from_ns);
+                entry.message(annotation::dict_entries, number("overwritten", o.overwritten))
+                    .message(annotation::dict_entries, from);
+            }
             threads.message(annotation::array_values, entry);
         }
         body.message(track_event::debug_annotations, threads);

@@ -68,10 +68,28 @@ struct chunk {
     std::atomic<std::byte*> published{nullptr};
     /// Next chunk of the same thread and session. Release by the owner; acquire in drain.
     std::atomic<chunk*> next{nullptr};
+    /// Flight recorder (recording/ring.hpp): the latest end tick and the count of the program's records
+    /// in [data(), published), noted the first time the owner looks at the chunk as its oldest.
+    std::uint64_t ring_last_end = 0;
     /// This chunk's size class: it spans `min_total_bytes << size_class` bytes, header included.
     std::uint32_t size_class = 0;
+    std::uint32_t ring_records = 0;
+    /// stint's own overhead records in the chunk (written by the slow path), and whether any record in it
+    /// is not 24 bytes of the program's (a payload, a device link): without one, ring.hpp counts the
+    /// chunk's records from its size instead of reading them. Written by the owner, on this line that
+    /// `published` already makes it write.
+    std::uint32_t ring_own_records = 0;
+    bool ring_mixed = false;
     /// Carved from a 2 MiB slab (recording/chunk_memory.hpp), not allocated from the heap.
     bool in_slab = false;
+    bool ring_summarized = false;  ///< ring_last_end and ring_records are set
+
+    /// Ready for records again (taken from the pool, or overwritten by a flight recorder).
+    void reset_ring_notes() noexcept {
+        ring_summarized = false;
+        ring_mixed = false;
+        ring_own_records = 0;
+    }
 
     explicit chunk(std::uint32_t size_class_index, bool from_slab = false) noexcept
         : size_class(size_class_index), in_slab(from_slab) {}

@@ -26,6 +26,7 @@
 #include "stint/annotations/detail/named_site_table.hpp"
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
+#include "stint/recording/ring.hpp"
 #include "stint/recording/slow_path.hpp"
 #include "stint/recording/state.hpp"
 #include "stint/recording/thread_node.hpp"
@@ -87,6 +88,9 @@ public:
         return true;
     }
 
+    /// Gives back a charge() not used.
+    void refund_charge(std::uint32_t size_class) noexcept { refund(size_class); }
+
     /// Gives back a chunk charged by acquire() but not used.
     void refund_and_release(chunk* c) noexcept {
         refund(c->size_class);
@@ -101,6 +105,7 @@ public:
         }
         c->published.store(c->data(), std::memory_order_relaxed);
         c->next.store(nullptr, std::memory_order_relaxed);
+        c->reset_ring_notes();
         return c;
     }
 
@@ -224,6 +229,9 @@ public:
     }
     /// Held across fork() with the pool's mutex (pthread_atfork), after it.
     std::mutex& memory_mutex() noexcept { return memory_.mutex(); }
+
+    /// The session's budget.
+    [[nodiscard]] std::int64_t budget() const noexcept { return budget_; }
 
     /// Bytes of chunks the current (or last) session acquired.
     [[nodiscard]] std::size_t session_bytes() const noexcept {
@@ -416,6 +424,10 @@ struct taken_records {
     std::uint64_t truncated = 0;  ///< runtime names cut
     chunk* chunks = nullptr;      ///< linked by chunk::next
     std::vector<std::byte> tail;
+    /// Flight recorder: the program's records overwritten before these, and the latest end tick among
+    /// all records overwritten (0: none), after which the buffer's records are complete.
+    std::uint64_t overwritten = 0;
+    std::uint64_t overwritten_until = 0;
 };
 
 /// Counts a drain reports per thread.
@@ -426,6 +438,8 @@ struct drained_thread {
     std::uint64_t overhead = 0;   ///< stint's own records (event_kind::overhead)
     std::uint64_t dropped = 0;
     std::uint64_t truncated = 0;
+    std::uint64_t overwritten = 0;        ///< flight recorder: records overwritten before these
+    std::uint64_t overwritten_until = 0;  ///< ... the latest end tick among them (0: none)
 };
 
 /// One registry per process (see export_macros.hpp for how shared objects agree on it).
@@ -449,7 +463,8 @@ public:
 
     /// Opens a recording session; returns its state. Throws when one is already recording. `streamed`:
     /// a writer gives chunks back while it records (take_written, give_back_streamed).
-    std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false) {
+    /// `ring`: a flight recorder's session, whose threads overwrite their oldest chunks (recording/ring.hpp).
+    std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false, ring_options ring = {}) {
         std::lock_guard lock(mutex_);
         if (active_ != 0) {
             throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -462,6 +477,8 @@ public:
         const std::uint32_t limit = growth_limit(budget_bytes, streamed);
         growth_limit_.store(limit, std::memory_order_relaxed);
         streamed_.store(streamed, std::memory_order_relaxed);
+        ring_.store(ring.on, std::memory_order_relaxed);
+        ring_span_ticks_.store(ring.span_ticks, std::memory_order_relaxed);
         set_aside_ready_chunks(budget_bytes, limit);
         // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
         if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
@@ -549,6 +566,35 @@ public:
         if (any) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
     }
 
+    /// While flight-recorder session `state` records: copies each of its buffers' records, oldest first,
+    /// as `on_copied(taken_records&&)` (a tail, no chunks: the owner keeps writing), with what each had
+    /// overwritten until then (taken_records::overwritten). Each chunk is copied under the node's ring
+    /// lock, which its owner takes only to overwrite a chunk: a recording thread waits at most one
+    /// chunk's copy, and only if it changes chunks meanwhile. False when `state` is not recording.
+    /// Nodes are freed only when a session begins or ends: the caller keeps both out while it copies.
+    template <class OnCopied>
+    bool copy_ring(std::uint32_t state, OnCopied&& on_copied) {
+        std::vector<std::pair<thread_node*, taken_records>> nodes;
+        {
+            std::lock_guard lock(mutex_);
+            if (active_ != state || state == 0) return false;
+            nodes.reserve(nodes_.size());
+            for (thread_node* node : nodes_) {
+                if (node->state.load(std::memory_order_acquire) != state) continue;
+                taken_records taken;
+                taken.node = node;
+                taken.os_tid = node->os_tid;
+                taken.name = node->name;
+                nodes.emplace_back(node, std::move(taken));
+            }
+        }
+        for (auto& [node, taken] : nodes) {
+            copy_node_ring(*node, taken);
+            on_copied(std::move(taken));
+        }
+        return true;
+    }
+
     /// Records of earlier sessions found since the drain before this one: scopes that ended before
     /// their session stopped but reached their buffer after it was drained (a thread preempted
     /// between its scope's end and its append). Exact inside end_session's callbacks.
@@ -582,6 +628,27 @@ public:
     std::size_t registered_threads() {
         std::lock_guard lock(mutex_);
         return nodes_.size();
+    }
+
+    /// For a crash handler only (profiler/crash_dump.hpp): calls `f(node)` for each node of the recording
+    /// session without the lock, which a crashed thread may hold. The process is dying: a list being
+    /// changed at that instant may be read torn, and that is the price of any dump at all.
+    template <class F>
+    void for_each_node_in_crash(F&& f) noexcept {
+        const std::uint32_t state = active_;
+        thread_node* const* nodes = nodes_.data();
+        const std::size_t count = nodes_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (nodes[i] != nullptr && nodes[i]->state.load(std::memory_order_acquire) == state) f(*nodes[i]);
+        }
+    }
+
+    /// Threads (per shared object) registered that have not exited.
+    std::size_t live_threads() {
+        std::lock_guard lock(mutex_);
+        return static_cast<std::size_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const thread_node* node) {
+            return !node->exited.load(std::memory_order_acquire);
+        }));
     }
 
     /// Whether `state` is the session currently recording.
@@ -626,10 +693,177 @@ public:
     }
 
 private:
+    /// Copies `node`'s chain into `taken.tail`, a chunk per hold of its ring lock. Between holds the
+    /// owner may overwrite its oldest chunks (unlinking them from the head): the next chunk to copy is
+    /// still linked while fewer chunks were unlinked since than stood before it. Otherwise (the ring
+    /// turned past the copy) the node is copied again under one hold.
+    static void copy_node_ring(thread_node& node, taken_records& taken) {
+        const auto append = [&](chunk& c) {
+            const std::byte* const end = c.published.load(std::memory_order_acquire);  // pairs with the owner's release
+            taken.tail.insert(taken.tail.end(), static_cast<const std::byte*>(c.data()), end);
+        };
+        chunk* next = nullptr;
+        chunk* last = nullptr;
+        std::uint64_t unlinked = 0;
+        std::uint64_t ahead = 1;  // chunks before `next` in the chain, as of the last hold
+        {
+            const ring_guard hold(node);
+            read_ring_counts(node, taken);
+            chunk* head = node.head.load(std::memory_order_acquire);
+            last = node.current.load(std::memory_order_acquire);
+            if (head == nullptr) return;
+            std::size_t bytes = 0;  // room for the whole chain: no reallocation while the owner waits
+            for (chunk* c = head; c != nullptr; c = c == last ? nullptr : c->next.load(std::memory_order_acquire)) {
+                bytes += c->total();
+            }
+            taken.tail.reserve(bytes);
+            append(*head);
+            if (head == last) return;
+            next = head->next.load(std::memory_order_acquire);
+            unlinked = node.chunks_unlinked;
+        }
+        while (next != nullptr) {
+            const ring_guard hold(node);
+            const std::uint64_t since = node.chunks_unlinked - unlinked;
+            if (since >= ahead) {
+                // `next` may be overwritten, or back in the pool: never touch it. Copy the node whole.
+                taken.tail.clear();
+                read_ring_counts(node, taken);
+                chunk* const current = node.current.load(std::memory_order_acquire);
+                for (chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+                     c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                    append(*c);
+                }
+                return;
+            }
+            ahead -= since;
+            unlinked = node.chunks_unlinked;
+            append(*next);
+            if (next == last) return;
+            next = next->next.load(std::memory_order_acquire);
+            ++ahead;
+        }
+    }
+    static void read_ring_counts(const thread_node& node, taken_records& taken) noexcept {
+        taken.overwritten = node.overwritten;
+        taken.overwritten_until = node.overwritten_until;
+        taken.dropped = node.dropped.load(std::memory_order_relaxed);
+        taken.truncated = node.truncated.load(std::memory_order_relaxed);
+    }
+
+    /// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
+    /// lock, so that no dump is copying it and no other thread is taking it). When it is also the current
+    /// chunk, the thread keeps it. `only_older_than` not 0: only a chunk moved past whose records all
+    /// ended before that tick, else null.
+    static chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept {
+        thread_node& node = *buffer.node;
+        const ring_guard hold(node);  // another thread may be taking this head (take_richest_oldest)
+        chunk* head = node.head.load(std::memory_order_relaxed);
+        if (head == nullptr) return nullptr;
+        if (only_older_than != 0 && head == buffer.current) return nullptr;
+        summarize_chunk(*head);
+        if (only_older_than != 0 && head->ring_last_end >= only_older_than) return nullptr;
+        if (head != buffer.current) node.head.store(head->next.load(std::memory_order_relaxed), std::memory_order_release);
+        node.overwritten += head->ring_records;
+        node.overwritten_until = std::max(node.overwritten_until, head->ring_last_end);
+        ++node.chunks_unlinked;
+        head->next.store(nullptr, std::memory_order_relaxed);
+        head->published.store(head->data(), std::memory_order_relaxed);
+        head->reset_ring_notes();
+        return head;
+    }
+
+    /// The thread's oldest chunk to write into next, its records counted as overwritten: when the
+    /// budget is spent, or (`only_older_than` not 0) when all its records ended before that tick, in
+    /// which case every further chunk that old goes back to the pool (the ring shrinks when the program
+    /// records less). Null when there is none to overwrite or it cannot hold `min_data` bytes.
+    chunk* overwrite_oldest(thread_buffer& buffer, std::uint32_t size_class, std::size_t min_data,
+                            std::uint64_t only_older_than) {
+        thread_node& node = *buffer.node;
+        chunk* c = unlink_oldest(buffer, only_older_than);
+        if (only_older_than != 0) {
+            if (c == nullptr) return nullptr;
+            bool refunded = false;
+            while (chunk* old = unlink_oldest(buffer, only_older_than)) {
+                node.ring_bytes.fetch_sub(old->total(), std::memory_order_relaxed);
+                pool_.refund_and_release(old);
+                refunded = true;
+            }
+            // The budget has room again: threads may take chunks from the pool (seq_cst, as next_chunk's mark).
+            std::uint32_t spent = buffer.state;
+            if (refunded) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
+        }
+        if (c == nullptr || c == buffer.current) return c;
+        if (c->size_class < size_class && pool_.charge(size_class)) {
+            // A thread's first chunks are small; where the budget allows, the ring grows them as a
+            // thread's chain grows, or a short span would keep the thread on its smallest chunks.
+            chunk* bigger = nullptr;
+            try {
+                bigger = pool_.take_uncharged(size_class);
+            } catch (...) {
+                pool_.refund_charge(size_class);
+                return c;
+            }
+            node.ring_bytes.fetch_sub(c->total(), std::memory_order_relaxed);
+            pool_.refund_and_release(c);
+            return bigger;  // counted in ring_bytes when linked
+        }
+        node.ring_bytes.fetch_sub(c->total(), std::memory_order_relaxed);  // counted again when linked
+        if (static_cast<std::size_t>(c->data_end() - c->data()) < min_data) {
+            // Too small for this record (a large payload): its bytes may buy a chunk that holds it.
+            pool_.refund_and_release(c);
+            return pool_.acquire(chunk::class_for_data(min_data), min_data);
+        }
+        return c;
+    }
+
+    /// When a flight recorder's budget is spent, a thread holding less than an equal share of it (a
+    /// thread that began to record late, or records more than it did) takes the oldest chunk of the
+    /// thread that holds most, while that one keeps at least two: each chunk change of the poorer
+    /// thread moves one chunk, so busy threads come to equal shares. Null when none is taken.
+    chunk* take_richest_oldest(thread_buffer& buffer, std::size_t min_data) noexcept {
+        thread_node& mine = *buffer.node;
+        const std::uint64_t held = mine.ring_bytes.load(std::memory_order_relaxed);
+        const std::uint64_t threads = std::max<std::uint64_t>(node_count_.load(std::memory_order_relaxed), 1);
+        if (held >= static_cast<std::uint64_t>(pool_.budget()) / threads) return nullptr;  // its share: its own ring
+        std::lock_guard lock(mutex_);
+        thread_node* richest = nullptr;
+        for (thread_node* node : nodes_) {
+            if (node == &mine) continue;
+            if (richest == nullptr || node->ring_bytes.load(std::memory_order_relaxed) >
+                                          richest->ring_bytes.load(std::memory_order_relaxed)) {
+                richest = node;
+            }
+        }
+        if (richest == nullptr) return nullptr;
+        const ring_guard hold(*richest);
+        chunk* head = richest->head.load(std::memory_order_acquire);
+        if (head == nullptr || static_cast<std::size_t>(head->data_end() - head->data()) < min_data) return nullptr;
+        // Only a chunk its owner has moved past: it then writes only after node.current (registry.hpp).
+        chunk* const next = head->next.load(std::memory_order_acquire);
+        if (next == nullptr || head == richest->current.load(std::memory_order_acquire) ||
+            richest->ring_bytes.load(std::memory_order_relaxed) < held + 2 * head->total()) {
+            return nullptr;
+        }
+        summarize_chunk(*head);
+        richest->head.store(next, std::memory_order_release);
+        richest->overwritten += head->ring_records;
+        richest->overwritten_until = std::max(richest->overwritten_until, head->ring_last_end);
+        ++richest->chunks_unlinked;
+        richest->ring_bytes.fetch_sub(head->total(), std::memory_order_relaxed);
+        head->next.store(nullptr, std::memory_order_relaxed);
+        head->published.store(head->data(), std::memory_order_relaxed);
+        head->reset_ring_notes();
+        return head;
+    }
+
     // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
     // the one it keeps writing into (late scopes land there; count_late finds them from where the copy
     // ended, and the owner returns that chunk when its next session begins).
     taken_records take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks) {
+        // A flight recorder's thread that passed the recording check before the stop may be overwriting
+        // its oldest chunk: the chain is read as it was before or after.
+        const ring_guard hold(node);
         taken_records taken;
         taken.node = &node;
         taken.os_tid = node.os_tid;
@@ -654,6 +888,8 @@ private:
         }
         taken.dropped = node.dropped.load(std::memory_order_relaxed);
         taken.truncated = node.truncated.load(std::memory_order_relaxed);
+        taken.overwritten = node.overwritten;
+        taken.overwritten_until = node.overwritten_until;
         node.drained_state = state;
         node.drained_stop_ticks = stop_ticks;
         node.drained_chunk = keep;
@@ -728,6 +964,7 @@ private:
             delete *it;
         }
         nodes_.erase(dead, nodes_.end());
+        node_count_.store(nodes_.size(), std::memory_order_relaxed);
     }
 
     void release_chain(thread_node& node) noexcept {
@@ -782,6 +1019,9 @@ private:
     // start may read them while they change).
     std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
     std::atomic<bool> streamed_{false};
+    std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
+    std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
+    std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
@@ -817,6 +1057,7 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     {
         std::lock_guard lock(mutex_);
         nodes_.push_back(node);
+        node_count_.store(nodes_.size(), std::memory_order_relaxed);
     }
     buffer.node = node;  // the caller's thread_exit_guard watches the buffer (slow_path.hpp)
     return true;
@@ -835,6 +1076,12 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     release_chain(node);
     node.dropped.store(0, std::memory_order_relaxed);
     node.truncated.store(0, std::memory_order_relaxed);
+    {
+        const ring_guard hold(node);
+        node.overwritten = 0;
+        node.overwritten_until = 0;
+        node.ring_bytes.store(0, std::memory_order_relaxed);
+    }
     buffer.state = state;
     buffer.current = nullptr;
     buffer.cursor = nullptr;
@@ -845,6 +1092,7 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
         if (pool_.charge(c->size_class)) {
             node.head.store(c, std::memory_order_release);
             node.current.store(c, std::memory_order_release);
+            node.ring_bytes.store(c->total(), std::memory_order_relaxed);
             buffer.current = c;
             buffer.cursor = c->data();
             buffer.limit = c->data_end();
@@ -872,7 +1120,14 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
     std::uint32_t size_class = buffer.current == nullptr ? 0 : std::min(buffer.current->size_class + 1, limit);
     size_class = std::max(size_class, chunk::class_for_data(min_data));
     chunk* c = nullptr;
-    if (pool_.exhausted_state.load(std::memory_order_relaxed) != state) {
+    const bool ring = ring_.load(std::memory_order_relaxed);
+    if (ring) {
+        // A flight recorder keeps only the span asked for: a chunk whose records all ended before it is
+        // overwritten before the budget is charged for another.
+        const std::uint64_t span = ring_span_ticks_.load(std::memory_order_relaxed);
+        if (span != 0 && end > span) c = overwrite_oldest(buffer, size_class, min_data, end - span);
+    }
+    if (c == nullptr && pool_.exhausted_state.load(std::memory_order_relaxed) != state) {
         c = pool_.acquire(size_class, min_data);
         if (c == nullptr) {
             // Marked spent, then charged once more: a stream's writer may have given chunks back between
@@ -884,8 +1139,19 @@ inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::u
             if (c != nullptr) pool_.exhausted_state.compare_exchange_strong(spent, 0, std::memory_order_seq_cst);
         }
     }
+    if (c == nullptr && ring) {
+        // The budget is spent: the ring turns, on the thread's own chunks once it holds its share.
+        c = take_richest_oldest(buffer, min_data);
+        if (c == nullptr) c = overwrite_oldest(buffer, size_class, min_data, 0);
+    }
     if (c == nullptr) return chunk_result::budget_spent;
     thread_node& node = *buffer.node;
+    if (c == buffer.current) {
+        // The thread's only chunk, overwritten in place.
+        buffer.cursor = c->data();
+        return chunk_result::linked;
+    }
+    if (ring) node.ring_bytes.fetch_add(c->total(), std::memory_order_relaxed);
     if (buffer.current != nullptr) {
         // The drain keeps the chunk it saw as current and counts what is linked after it as late.
         buffer.current->next.store(c, std::memory_order_release);  // pairs with the drain's acquire

@@ -95,9 +95,11 @@ STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t sta
 inline void publish_record(thread_buffer& buffer, std::size_t bytes, const buffer_room& room, std::uint32_t depth,
                            std::uint64_t work_begin) noexcept {
     buffer.cursor += bytes;
+    if (bytes != sizeof(record)) buffer.current->ring_mixed = true;  // a payload (recording/ring.hpp)
     if (room.overhead != nullptr) {
         ::new (buffer.cursor) record{room.overhead, depth, work_begin, read_ticks()};
         buffer.cursor += sizeof(record);
+        ++buffer.current->ring_own_records;
     }
     // release: pairs with the acquire in drain_node(); the records' bytes are visible before their end.
     buffer.current->published.store(buffer.cursor, std::memory_order_release);

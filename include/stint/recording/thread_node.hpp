@@ -35,10 +35,39 @@ struct thread_node {
     chunk* drained_chunk = nullptr;
     const std::byte* drained_until = nullptr;
     std::uint64_t drained_dropped = 0;
+    /// Flight recorder (recording/ring.hpp): held by the owner while it overwrites its oldest chunk and
+    /// by a dump while it copies one, never per record. What was overwritten, under it: the program's
+    /// records (stint's overhead records apart), the latest end tick among all of them, and how many
+    /// chunks were unlinked (a dump's way to know whether a chunk it has not copied yet is still linked).
+    std::atomic_flag ring_lock;
+    std::uint64_t overwritten = 0;
+    std::uint64_t overwritten_until = 0;
+    std::uint64_t chunks_unlinked = 0;
+    /// Bytes of chunks in the node's chain in a flight recorder's session: a thread that holds less than
+    /// its share of a spent budget takes the oldest chunk of the thread that holds most (registry.hpp).
+    std::atomic<std::uint64_t> ring_bytes{0};
     /// Set by the thread-exit guard (release); the drain then frees the node (acquire).
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
     std::string name;  ///< guarded by the registry mutex
+};
+
+/// Holds a node's ring_lock (a flag that waits: this header stays free of <mutex>).
+class ring_guard {
+public:
+    explicit ring_guard(thread_node& node) noexcept : lock_(node.ring_lock) {
+        // acquire: pairs with the release in the destructor; the holder before us wrote the chain.
+        while (lock_.test_and_set(std::memory_order_acquire)) lock_.wait(true, std::memory_order_relaxed);
+    }
+    ~ring_guard() {
+        lock_.clear(std::memory_order_release);
+        lock_.notify_one();
+    }
+    ring_guard(const ring_guard&) = delete;
+    ring_guard& operator=(const ring_guard&) = delete;
+
+private:
+    std::atomic_flag& lock_;
 };
 
 inline void bump(std::atomic<std::uint64_t>& counter) noexcept {

@@ -77,6 +77,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
     std::memcpy(at + sizeof(record), &header, sizeof(header));
     std::memcpy(at + sizeof(record) + sizeof(header), &value.bits, sizeof(value.bits));
     buffer.cursor = at + counter_record_bytes;
+    buffer.current->ring_mixed = true;  // a payload (recording/ring.hpp); the header line published writes
     // release: pairs with the acquire in drain_node(); the record's bytes are visible before its end.
     buffer.current->published.store(buffer.cursor, std::memory_order_release);
 }

@@ -1,0 +1,455 @@
+// The flight recorder (design §7 "Flight recorder"): a ring that overwrites each thread's oldest records,
+// counted exactly; dumps while recording continues; the slow-step trigger.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stint/stint.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+constexpr std::size_t flight_chunk = stint::detail::chunk::total_bytes;
+
+void flight_record_scopes(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        STINT_SCOPE("flight.work");
+    }
+}
+
+/// The "flightRecorder" entry of a dump's trace for thread `tid`.
+nlohmann::json flight_thread_entry(const nlohmann::json& trace, std::uint64_t tid) {
+    for (const auto& t : trace.at("flightRecorder").at("threads")) {
+        if (t.at("tid").get<std::uint64_t>() == tid) return t;
+    }
+    return {};
+}
+
+std::uint64_t flight_this_tid() { return stint::detail::current_os_tid(); }
+
+stint::profiler_options<> flight_options(std::size_t budget, std::string dir = {}) {
+    stint::profiler_options<> options;
+    options.flight_recorder = stint::flight_recorder_options{.budget_bytes = budget, .dump_dir = std::move(dir)};
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("a flight recorder overwrites each thread's oldest records and counts them exactly") {
+    stint_test::temp_dir dir;
+    const std::size_t budget = 4 * flight_chunk;
+    stint::profiler<> prof(flight_options(budget));
+    prof.start();
+    constexpr std::size_t total = 100'000;  // 2.4 MB of records through a 256 KiB ring
+    flight_record_scopes(total);
+
+    SUBCASE("a dump while recording: the kept and the overwritten add up to what was recorded") {
+        const stint::flight_dump d = prof.dump(dir / "now.pt.trace.json");
+        const nlohmann::json trace = stint_test::read_json(d.path);
+        const std::size_t kept = stint_test::count_named(stint_test::timed_events(trace), "flight.work");
+        const nlohmann::json mine = flight_thread_entry(trace, flight_this_tid());
+        REQUIRE_FALSE(mine.is_null());
+        const auto overwritten = mine.at("overwritten").get<std::uint64_t>();
+        CHECK(overwritten > 0);
+        CHECK(kept + overwritten == total);
+        CHECK(trace.at("flightRecorder").at("overwritten").get<std::uint64_t>() >= overwritten);
+        CHECK(d.overwritten == trace.at("flightRecorder").at("overwritten").get<std::uint64_t>());
+        // The ring holds at most its budget: fewer records than it could hold at 24 bytes each.
+        CHECK(kept * 24 <= budget);
+        // Complete from the latest end among the overwritten: every kept record ended at or after it.
+        const double complete_from = mine.at("complete_from_us").get<double>();
+        CHECK(complete_from > 0);
+        for (const auto& e : stint_test::timed_events(trace)) {
+            if (e.at("name") != "flight.work" || e.at("tid").get<std::uint64_t>() != flight_this_tid()) continue;
+            CHECK(e.at("ts").get<double>() + e.at("dur").get<double>() >= complete_from - 0.001);
+        }
+        // The table beside it says the same.
+        CHECK(d.table_path == dir / "now.pt.trace.txt");
+        const std::string table = stint_test::read_file(d.table_path);
+        CHECK(table.find("records overwritten") != std::string::npos);
+        CHECK(table.find("flight.work") != std::string::npos);
+        // Recording went on: more records after the dump, and the stop's window counts them all.
+        flight_record_scopes(total);
+        prof.stop();
+        std::size_t at_stop = stint_test::count_named(prof.events(), "flight.work");
+        const nlohmann::json stopped = [&] {
+            prof.export_chrome_trace(dir / "stop.json");
+            return stint_test::read_json(dir / "stop.json");
+        }();
+        const auto stop_overwritten = flight_thread_entry(stopped, flight_this_tid()).at("overwritten").get<std::uint64_t>();
+        CHECK(at_stop + stop_overwritten == 2 * total);
+        CHECK(prof.stats().buffer_bytes <= budget);
+    }
+    SUBCASE("a Perfetto dump carries the counts too, and the table") {
+        const stint::flight_dump d = prof.dump(dir / "now.pftrace");
+        CHECK(std::filesystem::file_size(d.path) > 0);
+        CHECK(d.table_path == dir / "now.txt");
+        const std::string bytes = stint_test::read_file(d.path);
+        CHECK(bytes.find("overwritten") != std::string::npos);
+        CHECK(bytes.find("complete_from_ns") != std::string::npos);
+        CHECK(d.overwritten > 0);
+        prof.stop();
+    }
+    SUBCASE("a gzip dump") {
+        const stint::flight_dump d = prof.dump(dir / "now.pt.trace.json.gz");
+        const nlohmann::json trace = nlohmann::json::parse(stint_test::read_gzip(d.path));
+        CHECK(trace.at("flightRecorder").at("overwritten").get<std::uint64_t>() == d.overwritten);
+        prof.stop();
+    }
+}
+
+TEST_CASE("a flight recorder with a time span keeps only the records of that span") {
+    stint::profiler_options<> options;
+    options.flight_recorder = stint::flight_recorder_options{.budget_bytes = 64 * flight_chunk,
+                                                             .span = std::chrono::microseconds(1)};
+    stint::profiler<> prof(options);
+    prof.start();
+    constexpr std::size_t total = 200'000;
+    flight_record_scopes(total);
+    prof.stop();
+    const std::size_t kept = stint_test::count_named(prof.events(), "flight.work");
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir / "t.json");
+    const auto overwritten =
+        flight_thread_entry(stint_test::read_json(dir / "t.json"), flight_this_tid()).at("overwritten").get<std::uint64_t>();
+    CHECK(kept + overwritten == total);
+    // Each chunk change overwrote every chunk but the one being left: two chunks at most stay.
+    CHECK(kept <= 2 * flight_chunk / 24);
+    CHECK(prof.stats().buffer_bytes <= 3 * flight_chunk);
+}
+
+TEST_CASE("two threads record while dumps copy their rings") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof(flight_options(16 * flight_chunk));
+    prof.start();
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> done[2] = {0, 0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+        threads.emplace_back([&, t] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                flight_record_scopes(100);
+                done[t].fetch_add(100, std::memory_order_relaxed);
+            }
+        });
+    }
+    for (int i = 0; i < 4; ++i) {
+        while (done[0].load() + done[1].load() < static_cast<std::uint64_t>(i + 1) * 200'000) std::this_thread::yield();
+        const stint::flight_dump d = prof.dump(dir / ("d" + std::to_string(i) + ".pt.trace.json"));
+        const nlohmann::json trace = stint_test::read_json(d.path);
+        // Each event whole and each thread's records a true window: as many as recorded at most.
+        std::uint64_t kept = stint_test::count_named(stint_test::timed_events(trace), "flight.work");
+        CHECK(kept + d.overwritten <= done[0].load() + done[1].load() + 200);
+        CHECK(kept > 0);
+    }
+    stop = true;
+    for (std::thread& t : threads) t.join();
+    prof.stop();
+    prof.export_chrome_trace(dir / "stop.json");
+    const nlohmann::json trace = stint_test::read_json(dir / "stop.json");
+    const auto overwritten = trace.at("flightRecorder").at("overwritten").get<std::uint64_t>();
+    CHECK(stint_test::count_named(prof.events(), "flight.work") + overwritten == done[0].load() + done[1].load());
+}
+
+TEST_CASE("a flight recorder refuses what it cannot do, at start") {
+    stint_test::temp_dir dir;
+    SUBCASE("a budget too small for a chunk per thread") {
+        stint::profiler<> prof(flight_options(1000));
+        try {
+            prof.start();
+            FAIL("start() accepted a 1000-byte ring");
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            CHECK(what.starts_with("stint: flight_recorder.budget_bytes = 1000 is too small: the ring needs one 64 KiB "
+                                   "chunk for each of the "));
+            CHECK(what.find("at least ") != std::string::npos);
+        }
+        CHECK_FALSE(prof.is_running());
+    }
+    SUBCASE("a dump directory that cannot be written") {
+        auto options = flight_options(4 * flight_chunk, dir / "missing");
+        options.flight_recorder->slow_step.factor = 3;
+        stint::profiler<> prof(options);
+        CHECK_THROWS_WITH_AS(prof.start(),
+                             doctest::Contains(("stint: flight_recorder.dump_dir \"" + dir / "missing" + "\" cannot be written").c_str()),
+                             std::system_error);
+    }
+    SUBCASE("a dump path that cannot be written, and a format it does not know") {
+        stint::profiler<> prof(flight_options(4 * flight_chunk));
+        prof.start();
+        CHECK_THROWS_AS(prof.dump(dir / "missing/x.pt.trace.json"), std::system_error);
+        CHECK_THROWS_WITH_AS(prof.dump(dir / "x.csv"),
+                             doctest::Contains("give .json, .json.gz or .pftrace"), std::invalid_argument);
+        prof.stop();
+        CHECK_THROWS_WITH_AS(prof.dump(dir / "x.json"), "stint: dump(): the flight recorder is not recording; call start() first",
+                             std::logic_error);
+    }
+    SUBCASE("dump() of a profiler that is no flight recorder") {
+        stint::profiler<> prof;
+        prof.start();
+        CHECK_THROWS_WITH_AS(prof.dump(dir / "x.json"),
+                             "stint: dump(): this profiler is not a flight recorder; set profiler_options::flight_recorder",
+                             std::logic_error);
+        prof.stop();
+    }
+    SUBCASE("options it cannot take") {
+        auto options = flight_options(4 * flight_chunk);
+        options.schedule = stint::schedule({.warmup = 1, .active = 1});
+        CHECK_THROWS_WITH_AS(stint::profiler<>{options}, doctest::Contains("it takes no schedule"), std::invalid_argument);
+        options = flight_options(4 * flight_chunk);
+        options.flight_recorder->slow_step.factor = 0.5;
+        CHECK_THROWS_WITH_AS(stint::profiler<>{options}, doctest::Contains("give a factor above 1"), std::invalid_argument);
+    }
+}
+
+TEST_CASE("the slow-step detector fires once for one slow step in 1,000 and not for noise") {
+    constexpr std::int64_t ms = 1'000'000;
+    // Steps of 10 ms with +-30 % noise from a fixed sequence.
+    std::uint64_t seed = 12345;
+    const auto noisy = [&] {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        return 10 * ms + static_cast<std::int64_t>((seed >> 33) % (6 * ms)) - 3 * ms;
+    };
+    SUBCASE("one slow step in 1,000") {
+        stint::detail::slow_step_detector detector(3.0, 5 * ms, 60'000 * ms);
+        std::int64_t now = 0;
+        int fired = 0;
+        int fired_at = -1;
+        for (int i = 0; i < 1000; ++i) {
+            const std::int64_t d = i == 700 ? 50 * ms : noisy();
+            now += d;
+            if (detector.observe(d, now)) {
+                ++fired;
+                fired_at = i;
+            }
+        }
+        CHECK(fired == 1);
+        CHECK(fired_at == 700);
+    }
+    SUBCASE("noise alone") {
+        stint::detail::slow_step_detector detector(3.0, 5 * ms, 60'000 * ms);
+        std::int64_t now = 0;
+        int fired = 0;
+        for (int i = 0; i < 1000; ++i) {
+            const std::int64_t d = noisy();
+            now += d;
+            fired += detector.observe(d, now) ? 1 : 0;
+        }
+        CHECK(fired == 0);
+    }
+    SUBCASE("a program that slows down for good writes once per interval") {
+        stint::detail::slow_step_detector detector(3.0, 5 * ms, 1'000 * ms);
+        std::int64_t now = 0;
+        int fired = 0;
+        for (int i = 0; i < 1000; ++i) {
+            const std::int64_t d = i < 500 ? noisy() : 40 * ms;  // 500 steps of 40 ms: 20 s
+            now += d;
+            fired += detector.observe(d, now) ? 1 : 0;
+        }
+        // Slow until the median itself catches up (about 50 steps, 2 s): at most one per second.
+        CHECK(fired >= 1);
+        CHECK(fired <= 3);
+    }
+    SUBCASE("a short step is never slow, however fast the others") {
+        stint::detail::slow_step_detector detector(3.0, 5 * ms, 0);
+        std::int64_t now = 0;
+        int fired = 0;
+        for (int i = 0; i < 100; ++i) {
+            const std::int64_t d = i == 50 ? 4 * ms : ms / 100;
+            now += d;
+            fired += detector.observe(d, now) ? 1 : 0;
+        }
+        CHECK(fired == 0);
+    }
+}
+
+TEST_CASE("a slow step dumps the last steps to the dump directory, named by its step number") {
+    stint_test::temp_dir dir;
+    auto options = flight_options(16 * flight_chunk, dir.path().string());
+    options.flight_recorder->slow_step = {.factor = 4, .min_duration = std::chrono::milliseconds(40), .steps = 3};
+    stint::profiler<> prof(options);
+    prof.start();
+    for (int i = 0; i < 30; ++i) {
+        {
+            STINT_SCOPE("flight.step_work");
+            if (i == 20) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        prof.step();
+    }
+    prof.stop();
+    const std::vector<std::string> files = stint_test::entries(dir.path());
+    REQUIRE(std::find(files.begin(), files.end(), "slow_step_20.pt.trace.json") != files.end());
+    CHECK(std::find(files.begin(), files.end(), "slow_step_20.pt.trace.txt") != files.end());
+    const nlohmann::json trace = stint_test::read_json(dir / "slow_step_20.pt.trace.json");
+    CHECK(trace.at("flightRecorder").at("trigger") == "slow step");
+    // The last three steps: 18, 19 and the slow 20.
+    const auto events = stint_test::timed_events(trace);
+    CHECK(stint_test::count_named(events, "flight.step_work") == 3);
+    CHECK(stint_test::count_named(events, "ProfilerStep#20") == 1);
+    CHECK(stint_test::count_named(events, "ProfilerStep#17") == 0);
+}
+
+TEST_CASE("the hang watchdog dumps once when no step comes, naming the open step and where threads were") {
+    stint_test::temp_dir dir;
+    auto options = flight_options(16 * flight_chunk, dir.path().string());
+    options.flight_recorder->hang_timeout = std::chrono::milliseconds(100);
+    stint::profiler<> prof(options);
+    prof.start();
+    for (int i = 0; i < 5; ++i) {
+        { STINT_SCOPE("flight.step_work"); }
+        prof.step();
+    }
+    { STINT_SCOPE("flight.before_the_hang"); }
+    // The program hangs in step 5: no step() until the watchdog has dumped, and one timeout more.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (prof.triggered_dumps().empty() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::vector<stint::flight_dump> dumps = prof.triggered_dumps();
+    REQUIRE(dumps.size() == 1);
+    CHECK(dumps[0].path == dir / "hang_step_5.pt.trace.json");
+    prof.step();
+    prof.stop();
+    const nlohmann::json trace = stint_test::read_json(dumps[0].path);
+    const nlohmann::json& flight = trace.at("flightRecorder");
+    CHECK(flight.at("trigger") == "hang");
+    REQUIRE(flight.at("open_scopes").size() == 1);
+    CHECK(flight.at("open_scopes")[0].at("name") == "ProfilerStep#5");
+    CHECK(flight.at("open_scopes")[0].at("still_open") == true);
+    CHECK(flight.at("open_scopes")[0].at("tid").get<std::uint64_t>() == flight_this_tid());
+    bool seen = false;
+    for (const auto& l : flight.at("last_seen")) {
+        if (l.at("tid").get<std::uint64_t>() == flight_this_tid()) {
+            seen = true;
+            CHECK(l.at("name") == "flight.before_the_hang");
+        }
+    }
+    CHECK(seen);
+    CHECK(stint_test::count_named(stint_test::timed_events(trace), "ProfilerStep#4") == 1);
+    const std::string table = stint_test::read_file(dumps[0].table_path);
+    CHECK(table.find("still open on thread") != std::string::npos);
+}
+
+TEST_CASE("a thread that begins after the ring is full takes the oldest chunks of the thread holding most") {
+    stint::profiler<> prof(flight_options(8 * flight_chunk));
+    prof.start();
+    flight_record_scopes(200'000);  // this thread fills the ring and turns it
+    std::uint64_t late_tid = 0;
+    std::thread late([&] {
+        late_tid = flight_this_tid();
+        flight_record_scopes(50'000);
+    });
+    late.join();
+    prof.stop();
+    CHECK(prof.stats().dropped == 0);
+    stint_test::temp_dir dir;
+    prof.export_chrome_trace(dir / "t.json");
+    const nlohmann::json trace = stint_test::read_json(dir / "t.json");
+    std::uint64_t late_kept = 0;
+    for (const auto& e : stint_test::timed_events(trace)) {
+        if (e.at("name") == "flight.work" && e.at("tid").get<std::uint64_t>() == late_tid) ++late_kept;
+    }
+    const auto late_overwritten = flight_thread_entry(trace, late_tid).at("overwritten").get<std::uint64_t>();
+    CHECK(late_kept + late_overwritten == 50'000);
+    CHECK(late_kept >= 2 * flight_chunk / 24);  // it came to hold more than one chunk
+    const auto total = trace.at("flightRecorder").at("overwritten").get<std::uint64_t>();
+    CHECK(stint_test::count_named(prof.events(), "flight.work") + total == 250'000);
+}
+
+#if defined(STINT_TEST_CRASH_PROGRAM) && defined(STINT_TEST_CRASHDUMP_TOOL)
+TEST_CASE("a crash leaves a dump that decodes to a trace ending where each thread was") {
+    stint_test::temp_dir dir;
+    const std::string dump = dir / "crash.stint";
+    const std::string trace_path = dir / "crash.pt.trace.json";
+    const auto run = [&](const std::string& mode) {
+        return stint_test::run_program(std::string(STINT_TEST_CRASH_PROGRAM) + " " + mode + " " + dump);
+    };
+    const auto decode = [&] {
+        const stint_test::program_result decoded = stint_test::run_program(
+            "python3 " + std::string(STINT_TEST_CRASHDUMP_TOOL) + " " + dump + " " + trace_path);
+        INFO(decoded.output);
+        REQUIRE(decoded.status == 0);
+        return stint_test::read_json(trace_path);
+    };
+    const auto check_threads = [&](const nlohmann::json& trace) {
+        const nlohmann::json& crash = trace.at("crash");
+        CHECK(crash.at("complete") == true);
+        bool main_seen = false;
+        bool worker_seen = false;
+        for (const auto& t : crash.at("threads")) {
+            if (t.at("crashed") == true) {
+                main_seen = true;
+                CHECK(t.at("last_events").back() == "crash.last_before_crash");
+            } else if (t.at("name") == "crash worker") {
+                worker_seen = true;
+                CHECK(t.at("last_events").back() == "crash.worker_step");
+            }
+        }
+        CHECK(main_seen);
+        CHECK(worker_seen);
+        // Every record of the session is there: the ring never turned.
+        CHECK(stint_test::count_named(trace.at("traceEvents").get<std::vector<nlohmann::json>>(), "crash.main_step") == 10000);
+        CHECK(stint_test::count_named(trace.at("traceEvents").get<std::vector<nlohmann::json>>(), "crash.worker_step") == 1000);
+    };
+    SUBCASE("a null dereference") {
+        const stint_test::program_result died = run("null");
+        CHECK(died.status != 0);  // 128 + SIGSEGV, or the sanitizer's report: the previous handler ran
+        const nlohmann::json trace = decode();
+        CHECK(trace.at("crash").at("signal") == SIGSEGV);
+        check_threads(trace);
+    }
+    SUBCASE("abort") {
+        CHECK(run("abort").status == 128 + SIGABRT);
+        const nlohmann::json trace = decode();
+        CHECK(trace.at("crash").at("signal") == SIGABRT);
+        check_threads(trace);
+    }
+    SUBCASE("an exception through noexcept: std::terminate, then the previous terminate handler") {
+        const stint_test::program_result died = run("noexcept");
+        CHECK(died.status == 128 + SIGABRT);
+        CHECK(died.output.find("through noexcept") != std::string::npos);  // the default handler still ran
+        const nlohmann::json trace = decode();
+        CHECK(trace.at("crash").at("signal") == 0);
+        check_threads(trace);
+    }
+    SUBCASE("a second crash handler over stint's is reported") {
+        const stint_test::program_result died = run("second_handler");
+        CHECK(died.status == 3);
+        CHECK(died.output.find("signal 11 (SEGV): another handler replaced stint's crash dump") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(dump));
+    }
+}
+#endif
+
+TEST_CASE("a crash dump path that cannot be written is refused at start") {
+    stint_test::temp_dir dir;
+    stint::profiler_options<> options;
+    options.flight_recorder = stint::flight_recorder_options{.budget_bytes = 4 * flight_chunk,
+                                                             .crash_dump_path = dir / "missing/crash.stint"};
+    stint::profiler<> prof(options);
+    CHECK_THROWS_WITH_AS(prof.start(),
+                         doctest::Contains(("stint: flight_recorder.crash_dump_path \"" + dir / "missing/crash.stint" +
+                                            "\" cannot be written").c_str()),
+                         std::system_error);
+    CHECK_FALSE(prof.is_running());
+    CHECK(stint::check_crash_handlers().empty());
+    // Installed and removed with the session; stint's handlers gone with it.
+    options.flight_recorder->crash_dump_path = dir / "crash.stint";
+    stint::profiler<> ok(options);
+    ok.start();
+    CHECK(stint::check_crash_handlers().empty());
+    struct sigaction now {};
+    ::sigaction(SIGSEGV, nullptr, &now);
+    CHECK((now.sa_flags & SA_SIGINFO) != 0);
+    ok.stop();
+    ::sigaction(SIGSEGV, nullptr, &now);
+    CHECK((now.sa_flags & SA_SIGINFO) == 0);
+    CHECK_FALSE(std::filesystem::exists(dir / "crash.stint"));
+}
