@@ -48,14 +48,16 @@ public:
         if (self.installed_.load(std::memory_order_acquire)) {
             throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
         }
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        // A file left by an earlier crash may be there: it stays until a crash overwrites it.
+        const bool existed = ::access(path.c_str(), F_OK) == 0;
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) {
             const int error = errno;
             throw std::system_error(error, std::generic_category(),
                                     fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", path));
         }
         ::close(fd);
-        ::unlink(path.c_str());
+        if (!existed) ::unlink(path.c_str());
         self.path_.assign(path.begin(), path.end());
         self.path_.push_back('\0');
         self.buffer_.assign(buffer_bytes, std::byte{0});
@@ -119,8 +121,9 @@ private:
     static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
 
     static crash_dump& instance() noexcept {
-        static crash_dump dump;  // constructed at the first install, never destroyed: a crash may come at exit
-        return dump;
+        // Made at the first use and never destroyed (leaked): a crash may come during exit.
+        static crash_dump* const dump = new crash_dump();
+        return *dump;
     }
     crash_dump() = default;
 
