@@ -3,6 +3,8 @@
 // flops, sequence number and forward thread, on every thread libtorch runs ops on. Prints the table
 // and writes the trace to the path given as its first argument (libtorch_training.pt.trace.json by default).
 // Build it with NDEBUG (the adapter's header says why); meson builds it where libtorch is found.
+// IValue complete before torch.h: clang 14 in C++20 mode cannot otherwise compile libtorch 1.13's headers.
+#include <ATen/core/ivalue.h>
 #include <torch/torch.h>
 
 #include <cstdio>
