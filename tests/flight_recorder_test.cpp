@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -337,6 +338,89 @@ TEST_CASE("the hang watchdog dumps once when no step comes, naming the open step
     CHECK(table.find("still open on thread") != std::string::npos);
 }
 
+namespace {
+/// Opens `levels` nested scopes, then waits inside the innermost until `release`.
+void flight_nest(int levels, const std::atomic<bool>& release, std::atomic<bool>& inside) {
+    STINT_SCOPE("flight.nested");
+    if (levels > 1) {
+        flight_nest(levels - 1, release, inside);
+        return;
+    }
+    inside = true;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+}  // namespace
+
+TEST_CASE("a hang's dump names every thread's open scopes, outermost first, with their start times") {
+    stint_test::temp_dir dir;
+    auto options = flight_options(16 * flight_chunk, dir.path().string());
+    options.flight_recorder->hang_timeout = std::chrono::milliseconds(100);
+    stint::profiler<> prof(options);
+    prof.start();
+    for (int i = 0; i < 3; ++i) {
+        { STINT_SCOPE("flight.step_work"); }
+        prof.step();
+    }
+    std::atomic<bool> release{false};
+    std::atomic<bool> worker_inside{false};
+    std::atomic<bool> deep_inside{false};
+    std::atomic<std::uint64_t> worker_tid{0};
+    std::atomic<std::uint64_t> deep_tid{0};
+    // A thread that starts during the session and hangs three scopes deep, one named at run time.
+    std::thread worker([&] {
+        worker_tid = flight_this_tid();
+        { STINT_SCOPE("flight.worker_done_before"); }
+        STINT_SCOPE("flight.worker_loop");
+        stint::record_function waits("worker waits for a lock that never comes");
+        STINT_SCOPE("flight.worker_wait");
+        worker_inside = true;
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    // One deeper than the stacks keep.
+    std::thread deep([&] {
+        deep_tid = flight_this_tid();
+        flight_nest(70, release, deep_inside);
+    });
+    while (!worker_inside || !deep_inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::vector<stint::flight_dump> dumps;
+    {
+        STINT_SCOPE("flight.main_waits");
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while ((dumps = prof.triggered_dumps()).empty() && std::chrono::steady_clock::now() < give_up) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    release = true;
+    worker.join();
+    deep.join();
+    prof.stop();
+    REQUIRE(dumps.size() == 1);
+    const nlohmann::json flight = stint_test::read_json(dumps[0].path).at("flightRecorder");
+    std::map<std::uint64_t, std::vector<nlohmann::json>> open;
+    for (const auto& o : flight.at("open_scopes")) open[o.at("tid").get<std::uint64_t>()].push_back(o);
+    const auto names = [&](std::uint64_t tid) {
+        std::vector<std::string> out;
+        for (const auto& o : open[tid]) out.push_back(o.at("name").get<std::string>());
+        return out;
+    };
+    CHECK(names(flight_this_tid()) == std::vector<std::string>{"ProfilerStep#3", "flight.main_waits"});
+    CHECK(names(worker_tid) ==
+          std::vector<std::string>{"flight.worker_loop", "worker waits for a lock ...", "flight.worker_wait"});
+    for (auto& [tid, scopes] : open) {
+        for (std::size_t i = 0; i < scopes.size(); ++i) {
+            CHECK(scopes[i].at("still_open") == true);
+            CHECK(scopes[i].at("depth").get<std::uint32_t>() == i);
+            if (i > 0) CHECK(scopes[i].at("start_us").get<double>() >= scopes[i - 1].at("start_us").get<double>());
+        }
+    }
+    // The deep thread: its outermost 64 kept, the 6 below them counted.
+    CHECK(names(deep_tid) == std::vector<std::string>(64, "flight.nested"));
+    CHECK(flight.at("detail").get<std::string>().find("6 open scopes deeper than 64 not kept") != std::string::npos);
+    const std::string table = stint_test::read_file(dumps[0].table_path);
+    CHECK(table.find("still open on thread " + std::to_string(worker_tid.load()) + ":     flight.worker_wait since") !=
+          std::string::npos);
+}
+
 TEST_CASE("a thread that begins after the ring is full takes the oldest chunks of the thread holding most") {
     stint::profiler<> prof(flight_options(8 * flight_chunk));
     prof.start();
@@ -387,13 +471,31 @@ TEST_CASE("a crash leaves a dump that decodes to a trace ending where each threa
             if (t.at("crashed") == true) {
                 main_seen = true;
                 CHECK(t.at("last_events").back() == "crash.last_before_crash");
+                CHECK(t.at("inside") == nlohmann::json::array({"ProfilerStep#0", "crash.main_loop", "crash.request 42"}));
             } else if (t.at("name") == "crash worker") {
                 worker_seen = true;
                 CHECK(t.at("last_events").back() == "crash.worker_step");
+                CHECK(t.at("inside") == nlohmann::json::array({"crash.worker_wait"}));
             }
         }
         CHECK(main_seen);
         CHECK(worker_seen);
+        // The open scopes are drawn, ending at the crash after the last event that ended.
+        double last_end = 0;
+        double open_end = 0;
+        int open = 0;
+        for (const auto& e : trace.at("traceEvents")) {
+            if (e.at("ph") != "X") continue;
+            const double end = e.at("ts").get<double>() + e.at("dur").get<double>();
+            if (e.contains("args") && e.at("args").contains("still open at the crash")) {
+                ++open;
+                open_end = end;
+            } else {
+                last_end = std::max(last_end, end);
+            }
+        }
+        CHECK(open == 4);  // the step's annotation too: a flight recorder's steps are annotated
+        CHECK(open_end >= last_end);
         // Every record of the session is there: the ring never turned.
         CHECK(stint_test::count_named(trace.at("traceEvents").get<std::vector<nlohmann::json>>(), "crash.main_step") == 10000);
         CHECK(stint_test::count_named(trace.at("traceEvents").get<std::vector<nlohmann::json>>(), "crash.worker_step") == 1000);

@@ -592,15 +592,16 @@ private:
         const flight_recorder_options& flight = *options_.flight_recorder;
         const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
                                              step, flight.dump_extension);
+        // Every thread's open scopes (the step's annotation among them), as the threads noted them.
+        std::uint64_t not_kept = 0;
+        const auto& clock = session_.calibration();
         std::vector<detail::flight_window::open_scope> open;
-        if (step_annotation_) {
-            open.push_back({flight_->stepping_tid, fmt::format("ProfilerStep#{}", step),
-                            session_.calibration().to_ns_since_anchor(flight_->last_step_ticks)});
+        for (const detail::registry::open_scope& o : detail::the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
+            open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
         }
-        triggered_dumps_.push_back(dump_window(path, 0, "hang",
-                                               fmt::format("no step() for {:.3f} ms during step {}",
-                                                           static_cast<double>(silent_ns) / 1e6, step),
-                                               std::move(open)));
+        std::string why = fmt::format("no step() for {:.3f} ms during step {}", static_cast<double>(silent_ns) / 1e6, step);
+        if (not_kept != 0) why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, detail::open_scope_stack::capacity);
+        triggered_dumps_.push_back(dump_window(path, 0, "hang", std::move(why), std::move(open)));
     }
 
     /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
@@ -612,7 +613,6 @@ private:
         const std::uint64_t began = steps.last_step_ticks;
         steps.last_step_ns = now_ns;
         steps.last_step_ticks = now_ticks;
-        steps.stepping_tid = detail::current_os_tid();
         if (watchdog_) watchdog_->note_step(step_num_);
         steps.begins.push_back(began);
         const slow_step_trigger& trigger = options_.flight_recorder->slow_step;

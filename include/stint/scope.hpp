@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stint/recording/buffer.hpp"
+#include "stint/recording/open_scopes.hpp"
 #include "stint/annotations/range_mirror.hpp"
 #include "stint/capture/detail/config_traits.hpp"
 #include "stint/capture/inputs.hpp"
@@ -38,6 +39,7 @@ public:
             where_ = &where;
             enter_recorded_scope();
             begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
@@ -64,13 +66,14 @@ public:
             enter_recorded_scope();
             link_.open();
             begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
+            const std::uint32_t depth = leave_noted_scope(state_);
             append_record(where_, depth, begin_, end, state_);
             link_.record(depth, end, state_);
         }
@@ -169,13 +172,16 @@ public:
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
-        if constexpr (!Inputs) begin_ = read_ticks();
+        if constexpr (!Inputs) {
+            begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
+        }
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
+            const std::uint32_t depth = leave_noted_scope(state_);
             if constexpr (frames_bytes == 0) {
                 append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
             } else {
@@ -207,6 +213,7 @@ public:
         aux_ = writer.aux();
         before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
         begin_ = read_ticks();
+        note_scope_entered(state_, where_, begin_);
     }
 
 private:
@@ -276,12 +283,13 @@ public:
         if (is_recording_state(state_)) {
             enter_recorded_scope();
             begin_ = read_ticks();
+            note_named_scope_entered(state_, &runtime_named_site, begin_, name_);
         }
     }
     ~named_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
-            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
+            append_record_slow(&runtime_named_site, leave_noted_scope(state_), begin_, end, state_, name_);
         }
     }
     named_scope(const named_scope&) = delete;
@@ -354,6 +362,7 @@ public:
             args_.resize(8 + used);
             opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            detail::note_named_scope_entered(state_, where_, begin_, name_);
         }
     }
     ~record_function() { end(); }
@@ -365,6 +374,7 @@ public:
         if (detail::is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+            detail::note_scope_left_on(state_, opened_on_, depth);
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
                 detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
@@ -392,6 +402,7 @@ protected:
             for (std::string_view part : parts) name_.append(part);
             opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            detail::note_named_scope_entered(state_, where_, begin_, name_);
         }
     }
 

@@ -1,7 +1,9 @@
 // A program that dies during a flight recorder's session, in the way its first argument names
 // ("null": a null dereference, "abort", "noexcept": an exception thrown through a noexcept function,
 // "second_handler": another SIGSEGV handler installed over stint's, then a null dereference), leaving
-// its crash dump at the second argument. tests/flight_recorder_test.cpp decodes it.
+// its crash dump at the second argument. Each thread dies inside scopes: the main thread inside
+// "crash.main_loop" > "crash.request 42" (named at run time), the worker inside "crash.worker_wait".
+// tests/flight_recorder_test.cpp decodes it.
 
 #include <atomic>
 #include <csignal>
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 1000; ++i) {
             STINT_SCOPE("crash.worker_step");
         }
+        STINT_SCOPE("crash.worker_wait");
         ready = true;
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     });
@@ -49,6 +52,8 @@ int main(int argc, char** argv) {
         STINT_SCOPE("crash.main_step");
     }
     while (!ready) std::this_thread::yield();
+    STINT_SCOPE("crash.main_loop");
+    stint::record_function request("crash.request 42");
     { STINT_SCOPE("crash.last_before_crash"); }
     if (mode == "second_handler") {
         std::signal(SIGSEGV, [](int) { std::_Exit(3); });

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "stint/recording/buffer.hpp"
+#include "stint/recording/open_scopes.hpp"
 #include "stint/recording/ticks.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/annotations/detail/interned_site.hpp"
@@ -102,6 +103,7 @@ public:
             where_ = detail::compiled_region_site((std::uint64_t{frame_id} << 32) | compile_id, state_);
             if (where_ != nullptr) opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            if (where_ != nullptr) detail::note_scope_entered(state_, where_, begin_);
         }
     }
     ~compiled_region() { end(); }
@@ -112,7 +114,9 @@ public:
     void end() noexcept {
         if (detail::is_recording_state(state_) && where_ != nullptr) {
             const std::uint64_t end = read_ticks();
-            detail::append_record(where_, detail::leave_scope_on(opened_on_), begin_, end, state_);
+            const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+            detail::note_scope_left_on(state_, opened_on_, depth);
+            detail::append_record(where_, depth, begin_, end, state_);
         }
         state_ = 0;
     }

@@ -12,6 +12,7 @@
 #include <typeinfo>
 
 #include "stint/recording/buffer.hpp"
+#include "stint/recording/open_scopes.hpp"
 #include "stint/recording/ticks.hpp"
 #include "stint/config.hpp"
 #include "stint/detail/export_macros.hpp"
@@ -87,6 +88,7 @@ public:
             where_ = find_dynamic_site(where, typeid(object), state_);
             if (where_ != nullptr) enter_recorded_scope();
             begin_ = read_ticks();
+            if (where_ != nullptr) note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "stint/recording/buffer.hpp"
+#include "stint/recording/open_scopes.hpp"
 #include "stint/recording/ticks.hpp"
 #include "stint/config.hpp"
 #include "stint/annotations/detail/region_counter.hpp"
@@ -45,6 +46,7 @@ public:
             if (is_recording_state(state_)) enter_recorded_scope();
         }
         begin_ = read_ticks();
+        if constexpr (Records) note_scope_entered(state_, counter_.where, begin_);
     }
     STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
         const std::uint64_t end = read_ticks();

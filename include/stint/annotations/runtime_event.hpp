@@ -23,6 +23,7 @@
 #include "stint/config.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/recording/buffer.hpp"
+#include "stint/recording/open_scopes.hpp"
 #include "stint/recording/site.hpp"
 #include "stint/recording/slow_path.hpp"
 #include "stint/recording/state.hpp"
@@ -203,6 +204,7 @@ public:
         if (!detail::is_recording_state(state_)) return;
         const std::uint64_t end = read_ticks();
         const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+        detail::note_scope_left_on(state_, opened_on_, depth);
         if (copy_ != nullptr) {
             detail::append_record_slow(where_, depth, begin_, end, state_, std::string_view(copy_, copy_size_));
             delete[] copy_;
@@ -242,6 +244,11 @@ private:
         opened_on_ = detail::enter_scope_on_this_thread();
         inside_depth_ = detail::current_depth();
         begin_ = read_ticks();
+        if (copy_ != nullptr) {
+            detail::note_named_scope_entered(state_, where_, begin_, std::string_view(copy_, copy_size_));
+        } else {
+            detail::note_scope_entered(state_, where_, begin_);
+        }
     }
 
     std::uint32_t state_ = 0;

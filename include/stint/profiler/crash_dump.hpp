@@ -6,9 +6,11 @@
 // (it reads the chains as they are: a thread caught mid-chunk-change may lose that chunk), calls no
 // stdio and allocates nothing: open, write, close. tools/stint-crashdump turns the file into a trace.
 //
-// File layout (little-endian): "STINTCRASH" u16 version; u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; then sections, each a u8 tag: 'T' a thread (u64 tid, overwritten,
-// overwritten_until, u32 name length, name, u64 bytes, its records as written), 'S' a site (u64 address,
+// File layout (little-endian): "STINTCRASH" u16 version (2); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag: 'T' a thread
+// (u64 tid, overwritten, overwritten_until, u32 name length, name, u64 bytes, its records as written),
+// 'O' a thread's open scopes (u64 tid, u32 depth, u32 entries, then per entry, outermost first: u64 site
+// address, u64 begin ticks, u64 name size, 24 bytes of the name: a name given at run time), 'S' a site (u64 address,
 // u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
 // first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
 
@@ -226,13 +228,14 @@ private:
         if (fd_ < 0) return;
         used_ = 0;
         put("STINTCRASH", 10);
-        put_value(std::uint16_t{1});
+        put_value(std::uint16_t{2});
         put_value(static_cast<std::uint64_t>(pid_));
         put_value(static_cast<std::uint64_t>(sig));
         put_value(current_os_tid());
         put_value(calibration_.anchor.ticks);
         put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
         put_value(calibration_.ns_per_tick);
+        put_value(read_ticks());
         the_registry().for_each_node_in_crash([&](const thread_node& node) {
             const chunk* const current = node.current.load(std::memory_order_acquire);
             std::uint64_t bytes = 0;
@@ -259,6 +262,25 @@ private:
                 for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
             }
             for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
+        });
+        // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
+        the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
+            const open_scope_stack& open = *node.open;
+            const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
+            const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
+            put_value(std::uint8_t{'O'});
+            put_value(node.os_tid);
+            put_value(depth);
+            put_value(kept);
+            for (std::uint32_t i = 0; i < kept; ++i) {
+                const open_scope_stack::entry& e = open.entries[i];
+                const site* where = e.where.load(std::memory_order_relaxed);
+                if (where != nullptr) note_site(where);
+                put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
+                put_value(e.begin_ticks.load(std::memory_order_relaxed));
+                put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
+                for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
+            }
         });
         for (const site* where : sites_) {
             if (where == nullptr) continue;

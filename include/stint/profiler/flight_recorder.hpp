@@ -147,7 +147,6 @@ struct flight_steps {
     std::int64_t last_step_ns;
     std::uint64_t last_step_ticks;
     std::deque<std::uint64_t> begins;
-    std::uint64_t stepping_tid = current_os_tid();  ///< the thread that calls step()
 };
 
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
@@ -166,11 +165,13 @@ struct flight_window {
     std::uint64_t overwritten = 0;
     std::vector<thread> threads;
     std::string detail;  ///< a line about the trigger (the slow step's time and the median)
-    /// Scopes still open when the dump was written (a hang's open step): the program was inside them.
+    /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
+    /// first on each thread; `depth` is the scope's nesting depth on its thread.
     struct open_scope {
         std::uint64_t os_tid = 0;
         std::string name;
         std::int64_t start_ns = 0;
+        std::uint32_t depth = 0;
     };
     std::vector<open_scope> open_scopes;
     /// Each thread's newest record in the window: where it was last seen (a hang's dump).
@@ -241,8 +242,8 @@ struct flight_window {
             fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
                            open_scopes[i].os_tid);
             append_json_string(out, open_scopes[i].name);
-            fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"still_open\": true}}",
-                           trace_microseconds(open_scopes[i].start_ns));
+            fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
+                           trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
         }
         fmt::format_to(std::back_inserter(out), "], \"last_seen\": [");
         for (std::size_t i = 0; i < last_records.size(); ++i) {
@@ -266,8 +267,8 @@ struct flight_window {
                                t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
         }
         for (const open_scope& o : open_scopes) {
-            out += fmt::format("  still open on thread {}: {} since {:.3f} ms\n", o.os_tid, o.name,
-                               static_cast<double>(o.start_ns) / 1e6);
+            out += fmt::format("  still open on thread {}: {:{}}{} since {:.3f} ms\n", o.os_tid, "", 2 * o.depth,
+                               o.name, static_cast<double>(o.start_ns) / 1e6);
         }
         for (const last_seen& l : last_records) {
             out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,

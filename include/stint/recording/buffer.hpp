@@ -110,6 +110,7 @@ struct chunk {
 static_assert(sizeof(chunk) <= chunk::header_bytes);
 
 struct thread_node;
+struct open_scope_stack;
 
 /// The owning thread's view of its buffer. Only that thread reads or writes it; it is trivially
 /// constructible and destructible so that a thread_local of it costs one TLS-relative access.
@@ -121,6 +122,7 @@ struct thread_buffer {
     std::uint32_t depth = 0;       ///< recorded scopes open on this thread (modulo 2^32; records keep 16 bits)
     bool dead = false;             ///< the thread is exiting: records are discarded
     thread_node* node = nullptr;
+    open_scope_stack* open = nullptr;  ///< the node's open scopes, made at the first flight recorder's scope
 };
 
 /// One buffer per thread and per shared object (a hidden-visibility library has its own copy; each
@@ -181,12 +183,6 @@ inline const void* enter_scope_on_this_thread() noexcept {
 /// higher, which only shifts all its later depths alike).
 inline std::uint32_t leave_scope_on(const void* thread) noexcept {
     return thread == &tls_buffer ? leave_recorded_scope() : current_depth();
-}
-
-/// Ends a recorded scope: leaves it and appends its record.
-STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                    std::uint32_t state) noexcept {
-    append_record(where, leave_recorded_scope(), begin, end, state);
 }
 
 /// Bytes a record with a runtime name of `name_size` bytes occupies.

@@ -26,6 +26,7 @@
 #include "stint/annotations/detail/named_site_table.hpp"
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_memory.hpp"
+#include "stint/recording/open_scopes.hpp"
 #include "stint/recording/ring.hpp"
 #include "stint/recording/slow_path.hpp"
 #include "stint/recording/state.hpp"
@@ -470,9 +471,9 @@ public:
             throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
         }
         free_exited_nodes();
-        serial_ = (serial_ + 1) & 0x7fffffffU;
+        serial_ = (serial_ + 1) & serial_mask;
         if (serial_ == 0) serial_ = 1;
-        active_ = (serial_ << 1) | 1U;
+        active_ = (serial_ << 2) | (ring.on ? open_scopes_bit : 0U) | 1U;
         pool_.reset_budget(budget_bytes);
         const std::uint32_t limit = growth_limit(budget_bytes, streamed);
         growth_limit_.store(limit, std::memory_order_relaxed);
@@ -640,6 +641,82 @@ public:
         const std::size_t count = nodes_.size();
         for (std::size_t i = 0; i < count; ++i) {
             if (nodes[i] != nullptr && nodes[i]->state.load(std::memory_order_acquire) == state) f(*nodes[i]);
+        }
+    }
+
+    /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
+    /// hang watchdog reads the pointer under it.
+    open_scope_stack* make_open_scope_stack(thread_node& node, thread_buffer& buffer) {
+        auto* made = new open_scope_stack;
+        {
+            std::lock_guard lock(mutex_);
+            if (node.open == nullptr) {
+                node.open = made;
+                made = nullptr;
+            }
+        }
+        delete made;
+        buffer.open = node.open;
+        return node.open;
+    }
+
+    /// A scope open on a thread when asked: where it is, when it began, and its name when given at run
+    /// time (else the site's).
+    struct open_scope {
+        std::uint64_t os_tid = 0;
+        std::string thread_name;
+        const site* where = nullptr;
+        std::string name;
+        std::uint64_t begin_ticks = 0;
+        std::uint32_t depth = 0;
+    };
+    /// The scopes open now that began at or after `since_ticks` (the session's start: older entries are
+    /// of scopes entered before it, which it did not note), outermost first per thread; and the count of
+    /// deeper ones not kept (past open_scope_stack::capacity). Read while the threads run: a scope that
+    /// ends meanwhile may still be listed.
+    std::vector<open_scope> open_scopes(std::uint64_t since_ticks, std::uint64_t& not_kept) {
+        std::vector<open_scope> out;
+        not_kept = 0;
+        std::lock_guard lock(mutex_);
+        for (const thread_node* node : nodes_) {
+            if (node->open == nullptr || node->exited.load(std::memory_order_acquire)) continue;
+            // acquire: pairs with the release in note_scope_entered(); the entries below it are written.
+            const std::uint32_t depth = node->open->depth.load(std::memory_order_acquire);
+            if (depth > open_scope_stack::capacity) not_kept += depth - open_scope_stack::capacity;
+            for (std::uint32_t i = 0; i < depth && i < open_scope_stack::capacity; ++i) {
+                const open_scope_stack::entry& e = node->open->entries[i];
+                const site* where = e.where.load(std::memory_order_relaxed);
+                const std::uint64_t begin = e.begin_ticks.load(std::memory_order_relaxed);
+                if (where == nullptr || begin < since_ticks) continue;
+                out.push_back({node->os_tid, node->name, where, open_scope_name(e, *where), begin, i});
+            }
+        }
+        return out;
+    }
+    /// An entry's name: the site's, or the first bytes of one given at run time ("..." when cut).
+    static std::string open_scope_name(const open_scope_stack::entry& e, const site& where) {
+        if (where.payload != payload_kind::runtime_name && where.payload != payload_kind::runtime_name_inputs) {
+            return std::string(where.name);
+        }
+        char text[open_scope_stack::name_words * 8];
+        for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
+            const std::uint64_t word = e.name[w].load(std::memory_order_relaxed);
+            std::memcpy(text + w * 8, &word, 8);
+        }
+        const std::size_t size = e.name_size.load(std::memory_order_relaxed);
+        std::string name(text, std::min(size, sizeof text));
+        if (size > sizeof text) name += "...";
+        return name;
+    }
+
+    /// For a crash handler only, as for_each_node_in_crash: calls `f(node)` for each node with a stack of
+    /// open scopes, whatever its session (a thread may be inside scopes and not have written a record yet).
+    template <class F>
+    void for_each_open_stack_in_crash(F&& f) noexcept {
+        thread_node* const* nodes = nodes_.data();
+        const std::size_t count = nodes_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (nodes[i] != nullptr && nodes[i]->open != nullptr) f(*nodes[i]);
         }
     }
 
@@ -995,9 +1072,9 @@ private:
     /// abandoned (a new serial makes every open scope stale), other threads' nodes are freed at the
     /// next session, and the forking thread keeps its nodes under its new tid.
     void after_fork_in_child() noexcept {
-        serial_ = (serial_ + 1) & 0x7fffffffU;
+        serial_ = (serial_ + 1) & serial_mask;
         active_ = 0;
-        recording.value.store(serial_ << 1, std::memory_order_relaxed);
+        recording.value.store(serial_ << 2, std::memory_order_relaxed);
         const std::uint64_t child_tid = current_os_tid();
         for (thread_node* node : nodes_) {
             if (node->os_tid == forking_tid_) {
@@ -1023,6 +1100,7 @@ private:
     std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
     std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
+    static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
     std::uint32_t last_stopped_state_ = 0;  // the last session drained, and its stop tick
@@ -1243,6 +1321,14 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
     reg.set_thread_name(*buffer.node, name);
 }
 
+/// Makes `buffer`'s stack of open scopes, registering its thread first when needed.
+inline open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
+    const own_allocation_scope own;
+    registry& reg = the_registry();
+    if (buffer.node == nullptr) reg.register_thread(buffer);
+    return reg.make_open_scope_stack(*buffer.node, buffer);
+}
+
 /// The registry's side of the slow path, for every object that records (slow_path.hpp): installed by
 /// the first profiler made (so that threads named after it are named in the registry) and by
 /// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
@@ -1250,7 +1336,7 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 inline const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
                                      &intern_dynamic_site_in_table, &intern_named_site_in_table,
-                                     &intern_text_site_in_table};
+                                     &intern_text_site_in_table, &make_open_scope_stack_in_registry};
     return table;
 }
 inline bool install_registry_slow_path() noexcept {

@@ -54,6 +54,9 @@ struct slow_path {
     /// The site of a name given by its text (stint::begin_event with a std::string_view), the text copied
     /// once; null when the process already holds max_interned_texts of them. May throw.
     const site* (*intern_text_site)(std::string_view name, event_kind kind, bool inputs, bool flops);
+    /// The buffer's stack of open scopes (recording/open_scopes.hpp), made and registered the first time.
+    /// May throw std::bad_alloc.
+    open_scope_stack* (*make_open_scope_stack)(thread_buffer& buffer);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -70,6 +73,7 @@ struct thread_exit_guard {
         buffer->dead = true;  // scopes in later thread_local destructors are discarded
         buffer->limit = nullptr;
         buffer->cursor = nullptr;
+        buffer->open = nullptr;  // the node's, freed with it
         if (buffer->node != nullptr) {
             // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
             buffer->node->exited.store(true, std::memory_order_release);

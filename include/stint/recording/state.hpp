@@ -9,7 +9,8 @@
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
+/// The recording state: bit 0 = a session is recording; bit 1 = it notes open scopes (a flight
+/// recorder's, recording/open_scopes.hpp); bits 2.. = the session's serial. Scopes read
 /// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
 /// and the buffer's state check keeps it out of any other session). Written only by start/stop, on its
 /// own cache line so the hot path's load never shares a line with a write.

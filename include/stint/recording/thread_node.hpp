@@ -3,6 +3,7 @@
 // owning thread keeps in it (drops, cut names).
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,8 +13,34 @@
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope
+/// is not noted: the depth still counts it, and a reader says how many were left out. (Slots are not
+/// reused modulo the capacity: a deep recursion that came back would leave its closed scopes in the
+/// slots of open ones.) Written only by the owning thread; read by others with relaxed loads after an
+/// acquire of `depth`, so a reader racing the owner may see a scope that has just ended, never garbage.
+struct open_scope_stack {
+    static constexpr std::uint32_t capacity = 64;
+    /// The first bytes of a name given at run time (STINT_SCOPE_NAMED, record_function), copied at entry:
+    /// a reader may not follow a pointer into a scope that may end while it reads.
+    static constexpr std::size_t name_words = 3;
+    struct entry {
+        std::atomic<const site*> where{nullptr};
+        std::atomic<std::uint64_t> begin_ticks{0};
+        std::atomic<std::uint64_t> name_size{0};  ///< the whole name's size, where the site's payload is a name
+        std::atomic<std::uint64_t> name[name_words] = {};
+    };
+    /// Scopes open (recorded scopes entered and not left), as the thread's buffer counts them.
+    std::atomic<std::uint32_t> depth{0};
+    entry entries[capacity];
+};
+
 /// A thread's entry in the registry (one per thread and per shared object that records).
 struct thread_node {
+    thread_node() = default;
+    thread_node(const thread_node&) = delete;
+    thread_node& operator=(const thread_node&) = delete;
+    ~thread_node() { delete open; }
+
     /// Session the chunks below belong to. Written by the owner under the registry mutex.
     std::atomic<std::uint32_t> state{0};
     /// First and current chunk of the session. Release by the owner; acquire in drain.
@@ -50,6 +77,9 @@ struct thread_node {
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
     std::string name;  ///< guarded by the registry mutex
+    /// Made by the owner at its first scope in a flight recorder's session (the buffer points at it too);
+    /// read by the hang watchdog under the registry mutex and by the crash handler.
+    open_scope_stack* open = nullptr;
 };
 
 /// Holds a node's ring_lock (a flag that waits: this header stays free of <mutex>).
