@@ -70,7 +70,12 @@ int main(int argc, char** argv) {
     }
     for (int s = 0; s < steps; ++s) {
         sync.arrive_and_wait();
-        if (crash && s == 80) return *no_request;  // dies here; the crash dump holds every thread's records
+        {
+            STINT_SCOPE("dispatch");
+            // Dies here: the crash dump holds every thread's records, and that this thread was inside
+            // ProfilerStep#80 > dispatch.
+            if (crash && s == 80) return *no_request;
+        }
         sync.arrive_and_wait();
         step = s + 1;
         prof.step();

@@ -3,7 +3,9 @@
 // shell, as the same user:
 //   tools/stint-capture --pid <pid> --duration 2s --output trace.json
 //   tools/stint-capture --pid <pid> --steps 10 --output steps.json
-// Usage: on_demand_service [seconds to run (default 2)] [--exit-after-ms N: leave main early]
+// With --flight it runs a flight recorder instead, always on, and a request writes what it holds:
+//   tools/stint-capture --pid <pid> --dump --output last_seconds.pt.trace.json
+// Usage: on_demand_service [seconds to run (default 2)] [--exit-after-ms N: leave main early] [--flight]
 // SIGTERM or SIGINT ends it in order: a capture in progress is written and answered.
 #include <stint/profiler/on_demand.hpp>
 #include <stint/stint.hpp>
@@ -39,8 +41,11 @@ double handle_request(int n) {
 int main(int argc, char** argv) {
     double seconds = 2;
     long exit_after_ms = -1;
+    bool flight = false;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--exit-after-ms") == 0 && i + 1 < argc) {
+        if (std::strcmp(argv[i], "--flight") == 0) {
+            flight = true;
+        } else if (std::strcmp(argv[i], "--exit-after-ms") == 0 && i + 1 < argc) {
             exit_after_ms = std::stol(argv[++i]);
         } else {
             seconds = std::stod(argv[i]);
@@ -50,7 +55,12 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, [](int) { stopping = 1; });
     const std::string socket = stint::enable_on_demand();
     std::cout << "on_demand_service: pid " << ::getpid() << ", listening on " << socket << std::endl;
-    stint::profiler<> steps;  // not started: its step() advances the global step a capture counts
+    // Not started: its step() advances the global step a capture counts. With --flight it records always,
+    // into the last 16 MiB, and answers dump requests.
+    stint::profiler_options<> options;
+    if (flight) options.flight_recorder = stint::flight_recorder_options{.budget_bytes = 16 << 20};
+    stint::profiler<> steps(options);
+    if (flight) steps.start();
     const auto began = std::chrono::steady_clock::now();
     const auto run_for = exit_after_ms >= 0 ? std::chrono::milliseconds(exit_after_ms)
                                             : std::chrono::milliseconds(static_cast<long>(seconds * 1000));

@@ -72,9 +72,18 @@ TEST_CASE("capture requests are parsed strictly, each refusal saying what is wro
     const auto steps = parse_capture_request("capture steps=10 timeout_ms=2000 output=/x.json");
     CHECK(steps.steps == 10);
     CHECK(steps.timeout == std::chrono::milliseconds(2000));
+    CHECK_FALSE(steps.dump);
+    const auto dump = parse_capture_request("dump output=/tmp/now.pt.trace.json.gz");
+    CHECK(dump.dump);
+    CHECK_FALSE(dump.duration);
+    CHECK(dump.output == "/tmp/now.pt.trace.json.gz");
     const std::pair<const char*, const char*> bad[] = {
-        {"", "must begin with \"capture \""},
+        {"", "must begin with \"capture \" or \"dump \""},
         {"capture", "must begin with \"capture \""},
+        {"dump", "must begin with"},
+        {"dump duration_ms=5 output=/x.json", "a dump takes output=PATH only, not \"duration_ms\""},
+        {"dump output=/x.txt", "a dump's output must end in .json, .json.gz or .pftrace"},
+        {"dump output=x.json", "output must be an absolute path"},
         {"record duration_ms=5 output=/x", "must begin"},
         {"capture duration_ms=5", "output=PATH is missing"},
         {"capture output=/x", "give either duration_ms or steps"},
@@ -140,6 +149,40 @@ TEST_CASE("an on-demand capture records for its duration, writes its trace and a
     }
     stint::disable_on_demand();
     CHECK_FALSE(std::filesystem::exists(socket));
+}
+
+TEST_CASE("a dump request writes the running flight recorder's window, which goes on recording") {
+    stint_test::temp_dir dir;
+    const std::string socket = stint::enable_on_demand({.socket_dir = dir.file("sockets")});
+    const std::string trace = dir.file("now.pt.trace.json");
+    CHECK(ask(socket, "dump output=" + trace + "\n") ==
+          "error: no flight recorder is recording in this process (profiler_options::flight_recorder); ask for a "
+          "capture instead");
+    stint::profiler_options<> options;
+    options.flight_recorder = stint::flight_recorder_options{.budget_bytes = 8 << 20};
+    stint::profiler<> prof(options);
+    prof.start();
+    {
+        busy_thread worker;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        const std::string answer = ask(socket, "dump output=" + trace + "\n");
+        CAPTURE(answer);
+        REQUIRE(answer.rfind("ok events=", 0) == 0);
+        CHECK(answer.find(" path=" + trace + " table=" + dir.file("now.pt.trace.txt")) != std::string::npos);
+        const nlohmann::json json = stint_test::read_json(trace);
+        CHECK(json.at("flightRecorder").at("trigger") == "request");
+        std::size_t work = 0;
+        for (const auto& e : stint_test::timed_events(json)) work += e.at("name") == "work" ? 1 : 0;
+        CHECK(work > 0);
+        CHECK(stint_test::read_file(dir.file("now.pt.trace.txt")).find("work") != std::string::npos);
+        CHECK(prof.is_running());  // still recording
+        // A capture cannot start while the flight recorder records: it says why.
+        CHECK(ask(socket, "capture duration_ms=10 output=" + dir.file("c.json") + "\n").find("already recording") !=
+              std::string::npos);
+    }
+    prof.stop();
+    CHECK(ask(socket, "dump output=" + trace + "\n").rfind("error: no flight recorder is recording", 0) == 0);
+    stint::disable_on_demand();
 }
 
 TEST_CASE("a second request while a capture runs is refused; disable_on_demand() cuts a capture short, written") {

@@ -190,6 +190,7 @@ public:
     /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
     ~profiler() {
         if (!active()) return;
+        detail::the_running_flight_recorder().clear(this);  // before the lock: a dump from outside holds its own first
         if (in_callback_) {
             // The step() or stop() that called on_trace_ready is still running on this profiler: it
             // would touch freed memory when the callback returns. Stop here rather than corrupt.
@@ -213,14 +214,18 @@ public:
     void start() {
         if (!active()) return;
         const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
-        const std::lock_guard lock(mutex_);
-        refuse_in_callback("start()");
-        if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-        std::exception_ptr error;
-        transit(profiler_action::none, current_action_, error);
-        if (error) std::rethrow_exception(error);
-        started_ = true;
-        open_step_annotation();
+        {
+            const std::lock_guard lock(mutex_);
+            refuse_in_callback("start()");
+            if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
+            std::exception_ptr error;
+            transit(profiler_action::none, current_action_, error);
+            if (error) std::rethrow_exception(error);
+            started_ = true;
+            open_step_annotation();
+        }
+        // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
+        if (options_.flight_recorder) detail::the_running_flight_recorder().set(this, &dump_for);
     }
 
     /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
@@ -228,6 +233,7 @@ public:
     void stop() {
         if (!active()) return;
         const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
+        detail::the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
         close_step_annotation();
@@ -577,6 +583,8 @@ private:
                 });
         }
     }
+
+    static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler*>(self)->dump(path); }
 
     /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
     /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.

@@ -6,8 +6,8 @@ concurrent requests (the second refused, clearly), a malformed request (refused;
 an unwritable output path, a request from another user (a child that drops to nobody, given a way
 through the socket's directory, so that the service's own check of the peer's credentials refuses it:
 switching users needs root, which CI has; elsewhere the case is skipped and says so), a service that
-exits mid-capture (the trace still written and answered), no service at all, and a program that never
-calls enable_on_demand() turned on by STINT_ON_DEMAND=1 alone. Each case is a test case; the last line
+exits mid-capture (the trace still written and answered), a flight recorder's dump (--dump), no
+service at all, and a program that never calls enable_on_demand() turned on by STINT_ON_DEMAND=1 alone. Each case is a test case; the last line
 is doctest's summary, which tools/run_tests.py counts.
 
 usage: run.py SERVICE_BINARY CAPTURE_CLI ENV_PROGRAM
@@ -259,6 +259,41 @@ def exits_mid_capture(work):
     check(not os.path.exists(service.socket), "the socket was left behind")
 
 
+@case("--dump writes what a flight recorder holds, and the service goes on recording")
+def flight_dump(work):
+    service = Service(work, ["120", "--flight"])
+    try:
+        time.sleep(0.5)
+        out = os.path.join(work, "last.pt.trace.json")
+        code, text = service.capture("--dump", "--output", out)
+        check(code == 0, text)
+        check(text.startswith("stint-capture: events="), text)
+        check(text.rstrip().endswith(f" path={out} table={os.path.join(work, 'last.pt.trace.txt')}"), text)
+        trace = json.load(open(out))
+        check(trace["flightRecorder"]["trigger"] == "request", trace["flightRecorder"])
+        check(len(events_named(trace, "handle_request")) > 0, "no handle_request events")
+        check("handle_request" in open(os.path.join(work, "last.pt.trace.txt")).read(), "no table")
+        # Again, later: a dump does not stop the recorder, and the newer window holds newer requests.
+        time.sleep(0.3)
+        again = os.path.join(work, "again.pt.trace.json.gz")
+        code, text = service.capture("--dump", "--output", again)
+        check(code == 0, text)
+        # A capture cannot run beside the flight recorder: the process says why.
+        code, text = service.capture("--duration", "50ms", "--output", os.path.join(work, "beside.json"))
+        check(code == 1 and "already recording" in text, text)
+        code, text = service.capture("--dump", "--output", os.path.join(work, "x.txt"))
+        check(code == 1 and "must end in .json, .json.gz or .pftrace" in text, text)
+    finally:
+        service.stop()
+    # Without a flight recorder the request is refused, clearly.
+    plain = Service(work, ["120"])
+    try:
+        code, text = plain.capture("--dump", "--output", os.path.join(work, "none.pt.trace.json"))
+        check(code == 1 and "no flight recorder is recording in this process" in text, text)
+    finally:
+        plain.stop()
+
+
 @case("a process without a listener is reported clearly")
 def no_listener(work):
     env = dict(os.environ, STINT_ON_DEMAND_DIR=os.path.join(work, "nothing"))
@@ -283,6 +318,7 @@ def main():
         results.append(("a service that ends removes its socket", None if check_socket else AssertionError("left")))
         print(("ok" if check_socket else "FAILED") + ": a service that ends removes its socket", flush=True)
         exits_mid_capture(work)
+        flight_dump(work)
         no_listener(work)
         from_environment(work)
     # A skipped case is neither passed nor failed (its line above says why).

@@ -31,6 +31,7 @@
 #include "stint/export/perfetto_trace.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/ticks.hpp"
+#include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/profiler/warning.hpp"
 
@@ -348,6 +349,44 @@ private:
     std::condition_variable wake_;
     std::thread thread_;
 };
+
+/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
+/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
+/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
+class running_flight_recorder {
+public:
+    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
+
+    void set(void* profiler, dump_function dump) {
+        const std::lock_guard lock(mutex_);
+        profiler_ = profiler;
+        dump_ = dump;
+    }
+    /// Waits for a dump of `profiler` in progress.
+    void clear(const void* profiler) noexcept {
+        const std::lock_guard lock(mutex_);
+        if (profiler_ == profiler) profiler_ = nullptr;
+    }
+    /// Dumps the running flight recorder to `path`; nullopt when none records.
+    std::optional<flight_dump> dump(const std::string& path) {
+        const std::lock_guard lock(mutex_);
+        if (profiler_ == nullptr) return std::nullopt;
+        return dump_(profiler_, path);
+    }
+
+private:
+    std::mutex mutex_;
+    void* profiler_ = nullptr;
+    dump_function dump_ = nullptr;
+};
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
+/// profiler may stop during exit.
+STINT_DETAIL_EXPORT inline running_flight_recorder& the_running_flight_recorder() {
+    static auto* const running = new running_flight_recorder();
+    return *running;
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The kinds of trace a dump writes, by the path's ending.
 enum class dump_format { chrome, perfetto };

@@ -1,8 +1,10 @@
 #pragma once
 // On-demand capture (Kineto's daemon mode): a running process accepts a request over a Unix-domain
 // socket owned by its user -- from tools/stint-capture -- records for a duration or a number of steps,
-// writes the trace atomically and answers with the path and the counts (design §13). Nothing of it
-// runs on the recording path: while nobody asks, a scope costs its one relaxed load, as always.
+// writes the trace atomically and answers with the path and the counts (design §13). A process whose
+// flight recorder records answers a "dump" request instead: the window in memory, written while it
+// keeps recording (profiler::dump). Nothing of it runs on the recording path: while nobody asks, a
+// scope costs its one relaxed load, as always.
 //
 //     #include <stint/profiler/on_demand.hpp>   // in one translation unit of the program
 //     stint::enable_on_demand();                 // or run the program with STINT_ON_DEMAND=1
@@ -65,9 +67,11 @@ struct on_demand_options {
 
 namespace detail {
 
-/// One parsed request: `capture duration_ms=N output=PATH` or `capture steps=N [timeout_ms=N]
-/// output=PATH`, one line; `output=` takes the rest of the line (a path may hold spaces).
+/// One parsed request: `capture duration_ms=N output=PATH`, `capture steps=N [timeout_ms=N]
+/// output=PATH` or `dump output=PATH` (the running flight recorder's window), one line; `output=` takes
+/// the rest of the line (a path may hold spaces).
 struct capture_request {
+    bool dump = false;
     std::optional<std::chrono::milliseconds> duration;
     std::optional<std::int64_t> steps;
     std::optional<std::chrono::milliseconds> timeout;
@@ -80,10 +84,17 @@ inline capture_request parse_capture_request(std::string_view line) {
         throw std::invalid_argument(fmt::format("malformed request: {}", why));
     };
     if (line.size() > 4096) fail("longer than 4096 bytes");
-    constexpr std::string_view verb = "capture ";
-    if (line.substr(0, verb.size()) != verb) fail("it must begin with \"capture \"");
-    line.remove_prefix(verb.size());
     capture_request request;
+    constexpr std::string_view capture_verb = "capture ";
+    constexpr std::string_view dump_verb = "dump ";
+    if (line.substr(0, capture_verb.size()) == capture_verb) {
+        line.remove_prefix(capture_verb.size());
+    } else if (line.substr(0, dump_verb.size()) == dump_verb) {
+        line.remove_prefix(dump_verb.size());
+        request.dump = true;
+    } else {
+        fail("it must begin with \"capture \" or \"dump \"");
+    }
     const auto number = [&](std::string_view key, std::string_view text) {
         std::int64_t value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -104,7 +115,9 @@ inline capture_request parse_capture_request(std::string_view line) {
         const std::size_t space = line.find(' ');
         const std::string_view value = line.substr(0, space);
         line.remove_prefix(space == std::string_view::npos ? line.size() : space + 1);
-        if (key == "duration_ms" && !request.duration) {
+        if (request.dump) {
+            fail(fmt::format("a dump takes output=PATH only, not \"{}\"", key));
+        } else if (key == "duration_ms" && !request.duration) {
             request.duration = std::chrono::milliseconds(number(key, value));
         } else if (key == "steps" && !request.steps) {
             request.steps = number(key, value);
@@ -114,11 +127,16 @@ inline capture_request parse_capture_request(std::string_view line) {
             fail(fmt::format("unknown or repeated key \"{}\"", key));
         }
     }
-    if (request.duration.has_value() == request.steps.has_value()) fail("give either duration_ms or steps");
+    if (!request.dump && request.duration.has_value() == request.steps.has_value()) {
+        fail("give either duration_ms or steps");
+    }
     if (request.timeout && !request.steps) fail("timeout_ms applies to steps only");
     if (request.output.empty()) fail("output=PATH is missing");
     if (request.output.front() != '/') fail("output must be an absolute path");
     if (request.output.find('\0') != std::string::npos) fail("output holds a NUL byte");
+    if (request.dump && !dump_format_of(request.output)) {
+        fail("a dump's output must end in .json, .json.gz or .pftrace (the trace's format)");
+    }
     return request;
 }
 
@@ -293,7 +311,9 @@ private:
             if (!line) throw std::invalid_argument("malformed request: no request line within 5 s");
             request = parse_capture_request(*line);
             const std::chrono::milliseconds longest =
-                request.duration ? *request.duration : request.timeout.value_or(options_.default_steps_timeout);
+                request.dump       ? std::chrono::milliseconds(0)
+                : request.duration ? *request.duration
+                                   : request.timeout.value_or(options_.default_steps_timeout);
             if (longest > options_.max_capture) {
                 throw std::invalid_argument(fmt::format("the capture may last {} ms at most; this one asks for {} ms",
                                                         options_.max_capture.count(), longest.count()));
@@ -322,46 +342,7 @@ private:
         name_this_thread("stint capture");
         std::string reply;
         try {
-            profiler_options<> options;
-            if (options_.buffer_budget_bytes != 0) options.buffer_budget_bytes = options_.buffer_budget_bytes;
-            profiler<> prof(options);
-            prof.start();
-            const auto began = std::chrono::steady_clock::now();
-            const std::int64_t first_step = step_tracker::current_step();
-            std::string ended = "complete";
-            {
-                std::unique_lock state(mutex_);
-                if (request.duration) {
-                    if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) {
-                        ended = "exiting";
-                    }
-                } else {
-                    const auto deadline = began + request.timeout.value_or(options_.default_steps_timeout);
-                    for (;;) {
-                        if (stopping_) {
-                            ended = "exiting";
-                            break;
-                        }
-                        state.unlock();
-                        const bool done = step_tracker::current_step() - first_step >= *request.steps;
-                        state.lock();
-                        if (done) break;
-                        if (std::chrono::steady_clock::now() >= deadline) {
-                            ended = "timeout";
-                            break;
-                        }
-                        wake_capture_.wait_for(state, std::chrono::milliseconds(1));
-                    }
-                }
-            }
-            prof.stop();
-            const std::int64_t steps = step_tracker::current_step() - first_step;
-            const auto took =
-                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-            prof.export_chrome_trace(request.output);
-            const profiler_stats& stats = prof.stats();
-            reply = fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}",
-                                stats.recorded, stats.dropped, steps, took.count(), ended, request.output);
+            reply = request.dump ? dump_flight_recorder(request) : record(request);
         } catch (const std::exception& e) {
             reply = fmt::format("error: {}", e.what());
         } catch (...) {
@@ -371,6 +352,61 @@ private:
         ::close(fd);
         std::lock_guard state(mutex_);
         capturing_ = false;
+    }
+
+    // A "dump" request: the running flight recorder's window, written while it keeps recording.
+    static std::string dump_flight_recorder(const capture_request& request) {
+        const std::optional<flight_dump> written = the_running_flight_recorder().dump(request.output);
+        if (!written) {
+            return "error: no flight recorder is recording in this process (profiler_options::flight_recorder); "
+                   "ask for a capture instead";
+        }
+        return fmt::format("ok events={} overwritten={} path={} table={}", written->events, written->overwritten,
+                           written->path, written->table_path);
+    }
+
+    // A "capture" request: a session of its own for the duration or the steps asked for.
+    std::string record(const capture_request& request) {
+        profiler_options<> options;
+        if (options_.buffer_budget_bytes != 0) options.buffer_budget_bytes = options_.buffer_budget_bytes;
+        profiler<> prof(options);
+        prof.start();
+        const auto began = std::chrono::steady_clock::now();
+        const std::int64_t first_step = step_tracker::current_step();
+        std::string ended = "complete";
+        {
+            std::unique_lock state(mutex_);
+            if (request.duration) {
+                if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) {
+                    ended = "exiting";
+                }
+            } else {
+                const auto deadline = began + request.timeout.value_or(options_.default_steps_timeout);
+                for (;;) {
+                    if (stopping_) {
+                        ended = "exiting";
+                        break;
+                    }
+                    state.unlock();
+                    const bool done = step_tracker::current_step() - first_step >= *request.steps;
+                    state.lock();
+                    if (done) break;
+                    if (std::chrono::steady_clock::now() >= deadline) {
+                        ended = "timeout";
+                        break;
+                    }
+                    wake_capture_.wait_for(state, std::chrono::milliseconds(1));
+                }
+            }
+        }
+        prof.stop();
+        const std::int64_t steps = step_tracker::current_step() - first_step;
+        const auto took =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+        prof.export_chrome_trace(request.output);
+        const profiler_stats& stats = prof.stats();
+        return fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}",
+                           stats.recorded, stats.dropped, steps, took.count(), ended, request.output);
     }
 
     mutable std::mutex control_;  // start() and stop()
