@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds stint's tests twice: with gcc 12 as a user's release build (-O3, NDEBUG), and with clang 14
-# under AddressSanitizer and UndefinedBehaviorSanitizer (-O2, assertions on). Runs every test in both
+# under AddressSanitizer and UndefinedBehaviorSanitizer (-O1, assertions on). Runs every test in both
 # (doctest binaries, compile-fail rules, the code blocks of README and docs/, codegen) and ends with one
 # line "N passed, N failed, N skipped": a suite this machine cannot build or run (no CUDA headers, no MPI, no
 # GPU) is named with its reason and counted as skipped. Exit status is non-zero on any failure; a build
@@ -17,9 +17,10 @@ cd "$(dirname "$0")/.."
 bash tools/install_deps.sh
 common=(-Dtests=true -Dexamples=true -Dbench=false -Dunity=on -Dunity_size=10)
 gcc_options=("${common[@]}" -Dbuildtype=release -Dwerror=false)
-# b_lundef=false: clang links the sanitizer runtimes into executables, not shared libraries.
-clang_options=("${common[@]}" -Dbuildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined
-               -Db_lundef=false)
+# b_lundef=false: clang links the sanitizer runtimes into executables, not shared libraries. -O1 with line
+# tables only (what a sanitizer's reports need): 22 % less compile time than -O2 -g (one example, one run).
+clang_options=("${common[@]}" -Doptimization=1 -Ddebug=false -Dcpp_args=-gline-tables-only -Dwerror=true
+               -Db_sanitize=address,undefined -Db_lundef=false)
 configure() {  # DIR CXX OPTIONS...: sets a build directory up, or brings its options up to date
   local dir=$1 cxx=$2; shift 2
   if [ -f "$dir/build.ninja" ]; then
