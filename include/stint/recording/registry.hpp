@@ -664,7 +664,6 @@ public:
     /// time (else the site's).
     struct open_scope {
         std::uint64_t os_tid = 0;
-        std::string thread_name;
         const site* where = nullptr;
         std::string name;
         std::uint64_t begin_ticks = 0;
@@ -688,7 +687,7 @@ public:
                 const site* where = e.where.load(std::memory_order_relaxed);
                 const std::uint64_t begin = e.begin_ticks.load(std::memory_order_relaxed);
                 if (where == nullptr || begin < since_ticks) continue;
-                out.push_back({node->os_tid, node->name, where, open_scope_name(e, *where), begin, i});
+                out.push_back({node->os_tid, where, open_scope_name(e, *where), begin, i});
             }
         }
         return out;
