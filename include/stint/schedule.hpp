@@ -113,6 +113,11 @@ private:
 ///     fn(5);   // WARMUP     fn(9);  // RECORD_AND_SAVE     fn(17);  // NONE (both cycles done)
 inline schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
 
+template <class = void>
+class basic_schedule_checker;
+/// basic_schedule_checker's one form (a template only so that a file that does not use it does not compile it).
+using schedule_checker = basic_schedule_checker<>;
+
 /// Watches the transitions of a schedule (any callable, a user's own included) and warns, as torch
 /// does, about those a profiler cannot honour: "Incorrect schedule: WARMUP followed by NONE",
 /// "... RECORD followed by NONE", "... RECORD followed by WARMUP". Each is reported once per checker
@@ -121,7 +126,8 @@ inline schedule_fn schedule(schedule_options options) { return schedule_fn(optio
 ///
 ///     stint::schedule_checker checker;
 ///     checker.observe(stint::profiler_action::record, stint::profiler_action::none);  // warns
-class schedule_checker {
+template <class>
+class basic_schedule_checker {
 public:
     /// Warns if `prev` -> `next` is one of the incorrect transitions and has not been reported yet.
     void observe(profiler_action prev, profiler_action next) {
@@ -169,13 +175,19 @@ constexpr std::string_view to_string(session_op op) noexcept {
     return "unknown";
 }
 
+template <class = void>
+class basic_session_ops;
+/// basic_session_ops's one form (a template only so that a file that does not use it does not compile it).
+using session_ops = basic_session_ops<>;
+
 /// Up to four session operations, in order; a value, no allocation.
-class session_ops {
+template <class>
+class basic_session_ops {
 public:
     static constexpr std::size_t capacity = 4;
 
-    constexpr session_ops() noexcept = default;
-    constexpr session_ops(std::initializer_list<session_op> ops) noexcept {
+    constexpr basic_session_ops() noexcept = default;
+    constexpr basic_session_ops(std::initializer_list<session_op> ops) noexcept {
         for (session_op op : ops) {
             if (size_ == capacity) break;  // the table below never holds more
             ops_[size_++] = op;
@@ -190,7 +202,7 @@ public:
     /// A view valid while this object lives.
     constexpr std::span<const session_op> span() const noexcept { return {ops_.data(), size_}; }
 
-    friend constexpr bool operator==(const session_ops& a, const session_ops& b) noexcept {
+    friend constexpr bool operator==(const basic_session_ops& a, const basic_session_ops& b) noexcept {
         if (a.size_ != b.size_) return false;
         for (std::size_t i = 0; i < a.size_; ++i) {
             if (a.ops_[i] != b.ops_[i]) return false;

@@ -62,6 +62,11 @@ inline std::string current_host_name() {
 
 namespace stint {
 
+template <class = void>
+class basic_tensorboard_trace_handler;
+/// basic_tensorboard_trace_handler's one form (a template only so that a file that does not use it does not compile it).
+using tensorboard_trace_handler = basic_tensorboard_trace_handler<>;
+
 /// An `on_trace_ready` callback that writes each saved window into `dir` as
 /// `<worker_name>.<ms since epoch>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), the file
 /// layout of torch.profiler.tensorboard_trace_handler, which the TensorBoard profiler plugin reads.
@@ -73,10 +78,11 @@ namespace stint {
 ///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
 ///         .on_trace_ready = stint::tensorboard_trace_handler("./log"),
 ///     });
-class tensorboard_trace_handler {
+template <class>
+class basic_tensorboard_trace_handler {
 public:
     /// Throws std::invalid_argument when `dir` is empty.
-    explicit tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
+    explicit basic_tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
         : dir_(std::move(dir)), worker_name_(std::move(worker_name)), use_gzip_(use_gzip) {
         if (dir_.empty()) throw std::invalid_argument("stint: tensorboard_trace_handler(): the directory is empty");
     }
