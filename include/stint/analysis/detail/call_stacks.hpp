@@ -8,11 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -110,8 +108,10 @@ void assign_call_stacks(event_store& events, const std::vector<std::vector<std::
     std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
     std::map<std::vector<std::uint64_t>, event_index> by_native;
     native_symbolizer symbols;
-    std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
-    const std::string cwd = std::filesystem::current_path(no_cwd).string();
+    // A drain never throws: without a working directory, absolute paths stay. getcwd, not <filesystem>,
+    // which costs every file that includes stint.hpp.
+    std::string cwd;
+    if (char buffer[4096]; ::getcwd(buffer, sizeof buffer) != nullptr) cwd = buffer;
     const auto frame_of_text = [&](std::string_view text) {
         if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
         const auto id = static_cast<std::uint32_t>(stacks.frames.size());
