@@ -263,3 +263,6 @@ TEST_CASE("the list and its child ranges walk like containers: for (auto& e : li
     CHECK(longest->name == "outer");
     CHECK(std::ranges::count_if(list, [](const stint::event& e) { return e.depth == 1; }) == 2);
 }
+
+static_assert(std::forward_iterator<stint::event_list::iterator>);
+static_assert(std::forward_iterator<stint::event_list::child_range::iterator>);

@@ -42,7 +42,8 @@ constexpr std::string_view to_string(profiler_action action) noexcept {
 }
 
 /// Writes `to_string(action)`.
-inline std::ostream& operator<<(std::ostream& out, profiler_action action) { return out << to_string(action); }
+template <class = void>
+std::ostream& operator<<(std::ostream& out, profiler_action action) { return out << to_string(action); }
 
 /// The parameters of `stint::schedule`, named as torch names them.
 ///
@@ -55,17 +56,23 @@ struct schedule_options {
     std::int64_t repeat = 0;      ///< number of cycles; 0 repeats until the profiler stops
 };
 
+template <class = void>
+class basic_schedule_fn;
+/// basic_schedule_fn's one form (a template only so that a file that does not use it does not compile it).
+using schedule_fn = basic_schedule_fn<>;
+
 /// A step schedule with exactly torch.profiler.schedule's sequence: `skip_first` steps of NONE, then
 /// cycles of `wait` NONE, `warmup` WARMUP and `active` RECORD steps whose last is RECORD_AND_SAVE,
 /// `repeat` times (0: forever), then NONE. Made by `stint::schedule`.
 ///
 ///     stint::schedule_fn fn = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
 ///     fn(0);  // NONE    fn(1);  // WARMUP    fn(2);  // RECORD    fn(3);  // RECORD_AND_SAVE
-class schedule_fn {
+template <class>
+class basic_schedule_fn {
 public:
     /// Throws std::invalid_argument unless wait, warmup, repeat, skip_first >= 0 and active > 0.
     /// warmup == 0 warns once per process that the results may be skewed.
-    explicit schedule_fn(schedule_options options) : options_(options) {
+    explicit basic_schedule_fn(schedule_options options) : options_(options) {
         const bool valid = options.wait >= 0 && options.warmup >= 0 && options.active > 0 && options.repeat >= 0 &&
                            options.skip_first >= 0;
         if (!valid) throw std::invalid_argument(describe(options, "need wait >= 0, warmup >= 0, active > 0, "
@@ -111,7 +118,13 @@ private:
 ///
 ///     auto fn = stint::schedule({.skip_first = 3, .wait = 2, .warmup = 1, .active = 4, .repeat = 2});
 ///     fn(5);   // WARMUP     fn(9);  // RECORD_AND_SAVE     fn(17);  // NONE (both cycles done)
-inline schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
+template <class = void>
+schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
+
+template <class = void>
+class basic_schedule_checker;
+/// basic_schedule_checker's one form (a template only so that a file that does not use it does not compile it).
+using schedule_checker = basic_schedule_checker<>;
 
 /// Watches the transitions of a schedule (any callable, a user's own included) and warns, as torch
 /// does, about those a profiler cannot honour: "Incorrect schedule: WARMUP followed by NONE",
@@ -121,7 +134,8 @@ inline schedule_fn schedule(schedule_options options) { return schedule_fn(optio
 ///
 ///     stint::schedule_checker checker;
 ///     checker.observe(stint::profiler_action::record, stint::profiler_action::none);  // warns
-class schedule_checker {
+template <class>
+class basic_schedule_checker {
 public:
     /// Warns if `prev` -> `next` is one of the incorrect transitions and has not been reported yet.
     void observe(profiler_action prev, profiler_action next) {
@@ -169,13 +183,19 @@ constexpr std::string_view to_string(session_op op) noexcept {
     return "unknown";
 }
 
+template <class = void>
+class basic_session_ops;
+/// basic_session_ops's one form (a template only so that a file that does not use it does not compile it).
+using session_ops = basic_session_ops<>;
+
 /// Up to four session operations, in order; a value, no allocation.
-class session_ops {
+template <class>
+class basic_session_ops {
 public:
     static constexpr std::size_t capacity = 4;
 
-    constexpr session_ops() noexcept = default;
-    constexpr session_ops(std::initializer_list<session_op> ops) noexcept {
+    constexpr basic_session_ops() noexcept = default;
+    constexpr basic_session_ops(std::initializer_list<session_op> ops) noexcept {
         for (session_op op : ops) {
             if (size_ == capacity) break;  // the table below never holds more
             ops_[size_++] = op;
@@ -190,7 +210,7 @@ public:
     /// A view valid while this object lives.
     constexpr std::span<const session_op> span() const noexcept { return {ops_.data(), size_}; }
 
-    friend constexpr bool operator==(const session_ops& a, const session_ops& b) noexcept {
+    friend constexpr bool operator==(const basic_session_ops& a, const basic_session_ops& b) noexcept {
         if (a.size_ != b.size_) return false;
         for (std::size_t i = 0; i < a.size_; ++i) {
             if (a.ops_[i] != b.ops_[i]) return false;

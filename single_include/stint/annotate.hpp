@@ -4222,7 +4222,11 @@ private:
 // backward ops. One record holds them all; the drain gives it to the event around it, as it gives
 // record_outputs' record to its op, so the event's own 24-byte record stays as it is.
 
+#if __has_include(<bits/stl_algobase.h>)
+#include <bits/stl_algobase.h>  // libstdc++'s std::min alone: <algorithm> costs every file more
+#else
 #include <algorithm>
+#endif
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

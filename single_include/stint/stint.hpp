@@ -7192,7 +7192,11 @@ private:
 // backward ops. One record holds them all; the drain gives it to the event around it, as it gives
 // record_outputs' record to its op, so the event's own 24-byte record stays as it is.
 
+#if __has_include(<bits/stl_algobase.h>)
+#include <bits/stl_algobase.h>  // libstdc++'s std::min alone: <algorithm> costs every file more
+#else
 #include <algorithm>
+#endif
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -7977,8 +7981,14 @@ struct event_name {
     const source_location* location = nullptr;
 };
 
+template <class = void>
+class basic_event_store;
+/// basic_event_store's one form (a template only so that a file that does not use it does not compile it).
+using event_store = basic_event_store<>;
+
 /// The events of a list, in list order.
-class event_store {
+template <class>
+class basic_event_store {
 public:
     [[nodiscard]] std::size_t size() const noexcept { return rows_.size(); }
     void reserve(std::size_t events) { rows_.reserve(events); }
@@ -8127,7 +8137,7 @@ public:
     /// Appends a later list's events; `relink` maps its event indices, `thread_of` its threads, and
     /// the side tables' offsets are given. Times move by `shift_ns`.
     template <class Relink, class Thread>
-    void append(const event_store& later, Relink relink, Thread thread_of, std::int64_t shift_ns,
+    void append(const basic_event_store& later, Relink relink, Thread thread_of, std::int64_t shift_ns,
                 event_index args_offset, event_index stacks_offset, event_index device_offset,
                 event_index memory_offset) {
         const auto offset = static_cast<event_index>(rows_.size());
@@ -8208,15 +8218,26 @@ private:
 
 namespace stint {
 
+template <class = void>
+class basic_event_list;
+/// basic_event_list's one form (a template only so that a file that does not use it does not compile it).
+using event_list = basic_event_list<>;
+
 namespace detail {
 template <class = void>
 class basic_event_list_builder;
 /// The builder's one form (a template only so that a file that never builds a list does not compile it).
 using event_list_builder = basic_event_list_builder<>;
 
+template <class = void>
+class basic_string_arena;
+/// basic_string_arena's one form (a template only so that a file that does not use it does not compile it).
+using string_arena = basic_string_arena<>;
+
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
-class string_arena {
+template <class>
+class basic_string_arena {
 public:
     std::string_view store(std::string_view text) {
         if (text.empty()) return {};
@@ -8242,10 +8263,16 @@ private:
     std::size_t used_ = 0;
 };
 
+template <class = void>
+struct basic_stack_tree;
+/// basic_stack_tree's one form (a template only so that a file that does not use it does not compile it).
+using stack_tree = basic_stack_tree<>;
+
 /// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
 /// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
 /// one string. A node's parent always comes before it.
-struct stack_tree {
+template <class>
+struct basic_stack_tree {
     struct node {
         std::uint32_t frame;  // into `frames`
         event_index parent;   // the stack without this frame; no_index: this is the outermost frame
@@ -8261,7 +8288,7 @@ struct stack_tree {
         return static_cast<event_index>(nodes.size() - 1);
     }
     /// Appends another list's stacks; returns the offset to add to its node indices.
-    event_index append(const stack_tree& later) {
+    event_index append(const basic_stack_tree& later) {
         const auto node_offset = static_cast<event_index>(nodes.size());
         const auto frame_offset = static_cast<std::uint32_t>(frames.size());
         for (node n : later.nodes) {
@@ -8356,7 +8383,8 @@ public:
     }
 
 private:
-    friend class event_list;
+    template <class>
+    friend class basic_event_list;
     friend struct detail::call_stack_access;
     call_stack(const detail::stack_tree* tree, event_index node, std::uint32_t size)
         : tree_(tree), node_(node), size_(size) {}
@@ -8379,7 +8407,8 @@ struct call_stack_access {
 ///
 ///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
-class event_list {
+template <class>
+class basic_event_list {
 public:
     using value_type = event;
 
@@ -8474,7 +8503,7 @@ public:
         bool linked_;
     };
 
-    event_list() = default;
+    basic_event_list() = default;
 
     [[nodiscard]] std::size_t size() const noexcept { return store_.size(); }
     [[nodiscard]] bool empty() const noexcept { return store_.size() == 0; }
@@ -8591,7 +8620,7 @@ public:
     [[nodiscard]] std::int64_t base_steady_ns() const noexcept { return base_steady_ns_; }
 
     /// Appends another list (a later window) after this one, keeping both trees intact.
-    void append(const event_list& later);
+    void append(const basic_event_list& later);
 
     /// Moves the list onto another clock (a job's trace puts each rank's events on rank 0's): each
     /// time t becomes t + offset_ns + drift * (t - reference_ns), durations stretch by (1 + drift),
@@ -8650,8 +8679,6 @@ private:
     std::int64_t base_steady_ns_ = 0;
 };
 
-static_assert(std::forward_iterator<event_list::iterator>);
-static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANALYSIS_EVENT_LIST_HPP
@@ -8688,11 +8715,9 @@ static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -8734,7 +8759,8 @@ static_assert(std::forward_iterator<event_list::child_range::iterator>);
 namespace stint::detail {
 
 /// `name` demangled if it is a C++ symbol, else as is.
-inline std::string demangle(const char* name) {
+template <class = void>
+std::string demangle(const char* name) {
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
@@ -8743,7 +8769,13 @@ inline std::string demangle(const char* name) {
     return name;
 }
 
-class native_symbolizer {
+template <class = void>
+class basic_native_symbolizer;
+/// basic_native_symbolizer's one form (a template only so that a file that does not use it does not compile it).
+using native_symbolizer = basic_native_symbolizer<>;
+
+template <class>
+class basic_native_symbolizer {
 public:
     /// The function containing the return address `address` ("ns::f(int)"), or "<object>+0x<offset>"
     /// when no symbol covers it, or "0x<address>" outside every loaded object.
@@ -8904,7 +8936,8 @@ namespace stint::detail {
 /// 4. otherwise its leading ".." components dropped ("../../src/a.cpp" -> "src/a.cpp"): the common
 ///    build directory inside the source tree, run from elsewhere.
 /// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
-[[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
+template <class = void>
+[[nodiscard]] std::string readable_source_path(std::string_view file, std::string_view cwd) {
     const bool absolute = file.starts_with('/');
     std::vector<std::string_view> parts;
     for (std::size_t at = 0; at <= file.size();) {
@@ -8965,15 +8998,18 @@ namespace stint::detail {
 /// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
 /// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
 /// linear in the events whatever their depth.
-inline void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
+template <class = void>
+void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
                                stack_tree& stacks) {
     std::unordered_map<const source_location*, std::uint32_t> location_frames;
     std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
     std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
     std::map<std::vector<std::uint64_t>, event_index> by_native;
     native_symbolizer symbols;
-    std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
-    const std::string cwd = std::filesystem::current_path(no_cwd).string();
+    // A drain never throws: without a working directory, absolute paths stay. getcwd, not <filesystem>,
+    // which costs every file that includes stint.hpp.
+    std::string cwd;
+    if (char buffer[4096]; ::getcwd(buffer, sizeof buffer) != nullptr) cwd = buffer;
     const auto frame_of_text = [&](std::string_view text) {
         if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
         const auto id = static_cast<std::uint32_t>(stacks.frames.size());
@@ -9048,7 +9084,8 @@ struct module_call {
     std::string_view method;
 };
 
-inline module_call parse_module_call(std::string_view name) {
+template <class = void>
+module_call parse_module_call(std::string_view name) {
     if (name.starts_with("SELF::")) return {"SELF", {}, name.substr(6)};
     const std::size_t open = name.find('(');
     const std::size_t close = name.rfind(")::");
@@ -9058,7 +9095,8 @@ inline module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
-inline void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
+template <class = void>
+void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
     struct path {
         std::string text;       // "TOP(C)::forward.A0(A)::forward."
         std::string_view type;  // the innermost module's type, for SELF
@@ -9795,7 +9833,8 @@ private:
 
 namespace stint {
 
-inline void event_list::append(const event_list& later) {
+template <class T>
+void basic_event_list<T>::append(const basic_event_list& later) {
     if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
     if (empty() && threads_.empty()) {
         // Counts of earlier windows that had no events (all dropped, or only late records found) stay.
@@ -10017,10 +10056,16 @@ inline constexpr std::string_view profiler_step_prefix = "ProfilerStep#";
 inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
 
 // Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
-[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
+template <class = void>
+[[nodiscard]] std::size_t text_width(std::string_view text) noexcept {
     return static_cast<std::size_t>(
         std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
+
+template <class = void>
+class basic_display_names;
+/// basic_display_names's one form (a template only so that a file that does not use it does not compile it).
+using display_names = basic_display_names<>;
 
 // torch's _rewrite_name(name, with_wildcard=True), as its function events carry names into
 // key_averages and the table: a name of more than one character goes through c10::demangle
@@ -10028,11 +10073,12 @@ inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
 // then "ProfilerStep#N" becomes "ProfilerStep*". The trace keeps the names as recorded, as Kineto's
 // does. Each distinct name is rewritten once: names are mostly a site's static string, so a pointer
 // cache answers most events without hashing the text.
-class display_names {
+template <class>
+class basic_display_names {
 public:
-    display_names() = default;
-    display_names(const display_names&) = delete;
-    display_names& operator=(const display_names&) = delete;
+    basic_display_names() = default;
+    basic_display_names(const basic_display_names&) = delete;
+    basic_display_names& operator=(const basic_display_names&) = delete;
 
     [[nodiscard]] std::string_view operator()(std::string_view raw) {
         slot& s = slots_[(reinterpret_cast<std::uintptr_t>(raw.data()) >> 3) & (slots_.size() - 1)];
@@ -10070,14 +10116,16 @@ private:
 // torch's events hold no [memory] event that happened inside an op or scope: those only feed the memory
 // usage of the events around them. Only a top-level one (outside every scope) is an event, and a row,
 // of its own. An [OutOfMemory] event is always one.
-[[nodiscard]] inline bool is_nested_memory(const event& e) noexcept {
+template <class = void>
+[[nodiscard]] bool is_nested_memory(const event& e) noexcept {
     return e.kind == event_kind::memory && e.parent != no_index;
 }
 
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
 // child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
 // memory events or counters no sibling is read.
-[[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+template <class = void>
+[[nodiscard]] event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
     if (!list.has_memory_events() && !list.has_counters()) return i;
     while (i != no_index && (list[i].kind == event_kind::memory || list[i].kind == event_kind::counter)) {
         i = list[i].next_sibling;
@@ -10089,7 +10137,8 @@ private:
 // children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two. [memory]
 // children do not count: torch's tree has none. Each sibling scans only the [memory] run after it, and
 // only the last one the run before the first, so a list is checked in linear time.
-[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
     if (e.parent == no_index || next_in_torch_tree(list, e.next_sibling) != no_index) return false;
     const event& p = list[e.parent];
     return next_in_torch_tree(list, p.first_child) == list.index_of(e) && names(p.name) == names(e.name);
@@ -10100,18 +10149,21 @@ private:
 // not (end_ns - start_ns) / 1000, and a self time subtracts the children's durations, summed in order
 // from 0. Integer sums round some half-way cells the other way: a[0,18] b[100,109] c[200,205] (ns)
 // shows b at 28.13% in torch, 28.12% from nanosecond sums.
-[[nodiscard]] inline double torch_elapsed_us(const event& e) noexcept {
+template <class = void>
+[[nodiscard]] double torch_elapsed_us(const event& e) noexcept {
     return static_cast<double>(e.end_ns) / 1e3 - static_cast<double>(e.start_ns) / 1e3;
 }
 
 // torch's cpu_time_total: 0 for an event on a device.
-[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+template <class = void>
+[[nodiscard]] double torch_cpu_time_total(const event& e) noexcept {
     return e.on_device() ? 0.0 : torch_elapsed_us(e);
 }
 
 // The first child of an event that survives folding: a folded chain's children are those of its
 // innermost member, which _remove_dup_nodes hands to the survivor.
-[[nodiscard]] inline event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
     event_index first = next_in_torch_tree(list, e.first_child);
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
@@ -10125,7 +10177,8 @@ private:
 // One event's memory usage as torch's FunctionEvent gives it (bytes). A folded chain's survivor keeps
 // its own totals; its self usage is its total less that of the innermost member's children, which is
 // what every member allocated directly.
-[[nodiscard]] inline memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
     memory_usage u = list.memory_usage_of(e);
     if (!list.has_memory_events() || e.kind == event_kind::memory) return u;
     event_index member = next_in_torch_tree(list, e.first_child);
@@ -10153,7 +10206,8 @@ struct torch_times {
     double self_device_time_total = 0;
 };
 
-[[nodiscard]] inline torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
     torch_times t;
     if (e.on_device()) {
         t.device_time_total = t.self_device_time_total = torch_elapsed_us(e);
@@ -10207,7 +10261,8 @@ struct memory_columns {
     bool device = false;
 };
 
-[[nodiscard]] inline memory_columns memory_columns_of(const event_list& list) noexcept {
+template <class = void>
+[[nodiscard]] memory_columns memory_columns_of(const event_list& list) noexcept {
     memory_columns shown;
     if (!list.has_memory_events()) return shown;
     shown.cpu = true;
@@ -10230,7 +10285,8 @@ void for_each_frame(const table_row& r, F&& f) {
 
 // The text_width of each stack's widest frame, per node of `tree`: from its caller's, so linear in the
 // nodes however deep the stacks nest (a loop over each event's frames would be quadratic).
-[[nodiscard]] inline std::vector<std::size_t> widest_frames(const stack_tree& tree) {
+template <class = void>
+[[nodiscard]] std::vector<std::size_t> widest_frames(const stack_tree& tree) {
     std::vector<std::size_t> frame_width;
     frame_width.reserve(tree.frames.size());
     for (const std::string& frame : tree.frames) frame_width.push_back(text_width(frame));
@@ -10249,7 +10305,8 @@ void for_each_frame(const table_row& r, F&& f) {
     return nullptr;
 }
 
-[[nodiscard]] inline double sort_value(const table_row& row, sort_field field) noexcept {
+template <class = void>
+[[nodiscard]] double sort_value(const table_row& row, sort_field field) noexcept {
     switch (field) {
         case sort_field::cpu_time: return row.cpu_time;
         case sort_field::cpu_time_total: return row.cpu_time_total;
@@ -10269,7 +10326,8 @@ void for_each_frame(const table_row& r, F&& f) {
 
 enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
 
-[[nodiscard]] inline time_unit_kind parse_time_unit(std::string_view unit) {
+template <class = void>
+[[nodiscard]] time_unit_kind parse_time_unit(std::string_view unit) {
     if (unit.empty()) return time_unit_kind::automatic;
     if (unit == "s") return time_unit_kind::s;
     if (unit == "ms") return time_unit_kind::ms;
@@ -10280,7 +10338,8 @@ enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
 }
 
 // torch's _format_time, or its override_time_unit when a unit is forced.
-inline void append_time(std::string& out, double us, time_unit_kind unit) {
+template <class = void>
+void append_time(std::string& out, double us, time_unit_kind unit) {
     auto to = std::back_inserter(out);
     switch (unit) {
         case time_unit_kind::s: fmt::format_to(to, "{:.3f}s", us / 1e6); return;
@@ -10298,7 +10357,8 @@ inline void append_time(std::string& out, double us, time_unit_kind unit) {
 }
 
 // torch's _format_time_share.
-inline void append_share(std::string& out, double part, double total) {
+template <class = void>
+void append_share(std::string& out, double part, double total) {
     if (total == 0) {
         out += "NaN";
         return;
@@ -10308,7 +10368,8 @@ inline void append_share(std::string& out, double part, double total) {
 
 // torch's _format_memory (its KB is 1024 bytes; the unit follows the magnitude, the sign is kept):
 // 1536 -> "1.50 Kb", -2097152 -> "-2.00 Mb", 12 -> "12 b".
-inline void append_memory(std::string& out, std::int64_t bytes) {
+template <class = void>
+void append_memory(std::string& out, std::int64_t bytes) {
     constexpr std::uint64_t kb = 1024;
     constexpr std::uint64_t mb = 1024 * kb;
     constexpr std::uint64_t gb = 1024 * mb;
@@ -10327,14 +10388,16 @@ inline void append_memory(std::string& out, std::int64_t bytes) {
     }
 }
 
-[[nodiscard]] inline std::string format_memory(std::int64_t bytes) {
+template <class = void>
+[[nodiscard]] std::string format_memory(std::int64_t bytes) {
     std::string out;
     append_memory(out, bytes);
     return out;
 }
 
 // Python's str() of a list of int lists: "[[64, 32], []]".
-inline void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
+template <class = void>
+void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
     out += '[';
     if (shapes != nullptr) {
         for (std::size_t i = 0; i < shapes->size(); ++i) {
@@ -10346,7 +10409,8 @@ inline void append_shapes(std::string& out, const std::vector<std::vector<std::i
 }
 
 // Byte offset of the code point that starts after `points` code points.
-[[nodiscard]] inline std::size_t byte_offset(std::string_view text, std::size_t points) noexcept {
+template <class = void>
+[[nodiscard]] std::size_t byte_offset(std::string_view text, std::size_t points) noexcept {
     std::size_t seen = 0;
     for (std::size_t i = 0; i < text.size(); ++i) {
         if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
@@ -10356,12 +10420,14 @@ inline void append_shapes(std::string& out, const std::vector<std::vector<std::i
     return text.size();
 }
 
-[[nodiscard]] inline std::string_view first_points(std::string_view text, std::size_t points) noexcept {
+template <class = void>
+[[nodiscard]] std::string_view first_points(std::string_view text, std::size_t points) noexcept {
     return text.substr(0, byte_offset(text, points));
 }
 
 // torch's trim_path: keep the last `width` code points and mark the cut with "...".
-[[nodiscard]] inline std::string trim_path(std::string_view path, std::size_t width) {
+template <class = void>
+[[nodiscard]] std::string trim_path(std::string_view path, std::size_t width) {
     const std::size_t len = text_width(path);
     if (len <= width) return std::string(path);
     std::string_view tail = path.substr(byte_offset(path, len - width));
@@ -10374,9 +10440,15 @@ struct table_column {
     bool left = false;  // only Source Location is left-aligned; the rest, Name included, align right
 };
 
-class table_writer {
+template <class = void>
+class basic_table_writer;
+/// basic_table_writer's one form (a template only so that a file that does not use it does not compile it).
+using table_writer = basic_table_writer<>;
+
+template <class>
+class basic_table_writer {
 public:
-    explicit table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
+    explicit basic_table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
 
     // One line of cells, each padded to its column and followed by the two-space gap (trailing too,
     // as torch's row format writes it).
@@ -10413,13 +10485,15 @@ private:
     std::vector<table_column> columns_;
 };
 
-inline void check_width(const char* option, int value) {
+template <class = void>
+void check_width(const char* option, int value) {
     if (value < 4) {
         throw std::invalid_argument(fmt::format("stint: table(): {} must be at least 4, got {}", option, value));
     }
 }
 
-[[nodiscard]] inline std::string unknown_sort_key_message(std::string_view key) {
+template <class = void>
+[[nodiscard]] std::string unknown_sort_key_message(std::string_view key) {
     std::string message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
     for (std::size_t i = 0; i < sort_keys.size(); ++i) {
         if (i != 0) message += ", ";
@@ -10430,7 +10504,8 @@ inline void check_width(const char* option, int value) {
 
 // Options are checked before the emptiness test, so a typo fails on the first run, not the first
 // non-empty one.
-inline void check_options(const table_options& options) {
+template <class = void>
+void check_options(const table_options& options) {
     if (!options.sort_by.empty() && find_sort_key(options.sort_by) == nullptr) {
         throw std::invalid_argument(unknown_sort_key_message(options.sort_by));
     }
@@ -10442,7 +10517,8 @@ inline void check_options(const table_options& options) {
 
 // torch's _build_table for the columns stint records (overload and node id columns join here when their
 // fields exist).
-[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options,
+template <class = void>
+[[nodiscard]] std::string build_table(std::vector<table_row> rows, const table_options& options,
                                              memory_columns memory = {}) {
     check_options(options);
     if (rows.empty()) return {};
@@ -10630,7 +10706,8 @@ inline void check_options(const table_options& options) {
 /// first, and keep the list's order on a run without memory events.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
-[[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
+template <class = void>
+[[nodiscard]] std::vector<std::string_view> valid_sort_keys() {
     std::vector<std::string_view> keys;
     keys.reserve(detail::sort_keys.size());
     for (const detail::sort_key_entry& k : detail::sort_keys) keys.push_back(k.name);
@@ -10646,7 +10723,8 @@ inline void check_options(const table_options& options) {
 /// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
-[[nodiscard]] inline std::string table(const event_list& events, const table_options& options = {}) {
+template <class = void>
+[[nodiscard]] std::string table(const event_list& events, const table_options& options = {}) {
     detail::check_options(options);
     std::vector<detail::table_row> rows;
     rows.reserve(events.size());
@@ -10754,18 +10832,24 @@ struct averaged_event {
     [[nodiscard]] std::int64_t self_cuda_memory_usage() const noexcept { return self_device_memory_usage; }
 };
 
+template <class = void>
+class basic_averaged_event_list;
+/// basic_averaged_event_list's one form (a template only so that a file that does not use it does not compile it).
+using averaged_event_list = basic_averaged_event_list<>;
+
 /// The groups of `key_averages()`, in the order each group's first event started.
 ///
 ///     const stint::averaged_event_list avg = prof.key_averages();
 ///     std::cout << avg.table({.sort_by = "self_cpu_time_total", .row_limit = 10});
-class averaged_event_list {
+template <class>
+class basic_averaged_event_list {
 public:
     using value_type = averaged_event;
     using const_iterator = std::vector<averaged_event>::const_iterator;
 
-    averaged_event_list() = default;
+    basic_averaged_event_list() = default;
     /// `memory` picks the table's memory columns; key_averages() sets them when the list had memory events.
-    explicit averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
+    explicit basic_averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
         : events_(std::move(events)), memory_(memory) {}
 
     [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
@@ -10832,9 +10916,15 @@ struct group_key_equal {
     }
 };
 
+template <class = void>
+struct basic_name_cache;
+/// basic_name_cache's one form (a template only so that a file that does not use it does not compile it).
+using name_cache = basic_name_cache<>;
+
 // Direct-mapped: recorded name pointer, kind and device type -> group. A slot is only trusted on an
 // exact pointer, size, kind and device match, and equal pointers with equal sizes are equal names.
-struct name_cache {
+template <class>
+struct basic_name_cache {
     struct slot {
         const char* name = nullptr;
         std::size_t size = 0;
@@ -10851,7 +10941,8 @@ struct name_cache {
 };
 
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
-inline void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
+template <class = void>
+void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
     a.key = name;
     a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
@@ -10861,7 +10952,8 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
 }
 
 // torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
-inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+template <class = void>
+void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
     ++a.count;
     const torch_times times = torch_event_times(events, e, names);
     a.cpu_time_total += times.cpu_time_total;
@@ -10881,7 +10973,8 @@ inline void add_to_group(averaged_event& a, const event_list& events, const even
 
 // An async span (stint::async_scope) in its row: its time is the span's, from begin to end, and none of
 // it is self CPU time (no thread ran it; the threads' own scopes keep theirs).
-inline void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
+template <class = void>
+void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
     ++a.count;
     a.cpu_time_total += static_cast<double>(events[span.end].start_ns - events[span.begin].start_ns) / 1e3;
 }
@@ -10908,12 +11001,14 @@ void for_each_averaged(const event_list& events, display_names& names, OnEvent&&
     }
 }
 
-inline void finish_group(averaged_event& a) {
+template <class = void>
+void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
     a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
 }
 
-[[nodiscard]] inline table_row to_table_row(const averaged_event& a) {
+template <class = void>
+[[nodiscard]] table_row to_table_row(const averaged_event& a) {
     table_row r;
     r.name = a.key;
     r.self_cpu_time_total = a.self_cpu_time_total;
@@ -10953,7 +11048,8 @@ inline void finish_group(averaged_event& a) {
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
-[[nodiscard]] inline averaged_event_list key_averages(const event_list& events, key_averages_options options = {}) {
+template <class = void>
+[[nodiscard]] averaged_event_list key_averages(const event_list& events, key_averages_options options = {}) {
     if (options.group_by_stack_n < 0) {
         throw std::invalid_argument(fmt::format(
             "stint: key_averages(): group_by_stack_n must be 0 (no stack grouping) or more, got {}",
@@ -11019,7 +11115,8 @@ inline void finish_group(averaged_event& a) {
 /// inside scopes (their bytes are in the scopes' memory already).
 ///
 ///     const stint::averaged_event all = stint::total_average(prof.events());
-[[nodiscard]] inline averaged_event total_average(const event_list& events) {
+template <class = void>
+[[nodiscard]] averaged_event total_average(const event_list& events) {
     averaged_event total;
     detail::display_names names;
     std::optional<event> last;
@@ -11043,7 +11140,8 @@ inline void finish_group(averaged_event& a) {
     return total;
 }
 
-inline averaged_event averaged_event_list::total_average() const {
+template <class T>
+averaged_event basic_averaged_event_list<T>::total_average() const {
     averaged_event total;
     for (const averaged_event& a : events_) {
         total.count += a.count;
@@ -11067,7 +11165,8 @@ inline averaged_event averaged_event_list::total_average() const {
     return total;
 }
 
-inline std::string averaged_event_list::table(const table_options& options) const {
+template <class T>
+std::string basic_averaged_event_list<T>::table(const table_options& options) const {
     std::vector<detail::table_row> rows;
     rows.reserve(events_.size());
     for (const averaged_event& a : events_) rows.push_back(detail::to_table_row(a));
@@ -11077,7 +11176,8 @@ inline std::string averaged_event_list::table(const table_options& options) cons
 /// Writes `list.table()` (default options).
 ///
 ///     std::cout << prof.key_averages();
-inline std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { return out << list.table(); }
+template <class = void>
+std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { return out << list.table(); }
 
 }  // namespace stint
 
@@ -11254,7 +11354,8 @@ constexpr std::string_view to_string(profiler_action action) noexcept {
 }
 
 /// Writes `to_string(action)`.
-inline std::ostream& operator<<(std::ostream& out, profiler_action action) { return out << to_string(action); }
+template <class = void>
+std::ostream& operator<<(std::ostream& out, profiler_action action) { return out << to_string(action); }
 
 /// The parameters of `stint::schedule`, named as torch names them.
 ///
@@ -11267,17 +11368,23 @@ struct schedule_options {
     std::int64_t repeat = 0;      ///< number of cycles; 0 repeats until the profiler stops
 };
 
+template <class = void>
+class basic_schedule_fn;
+/// basic_schedule_fn's one form (a template only so that a file that does not use it does not compile it).
+using schedule_fn = basic_schedule_fn<>;
+
 /// A step schedule with exactly torch.profiler.schedule's sequence: `skip_first` steps of NONE, then
 /// cycles of `wait` NONE, `warmup` WARMUP and `active` RECORD steps whose last is RECORD_AND_SAVE,
 /// `repeat` times (0: forever), then NONE. Made by `stint::schedule`.
 ///
 ///     stint::schedule_fn fn = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
 ///     fn(0);  // NONE    fn(1);  // WARMUP    fn(2);  // RECORD    fn(3);  // RECORD_AND_SAVE
-class schedule_fn {
+template <class>
+class basic_schedule_fn {
 public:
     /// Throws std::invalid_argument unless wait, warmup, repeat, skip_first >= 0 and active > 0.
     /// warmup == 0 warns once per process that the results may be skewed.
-    explicit schedule_fn(schedule_options options) : options_(options) {
+    explicit basic_schedule_fn(schedule_options options) : options_(options) {
         const bool valid = options.wait >= 0 && options.warmup >= 0 && options.active > 0 && options.repeat >= 0 &&
                            options.skip_first >= 0;
         if (!valid) throw std::invalid_argument(describe(options, "need wait >= 0, warmup >= 0, active > 0, "
@@ -11323,7 +11430,13 @@ private:
 ///
 ///     auto fn = stint::schedule({.skip_first = 3, .wait = 2, .warmup = 1, .active = 4, .repeat = 2});
 ///     fn(5);   // WARMUP     fn(9);  // RECORD_AND_SAVE     fn(17);  // NONE (both cycles done)
-inline schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
+template <class = void>
+schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
+
+template <class = void>
+class basic_schedule_checker;
+/// basic_schedule_checker's one form (a template only so that a file that does not use it does not compile it).
+using schedule_checker = basic_schedule_checker<>;
 
 /// Watches the transitions of a schedule (any callable, a user's own included) and warns, as torch
 /// does, about those a profiler cannot honour: "Incorrect schedule: WARMUP followed by NONE",
@@ -11333,7 +11446,8 @@ inline schedule_fn schedule(schedule_options options) { return schedule_fn(optio
 ///
 ///     stint::schedule_checker checker;
 ///     checker.observe(stint::profiler_action::record, stint::profiler_action::none);  // warns
-class schedule_checker {
+template <class>
+class basic_schedule_checker {
 public:
     /// Warns if `prev` -> `next` is one of the incorrect transitions and has not been reported yet.
     void observe(profiler_action prev, profiler_action next) {
@@ -11381,13 +11495,19 @@ constexpr std::string_view to_string(session_op op) noexcept {
     return "unknown";
 }
 
+template <class = void>
+class basic_session_ops;
+/// basic_session_ops's one form (a template only so that a file that does not use it does not compile it).
+using session_ops = basic_session_ops<>;
+
 /// Up to four session operations, in order; a value, no allocation.
-class session_ops {
+template <class>
+class basic_session_ops {
 public:
     static constexpr std::size_t capacity = 4;
 
-    constexpr session_ops() noexcept = default;
-    constexpr session_ops(std::initializer_list<session_op> ops) noexcept {
+    constexpr basic_session_ops() noexcept = default;
+    constexpr basic_session_ops(std::initializer_list<session_op> ops) noexcept {
         for (session_op op : ops) {
             if (size_ == capacity) break;  // the table below never holds more
             ops_[size_++] = op;
@@ -11402,7 +11522,7 @@ public:
     /// A view valid while this object lives.
     constexpr std::span<const session_op> span() const noexcept { return {ops_.data(), size_}; }
 
-    friend constexpr bool operator==(const session_ops& a, const session_ops& b) noexcept {
+    friend constexpr bool operator==(const basic_session_ops& a, const basic_session_ops& b) noexcept {
         if (a.size_ != b.size_) return false;
         for (std::size_t i = 0; i < a.size_; ++i) {
             if (a.ops_[i] != b.ops_[i]) return false;
@@ -11531,7 +11651,8 @@ STINT_DETAIL_EXPORT inline step_tracker_state& the_step_tracker_state() {
 /// Appends `text` as Python's repr() of a str writes it: single quotes unless the text holds a
 /// single quote and no double quote; backslash, the quote, \t \n \r and other control bytes escaped.
 /// Bytes >= 0x80 pass through (a UTF-8 name prints as Python prints the decoded str).
-inline void append_python_repr(std::string& out, std::string_view text) {
+template <class = void>
+void append_python_repr(std::string& out, std::string_view text) {
     const bool use_double = text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos;
     const char quote = use_double ? '"' : '\'';
     out.push_back(quote);
@@ -11556,7 +11677,8 @@ inline void append_python_repr(std::string& out, std::string_view text) {
 }
 
 /// `{'ProfilerStep': 3, 'yet_another_step': 5}`: the counts as Python prints a dict.
-inline std::string format_step_dict(std::span<const step_count_entry> counts) {
+template <class = void>
+std::string format_step_dict(std::span<const step_count_entry> counts) {
     std::string out = "{";
     bool first = true;
     for (const auto& [name, count] : counts) {
@@ -11571,7 +11693,8 @@ inline std::string format_step_dict(std::span<const step_count_entry> counts) {
 
 /// torch's warning when the global step jumps by more than one; `current_step` is the value before
 /// the jump, `counts` the counts after it.
-inline std::string step_jump_warning(std::int64_t current_step, std::span<const step_count_entry> counts) {
+template <class = void>
+std::string step_jump_warning(std::int64_t current_step, std::span<const step_count_entry> counts) {
     return fmt::format("Profiler step count has increased more than 1 - current_step = {} step dict = {}",
                        current_step, format_step_dict(counts));
 }
@@ -11581,6 +11704,11 @@ inline std::string step_jump_warning(std::int64_t current_step, std::span<const 
 
 namespace stint {
 
+template <class = void>
+class basic_step_tracker;
+/// basic_step_tracker's one form (a template only so that a file that does not use it does not compile it).
+using step_tracker = basic_step_tracker<>;
+
 /// The process's global step: each requester keeps its own count, and the global step is the largest
 /// of them, so a loop whose profiler and optimizer both step advances it once per iteration.
 /// All members are static and thread-safe.
@@ -11588,9 +11716,10 @@ namespace stint {
 ///     stint::step_tracker::increment_step("optimizer");   // optimizer hook
 ///     prof.step();                                         // steps "ProfilerStep" too: no double count
 ///     std::int64_t now = stint::step_tracker::current_step();
-class step_tracker {
+template <class>
+class basic_step_tracker {
 public:
-    step_tracker() = delete;
+    basic_step_tracker() = delete;
 
     /// The requester name the profiler's step() uses (torch's PROFILER_STEP_NAME).
     static constexpr std::string_view profiler_step_name = "ProfilerStep";
@@ -11779,7 +11908,8 @@ constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * 
 
 namespace json_detail {
 // Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
-inline char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
+template <class = void>
+char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
     static constexpr char hex[] = "0123456789abcdef";
     while (p < stop) {
         while (stop - p >= 8) {
@@ -11835,7 +11965,8 @@ inline char* escape(char* o, const unsigned char*& p, const unsigned char* stop,
 /// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
 /// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
 /// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
-inline char* write_json_string(char* o, std::string_view s) noexcept {
+template <class = void>
+char* write_json_string(char* o, std::string_view s) noexcept {
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = p + s.size();
     *o++ = '"';
@@ -11845,7 +11976,8 @@ inline char* write_json_string(char* o, std::string_view s) noexcept {
 }
 
 /// Appends `s` escaped as write_json_string escapes it, without the quotes.
-inline void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
+template <class = void>
+void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
     // In pieces, so that a long string never reserves six times its size at once.
     constexpr std::size_t piece_size = 16 * 1024;
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -11862,7 +11994,8 @@ inline void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
 /// Appends `s` as a quoted JSON string (see write_json_string).
 ///     fmt::memory_buffer out;
 ///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+template <class = void>
+void append_json_string(fmt::memory_buffer& out, std::string_view s) {
     out.push_back('"');
     append_json_escaped(out, s);
     out.push_back('"');
@@ -11870,7 +12003,8 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
 
 /// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
 /// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
-inline char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
+template <class = void>
+char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
     auto magnitude = static_cast<std::uint64_t>(nanoseconds);
     if (nanoseconds < 0) {
         *o++ = '-';
@@ -11892,33 +12026,39 @@ char* write_literal(char* o, const char (&text)[N]) noexcept {
     return o + N - 1;
 }
 
+template <class = void>
+class basic_json_writer;
+/// basic_json_writer's one form (a template only so that a file that does not use it does not compile it).
+using json_writer = basic_json_writer<>;
+
 /// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
 /// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
 /// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
 ///     output_file file("trace.json");
 ///     json_writer out(file);
 ///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
-class json_writer {
+template <class>
+class basic_json_writer {
 public:
     /// Buffer size at which the buffer is handed to the sink.
     static constexpr std::size_t flush_threshold = 64 * 1024;
 
     /// Writes to memory only; read the text with buffered().
-    json_writer() = default;
+    basic_json_writer() = default;
 
     /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
     /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
     template <class Sink>
         requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
-    explicit json_writer(Sink& sink)
+    explicit basic_json_writer(Sink& sink)
         : sink_(&sink), write_([](void* target, std::string_view bytes) {
               static_cast<Sink*>(target)->write(bytes);
           }) {
         buffer_.reserve(flush_threshold + flush_threshold / 4);
     }
 
-    json_writer(const json_writer&) = delete;
-    json_writer& operator=(const json_writer&) = delete;
+    basic_json_writer(const basic_json_writer&) = delete;
+    basic_json_writer& operator=(const basic_json_writer&) = delete;
 
     /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
     void raw(std::string_view text) {
@@ -12063,7 +12203,8 @@ STINT_DETAIL_EXPORT inline distributed_state& the_distributed_state() {
 
 /// The environment variable's value as a non-negative integer; nullopt when it is unset, and a
 /// warning (once per variable and value) when it is set but not such a number.
-inline std::optional<std::int64_t> env_int(const char* name) {
+template <class = void>
+std::optional<std::int64_t> env_int(const char* name) {
     const char* text = std::getenv(name);
     if (text == nullptr) return std::nullopt;
     errno = 0;
@@ -12080,7 +12221,8 @@ inline std::optional<std::int64_t> env_int(const char* name) {
 /// The job as torchrun (and most launchers) describe it in the environment: RANK (else LOCAL_RANK)
 /// and WORLD_SIZE (else LOCAL_WORLD_SIZE, with LOCAL_RANK). nullopt when no rank is set or a value
 /// is unusable; a rank without a size warns once.
-inline std::optional<distributed_info> distributed_info_from_env() {
+template <class = void>
+std::optional<distributed_info> distributed_info_from_env() {
     const bool global = std::getenv("RANK") != nullptr;
     const char* rank_name = global ? "RANK" : "LOCAL_RANK";
     const char* size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
@@ -12104,7 +12246,8 @@ inline std::optional<distributed_info> distributed_info_from_env() {
 }
 
 /// `{"backend": "nccl", "rank": 3, "world_size": 8}`: the fields torch's profiler writes.
-inline std::string distributed_info_json(const distributed_info& info) {
+template <class = void>
+std::string distributed_info_json(const distributed_info& info) {
     fmt::memory_buffer out;
     fmt::format_to(std::back_inserter(out), "{{\"backend\": ");
     append_json_string(out, info.backend);
@@ -12121,7 +12264,8 @@ namespace stint {
 /// unless 0 <= rank < world_size.
 ///
 ///     stint::set_distributed_info({.rank = comm.rank(), .world_size = comm.size(), .backend = "mpi"});
-inline void set_distributed_info(distributed_info info) {
+template <class = void>
+void set_distributed_info(distributed_info info) {
     if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
         throw std::invalid_argument(fmt::format(
             "stint: set_distributed_info(): need 0 <= rank < world_size, got rank={} world_size={}", info.rank,
@@ -12135,7 +12279,8 @@ inline void set_distributed_info(distributed_info info) {
 /// Forgets what set_distributed_info() said; the environment applies again.
 ///
 ///     stint::clear_distributed_info();
-inline void clear_distributed_info() {
+template <class = void>
+void clear_distributed_info() {
     detail::distributed_state& state = detail::the_distributed_state();
     std::lock_guard lock(state.mutex);
     state.info.reset();
@@ -12146,7 +12291,8 @@ inline void clear_distributed_info() {
 /// (a single-process run: no "distributedInfo" in the trace).
 ///
 ///     if (auto info = stint::current_distributed_info()) fmt::print("rank {}\n", info->rank);
-inline std::optional<distributed_info> current_distributed_info() {
+template <class = void>
+std::optional<distributed_info> current_distributed_info() {
     {
         detail::distributed_state& state = detail::the_distributed_state();
         std::lock_guard lock(state.mutex);
@@ -12220,10 +12366,16 @@ inline std::optional<distributed_info> current_distributed_info() {
 
 namespace stint::detail {
 
+template <class = void>
+class basic_wire_reader;
+/// basic_wire_reader's one form (a template only so that a file that does not use it does not compile it).
+using wire_reader = basic_wire_reader<>;
+
 // A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-class wire_reader {
+template <class>
+class basic_wire_reader {
 public:
-    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+    explicit basic_wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
     [[nodiscard]] bool ok() const noexcept { return ok_; }
     [[nodiscard]] bool has(std::size_t n) noexcept {
         if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
@@ -12272,7 +12424,8 @@ private:
 };
 
 // A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
-inline tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
+template <class = void>
+tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
     const auto head = in.read<wire_identity>();
     tensor_identity id;
     id.key = id.storage = head.data;
@@ -12287,7 +12440,8 @@ inline tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
     return id;
 }
 
-inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
+template <class = void>
+bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
     const auto tag = static_cast<wire_tag>(in.u8());
     if (!in.ok()) return false;
     switch (tag) {
@@ -12373,7 +12527,8 @@ inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
 
 /// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
 /// truncated.
-inline op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
+template <class = void>
+op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
     op_inputs result;
     result.set_op_name(op_name);
     result.set_truncated((aux & inputs_aux_truncated) != 0);
@@ -12394,7 +12549,8 @@ inline op_inputs decode_inputs(std::string_view op_name, std::span<const std::by
 
 /// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
 /// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-inline void append_real(std::string& out, double d) {
+template <class = void>
+void append_real(std::string& out, double d) {
     const int c = std::fpclassify(d);
     if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
         const auto i = static_cast<std::int64_t>(d);
@@ -12414,7 +12570,8 @@ inline void append_real(std::string& out, double d) {
     fmt::format_to(std::back_inserter(out), "{:.17g}", d);
 }
 
-inline void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
+template <class = void>
+void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
     switch (in.values_type) {
         case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
         case scalar_type::unsigned_integer:
@@ -12427,7 +12584,8 @@ inline void append_scalar_value(std::string& out, const op_input& in, std::size_
 
 /// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
 /// cut), a string's text, "" for tensors and absent inputs.
-inline std::string concrete_text(const op_input& in) {
+template <class = void>
+std::string concrete_text(const op_input& in) {
     std::string out;
     switch (in.kind) {
         case input_kind::scalar:
@@ -12454,7 +12612,8 @@ inline std::string concrete_text(const op_input& in) {
 }
 
 /// The "Input type" text of one input.
-inline std::string type_text(const op_input& in) {
+template <class = void>
+std::string type_text(const op_input& in) {
     switch (in.kind) {
         case input_kind::tensor: return in.dtype;
         case input_kind::tensor_list: return "TensorList";
@@ -12468,7 +12627,8 @@ inline std::string type_text(const op_input& in) {
 }
 
 /// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
+template <class = void>
+void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
     const std::size_t n = inputs.size();
     args.input_dims.resize(n);
     args.input_strides.resize(n);
@@ -12654,7 +12814,8 @@ namespace stint::detail {
 
 /// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
 /// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
-inline counter_value read_counter(const record_payload& payload) noexcept {
+template <class = void>
+counter_value read_counter(const record_payload& payload) noexcept {
     counter_value value;
     std::uint64_t bits = 0;
     if (payload.bytes.size() < sizeof(bits)) return value;
@@ -12670,7 +12831,8 @@ inline counter_value read_counter(const record_payload& payload) noexcept {
 
 /// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
 /// a flight recorder's dump of the last steps.
-inline void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
+template <class = void>
+void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
     std::byte* out = bytes.data();
     const std::byte* const end = bytes.data() + bytes.size();
     for (std::byte* at = bytes.data(); at < end;) {
@@ -12691,9 +12853,15 @@ inline void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint
     bytes.resize(static_cast<std::size_t>(out - bytes.data()));
 }
 
+template <class = void>
+class basic_record_store;
+/// basic_record_store's one form (a template only so that a file that does not use it does not compile it).
+using record_store = basic_record_store<>;
+
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
-class record_store {
+template <class>
+class basic_record_store {
 public:
     /// One buffer's records and what a drain reports of them.
     struct thread_records {
@@ -12708,11 +12876,11 @@ public:
                                        ///< a counter's value
     };
 
-    record_store() = default;
-    record_store(const record_store&) = delete;
-    record_store& operator=(const record_store&) = delete;
-    record_store(record_store&& other) noexcept { *this = std::move(other); }
-    record_store& operator=(record_store&& other) noexcept {
+    basic_record_store() = default;
+    basic_record_store(const basic_record_store&) = delete;
+    basic_record_store& operator=(const basic_record_store&) = delete;
+    basic_record_store(basic_record_store&& other) noexcept { *this = std::move(other); }
+    basic_record_store& operator=(basic_record_store&& other) noexcept {
         if (this != &other) {
             release_all();
             threads_ = std::move(other.threads_);
@@ -12726,7 +12894,7 @@ public:
         }
         return *this;
     }
-    ~record_store() { release_all(); }
+    ~basic_record_store() { release_all(); }
 
     /// Takes one buffer's records (from registry::end_session) and counts them.
     void add(taken_records&& taken) {
@@ -12773,7 +12941,7 @@ public:
     /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
     /// up; drop and truncation counts stay this store's, which were read later (they only grow).
     /// Buffers whose records `earlier` no longer holds (given back) are left out.
-    void prepend(record_store&& earlier) {
+    void prepend(basic_record_store&& earlier) {
         for (thread_records& e : earlier.threads_) {
             if (e.chunks == nullptr) continue;  // given back, or never any
             thread_records* t = nullptr;
@@ -13661,6 +13829,11 @@ using session = basic_session<>;
 
 namespace stint::detail {
 
+template <class = void>
+class basic_gzip_members;
+/// basic_gzip_members's one form (a template only so that a file that does not use it does not compile it).
+using gzip_members = basic_gzip_members<>;
+
 /// Gzip compression spread over threads: the bytes are cut into blocks of `block_size`, and each
 /// block becomes an independent gzip member. Concatenated members are one valid .gz file (RFC 1952
 /// §2.2; gzip -d, zcat, zlib's gzread, Python's gzip and Perfetto UI read them all). Members reach
@@ -13671,7 +13844,8 @@ namespace stint::detail {
 /// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
 /// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
 /// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
-class gzip_members {
+template <class>
+class basic_gzip_members {
 public:
     static constexpr std::size_t block_size = std::size_t{256} << 10;
     // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
@@ -13679,13 +13853,13 @@ public:
     /// The deflate call compressors make; a test substitutes one that fails.
     using deflate_function = int (*)(z_streamp, int);
 
-    explicit gzip_members(int level, deflate_function deflate_block = &::deflate)
+    explicit basic_gzip_members(int level, deflate_function deflate_block = &::deflate)
         : level_(level), deflate_block_(deflate_block), ring_(2) {}
 
-    gzip_members(const gzip_members&) = delete;
-    gzip_members& operator=(const gzip_members&) = delete;
+    basic_gzip_members(const basic_gzip_members&) = delete;
+    basic_gzip_members& operator=(const basic_gzip_members&) = delete;
 
-    ~gzip_members() {
+    ~basic_gzip_members() {
         stop();
         if (own_stream_ready_) deflateEnd(&own_stream_);
     }
@@ -13950,6 +14124,11 @@ private:
 
 namespace stint::detail {
 
+template <class = void>
+class basic_output_file;
+/// basic_output_file's one form (a template only so that a file that does not use it does not compile it).
+using output_file = basic_output_file<>;
+
 /// A trace file, written by what is at its path:
 /// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
 ///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
@@ -13969,11 +14148,12 @@ namespace stint::detail {
 ///     output_file out("trace.json.gz");
 ///     out.write("{\"traceEvents\":[]}");
 ///     out.commit();
-class output_file {
+template <class>
+class basic_output_file {
 public:
     /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
     /// applies only to ".gz" paths.
-    explicit output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
+    explicit basic_output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
         if (path_.empty()) {
             throw std::invalid_argument("stint: cannot write trace '': the path is empty");
         }
@@ -13985,11 +14165,11 @@ public:
         if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
     }
 
-    output_file(const output_file&) = delete;
-    output_file& operator=(const output_file&) = delete;
+    basic_output_file(const basic_output_file&) = delete;
+    basic_output_file& operator=(const basic_output_file&) = delete;
 
     /// Removes the temporary unless commit() succeeded.
-    ~output_file() { discard(); }
+    ~basic_output_file() { discard(); }
 
     /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
     /// pieces, as json_writer does. A worker's failure since the last call throws here.
@@ -14236,7 +14416,7 @@ private:
     // Where gzip_members puts each finished member, on this thread. A failed write throws from
     // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
     struct emitter {
-        output_file* file;
+        basic_output_file* file;
         void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
     };
 
@@ -14289,12 +14469,18 @@ constexpr bool is_execution_trace_node(event_kind kind) noexcept {
     return kind == event_kind::cpu_op || kind == event_kind::user_annotation || kind == event_kind::module;
 }
 
+template <class = void>
+class basic_execution_trace_writer;
+/// basic_execution_trace_writer's one form (a template only so that a file that does not use it does not compile it).
+using execution_trace_writer = basic_execution_trace_writer<>;
+
 /// Writes one execution trace: the header at construction (so an unwritable path fails then, not at
 /// the end of a long run), the nodes of each recorded span with append(), the root node and the end
 /// with finish(). Ids (nodes, tensors, storages, one counter) and thread nodes hold across spans.
-class execution_trace_writer {
+template <class>
+class basic_execution_trace_writer {
 public:
-    explicit execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
+    explicit basic_execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
         out_.raw("{\n  \"schema\": \"");
         out_.raw(et_schema);
         out_.raw("\", \"pid\": ");
@@ -14307,8 +14493,8 @@ public:
         guarded([&] { out_.flush(); });
     }
 
-    execution_trace_writer(const execution_trace_writer&) = delete;
-    execution_trace_writer& operator=(const execution_trace_writer&) = delete;
+    basic_execution_trace_writer(const basic_execution_trace_writer&) = delete;
+    basic_execution_trace_writer& operator=(const basic_execution_trace_writer&) = delete;
 
     /// Appends a node for every op and annotation of `events` (one recorded span), parents first.
     void append(const event_list& events) {
@@ -15418,9 +15604,15 @@ inline std::vector<std::string> check_crash_handlers() { return detail::crash_du
 
 namespace stint::detail {
 
+template <class = void>
+class basic_counter_samples;
+/// basic_counter_samples's one form (a template only so that a file that does not use it does not compile it).
+using counter_samples = basic_counter_samples<>;
+
 /// The counter samples of an event list's events, event by event. Names of memory tracks are made
 /// once per device and stay valid for the object's life.
-class counter_samples {
+template <class>
+class basic_counter_samples {
 public:
     /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
     /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
@@ -15494,7 +15686,8 @@ inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
 inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
 
 /// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
-inline bool on_sync_row(const event_list& events, const event& e) noexcept {
+template <class = void>
+bool on_sync_row(const event_list& events, const event& e) noexcept {
     if (e.kind != event_kind::cuda_sync) return false;
     const device_args* args = events.device_args_of(e);
     return args != nullptr && args->sync_type == 3 && events.threads()[e.thread].os_tid != cupti_no_stream;
@@ -15502,9 +15695,15 @@ inline bool on_sync_row(const event_list& events, const event& e) noexcept {
 
 /// The tid of a device track: its stream id; 1 for work on no stream, as Kineto writes it (its -1,
 /// made positive).
-inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
+template <class = void>
+std::uint64_t device_track_tid(const thread_info& track) noexcept {
     return track.os_tid == cupti_no_stream ? 1 : track.os_tid;
 }
+
+template <class = void>
+class basic_device_trace;
+/// basic_device_trace's one form (a template only so that a file that does not use it does not compile it).
+using device_trace = basic_device_trace<>;
 
 /// Writes the device events of one event list: built once per trace, then asked per event.
 ///
@@ -15516,11 +15715,12 @@ inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
 ///     device.write_metadata(out, "stint");  // inside traceEvents
 ///     device.write_args(out, kernel);       // after "args": {
 ///     device.write_flows(out, kernel);      // after the kernel's event
-class device_trace {
+template <class>
+class basic_device_trace {
 public:
     /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
     /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
-    device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+    basic_device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
                  std::uint64_t flow_id_base = 0)
         : events_(events), device_pid_base_(device_pid_base), flow_id_base_(flow_id_base) {
         const std::size_t tracks = events.threads().size();
@@ -15913,7 +16113,8 @@ namespace stint::detail {
 
 /// A nanosecond count as the double a viewer reads from its microsecond text: ns / 1000 correctly
 /// rounded, which is what strtod or JSON.parse make of "1234.567" (exact for |ns| < 2^53).
-inline double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
+template <class = void>
+double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
 
 /// Where viewers draw an event's end: ts + dur as written (plain), and after subtracting the thread's
 /// first ts from ts (shifted, as speedscope does before adding dur).
@@ -15935,7 +16136,8 @@ namespace trace_time_detail {
 // The largest d >= 0 with s + d <= cap in double (0 when s > cap): a binary search over the bit
 // patterns of non-negative doubles, which are ordered as the values are. The answer is within a few
 // units in the last place of cap - s, so the search starts from that neighbourhood.
-inline double largest_addend(double s, double cap) noexcept {
+template <class = void>
+double largest_addend(double s, double cap) noexcept {
     if (!(s + 0.0 <= cap)) return 0;
     const double guess = cap - s;
     const double slack = 4 * (std::nextafter(cap, std::numeric_limits<double>::infinity()) - cap);
@@ -15962,7 +16164,8 @@ inline double largest_addend(double s, double cap) noexcept {
 /// doubles, and the tie rounds away), it takes the largest dur whose ends stay at or below them.
 ///     trace_duration d = choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
 ///     // 8439.165 + d.value == 8439.175 as doubles; d.three_decimals is false
-inline trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
+template <class = void>
+trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
                                             trace_end cap) noexcept {
     const double start = trace_microseconds(start_ns);
     const double end = trace_microseconds(end_ns);
@@ -15984,19 +16187,26 @@ inline trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t 
 
 /// Writes a duration chosen by choose_trace_duration: three decimals when they read back as its
 /// value, else the value's shortest round-trip form. Needs 25 bytes of room.
-inline char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept {
+template <class = void>
+char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept {
     if (d.three_decimals) return write_microseconds(o, duration_ns);
     return fmt::format_to(o, FMT_COMPILE("{}"), d.value);
 }
+
+template <class = void>
+class basic_trace_timeline;
+/// basic_trace_timeline's one form (a template only so that a file that does not use it does not compile it).
+using trace_timeline = basic_trace_timeline<>;
 
 /// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
 /// stream's sync row), and the ends of events that others end with (a child that ends in its
 /// parent's nanosecond is held at or below the parent's ends).
 ///     trace_timeline timeline(events);
 ///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
-class trace_timeline {
+template <class>
+class basic_trace_timeline {
 public:
-    explicit trace_timeline(const event_list& events) : events_(events) {
+    explicit basic_trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
             // Viewers do not shift by instants' ts, nor by flow and async points', nor by counters' (drawn
@@ -16194,7 +16404,8 @@ inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
     "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
 };
 
-inline bool is_reserved_trace_key(std::string_view key) noexcept {
+template <class = void>
+bool is_reserved_trace_key(std::string_view key) noexcept {
     return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
 }
 
@@ -16653,7 +16864,8 @@ constexpr std::uint64_t key(std::uint32_t field, wire type) noexcept {
     return (std::uint64_t{field} << 3) | static_cast<std::uint64_t>(type);
 }
 
-inline char* put_varint(char* o, std::uint64_t v) noexcept {
+template <class = void>
+char* put_varint(char* o, std::uint64_t v) noexcept {
     while (v >= 0x80) {
         *o++ = static_cast<char>(v | 0x80);
         v >>= 7;
@@ -16664,7 +16876,8 @@ inline char* put_varint(char* o, std::uint64_t v) noexcept {
 
 /// A varint field; int32/int64 values are written as their 64-bit two's complement (10 bytes when
 /// negative), as protobuf does.
-inline char* put_uint(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+template <class = void>
+char* put_uint(char* o, std::uint32_t field, std::uint64_t v) noexcept {
     return put_varint(put_varint(o, key(field, wire::varint)), v);
 }
 constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
@@ -16672,14 +16885,16 @@ constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
 }
 
 /// A fixed64 field (little-endian, as protobuf's wire format is).
-inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+template <class = void>
+char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
     o = put_varint(o, key(field, wire::fixed64));
     for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
     return o;
 }
 
 /// The key and length of a length-delimited field; its `size` bytes follow.
-inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
+template <class = void>
+char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
     return put_varint(put_varint(o, key(field, wire::length)), size);
 }
 constexpr std::size_t length_size(std::uint32_t field, std::size_t size) noexcept {
@@ -16688,7 +16903,8 @@ constexpr std::size_t length_size(std::uint32_t field, std::size_t size) noexcep
 
 /// Appends `text` with each ill-formed UTF-8 subpart replaced by U+FFFD (protobuf strings must be
 /// UTF-8; the JSON writer replaces the same way, so a name reads the same in both traces).
-inline void append_utf8(std::string& out, std::string_view text) {
+template <class = void>
+void append_utf8(std::string& out, std::string_view text) {
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     const auto* end = p + text.size();
     while (p < end) {
@@ -16707,36 +16923,42 @@ inline void append_utf8(std::string& out, std::string_view text) {
     }
 }
 
+template <class = void>
+class basic_proto_message;
+/// basic_proto_message's one form (a template only so that a file that does not use it does not compile it).
+using proto_message = basic_proto_message<>;
+
 /// A message built field by field, for the packets written once per trace, track or name.
 ///     proto_message thread;
 ///     thread.uint(1, pid).uint(2, tid).string(5, "main");
 ///     descriptor.message(4, thread);
-class proto_message {
+template <class>
+class basic_proto_message {
 public:
-    proto_message& uint(std::uint32_t field, std::uint64_t v) {
+    basic_proto_message& uint(std::uint32_t field, std::uint64_t v) {
         char bytes[20];
         bytes_.append(bytes, static_cast<std::size_t>(put_uint(bytes, field, v) - bytes));
         return *this;
     }
-    proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
-    proto_message& fixed64(std::uint32_t field, std::uint64_t v) {
+    basic_proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
+    basic_proto_message& fixed64(std::uint32_t field, std::uint64_t v) {
         char bytes[20];
         bytes_.append(bytes, static_cast<std::size_t>(put_fixed64(bytes, field, v) - bytes));
         return *this;
     }
     /// A string field, made valid UTF-8.
-    proto_message& string(std::uint32_t field, std::string_view text) {
+    basic_proto_message& string(std::uint32_t field, std::string_view text) {
         std::string valid;
         append_utf8(valid, text);
         return bytes(field, valid);
     }
-    proto_message& bytes(std::uint32_t field, std::string_view data) {
+    basic_proto_message& bytes(std::uint32_t field, std::string_view data) {
         char head[20];
         bytes_.append(head, static_cast<std::size_t>(put_length(head, field, data.size()) - head));
         bytes_.append(data);
         return *this;
     }
-    proto_message& message(std::uint32_t field, const proto_message& child) { return bytes(field, child.bytes_); }
+    basic_proto_message& message(std::uint32_t field, const basic_proto_message& child) { return bytes(field, child.bytes_); }
 
     [[nodiscard]] std::string_view view() const noexcept { return bytes_; }
     [[nodiscard]] bool empty() const noexcept { return bytes_.empty(); }
@@ -17808,7 +18030,8 @@ namespace stint::detail {
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
 /// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
-inline bool chrome_trace_from_records(const record_store& records) {
+template <class = void>
+bool chrome_trace_from_records(const record_store& records) {
     std::unordered_set<std::uint64_t> tids;
     for (const record_store::thread_records& t : records.threads()) {
         if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
@@ -17824,7 +18047,8 @@ constexpr bool drawn_as_instant(event_kind kind) noexcept {
 }
 
 // The fixed start of an event of `kind`, up to its name.
-inline std::string_view event_opening(event_kind kind) {
+template <class = void>
+std::string_view event_opening(event_kind kind) {
     return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
                                        : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
 }
@@ -18050,7 +18274,8 @@ private:
 namespace chrome_records_detail {
 
 /// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
-inline double origin_of(const record_store& records, const record_store::thread_records& t) {
+template <class = void>
+double origin_of(const record_store& records, const record_store::thread_records& t) {
     constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
     if (t.first_start_ticks == none) return std::numeric_limits<double>::infinity();
     return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));
@@ -18151,6 +18376,11 @@ struct streamed_totals {
     std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
 };
 
+template <class = void>
+class basic_trace_stream;
+/// basic_trace_stream's one form (a template only so that a file that does not use it does not compile it).
+using trace_stream = basic_trace_stream<>;
+
 /// One streamed session's trace file and the thread that writes it.
 ///
 ///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
@@ -18158,21 +18388,22 @@ struct streamed_totals {
 ///     ...
 ///     stream.stop();                               // before the session closes
 ///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-class trace_stream {
+template <class>
+class basic_trace_stream {
 public:
     /// How often the writer looks for filled chunks.
     static constexpr std::chrono::milliseconds period{10};
 
-    trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+    basic_trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
         file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
         chrome_trace_info info;
         info.pid = pid;
         out_.raw("{\n  \"schemaVersion\": 1,\n");
         write_trace_events_opening(out_, info);
     }
-    trace_stream(const trace_stream&) = delete;
-    trace_stream& operator=(const trace_stream&) = delete;
-    ~trace_stream() { stop(); }
+    basic_trace_stream(const basic_trace_stream&) = delete;
+    basic_trace_stream& operator=(const basic_trace_stream&) = delete;
+    ~basic_trace_stream() { stop(); }
 
     /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
     /// the writer reads them, and its times come from `calibration` (the session's start).
@@ -18507,7 +18738,8 @@ constexpr std::int64_t floor_microseconds(std::int64_t ns) noexcept {
 /// The [memory] events of `on` in time order (the list's order: start, then the order reported),
 /// coalesced per microsecond as torch's _coalesce_timeline does. [OutOfMemory] events change no
 /// live bytes and are left out.
-inline memory_timeline_points memory_timeline_of(const event_list& events, device on) {
+template <class = void>
+memory_timeline_points memory_timeline_of(const event_list& events, device on) {
     memory_timeline_points points;
     struct sample {
         std::int64_t at_ns;
@@ -18535,7 +18767,8 @@ inline memory_timeline_points memory_timeline_of(const event_list& events, devic
 }
 
 /// torch's name of a device: "cpu", "cuda:0".
-inline std::string memory_timeline_device_name(device d) {
+template <class = void>
+std::string memory_timeline_device_name(device d) {
     std::string name(device_type_name(d.type));
     if (d.index >= 0) name += ":" + std::to_string(d.index);
     return name;
@@ -18565,7 +18798,8 @@ void write_memory_timeline_json(Sink& sink, const memory_timeline_points& points
 
 /// `text` for HTML text or a quoted attribute: & < > " ' as references, ill-formed UTF-8 and control
 /// characters (other than tab and newline) as U+FFFD.
-inline void append_html_escaped(std::string& out, std::string_view text) {
+template <class = void>
+void append_html_escaped(std::string& out, std::string_view text) {
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     const auto* end = p + text.size();
     while (p < end) {
@@ -18596,14 +18830,16 @@ inline void append_html_escaped(std::string& out, std::string_view text) {
     }
 }
 
-inline std::string html_escaped(std::string_view text) {
+template <class = void>
+std::string html_escaped(std::string_view text) {
     std::string out;
     append_html_escaped(out, text);
     return out;
 }
 
 /// Bytes in the largest binary unit that keeps them >= 1: "512 B", "1.50 MiB".
-inline std::string memory_timeline_bytes(double bytes) {
+template <class = void>
+std::string memory_timeline_bytes(double bytes) {
     static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     std::size_t unit = 0;
     while (unit + 1 < std::size(units) && std::fabs(bytes) >= 1024.0) {
@@ -18614,7 +18850,8 @@ inline std::string memory_timeline_bytes(double bytes) {
 }
 
 /// A round step (1, 2 or 5 times a power of ten) that cuts [0, span] into at most about `parts`.
-inline double memory_timeline_step(double span, int parts) {
+template <class = void>
+double memory_timeline_step(double span, int parts) {
     const double raw = span / parts;
     const double power = std::pow(10.0, std::floor(std::log10(raw)));
     for (const double m : {1.0, 2.0, 5.0}) {
@@ -18624,7 +18861,8 @@ inline double memory_timeline_step(double span, int parts) {
 }
 
 /// A tick label with as many decimals as the step needs ("0.25", "40").
-inline std::string memory_timeline_tick(double value, double step) {
+template <class = void>
+std::string memory_timeline_tick(double value, double step) {
     const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
     return fmt::format("{:.{}f}", value, decimals);
 }
@@ -18847,7 +19085,8 @@ inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "sel
 /// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
 /// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
 /// the frame above.
-inline void append_stack_frame(std::string& out, std::string_view frame) {
+template <class = void>
+void append_stack_frame(std::string& out, std::string_view frame) {
     if (frame.empty()) out.push_back('_');
     for (char c : frame) {
         const auto u = static_cast<unsigned char>(c);
@@ -18856,7 +19095,8 @@ inline void append_stack_frame(std::string& out, std::string_view frame) {
 }
 
 /// Throws std::invalid_argument unless `metric` is one export_stacks knows.
-inline void check_stack_metric(std::string_view metric) {
+template <class = void>
+void check_stack_metric(std::string_view metric) {
     for (std::string_view known : stack_metrics) {
         if (metric == known) return;
     }
@@ -18864,12 +19104,18 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
+template <class = void>
+class basic_name_paths;
+/// basic_name_paths's one form (a template only so that a file that does not use it does not compile it).
+using name_paths = basic_name_paths<>;
+
 // The name path (root first) of every event, interned as a tree like the list's stacks: an event's
 // path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
 // one node per path, not one string per path.
-class name_paths {
+template <class>
+class basic_name_paths {
 public:
-    explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+    explicit basic_name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
 
     // Appends the path of `e`, its names escaped and joined by ';'.
     void append(std::string& out, const event& e) {
@@ -18970,7 +19216,8 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
+template <class = void>
+void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
                                         stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
     output_file file(path);
@@ -18997,14 +19244,20 @@ inline void write_collapsed_stacks_file(const std::string& path, const event_lis
 
 namespace stint::detail {
 
+template <class = void>
+class basic_json_validator;
+/// basic_json_validator's one form (a template only so that a file that does not use it does not compile it).
+using json_validator = basic_json_validator<>;
+
 /// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
 /// the text is invalid.
-class json_validator {
+template <class>
+class basic_json_validator {
 public:
     /// Containers nested deeper than this are rejected, which also bounds the recursion.
     static constexpr int max_depth = 512;
 
-    explicit json_validator(std::string_view text) noexcept : text_(text) {}
+    explicit basic_json_validator(std::string_view text) noexcept : text_(text) {}
 
     /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
     std::optional<std::string> run() {
@@ -19207,7 +19460,8 @@ private:
 /// Returns nullopt when it is, else a short reason with its byte offset.
 ///     validate_json("[1, 2]")   // nullopt
 ///     validate_json("[1 2]")    // "expected ',' or ']' at offset 3"
-inline std::optional<std::string> validate_json(std::string_view text) {
+template <class = void>
+std::optional<std::string> validate_json(std::string_view text) {
     return json_validator(text).run();
 }
 
@@ -20515,8 +20769,8 @@ inline void tracked_delete_sized(void* p, std::size_t bytes) noexcept {
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -20525,8 +20779,12 @@ inline void tracked_delete_sized(void* p, std::size_t bytes) noexcept {
 #include <utility>
 
 
+// POSIX calls instead of <filesystem>, which costs every file that includes stint.hpp.
 #if defined(__unix__) || defined(__APPLE__)
+#include <sys/stat.h>
 #include <unistd.h>
+#else
+#include <filesystem>
 #endif
 
 namespace stint::detail {
@@ -20557,6 +20815,40 @@ inline std::int64_t next_trace_stamp_ms() {
     return state.last_ms;
 }
 
+/// Makes `dir` and its missing parents (mkdir -p); an error when it is not a directory after.
+template <class = void>
+std::error_code make_directories(const std::string& dir) {
+#if defined(__unix__) || defined(__APPLE__)
+    for (std::size_t end = 1; end <= dir.size(); ++end) {
+        if (end != dir.size() && dir[end] != '/') continue;
+        if (::mkdir(dir.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) {
+            return {errno, std::generic_category()};
+        }
+    }
+    struct stat info = {};
+    if (::stat(dir.c_str(), &info) != 0) return {errno, std::generic_category()};
+    if (!S_ISDIR(info.st_mode)) return std::make_error_code(std::errc::not_a_directory);
+    return {};
+#else
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (!error && !std::filesystem::is_directory(dir)) error = std::make_error_code(std::errc::not_a_directory);
+    return error;
+#endif
+}
+
+/// Whether anything is at `path`.
+template <class = void>
+bool path_exists(const std::string& path) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct stat info = {};
+    return ::stat(path.c_str(), &info) == 0;
+#else
+    std::error_code error;
+    return std::filesystem::exists(path, error);
+#endif
+}
+
 /// The host's name ("localhost" when the OS does not say).
 inline std::string current_host_name() {
 #if defined(__unix__) || defined(__APPLE__)
@@ -20570,6 +20862,11 @@ inline std::string current_host_name() {
 
 namespace stint {
 
+template <class = void>
+class basic_tensorboard_trace_handler;
+/// basic_tensorboard_trace_handler's one form (a template only so that a file that does not use it does not compile it).
+using tensorboard_trace_handler = basic_tensorboard_trace_handler<>;
+
 /// An `on_trace_ready` callback that writes each saved window into `dir` as
 /// `<worker_name>.<ms since epoch>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), the file
 /// layout of torch.profiler.tensorboard_trace_handler, which the TensorBoard profiler plugin reads.
@@ -20581,10 +20878,11 @@ namespace stint {
 ///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
 ///         .on_trace_ready = stint::tensorboard_trace_handler("./log"),
 ///     });
-class tensorboard_trace_handler {
+template <class>
+class basic_tensorboard_trace_handler {
 public:
     /// Throws std::invalid_argument when `dir` is empty.
-    explicit tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
+    explicit basic_tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
         : dir_(std::move(dir)), worker_name_(std::move(worker_name)), use_gzip_(use_gzip) {
         if (dir_.empty()) throw std::invalid_argument("stint: tensorboard_trace_handler(): the directory is empty");
     }
@@ -20600,10 +20898,7 @@ public:
     ///
     ///     std::string path = handler.next_path();   // "./log/host_1234.1718000000000.pt.trace.json"
     [[nodiscard]] std::string next_path() const {
-        std::error_code error;
-        std::filesystem::create_directories(dir_, error);
-        if (error || !std::filesystem::is_directory(dir_)) {
-            if (!error) error = std::make_error_code(std::errc::not_a_directory);
+        if (const std::error_code error = detail::make_directories(dir_)) {
             throw std::system_error(error, "stint: tensorboard_trace_handler: can't create directory '" + dir_ + "'");
         }
         const std::string worker = worker_name_.empty()
@@ -20611,9 +20906,9 @@ public:
                                        : worker_name_;
         const char* suffix = use_gzip_ ? ".pt.trace.json.gz" : ".pt.trace.json";
         for (;;) {
-            const std::filesystem::path path =
-                std::filesystem::path(dir_) / (worker + "." + std::to_string(detail::next_trace_stamp_ms()) + suffix);
-            if (!std::filesystem::exists(path, error)) return path.string();
+            const std::string path = dir_ + (dir_.back() == '/' ? "" : "/") + worker + "." +
+                                     std::to_string(detail::next_trace_stamp_ms()) + suffix;
+            if (!detail::path_exists(path)) return path;
         }
     }
 

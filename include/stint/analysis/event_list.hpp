@@ -20,15 +20,26 @@
 
 namespace stint {
 
+template <class = void>
+class basic_event_list;
+/// basic_event_list's one form (a template only so that a file that does not use it does not compile it).
+using event_list = basic_event_list<>;
+
 namespace detail {
 template <class = void>
 class basic_event_list_builder;
 /// The builder's one form (a template only so that a file that never builds a list does not compile it).
 using event_list_builder = basic_event_list_builder<>;
 
+template <class = void>
+class basic_string_arena;
+/// basic_string_arena's one form (a template only so that a file that does not use it does not compile it).
+using string_arena = basic_string_arena<>;
+
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
-class string_arena {
+template <class>
+class basic_string_arena {
 public:
     std::string_view store(std::string_view text) {
         if (text.empty()) return {};
@@ -54,10 +65,16 @@ private:
     std::size_t used_ = 0;
 };
 
+template <class = void>
+struct basic_stack_tree;
+/// basic_stack_tree's one form (a template only so that a file that does not use it does not compile it).
+using stack_tree = basic_stack_tree<>;
+
 /// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
 /// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
 /// one string. A node's parent always comes before it.
-struct stack_tree {
+template <class>
+struct basic_stack_tree {
     struct node {
         std::uint32_t frame;  // into `frames`
         event_index parent;   // the stack without this frame; no_index: this is the outermost frame
@@ -73,7 +90,7 @@ struct stack_tree {
         return static_cast<event_index>(nodes.size() - 1);
     }
     /// Appends another list's stacks; returns the offset to add to its node indices.
-    event_index append(const stack_tree& later) {
+    event_index append(const basic_stack_tree& later) {
         const auto node_offset = static_cast<event_index>(nodes.size());
         const auto frame_offset = static_cast<std::uint32_t>(frames.size());
         for (node n : later.nodes) {
@@ -168,7 +185,8 @@ public:
     }
 
 private:
-    friend class event_list;
+    template <class>
+    friend class basic_event_list;
     friend struct detail::call_stack_access;
     call_stack(const detail::stack_tree* tree, event_index node, std::uint32_t size)
         : tree_(tree), node_(node), size_(size) {}
@@ -191,7 +209,8 @@ struct call_stack_access {
 ///
 ///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
-class event_list {
+template <class>
+class basic_event_list {
 public:
     using value_type = event;
 
@@ -286,7 +305,7 @@ public:
         bool linked_;
     };
 
-    event_list() = default;
+    basic_event_list() = default;
 
     [[nodiscard]] std::size_t size() const noexcept { return store_.size(); }
     [[nodiscard]] bool empty() const noexcept { return store_.size() == 0; }
@@ -403,7 +422,7 @@ public:
     [[nodiscard]] std::int64_t base_steady_ns() const noexcept { return base_steady_ns_; }
 
     /// Appends another list (a later window) after this one, keeping both trees intact.
-    void append(const event_list& later);
+    void append(const basic_event_list& later);
 
     /// Moves the list onto another clock (a job's trace puts each rank's events on rank 0's): each
     /// time t becomes t + offset_ns + drift * (t - reference_ns), durations stretch by (1 + drift),
@@ -462,7 +481,5 @@ private:
     std::int64_t base_steady_ns_ = 0;
 };
 
-static_assert(std::forward_iterator<event_list::iterator>);
-static_assert(std::forward_iterator<event_list::child_range::iterator>);
 
 }  // namespace stint

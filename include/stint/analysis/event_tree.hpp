@@ -719,7 +719,8 @@ private:
 
 namespace stint {
 
-inline void event_list::append(const event_list& later) {
+template <class T>
+void basic_event_list<T>::append(const basic_event_list& later) {
     if (later.empty() && later.recorded_ == 0 && later.dropped_ == 0 && later.late_ == 0) return;
     if (empty() && threads_.empty()) {
         // Counts of earlier windows that had no events (all dropped, or only late records found) stay.

@@ -84,18 +84,24 @@ struct averaged_event {
     [[nodiscard]] std::int64_t self_cuda_memory_usage() const noexcept { return self_device_memory_usage; }
 };
 
+template <class = void>
+class basic_averaged_event_list;
+/// basic_averaged_event_list's one form (a template only so that a file that does not use it does not compile it).
+using averaged_event_list = basic_averaged_event_list<>;
+
 /// The groups of `key_averages()`, in the order each group's first event started.
 ///
 ///     const stint::averaged_event_list avg = prof.key_averages();
 ///     std::cout << avg.table({.sort_by = "self_cpu_time_total", .row_limit = 10});
-class averaged_event_list {
+template <class>
+class basic_averaged_event_list {
 public:
     using value_type = averaged_event;
     using const_iterator = std::vector<averaged_event>::const_iterator;
 
-    averaged_event_list() = default;
+    basic_averaged_event_list() = default;
     /// `memory` picks the table's memory columns; key_averages() sets them when the list had memory events.
-    explicit averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
+    explicit basic_averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
         : events_(std::move(events)), memory_(memory) {}
 
     [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
@@ -162,9 +168,15 @@ struct group_key_equal {
     }
 };
 
+template <class = void>
+struct basic_name_cache;
+/// basic_name_cache's one form (a template only so that a file that does not use it does not compile it).
+using name_cache = basic_name_cache<>;
+
 // Direct-mapped: recorded name pointer, kind and device type -> group. A slot is only trusted on an
 // exact pointer, size, kind and device match, and equal pointers with equal sizes are equal names.
-struct name_cache {
+template <class>
+struct basic_name_cache {
     struct slot {
         const char* name = nullptr;
         std::size_t size = 0;
@@ -181,7 +193,8 @@ struct name_cache {
 };
 
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
-inline void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
+template <class = void>
+void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
     a.key = name;
     a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
@@ -191,7 +204,8 @@ inline void open_group(averaged_event& a, std::string_view name, const event& e,
 }
 
 // torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
-inline void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+template <class = void>
+void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
     ++a.count;
     const torch_times times = torch_event_times(events, e, names);
     a.cpu_time_total += times.cpu_time_total;
@@ -211,7 +225,8 @@ inline void add_to_group(averaged_event& a, const event_list& events, const even
 
 // An async span (stint::async_scope) in its row: its time is the span's, from begin to end, and none of
 // it is self CPU time (no thread ran it; the threads' own scopes keep theirs).
-inline void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
+template <class = void>
+void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
     ++a.count;
     a.cpu_time_total += static_cast<double>(events[span.end].start_ns - events[span.begin].start_ns) / 1e3;
 }
@@ -238,12 +253,14 @@ void for_each_averaged(const event_list& events, display_names& names, OnEvent&&
     }
 }
 
-inline void finish_group(averaged_event& a) {
+template <class = void>
+void finish_group(averaged_event& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
     a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
 }
 
-[[nodiscard]] inline table_row to_table_row(const averaged_event& a) {
+template <class = void>
+[[nodiscard]] table_row to_table_row(const averaged_event& a) {
     table_row r;
     r.name = a.key;
     r.self_cpu_time_total = a.self_cpu_time_total;
@@ -283,7 +300,8 @@ inline void finish_group(averaged_event& a) {
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
-[[nodiscard]] inline averaged_event_list key_averages(const event_list& events, key_averages_options options = {}) {
+template <class = void>
+[[nodiscard]] averaged_event_list key_averages(const event_list& events, key_averages_options options = {}) {
     if (options.group_by_stack_n < 0) {
         throw std::invalid_argument(fmt::format(
             "stint: key_averages(): group_by_stack_n must be 0 (no stack grouping) or more, got {}",
@@ -349,7 +367,8 @@ inline void finish_group(averaged_event& a) {
 /// inside scopes (their bytes are in the scopes' memory already).
 ///
 ///     const stint::averaged_event all = stint::total_average(prof.events());
-[[nodiscard]] inline averaged_event total_average(const event_list& events) {
+template <class = void>
+[[nodiscard]] averaged_event total_average(const event_list& events) {
     averaged_event total;
     detail::display_names names;
     std::optional<event> last;
@@ -373,7 +392,8 @@ inline void finish_group(averaged_event& a) {
     return total;
 }
 
-inline averaged_event averaged_event_list::total_average() const {
+template <class T>
+averaged_event basic_averaged_event_list<T>::total_average() const {
     averaged_event total;
     for (const averaged_event& a : events_) {
         total.count += a.count;
@@ -397,7 +417,8 @@ inline averaged_event averaged_event_list::total_average() const {
     return total;
 }
 
-inline std::string averaged_event_list::table(const table_options& options) const {
+template <class T>
+std::string basic_averaged_event_list<T>::table(const table_options& options) const {
     std::vector<detail::table_row> rows;
     rows.reserve(events_.size());
     for (const averaged_event& a : events_) rows.push_back(detail::to_table_row(a));
@@ -407,7 +428,8 @@ inline std::string averaged_event_list::table(const table_options& options) cons
 /// Writes `list.table()` (default options).
 ///
 ///     std::cout << prof.key_averages();
-inline std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { return out << list.table(); }
+template <class = void>
+std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { return out << list.table(); }
 
 }  // namespace stint
 

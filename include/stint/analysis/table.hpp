@@ -107,10 +107,16 @@ inline constexpr std::string_view profiler_step_prefix = "ProfilerStep#";
 inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
 
 // Python measures and pads text in code points, so widths count UTF-8 lead bytes, not bytes.
-[[nodiscard]] inline std::size_t text_width(std::string_view text) noexcept {
+template <class = void>
+[[nodiscard]] std::size_t text_width(std::string_view text) noexcept {
     return static_cast<std::size_t>(
         std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
+
+template <class = void>
+class basic_display_names;
+/// basic_display_names's one form (a template only so that a file that does not use it does not compile it).
+using display_names = basic_display_names<>;
 
 // torch's _rewrite_name(name, with_wildcard=True), as its function events carry names into
 // key_averages and the table: a name of more than one character goes through c10::demangle
@@ -118,11 +124,12 @@ inline constexpr std::string_view profiler_step_wildcard = "ProfilerStep*";
 // then "ProfilerStep#N" becomes "ProfilerStep*". The trace keeps the names as recorded, as Kineto's
 // does. Each distinct name is rewritten once: names are mostly a site's static string, so a pointer
 // cache answers most events without hashing the text.
-class display_names {
+template <class>
+class basic_display_names {
 public:
-    display_names() = default;
-    display_names(const display_names&) = delete;
-    display_names& operator=(const display_names&) = delete;
+    basic_display_names() = default;
+    basic_display_names(const basic_display_names&) = delete;
+    basic_display_names& operator=(const basic_display_names&) = delete;
 
     [[nodiscard]] std::string_view operator()(std::string_view raw) {
         slot& s = slots_[(reinterpret_cast<std::uintptr_t>(raw.data()) >> 3) & (slots_.size() - 1)];
@@ -160,14 +167,16 @@ private:
 // torch's events hold no [memory] event that happened inside an op or scope: those only feed the memory
 // usage of the events around them. Only a top-level one (outside every scope) is an event, and a row,
 // of its own. An [OutOfMemory] event is always one.
-[[nodiscard]] inline bool is_nested_memory(const event& e) noexcept {
+template <class = void>
+[[nodiscard]] bool is_nested_memory(const event& e) noexcept {
     return e.kind == event_kind::memory && e.parent != no_index;
 }
 
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
 // child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
 // memory events or counters no sibling is read.
-[[nodiscard]] inline event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+template <class = void>
+[[nodiscard]] event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
     if (!list.has_memory_events() && !list.has_counters()) return i;
     while (i != no_index && (list[i].kind == event_kind::memory || list[i].kind == event_kind::counter)) {
         i = list[i].next_sibling;
@@ -179,7 +188,8 @@ private:
 // children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two. [memory]
 // children do not count: torch's tree has none. Each sibling scans only the [memory] run after it, and
 // only the last one the run before the first, so a list is checked in linear time.
-[[nodiscard]] inline bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
     if (e.parent == no_index || next_in_torch_tree(list, e.next_sibling) != no_index) return false;
     const event& p = list[e.parent];
     return next_in_torch_tree(list, p.first_child) == list.index_of(e) && names(p.name) == names(e.name);
@@ -190,18 +200,21 @@ private:
 // not (end_ns - start_ns) / 1000, and a self time subtracts the children's durations, summed in order
 // from 0. Integer sums round some half-way cells the other way: a[0,18] b[100,109] c[200,205] (ns)
 // shows b at 28.13% in torch, 28.12% from nanosecond sums.
-[[nodiscard]] inline double torch_elapsed_us(const event& e) noexcept {
+template <class = void>
+[[nodiscard]] double torch_elapsed_us(const event& e) noexcept {
     return static_cast<double>(e.end_ns) / 1e3 - static_cast<double>(e.start_ns) / 1e3;
 }
 
 // torch's cpu_time_total: 0 for an event on a device.
-[[nodiscard]] inline double torch_cpu_time_total(const event& e) noexcept {
+template <class = void>
+[[nodiscard]] double torch_cpu_time_total(const event& e) noexcept {
     return e.on_device() ? 0.0 : torch_elapsed_us(e);
 }
 
 // The first child of an event that survives folding: a folded chain's children are those of its
 // innermost member, which _remove_dup_nodes hands to the survivor.
-[[nodiscard]] inline event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
     event_index first = next_in_torch_tree(list, e.first_child);
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
@@ -215,7 +228,8 @@ private:
 // One event's memory usage as torch's FunctionEvent gives it (bytes). A folded chain's survivor keeps
 // its own totals; its self usage is its total less that of the innermost member's children, which is
 // what every member allocated directly.
-[[nodiscard]] inline memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
     memory_usage u = list.memory_usage_of(e);
     if (!list.has_memory_events() || e.kind == event_kind::memory) return u;
     event_index member = next_in_torch_tree(list, e.first_child);
@@ -243,7 +257,8 @@ struct torch_times {
     double self_device_time_total = 0;
 };
 
-[[nodiscard]] inline torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
+template <class = void>
+[[nodiscard]] torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
     torch_times t;
     if (e.on_device()) {
         t.device_time_total = t.self_device_time_total = torch_elapsed_us(e);
@@ -297,7 +312,8 @@ struct memory_columns {
     bool device = false;
 };
 
-[[nodiscard]] inline memory_columns memory_columns_of(const event_list& list) noexcept {
+template <class = void>
+[[nodiscard]] memory_columns memory_columns_of(const event_list& list) noexcept {
     memory_columns shown;
     if (!list.has_memory_events()) return shown;
     shown.cpu = true;
@@ -320,7 +336,8 @@ void for_each_frame(const table_row& r, F&& f) {
 
 // The text_width of each stack's widest frame, per node of `tree`: from its caller's, so linear in the
 // nodes however deep the stacks nest (a loop over each event's frames would be quadratic).
-[[nodiscard]] inline std::vector<std::size_t> widest_frames(const stack_tree& tree) {
+template <class = void>
+[[nodiscard]] std::vector<std::size_t> widest_frames(const stack_tree& tree) {
     std::vector<std::size_t> frame_width;
     frame_width.reserve(tree.frames.size());
     for (const std::string& frame : tree.frames) frame_width.push_back(text_width(frame));
@@ -339,7 +356,8 @@ void for_each_frame(const table_row& r, F&& f) {
     return nullptr;
 }
 
-[[nodiscard]] inline double sort_value(const table_row& row, sort_field field) noexcept {
+template <class = void>
+[[nodiscard]] double sort_value(const table_row& row, sort_field field) noexcept {
     switch (field) {
         case sort_field::cpu_time: return row.cpu_time;
         case sort_field::cpu_time_total: return row.cpu_time_total;
@@ -359,7 +377,8 @@ void for_each_frame(const table_row& r, F&& f) {
 
 enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
 
-[[nodiscard]] inline time_unit_kind parse_time_unit(std::string_view unit) {
+template <class = void>
+[[nodiscard]] time_unit_kind parse_time_unit(std::string_view unit) {
     if (unit.empty()) return time_unit_kind::automatic;
     if (unit == "s") return time_unit_kind::s;
     if (unit == "ms") return time_unit_kind::ms;
@@ -370,7 +389,8 @@ enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
 }
 
 // torch's _format_time, or its override_time_unit when a unit is forced.
-inline void append_time(std::string& out, double us, time_unit_kind unit) {
+template <class = void>
+void append_time(std::string& out, double us, time_unit_kind unit) {
     auto to = std::back_inserter(out);
     switch (unit) {
         case time_unit_kind::s: fmt::format_to(to, "{:.3f}s", us / 1e6); return;
@@ -388,7 +408,8 @@ inline void append_time(std::string& out, double us, time_unit_kind unit) {
 }
 
 // torch's _format_time_share.
-inline void append_share(std::string& out, double part, double total) {
+template <class = void>
+void append_share(std::string& out, double part, double total) {
     if (total == 0) {
         out += "NaN";
         return;
@@ -398,7 +419,8 @@ inline void append_share(std::string& out, double part, double total) {
 
 // torch's _format_memory (its KB is 1024 bytes; the unit follows the magnitude, the sign is kept):
 // 1536 -> "1.50 Kb", -2097152 -> "-2.00 Mb", 12 -> "12 b".
-inline void append_memory(std::string& out, std::int64_t bytes) {
+template <class = void>
+void append_memory(std::string& out, std::int64_t bytes) {
     constexpr std::uint64_t kb = 1024;
     constexpr std::uint64_t mb = 1024 * kb;
     constexpr std::uint64_t gb = 1024 * mb;
@@ -417,14 +439,16 @@ inline void append_memory(std::string& out, std::int64_t bytes) {
     }
 }
 
-[[nodiscard]] inline std::string format_memory(std::int64_t bytes) {
+template <class = void>
+[[nodiscard]] std::string format_memory(std::int64_t bytes) {
     std::string out;
     append_memory(out, bytes);
     return out;
 }
 
 // Python's str() of a list of int lists: "[[64, 32], []]".
-inline void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
+template <class = void>
+void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
     out += '[';
     if (shapes != nullptr) {
         for (std::size_t i = 0; i < shapes->size(); ++i) {
@@ -436,7 +460,8 @@ inline void append_shapes(std::string& out, const std::vector<std::vector<std::i
 }
 
 // Byte offset of the code point that starts after `points` code points.
-[[nodiscard]] inline std::size_t byte_offset(std::string_view text, std::size_t points) noexcept {
+template <class = void>
+[[nodiscard]] std::size_t byte_offset(std::string_view text, std::size_t points) noexcept {
     std::size_t seen = 0;
     for (std::size_t i = 0; i < text.size(); ++i) {
         if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
@@ -446,12 +471,14 @@ inline void append_shapes(std::string& out, const std::vector<std::vector<std::i
     return text.size();
 }
 
-[[nodiscard]] inline std::string_view first_points(std::string_view text, std::size_t points) noexcept {
+template <class = void>
+[[nodiscard]] std::string_view first_points(std::string_view text, std::size_t points) noexcept {
     return text.substr(0, byte_offset(text, points));
 }
 
 // torch's trim_path: keep the last `width` code points and mark the cut with "...".
-[[nodiscard]] inline std::string trim_path(std::string_view path, std::size_t width) {
+template <class = void>
+[[nodiscard]] std::string trim_path(std::string_view path, std::size_t width) {
     const std::size_t len = text_width(path);
     if (len <= width) return std::string(path);
     std::string_view tail = path.substr(byte_offset(path, len - width));
@@ -464,9 +491,15 @@ struct table_column {
     bool left = false;  // only Source Location is left-aligned; the rest, Name included, align right
 };
 
-class table_writer {
+template <class = void>
+class basic_table_writer;
+/// basic_table_writer's one form (a template only so that a file that does not use it does not compile it).
+using table_writer = basic_table_writer<>;
+
+template <class>
+class basic_table_writer {
 public:
-    explicit table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
+    explicit basic_table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
 
     // One line of cells, each padded to its column and followed by the two-space gap (trailing too,
     // as torch's row format writes it).
@@ -503,13 +536,15 @@ private:
     std::vector<table_column> columns_;
 };
 
-inline void check_width(const char* option, int value) {
+template <class = void>
+void check_width(const char* option, int value) {
     if (value < 4) {
         throw std::invalid_argument(fmt::format("stint: table(): {} must be at least 4, got {}", option, value));
     }
 }
 
-[[nodiscard]] inline std::string unknown_sort_key_message(std::string_view key) {
+template <class = void>
+[[nodiscard]] std::string unknown_sort_key_message(std::string_view key) {
     std::string message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
     for (std::size_t i = 0; i < sort_keys.size(); ++i) {
         if (i != 0) message += ", ";
@@ -520,7 +555,8 @@ inline void check_width(const char* option, int value) {
 
 // Options are checked before the emptiness test, so a typo fails on the first run, not the first
 // non-empty one.
-inline void check_options(const table_options& options) {
+template <class = void>
+void check_options(const table_options& options) {
     if (!options.sort_by.empty() && find_sort_key(options.sort_by) == nullptr) {
         throw std::invalid_argument(unknown_sort_key_message(options.sort_by));
     }
@@ -532,7 +568,8 @@ inline void check_options(const table_options& options) {
 
 // torch's _build_table for the columns stint records (overload and node id columns join here when their
 // fields exist).
-[[nodiscard]] inline std::string build_table(std::vector<table_row> rows, const table_options& options,
+template <class = void>
+[[nodiscard]] std::string build_table(std::vector<table_row> rows, const table_options& options,
                                              memory_columns memory = {}) {
     check_options(options);
     if (rows.empty()) return {};
@@ -720,7 +757,8 @@ inline void check_options(const table_options& options) {
 /// first, and keep the list's order on a run without memory events.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
-[[nodiscard]] inline std::vector<std::string_view> valid_sort_keys() {
+template <class = void>
+[[nodiscard]] std::vector<std::string_view> valid_sort_keys() {
     std::vector<std::string_view> keys;
     keys.reserve(detail::sort_keys.size());
     for (const detail::sort_key_entry& k : detail::sort_keys) keys.push_back(k.name);
@@ -736,7 +774,8 @@ inline void check_options(const table_options& options) {
 /// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
-[[nodiscard]] inline std::string table(const event_list& events, const table_options& options = {}) {
+template <class = void>
+[[nodiscard]] std::string table(const event_list& events, const table_options& options = {}) {
     detail::check_options(options);
     std::vector<detail::table_row> rows;
     rows.reserve(events.size());

@@ -76,7 +76,8 @@ constexpr std::string_view overhead_kind_name(std::uint32_t kind) noexcept {
 }
 
 /// An API's name without CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
-inline std::string_view strip_api_version(std::string_view name) noexcept {
+template <class = void>
+std::string_view strip_api_version(std::string_view name) noexcept {
     const std::size_t at = name.rfind("_v");
     if (at == std::string_view::npos || name.size() - at < 6) return name;  // at least 4 digits
     for (std::size_t i = at + 2; i < name.size(); ++i) {
@@ -85,10 +86,16 @@ inline std::string_view strip_api_version(std::string_view name) noexcept {
     return name.substr(0, at);
 }
 
+template <class = void>
+class basic_activity_decoder;
+/// basic_activity_decoder's one form (a template only so that a file that does not use it does not compile it).
+using activity_decoder = basic_activity_decoder<>;
+
 /// Turns a session's buffers into device activity.
-class activity_decoder {
+template <class>
+class basic_activity_decoder {
 public:
-    activity_decoder(const cupti_table& table, const cupti_clock_map& clock, device_capture& out)
+    basic_activity_decoder(const cupti_table& table, const cupti_clock_map& clock, device_capture& out)
         : table_(table), clock_(clock), out_(out) {}
 
     /// Decodes `buffers`; those of another epoch than `epoch` are a previous session's, counted stale.

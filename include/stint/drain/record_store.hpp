@@ -22,7 +22,8 @@ namespace stint::detail {
 
 /// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
 /// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
-inline counter_value read_counter(const record_payload& payload) noexcept {
+template <class = void>
+counter_value read_counter(const record_payload& payload) noexcept {
     counter_value value;
     std::uint64_t bits = 0;
     if (payload.bytes.size() < sizeof(bits)) return value;
@@ -38,7 +39,8 @@ inline counter_value read_counter(const record_payload& payload) noexcept {
 
 /// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
 /// a flight recorder's dump of the last steps.
-inline void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
+template <class = void>
+void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
     std::byte* out = bytes.data();
     const std::byte* const end = bytes.data() + bytes.size();
     for (std::byte* at = bytes.data(); at < end;) {
@@ -59,9 +61,15 @@ inline void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint
     bytes.resize(static_cast<std::size_t>(out - bytes.data()));
 }
 
+template <class = void>
+class basic_record_store;
+/// basic_record_store's one form (a template only so that a file that does not use it does not compile it).
+using record_store = basic_record_store<>;
+
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
-class record_store {
+template <class>
+class basic_record_store {
 public:
     /// One buffer's records and what a drain reports of them.
     struct thread_records {
@@ -76,11 +84,11 @@ public:
                                        ///< a counter's value
     };
 
-    record_store() = default;
-    record_store(const record_store&) = delete;
-    record_store& operator=(const record_store&) = delete;
-    record_store(record_store&& other) noexcept { *this = std::move(other); }
-    record_store& operator=(record_store&& other) noexcept {
+    basic_record_store() = default;
+    basic_record_store(const basic_record_store&) = delete;
+    basic_record_store& operator=(const basic_record_store&) = delete;
+    basic_record_store(basic_record_store&& other) noexcept { *this = std::move(other); }
+    basic_record_store& operator=(basic_record_store&& other) noexcept {
         if (this != &other) {
             release_all();
             threads_ = std::move(other.threads_);
@@ -94,7 +102,7 @@ public:
         }
         return *this;
     }
-    ~record_store() { release_all(); }
+    ~basic_record_store() { release_all(); }
 
     /// Takes one buffer's records (from registry::end_session) and counts them.
     void add(taken_records&& taken) {
@@ -141,7 +149,7 @@ public:
     /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
     /// up; drop and truncation counts stay this store's, which were read later (they only grow).
     /// Buffers whose records `earlier` no longer holds (given back) are left out.
-    void prepend(record_store&& earlier) {
+    void prepend(basic_record_store&& earlier) {
         for (thread_records& e : earlier.threads_) {
             if (e.chunks == nullptr) continue;  // given back, or never any
             thread_records* t = nullptr;

@@ -165,7 +165,8 @@ inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
     "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
 };
 
-inline bool is_reserved_trace_key(std::string_view key) noexcept {
+template <class = void>
+bool is_reserved_trace_key(std::string_view key) noexcept {
     return std::find(reserved_trace_keys.begin(), reserved_trace_keys.end(), key) != reserved_trace_keys.end();
 }
 

@@ -31,7 +31,8 @@ namespace stint::detail {
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
 /// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
-inline bool chrome_trace_from_records(const record_store& records) {
+template <class = void>
+bool chrome_trace_from_records(const record_store& records) {
     std::unordered_set<std::uint64_t> tids;
     for (const record_store::thread_records& t : records.threads()) {
         if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
@@ -47,7 +48,8 @@ constexpr bool drawn_as_instant(event_kind kind) noexcept {
 }
 
 // The fixed start of an event of `kind`, up to its name.
-inline std::string_view event_opening(event_kind kind) {
+template <class = void>
+std::string_view event_opening(event_kind kind) {
     return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
                                        : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
 }
@@ -273,7 +275,8 @@ private:
 namespace chrome_records_detail {
 
 /// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
-inline double origin_of(const record_store& records, const record_store::thread_records& t) {
+template <class = void>
+double origin_of(const record_store& records, const record_store::thread_records& t) {
     constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
     if (t.first_start_ticks == none) return std::numeric_limits<double>::infinity();
     return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));

@@ -47,7 +47,8 @@ inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "sel
 /// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
 /// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
 /// the frame above.
-inline void append_stack_frame(std::string& out, std::string_view frame) {
+template <class = void>
+void append_stack_frame(std::string& out, std::string_view frame) {
     if (frame.empty()) out.push_back('_');
     for (char c : frame) {
         const auto u = static_cast<unsigned char>(c);
@@ -56,7 +57,8 @@ inline void append_stack_frame(std::string& out, std::string_view frame) {
 }
 
 /// Throws std::invalid_argument unless `metric` is one export_stacks knows.
-inline void check_stack_metric(std::string_view metric) {
+template <class = void>
+void check_stack_metric(std::string_view metric) {
     for (std::string_view known : stack_metrics) {
         if (metric == known) return;
     }
@@ -64,12 +66,18 @@ inline void check_stack_metric(std::string_view metric) {
                                             fmt::join(stack_metrics, ", "), metric));
 }
 
+template <class = void>
+class basic_name_paths;
+/// basic_name_paths's one form (a template only so that a file that does not use it does not compile it).
+using name_paths = basic_name_paths<>;
+
 // The name path (root first) of every event, interned as a tree like the list's stacks: an event's
 // path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
 // one node per path, not one string per path.
-class name_paths {
+template <class>
+class basic_name_paths {
 public:
-    explicit name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+    explicit basic_name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
 
     // Appends the path of `e`, its names escaped and joined by ';'.
     void append(std::string& out, const event& e) {
@@ -170,7 +178,8 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-inline void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
+template <class = void>
+void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
                                         stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
     output_file file(path);

@@ -14,9 +14,15 @@
 
 namespace stint::detail {
 
+template <class = void>
+class basic_counter_samples;
+/// basic_counter_samples's one form (a template only so that a file that does not use it does not compile it).
+using counter_samples = basic_counter_samples<>;
+
 /// The counter samples of an event list's events, event by event. Names of memory tracks are made
 /// once per device and stay valid for the object's life.
-class counter_samples {
+template <class>
+class basic_counter_samples {
 public:
     /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
     /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then

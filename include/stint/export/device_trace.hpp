@@ -30,7 +30,8 @@ inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
 inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
 
 /// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
-inline bool on_sync_row(const event_list& events, const event& e) noexcept {
+template <class = void>
+bool on_sync_row(const event_list& events, const event& e) noexcept {
     if (e.kind != event_kind::cuda_sync) return false;
     const device_args* args = events.device_args_of(e);
     return args != nullptr && args->sync_type == 3 && events.threads()[e.thread].os_tid != cupti_no_stream;
@@ -38,9 +39,15 @@ inline bool on_sync_row(const event_list& events, const event& e) noexcept {
 
 /// The tid of a device track: its stream id; 1 for work on no stream, as Kineto writes it (its -1,
 /// made positive).
-inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
+template <class = void>
+std::uint64_t device_track_tid(const thread_info& track) noexcept {
     return track.os_tid == cupti_no_stream ? 1 : track.os_tid;
 }
+
+template <class = void>
+class basic_device_trace;
+/// basic_device_trace's one form (a template only so that a file that does not use it does not compile it).
+using device_trace = basic_device_trace<>;
 
 /// Writes the device events of one event list: built once per trace, then asked per event.
 ///
@@ -52,11 +59,12 @@ inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
 ///     device.write_metadata(out, "stint");  // inside traceEvents
 ///     device.write_args(out, kernel);       // after "args": {
 ///     device.write_flows(out, kernel);      // after the kernel's event
-class device_trace {
+template <class>
+class basic_device_trace {
 public:
     /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
     /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
-    device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+    basic_device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
                  std::uint64_t flow_id_base = 0)
         : events_(events), device_pid_base_(device_pid_base), flow_id_base_(flow_id_base) {
         const std::size_t tracks = events.threads().size();

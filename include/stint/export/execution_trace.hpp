@@ -40,12 +40,18 @@ constexpr bool is_execution_trace_node(event_kind kind) noexcept {
     return kind == event_kind::cpu_op || kind == event_kind::user_annotation || kind == event_kind::module;
 }
 
+template <class = void>
+class basic_execution_trace_writer;
+/// basic_execution_trace_writer's one form (a template only so that a file that does not use it does not compile it).
+using execution_trace_writer = basic_execution_trace_writer<>;
+
 /// Writes one execution trace: the header at construction (so an unwritable path fails then, not at
 /// the end of a long run), the nodes of each recorded span with append(), the root node and the end
 /// with finish(). Ids (nodes, tensors, storages, one counter) and thread nodes hold across spans.
-class execution_trace_writer {
+template <class>
+class basic_execution_trace_writer {
 public:
-    explicit execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
+    explicit basic_execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
         out_.raw("{\n  \"schema\": \"");
         out_.raw(et_schema);
         out_.raw("\", \"pid\": ");
@@ -58,8 +64,8 @@ public:
         guarded([&] { out_.flush(); });
     }
 
-    execution_trace_writer(const execution_trace_writer&) = delete;
-    execution_trace_writer& operator=(const execution_trace_writer&) = delete;
+    basic_execution_trace_writer(const basic_execution_trace_writer&) = delete;
+    basic_execution_trace_writer& operator=(const basic_execution_trace_writer&) = delete;
 
     /// Appends a node for every op and annotation of `events` (one recorded span), parents first.
     void append(const event_list& events) {

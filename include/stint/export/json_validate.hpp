@@ -12,14 +12,20 @@
 
 namespace stint::detail {
 
+template <class = void>
+class basic_json_validator;
+/// basic_json_validator's one form (a template only so that a file that does not use it does not compile it).
+using json_validator = basic_json_validator<>;
+
 /// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
 /// the text is invalid.
-class json_validator {
+template <class>
+class basic_json_validator {
 public:
     /// Containers nested deeper than this are rejected, which also bounds the recursion.
     static constexpr int max_depth = 512;
 
-    explicit json_validator(std::string_view text) noexcept : text_(text) {}
+    explicit basic_json_validator(std::string_view text) noexcept : text_(text) {}
 
     /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
     std::optional<std::string> run() {
@@ -222,7 +228,8 @@ private:
 /// Returns nullopt when it is, else a short reason with its byte offset.
 ///     validate_json("[1, 2]")   // nullopt
 ///     validate_json("[1 2]")    // "expected ',' or ']' at offset 3"
-inline std::optional<std::string> validate_json(std::string_view text) {
+template <class = void>
+std::optional<std::string> validate_json(std::string_view text) {
     return json_validator(text).run();
 }
 

@@ -42,7 +42,8 @@ constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * 
 
 namespace json_detail {
 // Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
-inline char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
+template <class = void>
+char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
     static constexpr char hex[] = "0123456789abcdef";
     while (p < stop) {
         while (stop - p >= 8) {
@@ -98,7 +99,8 @@ inline char* escape(char* o, const unsigned char*& p, const unsigned char* stop,
 /// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
 /// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
 /// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
-inline char* write_json_string(char* o, std::string_view s) noexcept {
+template <class = void>
+char* write_json_string(char* o, std::string_view s) noexcept {
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = p + s.size();
     *o++ = '"';
@@ -108,7 +110,8 @@ inline char* write_json_string(char* o, std::string_view s) noexcept {
 }
 
 /// Appends `s` escaped as write_json_string escapes it, without the quotes.
-inline void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
+template <class = void>
+void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
     // In pieces, so that a long string never reserves six times its size at once.
     constexpr std::size_t piece_size = 16 * 1024;
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -125,7 +128,8 @@ inline void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
 /// Appends `s` as a quoted JSON string (see write_json_string).
 ///     fmt::memory_buffer out;
 ///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+template <class = void>
+void append_json_string(fmt::memory_buffer& out, std::string_view s) {
     out.push_back('"');
     append_json_escaped(out, s);
     out.push_back('"');
@@ -133,7 +137,8 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
 
 /// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
 /// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
-inline char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
+template <class = void>
+char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
     auto magnitude = static_cast<std::uint64_t>(nanoseconds);
     if (nanoseconds < 0) {
         *o++ = '-';
@@ -155,33 +160,39 @@ char* write_literal(char* o, const char (&text)[N]) noexcept {
     return o + N - 1;
 }
 
+template <class = void>
+class basic_json_writer;
+/// basic_json_writer's one form (a template only so that a file that does not use it does not compile it).
+using json_writer = basic_json_writer<>;
+
 /// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
 /// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
 /// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
 ///     output_file file("trace.json");
 ///     json_writer out(file);
 ///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
-class json_writer {
+template <class>
+class basic_json_writer {
 public:
     /// Buffer size at which the buffer is handed to the sink.
     static constexpr std::size_t flush_threshold = 64 * 1024;
 
     /// Writes to memory only; read the text with buffered().
-    json_writer() = default;
+    basic_json_writer() = default;
 
     /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
     /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
     template <class Sink>
         requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
-    explicit json_writer(Sink& sink)
+    explicit basic_json_writer(Sink& sink)
         : sink_(&sink), write_([](void* target, std::string_view bytes) {
               static_cast<Sink*>(target)->write(bytes);
           }) {
         buffer_.reserve(flush_threshold + flush_threshold / 4);
     }
 
-    json_writer(const json_writer&) = delete;
-    json_writer& operator=(const json_writer&) = delete;
+    basic_json_writer(const basic_json_writer&) = delete;
+    basic_json_writer& operator=(const basic_json_writer&) = delete;
 
     /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
     void raw(std::string_view text) {

@@ -42,7 +42,8 @@ constexpr std::int64_t floor_microseconds(std::int64_t ns) noexcept {
 /// The [memory] events of `on` in time order (the list's order: start, then the order reported),
 /// coalesced per microsecond as torch's _coalesce_timeline does. [OutOfMemory] events change no
 /// live bytes and are left out.
-inline memory_timeline_points memory_timeline_of(const event_list& events, device on) {
+template <class = void>
+memory_timeline_points memory_timeline_of(const event_list& events, device on) {
     memory_timeline_points points;
     struct sample {
         std::int64_t at_ns;
@@ -70,7 +71,8 @@ inline memory_timeline_points memory_timeline_of(const event_list& events, devic
 }
 
 /// torch's name of a device: "cpu", "cuda:0".
-inline std::string memory_timeline_device_name(device d) {
+template <class = void>
+std::string memory_timeline_device_name(device d) {
     std::string name(device_type_name(d.type));
     if (d.index >= 0) name += ":" + std::to_string(d.index);
     return name;
@@ -100,7 +102,8 @@ void write_memory_timeline_json(Sink& sink, const memory_timeline_points& points
 
 /// `text` for HTML text or a quoted attribute: & < > " ' as references, ill-formed UTF-8 and control
 /// characters (other than tab and newline) as U+FFFD.
-inline void append_html_escaped(std::string& out, std::string_view text) {
+template <class = void>
+void append_html_escaped(std::string& out, std::string_view text) {
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     const auto* end = p + text.size();
     while (p < end) {
@@ -131,14 +134,16 @@ inline void append_html_escaped(std::string& out, std::string_view text) {
     }
 }
 
-inline std::string html_escaped(std::string_view text) {
+template <class = void>
+std::string html_escaped(std::string_view text) {
     std::string out;
     append_html_escaped(out, text);
     return out;
 }
 
 /// Bytes in the largest binary unit that keeps them >= 1: "512 B", "1.50 MiB".
-inline std::string memory_timeline_bytes(double bytes) {
+template <class = void>
+std::string memory_timeline_bytes(double bytes) {
     static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     std::size_t unit = 0;
     while (unit + 1 < std::size(units) && std::fabs(bytes) >= 1024.0) {
@@ -149,7 +154,8 @@ inline std::string memory_timeline_bytes(double bytes) {
 }
 
 /// A round step (1, 2 or 5 times a power of ten) that cuts [0, span] into at most about `parts`.
-inline double memory_timeline_step(double span, int parts) {
+template <class = void>
+double memory_timeline_step(double span, int parts) {
     const double raw = span / parts;
     const double power = std::pow(10.0, std::floor(std::log10(raw)));
     for (const double m : {1.0, 2.0, 5.0}) {
@@ -159,7 +165,8 @@ inline double memory_timeline_step(double span, int parts) {
 }
 
 /// A tick label with as many decimals as the step needs ("0.25", "40").
-inline std::string memory_timeline_tick(double value, double step) {
+template <class = void>
+std::string memory_timeline_tick(double value, double step) {
     const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
     return fmt::format("{:.{}f}", value, decimals);
 }

@@ -26,6 +26,11 @@
 
 namespace stint::detail {
 
+template <class = void>
+class basic_output_file;
+/// basic_output_file's one form (a template only so that a file that does not use it does not compile it).
+using output_file = basic_output_file<>;
+
 /// A trace file, written by what is at its path:
 /// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
 ///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
@@ -45,11 +50,12 @@ namespace stint::detail {
 ///     output_file out("trace.json.gz");
 ///     out.write("{\"traceEvents\":[]}");
 ///     out.commit();
-class output_file {
+template <class>
+class basic_output_file {
 public:
     /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
     /// applies only to ".gz" paths.
-    explicit output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
+    explicit basic_output_file(std::string path, int gzip_level = 1) : path_(std::move(path)) {
         if (path_.empty()) {
             throw std::invalid_argument("stint: cannot write trace '': the path is empty");
         }
@@ -61,11 +67,11 @@ public:
         if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
     }
 
-    output_file(const output_file&) = delete;
-    output_file& operator=(const output_file&) = delete;
+    basic_output_file(const basic_output_file&) = delete;
+    basic_output_file& operator=(const basic_output_file&) = delete;
 
     /// Removes the temporary unless commit() succeeded.
-    ~output_file() { discard(); }
+    ~basic_output_file() { discard(); }
 
     /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
     /// pieces, as json_writer does. A worker's failure since the last call throws here.
@@ -312,7 +318,7 @@ private:
     // Where gzip_members puts each finished member, on this thread. A failed write throws from
     // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
     struct emitter {
-        output_file* file;
+        basic_output_file* file;
         void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
     };
 

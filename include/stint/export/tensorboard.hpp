@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -17,8 +17,12 @@
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 
+// POSIX calls instead of <filesystem>, which costs every file that includes stint.hpp.
 #if defined(__unix__) || defined(__APPLE__)
+#include <sys/stat.h>
 #include <unistd.h>
+#else
+#include <filesystem>
 #endif
 
 namespace stint::detail {
@@ -49,6 +53,40 @@ inline std::int64_t next_trace_stamp_ms() {
     return state.last_ms;
 }
 
+/// Makes `dir` and its missing parents (mkdir -p); an error when it is not a directory after.
+template <class = void>
+std::error_code make_directories(const std::string& dir) {
+#if defined(__unix__) || defined(__APPLE__)
+    for (std::size_t end = 1; end <= dir.size(); ++end) {
+        if (end != dir.size() && dir[end] != '/') continue;
+        if (::mkdir(dir.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) {
+            return {errno, std::generic_category()};
+        }
+    }
+    struct stat info = {};
+    if (::stat(dir.c_str(), &info) != 0) return {errno, std::generic_category()};
+    if (!S_ISDIR(info.st_mode)) return std::make_error_code(std::errc::not_a_directory);
+    return {};
+#else
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (!error && !std::filesystem::is_directory(dir)) error = std::make_error_code(std::errc::not_a_directory);
+    return error;
+#endif
+}
+
+/// Whether anything is at `path`.
+template <class = void>
+bool path_exists(const std::string& path) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct stat info = {};
+    return ::stat(path.c_str(), &info) == 0;
+#else
+    std::error_code error;
+    return std::filesystem::exists(path, error);
+#endif
+}
+
 /// The host's name ("localhost" when the OS does not say).
 inline std::string current_host_name() {
 #if defined(__unix__) || defined(__APPLE__)
@@ -62,6 +100,11 @@ inline std::string current_host_name() {
 
 namespace stint {
 
+template <class = void>
+class basic_tensorboard_trace_handler;
+/// basic_tensorboard_trace_handler's one form (a template only so that a file that does not use it does not compile it).
+using tensorboard_trace_handler = basic_tensorboard_trace_handler<>;
+
 /// An `on_trace_ready` callback that writes each saved window into `dir` as
 /// `<worker_name>.<ms since epoch>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), the file
 /// layout of torch.profiler.tensorboard_trace_handler, which the TensorBoard profiler plugin reads.
@@ -73,10 +116,11 @@ namespace stint {
 ///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
 ///         .on_trace_ready = stint::tensorboard_trace_handler("./log"),
 ///     });
-class tensorboard_trace_handler {
+template <class>
+class basic_tensorboard_trace_handler {
 public:
     /// Throws std::invalid_argument when `dir` is empty.
-    explicit tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
+    explicit basic_tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false)
         : dir_(std::move(dir)), worker_name_(std::move(worker_name)), use_gzip_(use_gzip) {
         if (dir_.empty()) throw std::invalid_argument("stint: tensorboard_trace_handler(): the directory is empty");
     }
@@ -92,10 +136,7 @@ public:
     ///
     ///     std::string path = handler.next_path();   // "./log/host_1234.1718000000000.pt.trace.json"
     [[nodiscard]] std::string next_path() const {
-        std::error_code error;
-        std::filesystem::create_directories(dir_, error);
-        if (error || !std::filesystem::is_directory(dir_)) {
-            if (!error) error = std::make_error_code(std::errc::not_a_directory);
+        if (const std::error_code error = detail::make_directories(dir_)) {
             throw std::system_error(error, "stint: tensorboard_trace_handler: can't create directory '" + dir_ + "'");
         }
         const std::string worker = worker_name_.empty()
@@ -103,9 +144,9 @@ public:
                                        : worker_name_;
         const char* suffix = use_gzip_ ? ".pt.trace.json.gz" : ".pt.trace.json";
         for (;;) {
-            const std::filesystem::path path =
-                std::filesystem::path(dir_) / (worker + "." + std::to_string(detail::next_trace_stamp_ms()) + suffix);
-            if (!std::filesystem::exists(path, error)) return path.string();
+            const std::string path = dir_ + (dir_.back() == '/' ? "" : "/") + worker + "." +
+                                     std::to_string(detail::next_trace_stamp_ms()) + suffix;
+            if (!detail::path_exists(path)) return path;
         }
     }
 

@@ -45,6 +45,11 @@ struct streamed_totals {
     std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
 };
 
+template <class = void>
+class basic_trace_stream;
+/// basic_trace_stream's one form (a template only so that a file that does not use it does not compile it).
+using trace_stream = basic_trace_stream<>;
+
 /// One streamed session's trace file and the thread that writes it.
 ///
 ///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
@@ -52,21 +57,22 @@ struct streamed_totals {
 ///     ...
 ///     stream.stop();                               // before the session closes
 ///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-class trace_stream {
+template <class>
+class basic_trace_stream {
 public:
     /// How often the writer looks for filled chunks.
     static constexpr std::chrono::milliseconds period{10};
 
-    trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+    basic_trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
         file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
         chrome_trace_info info;
         info.pid = pid;
         out_.raw("{\n  \"schemaVersion\": 1,\n");
         write_trace_events_opening(out_, info);
     }
-    trace_stream(const trace_stream&) = delete;
-    trace_stream& operator=(const trace_stream&) = delete;
-    ~trace_stream() { stop(); }
+    basic_trace_stream(const basic_trace_stream&) = delete;
+    basic_trace_stream& operator=(const basic_trace_stream&) = delete;
+    ~basic_trace_stream() { stop(); }
 
     /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
     /// the writer reads them, and its times come from `calibration` (the session's start).

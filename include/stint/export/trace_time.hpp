@@ -28,7 +28,8 @@ namespace stint::detail {
 
 /// A nanosecond count as the double a viewer reads from its microsecond text: ns / 1000 correctly
 /// rounded, which is what strtod or JSON.parse make of "1234.567" (exact for |ns| < 2^53).
-inline double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
+template <class = void>
+double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
 
 /// Where viewers draw an event's end: ts + dur as written (plain), and after subtracting the thread's
 /// first ts from ts (shifted, as speedscope does before adding dur).
@@ -50,7 +51,8 @@ namespace trace_time_detail {
 // The largest d >= 0 with s + d <= cap in double (0 when s > cap): a binary search over the bit
 // patterns of non-negative doubles, which are ordered as the values are. The answer is within a few
 // units in the last place of cap - s, so the search starts from that neighbourhood.
-inline double largest_addend(double s, double cap) noexcept {
+template <class = void>
+double largest_addend(double s, double cap) noexcept {
     if (!(s + 0.0 <= cap)) return 0;
     const double guess = cap - s;
     const double slack = 4 * (std::nextafter(cap, std::numeric_limits<double>::infinity()) - cap);
@@ -77,7 +79,8 @@ inline double largest_addend(double s, double cap) noexcept {
 /// doubles, and the tie rounds away), it takes the largest dur whose ends stay at or below them.
 ///     trace_duration d = choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
 ///     // 8439.165 + d.value == 8439.175 as doubles; d.three_decimals is false
-inline trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
+template <class = void>
+trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
                                             trace_end cap) noexcept {
     const double start = trace_microseconds(start_ns);
     const double end = trace_microseconds(end_ns);
@@ -99,19 +102,26 @@ inline trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t 
 
 /// Writes a duration chosen by choose_trace_duration: three decimals when they read back as its
 /// value, else the value's shortest round-trip form. Needs 25 bytes of room.
-inline char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept {
+template <class = void>
+char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept {
     if (d.three_decimals) return write_microseconds(o, duration_ns);
     return fmt::format_to(o, FMT_COMPILE("{}"), d.value);
 }
+
+template <class = void>
+class basic_trace_timeline;
+/// basic_trace_timeline's one form (a template only so that a file that does not use it does not compile it).
+using trace_timeline = basic_trace_timeline<>;
 
 /// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
 /// stream's sync row), and the ends of events that others end with (a child that ends in its
 /// parent's nanosecond is held at or below the parent's ends).
 ///     trace_timeline timeline(events);
 ///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
-class trace_timeline {
+template <class>
+class basic_trace_timeline {
 public:
-    explicit trace_timeline(const event_list& events) : events_(events) {
+    explicit basic_trace_timeline(const event_list& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
             // Viewers do not shift by instants' ts, nor by flow and async points', nor by counters' (drawn

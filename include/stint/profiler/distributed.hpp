@@ -53,7 +53,8 @@ STINT_DETAIL_EXPORT inline distributed_state& the_distributed_state() {
 
 /// The environment variable's value as a non-negative integer; nullopt when it is unset, and a
 /// warning (once per variable and value) when it is set but not such a number.
-inline std::optional<std::int64_t> env_int(const char* name) {
+template <class = void>
+std::optional<std::int64_t> env_int(const char* name) {
     const char* text = std::getenv(name);
     if (text == nullptr) return std::nullopt;
     errno = 0;
@@ -70,7 +71,8 @@ inline std::optional<std::int64_t> env_int(const char* name) {
 /// The job as torchrun (and most launchers) describe it in the environment: RANK (else LOCAL_RANK)
 /// and WORLD_SIZE (else LOCAL_WORLD_SIZE, with LOCAL_RANK). nullopt when no rank is set or a value
 /// is unusable; a rank without a size warns once.
-inline std::optional<distributed_info> distributed_info_from_env() {
+template <class = void>
+std::optional<distributed_info> distributed_info_from_env() {
     const bool global = std::getenv("RANK") != nullptr;
     const char* rank_name = global ? "RANK" : "LOCAL_RANK";
     const char* size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
@@ -94,7 +96,8 @@ inline std::optional<distributed_info> distributed_info_from_env() {
 }
 
 /// `{"backend": "nccl", "rank": 3, "world_size": 8}`: the fields torch's profiler writes.
-inline std::string distributed_info_json(const distributed_info& info) {
+template <class = void>
+std::string distributed_info_json(const distributed_info& info) {
     fmt::memory_buffer out;
     fmt::format_to(std::back_inserter(out), "{{\"backend\": ");
     append_json_string(out, info.backend);
@@ -111,7 +114,8 @@ namespace stint {
 /// unless 0 <= rank < world_size.
 ///
 ///     stint::set_distributed_info({.rank = comm.rank(), .world_size = comm.size(), .backend = "mpi"});
-inline void set_distributed_info(distributed_info info) {
+template <class = void>
+void set_distributed_info(distributed_info info) {
     if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
         throw std::invalid_argument(fmt::format(
             "stint: set_distributed_info(): need 0 <= rank < world_size, got rank={} world_size={}", info.rank,
@@ -125,7 +129,8 @@ inline void set_distributed_info(distributed_info info) {
 /// Forgets what set_distributed_info() said; the environment applies again.
 ///
 ///     stint::clear_distributed_info();
-inline void clear_distributed_info() {
+template <class = void>
+void clear_distributed_info() {
     detail::distributed_state& state = detail::the_distributed_state();
     std::lock_guard lock(state.mutex);
     state.info.reset();
@@ -136,7 +141,8 @@ inline void clear_distributed_info() {
 /// (a single-process run: no "distributedInfo" in the trace).
 ///
 ///     if (auto info = stint::current_distributed_info()) fmt::print("rank {}\n", info->rank);
-inline std::optional<distributed_info> current_distributed_info() {
+template <class = void>
+std::optional<distributed_info> current_distributed_info() {
     {
         detail::distributed_state& state = detail::the_distributed_state();
         std::lock_guard lock(state.mutex);

@@ -44,7 +44,8 @@ STINT_DETAIL_EXPORT inline step_tracker_state& the_step_tracker_state() {
 /// Appends `text` as Python's repr() of a str writes it: single quotes unless the text holds a
 /// single quote and no double quote; backslash, the quote, \t \n \r and other control bytes escaped.
 /// Bytes >= 0x80 pass through (a UTF-8 name prints as Python prints the decoded str).
-inline void append_python_repr(std::string& out, std::string_view text) {
+template <class = void>
+void append_python_repr(std::string& out, std::string_view text) {
     const bool use_double = text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos;
     const char quote = use_double ? '"' : '\'';
     out.push_back(quote);
@@ -69,7 +70,8 @@ inline void append_python_repr(std::string& out, std::string_view text) {
 }
 
 /// `{'ProfilerStep': 3, 'yet_another_step': 5}`: the counts as Python prints a dict.
-inline std::string format_step_dict(std::span<const step_count_entry> counts) {
+template <class = void>
+std::string format_step_dict(std::span<const step_count_entry> counts) {
     std::string out = "{";
     bool first = true;
     for (const auto& [name, count] : counts) {
@@ -84,7 +86,8 @@ inline std::string format_step_dict(std::span<const step_count_entry> counts) {
 
 /// torch's warning when the global step jumps by more than one; `current_step` is the value before
 /// the jump, `counts` the counts after it.
-inline std::string step_jump_warning(std::int64_t current_step, std::span<const step_count_entry> counts) {
+template <class = void>
+std::string step_jump_warning(std::int64_t current_step, std::span<const step_count_entry> counts) {
     return fmt::format("Profiler step count has increased more than 1 - current_step = {} step dict = {}",
                        current_step, format_step_dict(counts));
 }
@@ -94,6 +97,11 @@ inline std::string step_jump_warning(std::int64_t current_step, std::span<const 
 
 namespace stint {
 
+template <class = void>
+class basic_step_tracker;
+/// basic_step_tracker's one form (a template only so that a file that does not use it does not compile it).
+using step_tracker = basic_step_tracker<>;
+
 /// The process's global step: each requester keeps its own count, and the global step is the largest
 /// of them, so a loop whose profiler and optimizer both step advances it once per iteration.
 /// All members are static and thread-safe.
@@ -101,9 +109,10 @@ namespace stint {
 ///     stint::step_tracker::increment_step("optimizer");   // optimizer hook
 ///     prof.step();                                         // steps "ProfilerStep" too: no double count
 ///     std::int64_t now = stint::step_tracker::current_step();
-class step_tracker {
+template <class>
+class basic_step_tracker {
 public:
-    step_tracker() = delete;
+    basic_step_tracker() = delete;
 
     /// The requester name the profiler's step() uses (torch's PROFILER_STEP_NAME).
     static constexpr std::string_view profiler_step_name = "ProfilerStep";

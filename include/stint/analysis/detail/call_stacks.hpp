@@ -8,11 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,7 +38,8 @@ namespace stint::detail {
 /// 4. otherwise its leading ".." components dropped ("../../src/a.cpp" -> "src/a.cpp"): the common
 ///    build directory inside the source tree, run from elsewhere.
 /// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
-[[nodiscard]] inline std::string readable_source_path(std::string_view file, std::string_view cwd) {
+template <class = void>
+[[nodiscard]] std::string readable_source_path(std::string_view file, std::string_view cwd) {
     const bool absolute = file.starts_with('/');
     std::vector<std::string_view> parts;
     for (std::size_t at = 0; at <= file.size();) {
@@ -101,15 +100,18 @@ namespace stint::detail {
 /// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
 /// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
 /// linear in the events whatever their depth.
-inline void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
+template <class = void>
+void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
                                stack_tree& stacks) {
     std::unordered_map<const source_location*, std::uint32_t> location_frames;
     std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
     std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
     std::map<std::vector<std::uint64_t>, event_index> by_native;
     native_symbolizer symbols;
-    std::error_code no_cwd;  // a drain never throws: without a working directory, absolute paths stay
-    const std::string cwd = std::filesystem::current_path(no_cwd).string();
+    // A drain never throws: without a working directory, absolute paths stay. getcwd, not <filesystem>,
+    // which costs every file that includes stint.hpp.
+    std::string cwd;
+    if (char buffer[4096]; ::getcwd(buffer, sizeof buffer) != nullptr) cwd = buffer;
     const auto frame_of_text = [&](std::string_view text) {
         if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
         const auto id = static_cast<std::uint32_t>(stacks.frames.size());

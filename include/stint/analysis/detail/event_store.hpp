@@ -59,8 +59,14 @@ struct event_name {
     const source_location* location = nullptr;
 };
 
+template <class = void>
+class basic_event_store;
+/// basic_event_store's one form (a template only so that a file that does not use it does not compile it).
+using event_store = basic_event_store<>;
+
 /// The events of a list, in list order.
-class event_store {
+template <class>
+class basic_event_store {
 public:
     [[nodiscard]] std::size_t size() const noexcept { return rows_.size(); }
     void reserve(std::size_t events) { rows_.reserve(events); }
@@ -209,7 +215,7 @@ public:
     /// Appends a later list's events; `relink` maps its event indices, `thread_of` its threads, and
     /// the side tables' offsets are given. Times move by `shift_ns`.
     template <class Relink, class Thread>
-    void append(const event_store& later, Relink relink, Thread thread_of, std::int64_t shift_ns,
+    void append(const basic_event_store& later, Relink relink, Thread thread_of, std::int64_t shift_ns,
                 event_index args_offset, event_index stacks_offset, event_index device_offset,
                 event_index memory_offset) {
         const auto offset = static_cast<event_index>(rows_.size());

@@ -20,7 +20,8 @@ struct module_call {
     std::string_view method;
 };
 
-inline module_call parse_module_call(std::string_view name) {
+template <class = void>
+module_call parse_module_call(std::string_view name) {
     if (name.starts_with("SELF::")) return {"SELF", {}, name.substr(6)};
     const std::size_t open = name.find('(');
     const std::size_t close = name.rfind(")::");
@@ -30,7 +31,8 @@ inline module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
-inline void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
+template <class = void>
+void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
     struct path {
         std::string text;       // "TOP(C)::forward.A0(A)::forward."
         std::string_view type;  // the innermost module's type, for SELF

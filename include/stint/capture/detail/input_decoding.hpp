@@ -21,10 +21,16 @@
 
 namespace stint::detail {
 
+template <class = void>
+class basic_wire_reader;
+/// basic_wire_reader's one form (a template only so that a file that does not use it does not compile it).
+using wire_reader = basic_wire_reader<>;
+
 // A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-class wire_reader {
+template <class>
+class basic_wire_reader {
 public:
-    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+    explicit basic_wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
     [[nodiscard]] bool ok() const noexcept { return ok_; }
     [[nodiscard]] bool has(std::size_t n) noexcept {
         if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
@@ -73,7 +79,8 @@ private:
 };
 
 // A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
-inline tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
+template <class = void>
+tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
     const auto head = in.read<wire_identity>();
     tensor_identity id;
     id.key = id.storage = head.data;
@@ -88,7 +95,8 @@ inline tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
     return id;
 }
 
-inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
+template <class = void>
+bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
     const auto tag = static_cast<wire_tag>(in.u8());
     if (!in.ok()) return false;
     switch (tag) {
@@ -174,7 +182,8 @@ inline bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
 
 /// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
 /// truncated.
-inline op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
+template <class = void>
+op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
     op_inputs result;
     result.set_op_name(op_name);
     result.set_truncated((aux & inputs_aux_truncated) != 0);
@@ -195,7 +204,8 @@ inline op_inputs decode_inputs(std::string_view op_name, std::span<const std::by
 
 /// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
 /// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-inline void append_real(std::string& out, double d) {
+template <class = void>
+void append_real(std::string& out, double d) {
     const int c = std::fpclassify(d);
     if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
         const auto i = static_cast<std::int64_t>(d);
@@ -215,7 +225,8 @@ inline void append_real(std::string& out, double d) {
     fmt::format_to(std::back_inserter(out), "{:.17g}", d);
 }
 
-inline void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
+template <class = void>
+void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
     switch (in.values_type) {
         case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
         case scalar_type::unsigned_integer:
@@ -228,7 +239,8 @@ inline void append_scalar_value(std::string& out, const op_input& in, std::size_
 
 /// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
 /// cut), a string's text, "" for tensors and absent inputs.
-inline std::string concrete_text(const op_input& in) {
+template <class = void>
+std::string concrete_text(const op_input& in) {
     std::string out;
     switch (in.kind) {
         case input_kind::scalar:
@@ -255,7 +267,8 @@ inline std::string concrete_text(const op_input& in) {
 }
 
 /// The "Input type" text of one input.
-inline std::string type_text(const op_input& in) {
+template <class = void>
+std::string type_text(const op_input& in) {
     switch (in.kind) {
         case input_kind::tensor: return in.dtype;
         case input_kind::tensor_list: return "TensorList";
@@ -269,7 +282,8 @@ inline std::string type_text(const op_input& in) {
 }
 
 /// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-inline void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
+template <class = void>
+void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
     const std::size_t n = inputs.size();
     args.input_dims.resize(n);
     args.input_strides.resize(n);

@@ -30,7 +30,8 @@
 namespace stint::detail {
 
 /// `name` demangled if it is a C++ symbol, else as is.
-inline std::string demangle(const char* name) {
+template <class = void>
+std::string demangle(const char* name) {
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
@@ -39,7 +40,13 @@ inline std::string demangle(const char* name) {
     return name;
 }
 
-class native_symbolizer {
+template <class = void>
+class basic_native_symbolizer;
+/// basic_native_symbolizer's one form (a template only so that a file that does not use it does not compile it).
+using native_symbolizer = basic_native_symbolizer<>;
+
+template <class>
+class basic_native_symbolizer {
 public:
     /// The function containing the return address `address` ("ns::f(int)"), or "<object>+0x<offset>"
     /// when no symbol covers it, or "0x<address>" outside every loaded object.

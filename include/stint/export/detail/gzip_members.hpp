@@ -21,6 +21,11 @@
 
 namespace stint::detail {
 
+template <class = void>
+class basic_gzip_members;
+/// basic_gzip_members's one form (a template only so that a file that does not use it does not compile it).
+using gzip_members = basic_gzip_members<>;
+
 /// Gzip compression spread over threads: the bytes are cut into blocks of `block_size`, and each
 /// block becomes an independent gzip member. Concatenated members are one valid .gz file (RFC 1952
 /// §2.2; gzip -d, zcat, zlib's gzread, Python's gzip and Perfetto UI read them all). Members reach
@@ -31,7 +36,8 @@ namespace stint::detail {
 /// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
 /// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
 /// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
-class gzip_members {
+template <class>
+class basic_gzip_members {
 public:
     static constexpr std::size_t block_size = std::size_t{256} << 10;
     // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
@@ -39,13 +45,13 @@ public:
     /// The deflate call compressors make; a test substitutes one that fails.
     using deflate_function = int (*)(z_streamp, int);
 
-    explicit gzip_members(int level, deflate_function deflate_block = &::deflate)
+    explicit basic_gzip_members(int level, deflate_function deflate_block = &::deflate)
         : level_(level), deflate_block_(deflate_block), ring_(2) {}
 
-    gzip_members(const gzip_members&) = delete;
-    gzip_members& operator=(const gzip_members&) = delete;
+    basic_gzip_members(const basic_gzip_members&) = delete;
+    basic_gzip_members& operator=(const basic_gzip_members&) = delete;
 
-    ~gzip_members() {
+    ~basic_gzip_members() {
         stop();
         if (own_stream_ready_) deflateEnd(&own_stream_);
     }
