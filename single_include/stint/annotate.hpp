@@ -334,7 +334,8 @@ struct profile_memory {};
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
+/// The recording state: bit 0 = a session is recording; bit 1 = it notes open scopes (a flight
+/// recorder's, recording/open_scopes.hpp); bits 2.. = the session's serial. Scopes read
 /// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
 /// and the buffer's state check keeps it out of any other session). Written only by start/stop, on its
 /// own cache line so the hot path's load never shares a line with a write.
@@ -810,6 +811,7 @@ struct chunk {
 static_assert(sizeof(chunk) <= chunk::header_bytes);
 
 struct thread_node;
+struct open_scope_stack;
 
 /// The owning thread's view of its buffer. Only that thread reads or writes it; it is trivially
 /// constructible and destructible so that a thread_local of it costs one TLS-relative access.
@@ -821,6 +823,7 @@ struct thread_buffer {
     std::uint32_t depth = 0;       ///< recorded scopes open on this thread (modulo 2^32; records keep 16 bits)
     bool dead = false;             ///< the thread is exiting: records are discarded
     thread_node* node = nullptr;
+    open_scope_stack* open = nullptr;  ///< the node's open scopes, made at the first flight recorder's scope
 };
 
 /// One buffer per thread and per shared object (a hidden-visibility library has its own copy; each
@@ -881,12 +884,6 @@ inline const void* enter_scope_on_this_thread() noexcept {
 /// higher, which only shifts all its later depths alike).
 inline std::uint32_t leave_scope_on(const void* thread) noexcept {
     return thread == &tls_buffer ? leave_recorded_scope() : current_depth();
-}
-
-/// Ends a recorded scope: leaves it and appends its record.
-STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                    std::uint32_t state) noexcept {
-    append_record(where, leave_recorded_scope(), begin, end, state);
 }
 
 /// Bytes a record with a runtime name of `name_size` bytes occupies.
@@ -955,6 +952,7 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
 // owning thread keeps in it (drops, cut names).
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -962,8 +960,34 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope
+/// is not noted: the depth still counts it, and a reader says how many were left out. (Slots are not
+/// reused modulo the capacity: a deep recursion that came back would leave its closed scopes in the
+/// slots of open ones.) Written only by the owning thread; read by others with relaxed loads after an
+/// acquire of `depth`, so a reader racing the owner may see a scope that has just ended, never garbage.
+struct open_scope_stack {
+    static constexpr std::uint32_t capacity = 64;
+    /// The first bytes of a name given at run time (STINT_SCOPE_NAMED, record_function), copied at entry:
+    /// a reader may not follow a pointer into a scope that may end while it reads.
+    static constexpr std::size_t name_words = 3;
+    struct entry {
+        std::atomic<const site*> where{nullptr};
+        std::atomic<std::uint64_t> begin_ticks{0};
+        std::atomic<std::uint64_t> name_size{0};  ///< the whole name's size, where the site's payload is a name
+        std::atomic<std::uint64_t> name[name_words] = {};
+    };
+    /// Scopes open (recorded scopes entered and not left), as the thread's buffer counts them.
+    std::atomic<std::uint32_t> depth{0};
+    entry entries[capacity];
+};
+
 /// A thread's entry in the registry (one per thread and per shared object that records).
 struct thread_node {
+    thread_node() = default;
+    thread_node(const thread_node&) = delete;
+    thread_node& operator=(const thread_node&) = delete;
+    ~thread_node() { delete open; }
+
     /// Session the chunks below belong to. Written by the owner under the registry mutex.
     std::atomic<std::uint32_t> state{0};
     /// First and current chunk of the session. Release by the owner; acquire in drain.
@@ -1000,6 +1024,9 @@ struct thread_node {
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
     std::string name;  ///< guarded by the registry mutex
+    /// Made by the owner at its first scope in a flight recorder's session (the buffer points at it too);
+    /// read by the hang watchdog under the registry mutex and by the crash handler.
+    open_scope_stack* open = nullptr;
 };
 
 /// Holds a node's ring_lock (a flag that waits: this header stays free of <mutex>).
@@ -1059,6 +1086,9 @@ struct slow_path {
     /// The site of a name given by its text (stint::begin_event with a std::string_view), the text copied
     /// once; null when the process already holds max_interned_texts of them. May throw.
     const site* (*intern_text_site)(std::string_view name, event_kind kind, bool inputs, bool flops);
+    /// The buffer's stack of open scopes (recording/open_scopes.hpp), made and registered the first time.
+    /// May throw std::bad_alloc.
+    open_scope_stack* (*make_open_scope_stack)(thread_buffer& buffer);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -1075,6 +1105,7 @@ struct thread_exit_guard {
         buffer->dead = true;  // scopes in later thread_local destructors are discarded
         buffer->limit = nullptr;
         buffer->cursor = nullptr;
+        buffer->open = nullptr;  // the node's, freed with it
         if (buffer->node != nullptr) {
             // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
             buffer->node->exited.store(true, std::memory_order_release);
@@ -1231,6 +1262,114 @@ inline void set_thread_name(std::string_view name) {
 #include <utility>
 #include <vector>
 
+
+// ---- begin stint/recording/open_scopes.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
+#define STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
+// A thread's open scopes, noted while a flight recorder records (design §7 "Open scopes"): a record is
+// written at a scope's end, so without these a hang's or a crash's dump could not say which scopes the
+// program was inside. Each scope's entry stores its site and begin tick at its depth, and its exit
+// lowers the depth: three stores in, one out, on the thread's own stack; another thread (the hang
+// watchdog, the crash handler) reads it without a lock.
+//
+// Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
+// already holds in a register, so any other session pays one untaken branch.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A recording state's bit that says its session notes open scopes (recording/state.hpp).
+inline constexpr std::uint32_t open_scopes_bit = 2;
+constexpr bool notes_open_scopes(std::uint32_t state) noexcept { return (state & open_scopes_bit) != 0; }
+
+/// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
+/// in the process yet or memory ran out. Cold: once per thread and object.
+template <int = 0>
+STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
+    thread_buffer& buffer = tls_buffer;
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr || buffer.dead) return nullptr;
+    if (buffer.node == nullptr) tls_exit_guard.buffer = &buffer;  // as make_room does (slow_path.hpp)
+    try {
+        return path->make_open_scope_stack(buffer);
+    } catch (...) {
+        return nullptr;  // out of memory: this thread's scopes go unnoted
+    }
+}
+
+/// A scope at `where` began at `begin` (its depth already entered): noted in a session that notes them.
+STINT_DETAIL_ALWAYS_INLINE void note_scope_entered(std::uint32_t state, const site* where,
+                                                   std::uint64_t begin) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return;
+    open_scope_stack* open = tls_buffer.open;
+    if (open == nullptr) [[unlikely]] {
+        open = make_open_scope_stack();
+        if (open == nullptr) return;
+    }
+    const std::uint32_t depth = tls_buffer.depth;  // this scope's depth + 1
+    if (depth - 1 < open_scope_stack::capacity) {
+        open_scope_stack::entry& e = open->entries[depth - 1];
+        e.where.store(where, std::memory_order_relaxed);
+        e.begin_ticks.store(begin, std::memory_order_relaxed);
+    }
+    // release: a reader that sees this depth sees the entry above.
+    open->depth.store(depth, std::memory_order_release);
+}
+
+/// note_scope_entered() for a scope named at run time: its name's first bytes are kept with it.
+inline void note_named_scope_entered(std::uint32_t state, const site* where, std::uint64_t begin,
+                                     std::string_view name) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return;
+    note_scope_entered(state, where, begin);
+    open_scope_stack* open = tls_buffer.open;
+    const std::uint32_t depth = tls_buffer.depth;
+    if (open == nullptr || depth - 1 >= open_scope_stack::capacity) return;
+    open_scope_stack::entry& e = open->entries[depth - 1];
+    for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
+        std::uint64_t word = 0;
+        if (w * 8 < name.size()) std::memcpy(&word, name.data() + w * 8, std::min<std::size_t>(8, name.size() - w * 8));
+        e.name[w].store(word, std::memory_order_relaxed);
+    }
+    e.name_size.store(name.size(), std::memory_order_relaxed);
+}
+
+/// A scope noted by note_scope_entered() left, leaving `depth` scopes open on this thread.
+STINT_DETAIL_ALWAYS_INLINE void note_scope_left(std::uint32_t state, std::uint32_t depth) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return;
+    if (open_scope_stack* open = tls_buffer.open) open->depth.store(depth, std::memory_order_relaxed);
+}
+
+/// note_scope_left() for a scope that may end on another thread (record_function, an event token): only
+/// its own thread's stack changes, as only that thread's depth does (buffer.hpp's leave_scope_on).
+STINT_DETAIL_ALWAYS_INLINE void note_scope_left_on(std::uint32_t state, const void* thread,
+                                                   std::uint32_t depth) noexcept {
+    if (thread == &tls_buffer) note_scope_left(state, depth);
+}
+
+/// Leaves a recorded scope (buffer.hpp's leave_recorded_scope) and notes that it left; returns its depth.
+STINT_DETAIL_ALWAYS_INLINE std::uint32_t leave_noted_scope(std::uint32_t state) noexcept {
+    const std::uint32_t depth = leave_recorded_scope();
+    note_scope_left(state, depth);
+    return depth;
+}
+
+/// Ends a recorded scope: leaves it and appends its record.
+STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
+                                                    std::uint32_t state) noexcept {
+    append_record(where, leave_noted_scope(state), begin, end, state);
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
+// ---- end stint/recording/open_scopes.hpp ----
 
 // ---- begin stint/annotations/range_mirror.hpp ----
 #ifndef STINT_SINGLE_STINT_ANNOTATIONS_RANGE_MIRROR_HPP
@@ -2935,6 +3074,7 @@ public:
             where_ = &where;
             enter_recorded_scope();
             begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
@@ -2961,13 +3101,14 @@ public:
             enter_recorded_scope();
             link_.open();
             begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
+            const std::uint32_t depth = leave_noted_scope(state_);
             append_record(where_, depth, begin_, end, state_);
             link_.record(depth, end, state_);
         }
@@ -3066,13 +3207,16 @@ public:
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
-        if constexpr (!Inputs) begin_ = read_ticks();
+        if constexpr (!Inputs) {
+            begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
+        }
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
+            const std::uint32_t depth = leave_noted_scope(state_);
             if constexpr (frames_bytes == 0) {
                 append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
             } else {
@@ -3104,6 +3248,7 @@ public:
         aux_ = writer.aux();
         before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
         begin_ = read_ticks();
+        note_scope_entered(state_, where_, begin_);
     }
 
 private:
@@ -3173,12 +3318,13 @@ public:
         if (is_recording_state(state_)) {
             enter_recorded_scope();
             begin_ = read_ticks();
+            note_named_scope_entered(state_, &runtime_named_site, begin_, name_);
         }
     }
     ~named_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
-            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
+            append_record_slow(&runtime_named_site, leave_noted_scope(state_), begin_, end, state_, name_);
         }
     }
     named_scope(const named_scope&) = delete;
@@ -3251,6 +3397,7 @@ public:
             args_.resize(8 + used);
             opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            detail::note_named_scope_entered(state_, where_, begin_, name_);
         }
     }
     ~record_function() { end(); }
@@ -3262,6 +3409,7 @@ public:
         if (detail::is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+            detail::note_scope_left_on(state_, opened_on_, depth);
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
                 detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
@@ -3289,6 +3437,7 @@ protected:
             for (std::string_view part : parts) name_.append(part);
             opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            detail::note_named_scope_entered(state_, where_, begin_, name_);
         }
     }
 
@@ -3651,6 +3800,7 @@ public:
             if (is_recording_state(state_)) enter_recorded_scope();
         }
         begin_ = read_ticks();
+        if constexpr (Records) note_scope_entered(state_, counter_.where, begin_);
     }
     STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
         const std::uint64_t end = read_ticks();
@@ -3814,6 +3964,7 @@ public:
             where_ = find_dynamic_site(where, typeid(object), state_);
             if (where_ != nullptr) enter_recorded_scope();
             begin_ = read_ticks();
+            if (where_ != nullptr) note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
@@ -4576,6 +4727,7 @@ public:
         if (!detail::is_recording_state(state_)) return;
         const std::uint64_t end = read_ticks();
         const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+        detail::note_scope_left_on(state_, opened_on_, depth);
         if (copy_ != nullptr) {
             detail::append_record_slow(where_, depth, begin_, end, state_, std::string_view(copy_, copy_size_));
             delete[] copy_;
@@ -4615,6 +4767,11 @@ private:
         opened_on_ = detail::enter_scope_on_this_thread();
         inside_depth_ = detail::current_depth();
         begin_ = read_ticks();
+        if (copy_ != nullptr) {
+            detail::note_named_scope_entered(state_, where_, begin_, std::string_view(copy_, copy_size_));
+        } else {
+            detail::note_scope_entered(state_, where_, begin_);
+        }
     }
 
     std::uint32_t state_ = 0;

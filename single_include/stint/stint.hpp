@@ -2792,6 +2792,7 @@ struct chunk {
 static_assert(sizeof(chunk) <= chunk::header_bytes);
 
 struct thread_node;
+struct open_scope_stack;
 
 /// The owning thread's view of its buffer. Only that thread reads or writes it; it is trivially
 /// constructible and destructible so that a thread_local of it costs one TLS-relative access.
@@ -2803,6 +2804,7 @@ struct thread_buffer {
     std::uint32_t depth = 0;       ///< recorded scopes open on this thread (modulo 2^32; records keep 16 bits)
     bool dead = false;             ///< the thread is exiting: records are discarded
     thread_node* node = nullptr;
+    open_scope_stack* open = nullptr;  ///< the node's open scopes, made at the first flight recorder's scope
 };
 
 /// One buffer per thread and per shared object (a hidden-visibility library has its own copy; each
@@ -2863,12 +2865,6 @@ inline const void* enter_scope_on_this_thread() noexcept {
 /// higher, which only shifts all its later depths alike).
 inline std::uint32_t leave_scope_on(const void* thread) noexcept {
     return thread == &tls_buffer ? leave_recorded_scope() : current_depth();
-}
-
-/// Ends a recorded scope: leaves it and appends its record.
-STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
-                                                    std::uint32_t state) noexcept {
-    append_record(where, leave_recorded_scope(), begin, end, state);
 }
 
 /// Bytes a record with a runtime name of `name_size` bytes occupies.
@@ -2987,6 +2983,7 @@ inline void set_os_thread_name(std::string_view name) noexcept {
 // owning thread keeps in it (drops, cut names).
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -2994,8 +2991,34 @@ inline void set_os_thread_name(std::string_view name) noexcept {
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope
+/// is not noted: the depth still counts it, and a reader says how many were left out. (Slots are not
+/// reused modulo the capacity: a deep recursion that came back would leave its closed scopes in the
+/// slots of open ones.) Written only by the owning thread; read by others with relaxed loads after an
+/// acquire of `depth`, so a reader racing the owner may see a scope that has just ended, never garbage.
+struct open_scope_stack {
+    static constexpr std::uint32_t capacity = 64;
+    /// The first bytes of a name given at run time (STINT_SCOPE_NAMED, record_function), copied at entry:
+    /// a reader may not follow a pointer into a scope that may end while it reads.
+    static constexpr std::size_t name_words = 3;
+    struct entry {
+        std::atomic<const site*> where{nullptr};
+        std::atomic<std::uint64_t> begin_ticks{0};
+        std::atomic<std::uint64_t> name_size{0};  ///< the whole name's size, where the site's payload is a name
+        std::atomic<std::uint64_t> name[name_words] = {};
+    };
+    /// Scopes open (recorded scopes entered and not left), as the thread's buffer counts them.
+    std::atomic<std::uint32_t> depth{0};
+    entry entries[capacity];
+};
+
 /// A thread's entry in the registry (one per thread and per shared object that records).
 struct thread_node {
+    thread_node() = default;
+    thread_node(const thread_node&) = delete;
+    thread_node& operator=(const thread_node&) = delete;
+    ~thread_node() { delete open; }
+
     /// Session the chunks below belong to. Written by the owner under the registry mutex.
     std::atomic<std::uint32_t> state{0};
     /// First and current chunk of the session. Release by the owner; acquire in drain.
@@ -3032,6 +3055,9 @@ struct thread_node {
     std::atomic<bool> exited{false};
     std::uint64_t os_tid = 0;
     std::string name;  ///< guarded by the registry mutex
+    /// Made by the owner at its first scope in a flight recorder's session (the buffer points at it too);
+    /// read by the hang watchdog under the registry mutex and by the crash handler.
+    open_scope_stack* open = nullptr;
 };
 
 /// Holds a node's ring_lock (a flag that waits: this header stays free of <mutex>).
@@ -3091,6 +3117,9 @@ struct slow_path {
     /// The site of a name given by its text (stint::begin_event with a std::string_view), the text copied
     /// once; null when the process already holds max_interned_texts of them. May throw.
     const site* (*intern_text_site)(std::string_view name, event_kind kind, bool inputs, bool flops);
+    /// The buffer's stack of open scopes (recording/open_scopes.hpp), made and registered the first time.
+    /// May throw std::bad_alloc.
+    open_scope_stack* (*make_open_scope_stack)(thread_buffer& buffer);
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -3107,6 +3136,7 @@ struct thread_exit_guard {
         buffer->dead = true;  // scopes in later thread_local destructors are discarded
         buffer->limit = nullptr;
         buffer->cursor = nullptr;
+        buffer->open = nullptr;  // the node's, freed with it
         if (buffer->node != nullptr) {
             // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
             buffer->node->exited.store(true, std::memory_order_release);
@@ -3258,7 +3288,8 @@ inline void set_thread_name(std::string_view name) {
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The recording state: bit 0 = a session is recording; bits 1.. = the session's serial. Scopes read
+/// The recording state: bit 0 = a session is recording; bit 1 = it notes open scopes (a flight
+/// recorder's, recording/open_scopes.hpp); bits 2.. = the session's serial. Scopes read
 /// it once on entry (relaxed: a scope that races with start/stop is either in the session or not,
 /// and the buffer's state check keeps it out of any other session). Written only by start/stop, on its
 /// own cache line so the hot path's load never shares a line with a write.
@@ -3450,6 +3481,114 @@ void record_outputs(const Values&... values) noexcept {
 #include <type_traits>
 #include <typeinfo>
 
+
+// ---- begin stint/recording/open_scopes.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
+#define STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
+// A thread's open scopes, noted while a flight recorder records (design §7 "Open scopes"): a record is
+// written at a scope's end, so without these a hang's or a crash's dump could not say which scopes the
+// program was inside. Each scope's entry stores its site and begin tick at its depth, and its exit
+// lowers the depth: three stores in, one out, on the thread's own stack; another thread (the hang
+// watchdog, the crash handler) reads it without a lock.
+//
+// Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
+// already holds in a register, so any other session pays one untaken branch.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A recording state's bit that says its session notes open scopes (recording/state.hpp).
+inline constexpr std::uint32_t open_scopes_bit = 2;
+constexpr bool notes_open_scopes(std::uint32_t state) noexcept { return (state & open_scopes_bit) != 0; }
+
+/// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
+/// in the process yet or memory ran out. Cold: once per thread and object.
+template <int = 0>
+STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
+    thread_buffer& buffer = tls_buffer;
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    if (path == nullptr || buffer.dead) return nullptr;
+    if (buffer.node == nullptr) tls_exit_guard.buffer = &buffer;  // as make_room does (slow_path.hpp)
+    try {
+        return path->make_open_scope_stack(buffer);
+    } catch (...) {
+        return nullptr;  // out of memory: this thread's scopes go unnoted
+    }
+}
+
+/// A scope at `where` began at `begin` (its depth already entered): noted in a session that notes them.
+STINT_DETAIL_ALWAYS_INLINE void note_scope_entered(std::uint32_t state, const site* where,
+                                                   std::uint64_t begin) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return;
+    open_scope_stack* open = tls_buffer.open;
+    if (open == nullptr) [[unlikely]] {
+        open = make_open_scope_stack();
+        if (open == nullptr) return;
+    }
+    const std::uint32_t depth = tls_buffer.depth;  // this scope's depth + 1
+    if (depth - 1 < open_scope_stack::capacity) {
+        open_scope_stack::entry& e = open->entries[depth - 1];
+        e.where.store(where, std::memory_order_relaxed);
+        e.begin_ticks.store(begin, std::memory_order_relaxed);
+    }
+    // release: a reader that sees this depth sees the entry above.
+    open->depth.store(depth, std::memory_order_release);
+}
+
+/// note_scope_entered() for a scope named at run time: its name's first bytes are kept with it.
+inline void note_named_scope_entered(std::uint32_t state, const site* where, std::uint64_t begin,
+                                     std::string_view name) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return;
+    note_scope_entered(state, where, begin);
+    open_scope_stack* open = tls_buffer.open;
+    const std::uint32_t depth = tls_buffer.depth;
+    if (open == nullptr || depth - 1 >= open_scope_stack::capacity) return;
+    open_scope_stack::entry& e = open->entries[depth - 1];
+    for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
+        std::uint64_t word = 0;
+        if (w * 8 < name.size()) std::memcpy(&word, name.data() + w * 8, std::min<std::size_t>(8, name.size() - w * 8));
+        e.name[w].store(word, std::memory_order_relaxed);
+    }
+    e.name_size.store(name.size(), std::memory_order_relaxed);
+}
+
+/// A scope noted by note_scope_entered() left, leaving `depth` scopes open on this thread.
+STINT_DETAIL_ALWAYS_INLINE void note_scope_left(std::uint32_t state, std::uint32_t depth) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return;
+    if (open_scope_stack* open = tls_buffer.open) open->depth.store(depth, std::memory_order_relaxed);
+}
+
+/// note_scope_left() for a scope that may end on another thread (record_function, an event token): only
+/// its own thread's stack changes, as only that thread's depth does (buffer.hpp's leave_scope_on).
+STINT_DETAIL_ALWAYS_INLINE void note_scope_left_on(std::uint32_t state, const void* thread,
+                                                   std::uint32_t depth) noexcept {
+    if (thread == &tls_buffer) note_scope_left(state, depth);
+}
+
+/// Leaves a recorded scope (buffer.hpp's leave_recorded_scope) and notes that it left; returns its depth.
+STINT_DETAIL_ALWAYS_INLINE std::uint32_t leave_noted_scope(std::uint32_t state) noexcept {
+    const std::uint32_t depth = leave_recorded_scope();
+    note_scope_left(state, depth);
+    return depth;
+}
+
+/// Ends a recorded scope: leaves it and appends its record.
+STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint64_t begin, std::uint64_t end,
+                                                    std::uint32_t state) noexcept {
+    append_record(where, leave_noted_scope(state), begin, end, state);
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
+// ---- end stint/recording/open_scopes.hpp ----
 
 // ---- begin stint/annotations/detail/interned_site.hpp ----
 #ifndef STINT_SINGLE_STINT_ANNOTATIONS_DETAIL_INTERNED_SITE_HPP
@@ -4075,6 +4214,7 @@ public:
             where_ = &where;
             enter_recorded_scope();
             begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~scope_timer() {
@@ -4101,13 +4241,14 @@ public:
             enter_recorded_scope();
             link_.open();
             begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~linked_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
+            const std::uint32_t depth = leave_noted_scope(state_);
             append_record(where_, depth, begin_, end, state_);
             link_.record(depth, end, state_);
         }
@@ -4206,13 +4347,16 @@ public:
         if constexpr (frames_bytes > 0) {
             frames_used_ = static_cast<std::uint32_t>(capture_native_stack(buffer_, native_stack_depth<Config>));
         }
-        if constexpr (!Inputs) begin_ = read_ticks();
+        if constexpr (!Inputs) {
+            begin_ = read_ticks();
+            note_scope_entered(state_, where_, begin_);
+        }
     }
     STINT_DETAIL_ALWAYS_INLINE ~capturing_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             link_.close();
-            const std::uint32_t depth = leave_recorded_scope();
+            const std::uint32_t depth = leave_noted_scope(state_);
             if constexpr (frames_bytes == 0) {
                 append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
             } else {
@@ -4244,6 +4388,7 @@ public:
         aux_ = writer.aux();
         before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
         begin_ = read_ticks();
+        note_scope_entered(state_, where_, begin_);
     }
 
 private:
@@ -4313,12 +4458,13 @@ public:
         if (is_recording_state(state_)) {
             enter_recorded_scope();
             begin_ = read_ticks();
+            note_named_scope_entered(state_, &runtime_named_site, begin_, name_);
         }
     }
     ~named_scope() {
         if (is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
-            append_record_slow(&runtime_named_site, leave_recorded_scope(), begin_, end, state_, name_);
+            append_record_slow(&runtime_named_site, leave_noted_scope(state_), begin_, end, state_, name_);
         }
     }
     named_scope(const named_scope&) = delete;
@@ -4391,6 +4537,7 @@ public:
             args_.resize(8 + used);
             opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            detail::note_named_scope_entered(state_, where_, begin_, name_);
         }
     }
     ~record_function() { end(); }
@@ -4402,6 +4549,7 @@ public:
         if (detail::is_recording_state(state_)) {
             const std::uint64_t end = read_ticks();
             const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+            detail::note_scope_left_on(state_, opened_on_, depth);
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
                 detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
@@ -4429,6 +4577,7 @@ protected:
             for (std::string_view part : parts) name_.append(part);
             opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            detail::note_named_scope_entered(state_, where_, begin_, name_);
         }
     }
 
@@ -4595,6 +4744,7 @@ public:
             where_ = find_dynamic_site(where, typeid(object), state_);
             if (where_ != nullptr) enter_recorded_scope();
             begin_ = read_ticks();
+            if (where_ != nullptr) note_scope_entered(state_, where_, begin_);
         }
     }
     STINT_DETAIL_ALWAYS_INLINE ~dynamic_scope() {
@@ -5585,9 +5735,9 @@ public:
             throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
         }
         free_exited_nodes();
-        serial_ = (serial_ + 1) & 0x7fffffffU;
+        serial_ = (serial_ + 1) & serial_mask;
         if (serial_ == 0) serial_ = 1;
-        active_ = (serial_ << 1) | 1U;
+        active_ = (serial_ << 2) | (ring.on ? open_scopes_bit : 0U) | 1U;
         pool_.reset_budget(budget_bytes);
         const std::uint32_t limit = growth_limit(budget_bytes, streamed);
         growth_limit_.store(limit, std::memory_order_relaxed);
@@ -5755,6 +5905,81 @@ public:
         const std::size_t count = nodes_.size();
         for (std::size_t i = 0; i < count; ++i) {
             if (nodes[i] != nullptr && nodes[i]->state.load(std::memory_order_acquire) == state) f(*nodes[i]);
+        }
+    }
+
+    /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
+    /// hang watchdog reads the pointer under it.
+    open_scope_stack* make_open_scope_stack(thread_node& node, thread_buffer& buffer) {
+        auto* made = new open_scope_stack;
+        {
+            std::lock_guard lock(mutex_);
+            if (node.open == nullptr) {
+                node.open = made;
+                made = nullptr;
+            }
+        }
+        delete made;
+        buffer.open = node.open;
+        return node.open;
+    }
+
+    /// A scope open on a thread when asked: where it is, when it began, and its name when given at run
+    /// time (else the site's).
+    struct open_scope {
+        std::uint64_t os_tid = 0;
+        const site* where = nullptr;
+        std::string name;
+        std::uint64_t begin_ticks = 0;
+        std::uint32_t depth = 0;
+    };
+    /// The scopes open now that began at or after `since_ticks` (the session's start: older entries are
+    /// of scopes entered before it, which it did not note), outermost first per thread; and the count of
+    /// deeper ones not kept (past open_scope_stack::capacity). Read while the threads run: a scope that
+    /// ends meanwhile may still be listed.
+    std::vector<open_scope> open_scopes(std::uint64_t since_ticks, std::uint64_t& not_kept) {
+        std::vector<open_scope> out;
+        not_kept = 0;
+        std::lock_guard lock(mutex_);
+        for (const thread_node* node : nodes_) {
+            if (node->open == nullptr || node->exited.load(std::memory_order_acquire)) continue;
+            // acquire: pairs with the release in note_scope_entered(); the entries below it are written.
+            const std::uint32_t depth = node->open->depth.load(std::memory_order_acquire);
+            if (depth > open_scope_stack::capacity) not_kept += depth - open_scope_stack::capacity;
+            for (std::uint32_t i = 0; i < depth && i < open_scope_stack::capacity; ++i) {
+                const open_scope_stack::entry& e = node->open->entries[i];
+                const site* where = e.where.load(std::memory_order_relaxed);
+                const std::uint64_t begin = e.begin_ticks.load(std::memory_order_relaxed);
+                if (where == nullptr || begin < since_ticks) continue;
+                out.push_back({node->os_tid, where, open_scope_name(e, *where), begin, i});
+            }
+        }
+        return out;
+    }
+    /// An entry's name: the site's, or the first bytes of one given at run time ("..." when cut).
+    static std::string open_scope_name(const open_scope_stack::entry& e, const site& where) {
+        if (where.payload != payload_kind::runtime_name && where.payload != payload_kind::runtime_name_inputs) {
+            return std::string(where.name);
+        }
+        char text[open_scope_stack::name_words * 8];
+        for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
+            const std::uint64_t word = e.name[w].load(std::memory_order_relaxed);
+            std::memcpy(text + w * 8, &word, 8);
+        }
+        const std::size_t size = e.name_size.load(std::memory_order_relaxed);
+        std::string name(text, std::min(size, sizeof text));
+        if (size > sizeof text) name += "...";
+        return name;
+    }
+
+    /// For a crash handler only, as for_each_node_in_crash: calls `f(node)` for each node with a stack of
+    /// open scopes, whatever its session (a thread may be inside scopes and not have written a record yet).
+    template <class F>
+    void for_each_open_stack_in_crash(F&& f) noexcept {
+        thread_node* const* nodes = nodes_.data();
+        const std::size_t count = nodes_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (nodes[i] != nullptr && nodes[i]->open != nullptr) f(*nodes[i]);
         }
     }
 
@@ -6110,9 +6335,9 @@ private:
     /// abandoned (a new serial makes every open scope stale), other threads' nodes are freed at the
     /// next session, and the forking thread keeps its nodes under its new tid.
     void after_fork_in_child() noexcept {
-        serial_ = (serial_ + 1) & 0x7fffffffU;
+        serial_ = (serial_ + 1) & serial_mask;
         active_ = 0;
-        recording.value.store(serial_ << 1, std::memory_order_relaxed);
+        recording.value.store(serial_ << 2, std::memory_order_relaxed);
         const std::uint64_t child_tid = current_os_tid();
         for (thread_node* node : nodes_) {
             if (node->os_tid == forking_tid_) {
@@ -6138,6 +6363,7 @@ private:
     std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
     std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
+    static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits
     std::uint32_t active_ = 0;
     std::uint64_t forking_tid_ = 0;
     std::uint32_t last_stopped_state_ = 0;  // the last session drained, and its stop tick
@@ -6358,6 +6584,14 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
     reg.set_thread_name(*buffer.node, name);
 }
 
+/// Makes `buffer`'s stack of open scopes, registering its thread first when needed.
+inline open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
+    const own_allocation_scope own;
+    registry& reg = the_registry();
+    if (buffer.node == nullptr) reg.register_thread(buffer);
+    return reg.make_open_scope_stack(*buffer.node, buffer);
+}
+
 /// The registry's side of the slow path, for every object that records (slow_path.hpp): installed by
 /// the first profiler made (so that threads named after it are named in the registry) and by
 /// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
@@ -6365,7 +6599,7 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 inline const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
                                      &intern_dynamic_site_in_table, &intern_named_site_in_table,
-                                     &intern_text_site_in_table};
+                                     &intern_text_site_in_table, &make_open_scope_stack_in_registry};
     return table;
 }
 inline bool install_registry_slow_path() noexcept {
@@ -6572,6 +6806,7 @@ public:
             if (is_recording_state(state_)) enter_recorded_scope();
         }
         begin_ = read_ticks();
+        if constexpr (Records) note_scope_entered(state_, counter_.where, begin_);
     }
     STINT_DETAIL_ALWAYS_INLINE ~region_timer() {
         const std::uint64_t end = read_ticks();
@@ -6807,6 +7042,7 @@ public:
             where_ = detail::compiled_region_site((std::uint64_t{frame_id} << 32) | compile_id, state_);
             if (where_ != nullptr) opened_on_ = detail::enter_scope_on_this_thread();
             begin_ = read_ticks();
+            if (where_ != nullptr) detail::note_scope_entered(state_, where_, begin_);
         }
     }
     ~compiled_region() { end(); }
@@ -6817,7 +7053,9 @@ public:
     void end() noexcept {
         if (detail::is_recording_state(state_) && where_ != nullptr) {
             const std::uint64_t end = read_ticks();
-            detail::append_record(where_, detail::leave_scope_on(opened_on_), begin_, end, state_);
+            const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+            detail::note_scope_left_on(state_, opened_on_, depth);
+            detail::append_record(where_, depth, begin_, end, state_);
         }
         state_ = 0;
     }
@@ -7525,6 +7763,7 @@ public:
         if (!detail::is_recording_state(state_)) return;
         const std::uint64_t end = read_ticks();
         const std::uint32_t depth = detail::leave_scope_on(opened_on_);
+        detail::note_scope_left_on(state_, opened_on_, depth);
         if (copy_ != nullptr) {
             detail::append_record_slow(where_, depth, begin_, end, state_, std::string_view(copy_, copy_size_));
             delete[] copy_;
@@ -7564,6 +7803,11 @@ private:
         opened_on_ = detail::enter_scope_on_this_thread();
         inside_depth_ = detail::current_depth();
         begin_ = read_ticks();
+        if (copy_ != nullptr) {
+            detail::note_named_scope_entered(state_, where_, begin_, std::string_view(copy_, copy_size_));
+        } else {
+            detail::note_scope_entered(state_, where_, begin_);
+        }
     }
 
     std::uint32_t state_ = 0;
@@ -15247,9 +15491,11 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 // (it reads the chains as they are: a thread caught mid-chunk-change may lose that chunk), calls no
 // stdio and allocates nothing: open, write, close. tools/stint-crashdump turns the file into a trace.
 //
-// File layout (little-endian): "STINTCRASH" u16 version; u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; then sections, each a u8 tag: 'T' a thread (u64 tid, overwritten,
-// overwritten_until, u32 name length, name, u64 bytes, its records as written), 'S' a site (u64 address,
+// File layout (little-endian): "STINTCRASH" u16 version (2); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag: 'T' a thread
+// (u64 tid, overwritten, overwritten_until, u32 name length, name, u64 bytes, its records as written),
+// 'O' a thread's open scopes (u64 tid, u32 depth, u32 entries, then per entry, outermost first: u64 site
+// address, u64 begin ticks, u64 name size, 24 bytes of the name: a name given at run time), 'S' a site (u64 address,
 // u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
 // first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
 
@@ -15275,15 +15521,21 @@ STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
 
 namespace stint::detail {
 
+template <class = void>
+class basic_crash_dump;
+/// basic_crash_dump's one form (a template only so that a file that does not use it does not compile it).
+using crash_dump = basic_crash_dump<>;
+
 /// The process's crash dump writer: at most one installed (one flight recorder records at a time).
-class crash_dump {
+template <class>
+class basic_crash_dump {
 public:
     static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
     /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
     /// Throws std::system_error when it cannot, std::logic_error when another is installed.
     static void install(const std::string& path, const tick_calibration& calibration) {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (self.installed_.load(std::memory_order_acquire)) {
             throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
         }
@@ -15317,7 +15569,7 @@ public:
     /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
     static std::vector<std::string> overridden() {
         std::vector<std::string> out;
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (!self.installed_.load(std::memory_order_acquire)) return out;
         for (int sig : signals) {
             struct sigaction now {};
@@ -15336,7 +15588,7 @@ public:
     /// Puts the previous handlers back where stint's are still installed (a handler installed over
     /// stint's stays, and overridden() named it).
     static void uninstall() noexcept {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
         for (std::size_t i = 0; i < signals.size(); ++i) {
             struct sigaction now {};
@@ -15350,7 +15602,7 @@ public:
 
     /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
     static void write_now(int sig) noexcept {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
         self.write_file(sig);
     }
@@ -15359,12 +15611,12 @@ private:
     static constexpr std::size_t buffer_bytes = 64 * 1024;
     static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
 
-    static crash_dump& instance() noexcept {
+    static basic_crash_dump& instance() noexcept {
         // Made at the first use and never destroyed (leaked): a crash may come during exit.
-        static crash_dump* const dump = new crash_dump();
+        static basic_crash_dump* const dump = new basic_crash_dump();
         return *dump;
     }
-    crash_dump() = default;
+    basic_crash_dump() = default;
 
     static void on_signal(int sig, siginfo_t* info, void* context) {
         write_now(sig);
@@ -15380,7 +15632,7 @@ private:
     /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
     /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
     static void chain(int sig, siginfo_t* info, void* context) {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         std::size_t i = 0;
         while (i < signals.size() && signals[i] != sig) ++i;
         if (i == signals.size()) return;
@@ -15465,13 +15717,14 @@ private:
         if (fd_ < 0) return;
         used_ = 0;
         put("STINTCRASH", 10);
-        put_value(std::uint16_t{1});
+        put_value(std::uint16_t{2});
         put_value(static_cast<std::uint64_t>(pid_));
         put_value(static_cast<std::uint64_t>(sig));
         put_value(current_os_tid());
         put_value(calibration_.anchor.ticks);
         put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
         put_value(calibration_.ns_per_tick);
+        put_value(read_ticks());
         the_registry().for_each_node_in_crash([&](const thread_node& node) {
             const chunk* const current = node.current.load(std::memory_order_acquire);
             std::uint64_t bytes = 0;
@@ -15498,6 +15751,25 @@ private:
                 for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
             }
             for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
+        });
+        // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
+        the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
+            const open_scope_stack& open = *node.open;
+            const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
+            const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
+            put_value(std::uint8_t{'O'});
+            put_value(node.os_tid);
+            put_value(depth);
+            put_value(kept);
+            for (std::uint32_t i = 0; i < kept; ++i) {
+                const open_scope_stack::entry& e = open.entries[i];
+                const site* where = e.where.load(std::memory_order_relaxed);
+                if (where != nullptr) note_site(where);
+                put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
+                put_value(e.begin_ticks.load(std::memory_order_relaxed));
+                put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
+                for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
+            }
         });
         for (const site* where : sites_) {
             if (where == nullptr) continue;
@@ -15535,7 +15807,8 @@ namespace stint {
 /// std::terminate): one line per handler replaced, empty when stint's are all in place.
 ///
 ///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
-inline std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
+template <class = void>
+std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
 
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
@@ -17679,16 +17952,22 @@ struct flight_dump {
 
 namespace stint::detail {
 
+template <class = void>
+class basic_slow_step_detector;
+/// basic_slow_step_detector's one form (a template only so that a file that does not use it does not compile it).
+using slow_step_detector = basic_slow_step_detector<>;
+
 /// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
 /// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
 /// so that its decisions are tested exactly.
-class slow_step_detector {
+template <class>
+class basic_slow_step_detector {
 public:
     static constexpr std::size_t window = 101;   ///< steps the median is taken over
     static constexpr std::size_t min_steps = 8;  ///< steps seen before any is called slow
 
-    slow_step_detector() = default;
-    slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
+    basic_slow_step_detector() = default;
+    basic_slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
         : factor_(factor), min_ns_(min_ns), interval_ns_(interval_ns) {
         durations_.reserve(window);
         scratch_.reserve(window);
@@ -17731,10 +18010,16 @@ private:
     std::optional<std::int64_t> last_fired_ns_;
 };
 
+template <class = void>
+struct basic_flight_steps;
+/// basic_flight_steps's one form (a template only so that a file that does not use it does not compile it).
+using flight_steps = basic_flight_steps<>;
+
 /// A flight recorder's steps while it records: when the last began, the beginnings of the last
 /// `slow_step.steps`, the detector, and the dumps the trigger wrote.
-struct flight_steps {
-    explicit flight_steps(const flight_recorder_options& options)
+template <class>
+struct basic_flight_steps {
+    explicit basic_flight_steps(const flight_recorder_options& options)
         : detector(options.slow_step.factor, options.slow_step.min_duration.count(),
                    options.slow_step.interval.count()),
           last_step_ns(steady_now_ns()), last_step_ticks(read_ticks()) {}
@@ -17742,11 +18027,16 @@ struct flight_steps {
     std::int64_t last_step_ns;
     std::uint64_t last_step_ticks;
     std::deque<std::uint64_t> begins;
-    std::uint64_t stepping_tid = current_os_tid();  ///< the thread that calls step()
 };
 
+template <class = void>
+struct basic_flight_window;
+/// basic_flight_window's one form (a template only so that a file that does not use it does not compile it).
+using flight_window = basic_flight_window<>;
+
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
-struct flight_window {
+template <class>
+struct basic_flight_window {
     struct thread {
         std::uint64_t os_tid = 0;
         std::string name;
@@ -17761,11 +18051,13 @@ struct flight_window {
     std::uint64_t overwritten = 0;
     std::vector<thread> threads;
     std::string detail;  ///< a line about the trigger (the slow step's time and the median)
-    /// Scopes still open when the dump was written (a hang's open step): the program was inside them.
+    /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
+    /// first on each thread; `depth` is the scope's nesting depth on its thread.
     struct open_scope {
         std::uint64_t os_tid = 0;
         std::string name;
         std::int64_t start_ns = 0;
+        std::uint32_t depth = 0;
     };
     std::vector<open_scope> open_scopes;
     /// Each thread's newest record in the window: where it was last seen (a hang's dump).
@@ -17792,8 +18084,8 @@ struct flight_window {
     }
 
     /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
-    static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
-        flight_window w;
+    static basic_flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
+        basic_flight_window w;
         w.trigger = std::move(trigger);
         const tick_calibration& clock = store.calibration;
         w.from_ns = from_ticks == 0 ? 0 : clock.to_ns_since_anchor(from_ticks);
@@ -17836,8 +18128,8 @@ struct flight_window {
             fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
                            open_scopes[i].os_tid);
             append_json_string(out, open_scopes[i].name);
-            fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"still_open\": true}}",
-                           trace_microseconds(open_scopes[i].start_ns));
+            fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
+                           trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
         }
         fmt::format_to(std::back_inserter(out), "], \"last_seen\": [");
         for (std::size_t i = 0; i < last_records.size(); ++i) {
@@ -17861,8 +18153,8 @@ struct flight_window {
                                t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
         }
         for (const open_scope& o : open_scopes) {
-            out += fmt::format("  still open on thread {}: {} since {:.3f} ms\n", o.os_tid, o.name,
-                               static_cast<double>(o.start_ns) / 1e6);
+            out += fmt::format("  still open on thread {}: {:{}}{} since {:.3f} ms\n", o.os_tid, "", 2 * o.depth,
+                               o.name, static_cast<double>(o.start_ns) / 1e6);
         }
         for (const last_seen& l : last_records) {
             out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
@@ -17881,18 +18173,24 @@ struct flight_window {
     }
 };
 
+template <class = void>
+class basic_hang_watchdog;
+/// basic_hang_watchdog's one form (a template only so that a file that does not use it does not compile it).
+using hang_watchdog = basic_hang_watchdog<>;
+
 /// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
 /// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
 /// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
-class hang_watchdog {
+template <class>
+class basic_hang_watchdog {
 public:
     using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
-    hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
+    basic_hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
         : timeout_ns_(timeout.count()), on_hang_(std::move(on_hang)) {
         note_step(step);
         thread_ = std::thread([this] { run(); });
     }
-    ~hang_watchdog() {
+    ~basic_hang_watchdog() {
         {
             const std::lock_guard lock(mutex_);  // the loop is waiting, or checks stopping_ before it waits
             stopping_.store(true, std::memory_order_relaxed);
@@ -17900,8 +18198,8 @@ public:
         wake_.notify_one();
         thread_.join();
     }
-    hang_watchdog(const hang_watchdog&) = delete;
-    hang_watchdog& operator=(const hang_watchdog&) = delete;
+    basic_hang_watchdog(const basic_hang_watchdog&) = delete;
+    basic_hang_watchdog& operator=(const basic_hang_watchdog&) = delete;
 
     /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
     void note_step(std::int64_t step) noexcept {
@@ -17943,14 +18241,54 @@ private:
     std::thread thread_;
 };
 
+/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
+/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
+/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
+class running_flight_recorder {
+public:
+    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
+
+    void set(void* profiler, dump_function dump) {
+        const std::lock_guard lock(mutex_);
+        profiler_ = profiler;
+        dump_ = dump;
+    }
+    /// Waits for a dump of `profiler` in progress.
+    void clear(const void* profiler) noexcept {
+        const std::lock_guard lock(mutex_);
+        if (profiler_ == profiler) profiler_ = nullptr;
+    }
+    /// Dumps the running flight recorder to `path`; nullopt when none records.
+    std::optional<flight_dump> dump(const std::string& path) {
+        const std::lock_guard lock(mutex_);
+        if (profiler_ == nullptr) return std::nullopt;
+        return dump_(profiler_, path);
+    }
+
+private:
+    std::mutex mutex_;
+    void* profiler_ = nullptr;
+    dump_function dump_ = nullptr;
+};
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
+/// profiler may stop during exit.
+STINT_DETAIL_EXPORT inline running_flight_recorder& the_running_flight_recorder() {
+    static auto* const running = new running_flight_recorder();
+    return *running;
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
 /// The kinds of trace a dump writes, by the path's ending.
 enum class dump_format { chrome, perfetto };
-inline std::optional<dump_format> dump_format_of(std::string_view path) noexcept {
+template <class = void>
+std::optional<dump_format> dump_format_of(std::string_view path) noexcept {
     if (path.ends_with(".json") || path.ends_with(".json.gz")) return dump_format::chrome;
     if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) return dump_format::perfetto;
     return std::nullopt;
 }
-inline void require_dump_format(std::string_view call, std::string_view path) {
+template <class = void>
+void require_dump_format(std::string_view call, std::string_view path) {
     if (!dump_format_of(path)) {
         throw std::invalid_argument(fmt::format("stint: {}(\"{}\"): the trace format is chosen by the path's ending; "
                                                 "give .json, .json.gz or .pftrace",
@@ -17960,7 +18298,8 @@ inline void require_dump_format(std::string_view call, std::string_view path) {
 
 /// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
 /// ("x.pt.trace.json" -> "x.pt.trace.txt").
-inline std::string table_path_for(std::string_view path) {
+template <class = void>
+std::string table_path_for(std::string_view path) {
     for (std::string_view ending : {".json.gz", ".json", ".pftrace", ".perfetto-trace"}) {
         if (path.ends_with(ending)) return std::string(path.substr(0, path.size() - ending.size())) + ".txt";
     }
@@ -17969,7 +18308,8 @@ inline std::string table_path_for(std::string_view path) {
 
 /// Refuses a dump directory that cannot be written, when the mode starts rather than when a dump is due:
 /// a file is created in it and removed.
-inline void check_dump_dir(const std::string& dir) {
+template <class = void>
+void check_dump_dir(const std::string& dir) {
     const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.stint-flight-recorder-probe";
     try {
         output_file file(probe);  // a temporary beside `probe`, removed unless committed
@@ -19609,6 +19949,7 @@ public:
     /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
     ~profiler() {
         if (!active()) return;
+        detail::the_running_flight_recorder().clear(this);  // before the lock: a dump from outside holds its own first
         if (in_callback_) {
             // The step() or stop() that called on_trace_ready is still running on this profiler: it
             // would touch freed memory when the callback returns. Stop here rather than corrupt.
@@ -19632,14 +19973,18 @@ public:
     void start() {
         if (!active()) return;
         const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
-        const std::lock_guard lock(mutex_);
-        refuse_in_callback("start()");
-        if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-        std::exception_ptr error;
-        transit(profiler_action::none, current_action_, error);
-        if (error) std::rethrow_exception(error);
-        started_ = true;
-        open_step_annotation();
+        {
+            const std::lock_guard lock(mutex_);
+            refuse_in_callback("start()");
+            if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
+            std::exception_ptr error;
+            transit(profiler_action::none, current_action_, error);
+            if (error) std::rethrow_exception(error);
+            started_ = true;
+            open_step_annotation();
+        }
+        // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
+        if (options_.flight_recorder) detail::the_running_flight_recorder().set(this, &dump_for);
     }
 
     /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
@@ -19647,6 +19992,7 @@ public:
     void stop() {
         if (!active()) return;
         const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
+        detail::the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
         close_step_annotation();
@@ -19997,6 +20343,8 @@ private:
         }
     }
 
+    static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler*>(self)->dump(path); }
+
     /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
     /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
     void dump_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
@@ -20011,15 +20359,16 @@ private:
         const flight_recorder_options& flight = *options_.flight_recorder;
         const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
                                              step, flight.dump_extension);
+        // Every thread's open scopes (the step's annotation among them), as the threads noted them.
+        std::uint64_t not_kept = 0;
+        const auto& clock = session_.calibration();
         std::vector<detail::flight_window::open_scope> open;
-        if (step_annotation_) {
-            open.push_back({flight_->stepping_tid, fmt::format("ProfilerStep#{}", step),
-                            session_.calibration().to_ns_since_anchor(flight_->last_step_ticks)});
+        for (const detail::registry::open_scope& o : detail::the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
+            open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
         }
-        triggered_dumps_.push_back(dump_window(path, 0, "hang",
-                                               fmt::format("no step() for {:.3f} ms during step {}",
-                                                           static_cast<double>(silent_ns) / 1e6, step),
-                                               std::move(open)));
+        std::string why = fmt::format("no step() for {:.3f} ms during step {}", static_cast<double>(silent_ns) / 1e6, step);
+        if (not_kept != 0) why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, detail::open_scope_stack::capacity);
+        triggered_dumps_.push_back(dump_window(path, 0, "hang", std::move(why), std::move(open)));
     }
 
     /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
@@ -20031,7 +20380,6 @@ private:
         const std::uint64_t began = steps.last_step_ticks;
         steps.last_step_ns = now_ns;
         steps.last_step_ticks = now_ticks;
-        steps.stepping_tid = detail::current_os_tid();
         if (watchdog_) watchdog_->note_step(step_num_);
         steps.begins.push_back(began);
         const slow_step_trigger& trigger = options_.flight_recorder->slow_step;

@@ -38,15 +38,21 @@
 
 namespace stint::detail {
 
+template <class = void>
+class basic_crash_dump;
+/// basic_crash_dump's one form (a template only so that a file that does not use it does not compile it).
+using crash_dump = basic_crash_dump<>;
+
 /// The process's crash dump writer: at most one installed (one flight recorder records at a time).
-class crash_dump {
+template <class>
+class basic_crash_dump {
 public:
     static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
     /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
     /// Throws std::system_error when it cannot, std::logic_error when another is installed.
     static void install(const std::string& path, const tick_calibration& calibration) {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (self.installed_.load(std::memory_order_acquire)) {
             throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
         }
@@ -80,7 +86,7 @@ public:
     /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
     static std::vector<std::string> overridden() {
         std::vector<std::string> out;
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (!self.installed_.load(std::memory_order_acquire)) return out;
         for (int sig : signals) {
             struct sigaction now {};
@@ -99,7 +105,7 @@ public:
     /// Puts the previous handlers back where stint's are still installed (a handler installed over
     /// stint's stays, and overridden() named it).
     static void uninstall() noexcept {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
         for (std::size_t i = 0; i < signals.size(); ++i) {
             struct sigaction now {};
@@ -113,7 +119,7 @@ public:
 
     /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
     static void write_now(int sig) noexcept {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
         self.write_file(sig);
     }
@@ -122,12 +128,12 @@ private:
     static constexpr std::size_t buffer_bytes = 64 * 1024;
     static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
 
-    static crash_dump& instance() noexcept {
+    static basic_crash_dump& instance() noexcept {
         // Made at the first use and never destroyed (leaked): a crash may come during exit.
-        static crash_dump* const dump = new crash_dump();
+        static basic_crash_dump* const dump = new basic_crash_dump();
         return *dump;
     }
-    crash_dump() = default;
+    basic_crash_dump() = default;
 
     static void on_signal(int sig, siginfo_t* info, void* context) {
         write_now(sig);
@@ -143,7 +149,7 @@ private:
     /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
     /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
     static void chain(int sig, siginfo_t* info, void* context) {
-        crash_dump& self = instance();
+        basic_crash_dump& self = instance();
         std::size_t i = 0;
         while (i < signals.size() && signals[i] != sig) ++i;
         if (i == signals.size()) return;
@@ -318,6 +324,7 @@ namespace stint {
 /// std::terminate): one line per handler replaced, empty when stint's are all in place.
 ///
 ///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
-inline std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
+template <class = void>
+std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
 
 }  // namespace stint

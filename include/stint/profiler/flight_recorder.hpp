@@ -85,16 +85,22 @@ struct flight_dump {
 
 namespace stint::detail {
 
+template <class = void>
+class basic_slow_step_detector;
+/// basic_slow_step_detector's one form (a template only so that a file that does not use it does not compile it).
+using slow_step_detector = basic_slow_step_detector<>;
+
 /// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
 /// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
 /// so that its decisions are tested exactly.
-class slow_step_detector {
+template <class>
+class basic_slow_step_detector {
 public:
     static constexpr std::size_t window = 101;   ///< steps the median is taken over
     static constexpr std::size_t min_steps = 8;  ///< steps seen before any is called slow
 
-    slow_step_detector() = default;
-    slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
+    basic_slow_step_detector() = default;
+    basic_slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
         : factor_(factor), min_ns_(min_ns), interval_ns_(interval_ns) {
         durations_.reserve(window);
         scratch_.reserve(window);
@@ -137,10 +143,16 @@ private:
     std::optional<std::int64_t> last_fired_ns_;
 };
 
+template <class = void>
+struct basic_flight_steps;
+/// basic_flight_steps's one form (a template only so that a file that does not use it does not compile it).
+using flight_steps = basic_flight_steps<>;
+
 /// A flight recorder's steps while it records: when the last began, the beginnings of the last
 /// `slow_step.steps`, the detector, and the dumps the trigger wrote.
-struct flight_steps {
-    explicit flight_steps(const flight_recorder_options& options)
+template <class>
+struct basic_flight_steps {
+    explicit basic_flight_steps(const flight_recorder_options& options)
         : detector(options.slow_step.factor, options.slow_step.min_duration.count(),
                    options.slow_step.interval.count()),
           last_step_ns(steady_now_ns()), last_step_ticks(read_ticks()) {}
@@ -150,8 +162,14 @@ struct flight_steps {
     std::deque<std::uint64_t> begins;
 };
 
+template <class = void>
+struct basic_flight_window;
+/// basic_flight_window's one form (a template only so that a file that does not use it does not compile it).
+using flight_window = basic_flight_window<>;
+
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
-struct flight_window {
+template <class>
+struct basic_flight_window {
     struct thread {
         std::uint64_t os_tid = 0;
         std::string name;
@@ -199,8 +217,8 @@ struct flight_window {
     }
 
     /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
-    static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
-        flight_window w;
+    static basic_flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
+        basic_flight_window w;
         w.trigger = std::move(trigger);
         const tick_calibration& clock = store.calibration;
         w.from_ns = from_ticks == 0 ? 0 : clock.to_ns_since_anchor(from_ticks);
@@ -288,18 +306,24 @@ struct flight_window {
     }
 };
 
+template <class = void>
+class basic_hang_watchdog;
+/// basic_hang_watchdog's one form (a template only so that a file that does not use it does not compile it).
+using hang_watchdog = basic_hang_watchdog<>;
+
 /// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
 /// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
 /// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
-class hang_watchdog {
+template <class>
+class basic_hang_watchdog {
 public:
     using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
-    hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
+    basic_hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
         : timeout_ns_(timeout.count()), on_hang_(std::move(on_hang)) {
         note_step(step);
         thread_ = std::thread([this] { run(); });
     }
-    ~hang_watchdog() {
+    ~basic_hang_watchdog() {
         {
             const std::lock_guard lock(mutex_);  // the loop is waiting, or checks stopping_ before it waits
             stopping_.store(true, std::memory_order_relaxed);
@@ -307,8 +331,8 @@ public:
         wake_.notify_one();
         thread_.join();
     }
-    hang_watchdog(const hang_watchdog&) = delete;
-    hang_watchdog& operator=(const hang_watchdog&) = delete;
+    basic_hang_watchdog(const basic_hang_watchdog&) = delete;
+    basic_hang_watchdog& operator=(const basic_hang_watchdog&) = delete;
 
     /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
     void note_step(std::int64_t step) noexcept {
@@ -390,12 +414,14 @@ STINT_DETAIL_EXPORT inline running_flight_recorder& the_running_flight_recorder(
 
 /// The kinds of trace a dump writes, by the path's ending.
 enum class dump_format { chrome, perfetto };
-inline std::optional<dump_format> dump_format_of(std::string_view path) noexcept {
+template <class = void>
+std::optional<dump_format> dump_format_of(std::string_view path) noexcept {
     if (path.ends_with(".json") || path.ends_with(".json.gz")) return dump_format::chrome;
     if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) return dump_format::perfetto;
     return std::nullopt;
 }
-inline void require_dump_format(std::string_view call, std::string_view path) {
+template <class = void>
+void require_dump_format(std::string_view call, std::string_view path) {
     if (!dump_format_of(path)) {
         throw std::invalid_argument(fmt::format("stint: {}(\"{}\"): the trace format is chosen by the path's ending; "
                                                 "give .json, .json.gz or .pftrace",
@@ -405,7 +431,8 @@ inline void require_dump_format(std::string_view call, std::string_view path) {
 
 /// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
 /// ("x.pt.trace.json" -> "x.pt.trace.txt").
-inline std::string table_path_for(std::string_view path) {
+template <class = void>
+std::string table_path_for(std::string_view path) {
     for (std::string_view ending : {".json.gz", ".json", ".pftrace", ".perfetto-trace"}) {
         if (path.ends_with(ending)) return std::string(path.substr(0, path.size() - ending.size())) + ".txt";
     }
@@ -414,7 +441,8 @@ inline std::string table_path_for(std::string_view path) {
 
 /// Refuses a dump directory that cannot be written, when the mode starts rather than when a dump is due:
 /// a file is created in it and removed.
-inline void check_dump_dir(const std::string& dir) {
+template <class = void>
+void check_dump_dir(const std::string& dir) {
     const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.stint-flight-recorder-probe";
     try {
         output_file file(probe);  // a temporary beside `probe`, removed unless committed

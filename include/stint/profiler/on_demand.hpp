@@ -79,7 +79,8 @@ struct capture_request {
 };
 
 /// Parses a request line (without its newline); throws std::invalid_argument saying what is wrong.
-inline capture_request parse_capture_request(std::string_view line) {
+template <class = void>
+capture_request parse_capture_request(std::string_view line) {
     const auto fail = [](std::string_view why) {
         throw std::invalid_argument(fmt::format("malformed request: {}", why));
     };
@@ -141,14 +142,16 @@ inline capture_request parse_capture_request(std::string_view line) {
 }
 
 /// The directory of the sockets: `dir`, $STINT_ON_DEMAND_DIR, or /tmp/stint-<uid>.
-inline std::string on_demand_dir(const std::string& dir) {
+template <class = void>
+std::string on_demand_dir(const std::string& dir) {
     if (!dir.empty()) return dir;
     if (const char* env = std::getenv("STINT_ON_DEMAND_DIR"); env != nullptr && *env != '\0') return env;
     return fmt::format("/tmp/stint-{}", ::geteuid());
 }
 
 /// Writes `text` and a newline to a connection, ignoring a peer that went away.
-inline void answer(int fd, std::string_view text) noexcept {
+template <class = void>
+void answer(int fd, std::string_view text) noexcept {
     std::string line(text);
     std::replace(line.begin(), line.end(), '\n', ' ');
     line.push_back('\n');
@@ -162,7 +165,8 @@ inline void answer(int fd, std::string_view text) noexcept {
 }
 
 /// Reads one line (up to 4096 bytes) within `timeout`; nullopt when none came.
-inline std::optional<std::string> read_line(int fd, std::chrono::milliseconds timeout) {
+template <class = void>
+std::optional<std::string> read_line(int fd, std::chrono::milliseconds timeout) {
     std::string line;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     char c = 0;
@@ -183,15 +187,21 @@ inline std::optional<std::string> read_line(int fd, std::chrono::milliseconds ti
     return line;  // too long: the parser says so
 }
 
+template <class = void>
+class basic_on_demand_server;
+/// basic_on_demand_server's one form (a template only so that a file that does not use it does not compile it).
+using on_demand_server = basic_on_demand_server<>;
+
 /// The listener: one thread accepts connections and answers those it refuses at once; a capture runs
 /// on a thread of its own, one at a time. Its socket is removed when it stops, at the latest when the
 /// process exits (a capture then in progress is cut short, written and answered).
-class on_demand_server {
+template <class>
+class basic_on_demand_server {
 public:
-    on_demand_server() = default;
-    on_demand_server(const on_demand_server&) = delete;
-    on_demand_server& operator=(const on_demand_server&) = delete;
-    ~on_demand_server() {
+    basic_on_demand_server() = default;
+    basic_on_demand_server(const basic_on_demand_server&) = delete;
+    basic_on_demand_server& operator=(const basic_on_demand_server&) = delete;
+    ~basic_on_demand_server() {
         if (owner_pid_ == current_pid()) stop();  // a forked child leaves its parent's socket alone
     }
 
@@ -438,18 +448,21 @@ STINT_DETAIL_EXPORT inline on_demand_server& the_on_demand_server() {
 /// Starts accepting capture requests (idempotent): a thread listens on `<dir>/<pid>.sock`, a
 /// Unix-domain socket only this user may use. Returns the socket's path. Throws std::system_error or
 /// std::runtime_error, naming the path, when it cannot listen.
-inline std::string enable_on_demand(const on_demand_options& options = {}) {
+template <class = void>
+std::string enable_on_demand(const on_demand_options& options = {}) {
     return detail::the_on_demand_server().start(options);
 }
 
 /// Stops accepting requests and removes the socket; a capture in progress ends now, and its trace is
 /// written and answered. The process's exit does the same.
-inline void disable_on_demand() { detail::the_on_demand_server().stop(); }
+template <class = void>
+void disable_on_demand() { detail::the_on_demand_server().stop(); }
 
 namespace detail {
 /// STINT_ON_DEMAND=1 in the environment enables on-demand capture at start-up (read once); a failure
 /// to listen is a warning, not an exception, as nothing could catch it.
-inline bool enable_on_demand_from_environment() noexcept {
+template <class = void>
+bool enable_on_demand_from_environment() noexcept {
     const char* value = std::getenv("STINT_ON_DEMAND");
     if (value == nullptr || *value == '\0' || std::string_view(value) == "0") return false;
     try {
