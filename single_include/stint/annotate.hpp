@@ -1287,7 +1287,10 @@ inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 /// A recording state's bit that says its session notes open scopes (recording/state.hpp).
 inline constexpr std::uint32_t open_scopes_bit = 2;
-constexpr bool notes_open_scopes(std::uint32_t state) noexcept { return (state & open_scopes_bit) != 0; }
+/// Whether `state` records and notes open scopes (a stopped session's state keeps the bit, not bit 0).
+constexpr bool notes_open_scopes(std::uint32_t state) noexcept {
+    return (state & (open_scopes_bit | 1U)) == (open_scopes_bit | 1U);
+}
 
 /// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
 /// in the process yet or memory ran out. Cold: once per thread and object.
