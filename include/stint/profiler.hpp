@@ -26,6 +26,7 @@
 #include "stint/analysis/key_averages.hpp"
 #include "stint/analysis/table.hpp"
 #include "stint/config.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/device/device_link.hpp"
 #include "stint/drain/session.hpp"
@@ -999,10 +1000,15 @@ private:
 
     // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
     // can read and export the window.
+    // Members named through Config (detail/deferred.hpp): a file that includes this header but never
+    // makes a profiler does not instantiate what the bodies below do with them.
+    template <class T>
+    using later = detail::deferred_t<T, Config>;
+
     mutable std::recursive_mutex mutex_;
     options_type options_;
-    detail::session session_;
-    schedule_checker checker_;
+    later<detail::session> session_;
+    later<schedule_checker> checker_;
     // Atomic so that the queries that return them need no lock; written under the lock.
     std::atomic<profiler_action> current_action_{profiler_action::record};
     std::atomic<std::int64_t> step_num_{0};
@@ -1012,24 +1018,24 @@ private:
     bool device_requested_ = false;  // the open session asked for device activity
     bool device_started_ = false;    // ... and the device collector started
     bool execution_trace_window_ = false;  // the open session records for the execution trace observer
-    std::optional<record_function> step_annotation_;
+    later<std::optional<record_function>> step_annotation_;
     // The last window: its records until its events are asked for, then its events (mutable: built by
     // the const queries, under the lock).
-    mutable std::optional<detail::record_store> window_records_;
-    mutable event_list window_events_;
+    mutable later<std::optional<detail::record_store>> window_records_;
+    mutable later<event_list> window_events_;
     mutable bool window_lost_ = false;  // its events could not be built and its records are gone
-    mutable std::string window_lost_reason_;
+    mutable later<std::string> window_lost_reason_;
     std::uint64_t window_first_id_ = 0;
-    event_list all_events_;
+    later<event_list> all_events_;
     mutable profiler_stats window_stats_;
-    std::optional<detail::flight_steps> flight_;  // while a flight recorder records
-    std::unique_ptr<detail::hang_watchdog> watchdog_;  // ... with a hang_timeout
-    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
+    later<std::optional<detail::flight_steps>> flight_;  // while a flight recorder records
+    later<std::unique_ptr<detail::hang_watchdog>> watchdog_;  // ... with a hang_timeout
+    later<std::vector<flight_dump>> triggered_dumps_;  // what its triggers wrote
     bool crash_dump_installed_ = false;
-    mutable std::optional<detail::flight_window> window_flight_;  // the last window was a flight recorder's
-    std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
+    mutable later<std::optional<detail::flight_window>> window_flight_;  // the last window was a flight recorder's
+    later<std::unique_ptr<detail::trace_stream>> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept
-    std::vector<std::pair<std::string, std::string>> metadata_;
+    later<std::vector<std::pair<std::string, std::string>>> metadata_;
     // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
     std::uint64_t next_id_ = 1;
 };

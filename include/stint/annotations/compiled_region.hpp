@@ -11,8 +11,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"
 #include "stint/recording/ticks.hpp"
@@ -34,7 +32,8 @@ public:
         auto [it, added] = sites_.try_emplace(key, nullptr);
         if (added) {
             try {
-                std::string name = fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU);
+                std::string name = "Torch-Compiled Region: " + std::to_string(key >> 32) + "/" +
+                                   std::to_string(key & 0xffffffffU);
                 it->second =
                     new interned_site(std::move(name), site{"", event_kind::user_annotation, payload_kind::none, {}});
             } catch (...) {

@@ -3,9 +3,9 @@
 // what it tried to allocate (torch's "Tried to allocate ..." message).
 
 #include <cstddef>
+#include <cstdio>
 #include <new>
-
-#include <fmt/format.h>
+#include <string_view>
 
 #include "stint/common/device.hpp"
 
@@ -20,19 +20,19 @@ class out_of_memory : public std::bad_alloc {
 public:
     out_of_memory(std::size_t bytes_requested, device where, const char* by) noexcept
         : bytes_(bytes_requested), device_(where) {
+        // snprintf, not fmt: a non-template body that named fmt would make every file that includes
+        // stint.hpp instantiate fmt's formatting core (0.27 s with clang 14).
+        const std::string_view type = device_type_name(where.type);
+        const int type_size = static_cast<int>(type.size());
         char where_text[24] = {};
-        const auto place = where.index >= 0
-                               ? fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}:{}",
-                                                  device_type_name(where.type), where.index)
-                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}",
-                                                  device_type_name(where.type));
-        where_text[place.size < sizeof(where_text) ? place.size : sizeof(where_text) - 1] = '\0';
-        const auto written = fmt::format_to_n(text_, sizeof(text_) - 1,
-                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, "
-                                              "and the allocator under it failed",
-                                              bytes_requested, static_cast<double>(bytes_requested) / 1048576.0,
-                                              static_cast<const char*>(where_text), by);
-        text_[written.size < sizeof(text_) ? written.size : sizeof(text_) - 1] = '\0';
+        if (where.index >= 0) {
+            std::snprintf(where_text, sizeof(where_text), "%.*s:%d", type_size, type.data(), static_cast<int>(where.index));
+        } else {
+            std::snprintf(where_text, sizeof(where_text), "%.*s", type_size, type.data());
+        }
+        std::snprintf(text_, sizeof(text_),
+                      "stint: tried to allocate %zu bytes (%.2f MiB) on %s through %s, and the allocator under it failed",
+                      bytes_requested, static_cast<double>(bytes_requested) / 1048576.0, where_text, by);
     }
     [[nodiscard]] const char* what() const noexcept override { return text_; }
     [[nodiscard]] std::size_t bytes_requested() const noexcept { return bytes_; }

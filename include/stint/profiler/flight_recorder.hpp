@@ -168,8 +168,13 @@ struct basic_flight_window;
 using flight_window = basic_flight_window<>;
 
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
-template <class>
+template <class Unused>
 struct basic_flight_window {
+    // Named through Unused (detail/deferred.hpp): a file that never dumps does not instantiate the
+    // bodies' string and formatting code.
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
     struct thread {
         std::uint64_t os_tid = 0;
         std::string name;
@@ -178,12 +183,12 @@ struct basic_flight_window {
         /// its overwritten records, or the window's start. Every event that began after it is kept.
         std::int64_t complete_from_ns = 0;
     };
-    std::string trigger;  ///< "request", "slow step", "hang", "stop"
+    later<std::string> trigger;  ///< "request", "slow step", "hang", "stop"
     std::int64_t from_ns = 0;
     std::int64_t to_ns = 0;
     std::uint64_t overwritten = 0;
     std::vector<thread> threads;
-    std::string detail;  ///< a line about the trigger (the slow step's time and the median)
+    later<std::string> detail;  ///< a line about the trigger (the slow step's time and the median)
     /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
     /// first on each thread; `depth` is the scope's nesting depth on its thread.
     struct open_scope {
@@ -202,7 +207,7 @@ struct basic_flight_window {
     std::vector<last_seen> last_records;
 
     /// Notes each thread's newest event of `events` as where it was last seen.
-    void note_last_records(const event_list& events) {
+    void note_last_records(const later<event_list>& events) {
         for (const event& e : events) {
             if (e.kind == event_kind::overhead || e.on_device()) continue;
             const std::uint64_t tid = events.threads()[e.thread].os_tid;
@@ -217,7 +222,7 @@ struct basic_flight_window {
     }
 
     /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
-    static basic_flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
+    static basic_flight_window of(const later<record_store>& store, std::uint64_t from_ticks, std::string trigger) {
         basic_flight_window w;
         w.trigger = std::move(trigger);
         const tick_calibration& clock = store.calibration;
@@ -242,7 +247,7 @@ struct basic_flight_window {
 
     /// The trace's "flightRecorder" metadata: every loss shown, per thread.
     [[nodiscard]] std::string json() const {
-        fmt::memory_buffer out;
+        later<fmt::memory_buffer> out;
         fmt::format_to(std::back_inserter(out), "{{\"trigger\": ");
         append_json_string(out, trigger);
         fmt::format_to(std::back_inserter(out), ", \"detail\": ");
@@ -277,7 +282,7 @@ struct basic_flight_window {
 
     /// The same as lines above the table.
     [[nodiscard]] std::string text() const {
-        std::string out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
+        later<std::string> out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
                                       "{} records overwritten before it\n",
                                       trigger, detail.empty() ? "" : ": ", detail, static_cast<double>(from_ns) / 1e6,
                                       static_cast<double>(to_ns) / 1e6, overwritten);

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/profiler/warning.hpp"
 
@@ -29,11 +30,6 @@ struct step_tracker_state {
     // Kept in insertion order because the warning prints it the way a Python dict prints. A handful
     // of requesters, so a linear search beats a map.
     std::vector<step_count_entry> counts;
-
-    step_count_entry* find(std::string_view requester) {
-        auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& e) { return e.first == requester; });
-        return it == counts.end() ? nullptr : &*it;
-    }
 };
 
 STINT_DETAIL_EXPORT inline step_tracker_state& the_step_tracker_state() {
@@ -44,8 +40,8 @@ STINT_DETAIL_EXPORT inline step_tracker_state& the_step_tracker_state() {
 /// Appends `text` as Python's repr() of a str writes it: single quotes unless the text holds a
 /// single quote and no double quote; backslash, the quote, \t \n \r and other control bytes escaped.
 /// Bytes >= 0x80 pass through (a UTF-8 name prints as Python prints the decoded str).
-template <class = void>
-void append_python_repr(std::string& out, std::string_view text) {
+template <class Unused = void>
+void append_python_repr(deferred_t<std::string, Unused>& out, std::string_view text) {
     const bool use_double = text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos;
     const char quote = use_double ? '"' : '\'';
     out.push_back(quote);
@@ -70,9 +66,9 @@ void append_python_repr(std::string& out, std::string_view text) {
 }
 
 /// `{'ProfilerStep': 3, 'yet_another_step': 5}`: the counts as Python prints a dict.
-template <class = void>
-std::string format_step_dict(std::span<const step_count_entry> counts) {
-    std::string out = "{";
+template <class Unused = void>
+std::string format_step_dict(deferred_t<std::span<const step_count_entry>, Unused> counts) {
+    deferred_t<std::string, Unused> out = "{";
     bool first = true;
     for (const auto& [name, count] : counts) {
         if (!first) out.append(", ");
@@ -86,8 +82,8 @@ std::string format_step_dict(std::span<const step_count_entry> counts) {
 
 /// torch's warning when the global step jumps by more than one; `current_step` is the value before
 /// the jump, `counts` the counts after it.
-template <class = void>
-std::string step_jump_warning(std::int64_t current_step, std::span<const step_count_entry> counts) {
+template <class Unused = void>
+std::string step_jump_warning(std::int64_t current_step, deferred_t<std::span<const step_count_entry>, Unused> counts) {
     return fmt::format("Profiler step count has increased more than 1 - current_step = {} step dict = {}",
                        current_step, format_step_dict(counts));
 }
@@ -109,8 +105,12 @@ using step_tracker = basic_step_tracker<>;
 ///     stint::step_tracker::increment_step("optimizer");   // optimizer hook
 ///     prof.step();                                         // steps "ProfilerStep" too: no double count
 ///     std::int64_t now = stint::step_tracker::current_step();
-template <class>
+template <class Unused>
 class basic_step_tracker {
+    // Named through Unused (detail/deferred.hpp): a file that never steps does not instantiate the
+    // bodies' vector and string code.
+    using state_type = detail::deferred_t<detail::step_tracker_state, Unused>;
+
 public:
     basic_step_tracker() = delete;
 
@@ -121,7 +121,7 @@ public:
     ///
     ///     stint::step_tracker::init_step_count("data_loader");
     static std::int64_t init_step_count(std::string_view requester) {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::lock_guard lock(state.mutex);
         return init_locked(state, requester);
     }
@@ -130,7 +130,7 @@ public:
     ///
     ///     bool was_known = stint::step_tracker::erase_step_count("data_loader");
     static bool erase_step_count(std::string_view requester) {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::lock_guard lock(state.mutex);
         auto it = std::find_if(state.counts.begin(), state.counts.end(),
                                [&](const auto& e) { return e.first == requester; });
@@ -145,12 +145,12 @@ public:
     ///
     ///     std::int64_t global = stint::step_tracker::increment_step("optimizer");
     static std::int64_t increment_step(std::string_view requester) {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::string warning;
         std::int64_t result = 0;
         {
             std::lock_guard lock(state.mutex);
-            detail::step_count_entry* entry = state.find(requester);
+            detail::step_count_entry* entry = find(state, requester);
             if (entry == nullptr) {
                 init_locked(state, requester);
                 entry = &state.counts.back();
@@ -173,14 +173,20 @@ public:
     ///
     ///     std::int64_t now = stint::step_tracker::current_step();
     static std::int64_t current_step() {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::lock_guard lock(state.mutex);
         return state.current_step;
     }
 
 private:
-    static std::int64_t init_locked(detail::step_tracker_state& state, std::string_view requester) {
-        if (detail::step_count_entry* entry = state.find(requester)) {
+    static detail::step_count_entry* find(state_type& state, std::string_view requester) {
+        auto it = std::find_if(state.counts.begin(), state.counts.end(),
+                               [&](const auto& e) { return e.first == requester; });
+        return it == state.counts.end() ? nullptr : &*it;
+    }
+
+    static std::int64_t init_locked(state_type& state, std::string_view requester) {
+        if (detail::step_count_entry* entry = find(state, requester)) {
             entry->second = state.current_step;  // an existing key keeps its place, as in a dict
         } else {
             state.counts.emplace_back(std::string(requester), state.current_step);
