@@ -40,7 +40,8 @@ namespace stint::detail {
 
 /// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
 /// meanwhile may show in the count and not yet in the time.
-inline region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
+template <class = void>
+region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
     region_kind_stats out;
     out.label = label;
     const double ns_per_tick = the_registry().calibration().ns_per_tick;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 
 namespace stint {
@@ -39,24 +40,33 @@ inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 /// The process-wide warning state. Leaked on purpose: threads and static destructors may still warn
 /// while other statics are being destroyed.
-struct warning_state {
+template <class = void>
+struct basic_warning_state;
+/// basic_warning_state's one form: a template, like the functions below, so that a file that never
+/// warns does not compile the handler's shared_ptr and the set of keys.
+using warning_state = basic_warning_state<>;
+
+template <class Unused>
+struct basic_warning_state {
     std::mutex mutex;  // handler, warned_keys
     // Held through a shared_ptr so a handler replaced while it runs stays alive until it returns.
-    std::shared_ptr<const warning_handler> handler =
+    deferred_t<std::shared_ptr<const warning_handler>, Unused> handler =
         std::make_shared<const warning_handler>(&::stint::default_warning_handler);
-    std::set<std::string, std::less<>> warned_keys;
+    deferred_t<std::set<std::string, std::less<>>, Unused> warned_keys;
     // Serialises handler calls, so a handler need not be thread-safe. Recursive so a handler that
     // warns itself does not deadlock.
     std::recursive_mutex call_mutex;
 };
 
-STINT_DETAIL_EXPORT inline warning_state& the_warning_state() {
+template <class = void>
+STINT_DETAIL_EXPORT warning_state& the_warning_state() {
     static warning_state* const instance = new warning_state();
     return *instance;
 }
 
 /// Sends `text` to the current handler. Calls are serialised; an empty handler drops the warning.
-inline void warn(std::string_view text) {
+template <class = void>
+void warn(std::string_view text) {
     warning_state& state = the_warning_state();
     std::shared_ptr<const warning_handler> handler;
     {
@@ -69,7 +79,8 @@ inline void warn(std::string_view text) {
 }
 
 /// Warns with `text` the first time `key` is seen in this process; later calls do nothing.
-inline void warn_once(std::string_view key, std::string_view text) {
+template <class = void>
+void warn_once(std::string_view key, std::string_view text) {
     warning_state& state = the_warning_state();
     {
         std::lock_guard lock(state.mutex);
@@ -80,7 +91,8 @@ inline void warn_once(std::string_view key, std::string_view text) {
 
 /// Whether `warn_once(key, ...)` has already fired in this process (tests use it to stay
 /// independent of the order in which test cases run).
-inline bool warned_once(std::string_view key) {
+template <class = void>
+bool warned_once(std::string_view key) {
     warning_state& state = the_warning_state();
     std::lock_guard lock(state.mutex);
     return state.warned_keys.find(key) != state.warned_keys.end();
@@ -97,7 +109,8 @@ namespace stint {
 ///     std::vector<std::string> seen;
 ///     auto previous = stint::set_warning_handler([&](std::string_view t) { seen.emplace_back(t); });
 ///     stint::set_warning_handler(std::move(previous));
-inline warning_handler set_warning_handler(warning_handler handler) {
+template <class = void>
+warning_handler set_warning_handler(warning_handler handler) {
     auto next = std::make_shared<const warning_handler>(std::move(handler));
     detail::warning_state& state = detail::the_warning_state();
     std::shared_ptr<const warning_handler> previous;

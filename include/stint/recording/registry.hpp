@@ -32,6 +32,7 @@
 #include "stint/recording/state.hpp"
 #include "stint/recording/thread_node.hpp"
 #include "stint/recording/clock.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 
@@ -49,7 +50,14 @@ inline namespace STINT_DETAIL_ABI_NAMESPACE {
 /// Chunks are cached per size class; the budget is charged each chunk's real size when a recording
 /// thread takes it. Largest chunks are faulted in a slab (32 of them) at a time, but only while the
 /// budget left could pay for the whole slab: a small budget never maps more than it may use.
-class chunk_pool {
+template <class = void>
+class basic_chunk_pool;
+/// basic_chunk_pool's one form. A template, like the registry and its slow path below, so that a file
+/// that never makes a profiler (nothing records before one exists) does not compile their bodies.
+using chunk_pool = basic_chunk_pool<>;
+
+template <class Unused>
+class basic_chunk_pool {
 public:
     /// Bytes kept between sessions when no profiler asks for more.
     static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
@@ -351,7 +359,7 @@ private:
     std::mutex mutex_;
     chunk_memory memory_;
     // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
-    std::array<std::vector<chunk*>, chunk::size_classes> free_;
+    deferred_t<std::array<std::vector<chunk*>, chunk::size_classes>, Unused> free_;
     std::size_t cached_bytes_ = 0;
     std::size_t retained_bytes_ = default_retained_bytes;
     std::atomic<std::uint64_t> faulted_on_demand_{0};
@@ -443,10 +451,16 @@ struct drained_thread {
     std::uint64_t overwritten_until = 0;  ///< ... the latest end tick among them (0: none)
 };
 
+template <class = void>
+class basic_registry;
+/// basic_registry's one form (a template: see chunk_pool).
+using registry = basic_registry<>;
+
 /// One registry per process (see export_macros.hpp for how shared objects agree on it).
-class registry {
+template <class Unused>
+class basic_registry {
 public:
-    registry() { install_fork_handlers(); }
+    basic_registry() { install_fork_handlers(); }
 
     /// In a streamed session no thread's chunk grows past this share of the budget: the writer cannot
     /// take a chunk its owner still writes into, so threads' current chunks must leave it most of the
@@ -1089,8 +1103,8 @@ private:
     }
 
     std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
-    std::vector<thread_node*> nodes_;
-    chunk_pool pool_;
+    deferred_t<std::vector<thread_node*>, Unused> nodes_;
+    deferred_t<chunk_pool, Unused> pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
     // start may read them while they change).
     std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
@@ -1111,23 +1125,27 @@ private:
     tick_calibration calibration_;
 };
 
-inline bool install_registry_slow_path() noexcept;
+template <class = void>
+bool install_registry_slow_path() noexcept;
 
 /// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
 /// static destructors run, so it must outlive every one of them.
-STINT_DETAIL_EXPORT inline registry& the_registry() {
+template <class = void>
+STINT_DETAIL_EXPORT registry& the_registry() {
     static registry* const instance = (install_registry_slow_path(), new registry());
     return *instance;
 }
 
-inline void registry::install_fork_handlers() noexcept {
+template <class Unused>
+void basic_registry<Unused>::install_fork_handlers() noexcept {
 #if defined(__linux__) || defined(__APPLE__)
     ::pthread_atfork([] { the_registry().before_fork(); }, [] { the_registry().after_fork_in_parent(); },
                      [] { the_registry().after_fork_in_child(); });
 #endif
 }
 
-inline bool registry::register_thread(thread_buffer& buffer) {
+template <class Unused>
+bool basic_registry<Unused>::register_thread(thread_buffer& buffer) {
     auto* node = new thread_node;
     node->os_tid = current_os_tid();
     node->name = current_thread_name();
@@ -1140,8 +1158,9 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     return true;
 }
 
-inline registry::session_start registry::reset_for_session(thread_buffer& buffer, std::uint32_t state,
-                                                           std::uint64_t end) {
+template <class Unused>
+auto basic_registry<Unused>::reset_for_session(thread_buffer& buffer, std::uint32_t state, std::uint64_t end)
+    -> session_start {
     std::lock_guard lock(mutex_);
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
     if (state != active_) {
@@ -1183,8 +1202,9 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     return result;
 }
 
-inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
-                                                   std::uint64_t end) {
+template <class Unused>
+auto basic_registry<Unused>::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
+                                        std::uint64_t end) -> chunk_result {
     // A session that has ended takes no more chunks from the pool (checked first: a record of an
     // ended session is late or in no window, not a drop of the session, even when its budget is spent).
     if (recording.value.load(std::memory_order_relaxed) != state) {
@@ -1313,7 +1333,8 @@ STINT_DETAIL_COLD buffer_room make_room_in_registry(thread_buffer& buffer, std::
 }
 
 /// Names `buffer`'s thread in traces, registering it first when needed.
-inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name) {
+template <class = void>
+void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name) {
     const own_allocation_scope own;
     registry& reg = the_registry();
     if (buffer.node == nullptr) reg.register_thread(buffer);
@@ -1321,7 +1342,8 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 }
 
 /// Makes `buffer`'s stack of open scopes, registering its thread first when needed.
-inline open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
+template <class = void>
+open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
     const own_allocation_scope own;
     registry& reg = the_registry();
     if (buffer.node == nullptr) reg.register_thread(buffer);
@@ -1332,15 +1354,17 @@ inline open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer
 /// the first profiler made (so that threads named after it are named in the registry) and by
 /// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
 /// load: an initializer would emit the registry's code in every file that includes this header.)
-inline const slow_path& registry_slow_path() noexcept {
-    static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table, &intern_named_site_in_table,
-                                     &intern_text_site_in_table, &make_open_scope_stack_in_registry};
+template <class = void>
+const slow_path& registry_slow_path() noexcept {
+    static constexpr slow_path table{&make_room_in_registry<0>,         &set_thread_name_in_registry<>,
+                                     &intern_dynamic_site_in_table<>,    &intern_named_site_in_table<>,
+                                     &intern_text_site_in_table<>,       &make_open_scope_stack_in_registry<>};
     return table;
 }
-inline bool install_registry_slow_path() noexcept {
+template <class>
+bool install_registry_slow_path() noexcept {
     const slow_path* none = nullptr;
-    installed_slow_path.compare_exchange_strong(none, &registry_slow_path(), std::memory_order_acq_rel);
+    installed_slow_path.compare_exchange_strong(none, &registry_slow_path<>(), std::memory_order_acq_rel);
     return true;
 }
 

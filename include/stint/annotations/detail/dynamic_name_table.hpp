@@ -26,7 +26,8 @@
 namespace stint::detail {
 
 /// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
-inline std::string demangled_name(const std::type_info& type) {
+template <class = void>
+std::string demangled_name(const std::type_info& type) {
 #if STINT_DETAIL_HAS_CXXABI
     int status = 0;
     char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
@@ -63,9 +64,15 @@ constexpr std::string_view unqualified_name(std::string_view name) noexcept {
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+template <class = void>
+class basic_dynamic_name_table;
+/// basic_dynamic_name_table's one form (a template, like the registry: compiled only where a profiler is).
+using dynamic_name_table = basic_dynamic_name_table<>;
+
 /// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
 /// registry: its sites must outlive every record and event.
-class dynamic_name_table {
+template <class>
+class basic_dynamic_name_table {
 public:
     /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
     const site& intern(dynamic_site& where, const std::type_info& type) {
@@ -120,7 +127,8 @@ private:
     std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
 };
 
-STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
+template <class = void>
+STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table() {
     static dynamic_name_table* const instance = new dynamic_name_table();
     return *instance;
 }
@@ -128,7 +136,8 @@ STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entry for the slow-path table.
-inline const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
+template <class = void>
+const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
     return &the_dynamic_name_table().intern(where, type);
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "stint/common/event_kind.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/site.hpp"
 
@@ -27,9 +28,15 @@ inline constexpr std::size_t max_interned_texts = 16384;
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+template <class = void>
+class basic_named_site_table;
+/// basic_named_site_table's one form (a template, like the registry: compiled only where a profiler is).
+using named_site_table = basic_named_site_table<>;
+
 /// Every site made for a name given at run time. Process-wide and leaked, like the registry: its sites
 /// (and the texts they point to) must outlive every record and event.
-class named_site_table {
+template <class Unused>
+class basic_named_site_table {
 public:
     const site& intern(const char* name, event_kind kind, bool inputs, bool flops) {
         std::lock_guard lock(mutex_);
@@ -91,10 +98,11 @@ private:
     std::mutex mutex_;
     std::unordered_map<key<const char*>, const site*, key_hash> by_address_;
     std::unordered_map<key<std::string_view>, const site*, key_hash> by_text_;  // views of texts_
-    std::vector<std::unique_ptr<const std::string>> texts_;
+    deferred_t<std::vector<std::unique_ptr<const std::string>>, Unused> texts_;
 };
 
-STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
+template <class = void>
+STINT_DETAIL_EXPORT named_site_table& the_named_site_table() {
     static named_site_table* const instance = new named_site_table();
     return *instance;
 }
@@ -102,10 +110,12 @@ STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entries for the slow-path table.
-inline const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
+template <class = void>
+const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
     return &the_named_site_table().intern(name, kind, inputs, flops);
 }
-inline const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
+template <class = void>
+const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
     return the_named_site_table().intern_text(name, kind, inputs, flops);
 }
 
