@@ -154,6 +154,11 @@ struct profiler_options {
 template <configuration Config>
 class profiler {
 public:
+    // Types named through Config (detail/deferred.hpp): a file that includes this header but never
+    // makes a profiler does not instantiate what the bodies below do with values of them.
+    template <class T>
+    using later = detail::deferred_t<T, Config>;
+
     using config_type = Config;
     using options_type = profiler_options<Config>;
 
@@ -506,7 +511,7 @@ private:
     /// stream_to, the stream first (a path it cannot write opens nothing).
     void open_session() {
         if (!options_.stream_to.empty()) {
-            stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
+            stream_ = std::make_unique<later<detail::trace_stream>>(options_.stream_to, detail::current_pid());
             try {
                 session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
             } catch (...) {
@@ -604,7 +609,7 @@ private:
         // Every thread's open scopes (the step's annotation among them), as the threads noted them.
         std::uint64_t not_kept = 0;
         const auto& clock = session_.calibration();
-        std::vector<detail::flight_window::open_scope> open;
+        later<std::vector<detail::flight_window::open_scope>> open;
         for (const detail::registry::open_scope& o : detail::the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
             open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
         }
@@ -645,12 +650,12 @@ private:
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
     flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
-                            std::vector<detail::flight_window::open_scope> open = {}) {
-        detail::record_store records;
+                            later<std::vector<detail::flight_window::open_scope>> open = {}) {
+        later<detail::record_store> records;
         if (!session_.copy_records(records, from_ticks)) {
             throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
         }
-        detail::flight_window window = detail::flight_window::of(records, from_ticks, std::move(trigger));
+        later<detail::flight_window> window = detail::flight_window::of(records, from_ticks, std::move(trigger));
         window.detail = std::move(why);
         window.open_scopes = std::move(open);
         event_list events;
@@ -665,7 +670,7 @@ private:
     /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
     /// and built into events when first asked for, and a timing-only trace is written from them.
     bool close_window() {
-        std::optional<detail::device_capture> device;
+        later<std::optional<detail::device_capture>> device;
         if constexpr (has_device) {
             // The device session ends first: its records must all be in before the CPU side is drained.
             if (device_requested_) {
@@ -683,7 +688,7 @@ private:
             detail::crash_dump::uninstall();
         }
         const bool et_window = std::exchange(execution_trace_window_, false);
-        detail::record_store records;
+        later<detail::record_store> records;
         const bool closed = session_.close_records(records);
         if (et_window && options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->set_window_running(false);
@@ -723,7 +728,7 @@ private:
 
     /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
     bool close_streamed_window() {
-        detail::record_store records;
+        later<detail::record_store> records;
         if (stream_->inherited()) {
             // A forked child: the writer thread and the file are the parent's. Abandon both.
             (void)stream_.release();
@@ -731,7 +736,7 @@ private:
             return false;
         }
         struct reset_stream {
-            std::unique_ptr<detail::trace_stream>& stream;
+            later<std::unique_ptr<detail::trace_stream>>& stream;
             ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
         } reset{stream_};
         stream_->stop();
@@ -1000,11 +1005,6 @@ private:
 
     // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
     // can read and export the window.
-    // Members named through Config (detail/deferred.hpp): a file that includes this header but never
-    // makes a profiler does not instantiate what the bodies below do with them.
-    template <class T>
-    using later = detail::deferred_t<T, Config>;
-
     mutable std::recursive_mutex mutex_;
     options_type options_;
     later<detail::session> session_;

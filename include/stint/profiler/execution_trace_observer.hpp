@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/config.hpp"
 #include "stint/drain/session.hpp"
 #include "stint/export/execution_trace.hpp"
@@ -52,7 +53,7 @@ struct execution_trace_options {
 /// Attached to a profiler (`profiler_options::execution_trace_observer`), it records that profiler's
 /// active windows, and each node's rf_id is the "Record function id" of the same op in the profiler's
 /// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
-template <class = void>
+template <class Unused = void>
 class basic_execution_trace_observer {
 public:
     explicit basic_execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
@@ -89,7 +90,7 @@ public:
                                                "writing '{}'; call unregister_callback() first",
                                                path, path_));
         }
-        writer_ = std::make_unique<detail::execution_trace_writer>(path);
+        writer_ = std::make_unique<detail::deferred_t<detail::execution_trace_writer, Unused>>(path);
         path_ = std::move(path);
         return *this;
     }
@@ -217,7 +218,7 @@ private:
             error = std::current_exception();
         }
         if (writer_ == nullptr) return;
-        std::unique_ptr<detail::execution_trace_writer> writer = std::move(writer_);
+        auto writer = std::move(writer_);
         writer->finish();
         if (error) std::rethrow_exception(error);
     }
@@ -225,7 +226,7 @@ private:
     mutable std::mutex mutex_;
     execution_trace_options options_;
     std::string path_;
-    std::unique_ptr<detail::execution_trace_writer> writer_;
+    detail::deferred_t<std::unique_ptr<detail::execution_trace_writer>, Unused> writer_;
     detail::session session_;
     std::uint64_t next_id_ = 1;  // record function ids of its own spans, from 1 as the profiler's
     void* owner_ = nullptr;      // the profiler it is attached to

@@ -13,24 +13,30 @@
 #include <utility>
 #include <vector>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-class exit_trace;
+template <class = void>
+class basic_exit_trace;
+/// basic_exit_trace's one form: a template, so that only a file that makes a profiler compiles it.
+using exit_trace = basic_exit_trace<>;
 /// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
-STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace();
+template <class = void>
+STINT_DETAIL_EXPORT exit_trace& the_exit_trace();
 
 /// The profilers that write their unfinished session at exit. A profiler arms itself at construction
 /// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
 /// this registry's lock, so no lock order links it with the profilers' own locks.
-class exit_trace {
+template <class Unused>
+class basic_exit_trace {
 public:
     /// Stops the profiler if it still records and writes its trace to `path`; never throws.
     using writer = void (*)(void* profiler, const std::string& path) noexcept;
 
-    exit_trace() {
+    basic_exit_trace() {
         if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
         if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
     }
@@ -72,13 +78,14 @@ private:
     std::mutex mutex_;
     std::condition_variable idle_;
     std::string path_;
-    std::vector<std::pair<void*, writer>> armed_;
+    deferred_t<std::vector<std::pair<void*, writer>>, Unused> armed_;
     void* busy_ = nullptr;            // the profiler the exit handler is writing
     std::thread::id busy_thread_;     // ... on this thread
 };
 
 /// Leaked: the exit handler may run after static destructors.
-STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
+template <class>
+STINT_DETAIL_EXPORT exit_trace& the_exit_trace() {
     static exit_trace* const instance = new exit_trace();
     return *instance;
 }

@@ -93,7 +93,7 @@ using slow_step_detector = basic_slow_step_detector<>;
 /// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
 /// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
 /// so that its decisions are tested exactly.
-template <class>
+template <class Unused>
 class basic_slow_step_detector {
 public:
     static constexpr std::size_t window = 101;   ///< steps the median is taken over
@@ -137,8 +137,8 @@ private:
     double factor_ = 0;
     std::int64_t min_ns_ = 0;
     std::int64_t interval_ns_ = 0;
-    std::vector<std::int64_t> durations_;
-    std::vector<std::int64_t> scratch_;
+    deferred_t<std::vector<std::int64_t>, Unused> durations_;
+    deferred_t<std::vector<std::int64_t>, Unused> scratch_;
     std::size_t next_ = 0;
     std::optional<std::int64_t> last_fired_ns_;
 };
@@ -457,9 +457,9 @@ void check_dump_dir(const std::string& dir) {
 }
 
 /// Writes a dump's trace (by `path`'s ending) and its table, both through temporaries renamed into place.
-template <int = 0>
-flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
-                              const flight_window& window) {
+template <class Unused = void>
+flight_dump write_flight_dump(const std::string& path, const deferred_t<event_list, Unused>& events,
+                              deferred_t<chrome_trace_info, Unused> info, const flight_window& window) {
     flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
     if (dump_format_of(path) == dump_format::perfetto) {
         write_perfetto_trace_file(path, events, window.perfetto_info(info.pid, info.truncated_names));
