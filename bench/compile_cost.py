@@ -35,33 +35,41 @@ def cpu_seconds(command):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def measure(compilers, runs, include):
+    """[(compiler, case name, CPU s, ratio to <iostream>, target)] for every compiler and case."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for compiler in compilers:
+            seconds = {}
+            for name, source, flags, _ in CASES:
+                path = os.path.join(tmp, "case.cpp")
+                with open(path, "w") as f:
+                    f.write(source)
+                command = [compiler, "-std=c++20", "-O2", "-I", include, *flags, "-c", path, "-o",
+                           os.path.join(tmp, "case.o")]
+                seconds[name] = min(cpu_seconds(command) for _ in range(runs))
+            base = seconds["<iostream>"]
+            rows += [(compiler, name, seconds[name], seconds[name] / base, target) for name, _, _, target in CASES]
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--compilers", default="g++,clang++")
     parser.add_argument("--include", default=os.path.join(ROOT, "include"), help="stint's include folder")
     args = parser.parse_args()
+    rows = measure(args.compilers.split(","), args.runs, args.include)
     failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for compiler in args.compilers.split(","):
-            seconds = {}
-            for name, source, flags, _ in CASES:
-                path = os.path.join(tmp, "case.cpp")
-                with open(path, "w") as f:
-                    f.write(source)
-                command = [compiler, "-std=c++20", "-O2", "-I", args.include, *flags, "-c", path, "-o",
-                           os.path.join(tmp, "case.o")]
-                seconds[name] = min(cpu_seconds(command) for _ in range(args.runs))
-            base = seconds["<iostream>"]
-            print(f"\n{compiler} -O2, CPU s per file (least of {args.runs}), ratio to <iostream>")
-            print(f"| file | CPU s | x <iostream> | target | |")
-            print(f"| --- | --- | --- | --- | --- |")
-            for name, _, _, target in CASES:
-                ratio = seconds[name] / base
-                verdict = "" if target is None else ("PASS" if ratio <= target else "FAIL")
-                failed += verdict == "FAIL"
-                shown = "" if target is None else f"<= {target:g} x"
-                print(f"| {name} | {seconds[name]:.2f} | {ratio:.2f} | {shown} | {verdict} |")
+    for compiler in args.compilers.split(","):
+        print(f"\n{compiler} -O2, CPU s per file (least of {args.runs}), ratio to <iostream>")
+        print("| file | CPU s | x <iostream> | target | |")
+        print("| --- | --- | --- | --- | --- |")
+        for _, name, seconds, ratio, target in (row for row in rows if row[0] == compiler):
+            verdict = "" if target is None else ("PASS" if ratio <= target else "FAIL")
+            failed += verdict == "FAIL"
+            shown = "" if target is None else f"<= {target:g} x"
+            print(f"| {name} | {seconds:.2f} | {ratio:.2f} | {shown} | {verdict} |")
     print(f"\ncompile cost: {failed} over target")
     return 0
 
