@@ -53,8 +53,8 @@ STINT_DETAIL_EXPORT inline distributed_state& the_distributed_state() {
 
 /// The environment variable's value as a non-negative integer; nullopt when it is unset, and a
 /// warning (once per variable and value) when it is set but not such a number.
-template <class = void>
-std::optional<std::int64_t> env_int(const char* name) {
+template <class Unused = void>
+std::optional<std::int64_t> env_int(deferred_t<const char*, Unused> name) {
     const char* text = std::getenv(name);
     if (text == nullptr) return std::nullopt;
     errno = 0;
@@ -71,11 +71,12 @@ std::optional<std::int64_t> env_int(const char* name) {
 /// The job as torchrun (and most launchers) describe it in the environment: RANK (else LOCAL_RANK)
 /// and WORLD_SIZE (else LOCAL_WORLD_SIZE, with LOCAL_RANK). nullopt when no rank is set or a value
 /// is unusable; a rank without a size warns once.
-template <class = void>
+template <class Unused = void>
 std::optional<distributed_info> distributed_info_from_env() {
+    // Named through Unused (detail/deferred.hpp): the messages below are checked only where this is used.
     const bool global = std::getenv("RANK") != nullptr;
-    const char* rank_name = global ? "RANK" : "LOCAL_RANK";
-    const char* size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
+    const deferred_t<const char*, Unused> rank_name = global ? "RANK" : "LOCAL_RANK";
+    const deferred_t<const char*, Unused> size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
     if (std::getenv(rank_name) == nullptr) return std::nullopt;
     const std::optional<std::int64_t> rank = env_int(rank_name);
     if (!rank) return std::nullopt;
@@ -96,9 +97,9 @@ std::optional<distributed_info> distributed_info_from_env() {
 }
 
 /// `{"backend": "nccl", "rank": 3, "world_size": 8}`: the fields torch's profiler writes.
-template <class = void>
-std::string distributed_info_json(const distributed_info& info) {
-    fmt::memory_buffer out;
+template <class Unused = void>
+std::string distributed_info_json(const deferred_t<distributed_info, Unused>& info) {
+    deferred_t<fmt::memory_buffer, Unused> out;
     fmt::format_to(std::back_inserter(out), "{{\"backend\": ");
     append_json_string(out, info.backend);
     fmt::format_to(std::back_inserter(out), ", \"rank\": {}, \"world_size\": {}}}", info.rank, info.world_size);
@@ -114,8 +115,8 @@ namespace stint {
 /// unless 0 <= rank < world_size.
 ///
 ///     stint::set_distributed_info({.rank = comm.rank(), .world_size = comm.size(), .backend = "mpi"});
-template <class = void>
-void set_distributed_info(distributed_info info) {
+template <class Unused = void>
+void set_distributed_info(detail::deferred_t<distributed_info, Unused> info) {
     if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
         throw std::invalid_argument(fmt::format(
             "stint: set_distributed_info(): need 0 <= rank < world_size, got rank={} world_size={}", info.rank,
