@@ -261,7 +261,7 @@ public:
     static void build_events(later<record_store>& records, event_list& out, std::uint64_t first_id,
                              const drain_options& options, device_capture* device, later<profiler_stats>& stats) {
         const tick_calibration& calibration = records.calibration;
-        event_list_builder builder;
+        later<event_list_builder> builder;
         builder.set_first_id(first_id);
         builder.reserve(records.events());
         if (options.call_stacks) builder.build_call_stacks();
@@ -453,7 +453,7 @@ private:
     // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
     // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
     // `record_args`: the inputs are record_function's args.
-    static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+    static std::uint64_t add_inputs(later<event_list_builder>& builder, event_index i, const site& where,
                                     std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
                                     bool keep_values, bool record_args = false) {
         op_inputs inputs = decode_inputs(where.name, bytes, aux);
@@ -486,7 +486,7 @@ private:
             waiting_.push_back({depth, no_index, {}, decode_args(payload), (payload.aux & args_cut) != 0, true});
         }
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
-        void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
+        void enclosed_by(later<event_list_builder>& builder, event_index i, std::uint32_t depth) {
             if (waiting_.empty()) return;
             const bool op = builder.kind_of(i) == event_kind::cpu_op;
             std::size_t kept = 0;
@@ -513,7 +513,7 @@ private:
         }
         // The end of one buffer's records: what no op enclosed goes to the innermost scope around it
         // (none: its scope's record was dropped, and counted).
-        void finish_run(event_list_builder& builder) {
+        void finish_run(later<event_list_builder>& builder) {
             for (entry& e : waiting_) {
                 if (e.innermost != no_index) attach(builder, e.innermost, e);
             }
@@ -529,7 +529,7 @@ private:
             bool cut;
             bool args;  // add_args' (else record_outputs')
         };
-        static void attach(event_list_builder& builder, event_index i, entry& e) {
+        static void attach(later<event_list_builder>& builder, event_index i, entry& e) {
             later<event_args>& to = builder.args_of(i);
             if (!e.args) {
                 to.outputs.insert(to.outputs.end(), std::make_move_iterator(e.values.begin()),
