@@ -346,8 +346,8 @@ private:
         return s;
     }
 
-    output_file file_;
-    json_writer out_;
+    later<output_file> file_;
+    later<json_writer> out_;
     std::uint64_t pid_ = 0;
     std::uint32_t state_ = 0;
     tick_calibration calibration_;
