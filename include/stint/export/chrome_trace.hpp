@@ -57,7 +57,7 @@ inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strid
 /// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
 /// capture hit a bound.
 template <class Writer>
-void write_values(Writer& out, const event_args& args, const value_keys& keys) {
+void write_values(Writer& out, const deferred_t<event_args, Writer>& args, const value_keys& keys) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -141,10 +141,10 @@ void write_named_args(Writer& out, const event_args& args) {
 /// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
 /// stint::add_args' arguments.
 template <class Writer>
-void write_event_args(Writer& out, const event_args& args) {
+void write_event_args(Writer& out, const deferred_t<event_args, Writer>& args) {
     write_values(out, args, input_keys);
     if (!args.outputs.empty()) {
-        event_args outputs;
+        deferred_t<event_args, Writer> outputs;
         inputs_to_args(op_inputs({}, args.outputs), true, outputs);
         bool concrete = false;
         for (const std::string& text : outputs.concrete_inputs) concrete = concrete || !text.empty();
