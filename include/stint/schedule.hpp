@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/profiler/warning.hpp"
 
 namespace stint {
@@ -67,7 +68,7 @@ using schedule_fn = basic_schedule_fn<>;
 ///
 ///     stint::schedule_fn fn = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
 ///     fn(0);  // NONE    fn(1);  // WARMUP    fn(2);  // RECORD    fn(3);  // RECORD_AND_SAVE
-template <class>
+template <class Unused>
 class basic_schedule_fn {
 public:
     /// Throws std::invalid_argument unless wait, warmup, repeat, skip_first >= 0 and active > 0.
@@ -105,7 +106,8 @@ public:
     static constexpr std::string_view warmup_warning_key = "stint.schedule.no_warmup";
 
 private:
-    static std::string describe(const schedule_options& o, std::string_view need) {
+    // (`o` dependent: the format string is checked when a schedule is made.)
+    static std::string describe(const detail::deferred_t<schedule_options, Unused>& o, std::string_view need) {
         return fmt::format(
             "stint: schedule(): invalid arguments (skip_first={}, wait={}, warmup={}, active={}, repeat={}): {}",
             o.skip_first, o.wait, o.warmup, o.active, o.repeat, need);

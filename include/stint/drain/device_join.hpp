@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "stint/analysis/event_tree.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/device/device_capture.hpp"
 #include "stint/recording/clock.hpp"
 
@@ -22,14 +23,14 @@ struct device_join_window {
 /// Adds `capture`'s activities to `builder`. `links` maps external correlation ids to the scope events
 /// (as added) that pushed them; `thread_of_tid` finds or adds the CPU thread of an OS thread id.
 template <class ThreadOf>
-void join_device_activity(event_list_builder& builder, device_capture& capture,
-                          const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
-                          ThreadOf&& thread_of_tid) {
+void join_device_activity(deferred_t<event_list_builder, ThreadOf>& builder, device_capture& capture,
+                          const deferred_t<std::unordered_map<std::uint64_t, event_index>, ThreadOf>& links,
+                          const device_join_window& window, ThreadOf&& thread_of_tid) {
     device_report& report = capture.report;
     device_loss& loss = report.loss;
     builder.begin_run();  // device events and API calls are a run of their own, linked by correlation
     // API calls by correlation id, to check that device work does not start before its launch.
-    std::unordered_map<std::uint32_t, std::uint64_t> launch_ticks;
+    deferred_t<std::unordered_map<std::uint32_t, std::uint64_t>, ThreadOf> launch_ticks;
     for (const device_activity& a : capture.activities) {
         if ((a.kind == event_kind::cuda_runtime || a.kind == event_kind::cuda_driver) && a.args.correlation != 0) {
             auto [it, added] = launch_ticks.try_emplace(a.args.correlation, a.start_ticks);

@@ -15,6 +15,7 @@
 
 #include "stint/analysis/event.hpp"
 #include "stint/annotations/detail/counter_record.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
 
@@ -68,8 +69,11 @@ using record_store = basic_record_store<>;
 
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
-template <class>
+template <class Unused>
 class basic_record_store {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// One buffer's records and what a drain reports of them.
     struct thread_records {
@@ -195,7 +199,7 @@ public:
 
     /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
     [[nodiscard]] std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const {
-        std::vector<std::pair<const std::byte*, const std::byte*>> out;
+        later<std::vector<std::pair<const std::byte*, const std::byte*>>> out;
         for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
             out.emplace_back(c->data(), c->published.load(std::memory_order_acquire));
         }
@@ -235,7 +239,7 @@ private:
         for (thread_records& t : threads_) release(t);
     }
 
-    std::vector<thread_records> threads_;
+    later<std::vector<thread_records>> threads_;
     bool partly_released_ = false;
 };
 

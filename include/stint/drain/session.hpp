@@ -23,6 +23,7 @@
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/flops.hpp"
 #include "stint/capture/native_stack.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/device/device_capture.hpp"
 #include "stint/drain/device_join.hpp"
 #include "stint/drain/record_store.hpp"
@@ -88,8 +89,11 @@ struct capture_options {
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
 /// (disable + drain + build), and the result.
-template <class = void>
+template <class Unused = void>
 class basic_session {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     basic_session() = default;
     basic_session(const basic_session&) = delete;
@@ -176,7 +180,7 @@ public:
         capture_state.outputs.store(false, std::memory_order_relaxed);
         capture_state.identities.store(false, std::memory_order_relaxed);
         registry& reg = the_registry();
-        record_store store;
+        later<record_store> store;
         const std::int64_t disable_start = steady_now_ns();
         std::int64_t disabled_at = 0;
         const auto on_disabled = [&](std::uint64_t stop_ticks) {
@@ -215,7 +219,7 @@ public:
     /// were being overwritten. False (and nothing copied) when no session records.
     bool copy_records(record_store& out, std::uint64_t from_ticks = 0) {
         if (state_ == 0 || state_ == device_only_state) return false;
-        record_store store;
+        later<record_store> store;
         const bool copied = the_registry().copy_ring(state_, [&](taken_records&& t) {
             if (from_ticks != 0) keep_records_ending_between(t.tail, from_ticks, ~std::uint64_t{0});
             store.add(std::move(t));
@@ -228,7 +232,7 @@ public:
     }
 
     /// Fills the counts of `stats` that a store of records gives before any event is built.
-    static void count_records(const record_store& store, profiler_stats& stats) noexcept {
+    static void count_records(const later<record_store>& store, profiler_stats& stats) noexcept {
         stats.number_of_events = store.events();
         stats.recorded = stats.dropped = stats.overhead_events = stats.truncated_names = 0;
         for (const record_store::thread_records& t : store.threads()) {
@@ -244,7 +248,7 @@ public:
     /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
     bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
                device_capture* device = nullptr) {
-        record_store records;
+        later<record_store> records;
         if (!close_records(records)) return false;
         build_events(records, out, first_id, options, device, stats_);
         return true;
@@ -254,21 +258,21 @@ public:
     /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
     /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
     /// with what only the event list knows.
-    static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
-                             const drain_options& options, device_capture* device, profiler_stats& stats) {
+    static void build_events(later<record_store>& records, event_list& out, std::uint64_t first_id,
+                             const drain_options& options, device_capture* device, later<profiler_stats>& stats) {
         const tick_calibration& calibration = records.calibration;
-        event_list_builder builder;
+        later<event_list_builder> builder;
         builder.set_first_id(first_id);
         builder.reserve(records.events());
         if (options.call_stacks) builder.build_call_stacks();
         if (options.module_hierarchy) builder.build_module_hierarchy();
-        std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
+        later<std::unordered_map<std::uint64_t, std::uint32_t>> thread_index;
         const auto thread_for = [&](const drained_thread& t) {
             auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
             if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
             return it->second;
         };
-        std::unordered_map<std::uint64_t, event_index> links;
+        later<std::unordered_map<std::uint64_t, event_index>> links;
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
@@ -299,7 +303,7 @@ public:
             const site& where = *r.where();
             const source_location* at = where.location.line != 0 ? &where.location : nullptr;
             std::span<const std::byte> bytes = payload.bytes;
-            std::vector<std::uint64_t> frames;
+            later<std::vector<std::uint64_t>> frames;
             if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
                 frames = take_native_frames(bytes);
             }
@@ -424,7 +428,7 @@ public:
 
 private:
     // Flop formulas resolved once per site and session (a registry lookup takes a lock).
-    using flop_cache = std::unordered_map<const site*, flop_callable>;
+    using flop_cache = later<std::unordered_map<const site*, flop_callable>>;
 
     // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
     static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes) {
@@ -449,7 +453,7 @@ private:
     // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
     // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
     // `record_args`: the inputs are record_function's args.
-    static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+    static std::uint64_t add_inputs(later<event_list_builder>& builder, event_index i, const site& where,
                                     std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
                                     bool keep_values, bool record_args = false) {
         op_inputs inputs = decode_inputs(where.name, bytes, aux);
@@ -482,7 +486,7 @@ private:
             waiting_.push_back({depth, no_index, {}, decode_args(payload), (payload.aux & args_cut) != 0, true});
         }
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
-        void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
+        void enclosed_by(later<event_list_builder>& builder, event_index i, std::uint32_t depth) {
             if (waiting_.empty()) return;
             const bool op = builder.kind_of(i) == event_kind::cpu_op;
             std::size_t kept = 0;
@@ -509,7 +513,7 @@ private:
         }
         // The end of one buffer's records: what no op enclosed goes to the innermost scope around it
         // (none: its scope's record was dropped, and counted).
-        void finish_run(event_list_builder& builder) {
+        void finish_run(later<event_list_builder>& builder) {
             for (entry& e : waiting_) {
                 if (e.innermost != no_index) attach(builder, e.innermost, e);
             }
@@ -520,13 +524,13 @@ private:
         struct entry {
             std::uint32_t depth;
             event_index innermost;  // the innermost scope found around it so far
-            std::vector<op_input> values;
-            std::vector<named_arg> named;
+            later<std::vector<op_input>> values;
+            later<std::vector<named_arg>> named;
             bool cut;
             bool args;  // add_args' (else record_outputs')
         };
-        static void attach(event_list_builder& builder, event_index i, entry& e) {
-            event_args& to = builder.args_of(i);
+        static void attach(later<event_list_builder>& builder, event_index i, entry& e) {
+            later<event_args>& to = builder.args_of(i);
             if (!e.args) {
                 to.outputs.insert(to.outputs.end(), std::make_move_iterator(e.values.begin()),
                                   std::make_move_iterator(e.values.end()));
@@ -545,7 +549,7 @@ private:
         }
         // The arguments of an add_args record (annotations/event_args.hpp's encoding).
         static std::vector<named_arg> decode_args(const record_payload& payload) {
-            std::vector<named_arg> out;
+            later<std::vector<named_arg>> out;
             const std::span<const std::byte> bytes = payload.bytes;
             std::size_t at = 0;
             for (std::uint32_t n = payload.aux & ~args_cut; n != 0; --n) {
@@ -568,7 +572,7 @@ private:
             }
             return out;
         }
-        std::vector<entry> waiting_;
+        later<std::vector<entry>> waiting_;
     };
 
     static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache) {

@@ -17,6 +17,7 @@
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/capture/detail/input_decoding.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/export/counter_tracks.hpp"
@@ -56,7 +57,7 @@ inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strid
 /// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
 /// capture hit a bound.
 template <class Writer>
-void write_values(Writer& out, const event_args& args, const value_keys& keys) {
+void write_values(Writer& out, const deferred_t<event_args, Writer>& args, const value_keys& keys) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -140,10 +141,10 @@ void write_named_args(Writer& out, const event_args& args) {
 /// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
 /// stint::add_args' arguments.
 template <class Writer>
-void write_event_args(Writer& out, const event_args& args) {
+void write_event_args(Writer& out, const deferred_t<event_args, Writer>& args) {
     write_values(out, args, input_keys);
     if (!args.outputs.empty()) {
-        event_args outputs;
+        deferred_t<event_args, Writer> outputs;
         inputs_to_args(op_inputs({}, args.outputs), true, outputs);
         bool concrete = false;
         for (const std::string& text : outputs.concrete_inputs) concrete = concrete || !text.empty();
@@ -246,7 +247,7 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
     // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
     // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
     // written, as a key added again takes the new value.
-    std::vector<std::string> keys;
+    deferred_t<std::vector<std::string>, Writer> keys;
     keys.reserve(info.metadata_json.size());
     for (const auto& entry : info.metadata_json) {
         fmt::memory_buffer key;
@@ -455,13 +456,14 @@ void write_counter_sample(Writer& out, std::string_view name, const counter_valu
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
 /// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
 template <class Writer>
-void write_trace_events(Writer& out, const event_list& events, const chrome_trace_info& info, bool first) {
+void write_trace_events(Writer& out, const deferred_t<event_list, Writer>& events, const chrome_trace_info& info,
+                        bool first) {
     write_process_metadata(out, info, first);
     write_thread_metadata(out, events.threads(), info);
-    device_trace device(events, info.pid, info.device_pid_base, info.flow_id_base);
+    deferred_t<device_trace, Writer> device(events, info.pid, info.device_pid_base, info.flow_id_base);
     device.write_metadata(out, info.process_name);
-    trace_timeline timeline(events);
-    counter_samples counters;
+    deferred_t<trace_timeline, Writer> timeline(events);
+    deferred_t<counter_samples, Writer> counters;
     const auto write_samples = [&](const event& e, const std::string& where) {
         counters.of(events, e, [&](std::string_view name, const counter_value& value, bool) {
             write_counter_sample(out, name, value, where, e.start_ns);

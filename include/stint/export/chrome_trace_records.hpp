@@ -22,6 +22,7 @@
 
 #include "stint/drain/record_store.hpp"
 #include "stint/export/chrome_trace.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
 #include "stint/export/trace_time.hpp"
@@ -31,9 +32,9 @@ namespace stint::detail {
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
 /// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
-template <class = void>
+template <class Unused = void>
 bool chrome_trace_from_records(const record_store& records) {
-    std::unordered_set<std::uint64_t> tids;
+    deferred_t<std::unordered_set<std::uint64_t>, Unused> tids;
     for (const record_store::thread_records& t : records.threads()) {
         if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
     }
@@ -65,11 +66,14 @@ std::string_view event_opening(event_kind kind) {
 /// program did.
 template <class Writer>
 class thread_trace_writer {
+    template <class T>
+    using later = deferred_t<T, Writer>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
     /// row (chrome_records_detail::origin_of).
-    thread_trace_writer(Writer& out, const tick_calibration& calibration, std::uint64_t pid, std::uint64_t tid,
-                        double origin)
+    thread_trace_writer(Writer& out, const tick_calibration& calibration, later<std::uint64_t> pid,
+                        std::uint64_t tid, double origin)
         : out_(out), calibration_(calibration),
           where_(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid)), origin_(origin) {}
 
@@ -164,7 +168,7 @@ private:
         const site* where = nullptr;
         std::string_view name;                 // a runtime name
         bool runtime_name = false;
-        std::unique_ptr<std::string> owned;    // ... kept across batches
+        later<std::unique_ptr<std::string>> owned;  // ... kept across batches
         std::int64_t start = 0;
         std::int64_t end = 0;
         std::int64_t level = 0;
@@ -256,18 +260,18 @@ private:
 
     Writer& out_;
     tick_calibration calibration_;
-    std::string where_;  // ", "pid": P, "tid": T, "ts": "
+    later<std::string> where_;  // ", "pid": P, "tid": T, "ts": "
     double origin_ = 0;
     std::int64_t level_ = 0;
     std::uint16_t previous_depth_ = 0;
     bool have_previous_ = false;
     std::int64_t held_end_ = 0;
     std::uint64_t values_left_out_ = 0;
-    std::vector<held> held_;                           // records ending in held_end_, as they arrived
-    std::vector<std::uint32_t> roots_;                 // held records whose parent has not arrived
-    std::vector<std::vector<std::uint32_t>> children_;
-    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
-    std::unordered_map<const site*, std::string> prefixes_;
+    later<std::vector<held>> held_;            // records ending in held_end_, as they arrived
+    later<std::vector<std::uint32_t>> roots_;  // held records whose parent has not arrived
+    later<std::vector<std::vector<std::uint32_t>>> children_;
+    later<std::vector<std::pair<std::uint32_t, trace_end>>> pending_;  // write_subtree's work
+    later<std::unordered_map<const site*, std::string>> prefixes_;
     const site* last_site_ = nullptr;
     const std::string* last_prefix_ = nullptr;
 };
@@ -291,7 +295,7 @@ template <class Sink>
 void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
                         const chrome_trace_info& info) {
     json_writer out(sink);
-    std::vector<thread_info> threads;
+    deferred_t<std::vector<thread_info>, Sink> threads;
     threads.reserve(records.threads().size());
     std::uint64_t recorded = 0;
     std::uint64_t dropped = 0;
@@ -314,7 +318,7 @@ void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t f
     std::uint64_t id = first_id;
     for (const record_store::thread_records& t : records.threads()) {
         if (t.events == 0) continue;
-        thread_trace_writer<json_writer> thread(out, records.calibration, info.pid, t.counts.os_tid,
+        thread_trace_writer<deferred_t<json_writer, Sink>> thread(out, records.calibration, info.pid, t.counts.os_tid,
                                                 chrome_records_detail::origin_of(records, t));
         records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
         thread.flush();

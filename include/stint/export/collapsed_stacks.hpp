@@ -17,10 +17,10 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/table.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/export/output_file.hpp"
 
 namespace stint {
@@ -57,8 +57,8 @@ void append_stack_frame(std::string& out, std::string_view frame) {
 }
 
 /// Throws std::invalid_argument unless `metric` is one export_stacks knows.
-template <class = void>
-void check_stack_metric(std::string_view metric) {
+template <class Unused = void>
+void check_stack_metric(deferred_t<std::string_view, Unused> metric) {
     for (std::string_view known : stack_metrics) {
         if (metric == known) return;
     }
@@ -74,13 +74,16 @@ using name_paths = basic_name_paths<>;
 // The name path (root first) of every event, interned as a tree like the list's stacks: an event's
 // path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
 // one node per path, not one string per path.
-template <class>
+template <class Unused>
 class basic_name_paths {
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
 public:
-    explicit basic_name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+    explicit basic_name_paths(const later<event_list>& events) : events_(events), path_of_(events.size(), no_index) {}
 
     // Appends the path of `e`, its names escaped and joined by ';'.
-    void append(std::string& out, const event& e) {
+    void append(later<std::string>& out, const event& e) {
         // Resolve the unresolved ancestors first, outermost last in `pending_`.
         pending_.clear();
         for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
@@ -115,13 +118,13 @@ private:
             return std::hash<std::string_view>{}(k.first) * 31 + k.second;
         }
     };
-    const event_list& events_;
-    display_names names_;
-    std::vector<event_index> path_of_;
-    std::vector<event_index> pending_;
-    std::vector<std::string_view> names_of_path_;
-    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
-    std::vector<node> nodes_;
+    const later<event_list>& events_;
+    later<display_names> names_;
+    later<std::vector<event_index>> path_of_;
+    later<std::vector<event_index>> pending_;
+    later<std::vector<std::string_view>> names_of_path_;
+    later<std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash>> by_frame_;
+    later<std::vector<node>> nodes_;
 };
 
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
@@ -132,13 +135,13 @@ private:
 /// line, late records (event_list::late) as `[stint]_<n>_records_late 1`, and device records lost
 /// (device_loss::lost) as `[stint]_<n>_device_records_lost 1`, so no loss goes unseen.
 template <class Sink>
-void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
+void write_collapsed_stacks(Sink& sink, const deferred_t<event_list, Sink>& events, std::string_view metric,
                             stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
-    std::string block;
-    std::vector<const std::string*> root_first;
-    std::optional<name_paths> named;
+    deferred_t<std::string, Sink> block;
+    deferred_t<std::vector<const std::string*>, Sink> root_first;
+    std::optional<basic_name_paths<deferred_t<void, Sink>>> named;  // name_paths
     if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
         if (e.on_device()) continue;
@@ -178,11 +181,11 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-template <class = void>
-void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
-                                        stack_frames frames = stack_frames::locations) {
+template <class Unused = void>
+void write_collapsed_stacks_file(const std::string& path, const deferred_t<event_list, Unused>& events,
+                                 std::string_view metric, stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
-    output_file file(path);
+    basic_output_file<Unused> file(path);
     write_collapsed_stacks(file, events, metric, frames);
     file.commit();
 }

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/export/json_writer.hpp"
 
 namespace stint::detail {
@@ -59,12 +60,15 @@ using device_trace = basic_device_trace<>;
 ///     device.write_metadata(out, "stint");  // inside traceEvents
 ///     device.write_args(out, kernel);       // after "args": {
 ///     device.write_flows(out, kernel);      // after the kernel's event
-template <class>
+template <class Unused>
 class basic_device_trace {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
     /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
-    basic_device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+    basic_device_trace(const later<event_list>& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
                  std::uint64_t flow_id_base = 0)
         : events_(events), device_pid_base_(device_pid_base), flow_id_base_(flow_id_base) {
         const std::size_t tracks = events.threads().size();
@@ -119,13 +123,13 @@ public:
     /// sync row "stream <id> (sync)"; work on no stream "Device <n>" (sort index -1).
     template <class Writer>
     void write_metadata(Writer& out, std::string_view process_name) const {
-        std::vector<std::int32_t> devices;
+        later<std::vector<std::int32_t>> devices;
         for (std::size_t t = 0; t < drawn_.size(); ++t) {
             if (!drawn_[t] && !sync_drawn_[t]) continue;
             const std::int32_t index = events_.threads()[t].device.index;
             if (std::find(devices.begin(), devices.end(), index) == devices.end()) devices.push_back(index);
         }
-        for (const std::int32_t index : devices) {
+        for (const later<std::int32_t> index : devices) {
             const auto process = [&](std::string_view name) {
                 out.raw(",\n    {\"name\": \"");
                 out.raw(name);
@@ -147,7 +151,7 @@ public:
             out.raw("}}");
         }
         for (std::size_t t = 0; t < drawn_.size(); ++t) {
-            const thread_info& track = events_.threads()[t];
+            const later<thread_info>& track = events_.threads()[t];
             if (drawn_[t]) {
                 if (track.os_tid == cupti_no_stream) {
                     write_thread(out, device_pid(track.device.index), 1, fmt::format("Device {}", track.device.index),
@@ -336,22 +340,22 @@ private:
         out.raw("}}");
     }
 
-    const event_list& events_;
+    const later<event_list>& events_;
     std::uint64_t device_pid_base_ = 0;
     std::uint64_t flow_id_base_ = 0;
-    std::vector<std::string> where_;       // per track: its pid and tid
-    std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
-    std::vector<bool> drawn_;              // per track: device events drawn on it
-    std::vector<bool> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
-    std::unordered_map<std::uint32_t, event_index> api_call_;  // correlation -> its API call
-    std::unordered_set<std::uint32_t> flowed_;                 // correlations whose id a flow has taken
+    later<std::vector<std::string>> where_;       // per track: its pid and tid
+    later<std::vector<std::string>> sync_where_;  // per device track: its sync row's, when drawn
+    later<std::vector<bool>> drawn_;              // per track: device events drawn on it
+    later<std::vector<bool>> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
+    later<std::unordered_map<std::uint32_t, event_index>> api_call_;  // correlation -> its API call
+    later<std::unordered_set<std::uint32_t>> flowed_;  // correlations whose id a flow has taken
     std::uint64_t max_correlation_ = 0;
     std::uint64_t next_flow_id_ = 1;
 };
 
 /// Kineto's "deviceProperties" entries (DeviceProperties.cpp keys), written inside the array.
 template <class Writer>
-void write_device_properties(Writer& out, const std::vector<device_properties>& devices) {
+void write_device_properties(Writer& out, const deferred_t<std::vector<device_properties>, Writer>& devices) {
     for (std::size_t i = 0; i < devices.size(); ++i) {
         const device_properties& d = devices[i];
         out.raw(i == 0 ? "\n    {\"id\": " : ",\n    {\"id\": ");
@@ -403,7 +407,7 @@ void write_device_report(Writer& out, const device_report& report) {
     out.raw(", \"torn_down\": ");
     out.raw(report.torn_down ? "true" : "false");
     const device_loss& loss = report.loss;
-    const std::pair<std::string_view, std::uint64_t> counters[] = {
+    const deferred_t<std::pair<std::string_view, std::uint64_t>, Writer> counters[] = {
         {"dropped_records", loss.dropped_records},
         {"rejected_buffers", loss.rejected_buffers},
         {"foreign_buffers", loss.foreign_buffers},

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/export/json_writer.hpp"
@@ -48,8 +49,11 @@ using execution_trace_writer = basic_execution_trace_writer<>;
 /// Writes one execution trace: the header at construction (so an unwritable path fails then, not at
 /// the end of a long run), the nodes of each recorded span with append(), the root node and the end
 /// with finish(). Ids (nodes, tensors, storages, one counter) and thread nodes hold across spans.
-template <class>
+template <class Unused>
 class basic_execution_trace_writer {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     explicit basic_execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
         out_.raw("{\n  \"schema\": \"");
@@ -76,7 +80,7 @@ public:
             dropped_ += events.dropped();
             late_ += events.late();
             // (event, its parent's node id; 0: the thread's node, made when its first op is written)
-            std::vector<std::pair<event_index, std::uint64_t>> stack;
+            later<std::vector<std::pair<event_index, std::uint64_t>>> stack;
             for (const event& top : events) {
                 if (!top.is_top_level() || events.threads()[top.thread].is_device_track()) continue;
                 const std::uint64_t tid = events.threads()[top.thread].os_tid;
@@ -220,7 +224,7 @@ private:
     void write_op_node(const event& e, std::uint64_t id, std::uint64_t parent, std::uint64_t tid,
                        const event_args* args) {
         write_node_start(e.name, id, parent);
-        static const std::vector<op_input> none;
+        static const later<std::vector<op_input>> none;
         out_.raw(", \"inputs\": ");
         write_values(args != nullptr ? args->inputs : none);
         out_.raw(", \"outputs\": ");
@@ -232,7 +236,7 @@ private:
     }
 
     // {"values": [...], "shapes": [...], "types": [...], "strides": [...]}, one entry per value.
-    void write_values(const std::vector<op_input>& values) {
+    void write_values(const later<std::vector<op_input>>& values) {
         const std::size_t n = std::min(values.size(), et_max_list);
         out_.raw("{\"values\": [");
         for (std::size_t i = 0; i < n; ++i) {
@@ -404,19 +408,19 @@ private:
         out_.raw(",0,\"\"]");
     }
 
-    std::uint64_t id_of(std::unordered_map<std::uint64_t, std::uint64_t>& ids, std::uint64_t key) {
+    std::uint64_t id_of(later<std::unordered_map<std::uint64_t, std::uint64_t>>& ids, std::uint64_t key) {
         auto [it, added] = ids.try_emplace(key, 0);
         if (added) it->second = next_id_++;
         return it->second;
     }
 
-    output_file file_;
-    json_writer out_;
+    later<output_file> file_;
+    later<json_writer> out_;
     bool failed_ = false;
     std::uint64_t next_id_ = et_root_id + 1;
-    std::unordered_map<std::uint64_t, std::uint64_t> thread_nodes_;  // OS thread id -> its node's id
-    std::unordered_map<std::uint64_t, std::uint64_t> tensor_ids_;    // identity key -> tensor id
-    std::unordered_map<std::uint64_t, std::uint64_t> storage_ids_;   // storage address -> storage id
+    later<std::unordered_map<std::uint64_t, std::uint64_t>> thread_nodes_;  // OS thread id -> its node's id
+    later<std::unordered_map<std::uint64_t, std::uint64_t>> tensor_ids_;    // identity key -> tensor id
+    later<std::unordered_map<std::uint64_t, std::uint64_t>> storage_ids_;   // storage address -> storage id
     std::uint64_t nodes_ = 0;
     std::uint64_t spans_ = 0;
     std::uint64_t recorded_ = 0;

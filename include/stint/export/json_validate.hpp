@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/export/utf8.hpp"
 
 namespace stint::detail {
@@ -19,8 +20,11 @@ using json_validator = basic_json_validator<>;
 
 /// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
 /// the text is invalid.
-template <class>
+template <class Unused>
 class basic_json_validator {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// Containers nested deeper than this are rejected, which also bounds the recursion.
     static constexpr int max_depth = 512;
@@ -28,7 +32,7 @@ public:
     explicit basic_json_validator(std::string_view text) noexcept : text_(text) {}
 
     /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
-    std::optional<std::string> run() {
+    later<std::optional<std::string>> run() {
         if (!value(0)) return std::move(error_);
         skip_whitespace();
         if (at_ < text_.size()) return reason("expected end of input", at_);
@@ -41,7 +45,7 @@ private:
         return false;
     }
 
-    static std::string reason(std::string_view what, std::size_t offset) {
+    static std::string reason(later<std::string_view> what, std::size_t offset) {
         return fmt::format("{} at offset {}", what, offset);
     }
 
@@ -157,7 +161,7 @@ private:
     }
 
     // Four hex digits at at_, consumed; nullopt (nothing consumed) if they are not there.
-    std::optional<unsigned> hex4() noexcept {
+    later<std::optional<unsigned>> hex4() noexcept {
         if (text_.size() - at_ < 4) return std::nullopt;
         unsigned code = 0;
         for (std::size_t i = 0; i < 4; ++i) {

@@ -17,6 +17,7 @@
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/common/device.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
 #include "stint/export/utf8.hpp"
@@ -42,8 +43,8 @@ constexpr std::int64_t floor_microseconds(std::int64_t ns) noexcept {
 /// The [memory] events of `on` in time order (the list's order: start, then the order reported),
 /// coalesced per microsecond as torch's _coalesce_timeline does. [OutOfMemory] events change no
 /// live bytes and are left out.
-template <class = void>
-memory_timeline_points memory_timeline_of(const event_list& events, device on) {
+template <class Unused = void>
+memory_timeline_points memory_timeline_of(const deferred_t<event_list, Unused>& events, device on) {
     memory_timeline_points points;
     struct sample {
         std::int64_t at_ns;
@@ -142,8 +143,8 @@ std::string html_escaped(std::string_view text) {
 }
 
 /// Bytes in the largest binary unit that keeps them >= 1: "512 B", "1.50 MiB".
-template <class = void>
-std::string memory_timeline_bytes(double bytes) {
+template <class Unused = void>
+std::string memory_timeline_bytes(deferred_t<double, Unused> bytes) {
     static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     std::size_t unit = 0;
     while (unit + 1 < std::size(units) && std::fabs(bytes) >= 1024.0) {
@@ -165,8 +166,8 @@ double memory_timeline_step(double span, int parts) {
 }
 
 /// A tick label with as many decimals as the step needs ("0.25", "40").
-template <class = void>
-std::string memory_timeline_tick(double value, double step) {
+template <class Unused = void>
+std::string memory_timeline_tick(deferred_t<double, Unused> value, double step) {
     const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
     return fmt::format("{:.{}f}", value, decimals);
 }
@@ -175,10 +176,10 @@ std::string memory_timeline_tick(double value, double step) {
 /// inline SVG step plot of live bytes against milliseconds since the first point (torch's plot axes:
 /// "Time (ms)" from the first time, memory on y). No script, no network.
 template <class Sink>
-void write_memory_timeline_html(Sink& sink, const memory_timeline_points& points, const event_list& events,
-                                device on) {
+void write_memory_timeline_html(Sink& sink, const deferred_t<memory_timeline_points, Sink>& points,
+                                const deferred_t<event_list, Sink>& events, device on) {
     const std::string device_name = memory_timeline_device_name(on);
-    std::string page;
+    deferred_t<std::string, Sink> page;  // its fmt calls are checked when the page is written
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Memory timeline: ";
     page += device_name;
     page +=
@@ -187,7 +188,7 @@ void write_memory_timeline_html(Sink& sink, const memory_timeline_points& points
         "<h1>Memory timeline: ";
     page += device_name;
     page += "</h1>\n";
-    const memory_peak* peak = nullptr;
+    const deferred_t<memory_peak, Sink>* peak = nullptr;
     for (const memory_peak& p : events.memory_peaks()) {
         if (p.device == on) peak = &p;
     }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/export/detail/gzip_members.hpp"
 
 namespace stint::detail {
@@ -50,8 +51,10 @@ using output_file = basic_output_file<>;
 ///     output_file out("trace.json.gz");
 ///     out.write("{\"traceEvents\":[]}");
 ///     out.commit();
-template <class>
+template <class Unused>
 class basic_output_file {
+    using gzip_type = basic_gzip_members<deferred_t<void, Unused>>;  // gzip_members, checked when used
+
 public:
     /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
     /// applies only to ".gz" paths.
@@ -64,7 +67,7 @@ public:
                                         std::to_string(gzip_level) + " is not in 0..9");
         }
         open_destination();
-        if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
+        if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_type>(gzip_level);
     }
 
     basic_output_file(const basic_output_file&) = delete;
@@ -346,7 +349,7 @@ private:
     int fd_ = -1;
     bool through_ = false;   // a device or a FIFO, written in place
     state state_ = state::open;
-    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::unique_ptr<gzip_type> gzip_;  // ".gz" paths
     std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
     std::string kept_partial_;  // ... once it did
 };

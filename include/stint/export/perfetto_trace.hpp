@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/export/counter_tracks.hpp"
 #include "stint/export/detail/protobuf.hpp"
@@ -89,8 +90,11 @@ inline constexpr std::array<std::string_view, 7> perfetto_annotation_names{
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 class perfetto_writer {
+    template <class T>
+    using later = deferred_t<T, Sink>;  // checked when used (detail/deferred.hpp)
+
 public:
-    perfetto_writer(Sink& sink, const event_list& events, const perfetto_trace_info& info)
+    perfetto_writer(Sink& sink, const later<event_list>& events, const perfetto_trace_info& info)
         : sink_(sink), events_(events), info_(info), buffer_(std::make_unique<char[]>(capacity_)) {}
 
     void write() {
@@ -142,8 +146,8 @@ private:
         std::uint64_t last_ts = 0;
         std::uint32_t categories_sent = 0;
         std::uint32_t annotation_names_sent = 0;
-        std::vector<std::uint64_t> names_sent;  // a bit per iid
-        std::vector<open_slice> open;
+        later<std::vector<std::uint64_t>> names_sent;  // a bit per iid
+        later<std::vector<open_slice>> open;
     };
 
     // Names by iid (1-based), found first by where the text is (a site's static name is the same
@@ -169,9 +173,9 @@ private:
             std::size_t size = 0;
             std::uint64_t iid = 0;
         };
-        std::vector<slot> cache_;
-        std::unordered_map<std::string_view, std::uint64_t> by_text_;
-        std::vector<std::string_view> texts_;
+        later<std::vector<slot>> cache_;
+        later<std::unordered_map<std::string_view, std::uint64_t>> by_text_;
+        later<std::vector<std::string_view>> texts_;
     };
 
     static std::uint64_t mix(std::uint64_t x) noexcept {
@@ -650,22 +654,22 @@ private:
     }
 
     Sink& sink_;
-    const event_list& events_;
+    const later<event_list>& events_;
     const perfetto_trace_info& info_;
-    std::unique_ptr<char[]> buffer_;
-    std::unique_ptr<char[]> spill_;
-    std::string named_body_;  // with_named_args' result
+    later<std::unique_ptr<char[]>> buffer_;
+    later<std::unique_ptr<char[]>> spill_;
+    later<std::string> named_body_;  // with_named_args' result
     std::size_t used_ = 0;
     std::int64_t origin_ = 0;
     std::uint64_t uuid_base_ = 0;
-    std::vector<lane> lanes_;  // threads, then their sync rows, then the process
+    later<std::vector<lane>> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
-    std::vector<std::string_view> categories_;  // by iid - 1
+    later<std::vector<std::string_view>> categories_;  // by iid - 1
     std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
-    std::string scratch_;
-    counter_samples counters_;
-    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
+    later<std::string> scratch_;
+    later<counter_samples> counters_;
+    later<std::unordered_map<std::string_view, std::uint64_t>> counter_tracks_;  // by name, their uuids
 };
 
 /// Writes the trace to any sink with `write(std::string_view)`.

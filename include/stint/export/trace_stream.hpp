@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/drain/record_store.hpp"
 #include "stint/export/chrome_trace.hpp"
@@ -57,8 +58,11 @@ using trace_stream = basic_trace_stream<>;
 ///     ...
 ///     stream.stop();                               // before the session closes
 ///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-template <class>
+template <class Unused>
 class basic_trace_stream {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// How often the writer looks for filled chunks.
     static constexpr std::chrono::milliseconds period{10};
@@ -125,7 +129,7 @@ private:
         const void* node = nullptr;
         drained_thread counts;
         std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
+        later<std::optional<thread_trace_writer<json_writer>>> writer;
     };
 
     streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
@@ -138,9 +142,9 @@ private:
         }
         // The threads in the order the close found them (every thread of the session is there), as a
         // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
-        std::vector<thread_info> threads;
-        std::unordered_set<const void*> listed;
-        std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
+        later<std::vector<thread_info>> threads;
+        later<std::unordered_set<const void*>> listed;
+        later<std::unordered_map<std::uint64_t, std::size_t>> row_of_tid;
         const auto list = [&](const thread_state& s) {
             if (!listed.insert(s.node).second) return;
             const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
@@ -342,17 +346,17 @@ private:
         return s;
     }
 
-    output_file file_;
-    json_writer out_;
+    later<output_file> file_;
+    later<json_writer> out_;
     std::uint64_t pid_ = 0;
     std::uint32_t state_ = 0;
     tick_calibration calibration_;
     std::uint64_t next_id_ = 0;
-    std::vector<thread_state> threads_;  // per buffer, in the order first seen
-    std::unordered_map<const void*, std::size_t> index_;
-    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
-    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
-    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
+    later<std::vector<thread_state>> threads_;  // per buffer, in the order first seen
+    later<std::unordered_map<const void*, std::size_t>> index_;
+    later<std::unordered_map<std::uint64_t, std::int64_t>> open_flows_;  // balance_point's
+    later<std::unordered_map<std::uint64_t, std::int64_t>> open_spans_;
+    later<std::unordered_map<std::uint64_t, double>> origins_;  // per OS thread
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "stint/analysis/event_list.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/export/device_trace.hpp"
 #include "stint/export/json_writer.hpp"
 
@@ -118,10 +119,13 @@ using trace_timeline = basic_trace_timeline<>;
 /// parent's nanosecond is held at or below the parent's ends).
 ///     trace_timeline timeline(events);
 ///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
-template <class>
+template <class Unused>
 class basic_trace_timeline {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
-    explicit basic_trace_timeline(const event_list& events) : events_(events) {
+    explicit basic_trace_timeline(const later<event_list>& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
             // Viewers do not shift by instants' ts, nor by flow and async points', nor by counters' (drawn
@@ -169,10 +173,10 @@ private:
         return decided_.at(parent);
     }
 
-    const event_list& events_;
-    std::vector<double> origins_;
-    std::unordered_map<event_index, trace_end> decided_;
-    std::vector<event_index> chain_;
+    const later<event_list>& events_;
+    later<std::vector<double>> origins_;
+    later<std::unordered_map<event_index, trace_end>> decided_;
+    later<std::vector<event_index>> chain_;
 };
 
 }  // namespace stint::detail

@@ -18,6 +18,7 @@
 #include "stint/analysis/event.hpp"
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/op_inputs.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint::detail {
 
@@ -27,7 +28,7 @@ class basic_wire_reader;
 using wire_reader = basic_wire_reader<>;
 
 // A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-template <class>
+template <class Unused>
 class basic_wire_reader {
 public:
     explicit basic_wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
@@ -55,13 +56,13 @@ public:
         at_ += n;
         return s;
     }
-    void int64s(std::vector<std::int64_t>& out, std::size_t n) {
+    void int64s(deferred_t<std::vector<std::int64_t>, Unused>& out, std::size_t n) {
         if (!has(n * 8)) return;
         out.resize(n);
         if (n != 0) std::memcpy(out.data(), at_, n * 8);
         at_ += n * 8;
     }
-    void int32s(std::vector<std::int64_t>& out, std::size_t n) {
+    void int32s(deferred_t<std::vector<std::int64_t>, Unused>& out, std::size_t n) {
         if (!has(n * 4)) return;
         out.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -95,8 +96,8 @@ tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
     return id;
 }
 
-template <class = void>
-bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
+template <class Unused = void>
+bool decode_entry(wire_reader& in, deferred_t<op_input, Unused>& out, bool in_list) {
     const auto tag = static_cast<wire_tag>(in.u8());
     if (!in.ok()) return false;
     switch (tag) {
@@ -182,17 +183,17 @@ bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
 
 /// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
 /// truncated.
-template <class = void>
+template <class Unused = void>
 op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
-    op_inputs result;
+    deferred_t<op_inputs, Unused> result;
     result.set_op_name(op_name);
     result.set_truncated((aux & inputs_aux_truncated) != 0);
     wire_reader in(bytes);
     const std::uint32_t count = aux & inputs_aux_count_mask;
-    std::vector<op_input>& inputs = result.mutable_inputs();
+    auto& inputs = result.mutable_inputs();  // std::vector<op_input>&
     inputs.reserve(count);
     for (std::uint32_t i = 0; i < count; ++i) {
-        op_input entry;
+        deferred_t<op_input, Unused> entry;
         if (!decode_entry(in, entry, false)) {
             result.set_truncated(true);
             break;
@@ -204,8 +205,8 @@ op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> byt
 
 /// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
 /// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-template <class = void>
-void append_real(std::string& out, double d) {
+template <class Unused = void>
+void append_real(deferred_t<std::string, Unused>& out, double d) {
     const int c = std::fpclassify(d);
     if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
         const auto i = static_cast<std::int64_t>(d);
@@ -225,8 +226,8 @@ void append_real(std::string& out, double d) {
     fmt::format_to(std::back_inserter(out), "{:.17g}", d);
 }
 
-template <class = void>
-void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
+template <class Unused = void>
+void append_scalar_value(deferred_t<std::string, Unused>& out, const deferred_t<op_input, Unused>& in, std::size_t i) {
     switch (in.values_type) {
         case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
         case scalar_type::unsigned_integer:
@@ -239,9 +240,9 @@ void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
 
 /// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
 /// cut), a string's text, "" for tensors and absent inputs.
-template <class = void>
-std::string concrete_text(const op_input& in) {
-    std::string out;
+template <class Unused = void>
+std::string concrete_text(const deferred_t<op_input, Unused>& in) {
+    deferred_t<std::string, Unused> out;
     switch (in.kind) {
         case input_kind::scalar:
             if (!in.integers.empty() || !in.reals.empty()) append_scalar_value(out, in, 0);
@@ -282,8 +283,8 @@ std::string type_text(const op_input& in) {
 }
 
 /// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-template <class = void>
-void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
+template <class Unused = void>
+void inputs_to_args(const deferred_t<op_inputs, Unused>& inputs, bool concrete, deferred_t<event_args, Unused>& args) {
     const std::size_t n = inputs.size();
     args.input_dims.resize(n);
     args.input_strides.resize(n);

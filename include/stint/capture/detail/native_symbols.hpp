@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "stint/detail/deferred.hpp"
+
 #if defined(__linux__) && defined(__GLIBC__)
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -30,11 +32,11 @@
 namespace stint::detail {
 
 /// `name` demangled if it is a C++ symbol, else as is.
-template <class = void>
+template <class Unused = void>
 std::string demangle(const char* name) {
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
     int status = 0;
-    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+    deferred_t<std::unique_ptr<char, void (*)(void*)>, Unused> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
     if (status == 0 && out) return out.get();
 #endif
     return name;
@@ -45,8 +47,11 @@ class basic_native_symbolizer;
 /// basic_native_symbolizer's one form (a template only so that a file that does not use it does not compile it).
 using native_symbolizer = basic_native_symbolizer<>;
 
-template <class>
+template <class Unused>
 class basic_native_symbolizer {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// The function containing the return address `address` ("ns::f(int)"), or "<object>+0x<offset>"
     /// when no symbol covers it, or "0x<address>" outside every loaded object.
@@ -64,11 +69,11 @@ private:
     };
     struct object_symbols {
         bool relative = true;  // ET_DYN (PIE executables, shared objects)
-        std::vector<symbol> symbols;
+        later<std::vector<symbol>> symbols;
         std::string strings;
     };
 
-    std::string look_up(std::uint64_t address) {
+    std::string look_up(later<std::uint64_t> address) {
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
         // A return address follows its call: look up the call instruction's last byte.
         const std::uint64_t at = address - 1;
@@ -90,7 +95,7 @@ private:
             }
         }
         if (info.dli_sname != nullptr) return demangle(info.dli_sname);  // the nearest exported symbol
-        const std::string_view file = path;
+        const later<std::string_view> file = path;
         return fmt::format("{}+0x{:x}", file.substr(file.rfind('/') + 1), at - base);
 #else
         return fmt::format("0x{:x}", address);
@@ -148,7 +153,7 @@ private:
             return;
         }
         out.relative = header.e_type == ET_DYN;
-        std::vector<Elf64_Shdr> sections(header.e_shnum);
+        later<std::vector<Elf64_Shdr>> sections(header.e_shnum);
         if (sections.empty() ||
             !read_at(fd, sections.data(), sections.size() * sizeof(Elf64_Shdr), header.e_shoff)) {
             return;
@@ -165,7 +170,7 @@ private:
         }
         if (table == nullptr || table->sh_link >= sections.size() || table->sh_entsize != sizeof(Elf64_Sym)) return;
         const Elf64_Shdr& strings = sections[table->sh_link];
-        std::vector<Elf64_Sym> symbols(table->sh_size / sizeof(Elf64_Sym));
+        later<std::vector<Elf64_Sym>> symbols(table->sh_size / sizeof(Elf64_Sym));
         out.strings.resize(strings.sh_size);
         if (!read_at(fd, symbols.data(), symbols.size() * sizeof(Elf64_Sym), table->sh_offset) ||
             !read_at(fd, out.strings.data(), out.strings.size(), strings.sh_offset)) {
@@ -182,9 +187,9 @@ private:
                   [](const symbol& a, const symbol& b) { return a.begin < b.begin; });
     }
 
-    std::unordered_map<std::string, object_symbols> objects_;
+    later<std::unordered_map<std::string, object_symbols>> objects_;
 #endif
-    std::unordered_map<std::uint64_t, std::string> names_;
+    later<std::unordered_map<std::uint64_t, std::string>> names_;
 };
 
 }  // namespace stint::detail

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "stint/detail/deferred.hpp"
+
 namespace stint::detail {
 
 template <class = void>
@@ -36,8 +38,11 @@ using gzip_members = basic_gzip_members<>;
 /// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
 /// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
 /// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
-template <class>
+template <class Unused>
 class basic_gzip_members {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     static constexpr std::size_t block_size = std::size_t{256} << 10;
     // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
@@ -124,7 +129,7 @@ public:
             // A forked child has none of the workers, and a worker may have held mutex_ at the fork:
             // their handles are let go unjoined (joining would wait forever, dropping them would
             // call std::terminate).
-            const auto* kept = new (std::nothrow) std::vector<std::thread>(std::move(workers_));
+            const auto* kept = new (std::nothrow) later<std::vector<std::thread>>(std::move(workers_));
             if (kept == nullptr) {
                 for (std::thread& worker : workers_) worker.detach();
             }
@@ -145,8 +150,8 @@ public:
 
 private:
     struct block {
-        std::unique_ptr<char[]> in;
-        std::unique_ptr<unsigned char[]> out;
+        later<std::unique_ptr<char[]>> in;
+        later<std::unique_ptr<unsigned char[]>> out;
         std::size_t in_size = 0;
         std::size_t out_size = 0;
         int error = 0;
@@ -293,8 +298,8 @@ private:
 
     const int level_;
     const deflate_function deflate_block_;
-    std::vector<block> ring_;          // sized before any worker starts, never after
-    std::vector<std::thread> workers_;
+    later<std::vector<block>> ring_;   // sized before any worker starts, never after
+    later<std::vector<std::thread>> workers_;
     bool workers_tried_ = false;
     pid_t owner_ = 0;                  // the process that started the workers
     z_stream own_stream_{};            // the writer's, when it compresses
