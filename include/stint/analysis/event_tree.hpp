@@ -713,7 +713,8 @@ private:
     later<std::vector<exact_place>> exact_;    // per event as added, during build()
     later<std::vector<memory_order_entry>> memory_order_;  // per memory event, as added
     later<std::vector<std::pair<event_index, std::uint64_t>>> point_ids_;  // per point: as added, its id
-    later<std::vector<std::pair<event_index, counter_value>>> counter_values_;  // per counter sample: as added, its value
+    // per counter sample: as added, its value
+    later<std::vector<std::pair<event_index, counter_value>>> counter_values_;
     later<std::vector<std::vector<std::uint64_t>>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
