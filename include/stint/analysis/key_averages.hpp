@@ -194,6 +194,9 @@ struct basic_name_cache {
     }
 };
 
+// The group functions take their events and groups as deferred_t<T, Unused> (exactly T, Unused left at
+// void; stint/detail/deferred.hpp): their bodies are checked only when key_averages() is used.
+
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
 template <class Unused = void>
 void open_group(deferred_t<averaged_event, Unused>& a, std::string_view name, const event& e, const group_key& key) {
@@ -238,6 +241,7 @@ void add_async_span(deferred_t<averaged_event, Unused>& a, deferred_t<const even
 // Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
 // for each async span that ended: flow points and counters' samples are no rows, an async span is one
 // row at its begin.
+// (`events` and `names` are deferred through OnEvent, which the callbacks give.)
 template <class OnEvent, class OnSpan>
 void for_each_averaged(deferred_t<const event_list, OnEvent>& events, deferred_t<display_names, OnEvent>& names,
                        OnEvent&& on_event, OnSpan&& on_span) {

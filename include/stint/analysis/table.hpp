@@ -173,6 +173,10 @@ template <class = void>
     return e.kind == event_kind::memory && e.parent != no_index;
 }
 
+// From here on, the functions take the event list, display names, strings and containers they work on
+// as deferred_t<T, Unused> (exactly T, with Unused left at void; stint/detail/deferred.hpp), and so do
+// their locals: their bodies are checked, and what they call instantiated, only when a table is made.
+
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
 // child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
 // memory events or counters no sibling is read.

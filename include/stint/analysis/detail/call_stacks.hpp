@@ -25,6 +25,9 @@
 
 namespace stint::detail {
 
+// Both functions name their strings, containers and arguments as deferred_t<T, Unused> (exactly T;
+// stint/detail/deferred.hpp): their bodies are checked only when stacks are built.
+
 /// A source file as stacks show it (collapsed stacks, the trace's "Call stack", the table's Source
 /// Location). `__FILE__` is the path the build gave the compiler, relative to the build directory
 /// (meson, make: "../examples/quickstart.cpp") or absolute (CMake). Shown instead:

@@ -285,6 +285,8 @@ private:
         return x;
     }
 
+    // Named through Unused (exactly T; stint/detail/deferred.hpp): the bodies above are checked only when
+    // a list is used.
     deferred_t<std::vector<event_row>, Unused> rows_;
     deferred_t<std::vector<event_extra>, Unused> extras_;
     deferred_t<std::vector<event_name>, Unused> names_;

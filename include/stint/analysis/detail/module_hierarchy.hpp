@@ -32,6 +32,8 @@ module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
+// Its arguments and locals are deferred_t<T, Unused> (exactly T; stint/detail/deferred.hpp): the body
+// is checked only when a list with modules is built.
 template <class Unused = void>
 void assign_module_hierarchy(deferred_t<event_store, Unused>& events,
                              deferred_t<std::vector<event_args>, Unused>& args) {
