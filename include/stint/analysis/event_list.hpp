@@ -17,6 +17,7 @@
 
 #include "stint/analysis/detail/event_store.hpp"
 #include "stint/analysis/event.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint {
 
@@ -38,7 +39,7 @@ using string_arena = basic_string_arena<>;
 
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
-template <class>
+template <class Unused>
 class basic_string_arena {
 public:
     std::string_view store(std::string_view text) {
@@ -60,8 +61,8 @@ public:
 
 private:
     static constexpr std::size_t block_size_ = 64 * 1024;
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    std::vector<std::unique_ptr<char[]>> big_;
+    deferred_t<std::vector<std::unique_ptr<char[]>>, Unused> blocks_;
+    deferred_t<std::vector<std::unique_ptr<char[]>>, Unused> big_;
     std::size_t used_ = 0;
 };
 
@@ -73,15 +74,15 @@ using stack_tree = basic_stack_tree<>;
 /// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
 /// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
 /// one string. A node's parent always comes before it.
-template <class>
+template <class Unused>
 struct basic_stack_tree {
     struct node {
         std::uint32_t frame;  // into `frames`
         event_index parent;   // the stack without this frame; no_index: this is the outermost frame
         std::uint32_t size;   // frames in the stack, this one included
     };
-    std::vector<node> nodes;
-    std::deque<std::string> frames;  // a deque never moves its strings: views into them stay valid
+    deferred_t<std::vector<node>, Unused> nodes;
+    deferred_t<std::deque<std::string>, Unused> frames;  // a deque never moves its strings: views into them stay valid
 
     /// The stack `frame` on top of `parent` (no_index: none), as a new node.
     event_index push(std::uint32_t frame, event_index parent) {
@@ -209,8 +210,12 @@ struct call_stack_access {
 ///
 ///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
-template <class>
+template <class Unused>
 class basic_event_list {
+    // T, named through Unused: the bodies below are checked when the list is used, not when parsed.
+    template <class T>
+    using later = detail::deferred_t<T, Unused>;
+
 public:
     using value_type = event;
 
@@ -226,7 +231,7 @@ public:
         using difference_type = std::ptrdiff_t;
         using reference = const event&;
         iterator() = default;
-        iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
+        iterator(const later<detail::event_store>* store, event_index at) : store_(store), at_(at) {}
         [[nodiscard]] const event& operator*() const {
             store_->assemble_into(current_, at_);
             return current_;
@@ -251,7 +256,7 @@ public:
         friend auto operator<=>(const iterator& a, const iterator& b) { return a.at_ <=> b.at_; }
 
     private:
-        const detail::event_store* store_ = nullptr;
+        const later<detail::event_store>* store_ = nullptr;
         event_index at_ = 0;
         mutable event current_;  // what *this refers to
     };
@@ -268,7 +273,7 @@ public:
             using difference_type = std::ptrdiff_t;
             using reference = const event&;
             iterator() = default;
-            iterator(const detail::event_store* store, event_index at, bool linked = false)
+            iterator(const later<detail::event_store>* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
             [[nodiscard]] const event& operator*() const {
                 store_->assemble_into(current_, at_);
@@ -287,12 +292,12 @@ public:
             bool operator==(const iterator& other) const { return at_ == other.at_; }
 
         private:
-            const detail::event_store* store_ = nullptr;
+            const later<detail::event_store>* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
             mutable event current_;  // what *this refers to
         };
-        child_range(const detail::event_store* store, event_index first, bool linked = false)
+        child_range(const later<detail::event_store>* store, event_index first, bool linked = false)
             : store_(store), first_(first), linked_(linked) {}
         [[nodiscard]] iterator begin() const { return {store_, first_, linked_}; }
         [[nodiscard]] iterator end() const { return {store_, no_index, linked_}; }
@@ -300,7 +305,7 @@ public:
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
-        const detail::event_store* store_;
+        const later<detail::event_store>* store_;
         event_index first_;
         bool linked_;
     };
@@ -449,17 +454,17 @@ public:
 private:
     template <class>
     friend class detail::basic_event_list_builder;
-    detail::event_store store_;
-    std::vector<thread_info> threads_;
-    std::vector<event_args> args_;
-    detail::stack_tree stacks_;
-    std::vector<std::shared_ptr<detail::string_arena>> arenas_;
-    std::vector<device_args> device_args_;
-    device_report device_;
+    later<detail::event_store> store_;
+    later<std::vector<thread_info>> threads_;
+    later<std::vector<event_args>> args_;
+    later<detail::stack_tree> stacks_;
+    later<std::vector<std::shared_ptr<detail::string_arena>>> arenas_;
+    later<std::vector<device_args>> device_args_;
+    later<device_report> device_;
     std::size_t device_events_ = 0;
-    std::vector<memory_record> memory_records_;
-    std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
-    std::vector<memory_peak> memory_peaks_;
+    later<std::vector<memory_record>> memory_records_;
+    later<std::vector<memory_usage>> memory_usage_;  // per event, when memory_records_ is not empty
+    later<std::vector<memory_peak>> memory_peaks_;
     struct point_entry {
         event_index event;
         std::uint64_t id;
@@ -470,8 +475,8 @@ private:
         counter_value value;
     };
     std::vector<counter_entry> counters_;  // the counters' values, by event index
-    std::vector<flow_link> flows_;
-    std::vector<async_span> async_spans_;
+    later<std::vector<flow_link>> flows_;
+    later<std::vector<async_span>> async_spans_;
     unmatched_points unmatched_;
     std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;

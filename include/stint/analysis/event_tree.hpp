@@ -27,10 +27,14 @@ namespace stint::detail {
 ///     auto t = b.add_thread({.os_tid = 7, .name = "main"});
 ///     b.add(event_kind::cpu_op, "aten::mm", t, 0, 1000);
 ///     event_list list = std::move(b).build();
-template <class>
+template <class Unused>
 class basic_event_list_builder {
+    // T, named through Unused: the bodies below are checked when a list is built, not when parsed.
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
 public:
-    basic_event_list_builder() : arena_(std::make_shared<string_arena>()) {}
+    basic_event_list_builder() : arena_(std::make_shared<later<string_arena>>()) {}
 
     /// Adds a thread; events name it by the returned index.
     std::uint32_t add_thread(thread_info info) {
@@ -132,7 +136,7 @@ public:
         if (ev().extra(i).args == no_index) set_args(i, {});
         return list_.args_[ev().extra(i).args];
     }
-    void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
+    void set_stack(event_index i, const later<std::vector<std::string>>& frames_innermost_first) {
         event_index at = no_index;
         for (auto frame = frames_innermost_first.rbegin(); frame != frames_innermost_first.rend(); ++frame) {
             list_.stacks_.frames.push_back(*frame);
@@ -142,7 +146,7 @@ public:
     }
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
-    void set_native_frames(event_index i, std::vector<std::uint64_t> frames) {
+    void set_native_frames(event_index i, later<std::vector<std::uint64_t>> frames) {
         ev().extra_to_write(i).stack = static_cast<event_index>(native_frames_.size());
         native_frames_.push_back(std::move(frames));
     }
@@ -186,8 +190,8 @@ public:
         depth_.resize(ev().size(), no_depth);
         exact_.assign(ev().size(), exact_place{});
         clamp_api_calls();
-        std::vector<event_index> order = ordered_indices();
-        const std::vector<event_index> original = order;  // permute consumes `order`
+        later<std::vector<event_index>> order = ordered_indices();
+        const later<std::vector<event_index>> original = order;  // permute consumes `order`
         ev().permute(order);
         link_tree(original);
         if (!point_ids_.empty()) link_points(original);
@@ -209,7 +213,7 @@ public:
 private:
     static constexpr std::uint32_t no_depth = 0xffffffffU;
 
-    event_store& ev() noexcept { return list_.store_; }
+    later<event_store>& ev() noexcept { return list_.store_; }
 
     // The list's name entry for `text` (static, or kept in the arena) at `where`.
     std::uint32_t name_index(std::string_view text, const source_location* where) {
@@ -234,7 +238,7 @@ private:
     void resolve_memory() {
         std::sort(memory_order_.begin(), memory_order_.end(),
                   [](const memory_order_entry& a, const memory_order_entry& b) { return a.sequence < b.sequence; });
-        std::vector<event_index> event_of(list_.memory_records_.size(), no_index);
+        later<std::vector<event_index>> event_of(list_.memory_records_.size(), no_index);
         for (event_index i = 0; i < ev().size(); ++i) {
             if (ev().extra(i).memory_info != no_index) event_of[ev().extra(i).memory_info] = i;
         }
@@ -248,8 +252,8 @@ private:
                 return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
             }
         };
-        std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int64_t, pair_hash> live;
-        std::vector<std::pair<stint::device, std::int64_t>> totals;
+        later<std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int64_t, pair_hash>> live;
+        later<std::vector<std::pair<stint::device, std::int64_t>>> totals;
         const auto total_of = [&](stint::device d) -> std::int64_t& {
             for (auto& [where, bytes] : totals) {
                 if (where == d) return bytes;
@@ -328,14 +332,14 @@ private:
     };
 
     // The order of the list: each run ordered on its own, then the runs merged.
-    std::vector<event_index> ordered_indices() {
+    later<std::vector<event_index>> ordered_indices() {
         const auto n = static_cast<event_index>(ev().size());
-        std::vector<event_index> bounds{0};
+        later<std::vector<event_index>> bounds{0};
         for (event_index b : runs_) {
             if (b > bounds.back() && b < n) bounds.push_back(b);
         }
         bounds.push_back(n);
-        std::vector<event_index> order(n);
+        later<std::vector<event_index>> order(n);
         for (event_index i = 0; i < n; ++i) order[i] = i;
         for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
             const event_index lo = bounds[r];
@@ -354,7 +358,7 @@ private:
     }
 
     [[nodiscard]] bool before(event_index a, event_index b) const noexcept {
-        const event_store& store = list_.store_;
+        const later<event_store>& store = list_.store_;
         if (store.start(a) != store.start(b)) return store.start(a) < store.start(b);
         if (store.end(a) != store.end(b)) return store.end(a) > store.end(b);  // the enclosing one first
         if (exact_[a].run != no_index && exact_[a].run == exact_[b].run) return exact_[a].pre < exact_[b].pre;
@@ -371,9 +375,9 @@ private:
     // over budget) is deeper than its neighbours: it goes to the nearest recorded ancestor, or becomes
     // a root when its times prove it ended before that ancestor began.
     void link_exact_run(event_index lo, event_index hi, event_index run) {
-        const event_store& ev = list_.store_;
+        const later<event_store>& ev = list_.store_;
         const event_index m = hi - lo;
-        std::vector<std::int64_t> depth(m);
+        later<std::vector<std::int64_t>> depth(m);
         std::int64_t level = 0;
         for (event_index i = 0; i < m; ++i) {
             if (i > 0) {
@@ -382,7 +386,7 @@ private:
             }
             depth[i] = level;
         }
-        std::vector<event_index> pending;  // finished subtrees not yet given a parent, in arrival order
+        later<std::vector<event_index>> pending;  // finished subtrees not yet given a parent, in arrival order
         for (event_index i = 0; i < m; ++i) {
             exact_place& place = exact_[lo + i];
             place.run = run;
@@ -410,10 +414,10 @@ private:
 
     // Orders run [lo, hi) by `before` in linear time when starts are distinct: pre-order is the
     // entry order, whose starts never fall; only groups of equal starts are sorted.
-    void order_exact_run(std::vector<event_index>& order, event_index run, event_index lo, event_index hi) {
+    void order_exact_run(later<std::vector<event_index>>& order, event_index run, event_index lo, event_index hi) {
         link_exact_run(lo, hi, run);
         for (event_index i = lo; i < hi; ++i) order[lo + exact_[i].pre] = i;
-        const event_store& ev = list_.store_;
+        const later<event_store>& ev = list_.store_;
         const auto less = [this](event_index a, event_index b) { return before(a, b); };
         for (event_index i = lo; i < hi;) {
             event_index j = i + 1;
@@ -428,26 +432,26 @@ private:
     }
 
     // Merges the ordered runs [bounds[r], bounds[r + 1]) with a heap of their heads.
-    std::vector<event_index> merge_runs(const std::vector<event_index>& order,
-                                        const std::vector<event_index>& bounds) const {
+    later<std::vector<event_index>> merge_runs(const later<std::vector<event_index>>& order,
+                                        const later<std::vector<event_index>>& bounds) const {
         struct head {
             event_index at;
             event_index end;
         };
-        std::vector<head> heads;
+        later<std::vector<head>> heads;
         for (std::size_t r = 0; r + 1 < bounds.size(); ++r) heads.push_back({bounds[r], bounds[r + 1]});
-        const auto later = [&](const head& a, const head& b) { return before(order[b.at], order[a.at]); };
-        std::make_heap(heads.begin(), heads.end(), later);
-        std::vector<event_index> merged;
+        const auto comes_later = [&](const head& a, const head& b) { return before(order[b.at], order[a.at]); };
+        std::make_heap(heads.begin(), heads.end(), comes_later);
+        later<std::vector<event_index>> merged;
         merged.reserve(order.size());
         while (!heads.empty()) {
-            std::pop_heap(heads.begin(), heads.end(), later);
+            std::pop_heap(heads.begin(), heads.end(), comes_later);
             head& h = heads.back();
             merged.push_back(order[h.at]);
             if (++h.at == h.end) {
                 heads.pop_back();
             } else {
-                std::push_heap(heads.begin(), heads.end(), later);
+                std::push_heap(heads.begin(), heads.end(), comes_later);
             }
         }
         return merged;
@@ -459,13 +463,13 @@ private:
     // hidden visibility has its own) an open-scope stack decides: exactly within a run, by times across
     // runs (torch's rule: what ended when or before an event starts, or ends before it does, cannot
     // contain it).
-    void link_tree(const std::vector<event_index>& original) {
-        event_store& ev = list_.store_;
+    void link_tree(const later<std::vector<event_index>>& original) {
+        later<event_store>& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
-        std::vector<event_index> position(n);
+        later<std::vector<event_index>> position(n);
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
         constexpr event_index mixed = no_index - 1;
-        std::vector<event_index> thread_run(list_.threads_.size(), no_index);
+        later<std::vector<event_index>> thread_run(list_.threads_.size(), no_index);
         // Device events and API calls whose launcher is known sit outside the runs: they take no part
         // in deciding how a thread is linked.
         const auto placed = [&](event_index i) { return ev.on_device(i) || launcher_of(original[i]) != not_linked; };
@@ -481,8 +485,8 @@ private:
             if (o.run != no_index && o.run == e.run) return o.pre < e.pre && e.pre < o.pre + o.size;
             return !(ev.end(outer) <= ev.start(inner) || ev.end(outer) < ev.end(inner));
         };
-        std::vector<std::vector<event_index>> open(list_.threads_.size());
-        std::vector<event_index> last_child(n, no_index);
+        later<std::vector<std::vector<event_index>>> open(list_.threads_.size());
+        later<std::vector<event_index>> last_child(n, no_index);
         for (event_index i = 0; i < n; ++i) {
             // The row's `added` is its place as added: with the first id, the id an exporter that
             // reads the records gives it.
@@ -535,8 +539,8 @@ private:
     }
 
     // Gives the counters' values to their samples by final index.
-    void place_counter_values(const std::vector<event_index>& original) {
-        std::vector<event_index> position(ev().size());
+    void place_counter_values(const later<std::vector<event_index>>& original) {
+        later<std::vector<event_index>> position(ev().size());
         for (event_index i = 0; i < ev().size(); ++i) position[original[i]] = i;
         auto& counters = list_.counters_;
         counters.reserve(counter_values_.size());
@@ -550,17 +554,17 @@ private:
     // begin of its tick on another thread takes the next such begin (the two ran in the same tick, so
     // either may have been first in the list). An async span's begin pairs with the end of its id (ids
     // are unique). What finds no partner is counted.
-    void link_points(const std::vector<event_index>& original) {
-        const event_store& ev = list_.store_;
-        std::vector<event_index> position(ev.size());
+    void link_points(const later<std::vector<event_index>>& original) {
+        const later<event_store>& ev = list_.store_;
+        later<std::vector<event_index>> position(ev.size());
         for (event_index i = 0; i < ev.size(); ++i) position[original[i]] = i;
         auto& points = list_.points_;
         points.reserve(point_ids_.size());
         for (const auto& [added, id] : point_ids_) points.push_back({position[added], id});
         std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.event < b.event; });
 
-        std::vector<event_list::point_entry> flows;
-        std::unordered_map<std::uint64_t, event_index> async_end;
+        later<std::vector<event_list::point_entry>> flows;
+        later<std::unordered_map<std::uint64_t, event_index>> async_end;
         for (const auto& p : points) {
             const event_kind kind = ev.row(p.event).kind;
             if (kind == event_kind::flow_begin || kind == event_kind::flow_end) flows.push_back(p);
@@ -574,7 +578,7 @@ private:
             return a.event < b.event;
         });
         event_index open = no_index;
-        std::vector<event_index> early_ends;  // ends of the current tick that found no begin yet
+        later<std::vector<event_index>> early_ends;  // ends of the current tick that found no begin yet
         for (std::size_t f = 0; f < flows.size(); ++f) {
             const bool new_id = f > 0 && flows[f].id != flows[f - 1].id;
             if (f > 0 && (new_id || ev.start(flows[f].event) != ev.start(flows[f - 1].event))) {
@@ -627,7 +631,7 @@ private:
     // API calls come through the same tick counter, but a coarse tick can put its start a step before
     // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
     void clamp_api_calls() {
-        event_store& ev = list_.store_;
+        later<event_store>& ev = list_.store_;
         for (event_index i = 0; i < launcher_.size() && i < ev.size(); ++i) {
             const event_index op = launcher_[i];
             if (op == not_linked || op == no_index || ev.on_device(i)) continue;
@@ -639,10 +643,10 @@ private:
     // Gives each device event to its launcher's chain (event_list::kernels) and sums device times:
     // an event's own (its duration), a CPU event's self (its launches) and total (with descendants').
     void link_device_events() {
-        event_store& ev = list_.store_;
+        later<event_store>& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
-        std::vector<event_index> last(n, no_index);
-        std::vector<std::int64_t> self_device(n, 0);  // CPU events': their launches' durations
+        later<std::vector<event_index>> last(n, no_index);
+        later<std::vector<std::int64_t>> self_device(n, 0);  // CPU events': their launches' durations
         for (event_index i = 0; i < n; ++i) {
             if (!ev.on_device(i)) continue;
             ++list_.device_events_;
@@ -659,7 +663,7 @@ private:
             last[op] = i;
         }
         // Totals: children come after their parents, so a backward pass sums each subtree.
-        std::vector<std::int64_t> total(self_device);
+        later<std::vector<std::int64_t>> total(self_device);
         for (event_index i = n; i-- > 0;) {
             if (!ev.on_device(i) && ev.row(i).parent != no_index) total[ev.row(i).parent] += total[i];
         }
@@ -679,9 +683,9 @@ private:
         return added < launcher_.size() ? launcher_[added] : not_linked;
     }
 
-    event_list list_;
-    std::shared_ptr<string_arena> arena_;
-    std::vector<event_index> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
+    later<event_list> list_;
+    later<std::shared_ptr<string_arena>> arena_;
+    later<std::vector<event_index>> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
     // Names interned: each (text, location) once in the list, a copied text once in the arena.
     struct name_key {
         const char* data;
@@ -696,21 +700,22 @@ private:
                                                 reinterpret_cast<std::uintptr_t>(k.where)));
         }
     };
-    std::unordered_map<name_key, std::uint32_t, name_key_hash> name_indices_;
+    later<std::unordered_map<name_key, std::uint32_t, name_key_hash>> name_indices_;
     struct recent_name {
         name_key key{nullptr, 0, nullptr};
         std::uint32_t index = no_index;
     };
     std::array<recent_name, 16> recent_names_{};  // a session's few hot sites skip the map
 
-    std::unordered_set<std::string_view> copies_;  // views into arena_
-    std::vector<event_index> runs_;  // first event of each run
-    std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
-    std::vector<exact_place> exact_;    // per event as added, during build()
-    std::vector<memory_order_entry> memory_order_;  // per memory event, as added
-    std::vector<std::pair<event_index, std::uint64_t>> point_ids_;  // per point: as added, its id
-    std::vector<std::pair<event_index, counter_value>> counter_values_;  // per counter sample: as added, its value
-    std::vector<std::vector<std::uint64_t>> native_frames_;
+    later<std::unordered_set<std::string_view>> copies_;  // views into arena_
+    later<std::vector<event_index>> runs_;  // first event of each run
+    later<std::vector<std::uint32_t>> depth_;  // per event as added: its record's depth, or no_depth
+    later<std::vector<exact_place>> exact_;    // per event as added, during build()
+    later<std::vector<memory_order_entry>> memory_order_;  // per memory event, as added
+    later<std::vector<std::pair<event_index, std::uint64_t>>> point_ids_;  // per point: as added, its id
+    // per counter sample: as added, its value
+    later<std::vector<std::pair<event_index, counter_value>>> counter_values_;
+    later<std::vector<std::vector<std::uint64_t>>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
 };
@@ -736,7 +741,7 @@ void basic_event_list<T>::append(const basic_event_list& later) {
         return;
     }
     const std::int64_t shift = later.base_time_ns_ - base_time_ns_;
-    std::vector<std::uint32_t> thread_map(later.threads_.size());
+    detail::deferred_t<std::vector<std::uint32_t>, T> thread_map(later.threads_.size());
     for (std::size_t t = 0; t < later.threads_.size(); ++t) {
         const thread_info& info = later.threads_[t];
         auto found = std::find_if(threads_.begin(), threads_.end(), [&](const thread_info& mine) {
@@ -792,7 +797,7 @@ void basic_event_list<T>::append(const basic_event_list& later) {
     device_.loss += later.device_.loss;
     if (later.device_.status != "off") {
         device_loss loss = device_.loss;
-        std::vector<device_properties> devices = std::move(device_.devices);
+        detail::deferred_t<std::vector<device_properties>, T> devices = std::move(device_.devices);
         device_ = later.device_;  // the latest window's status
         device_.loss = loss;
         for (const device_properties& d : later.device_.devices) {

@@ -21,6 +21,7 @@
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/table.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/common/device.hpp"
 
 namespace stint {
@@ -93,7 +94,7 @@ using averaged_event_list = basic_averaged_event_list<>;
 ///
 ///     const stint::averaged_event_list avg = prof.key_averages();
 ///     std::cout << avg.table({.sort_by = "self_cpu_time_total", .row_limit = 10});
-template <class>
+template <class Unused>
 class basic_averaged_event_list {
 public:
     using value_type = averaged_event;
@@ -101,7 +102,8 @@ public:
 
     basic_averaged_event_list() = default;
     /// `memory` picks the table's memory columns; key_averages() sets them when the list had memory events.
-    explicit basic_averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
+    explicit basic_averaged_event_list(detail::deferred_t<std::vector<averaged_event>, Unused> events,
+                                       detail::memory_columns memory = {})
         : events_(std::move(events)), memory_(memory) {}
 
     [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
@@ -123,7 +125,7 @@ public:
     [[nodiscard]] std::string table(const table_options& options = {}) const;
 
 private:
-    std::vector<averaged_event> events_;
+    detail::deferred_t<std::vector<averaged_event>, Unused> events_;
     detail::memory_columns memory_;
 };
 
@@ -192,9 +194,12 @@ struct basic_name_cache {
     }
 };
 
+// The group functions take their events and groups as deferred_t<T, Unused> (exactly T, Unused left at
+// void; stint/detail/deferred.hpp): their bodies are checked only when key_averages() is used.
+
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
-template <class = void>
-void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
+template <class Unused = void>
+void open_group(deferred_t<averaged_event, Unused>& a, std::string_view name, const event& e, const group_key& key) {
     a.key = name;
     a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
@@ -204,8 +209,9 @@ void open_group(averaged_event& a, std::string_view name, const event& e, const 
 }
 
 // torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
-template <class = void>
-void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+template <class Unused = void>
+void add_to_group(deferred_t<averaged_event, Unused>& a, deferred_t<const event_list, Unused>& events, const event& e,
+                  deferred_t<display_names, Unused>& names) {
     ++a.count;
     const torch_times times = torch_event_times(events, e, names);
     a.cpu_time_total += times.cpu_time_total;
@@ -225,8 +231,9 @@ void add_to_group(averaged_event& a, const event_list& events, const event& e, d
 
 // An async span (stint::async_scope) in its row: its time is the span's, from begin to end, and none of
 // it is self CPU time (no thread ran it; the threads' own scopes keep theirs).
-template <class = void>
-void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
+template <class Unused = void>
+void add_async_span(deferred_t<averaged_event, Unused>& a, deferred_t<const event_list, Unused>& events,
+                    const async_span& span) {
     ++a.count;
     a.cpu_time_total += static_cast<double>(events[span.end].start_ns - events[span.begin].start_ns) / 1e3;
 }
@@ -234,8 +241,10 @@ void add_async_span(averaged_event& a, const event_list& events, const async_spa
 // Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
 // for each async span that ended: flow points and counters' samples are no rows, an async span is one
 // row at its begin.
+// (`events` and `names` are deferred through OnEvent, which the callbacks give.)
 template <class OnEvent, class OnSpan>
-void for_each_averaged(const event_list& events, display_names& names, OnEvent&& on_event, OnSpan&& on_span) {
+void for_each_averaged(deferred_t<const event_list, OnEvent>& events, deferred_t<display_names, OnEvent>& names,
+                       OnEvent&& on_event, OnSpan&& on_span) {
     std::size_t span = 0;
     const std::span<const async_span> spans = events.async_spans();
     for (const event& e : events) {
@@ -253,15 +262,15 @@ void for_each_averaged(const event_list& events, display_names& names, OnEvent&&
     }
 }
 
-template <class = void>
-void finish_group(averaged_event& a) {
+template <class Unused = void>
+void finish_group(deferred_t<averaged_event, Unused>& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
     a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
 }
 
-template <class = void>
-[[nodiscard]] table_row to_table_row(const averaged_event& a) {
-    table_row r;
+template <class Unused = void>
+[[nodiscard]] table_row to_table_row(deferred_t<const averaged_event, Unused>& a) {
+    deferred_t<table_row, Unused> r;
     r.name = a.key;
     r.self_cpu_time_total = a.self_cpu_time_total;
     r.cpu_time_total = a.cpu_time_total;
@@ -300,8 +309,9 @@ template <class = void>
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
-template <class = void>
-[[nodiscard]] averaged_event_list key_averages(const event_list& events, key_averages_options options = {}) {
+template <class Unused = void>
+[[nodiscard]] averaged_event_list key_averages(detail::deferred_t<const event_list, Unused>& events,
+                                               key_averages_options options = {}) {
     if (options.group_by_stack_n < 0) {
         throw std::invalid_argument(fmt::format(
             "stint: key_averages(): group_by_stack_n must be 0 (no stack grouping) or more, got {}",
@@ -309,14 +319,16 @@ template <class = void>
     }
     const auto stack_n = static_cast<std::size_t>(options.group_by_stack_n);
 
-    std::vector<averaged_event> groups;
-    std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal> index;
+    detail::deferred_t<std::vector<averaged_event>, Unused> groups;
+    using group_index =
+        std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal>;
+    detail::deferred_t<group_index, Unused> index;
     index.reserve(256);
-    detail::display_names names;
+    detail::deferred_t<detail::display_names, Unused> names;
     // Names are mostly a site's static string, so the same pointer recurs; when only the name and kind
     // decide the group, a pointer hit skips hashing the text (1 M events: 55 ms -> 15 ms, measured).
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
-    detail::name_cache cache;
+    detail::deferred_t<detail::name_cache, Unused> cache;
 
     const auto on_span = [&](const event& begin, const async_span& span) {
         detail::group_key key;
@@ -367,11 +379,11 @@ template <class = void>
 /// inside scopes (their bytes are in the scopes' memory already).
 ///
 ///     const stint::averaged_event all = stint::total_average(prof.events());
-template <class = void>
-[[nodiscard]] averaged_event total_average(const event_list& events) {
-    averaged_event total;
-    detail::display_names names;
-    std::optional<event> last;
+template <class Unused = void>
+[[nodiscard]] averaged_event total_average(detail::deferred_t<const event_list, Unused>& events) {
+    detail::deferred_t<averaged_event, Unused> total;
+    detail::deferred_t<detail::display_names, Unused> names;
+    detail::deferred_t<std::optional<event>, Unused> last;
     detail::for_each_averaged(
         events, names,
         [&](const event& e) {
@@ -394,7 +406,7 @@ template <class = void>
 
 template <class T>
 averaged_event basic_averaged_event_list<T>::total_average() const {
-    averaged_event total;
+    detail::deferred_t<averaged_event, T> total;
     for (const averaged_event& a : events_) {
         total.count += a.count;
         total.cpu_time_total += a.cpu_time_total;
@@ -419,7 +431,7 @@ averaged_event basic_averaged_event_list<T>::total_average() const {
 
 template <class T>
 std::string basic_averaged_event_list<T>::table(const table_options& options) const {
-    std::vector<detail::table_row> rows;
+    detail::deferred_t<std::vector<detail::table_row>, T> rows;
     rows.reserve(events_.size());
     for (const averaged_event& a : events_) rows.push_back(detail::to_table_row(a));
     return detail::build_table(std::move(rows), options, memory_);

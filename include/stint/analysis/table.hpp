@@ -24,6 +24,7 @@
 #include "stint/capture/detail/native_symbols.hpp"
 #include "stint/common/device.hpp"
 #include "stint/common/event_kind.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint {
 
@@ -124,7 +125,7 @@ using display_names = basic_display_names<>;
 // then "ProfilerStep#N" becomes "ProfilerStep*". The trace keeps the names as recorded, as Kineto's
 // does. Each distinct name is rewritten once: names are mostly a site's static string, so a pointer
 // cache answers most events without hashing the text.
-template <class>
+template <class Unused>
 class basic_display_names {
 public:
     basic_display_names() = default;
@@ -153,15 +154,15 @@ private:
         // The demangler reads a C string: a name with a NUL would be read up to it ("a\0b" as "a",
         // demangled to "signed char"), so such a name is shown as recorded.
         if (text_width(raw) > 1 && raw.find('\0') == std::string_view::npos) {  // Python's len(): code points
-            std::string demangled = demangle(std::string(raw).c_str());
+            deferred_t<std::string, Unused> demangled = demangle(std::string(raw).c_str());
             if (demangled != raw) name = demangled_.emplace_back(std::move(demangled));
         }
         return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
     }
 
     std::array<slot, 64> slots_{};
-    std::unordered_map<std::string_view, std::string_view> seen_;
-    std::deque<std::string> demangled_;  // a deque never moves its strings: views stay valid
+    deferred_t<std::unordered_map<std::string_view, std::string_view>, Unused> seen_;
+    deferred_t<std::deque<std::string>, Unused> demangled_;  // a deque never moves its strings: views stay valid
 };
 
 // torch's events hold no [memory] event that happened inside an op or scope: those only feed the memory
@@ -172,11 +173,15 @@ template <class = void>
     return e.kind == event_kind::memory && e.parent != no_index;
 }
 
+// From here on, the functions take the event list, display names, strings and containers they work on
+// as deferred_t<T, Unused> (exactly T, with Unused left at void; stint/detail/deferred.hpp), and so do
+// their locals: their bodies are checked, and what they call instantiated, only when a table is made.
+
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
 // child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
 // memory events or counters no sibling is read.
-template <class = void>
-[[nodiscard]] event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+template <class Unused = void>
+[[nodiscard]] event_index next_in_torch_tree(deferred_t<const event_list, Unused>& list, event_index i) noexcept {
     if (!list.has_memory_events() && !list.has_counters()) return i;
     while (i != no_index && (list[i].kind == event_kind::memory || list[i].kind == event_kind::counter)) {
         i = list[i].next_sibling;
@@ -188,8 +193,9 @@ template <class = void>
 // children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two. [memory]
 // children do not count: torch's tree has none. Each sibling scans only the [memory] run after it, and
 // only the last one the run before the first, so a list is checked in linear time.
-template <class = void>
-[[nodiscard]] bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] bool is_folded_recursion(deferred_t<const event_list, Unused>& list, const event& e,
+                                       deferred_t<display_names, Unused>& names) {
     if (e.parent == no_index || next_in_torch_tree(list, e.next_sibling) != no_index) return false;
     const event& p = list[e.parent];
     return next_in_torch_tree(list, p.first_child) == list.index_of(e) && names(p.name) == names(e.name);
@@ -213,8 +219,9 @@ template <class = void>
 
 // The first child of an event that survives folding: a folded chain's children are those of its
 // innermost member, which _remove_dup_nodes hands to the survivor.
-template <class = void>
-[[nodiscard]] event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] event_index torch_first_child(deferred_t<const event_list, Unused>& list, const event& e,
+                                            deferred_t<display_names, Unused>& names) {
     event_index first = next_in_torch_tree(list, e.first_child);
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
@@ -228,8 +235,9 @@ template <class = void>
 // One event's memory usage as torch's FunctionEvent gives it (bytes). A folded chain's survivor keeps
 // its own totals; its self usage is its total less that of the innermost member's children, which is
 // what every member allocated directly.
-template <class = void>
-[[nodiscard]] memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] memory_usage torch_memory_usage(deferred_t<const event_list, Unused>& list, const event& e,
+                                              deferred_t<display_names, Unused>& names) {
     memory_usage u = list.memory_usage_of(e);
     if (!list.has_memory_events() || e.kind == event_kind::memory) return u;
     event_index member = next_in_torch_tree(list, e.first_child);
@@ -257,8 +265,9 @@ struct torch_times {
     double self_device_time_total = 0;
 };
 
-template <class = void>
-[[nodiscard]] torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] torch_times torch_event_times(deferred_t<const event_list, Unused>& list, const event& e,
+                                            deferred_t<display_names, Unused>& names) {
     torch_times t;
     if (e.on_device()) {
         t.device_time_total = t.self_device_time_total = torch_elapsed_us(e);
@@ -312,8 +321,8 @@ struct memory_columns {
     bool device = false;
 };
 
-template <class = void>
-[[nodiscard]] memory_columns memory_columns_of(const event_list& list) noexcept {
+template <class Unused = void>
+[[nodiscard]] memory_columns memory_columns_of(deferred_t<const event_list, Unused>& list) noexcept {
     memory_columns shown;
     if (!list.has_memory_events()) return shown;
     shown.cpu = true;
@@ -336,12 +345,12 @@ void for_each_frame(const table_row& r, F&& f) {
 
 // The text_width of each stack's widest frame, per node of `tree`: from its caller's, so linear in the
 // nodes however deep the stacks nest (a loop over each event's frames would be quadratic).
-template <class = void>
-[[nodiscard]] std::vector<std::size_t> widest_frames(const stack_tree& tree) {
-    std::vector<std::size_t> frame_width;
+template <class Unused = void>
+[[nodiscard]] std::vector<std::size_t> widest_frames(deferred_t<const stack_tree, Unused>& tree) {
+    deferred_t<std::vector<std::size_t>, Unused> frame_width;
     frame_width.reserve(tree.frames.size());
     for (const std::string& frame : tree.frames) frame_width.push_back(text_width(frame));
-    std::vector<std::size_t> widest(tree.nodes.size());
+    deferred_t<std::vector<std::size_t>, Unused> widest(tree.nodes.size());
     for (std::size_t i = 0; i < tree.nodes.size(); ++i) {  // a parent comes before its children
         const stack_tree::node& n = tree.nodes[i];
         widest[i] = std::max(frame_width[n.frame], n.parent == no_index ? 0 : widest[n.parent]);
@@ -377,8 +386,8 @@ template <class = void>
 
 enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
 
-template <class = void>
-[[nodiscard]] time_unit_kind parse_time_unit(std::string_view unit) {
+template <class Unused = void>
+[[nodiscard]] time_unit_kind parse_time_unit(deferred_t<std::string_view, Unused> unit) {
     if (unit.empty()) return time_unit_kind::automatic;
     if (unit == "s") return time_unit_kind::s;
     if (unit == "ms") return time_unit_kind::ms;
@@ -389,8 +398,8 @@ template <class = void>
 }
 
 // torch's _format_time, or its override_time_unit when a unit is forced.
-template <class = void>
-void append_time(std::string& out, double us, time_unit_kind unit) {
+template <class Unused = void>
+void append_time(deferred_t<std::string, Unused>& out, double us, time_unit_kind unit) {
     auto to = std::back_inserter(out);
     switch (unit) {
         case time_unit_kind::s: fmt::format_to(to, "{:.3f}s", us / 1e6); return;
@@ -408,8 +417,8 @@ void append_time(std::string& out, double us, time_unit_kind unit) {
 }
 
 // torch's _format_time_share.
-template <class = void>
-void append_share(std::string& out, double part, double total) {
+template <class Unused = void>
+void append_share(deferred_t<std::string, Unused>& out, double part, double total) {
     if (total == 0) {
         out += "NaN";
         return;
@@ -419,8 +428,8 @@ void append_share(std::string& out, double part, double total) {
 
 // torch's _format_memory (its KB is 1024 bytes; the unit follows the magnitude, the sign is kept):
 // 1536 -> "1.50 Kb", -2097152 -> "-2.00 Mb", 12 -> "12 b".
-template <class = void>
-void append_memory(std::string& out, std::int64_t bytes) {
+template <class Unused = void>
+void append_memory(deferred_t<std::string, Unused>& out, std::int64_t bytes) {
     constexpr std::uint64_t kb = 1024;
     constexpr std::uint64_t mb = 1024 * kb;
     constexpr std::uint64_t gb = 1024 * mb;
@@ -439,16 +448,17 @@ void append_memory(std::string& out, std::int64_t bytes) {
     }
 }
 
-template <class = void>
+template <class Unused = void>
 [[nodiscard]] std::string format_memory(std::int64_t bytes) {
-    std::string out;
+    deferred_t<std::string, Unused> out;
     append_memory(out, bytes);
     return out;
 }
 
 // Python's str() of a list of int lists: "[[64, 32], []]".
-template <class = void>
-void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
+template <class Unused = void>
+void append_shapes(deferred_t<std::string, Unused>& out,
+                   const deferred_t<std::vector<std::vector<std::int64_t>>, Unused>* shapes) {
     out += '[';
     if (shapes != nullptr) {
         for (std::size_t i = 0; i < shapes->size(); ++i) {
@@ -496,10 +506,10 @@ class basic_table_writer;
 /// basic_table_writer's one form (a template only so that a file that does not use it does not compile it).
 using table_writer = basic_table_writer<>;
 
-template <class>
+template <class Unused>
 class basic_table_writer {
 public:
-    explicit basic_table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
+    explicit basic_table_writer(deferred_t<std::vector<table_column>, Unused> columns) : columns_(std::move(columns)) {}
 
     // One line of cells, each padded to its column and followed by the two-space gap (trailing too,
     // as torch's row format writes it).
@@ -533,19 +543,19 @@ public:
     [[nodiscard]] std::size_t size() const noexcept { return columns_.size(); }
 
 private:
-    std::vector<table_column> columns_;
+    deferred_t<std::vector<table_column>, Unused> columns_;
 };
 
-template <class = void>
-void check_width(const char* option, int value) {
+template <class Unused = void>
+void check_width(const char* option, deferred_t<int, Unused> value) {
     if (value < 4) {
         throw std::invalid_argument(fmt::format("stint: table(): {} must be at least 4, got {}", option, value));
     }
 }
 
-template <class = void>
-[[nodiscard]] std::string unknown_sort_key_message(std::string_view key) {
-    std::string message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
+template <class Unused = void>
+[[nodiscard]] std::string unknown_sort_key_message(deferred_t<std::string_view, Unused> key) {
+    deferred_t<std::string, Unused> message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
     for (std::size_t i = 0; i < sort_keys.size(); ++i) {
         if (i != 0) message += ", ";
         message += sort_keys[i].name;
@@ -568,8 +578,8 @@ void check_options(const table_options& options) {
 
 // torch's _build_table for the columns stint records (overload and node id columns join here when their
 // fields exist).
-template <class = void>
-[[nodiscard]] std::string build_table(std::vector<table_row> rows, const table_options& options,
+template <class Unused = void>
+[[nodiscard]] std::string build_table(deferred_t<std::vector<table_row>, Unused> rows, const table_options& options,
                                              memory_columns memory = {}) {
     check_options(options);
     if (rows.empty()) return {};
@@ -610,7 +620,7 @@ template <class = void>
     name_width = std::min(name_width + 4, max_name);
     src_width = std::min(src_width + 4, static_cast<std::size_t>(options.max_src_column_width));
 
-    std::vector<std::string> shapes_text;
+    deferred_t<std::vector<std::string>, Unused> shapes_text;
     std::size_t shapes_width = 0;
     if (has_input_shapes) {
         shapes_text.resize(rows.size());
@@ -635,12 +645,13 @@ template <class = void>
     }
 
     constexpr std::size_t default_width = 12;
-    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+    deferred_t<std::vector<std::string>, Unused> headers{"Name",        "Self CPU %", "Self CPU",
+                                                        "CPU total %", "CPU total",  "CPU time avg"};
     if (has_device_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
     if (memory.cpu) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
     if (memory.device) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
     headers.emplace_back("# of Calls");
-    std::vector<table_column> columns{{name_width}};
+    deferred_t<std::vector<table_column>, Unused> columns{{name_width}};
     columns.resize(headers.size(), {default_width});
     if (has_input_shapes) {
         headers.emplace_back("Input Shapes");
@@ -658,9 +669,9 @@ template <class = void>
         headers.push_back(fmt::format("Total {}", flops_unit));
         columns.push_back({default_width});
     }
-    const table_writer writer(std::move(columns));
+    const deferred_t<table_writer, Unused> writer(std::move(columns));
 
-    std::string out;
+    deferred_t<std::string, Unused> out;
     if (!options.header.empty()) {
         out.append(writer.line_length(), '=');
         out += '\n';
@@ -675,8 +686,8 @@ template <class = void>
     writer.row(out, headers);
     writer.separator(out);
 
-    std::vector<std::string> cells(writer.size());
-    std::vector<std::string> blank(writer.size());
+    deferred_t<std::vector<std::string>, Unused> cells(writer.size());
+    deferred_t<std::vector<std::string>, Unused> blank(writer.size());
     int printed = 0;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const table_row& r = rows[i];
@@ -757,9 +768,9 @@ template <class = void>
 /// first, and keep the list's order on a run without memory events.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
-template <class = void>
+template <class Unused = void>
 [[nodiscard]] std::vector<std::string_view> valid_sort_keys() {
-    std::vector<std::string_view> keys;
+    detail::deferred_t<std::vector<std::string_view>, Unused> keys;
     keys.reserve(detail::sort_keys.size());
     for (const detail::sort_key_entry& k : detail::sort_keys) keys.push_back(k.name);
     return keys;
@@ -774,13 +785,14 @@ template <class = void>
 /// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
-template <class = void>
-[[nodiscard]] std::string table(const event_list& events, const table_options& options = {}) {
+template <class Unused = void>
+[[nodiscard]] std::string table(detail::deferred_t<const event_list, Unused>& events,
+                                const table_options& options = {}) {
     detail::check_options(options);
-    std::vector<detail::table_row> rows;
+    detail::deferred_t<std::vector<detail::table_row>, Unused> rows;
     rows.reserve(events.size());
-    detail::display_names names;
-    std::vector<std::size_t> widest;
+    detail::deferred_t<detail::display_names, Unused> names;
+    detail::deferred_t<std::vector<std::size_t>, Unused> widest;
     for (const event& e : events) {
         if (e.stack == no_index) continue;
         widest = detail::widest_frames(*detail::call_stack_access::tree(events.stack(e)));

@@ -21,8 +21,12 @@
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/capture/detail/native_symbols.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint::detail {
+
+// Both functions name their strings, containers and arguments as deferred_t<T, Unused> (exactly T;
+// stint/detail/deferred.hpp): their bodies are checked only when stacks are built.
 
 /// A source file as stacks show it (collapsed stacks, the trace's "Call stack", the table's Source
 /// Location). `__FILE__` is the path the build gave the compiler, relative to the build directory
@@ -38,10 +42,10 @@ namespace stint::detail {
 /// 4. otherwise its leading ".." components dropped ("../../src/a.cpp" -> "src/a.cpp"): the common
 ///    build directory inside the source tree, run from elsewhere.
 /// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
-template <class = void>
+template <class Unused = void>
 [[nodiscard]] std::string readable_source_path(std::string_view file, std::string_view cwd) {
     const bool absolute = file.starts_with('/');
-    std::vector<std::string_view> parts;
+    deferred_t<std::vector<std::string_view>, Unused> parts;
     for (std::size_t at = 0; at <= file.size();) {
         std::size_t end = file.find('/', at);
         if (end == std::string_view::npos) end = file.size();
@@ -73,10 +77,10 @@ template <class = void>
         while (first + 1 < parts.size() && parts[first] == "..") ++first;
         if (first > 0 && cwd.starts_with('/')) {
             // Where the ".." lead from cwd: the directory the build climbed to, and the file itself.
-            std::string climbed(cwd);
+            deferred_t<std::string, Unused> climbed(cwd);
             for (std::size_t up = 0; up < first; ++up) climbed.resize(std::max<std::size_t>(climbed.rfind('/'), 1));
-            const std::string root = climbed == "/" ? "" : climbed;  // joined with "/..." below
-            std::string whole = root;
+            const deferred_t<std::string, Unused> root = climbed == "/" ? "" : climbed;  // joined with "/..." below
+            deferred_t<std::string, Unused> whole = root;
             for (std::size_t i = first; i < parts.size(); ++i) whole.append("/").append(parts[i]);
             const auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
             if (exists(whole)) {
@@ -86,7 +90,7 @@ template <class = void>
             }
         }
     }
-    std::string out = absolute && first == 0 ? "/" : "";
+    deferred_t<std::string, Unused> out = absolute && first == 0 ? "/" : "";
     for (std::size_t i = first; i < parts.size(); ++i) {
         if (i != first) out.push_back('/');
         out.append(parts[i]);
@@ -100,17 +104,18 @@ template <class = void>
 /// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
 /// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
 /// linear in the events whatever their depth.
-template <class = void>
-void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
-                               stack_tree& stacks) {
-    std::unordered_map<const source_location*, std::uint32_t> location_frames;
-    std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
-    std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
-    std::map<std::vector<std::uint64_t>, event_index> by_native;
-    native_symbolizer symbols;
+template <class Unused = void>
+void assign_call_stacks(deferred_t<event_store, Unused>& events,
+                        const deferred_t<std::vector<std::vector<std::uint64_t>>, Unused>& native,
+                        deferred_t<stack_tree, Unused>& stacks) {
+    deferred_t<std::unordered_map<const source_location*, std::uint32_t>, Unused> location_frames;
+    deferred_t<std::unordered_map<std::string_view, std::uint32_t>, Unused> text_frames;  // views into stacks.frames
+    deferred_t<std::unordered_map<std::uint64_t, event_index>, Unused> by_frame;          // frame << 32 | parent stack
+    deferred_t<std::map<std::vector<std::uint64_t>, event_index>, Unused> by_native;
+    deferred_t<native_symbolizer, Unused> symbols;
     // A drain never throws: without a working directory, absolute paths stay. getcwd, not <filesystem>,
     // which costs every file that includes stint.hpp.
-    std::string cwd;
+    deferred_t<std::string, Unused> cwd;
     if (char buffer[4096]; ::getcwd(buffer, sizeof buffer) != nullptr) cwd = buffer;
     const auto frame_of_text = [&](std::string_view text) {
         if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
@@ -129,7 +134,7 @@ void assign_call_stacks(event_store& events, const std::vector<std::vector<std::
         const event_index parent_stack = parent == no_index ? no_index : events.extra(parent).stack;
         const event_index recorded = events.extra(i).stack;
         if (recorded != no_index && recorded < native.size()) {
-            const std::vector<std::uint64_t>& frames = native[recorded];
+            const deferred_t<std::vector<std::uint64_t>, Unused>& frames = native[recorded];
             auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
                 // Outermost first onto the tree; different return addresses in the same functions

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stint/analysis/event.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint::detail {
 
@@ -65,7 +66,7 @@ class basic_event_store;
 using event_store = basic_event_store<>;
 
 /// The events of a list, in list order.
-template <class>
+template <class Unused>
 class basic_event_store {
 public:
     [[nodiscard]] std::size_t size() const noexcept { return rows_.size(); }
@@ -194,7 +195,7 @@ public:
 
     /// Moves event order[i] to place i, in place (following the permutation's cycles); `order` ends
     /// as the identity.
-    void permute(std::vector<event_index>& order) {
+    void permute(deferred_t<std::vector<event_index>, Unused>& order) {
         for (event_index i = 0; i < order.size(); ++i) {
             if (order[i] == i) continue;
             const event_row first = rows_[i];
@@ -284,10 +285,12 @@ private:
         return x;
     }
 
-    std::vector<event_row> rows_;
-    std::vector<event_extra> extras_;
-    std::vector<event_name> names_;
-    std::vector<window> windows_;  // none: ids are the places added
+    // Named through Unused (exactly T; stint/detail/deferred.hpp): the bodies above are checked only when
+    // a list is used.
+    deferred_t<std::vector<event_row>, Unused> rows_;
+    deferred_t<std::vector<event_extra>, Unused> extras_;
+    deferred_t<std::vector<event_name>, Unused> names_;
+    deferred_t<std::vector<window>, Unused> windows_;  // none: ids are the places added
 };
 
 }  // namespace stint::detail

@@ -10,6 +10,7 @@
 
 #include "stint/analysis/detail/event_store.hpp"
 #include "stint/analysis/event.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint::detail {
 
@@ -31,14 +32,17 @@ module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
-template <class = void>
-void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
+// Its arguments and locals are deferred_t<T, Unused> (exactly T; stint/detail/deferred.hpp): the body
+// is checked only when a list with modules is built.
+template <class Unused = void>
+void assign_module_hierarchy(deferred_t<event_store, Unused>& events,
+                             deferred_t<std::vector<event_args>, Unused>& args) {
     struct path {
         std::string text;       // "TOP(C)::forward.A0(A)::forward."
         std::string_view type;  // the innermost module's type, for SELF
     };
-    std::vector<path> paths;                             // the paths module calls opened
-    std::vector<event_index> path_of(events.size(), no_index);  // per event: the path around it
+    deferred_t<std::vector<path>, Unused> paths;  // the paths module calls opened
+    deferred_t<std::vector<event_index>, Unused> path_of(events.size(), no_index);  // per event: the path around it
     for (event_index i = 0; i < events.size(); ++i) {
         const event_row& e = events.row(i);
         const event_index outer = e.parent == no_index ? no_index : path_of[e.parent];
