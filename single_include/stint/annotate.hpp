@@ -313,7 +313,7 @@ struct profile_memory {};
 #define STINT_DETAIL_ALWAYS_INLINE inline
 #endif
 
-#define STINT_DETAIL_ABI_NAMESPACE abi_v2
+#define STINT_DETAIL_ABI_NAMESPACE abi_v3
 
 #define STINT_VERSION_MAJOR 0
 #define STINT_VERSION_MINOR 1

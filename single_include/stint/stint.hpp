@@ -60,7 +60,7 @@
 #define STINT_DETAIL_ALWAYS_INLINE inline
 #endif
 
-#define STINT_DETAIL_ABI_NAMESPACE abi_v2
+#define STINT_DETAIL_ABI_NAMESPACE abi_v3
 
 #define STINT_VERSION_MAJOR 0
 #define STINT_VERSION_MINOR 1
@@ -4800,7 +4800,8 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 namespace stint::detail {
 
 /// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
-inline std::string demangled_name(const std::type_info& type) {
+template <class = void>
+std::string demangled_name(const std::type_info& type) {
 #if STINT_DETAIL_HAS_CXXABI
     int status = 0;
     char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
@@ -4837,9 +4838,15 @@ constexpr std::string_view unqualified_name(std::string_view name) noexcept {
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+template <class = void>
+class basic_dynamic_name_table;
+/// basic_dynamic_name_table's one form (a template, like the registry: compiled only where a profiler is).
+using dynamic_name_table = basic_dynamic_name_table<>;
+
 /// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
 /// registry: its sites must outlive every record and event.
-class dynamic_name_table {
+template <class>
+class basic_dynamic_name_table {
 public:
     /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
     const site& intern(dynamic_site& where, const std::type_info& type) {
@@ -4894,7 +4901,8 @@ private:
     std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
 };
 
-STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
+template <class = void>
+STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table() {
     static dynamic_name_table* const instance = new dynamic_name_table();
     return *instance;
 }
@@ -4902,7 +4910,8 @@ STINT_DETAIL_EXPORT inline dynamic_name_table& the_dynamic_name_table() {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entry for the slow-path table.
-inline const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
+template <class = void>
+const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
     return &the_dynamic_name_table().intern(where, type);
 }
 
@@ -4931,6 +4940,34 @@ inline const site* intern_dynamic_site_in_table(dynamic_site& where, const std::
 #include <vector>
 
 
+// ---- begin stint/detail/deferred.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
+#define STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
+// deferred_t<T, Unused>: the type T, named through a template's parameter.
+
+namespace stint::detail {
+
+template <class T, class>
+struct deferred {
+    using type = T;
+};
+
+/// T, but dependent on a template's (otherwise unused) parameter. In C++20 every member of std::vector
+/// and std::string is constexpr, and clang instantiates a constexpr function as soon as a template's
+/// body names it, even when nothing ever instantiates that template. An expression on an object of
+/// type deferred_t<T, Unused> depends on Unused, so the compiler checks it, and instantiates what it
+/// calls, only when the template is used: a file that includes stint.hpp but never runs a profiler
+/// does not pay for the session side's containers.
+///
+///     template <class Unused> class basic_event_tree { deferred_t<std::vector<event>, Unused> events_; };
+///     template <class Unused = void> void write(deferred_t<const event_list, Unused>& list);  // not deduced
+template <class T, class Unused>
+using deferred_t = typename deferred<T, Unused>::type;
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
+// ---- end stint/detail/deferred.hpp ----
+
 namespace stint::detail {
 
 /// How many distinct texts the process interns; past them, begin_event copies the name into each record.
@@ -4938,9 +4975,15 @@ inline constexpr std::size_t max_interned_texts = 16384;
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+template <class = void>
+class basic_named_site_table;
+/// basic_named_site_table's one form (a template, like the registry: compiled only where a profiler is).
+using named_site_table = basic_named_site_table<>;
+
 /// Every site made for a name given at run time. Process-wide and leaked, like the registry: its sites
 /// (and the texts they point to) must outlive every record and event.
-class named_site_table {
+template <class Unused>
+class basic_named_site_table {
 public:
     const site& intern(const char* name, event_kind kind, bool inputs, bool flops) {
         std::lock_guard lock(mutex_);
@@ -5002,10 +5045,11 @@ private:
     std::mutex mutex_;
     std::unordered_map<key<const char*>, const site*, key_hash> by_address_;
     std::unordered_map<key<std::string_view>, const site*, key_hash> by_text_;  // views of texts_
-    std::vector<std::unique_ptr<const std::string>> texts_;
+    deferred_t<std::vector<std::unique_ptr<const std::string>>, Unused> texts_;
 };
 
-STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
+template <class = void>
+STINT_DETAIL_EXPORT named_site_table& the_named_site_table() {
     static named_site_table* const instance = new named_site_table();
     return *instance;
 }
@@ -5013,10 +5057,12 @@ STINT_DETAIL_EXPORT inline named_site_table& the_named_site_table() {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entries for the slow-path table.
-inline const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
+template <class = void>
+const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
     return &the_named_site_table().intern(name, kind, inputs, flops);
 }
-inline const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
+template <class = void>
+const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
     return the_named_site_table().intern_text(name, kind, inputs, flops);
 }
 
@@ -5316,7 +5362,14 @@ inline namespace STINT_DETAIL_ABI_NAMESPACE {
 /// Chunks are cached per size class; the budget is charged each chunk's real size when a recording
 /// thread takes it. Largest chunks are faulted in a slab (32 of them) at a time, but only while the
 /// budget left could pay for the whole slab: a small budget never maps more than it may use.
-class chunk_pool {
+template <class = void>
+class basic_chunk_pool;
+/// basic_chunk_pool's one form. A template, like the registry and its slow path below, so that a file
+/// that never makes a profiler (nothing records before one exists) does not compile their bodies.
+using chunk_pool = basic_chunk_pool<>;
+
+template <class Unused>
+class basic_chunk_pool {
 public:
     /// Bytes kept between sessions when no profiler asks for more.
     static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
@@ -5618,7 +5671,7 @@ private:
     std::mutex mutex_;
     chunk_memory memory_;
     // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
-    std::array<std::vector<chunk*>, chunk::size_classes> free_;
+    deferred_t<std::array<std::vector<chunk*>, chunk::size_classes>, Unused> free_;
     std::size_t cached_bytes_ = 0;
     std::size_t retained_bytes_ = default_retained_bytes;
     std::atomic<std::uint64_t> faulted_on_demand_{0};
@@ -5710,10 +5763,16 @@ struct drained_thread {
     std::uint64_t overwritten_until = 0;  ///< ... the latest end tick among them (0: none)
 };
 
+template <class = void>
+class basic_registry;
+/// basic_registry's one form (a template: see chunk_pool).
+using registry = basic_registry<>;
+
 /// One registry per process (see export_macros.hpp for how shared objects agree on it).
-class registry {
+template <class Unused>
+class basic_registry {
 public:
-    registry() { install_fork_handlers(); }
+    basic_registry() { install_fork_handlers(); }
 
     /// In a streamed session no thread's chunk grows past this share of the budget: the writer cannot
     /// take a chunk its owner still writes into, so threads' current chunks must leave it most of the
@@ -6356,8 +6415,8 @@ private:
     }
 
     std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
-    std::vector<thread_node*> nodes_;
-    chunk_pool pool_;
+    deferred_t<std::vector<thread_node*>, Unused> nodes_;
+    deferred_t<chunk_pool, Unused> pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
     // start may read them while they change).
     std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
@@ -6378,23 +6437,27 @@ private:
     tick_calibration calibration_;
 };
 
-inline bool install_registry_slow_path() noexcept;
+template <class = void>
+bool install_registry_slow_path() noexcept;
 
 /// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
 /// static destructors run, so it must outlive every one of them.
-STINT_DETAIL_EXPORT inline registry& the_registry() {
+template <class = void>
+STINT_DETAIL_EXPORT registry& the_registry() {
     static registry* const instance = (install_registry_slow_path(), new registry());
     return *instance;
 }
 
-inline void registry::install_fork_handlers() noexcept {
+template <class Unused>
+void basic_registry<Unused>::install_fork_handlers() noexcept {
 #if defined(__linux__) || defined(__APPLE__)
     ::pthread_atfork([] { the_registry().before_fork(); }, [] { the_registry().after_fork_in_parent(); },
                      [] { the_registry().after_fork_in_child(); });
 #endif
 }
 
-inline bool registry::register_thread(thread_buffer& buffer) {
+template <class Unused>
+bool basic_registry<Unused>::register_thread(thread_buffer& buffer) {
     auto* node = new thread_node;
     node->os_tid = current_os_tid();
     node->name = current_thread_name();
@@ -6407,8 +6470,9 @@ inline bool registry::register_thread(thread_buffer& buffer) {
     return true;
 }
 
-inline registry::session_start registry::reset_for_session(thread_buffer& buffer, std::uint32_t state,
-                                                           std::uint64_t end) {
+template <class Unused>
+auto basic_registry<Unused>::reset_for_session(thread_buffer& buffer, std::uint32_t state, std::uint64_t end)
+    -> session_start {
     std::lock_guard lock(mutex_);
     // A scope that began in a session that has ended (or a stale state) writes nowhere.
     if (state != active_) {
@@ -6450,8 +6514,9 @@ inline registry::session_start registry::reset_for_session(thread_buffer& buffer
     return result;
 }
 
-inline registry::chunk_result registry::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
-                                                   std::uint64_t end) {
+template <class Unused>
+auto basic_registry<Unused>::next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
+                                        std::uint64_t end) -> chunk_result {
     // A session that has ended takes no more chunks from the pool (checked first: a record of an
     // ended session is late or in no window, not a drop of the session, even when its budget is spent).
     if (recording.value.load(std::memory_order_relaxed) != state) {
@@ -6580,7 +6645,8 @@ STINT_DETAIL_COLD buffer_room make_room_in_registry(thread_buffer& buffer, std::
 }
 
 /// Names `buffer`'s thread in traces, registering it first when needed.
-inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name) {
+template <class = void>
+void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name) {
     const own_allocation_scope own;
     registry& reg = the_registry();
     if (buffer.node == nullptr) reg.register_thread(buffer);
@@ -6588,7 +6654,8 @@ inline void set_thread_name_in_registry(thread_buffer& buffer, std::string_view 
 }
 
 /// Makes `buffer`'s stack of open scopes, registering its thread first when needed.
-inline open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
+template <class = void>
+open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
     const own_allocation_scope own;
     registry& reg = the_registry();
     if (buffer.node == nullptr) reg.register_thread(buffer);
@@ -6599,15 +6666,17 @@ inline open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer
 /// the first profiler made (so that threads named after it are named in the registry) and by
 /// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
 /// load: an initializer would emit the registry's code in every file that includes this header.)
-inline const slow_path& registry_slow_path() noexcept {
-    static constexpr slow_path table{&make_room_in_registry<0>, &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table, &intern_named_site_in_table,
-                                     &intern_text_site_in_table, &make_open_scope_stack_in_registry};
+template <class = void>
+const slow_path& registry_slow_path() noexcept {
+    static constexpr slow_path table{&make_room_in_registry<0>,         &set_thread_name_in_registry<>,
+                                     &intern_dynamic_site_in_table<>,    &intern_named_site_in_table<>,
+                                     &intern_text_site_in_table<>,       &make_open_scope_stack_in_registry<>};
     return table;
 }
-inline bool install_registry_slow_path() noexcept {
+template <class>
+bool install_registry_slow_path() noexcept {
     const slow_path* none = nullptr;
-    installed_slow_path.compare_exchange_strong(none, &registry_slow_path(), std::memory_order_acq_rel);
+    installed_slow_path.compare_exchange_strong(none, &registry_slow_path<>(), std::memory_order_acq_rel);
     return true;
 }
 
@@ -6903,7 +6972,8 @@ namespace stint::detail {
 
 /// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
 /// meanwhile may show in the count and not yet in the time.
-inline region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
+template <class = void>
+region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
     region_kind_stats out;
     out.label = label;
     const double ns_per_tick = the_registry().calibration().ns_per_tick;
@@ -6961,8 +7031,6 @@ template <region_kind Kind>
 #include <unordered_map>
 #include <utility>
 
-#include <fmt/format.h>
-
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -6976,7 +7044,8 @@ public:
         auto [it, added] = sites_.try_emplace(key, nullptr);
         if (added) {
             try {
-                std::string name = fmt::format("Torch-Compiled Region: {}/{}", key >> 32, key & 0xffffffffU);
+                std::string name = "Torch-Compiled Region: " + std::to_string(key >> 32) + "/" +
+                                   std::to_string(key & 0xffffffffU);
                 it->second =
                     new interned_site(std::move(name), site{"", event_kind::user_annotation, payload_kind::none, {}});
             } catch (...) {
@@ -8234,7 +8303,7 @@ class basic_event_store;
 using event_store = basic_event_store<>;
 
 /// The events of a list, in list order.
-template <class>
+template <class Unused>
 class basic_event_store {
 public:
     [[nodiscard]] std::size_t size() const noexcept { return rows_.size(); }
@@ -8363,7 +8432,7 @@ public:
 
     /// Moves event order[i] to place i, in place (following the permutation's cycles); `order` ends
     /// as the identity.
-    void permute(std::vector<event_index>& order) {
+    void permute(deferred_t<std::vector<event_index>, Unused>& order) {
         for (event_index i = 0; i < order.size(); ++i) {
             if (order[i] == i) continue;
             const event_row first = rows_[i];
@@ -8453,10 +8522,12 @@ private:
         return x;
     }
 
-    std::vector<event_row> rows_;
-    std::vector<event_extra> extras_;
-    std::vector<event_name> names_;
-    std::vector<window> windows_;  // none: ids are the places added
+    // Named through Unused (exactly T; stint/detail/deferred.hpp): the bodies above are checked only when
+    // a list is used.
+    deferred_t<std::vector<event_row>, Unused> rows_;
+    deferred_t<std::vector<event_extra>, Unused> extras_;
+    deferred_t<std::vector<event_name>, Unused> names_;
+    deferred_t<std::vector<window>, Unused> windows_;  // none: ids are the places added
 };
 
 }  // namespace stint::detail
@@ -8483,7 +8554,7 @@ using string_arena = basic_string_arena<>;
 
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
-template <class>
+template <class Unused>
 class basic_string_arena {
 public:
     std::string_view store(std::string_view text) {
@@ -8505,8 +8576,8 @@ public:
 
 private:
     static constexpr std::size_t block_size_ = 64 * 1024;
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    std::vector<std::unique_ptr<char[]>> big_;
+    deferred_t<std::vector<std::unique_ptr<char[]>>, Unused> blocks_;
+    deferred_t<std::vector<std::unique_ptr<char[]>>, Unused> big_;
     std::size_t used_ = 0;
 };
 
@@ -8518,15 +8589,15 @@ using stack_tree = basic_stack_tree<>;
 /// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
 /// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
 /// one string. A node's parent always comes before it.
-template <class>
+template <class Unused>
 struct basic_stack_tree {
     struct node {
         std::uint32_t frame;  // into `frames`
         event_index parent;   // the stack without this frame; no_index: this is the outermost frame
         std::uint32_t size;   // frames in the stack, this one included
     };
-    std::vector<node> nodes;
-    std::deque<std::string> frames;  // a deque never moves its strings: views into them stay valid
+    deferred_t<std::vector<node>, Unused> nodes;
+    deferred_t<std::deque<std::string>, Unused> frames;  // a deque never moves its strings: views into them stay valid
 
     /// The stack `frame` on top of `parent` (no_index: none), as a new node.
     event_index push(std::uint32_t frame, event_index parent) {
@@ -8654,8 +8725,12 @@ struct call_stack_access {
 ///
 ///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
-template <class>
+template <class Unused>
 class basic_event_list {
+    // T, named through Unused: the bodies below are checked when the list is used, not when parsed.
+    template <class T>
+    using later = detail::deferred_t<T, Unused>;
+
 public:
     using value_type = event;
 
@@ -8671,7 +8746,7 @@ public:
         using difference_type = std::ptrdiff_t;
         using reference = const event&;
         iterator() = default;
-        iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
+        iterator(const later<detail::event_store>* store, event_index at) : store_(store), at_(at) {}
         [[nodiscard]] const event& operator*() const {
             store_->assemble_into(current_, at_);
             return current_;
@@ -8696,7 +8771,7 @@ public:
         friend auto operator<=>(const iterator& a, const iterator& b) { return a.at_ <=> b.at_; }
 
     private:
-        const detail::event_store* store_ = nullptr;
+        const later<detail::event_store>* store_ = nullptr;
         event_index at_ = 0;
         mutable event current_;  // what *this refers to
     };
@@ -8713,7 +8788,7 @@ public:
             using difference_type = std::ptrdiff_t;
             using reference = const event&;
             iterator() = default;
-            iterator(const detail::event_store* store, event_index at, bool linked = false)
+            iterator(const later<detail::event_store>* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
             [[nodiscard]] const event& operator*() const {
                 store_->assemble_into(current_, at_);
@@ -8732,12 +8807,12 @@ public:
             bool operator==(const iterator& other) const { return at_ == other.at_; }
 
         private:
-            const detail::event_store* store_ = nullptr;
+            const later<detail::event_store>* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
             mutable event current_;  // what *this refers to
         };
-        child_range(const detail::event_store* store, event_index first, bool linked = false)
+        child_range(const later<detail::event_store>* store, event_index first, bool linked = false)
             : store_(store), first_(first), linked_(linked) {}
         [[nodiscard]] iterator begin() const { return {store_, first_, linked_}; }
         [[nodiscard]] iterator end() const { return {store_, no_index, linked_}; }
@@ -8745,7 +8820,7 @@ public:
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
-        const detail::event_store* store_;
+        const later<detail::event_store>* store_;
         event_index first_;
         bool linked_;
     };
@@ -8894,17 +8969,17 @@ public:
 private:
     template <class>
     friend class detail::basic_event_list_builder;
-    detail::event_store store_;
-    std::vector<thread_info> threads_;
-    std::vector<event_args> args_;
-    detail::stack_tree stacks_;
-    std::vector<std::shared_ptr<detail::string_arena>> arenas_;
-    std::vector<device_args> device_args_;
-    device_report device_;
+    later<detail::event_store> store_;
+    later<std::vector<thread_info>> threads_;
+    later<std::vector<event_args>> args_;
+    later<detail::stack_tree> stacks_;
+    later<std::vector<std::shared_ptr<detail::string_arena>>> arenas_;
+    later<std::vector<device_args>> device_args_;
+    later<device_report> device_;
     std::size_t device_events_ = 0;
-    std::vector<memory_record> memory_records_;
-    std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
-    std::vector<memory_peak> memory_peaks_;
+    later<std::vector<memory_record>> memory_records_;
+    later<std::vector<memory_usage>> memory_usage_;  // per event, when memory_records_ is not empty
+    later<std::vector<memory_peak>> memory_peaks_;
     struct point_entry {
         event_index event;
         std::uint64_t id;
@@ -8915,8 +8990,8 @@ private:
         counter_value value;
     };
     std::vector<counter_entry> counters_;  // the counters' values, by event index
-    std::vector<flow_link> flows_;
-    std::vector<async_span> async_spans_;
+    later<std::vector<flow_link>> flows_;
+    later<std::vector<async_span>> async_spans_;
     unmatched_points unmatched_;
     std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;
@@ -8991,6 +9066,7 @@ private:
 
 #include <fmt/format.h>
 
+
 #if defined(__linux__) && defined(__GLIBC__)
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -9006,11 +9082,11 @@ private:
 namespace stint::detail {
 
 /// `name` demangled if it is a C++ symbol, else as is.
-template <class = void>
+template <class Unused = void>
 std::string demangle(const char* name) {
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
     int status = 0;
-    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+    deferred_t<std::unique_ptr<char, void (*)(void*)>, Unused> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
     if (status == 0 && out) return out.get();
 #endif
     return name;
@@ -9021,8 +9097,11 @@ class basic_native_symbolizer;
 /// basic_native_symbolizer's one form (a template only so that a file that does not use it does not compile it).
 using native_symbolizer = basic_native_symbolizer<>;
 
-template <class>
+template <class Unused>
 class basic_native_symbolizer {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// The function containing the return address `address` ("ns::f(int)"), or "<object>+0x<offset>"
     /// when no symbol covers it, or "0x<address>" outside every loaded object.
@@ -9040,11 +9119,11 @@ private:
     };
     struct object_symbols {
         bool relative = true;  // ET_DYN (PIE executables, shared objects)
-        std::vector<symbol> symbols;
+        later<std::vector<symbol>> symbols;
         std::string strings;
     };
 
-    std::string look_up(std::uint64_t address) {
+    std::string look_up(later<std::uint64_t> address) {
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
         // A return address follows its call: look up the call instruction's last byte.
         const std::uint64_t at = address - 1;
@@ -9066,7 +9145,7 @@ private:
             }
         }
         if (info.dli_sname != nullptr) return demangle(info.dli_sname);  // the nearest exported symbol
-        const std::string_view file = path;
+        const later<std::string_view> file = path;
         return fmt::format("{}+0x{:x}", file.substr(file.rfind('/') + 1), at - base);
 #else
         return fmt::format("0x{:x}", address);
@@ -9124,7 +9203,7 @@ private:
             return;
         }
         out.relative = header.e_type == ET_DYN;
-        std::vector<Elf64_Shdr> sections(header.e_shnum);
+        later<std::vector<Elf64_Shdr>> sections(header.e_shnum);
         if (sections.empty() ||
             !read_at(fd, sections.data(), sections.size() * sizeof(Elf64_Shdr), header.e_shoff)) {
             return;
@@ -9141,7 +9220,7 @@ private:
         }
         if (table == nullptr || table->sh_link >= sections.size() || table->sh_entsize != sizeof(Elf64_Sym)) return;
         const Elf64_Shdr& strings = sections[table->sh_link];
-        std::vector<Elf64_Sym> symbols(table->sh_size / sizeof(Elf64_Sym));
+        later<std::vector<Elf64_Sym>> symbols(table->sh_size / sizeof(Elf64_Sym));
         out.strings.resize(strings.sh_size);
         if (!read_at(fd, symbols.data(), symbols.size() * sizeof(Elf64_Sym), table->sh_offset) ||
             !read_at(fd, out.strings.data(), out.strings.size(), strings.sh_offset)) {
@@ -9158,9 +9237,9 @@ private:
                   [](const symbol& a, const symbol& b) { return a.begin < b.begin; });
     }
 
-    std::unordered_map<std::string, object_symbols> objects_;
+    later<std::unordered_map<std::string, object_symbols>> objects_;
 #endif
-    std::unordered_map<std::uint64_t, std::string> names_;
+    later<std::unordered_map<std::uint64_t, std::string>> names_;
 };
 
 }  // namespace stint::detail
@@ -9168,6 +9247,9 @@ private:
 // ---- end stint/capture/detail/native_symbols.hpp ----
 
 namespace stint::detail {
+
+// Both functions name their strings, containers and arguments as deferred_t<T, Unused> (exactly T;
+// stint/detail/deferred.hpp): their bodies are checked only when stacks are built.
 
 /// A source file as stacks show it (collapsed stacks, the trace's "Call stack", the table's Source
 /// Location). `__FILE__` is the path the build gave the compiler, relative to the build directory
@@ -9183,10 +9265,10 @@ namespace stint::detail {
 /// 4. otherwise its leading ".." components dropped ("../../src/a.cpp" -> "src/a.cpp"): the common
 ///    build directory inside the source tree, run from elsewhere.
 /// A path that a build already shortened with -fmacro-prefix-map passes through unchanged.
-template <class = void>
+template <class Unused = void>
 [[nodiscard]] std::string readable_source_path(std::string_view file, std::string_view cwd) {
     const bool absolute = file.starts_with('/');
-    std::vector<std::string_view> parts;
+    deferred_t<std::vector<std::string_view>, Unused> parts;
     for (std::size_t at = 0; at <= file.size();) {
         std::size_t end = file.find('/', at);
         if (end == std::string_view::npos) end = file.size();
@@ -9218,10 +9300,10 @@ template <class = void>
         while (first + 1 < parts.size() && parts[first] == "..") ++first;
         if (first > 0 && cwd.starts_with('/')) {
             // Where the ".." lead from cwd: the directory the build climbed to, and the file itself.
-            std::string climbed(cwd);
+            deferred_t<std::string, Unused> climbed(cwd);
             for (std::size_t up = 0; up < first; ++up) climbed.resize(std::max<std::size_t>(climbed.rfind('/'), 1));
-            const std::string root = climbed == "/" ? "" : climbed;  // joined with "/..." below
-            std::string whole = root;
+            const deferred_t<std::string, Unused> root = climbed == "/" ? "" : climbed;  // joined with "/..." below
+            deferred_t<std::string, Unused> whole = root;
             for (std::size_t i = first; i < parts.size(); ++i) whole.append("/").append(parts[i]);
             const auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
             if (exists(whole)) {
@@ -9231,7 +9313,7 @@ template <class = void>
             }
         }
     }
-    std::string out = absolute && first == 0 ? "/" : "";
+    deferred_t<std::string, Unused> out = absolute && first == 0 ? "/" : "";
     for (std::size_t i = first; i < parts.size(); ++i) {
         if (i != first) out.push_back('/');
         out.append(parts[i]);
@@ -9245,17 +9327,18 @@ template <class = void>
 /// tree: a stack is its innermost frame on top of its parent's stack, the frame the site's location
 /// (one per site) or, for names made at run time, the name; (frame, parent stack) -> stack. Memory is
 /// linear in the events whatever their depth.
-template <class = void>
-void assign_call_stacks(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
-                               stack_tree& stacks) {
-    std::unordered_map<const source_location*, std::uint32_t> location_frames;
-    std::unordered_map<std::string_view, std::uint32_t> text_frames;  // views into stacks.frames
-    std::unordered_map<std::uint64_t, event_index> by_frame;          // frame << 32 | parent stack
-    std::map<std::vector<std::uint64_t>, event_index> by_native;
-    native_symbolizer symbols;
+template <class Unused = void>
+void assign_call_stacks(deferred_t<event_store, Unused>& events,
+                        const deferred_t<std::vector<std::vector<std::uint64_t>>, Unused>& native,
+                        deferred_t<stack_tree, Unused>& stacks) {
+    deferred_t<std::unordered_map<const source_location*, std::uint32_t>, Unused> location_frames;
+    deferred_t<std::unordered_map<std::string_view, std::uint32_t>, Unused> text_frames;  // views into stacks.frames
+    deferred_t<std::unordered_map<std::uint64_t, event_index>, Unused> by_frame;          // frame << 32 | parent stack
+    deferred_t<std::map<std::vector<std::uint64_t>, event_index>, Unused> by_native;
+    deferred_t<native_symbolizer, Unused> symbols;
     // A drain never throws: without a working directory, absolute paths stay. getcwd, not <filesystem>,
     // which costs every file that includes stint.hpp.
-    std::string cwd;
+    deferred_t<std::string, Unused> cwd;
     if (char buffer[4096]; ::getcwd(buffer, sizeof buffer) != nullptr) cwd = buffer;
     const auto frame_of_text = [&](std::string_view text) {
         if (const auto found = text_frames.find(text); found != text_frames.end()) return found->second;
@@ -9274,7 +9357,7 @@ void assign_call_stacks(event_store& events, const std::vector<std::vector<std::
         const event_index parent_stack = parent == no_index ? no_index : events.extra(parent).stack;
         const event_index recorded = events.extra(i).stack;
         if (recorded != no_index && recorded < native.size()) {
-            const std::vector<std::uint64_t>& frames = native[recorded];
+            const deferred_t<std::vector<std::uint64_t>, Unused>& frames = native[recorded];
             auto [it, added] = by_native.try_emplace(frames, no_index);
             if (added) {
                 // Outermost first onto the tree; different return addresses in the same functions
@@ -9342,14 +9425,17 @@ module_call parse_module_call(std::string_view name) {
 
 /// Sets `event_args::module_hierarchy` of every cpu_op inside at least one module scope, adding
 /// args to ops that have none. Events must be ordered parents first.
-template <class = void>
-void assign_module_hierarchy(event_store& events, std::vector<event_args>& args) {
+// Its arguments and locals are deferred_t<T, Unused> (exactly T; stint/detail/deferred.hpp): the body
+// is checked only when a list with modules is built.
+template <class Unused = void>
+void assign_module_hierarchy(deferred_t<event_store, Unused>& events,
+                             deferred_t<std::vector<event_args>, Unused>& args) {
     struct path {
         std::string text;       // "TOP(C)::forward.A0(A)::forward."
         std::string_view type;  // the innermost module's type, for SELF
     };
-    std::vector<path> paths;                             // the paths module calls opened
-    std::vector<event_index> path_of(events.size(), no_index);  // per event: the path around it
+    deferred_t<std::vector<path>, Unused> paths;  // the paths module calls opened
+    deferred_t<std::vector<event_index>, Unused> path_of(events.size(), no_index);  // per event: the path around it
     for (event_index i = 0; i < events.size(); ++i) {
         const event_row& e = events.row(i);
         const event_index outer = e.parent == no_index ? no_index : path_of[e.parent];
@@ -9388,10 +9474,14 @@ namespace stint::detail {
 ///     auto t = b.add_thread({.os_tid = 7, .name = "main"});
 ///     b.add(event_kind::cpu_op, "aten::mm", t, 0, 1000);
 ///     event_list list = std::move(b).build();
-template <class>
+template <class Unused>
 class basic_event_list_builder {
+    // T, named through Unused: the bodies below are checked when a list is built, not when parsed.
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
 public:
-    basic_event_list_builder() : arena_(std::make_shared<string_arena>()) {}
+    basic_event_list_builder() : arena_(std::make_shared<later<string_arena>>()) {}
 
     /// Adds a thread; events name it by the returned index.
     std::uint32_t add_thread(thread_info info) {
@@ -9493,7 +9583,7 @@ public:
         if (ev().extra(i).args == no_index) set_args(i, {});
         return list_.args_[ev().extra(i).args];
     }
-    void set_stack(event_index i, const std::vector<std::string>& frames_innermost_first) {
+    void set_stack(event_index i, const later<std::vector<std::string>>& frames_innermost_first) {
         event_index at = no_index;
         for (auto frame = frames_innermost_first.rbegin(); frame != frames_innermost_first.rend(); ++frame) {
             list_.stacks_.frames.push_back(*frame);
@@ -9503,7 +9593,7 @@ public:
     }
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
-    void set_native_frames(event_index i, std::vector<std::uint64_t> frames) {
+    void set_native_frames(event_index i, later<std::vector<std::uint64_t>> frames) {
         ev().extra_to_write(i).stack = static_cast<event_index>(native_frames_.size());
         native_frames_.push_back(std::move(frames));
     }
@@ -9547,8 +9637,8 @@ public:
         depth_.resize(ev().size(), no_depth);
         exact_.assign(ev().size(), exact_place{});
         clamp_api_calls();
-        std::vector<event_index> order = ordered_indices();
-        const std::vector<event_index> original = order;  // permute consumes `order`
+        later<std::vector<event_index>> order = ordered_indices();
+        const later<std::vector<event_index>> original = order;  // permute consumes `order`
         ev().permute(order);
         link_tree(original);
         if (!point_ids_.empty()) link_points(original);
@@ -9570,7 +9660,7 @@ public:
 private:
     static constexpr std::uint32_t no_depth = 0xffffffffU;
 
-    event_store& ev() noexcept { return list_.store_; }
+    later<event_store>& ev() noexcept { return list_.store_; }
 
     // The list's name entry for `text` (static, or kept in the arena) at `where`.
     std::uint32_t name_index(std::string_view text, const source_location* where) {
@@ -9595,7 +9685,7 @@ private:
     void resolve_memory() {
         std::sort(memory_order_.begin(), memory_order_.end(),
                   [](const memory_order_entry& a, const memory_order_entry& b) { return a.sequence < b.sequence; });
-        std::vector<event_index> event_of(list_.memory_records_.size(), no_index);
+        later<std::vector<event_index>> event_of(list_.memory_records_.size(), no_index);
         for (event_index i = 0; i < ev().size(); ++i) {
             if (ev().extra(i).memory_info != no_index) event_of[ev().extra(i).memory_info] = i;
         }
@@ -9609,8 +9699,8 @@ private:
                 return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
             }
         };
-        std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int64_t, pair_hash> live;
-        std::vector<std::pair<stint::device, std::int64_t>> totals;
+        later<std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::int64_t, pair_hash>> live;
+        later<std::vector<std::pair<stint::device, std::int64_t>>> totals;
         const auto total_of = [&](stint::device d) -> std::int64_t& {
             for (auto& [where, bytes] : totals) {
                 if (where == d) return bytes;
@@ -9689,14 +9779,14 @@ private:
     };
 
     // The order of the list: each run ordered on its own, then the runs merged.
-    std::vector<event_index> ordered_indices() {
+    later<std::vector<event_index>> ordered_indices() {
         const auto n = static_cast<event_index>(ev().size());
-        std::vector<event_index> bounds{0};
+        later<std::vector<event_index>> bounds{0};
         for (event_index b : runs_) {
             if (b > bounds.back() && b < n) bounds.push_back(b);
         }
         bounds.push_back(n);
-        std::vector<event_index> order(n);
+        later<std::vector<event_index>> order(n);
         for (event_index i = 0; i < n; ++i) order[i] = i;
         for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
             const event_index lo = bounds[r];
@@ -9715,7 +9805,7 @@ private:
     }
 
     [[nodiscard]] bool before(event_index a, event_index b) const noexcept {
-        const event_store& store = list_.store_;
+        const later<event_store>& store = list_.store_;
         if (store.start(a) != store.start(b)) return store.start(a) < store.start(b);
         if (store.end(a) != store.end(b)) return store.end(a) > store.end(b);  // the enclosing one first
         if (exact_[a].run != no_index && exact_[a].run == exact_[b].run) return exact_[a].pre < exact_[b].pre;
@@ -9732,9 +9822,9 @@ private:
     // over budget) is deeper than its neighbours: it goes to the nearest recorded ancestor, or becomes
     // a root when its times prove it ended before that ancestor began.
     void link_exact_run(event_index lo, event_index hi, event_index run) {
-        const event_store& ev = list_.store_;
+        const later<event_store>& ev = list_.store_;
         const event_index m = hi - lo;
-        std::vector<std::int64_t> depth(m);
+        later<std::vector<std::int64_t>> depth(m);
         std::int64_t level = 0;
         for (event_index i = 0; i < m; ++i) {
             if (i > 0) {
@@ -9743,7 +9833,7 @@ private:
             }
             depth[i] = level;
         }
-        std::vector<event_index> pending;  // finished subtrees not yet given a parent, in arrival order
+        later<std::vector<event_index>> pending;  // finished subtrees not yet given a parent, in arrival order
         for (event_index i = 0; i < m; ++i) {
             exact_place& place = exact_[lo + i];
             place.run = run;
@@ -9771,10 +9861,10 @@ private:
 
     // Orders run [lo, hi) by `before` in linear time when starts are distinct: pre-order is the
     // entry order, whose starts never fall; only groups of equal starts are sorted.
-    void order_exact_run(std::vector<event_index>& order, event_index run, event_index lo, event_index hi) {
+    void order_exact_run(later<std::vector<event_index>>& order, event_index run, event_index lo, event_index hi) {
         link_exact_run(lo, hi, run);
         for (event_index i = lo; i < hi; ++i) order[lo + exact_[i].pre] = i;
-        const event_store& ev = list_.store_;
+        const later<event_store>& ev = list_.store_;
         const auto less = [this](event_index a, event_index b) { return before(a, b); };
         for (event_index i = lo; i < hi;) {
             event_index j = i + 1;
@@ -9789,26 +9879,26 @@ private:
     }
 
     // Merges the ordered runs [bounds[r], bounds[r + 1]) with a heap of their heads.
-    std::vector<event_index> merge_runs(const std::vector<event_index>& order,
-                                        const std::vector<event_index>& bounds) const {
+    later<std::vector<event_index>> merge_runs(const later<std::vector<event_index>>& order,
+                                        const later<std::vector<event_index>>& bounds) const {
         struct head {
             event_index at;
             event_index end;
         };
-        std::vector<head> heads;
+        later<std::vector<head>> heads;
         for (std::size_t r = 0; r + 1 < bounds.size(); ++r) heads.push_back({bounds[r], bounds[r + 1]});
-        const auto later = [&](const head& a, const head& b) { return before(order[b.at], order[a.at]); };
-        std::make_heap(heads.begin(), heads.end(), later);
-        std::vector<event_index> merged;
+        const auto comes_later = [&](const head& a, const head& b) { return before(order[b.at], order[a.at]); };
+        std::make_heap(heads.begin(), heads.end(), comes_later);
+        later<std::vector<event_index>> merged;
         merged.reserve(order.size());
         while (!heads.empty()) {
-            std::pop_heap(heads.begin(), heads.end(), later);
+            std::pop_heap(heads.begin(), heads.end(), comes_later);
             head& h = heads.back();
             merged.push_back(order[h.at]);
             if (++h.at == h.end) {
                 heads.pop_back();
             } else {
-                std::push_heap(heads.begin(), heads.end(), later);
+                std::push_heap(heads.begin(), heads.end(), comes_later);
             }
         }
         return merged;
@@ -9820,13 +9910,13 @@ private:
     // hidden visibility has its own) an open-scope stack decides: exactly within a run, by times across
     // runs (torch's rule: what ended when or before an event starts, or ends before it does, cannot
     // contain it).
-    void link_tree(const std::vector<event_index>& original) {
-        event_store& ev = list_.store_;
+    void link_tree(const later<std::vector<event_index>>& original) {
+        later<event_store>& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
-        std::vector<event_index> position(n);
+        later<std::vector<event_index>> position(n);
         for (event_index i = 0; i < n; ++i) position[original[i]] = i;
         constexpr event_index mixed = no_index - 1;
-        std::vector<event_index> thread_run(list_.threads_.size(), no_index);
+        later<std::vector<event_index>> thread_run(list_.threads_.size(), no_index);
         // Device events and API calls whose launcher is known sit outside the runs: they take no part
         // in deciding how a thread is linked.
         const auto placed = [&](event_index i) { return ev.on_device(i) || launcher_of(original[i]) != not_linked; };
@@ -9842,8 +9932,8 @@ private:
             if (o.run != no_index && o.run == e.run) return o.pre < e.pre && e.pre < o.pre + o.size;
             return !(ev.end(outer) <= ev.start(inner) || ev.end(outer) < ev.end(inner));
         };
-        std::vector<std::vector<event_index>> open(list_.threads_.size());
-        std::vector<event_index> last_child(n, no_index);
+        later<std::vector<std::vector<event_index>>> open(list_.threads_.size());
+        later<std::vector<event_index>> last_child(n, no_index);
         for (event_index i = 0; i < n; ++i) {
             // The row's `added` is its place as added: with the first id, the id an exporter that
             // reads the records gives it.
@@ -9896,8 +9986,8 @@ private:
     }
 
     // Gives the counters' values to their samples by final index.
-    void place_counter_values(const std::vector<event_index>& original) {
-        std::vector<event_index> position(ev().size());
+    void place_counter_values(const later<std::vector<event_index>>& original) {
+        later<std::vector<event_index>> position(ev().size());
         for (event_index i = 0; i < ev().size(); ++i) position[original[i]] = i;
         auto& counters = list_.counters_;
         counters.reserve(counter_values_.size());
@@ -9911,17 +10001,17 @@ private:
     // begin of its tick on another thread takes the next such begin (the two ran in the same tick, so
     // either may have been first in the list). An async span's begin pairs with the end of its id (ids
     // are unique). What finds no partner is counted.
-    void link_points(const std::vector<event_index>& original) {
-        const event_store& ev = list_.store_;
-        std::vector<event_index> position(ev.size());
+    void link_points(const later<std::vector<event_index>>& original) {
+        const later<event_store>& ev = list_.store_;
+        later<std::vector<event_index>> position(ev.size());
         for (event_index i = 0; i < ev.size(); ++i) position[original[i]] = i;
         auto& points = list_.points_;
         points.reserve(point_ids_.size());
         for (const auto& [added, id] : point_ids_) points.push_back({position[added], id});
         std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.event < b.event; });
 
-        std::vector<event_list::point_entry> flows;
-        std::unordered_map<std::uint64_t, event_index> async_end;
+        later<std::vector<event_list::point_entry>> flows;
+        later<std::unordered_map<std::uint64_t, event_index>> async_end;
         for (const auto& p : points) {
             const event_kind kind = ev.row(p.event).kind;
             if (kind == event_kind::flow_begin || kind == event_kind::flow_end) flows.push_back(p);
@@ -9935,7 +10025,7 @@ private:
             return a.event < b.event;
         });
         event_index open = no_index;
-        std::vector<event_index> early_ends;  // ends of the current tick that found no begin yet
+        later<std::vector<event_index>> early_ends;  // ends of the current tick that found no begin yet
         for (std::size_t f = 0; f < flows.size(); ++f) {
             const bool new_id = f > 0 && flows[f].id != flows[f - 1].id;
             if (f > 0 && (new_id || ev.start(flows[f].event) != ev.start(flows[f - 1].event))) {
@@ -9988,7 +10078,7 @@ private:
     // API calls come through the same tick counter, but a coarse tick can put its start a step before
     // the op's): its times are clamped into the op's, so it orders after it and nests inside it.
     void clamp_api_calls() {
-        event_store& ev = list_.store_;
+        later<event_store>& ev = list_.store_;
         for (event_index i = 0; i < launcher_.size() && i < ev.size(); ++i) {
             const event_index op = launcher_[i];
             if (op == not_linked || op == no_index || ev.on_device(i)) continue;
@@ -10000,10 +10090,10 @@ private:
     // Gives each device event to its launcher's chain (event_list::kernels) and sums device times:
     // an event's own (its duration), a CPU event's self (its launches) and total (with descendants').
     void link_device_events() {
-        event_store& ev = list_.store_;
+        later<event_store>& ev = list_.store_;
         const auto n = static_cast<event_index>(ev.size());
-        std::vector<event_index> last(n, no_index);
-        std::vector<std::int64_t> self_device(n, 0);  // CPU events': their launches' durations
+        later<std::vector<event_index>> last(n, no_index);
+        later<std::vector<std::int64_t>> self_device(n, 0);  // CPU events': their launches' durations
         for (event_index i = 0; i < n; ++i) {
             if (!ev.on_device(i)) continue;
             ++list_.device_events_;
@@ -10020,7 +10110,7 @@ private:
             last[op] = i;
         }
         // Totals: children come after their parents, so a backward pass sums each subtree.
-        std::vector<std::int64_t> total(self_device);
+        later<std::vector<std::int64_t>> total(self_device);
         for (event_index i = n; i-- > 0;) {
             if (!ev.on_device(i) && ev.row(i).parent != no_index) total[ev.row(i).parent] += total[i];
         }
@@ -10040,9 +10130,9 @@ private:
         return added < launcher_.size() ? launcher_[added] : not_linked;
     }
 
-    event_list list_;
-    std::shared_ptr<string_arena> arena_;
-    std::vector<event_index> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
+    later<event_list> list_;
+    later<std::shared_ptr<string_arena>> arena_;
+    later<std::vector<event_index>> launcher_;  // per event as added: its launcher (as added), no_index, or not_linked
     // Names interned: each (text, location) once in the list, a copied text once in the arena.
     struct name_key {
         const char* data;
@@ -10057,21 +10147,22 @@ private:
                                                 reinterpret_cast<std::uintptr_t>(k.where)));
         }
     };
-    std::unordered_map<name_key, std::uint32_t, name_key_hash> name_indices_;
+    later<std::unordered_map<name_key, std::uint32_t, name_key_hash>> name_indices_;
     struct recent_name {
         name_key key{nullptr, 0, nullptr};
         std::uint32_t index = no_index;
     };
     std::array<recent_name, 16> recent_names_{};  // a session's few hot sites skip the map
 
-    std::unordered_set<std::string_view> copies_;  // views into arena_
-    std::vector<event_index> runs_;  // first event of each run
-    std::vector<std::uint32_t> depth_;  // per event as added: its record's depth, or no_depth
-    std::vector<exact_place> exact_;    // per event as added, during build()
-    std::vector<memory_order_entry> memory_order_;  // per memory event, as added
-    std::vector<std::pair<event_index, std::uint64_t>> point_ids_;  // per point: as added, its id
-    std::vector<std::pair<event_index, counter_value>> counter_values_;  // per counter sample: as added, its value
-    std::vector<std::vector<std::uint64_t>> native_frames_;
+    later<std::unordered_set<std::string_view>> copies_;  // views into arena_
+    later<std::vector<event_index>> runs_;  // first event of each run
+    later<std::vector<std::uint32_t>> depth_;  // per event as added: its record's depth, or no_depth
+    later<std::vector<exact_place>> exact_;    // per event as added, during build()
+    later<std::vector<memory_order_entry>> memory_order_;  // per memory event, as added
+    later<std::vector<std::pair<event_index, std::uint64_t>>> point_ids_;  // per point: as added, its id
+    // per counter sample: as added, its value
+    later<std::vector<std::pair<event_index, counter_value>>> counter_values_;
+    later<std::vector<std::vector<std::uint64_t>>> native_frames_;
     bool call_stacks_ = false;
     bool module_hierarchy_ = false;
 };
@@ -10097,7 +10188,7 @@ void basic_event_list<T>::append(const basic_event_list& later) {
         return;
     }
     const std::int64_t shift = later.base_time_ns_ - base_time_ns_;
-    std::vector<std::uint32_t> thread_map(later.threads_.size());
+    detail::deferred_t<std::vector<std::uint32_t>, T> thread_map(later.threads_.size());
     for (std::size_t t = 0; t < later.threads_.size(); ++t) {
         const thread_info& info = later.threads_[t];
         auto found = std::find_if(threads_.begin(), threads_.end(), [&](const thread_info& mine) {
@@ -10153,7 +10244,7 @@ void basic_event_list<T>::append(const basic_event_list& later) {
     device_.loss += later.device_.loss;
     if (later.device_.status != "off") {
         device_loss loss = device_.loss;
-        std::vector<device_properties> devices = std::move(device_.devices);
+        detail::deferred_t<std::vector<device_properties>, T> devices = std::move(device_.devices);
         device_ = later.device_;  // the latest window's status
         device_.loss = loss;
         for (const device_properties& d : later.device_.devices) {
@@ -10320,7 +10411,7 @@ using display_names = basic_display_names<>;
 // then "ProfilerStep#N" becomes "ProfilerStep*". The trace keeps the names as recorded, as Kineto's
 // does. Each distinct name is rewritten once: names are mostly a site's static string, so a pointer
 // cache answers most events without hashing the text.
-template <class>
+template <class Unused>
 class basic_display_names {
 public:
     basic_display_names() = default;
@@ -10349,15 +10440,15 @@ private:
         // The demangler reads a C string: a name with a NUL would be read up to it ("a\0b" as "a",
         // demangled to "signed char"), so such a name is shown as recorded.
         if (text_width(raw) > 1 && raw.find('\0') == std::string_view::npos) {  // Python's len(): code points
-            std::string demangled = demangle(std::string(raw).c_str());
+            deferred_t<std::string, Unused> demangled = demangle(std::string(raw).c_str());
             if (demangled != raw) name = demangled_.emplace_back(std::move(demangled));
         }
         return name.starts_with(profiler_step_prefix) ? profiler_step_wildcard : name;
     }
 
     std::array<slot, 64> slots_{};
-    std::unordered_map<std::string_view, std::string_view> seen_;
-    std::deque<std::string> demangled_;  // a deque never moves its strings: views stay valid
+    deferred_t<std::unordered_map<std::string_view, std::string_view>, Unused> seen_;
+    deferred_t<std::deque<std::string>, Unused> demangled_;  // a deque never moves its strings: views stay valid
 };
 
 // torch's events hold no [memory] event that happened inside an op or scope: those only feed the memory
@@ -10368,11 +10459,15 @@ template <class = void>
     return e.kind == event_kind::memory && e.parent != no_index;
 }
 
+// From here on, the functions take the event list, display names, strings and containers they work on
+// as deferred_t<T, Unused> (exactly T, with Unused left at void; stint/detail/deferred.hpp), and so do
+// their locals: their bodies are checked, and what they call instantiated, only when a table is made.
+
 // `i` or the first sibling after it that torch's tree holds (every child has a parent, so a [memory]
 // child is skipped, and a counter's sample, which torch has no event for); no_index when none. Without
 // memory events or counters no sibling is read.
-template <class = void>
-[[nodiscard]] event_index next_in_torch_tree(const event_list& list, event_index i) noexcept {
+template <class Unused = void>
+[[nodiscard]] event_index next_in_torch_tree(deferred_t<const event_list, Unused>& list, event_index i) noexcept {
     if (!list.has_memory_events() && !list.has_counters()) return i;
     while (i != no_index && (list[i].kind == event_kind::memory || list[i].kind == event_kind::counter)) {
         i = list[i].next_sibling;
@@ -10384,8 +10479,9 @@ template <class = void>
 // children to that parent (_remove_dup_nodes): `f` calling itself once is one call, not two. [memory]
 // children do not count: torch's tree has none. Each sibling scans only the [memory] run after it, and
 // only the last one the run before the first, so a list is checked in linear time.
-template <class = void>
-[[nodiscard]] bool is_folded_recursion(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] bool is_folded_recursion(deferred_t<const event_list, Unused>& list, const event& e,
+                                       deferred_t<display_names, Unused>& names) {
     if (e.parent == no_index || next_in_torch_tree(list, e.next_sibling) != no_index) return false;
     const event& p = list[e.parent];
     return next_in_torch_tree(list, p.first_child) == list.index_of(e) && names(p.name) == names(e.name);
@@ -10409,8 +10505,9 @@ template <class = void>
 
 // The first child of an event that survives folding: a folded chain's children are those of its
 // innermost member, which _remove_dup_nodes hands to the survivor.
-template <class = void>
-[[nodiscard]] event_index torch_first_child(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] event_index torch_first_child(deferred_t<const event_list, Unused>& list, const event& e,
+                                            deferred_t<display_names, Unused>& names) {
     event_index first = next_in_torch_tree(list, e.first_child);
     const std::string_view name = first == no_index ? std::string_view() : names(e.name);
     while (first != no_index) {
@@ -10424,8 +10521,9 @@ template <class = void>
 // One event's memory usage as torch's FunctionEvent gives it (bytes). A folded chain's survivor keeps
 // its own totals; its self usage is its total less that of the innermost member's children, which is
 // what every member allocated directly.
-template <class = void>
-[[nodiscard]] memory_usage torch_memory_usage(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] memory_usage torch_memory_usage(deferred_t<const event_list, Unused>& list, const event& e,
+                                              deferred_t<display_names, Unused>& names) {
     memory_usage u = list.memory_usage_of(e);
     if (!list.has_memory_events() || e.kind == event_kind::memory) return u;
     event_index member = next_in_torch_tree(list, e.first_child);
@@ -10453,8 +10551,9 @@ struct torch_times {
     double self_device_time_total = 0;
 };
 
-template <class = void>
-[[nodiscard]] torch_times torch_event_times(const event_list& list, const event& e, display_names& names) {
+template <class Unused = void>
+[[nodiscard]] torch_times torch_event_times(deferred_t<const event_list, Unused>& list, const event& e,
+                                            deferred_t<display_names, Unused>& names) {
     torch_times t;
     if (e.on_device()) {
         t.device_time_total = t.self_device_time_total = torch_elapsed_us(e);
@@ -10508,8 +10607,8 @@ struct memory_columns {
     bool device = false;
 };
 
-template <class = void>
-[[nodiscard]] memory_columns memory_columns_of(const event_list& list) noexcept {
+template <class Unused = void>
+[[nodiscard]] memory_columns memory_columns_of(deferred_t<const event_list, Unused>& list) noexcept {
     memory_columns shown;
     if (!list.has_memory_events()) return shown;
     shown.cpu = true;
@@ -10532,12 +10631,12 @@ void for_each_frame(const table_row& r, F&& f) {
 
 // The text_width of each stack's widest frame, per node of `tree`: from its caller's, so linear in the
 // nodes however deep the stacks nest (a loop over each event's frames would be quadratic).
-template <class = void>
-[[nodiscard]] std::vector<std::size_t> widest_frames(const stack_tree& tree) {
-    std::vector<std::size_t> frame_width;
+template <class Unused = void>
+[[nodiscard]] std::vector<std::size_t> widest_frames(deferred_t<const stack_tree, Unused>& tree) {
+    deferred_t<std::vector<std::size_t>, Unused> frame_width;
     frame_width.reserve(tree.frames.size());
     for (const std::string& frame : tree.frames) frame_width.push_back(text_width(frame));
-    std::vector<std::size_t> widest(tree.nodes.size());
+    deferred_t<std::vector<std::size_t>, Unused> widest(tree.nodes.size());
     for (std::size_t i = 0; i < tree.nodes.size(); ++i) {  // a parent comes before its children
         const stack_tree::node& n = tree.nodes[i];
         widest[i] = std::max(frame_width[n.frame], n.parent == no_index ? 0 : widest[n.parent]);
@@ -10573,8 +10672,8 @@ template <class = void>
 
 enum class time_unit_kind : std::uint8_t { automatic, s, ms, us };
 
-template <class = void>
-[[nodiscard]] time_unit_kind parse_time_unit(std::string_view unit) {
+template <class Unused = void>
+[[nodiscard]] time_unit_kind parse_time_unit(deferred_t<std::string_view, Unused> unit) {
     if (unit.empty()) return time_unit_kind::automatic;
     if (unit == "s") return time_unit_kind::s;
     if (unit == "ms") return time_unit_kind::ms;
@@ -10585,8 +10684,8 @@ template <class = void>
 }
 
 // torch's _format_time, or its override_time_unit when a unit is forced.
-template <class = void>
-void append_time(std::string& out, double us, time_unit_kind unit) {
+template <class Unused = void>
+void append_time(deferred_t<std::string, Unused>& out, double us, time_unit_kind unit) {
     auto to = std::back_inserter(out);
     switch (unit) {
         case time_unit_kind::s: fmt::format_to(to, "{:.3f}s", us / 1e6); return;
@@ -10604,8 +10703,8 @@ void append_time(std::string& out, double us, time_unit_kind unit) {
 }
 
 // torch's _format_time_share.
-template <class = void>
-void append_share(std::string& out, double part, double total) {
+template <class Unused = void>
+void append_share(deferred_t<std::string, Unused>& out, double part, double total) {
     if (total == 0) {
         out += "NaN";
         return;
@@ -10615,8 +10714,8 @@ void append_share(std::string& out, double part, double total) {
 
 // torch's _format_memory (its KB is 1024 bytes; the unit follows the magnitude, the sign is kept):
 // 1536 -> "1.50 Kb", -2097152 -> "-2.00 Mb", 12 -> "12 b".
-template <class = void>
-void append_memory(std::string& out, std::int64_t bytes) {
+template <class Unused = void>
+void append_memory(deferred_t<std::string, Unused>& out, std::int64_t bytes) {
     constexpr std::uint64_t kb = 1024;
     constexpr std::uint64_t mb = 1024 * kb;
     constexpr std::uint64_t gb = 1024 * mb;
@@ -10635,16 +10734,17 @@ void append_memory(std::string& out, std::int64_t bytes) {
     }
 }
 
-template <class = void>
+template <class Unused = void>
 [[nodiscard]] std::string format_memory(std::int64_t bytes) {
-    std::string out;
+    deferred_t<std::string, Unused> out;
     append_memory(out, bytes);
     return out;
 }
 
 // Python's str() of a list of int lists: "[[64, 32], []]".
-template <class = void>
-void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>>* shapes) {
+template <class Unused = void>
+void append_shapes(deferred_t<std::string, Unused>& out,
+                   const deferred_t<std::vector<std::vector<std::int64_t>>, Unused>* shapes) {
     out += '[';
     if (shapes != nullptr) {
         for (std::size_t i = 0; i < shapes->size(); ++i) {
@@ -10692,10 +10792,10 @@ class basic_table_writer;
 /// basic_table_writer's one form (a template only so that a file that does not use it does not compile it).
 using table_writer = basic_table_writer<>;
 
-template <class>
+template <class Unused>
 class basic_table_writer {
 public:
-    explicit basic_table_writer(std::vector<table_column> columns) : columns_(std::move(columns)) {}
+    explicit basic_table_writer(deferred_t<std::vector<table_column>, Unused> columns) : columns_(std::move(columns)) {}
 
     // One line of cells, each padded to its column and followed by the two-space gap (trailing too,
     // as torch's row format writes it).
@@ -10729,19 +10829,19 @@ public:
     [[nodiscard]] std::size_t size() const noexcept { return columns_.size(); }
 
 private:
-    std::vector<table_column> columns_;
+    deferred_t<std::vector<table_column>, Unused> columns_;
 };
 
-template <class = void>
-void check_width(const char* option, int value) {
+template <class Unused = void>
+void check_width(const char* option, deferred_t<int, Unused> value) {
     if (value < 4) {
         throw std::invalid_argument(fmt::format("stint: table(): {} must be at least 4, got {}", option, value));
     }
 }
 
-template <class = void>
-[[nodiscard]] std::string unknown_sort_key_message(std::string_view key) {
-    std::string message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
+template <class Unused = void>
+[[nodiscard]] std::string unknown_sort_key_message(deferred_t<std::string_view, Unused> key) {
+    deferred_t<std::string, Unused> message = fmt::format("stint: table(): unknown sort_by '{}'; valid keys: ", key);
     for (std::size_t i = 0; i < sort_keys.size(); ++i) {
         if (i != 0) message += ", ";
         message += sort_keys[i].name;
@@ -10764,8 +10864,8 @@ void check_options(const table_options& options) {
 
 // torch's _build_table for the columns stint records (overload and node id columns join here when their
 // fields exist).
-template <class = void>
-[[nodiscard]] std::string build_table(std::vector<table_row> rows, const table_options& options,
+template <class Unused = void>
+[[nodiscard]] std::string build_table(deferred_t<std::vector<table_row>, Unused> rows, const table_options& options,
                                              memory_columns memory = {}) {
     check_options(options);
     if (rows.empty()) return {};
@@ -10806,7 +10906,7 @@ template <class = void>
     name_width = std::min(name_width + 4, max_name);
     src_width = std::min(src_width + 4, static_cast<std::size_t>(options.max_src_column_width));
 
-    std::vector<std::string> shapes_text;
+    deferred_t<std::vector<std::string>, Unused> shapes_text;
     std::size_t shapes_width = 0;
     if (has_input_shapes) {
         shapes_text.resize(rows.size());
@@ -10831,12 +10931,13 @@ template <class = void>
     }
 
     constexpr std::size_t default_width = 12;
-    std::vector<std::string> headers{"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+    deferred_t<std::vector<std::string>, Unused> headers{"Name",        "Self CPU %", "Self CPU",
+                                                        "CPU total %", "CPU total",  "CPU time avg"};
     if (has_device_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
     if (memory.cpu) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
     if (memory.device) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
     headers.emplace_back("# of Calls");
-    std::vector<table_column> columns{{name_width}};
+    deferred_t<std::vector<table_column>, Unused> columns{{name_width}};
     columns.resize(headers.size(), {default_width});
     if (has_input_shapes) {
         headers.emplace_back("Input Shapes");
@@ -10854,9 +10955,9 @@ template <class = void>
         headers.push_back(fmt::format("Total {}", flops_unit));
         columns.push_back({default_width});
     }
-    const table_writer writer(std::move(columns));
+    const deferred_t<table_writer, Unused> writer(std::move(columns));
 
-    std::string out;
+    deferred_t<std::string, Unused> out;
     if (!options.header.empty()) {
         out.append(writer.line_length(), '=');
         out += '\n';
@@ -10871,8 +10972,8 @@ template <class = void>
     writer.row(out, headers);
     writer.separator(out);
 
-    std::vector<std::string> cells(writer.size());
-    std::vector<std::string> blank(writer.size());
+    deferred_t<std::vector<std::string>, Unused> cells(writer.size());
+    deferred_t<std::vector<std::string>, Unused> blank(writer.size());
     int printed = 0;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const table_row& r = rows[i];
@@ -10953,9 +11054,9 @@ template <class = void>
 /// first, and keep the list's order on a run without memory events.
 ///
 ///     for (std::string_view key : stint::valid_sort_keys()) fmt::print("{}\n", key);
-template <class = void>
+template <class Unused = void>
 [[nodiscard]] std::vector<std::string_view> valid_sort_keys() {
-    std::vector<std::string_view> keys;
+    detail::deferred_t<std::vector<std::string_view>, Unused> keys;
     keys.reserve(detail::sort_keys.size());
     for (const detail::sort_key_entry& k : detail::sort_keys) keys.push_back(k.name);
     return keys;
@@ -10970,13 +11071,14 @@ template <class = void>
 /// std::invalid_argument for an unknown sort key or time unit, or a maximum width under 4.
 ///
 ///     std::cout << stint::table(prof.events(), {.sort_by = "self_cpu_time_total", .row_limit = 20});
-template <class = void>
-[[nodiscard]] std::string table(const event_list& events, const table_options& options = {}) {
+template <class Unused = void>
+[[nodiscard]] std::string table(detail::deferred_t<const event_list, Unused>& events,
+                                const table_options& options = {}) {
     detail::check_options(options);
-    std::vector<detail::table_row> rows;
+    detail::deferred_t<std::vector<detail::table_row>, Unused> rows;
     rows.reserve(events.size());
-    detail::display_names names;
-    std::vector<std::size_t> widest;
+    detail::deferred_t<detail::display_names, Unused> names;
+    detail::deferred_t<std::vector<std::size_t>, Unused> widest;
     for (const event& e : events) {
         if (e.stack == no_index) continue;
         widest = detail::widest_frames(*detail::call_stack_access::tree(events.stack(e)));
@@ -11088,7 +11190,7 @@ using averaged_event_list = basic_averaged_event_list<>;
 ///
 ///     const stint::averaged_event_list avg = prof.key_averages();
 ///     std::cout << avg.table({.sort_by = "self_cpu_time_total", .row_limit = 10});
-template <class>
+template <class Unused>
 class basic_averaged_event_list {
 public:
     using value_type = averaged_event;
@@ -11096,7 +11198,8 @@ public:
 
     basic_averaged_event_list() = default;
     /// `memory` picks the table's memory columns; key_averages() sets them when the list had memory events.
-    explicit basic_averaged_event_list(std::vector<averaged_event> events, detail::memory_columns memory = {})
+    explicit basic_averaged_event_list(detail::deferred_t<std::vector<averaged_event>, Unused> events,
+                                       detail::memory_columns memory = {})
         : events_(std::move(events)), memory_(memory) {}
 
     [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
@@ -11118,7 +11221,7 @@ public:
     [[nodiscard]] std::string table(const table_options& options = {}) const;
 
 private:
-    std::vector<averaged_event> events_;
+    detail::deferred_t<std::vector<averaged_event>, Unused> events_;
     detail::memory_columns memory_;
 };
 
@@ -11187,9 +11290,12 @@ struct basic_name_cache {
     }
 };
 
+// The group functions take their events and groups as deferred_t<T, Unused> (exactly T, Unused left at
+// void; stint/detail/deferred.hpp): their bodies are checked only when key_averages() is used.
+
 // torch's FunctionEventAvg.add: the descriptive fields come from the event that opens the group.
-template <class = void>
-void open_group(averaged_event& a, std::string_view name, const event& e, const group_key& key) {
+template <class Unused = void>
+void open_group(deferred_t<averaged_event, Unused>& a, std::string_view name, const event& e, const group_key& key) {
     a.key = name;
     a.is_user_annotation = (e.kind == event_kind::user_annotation || e.kind == event_kind::module);
     a.has_cpu_parent = e.parent != no_index;
@@ -11199,8 +11305,9 @@ void open_group(averaged_event& a, std::string_view name, const event& e, const 
 }
 
 // torch's FunctionEventAvg.add: the times of torch's FunctionEvent, added in the list's order.
-template <class = void>
-void add_to_group(averaged_event& a, const event_list& events, const event& e, display_names& names) {
+template <class Unused = void>
+void add_to_group(deferred_t<averaged_event, Unused>& a, deferred_t<const event_list, Unused>& events, const event& e,
+                  deferred_t<display_names, Unused>& names) {
     ++a.count;
     const torch_times times = torch_event_times(events, e, names);
     a.cpu_time_total += times.cpu_time_total;
@@ -11220,8 +11327,9 @@ void add_to_group(averaged_event& a, const event_list& events, const event& e, d
 
 // An async span (stint::async_scope) in its row: its time is the span's, from begin to end, and none of
 // it is self CPU time (no thread ran it; the threads' own scopes keep theirs).
-template <class = void>
-void add_async_span(averaged_event& a, const event_list& events, const async_span& span) {
+template <class Unused = void>
+void add_async_span(deferred_t<averaged_event, Unused>& a, deferred_t<const event_list, Unused>& events,
+                    const async_span& span) {
     ++a.count;
     a.cpu_time_total += static_cast<double>(events[span.end].start_ns - events[span.begin].start_ns) / 1e3;
 }
@@ -11229,8 +11337,10 @@ void add_async_span(averaged_event& a, const event_list& events, const async_spa
 // Calls on_event(e) for each event that key_averages counts as itself, and on_span(begin point, span)
 // for each async span that ended: flow points and counters' samples are no rows, an async span is one
 // row at its begin.
+// (`events` and `names` are deferred through OnEvent, which the callbacks give.)
 template <class OnEvent, class OnSpan>
-void for_each_averaged(const event_list& events, display_names& names, OnEvent&& on_event, OnSpan&& on_span) {
+void for_each_averaged(deferred_t<const event_list, OnEvent>& events, deferred_t<display_names, OnEvent>& names,
+                       OnEvent&& on_event, OnSpan&& on_span) {
     std::size_t span = 0;
     const std::span<const async_span> spans = events.async_spans();
     for (const event& e : events) {
@@ -11248,15 +11358,15 @@ void for_each_averaged(const event_list& events, display_names& names, OnEvent&&
     }
 }
 
-template <class = void>
-void finish_group(averaged_event& a) {
+template <class Unused = void>
+void finish_group(deferred_t<averaged_event, Unused>& a) {
     a.cpu_time = a.count == 0 ? 0.0 : a.cpu_time_total / static_cast<double>(a.count);
     a.device_time = a.count == 0 ? 0.0 : a.device_time_total / static_cast<double>(a.count);
 }
 
-template <class = void>
-[[nodiscard]] table_row to_table_row(const averaged_event& a) {
-    table_row r;
+template <class Unused = void>
+[[nodiscard]] table_row to_table_row(deferred_t<const averaged_event, Unused>& a) {
+    deferred_t<table_row, Unused> r;
     r.name = a.key;
     r.self_cpu_time_total = a.self_cpu_time_total;
     r.cpu_time_total = a.cpu_time_total;
@@ -11295,8 +11405,9 @@ template <class = void>
 ///
 ///     auto avg = stint::key_averages(prof.events(), {.group_by_input_shape = true});
 ///     std::cout << avg.table({.sort_by = "cpu_time_total", .row_limit = 10});
-template <class = void>
-[[nodiscard]] averaged_event_list key_averages(const event_list& events, key_averages_options options = {}) {
+template <class Unused = void>
+[[nodiscard]] averaged_event_list key_averages(detail::deferred_t<const event_list, Unused>& events,
+                                               key_averages_options options = {}) {
     if (options.group_by_stack_n < 0) {
         throw std::invalid_argument(fmt::format(
             "stint: key_averages(): group_by_stack_n must be 0 (no stack grouping) or more, got {}",
@@ -11304,14 +11415,16 @@ template <class = void>
     }
     const auto stack_n = static_cast<std::size_t>(options.group_by_stack_n);
 
-    std::vector<averaged_event> groups;
-    std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal> index;
+    detail::deferred_t<std::vector<averaged_event>, Unused> groups;
+    using group_index =
+        std::unordered_map<detail::group_key, std::uint32_t, detail::group_key_hash, detail::group_key_equal>;
+    detail::deferred_t<group_index, Unused> index;
     index.reserve(256);
-    detail::display_names names;
+    detail::deferred_t<detail::display_names, Unused> names;
     // Names are mostly a site's static string, so the same pointer recurs; when only the name and kind
     // decide the group, a pointer hit skips hashing the text (1 M events: 55 ms -> 15 ms, measured).
     const bool cache_usable = !options.group_by_input_shape && stack_n == 0;
-    detail::name_cache cache;
+    detail::deferred_t<detail::name_cache, Unused> cache;
 
     const auto on_span = [&](const event& begin, const async_span& span) {
         detail::group_key key;
@@ -11362,11 +11475,11 @@ template <class = void>
 /// inside scopes (their bytes are in the scopes' memory already).
 ///
 ///     const stint::averaged_event all = stint::total_average(prof.events());
-template <class = void>
-[[nodiscard]] averaged_event total_average(const event_list& events) {
-    averaged_event total;
-    detail::display_names names;
-    std::optional<event> last;
+template <class Unused = void>
+[[nodiscard]] averaged_event total_average(detail::deferred_t<const event_list, Unused>& events) {
+    detail::deferred_t<averaged_event, Unused> total;
+    detail::deferred_t<detail::display_names, Unused> names;
+    detail::deferred_t<std::optional<event>, Unused> last;
     detail::for_each_averaged(
         events, names,
         [&](const event& e) {
@@ -11389,7 +11502,7 @@ template <class = void>
 
 template <class T>
 averaged_event basic_averaged_event_list<T>::total_average() const {
-    averaged_event total;
+    detail::deferred_t<averaged_event, T> total;
     for (const averaged_event& a : events_) {
         total.count += a.count;
         total.cpu_time_total += a.cpu_time_total;
@@ -11414,7 +11527,7 @@ averaged_event basic_averaged_event_list<T>::total_average() const {
 
 template <class T>
 std::string basic_averaged_event_list<T>::table(const table_options& options) const {
-    std::vector<detail::table_row> rows;
+    detail::deferred_t<std::vector<detail::table_row>, T> rows;
     rows.reserve(events_.size());
     for (const averaged_event& a : events_) rows.push_back(detail::to_table_row(a));
     return detail::build_table(std::move(rows), options, memory_);
@@ -11483,24 +11596,33 @@ inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 /// The process-wide warning state. Leaked on purpose: threads and static destructors may still warn
 /// while other statics are being destroyed.
-struct warning_state {
+template <class = void>
+struct basic_warning_state;
+/// basic_warning_state's one form: a template, like the functions below, so that a file that never
+/// warns does not compile the handler's shared_ptr and the set of keys.
+using warning_state = basic_warning_state<>;
+
+template <class Unused>
+struct basic_warning_state {
     std::mutex mutex;  // handler, warned_keys
     // Held through a shared_ptr so a handler replaced while it runs stays alive until it returns.
-    std::shared_ptr<const warning_handler> handler =
+    deferred_t<std::shared_ptr<const warning_handler>, Unused> handler =
         std::make_shared<const warning_handler>(&::stint::default_warning_handler);
-    std::set<std::string, std::less<>> warned_keys;
+    deferred_t<std::set<std::string, std::less<>>, Unused> warned_keys;
     // Serialises handler calls, so a handler need not be thread-safe. Recursive so a handler that
     // warns itself does not deadlock.
     std::recursive_mutex call_mutex;
 };
 
-STINT_DETAIL_EXPORT inline warning_state& the_warning_state() {
+template <class = void>
+STINT_DETAIL_EXPORT warning_state& the_warning_state() {
     static warning_state* const instance = new warning_state();
     return *instance;
 }
 
 /// Sends `text` to the current handler. Calls are serialised; an empty handler drops the warning.
-inline void warn(std::string_view text) {
+template <class = void>
+void warn(std::string_view text) {
     warning_state& state = the_warning_state();
     std::shared_ptr<const warning_handler> handler;
     {
@@ -11513,7 +11635,8 @@ inline void warn(std::string_view text) {
 }
 
 /// Warns with `text` the first time `key` is seen in this process; later calls do nothing.
-inline void warn_once(std::string_view key, std::string_view text) {
+template <class = void>
+void warn_once(std::string_view key, std::string_view text) {
     warning_state& state = the_warning_state();
     {
         std::lock_guard lock(state.mutex);
@@ -11524,7 +11647,8 @@ inline void warn_once(std::string_view key, std::string_view text) {
 
 /// Whether `warn_once(key, ...)` has already fired in this process (tests use it to stay
 /// independent of the order in which test cases run).
-inline bool warned_once(std::string_view key) {
+template <class = void>
+bool warned_once(std::string_view key) {
     warning_state& state = the_warning_state();
     std::lock_guard lock(state.mutex);
     return state.warned_keys.find(key) != state.warned_keys.end();
@@ -11541,7 +11665,8 @@ namespace stint {
 ///     std::vector<std::string> seen;
 ///     auto previous = stint::set_warning_handler([&](std::string_view t) { seen.emplace_back(t); });
 ///     stint::set_warning_handler(std::move(previous));
-inline warning_handler set_warning_handler(warning_handler handler) {
+template <class = void>
+warning_handler set_warning_handler(warning_handler handler) {
     auto next = std::make_shared<const warning_handler>(std::move(handler));
     detail::warning_state& state = detail::the_warning_state();
     std::shared_ptr<const warning_handler> previous;
@@ -11626,7 +11751,7 @@ using schedule_fn = basic_schedule_fn<>;
 ///
 ///     stint::schedule_fn fn = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
 ///     fn(0);  // NONE    fn(1);  // WARMUP    fn(2);  // RECORD    fn(3);  // RECORD_AND_SAVE
-template <class>
+template <class Unused>
 class basic_schedule_fn {
 public:
     /// Throws std::invalid_argument unless wait, warmup, repeat, skip_first >= 0 and active > 0.
@@ -11664,7 +11789,8 @@ public:
     static constexpr std::string_view warmup_warning_key = "stint.schedule.no_warmup";
 
 private:
-    static std::string describe(const schedule_options& o, std::string_view need) {
+    // (`o` dependent: the format string is checked when a schedule is made.)
+    static std::string describe(const detail::deferred_t<schedule_options, Unused>& o, std::string_view need) {
         return fmt::format(
             "stint: schedule(): invalid arguments (skip_first={}, wait={}, warmup={}, active={}, repeat={}): {}",
             o.skip_first, o.wait, o.warmup, o.active, o.repeat, need);
@@ -11883,11 +12009,6 @@ struct step_tracker_state {
     // Kept in insertion order because the warning prints it the way a Python dict prints. A handful
     // of requesters, so a linear search beats a map.
     std::vector<step_count_entry> counts;
-
-    step_count_entry* find(std::string_view requester) {
-        auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& e) { return e.first == requester; });
-        return it == counts.end() ? nullptr : &*it;
-    }
 };
 
 STINT_DETAIL_EXPORT inline step_tracker_state& the_step_tracker_state() {
@@ -11898,8 +12019,8 @@ STINT_DETAIL_EXPORT inline step_tracker_state& the_step_tracker_state() {
 /// Appends `text` as Python's repr() of a str writes it: single quotes unless the text holds a
 /// single quote and no double quote; backslash, the quote, \t \n \r and other control bytes escaped.
 /// Bytes >= 0x80 pass through (a UTF-8 name prints as Python prints the decoded str).
-template <class = void>
-void append_python_repr(std::string& out, std::string_view text) {
+template <class Unused = void>
+void append_python_repr(deferred_t<std::string, Unused>& out, std::string_view text) {
     const bool use_double = text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos;
     const char quote = use_double ? '"' : '\'';
     out.push_back(quote);
@@ -11924,9 +12045,9 @@ void append_python_repr(std::string& out, std::string_view text) {
 }
 
 /// `{'ProfilerStep': 3, 'yet_another_step': 5}`: the counts as Python prints a dict.
-template <class = void>
-std::string format_step_dict(std::span<const step_count_entry> counts) {
-    std::string out = "{";
+template <class Unused = void>
+std::string format_step_dict(deferred_t<std::span<const step_count_entry>, Unused> counts) {
+    deferred_t<std::string, Unused> out = "{";
     bool first = true;
     for (const auto& [name, count] : counts) {
         if (!first) out.append(", ");
@@ -11940,8 +12061,8 @@ std::string format_step_dict(std::span<const step_count_entry> counts) {
 
 /// torch's warning when the global step jumps by more than one; `current_step` is the value before
 /// the jump, `counts` the counts after it.
-template <class = void>
-std::string step_jump_warning(std::int64_t current_step, std::span<const step_count_entry> counts) {
+template <class Unused = void>
+std::string step_jump_warning(std::int64_t current_step, deferred_t<std::span<const step_count_entry>, Unused> counts) {
     return fmt::format("Profiler step count has increased more than 1 - current_step = {} step dict = {}",
                        current_step, format_step_dict(counts));
 }
@@ -11963,8 +12084,12 @@ using step_tracker = basic_step_tracker<>;
 ///     stint::step_tracker::increment_step("optimizer");   // optimizer hook
 ///     prof.step();                                         // steps "ProfilerStep" too: no double count
 ///     std::int64_t now = stint::step_tracker::current_step();
-template <class>
+template <class Unused>
 class basic_step_tracker {
+    // Named through Unused (detail/deferred.hpp): a file that never steps does not instantiate the
+    // bodies' vector and string code.
+    using state_type = detail::deferred_t<detail::step_tracker_state, Unused>;
+
 public:
     basic_step_tracker() = delete;
 
@@ -11975,7 +12100,7 @@ public:
     ///
     ///     stint::step_tracker::init_step_count("data_loader");
     static std::int64_t init_step_count(std::string_view requester) {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::lock_guard lock(state.mutex);
         return init_locked(state, requester);
     }
@@ -11984,7 +12109,7 @@ public:
     ///
     ///     bool was_known = stint::step_tracker::erase_step_count("data_loader");
     static bool erase_step_count(std::string_view requester) {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::lock_guard lock(state.mutex);
         auto it = std::find_if(state.counts.begin(), state.counts.end(),
                                [&](const auto& e) { return e.first == requester; });
@@ -11999,12 +12124,12 @@ public:
     ///
     ///     std::int64_t global = stint::step_tracker::increment_step("optimizer");
     static std::int64_t increment_step(std::string_view requester) {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::string warning;
         std::int64_t result = 0;
         {
             std::lock_guard lock(state.mutex);
-            detail::step_count_entry* entry = state.find(requester);
+            detail::step_count_entry* entry = find(state, requester);
             if (entry == nullptr) {
                 init_locked(state, requester);
                 entry = &state.counts.back();
@@ -12027,14 +12152,20 @@ public:
     ///
     ///     std::int64_t now = stint::step_tracker::current_step();
     static std::int64_t current_step() {
-        detail::step_tracker_state& state = detail::the_step_tracker_state();
+        state_type& state = detail::the_step_tracker_state();
         std::lock_guard lock(state.mutex);
         return state.current_step;
     }
 
 private:
-    static std::int64_t init_locked(detail::step_tracker_state& state, std::string_view requester) {
-        if (detail::step_count_entry* entry = state.find(requester)) {
+    static detail::step_count_entry* find(state_type& state, std::string_view requester) {
+        auto it = std::find_if(state.counts.begin(), state.counts.end(),
+                               [&](const auto& e) { return e.first == requester; });
+        return it == state.counts.end() ? nullptr : &*it;
+    }
+
+    static std::int64_t init_locked(state_type& state, std::string_view requester) {
+        if (detail::step_count_entry* entry = find(state, requester)) {
             entry->second = state.current_step;  // an existing key keeps its place, as in a dict
         } else {
             state.counts.emplace_back(std::string(requester), state.current_step);
@@ -12450,8 +12581,8 @@ STINT_DETAIL_EXPORT inline distributed_state& the_distributed_state() {
 
 /// The environment variable's value as a non-negative integer; nullopt when it is unset, and a
 /// warning (once per variable and value) when it is set but not such a number.
-template <class = void>
-std::optional<std::int64_t> env_int(const char* name) {
+template <class Unused = void>
+std::optional<std::int64_t> env_int(deferred_t<const char*, Unused> name) {
     const char* text = std::getenv(name);
     if (text == nullptr) return std::nullopt;
     errno = 0;
@@ -12468,11 +12599,12 @@ std::optional<std::int64_t> env_int(const char* name) {
 /// The job as torchrun (and most launchers) describe it in the environment: RANK (else LOCAL_RANK)
 /// and WORLD_SIZE (else LOCAL_WORLD_SIZE, with LOCAL_RANK). nullopt when no rank is set or a value
 /// is unusable; a rank without a size warns once.
-template <class = void>
+template <class Unused = void>
 std::optional<distributed_info> distributed_info_from_env() {
+    // Named through Unused (detail/deferred.hpp): the messages below are checked only where this is used.
     const bool global = std::getenv("RANK") != nullptr;
-    const char* rank_name = global ? "RANK" : "LOCAL_RANK";
-    const char* size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
+    const deferred_t<const char*, Unused> rank_name = global ? "RANK" : "LOCAL_RANK";
+    const deferred_t<const char*, Unused> size_name = global ? "WORLD_SIZE" : "LOCAL_WORLD_SIZE";
     if (std::getenv(rank_name) == nullptr) return std::nullopt;
     const std::optional<std::int64_t> rank = env_int(rank_name);
     if (!rank) return std::nullopt;
@@ -12493,9 +12625,9 @@ std::optional<distributed_info> distributed_info_from_env() {
 }
 
 /// `{"backend": "nccl", "rank": 3, "world_size": 8}`: the fields torch's profiler writes.
-template <class = void>
-std::string distributed_info_json(const distributed_info& info) {
-    fmt::memory_buffer out;
+template <class Unused = void>
+std::string distributed_info_json(const deferred_t<distributed_info, Unused>& info) {
+    deferred_t<fmt::memory_buffer, Unused> out;
     fmt::format_to(std::back_inserter(out), "{{\"backend\": ");
     append_json_string(out, info.backend);
     fmt::format_to(std::back_inserter(out), ", \"rank\": {}, \"world_size\": {}}}", info.rank, info.world_size);
@@ -12511,8 +12643,8 @@ namespace stint {
 /// unless 0 <= rank < world_size.
 ///
 ///     stint::set_distributed_info({.rank = comm.rank(), .world_size = comm.size(), .backend = "mpi"});
-template <class = void>
-void set_distributed_info(distributed_info info) {
+template <class Unused = void>
+void set_distributed_info(detail::deferred_t<distributed_info, Unused> info) {
     if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
         throw std::invalid_argument(fmt::format(
             "stint: set_distributed_info(): need 0 <= rank < world_size, got rank={} world_size={}", info.rank,
@@ -12619,7 +12751,7 @@ class basic_wire_reader;
 using wire_reader = basic_wire_reader<>;
 
 // A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-template <class>
+template <class Unused>
 class basic_wire_reader {
 public:
     explicit basic_wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
@@ -12647,13 +12779,13 @@ public:
         at_ += n;
         return s;
     }
-    void int64s(std::vector<std::int64_t>& out, std::size_t n) {
+    void int64s(deferred_t<std::vector<std::int64_t>, Unused>& out, std::size_t n) {
         if (!has(n * 8)) return;
         out.resize(n);
         if (n != 0) std::memcpy(out.data(), at_, n * 8);
         at_ += n * 8;
     }
-    void int32s(std::vector<std::int64_t>& out, std::size_t n) {
+    void int32s(deferred_t<std::vector<std::int64_t>, Unused>& out, std::size_t n) {
         if (!has(n * 4)) return;
         out.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -12687,8 +12819,8 @@ tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
     return id;
 }
 
-template <class = void>
-bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
+template <class Unused = void>
+bool decode_entry(wire_reader& in, deferred_t<op_input, Unused>& out, bool in_list) {
     const auto tag = static_cast<wire_tag>(in.u8());
     if (!in.ok()) return false;
     switch (tag) {
@@ -12774,17 +12906,17 @@ bool decode_entry(wire_reader& in, op_input& out, bool in_list) {
 
 /// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
 /// truncated.
-template <class = void>
+template <class Unused = void>
 op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
-    op_inputs result;
+    deferred_t<op_inputs, Unused> result;
     result.set_op_name(op_name);
     result.set_truncated((aux & inputs_aux_truncated) != 0);
     wire_reader in(bytes);
     const std::uint32_t count = aux & inputs_aux_count_mask;
-    std::vector<op_input>& inputs = result.mutable_inputs();
+    auto& inputs = result.mutable_inputs();  // std::vector<op_input>&
     inputs.reserve(count);
     for (std::uint32_t i = 0; i < count; ++i) {
-        op_input entry;
+        deferred_t<op_input, Unused> entry;
         if (!decode_entry(in, entry, false)) {
             result.set_truncated(true);
             break;
@@ -12796,8 +12928,8 @@ op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> byt
 
 /// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
 /// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-template <class = void>
-void append_real(std::string& out, double d) {
+template <class Unused = void>
+void append_real(deferred_t<std::string, Unused>& out, double d) {
     const int c = std::fpclassify(d);
     if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
         const auto i = static_cast<std::int64_t>(d);
@@ -12817,8 +12949,8 @@ void append_real(std::string& out, double d) {
     fmt::format_to(std::back_inserter(out), "{:.17g}", d);
 }
 
-template <class = void>
-void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
+template <class Unused = void>
+void append_scalar_value(deferred_t<std::string, Unused>& out, const deferred_t<op_input, Unused>& in, std::size_t i) {
     switch (in.values_type) {
         case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
         case scalar_type::unsigned_integer:
@@ -12831,9 +12963,9 @@ void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
 
 /// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
 /// cut), a string's text, "" for tensors and absent inputs.
-template <class = void>
-std::string concrete_text(const op_input& in) {
-    std::string out;
+template <class Unused = void>
+std::string concrete_text(const deferred_t<op_input, Unused>& in) {
+    deferred_t<std::string, Unused> out;
     switch (in.kind) {
         case input_kind::scalar:
             if (!in.integers.empty() || !in.reals.empty()) append_scalar_value(out, in, 0);
@@ -12874,8 +13006,8 @@ std::string type_text(const op_input& in) {
 }
 
 /// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-template <class = void>
-void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
+template <class Unused = void>
+void inputs_to_args(const deferred_t<op_inputs, Unused>& inputs, bool concrete, deferred_t<event_args, Unused>& args) {
     const std::size_t n = inputs.size();
     args.input_dims.resize(n);
     args.input_strides.resize(n);
@@ -12980,14 +13112,14 @@ struct device_join_window {
 /// Adds `capture`'s activities to `builder`. `links` maps external correlation ids to the scope events
 /// (as added) that pushed them; `thread_of_tid` finds or adds the CPU thread of an OS thread id.
 template <class ThreadOf>
-void join_device_activity(event_list_builder& builder, device_capture& capture,
-                          const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
-                          ThreadOf&& thread_of_tid) {
+void join_device_activity(deferred_t<event_list_builder, ThreadOf>& builder, device_capture& capture,
+                          const deferred_t<std::unordered_map<std::uint64_t, event_index>, ThreadOf>& links,
+                          const device_join_window& window, ThreadOf&& thread_of_tid) {
     device_report& report = capture.report;
     device_loss& loss = report.loss;
     builder.begin_run();  // device events and API calls are a run of their own, linked by correlation
     // API calls by correlation id, to check that device work does not start before its launch.
-    std::unordered_map<std::uint32_t, std::uint64_t> launch_ticks;
+    deferred_t<std::unordered_map<std::uint32_t, std::uint64_t>, ThreadOf> launch_ticks;
     for (const device_activity& a : capture.activities) {
         if ((a.kind == event_kind::cuda_runtime || a.kind == event_kind::cuda_driver) && a.args.correlation != 0) {
             auto [it, added] = launch_ticks.try_emplace(a.args.correlation, a.start_ticks);
@@ -13107,8 +13239,11 @@ using record_store = basic_record_store<>;
 
 /// The records of one closed session, per thread buffer (a thread and a shared object), in the order
 /// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
-template <class>
+template <class Unused>
 class basic_record_store {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// One buffer's records and what a drain reports of them.
     struct thread_records {
@@ -13234,7 +13369,7 @@ public:
 
     /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
     [[nodiscard]] std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const {
-        std::vector<std::pair<const std::byte*, const std::byte*>> out;
+        later<std::vector<std::pair<const std::byte*, const std::byte*>>> out;
         for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
             out.emplace_back(c->data(), c->published.load(std::memory_order_acquire));
         }
@@ -13274,7 +13409,7 @@ private:
         for (thread_records& t : threads_) release(t);
     }
 
-    std::vector<thread_records> threads_;
+    later<std::vector<thread_records>> threads_;
     bool partly_released_ = false;
 };
 
@@ -13488,8 +13623,11 @@ struct capture_options {
 
 /// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
 /// (disable + drain + build), and the result.
-template <class = void>
+template <class Unused = void>
 class basic_session {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     basic_session() = default;
     basic_session(const basic_session&) = delete;
@@ -13576,7 +13714,7 @@ public:
         capture_state.outputs.store(false, std::memory_order_relaxed);
         capture_state.identities.store(false, std::memory_order_relaxed);
         registry& reg = the_registry();
-        record_store store;
+        later<record_store> store;
         const std::int64_t disable_start = steady_now_ns();
         std::int64_t disabled_at = 0;
         const auto on_disabled = [&](std::uint64_t stop_ticks) {
@@ -13615,7 +13753,7 @@ public:
     /// were being overwritten. False (and nothing copied) when no session records.
     bool copy_records(record_store& out, std::uint64_t from_ticks = 0) {
         if (state_ == 0 || state_ == device_only_state) return false;
-        record_store store;
+        later<record_store> store;
         const bool copied = the_registry().copy_ring(state_, [&](taken_records&& t) {
             if (from_ticks != 0) keep_records_ending_between(t.tail, from_ticks, ~std::uint64_t{0});
             store.add(std::move(t));
@@ -13628,7 +13766,7 @@ public:
     }
 
     /// Fills the counts of `stats` that a store of records gives before any event is built.
-    static void count_records(const record_store& store, profiler_stats& stats) noexcept {
+    static void count_records(const later<record_store>& store, profiler_stats& stats) noexcept {
         stats.number_of_events = store.events();
         stats.recorded = stats.dropped = stats.overhead_events = stats.truncated_names = 0;
         for (const record_store::thread_records& t : store.threads()) {
@@ -13644,7 +13782,7 @@ public:
     /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
     bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
                device_capture* device = nullptr) {
-        record_store records;
+        later<record_store> records;
         if (!close_records(records)) return false;
         build_events(records, out, first_id, options, device, stats_);
         return true;
@@ -13654,21 +13792,21 @@ public:
     /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
     /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
     /// with what only the event list knows.
-    static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
-                             const drain_options& options, device_capture* device, profiler_stats& stats) {
+    static void build_events(later<record_store>& records, event_list& out, std::uint64_t first_id,
+                             const drain_options& options, device_capture* device, later<profiler_stats>& stats) {
         const tick_calibration& calibration = records.calibration;
-        event_list_builder builder;
+        later<event_list_builder> builder;
         builder.set_first_id(first_id);
         builder.reserve(records.events());
         if (options.call_stacks) builder.build_call_stacks();
         if (options.module_hierarchy) builder.build_module_hierarchy();
-        std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
+        later<std::unordered_map<std::uint64_t, std::uint32_t>> thread_index;
         const auto thread_for = [&](const drained_thread& t) {
             auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
             if (added) it->second = builder.add_thread({t.os_tid, t.name, 0, 0});
             return it->second;
         };
-        std::unordered_map<std::uint64_t, event_index> links;
+        later<std::unordered_map<std::uint64_t, event_index>> links;
         event_index last_scope = no_index;
         std::uint64_t last_scope_end = 0;
         std::uint16_t last_scope_depth = 0;
@@ -13699,7 +13837,7 @@ public:
             const site& where = *r.where();
             const source_location* at = where.location.line != 0 ? &where.location : nullptr;
             std::span<const std::byte> bytes = payload.bytes;
-            std::vector<std::uint64_t> frames;
+            later<std::vector<std::uint64_t>> frames;
             if (where.payload == payload_kind::native_stack || where.payload == payload_kind::native_stack_inputs) {
                 frames = take_native_frames(bytes);
             }
@@ -13824,7 +13962,7 @@ public:
 
 private:
     // Flop formulas resolved once per site and session (a registry lookup takes a lock).
-    using flop_cache = std::unordered_map<const site*, flop_callable>;
+    using flop_cache = later<std::unordered_map<const site*, flop_callable>>;
 
     // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
     static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes) {
@@ -13849,7 +13987,7 @@ private:
     // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
     // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
     // `record_args`: the inputs are record_function's args.
-    static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+    static std::uint64_t add_inputs(later<event_list_builder>& builder, event_index i, const site& where,
                                     std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
                                     bool keep_values, bool record_args = false) {
         op_inputs inputs = decode_inputs(where.name, bytes, aux);
@@ -13882,7 +14020,7 @@ private:
             waiting_.push_back({depth, no_index, {}, decode_args(payload), (payload.aux & args_cut) != 0, true});
         }
         // Scope event i (recorded at `depth`) ended: it encloses every waiting entry deeper than it.
-        void enclosed_by(event_list_builder& builder, event_index i, std::uint32_t depth) {
+        void enclosed_by(later<event_list_builder>& builder, event_index i, std::uint32_t depth) {
             if (waiting_.empty()) return;
             const bool op = builder.kind_of(i) == event_kind::cpu_op;
             std::size_t kept = 0;
@@ -13909,7 +14047,7 @@ private:
         }
         // The end of one buffer's records: what no op enclosed goes to the innermost scope around it
         // (none: its scope's record was dropped, and counted).
-        void finish_run(event_list_builder& builder) {
+        void finish_run(later<event_list_builder>& builder) {
             for (entry& e : waiting_) {
                 if (e.innermost != no_index) attach(builder, e.innermost, e);
             }
@@ -13920,13 +14058,13 @@ private:
         struct entry {
             std::uint32_t depth;
             event_index innermost;  // the innermost scope found around it so far
-            std::vector<op_input> values;
-            std::vector<named_arg> named;
+            later<std::vector<op_input>> values;
+            later<std::vector<named_arg>> named;
             bool cut;
             bool args;  // add_args' (else record_outputs')
         };
-        static void attach(event_list_builder& builder, event_index i, entry& e) {
-            event_args& to = builder.args_of(i);
+        static void attach(later<event_list_builder>& builder, event_index i, entry& e) {
+            later<event_args>& to = builder.args_of(i);
             if (!e.args) {
                 to.outputs.insert(to.outputs.end(), std::make_move_iterator(e.values.begin()),
                                   std::make_move_iterator(e.values.end()));
@@ -13945,7 +14083,7 @@ private:
         }
         // The arguments of an add_args record (annotations/event_args.hpp's encoding).
         static std::vector<named_arg> decode_args(const record_payload& payload) {
-            std::vector<named_arg> out;
+            later<std::vector<named_arg>> out;
             const std::span<const std::byte> bytes = payload.bytes;
             std::size_t at = 0;
             for (std::uint32_t n = payload.aux & ~args_cut; n != 0; --n) {
@@ -13968,7 +14106,7 @@ private:
             }
             return out;
         }
-        std::vector<entry> waiting_;
+        later<std::vector<entry>> waiting_;
     };
 
     static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache) {
@@ -14074,6 +14212,7 @@ using session = basic_session<>;
 #include <unistd.h>
 #include <zlib.h>
 
+
 namespace stint::detail {
 
 template <class = void>
@@ -14091,8 +14230,11 @@ using gzip_members = basic_gzip_members<>;
 /// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
 /// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
 /// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
-template <class>
+template <class Unused>
 class basic_gzip_members {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     static constexpr std::size_t block_size = std::size_t{256} << 10;
     // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
@@ -14179,7 +14321,7 @@ public:
             // A forked child has none of the workers, and a worker may have held mutex_ at the fork:
             // their handles are let go unjoined (joining would wait forever, dropping them would
             // call std::terminate).
-            const auto* kept = new (std::nothrow) std::vector<std::thread>(std::move(workers_));
+            const auto* kept = new (std::nothrow) later<std::vector<std::thread>>(std::move(workers_));
             if (kept == nullptr) {
                 for (std::thread& worker : workers_) worker.detach();
             }
@@ -14200,8 +14342,8 @@ public:
 
 private:
     struct block {
-        std::unique_ptr<char[]> in;
-        std::unique_ptr<unsigned char[]> out;
+        later<std::unique_ptr<char[]>> in;
+        later<std::unique_ptr<unsigned char[]>> out;
         std::size_t in_size = 0;
         std::size_t out_size = 0;
         int error = 0;
@@ -14348,8 +14490,8 @@ private:
 
     const int level_;
     const deflate_function deflate_block_;
-    std::vector<block> ring_;          // sized before any worker starts, never after
-    std::vector<std::thread> workers_;
+    later<std::vector<block>> ring_;   // sized before any worker starts, never after
+    later<std::vector<std::thread>> workers_;
     bool workers_tried_ = false;
     pid_t owner_ = 0;                  // the process that started the workers
     z_stream own_stream_{};            // the writer's, when it compresses
@@ -14395,8 +14537,10 @@ using output_file = basic_output_file<>;
 ///     output_file out("trace.json.gz");
 ///     out.write("{\"traceEvents\":[]}");
 ///     out.commit();
-template <class>
+template <class Unused>
 class basic_output_file {
+    using gzip_type = basic_gzip_members<deferred_t<void, Unused>>;  // gzip_members, checked when used
+
 public:
     /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
     /// applies only to ".gz" paths.
@@ -14409,7 +14553,7 @@ public:
                                         std::to_string(gzip_level) + " is not in 0..9");
         }
         open_destination();
-        if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
+        if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_type>(gzip_level);
     }
 
     basic_output_file(const basic_output_file&) = delete;
@@ -14691,7 +14835,7 @@ private:
     int fd_ = -1;
     bool through_ = false;   // a device or a FIFO, written in place
     state state_ = state::open;
-    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::unique_ptr<gzip_type> gzip_;  // ".gz" paths
     std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
     std::string kept_partial_;  // ... once it did
 };
@@ -14724,8 +14868,11 @@ using execution_trace_writer = basic_execution_trace_writer<>;
 /// Writes one execution trace: the header at construction (so an unwritable path fails then, not at
 /// the end of a long run), the nodes of each recorded span with append(), the root node and the end
 /// with finish(). Ids (nodes, tensors, storages, one counter) and thread nodes hold across spans.
-template <class>
+template <class Unused>
 class basic_execution_trace_writer {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     explicit basic_execution_trace_writer(const std::string& path) : file_(path), out_(file_) {
         out_.raw("{\n  \"schema\": \"");
@@ -14752,7 +14899,7 @@ public:
             dropped_ += events.dropped();
             late_ += events.late();
             // (event, its parent's node id; 0: the thread's node, made when its first op is written)
-            std::vector<std::pair<event_index, std::uint64_t>> stack;
+            later<std::vector<std::pair<event_index, std::uint64_t>>> stack;
             for (const event& top : events) {
                 if (!top.is_top_level() || events.threads()[top.thread].is_device_track()) continue;
                 const std::uint64_t tid = events.threads()[top.thread].os_tid;
@@ -14896,7 +15043,7 @@ private:
     void write_op_node(const event& e, std::uint64_t id, std::uint64_t parent, std::uint64_t tid,
                        const event_args* args) {
         write_node_start(e.name, id, parent);
-        static const std::vector<op_input> none;
+        static const later<std::vector<op_input>> none;
         out_.raw(", \"inputs\": ");
         write_values(args != nullptr ? args->inputs : none);
         out_.raw(", \"outputs\": ");
@@ -14908,7 +15055,7 @@ private:
     }
 
     // {"values": [...], "shapes": [...], "types": [...], "strides": [...]}, one entry per value.
-    void write_values(const std::vector<op_input>& values) {
+    void write_values(const later<std::vector<op_input>>& values) {
         const std::size_t n = std::min(values.size(), et_max_list);
         out_.raw("{\"values\": [");
         for (std::size_t i = 0; i < n; ++i) {
@@ -15080,19 +15227,19 @@ private:
         out_.raw(",0,\"\"]");
     }
 
-    std::uint64_t id_of(std::unordered_map<std::uint64_t, std::uint64_t>& ids, std::uint64_t key) {
+    std::uint64_t id_of(later<std::unordered_map<std::uint64_t, std::uint64_t>>& ids, std::uint64_t key) {
         auto [it, added] = ids.try_emplace(key, 0);
         if (added) it->second = next_id_++;
         return it->second;
     }
 
-    output_file file_;
-    json_writer out_;
+    later<output_file> file_;
+    later<json_writer> out_;
     bool failed_ = false;
     std::uint64_t next_id_ = et_root_id + 1;
-    std::unordered_map<std::uint64_t, std::uint64_t> thread_nodes_;  // OS thread id -> its node's id
-    std::unordered_map<std::uint64_t, std::uint64_t> tensor_ids_;    // identity key -> tensor id
-    std::unordered_map<std::uint64_t, std::uint64_t> storage_ids_;   // storage address -> storage id
+    later<std::unordered_map<std::uint64_t, std::uint64_t>> thread_nodes_;  // OS thread id -> its node's id
+    later<std::unordered_map<std::uint64_t, std::uint64_t>> tensor_ids_;    // identity key -> tensor id
+    later<std::unordered_map<std::uint64_t, std::uint64_t>> storage_ids_;   // storage address -> storage id
     std::uint64_t nodes_ = 0;
     std::uint64_t spans_ = 0;
     std::uint64_t recorded_ = 0;
@@ -15136,7 +15283,7 @@ struct execution_trace_options {
 /// Attached to a profiler (`profiler_options::execution_trace_observer`), it records that profiler's
 /// active windows, and each node's rf_id is the "Record function id" of the same op in the profiler's
 /// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
-template <class = void>
+template <class Unused = void>
 class basic_execution_trace_observer {
 public:
     explicit basic_execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
@@ -15173,7 +15320,7 @@ public:
                                                "writing '{}'; call unregister_callback() first",
                                                path, path_));
         }
-        writer_ = std::make_unique<detail::execution_trace_writer>(path);
+        writer_ = std::make_unique<detail::deferred_t<detail::execution_trace_writer, Unused>>(path);
         path_ = std::move(path);
         return *this;
     }
@@ -15301,7 +15448,7 @@ private:
             error = std::current_exception();
         }
         if (writer_ == nullptr) return;
-        std::unique_ptr<detail::execution_trace_writer> writer = std::move(writer_);
+        auto writer = std::move(writer_);
         writer->finish();
         if (error) std::rethrow_exception(error);
     }
@@ -15309,7 +15456,7 @@ private:
     mutable std::mutex mutex_;
     execution_trace_options options_;
     std::string path_;
-    std::unique_ptr<detail::execution_trace_writer> writer_;
+    detail::deferred_t<std::unique_ptr<detail::execution_trace_writer>, Unused> writer_;
     detail::session session_;
     std::uint64_t next_id_ = 1;  // record function ids of its own spans, from 1 as the profiler's
     void* owner_ = nullptr;      // the profiler it is attached to
@@ -15414,19 +15561,24 @@ private:
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-class exit_trace;
+template <class = void>
+class basic_exit_trace;
+/// basic_exit_trace's one form: a template, so that only a file that makes a profiler compiles it.
+using exit_trace = basic_exit_trace<>;
 /// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
-STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace();
+template <class = void>
+STINT_DETAIL_EXPORT exit_trace& the_exit_trace();
 
 /// The profilers that write their unfinished session at exit. A profiler arms itself at construction
 /// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
 /// this registry's lock, so no lock order links it with the profilers' own locks.
-class exit_trace {
+template <class Unused>
+class basic_exit_trace {
 public:
     /// Stops the profiler if it still records and writes its trace to `path`; never throws.
     using writer = void (*)(void* profiler, const std::string& path) noexcept;
 
-    exit_trace() {
+    basic_exit_trace() {
         if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
         if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
     }
@@ -15468,13 +15620,14 @@ private:
     std::mutex mutex_;
     std::condition_variable idle_;
     std::string path_;
-    std::vector<std::pair<void*, writer>> armed_;
+    deferred_t<std::vector<std::pair<void*, writer>>, Unused> armed_;
     void* busy_ = nullptr;            // the profiler the exit handler is writing
     std::thread::id busy_thread_;     // ... on this thread
 };
 
 /// Leaked: the exit handler may run after static destructors.
-STINT_DETAIL_EXPORT inline exit_trace& the_exit_trace() {
+template <class>
+STINT_DETAIL_EXPORT exit_trace& the_exit_trace() {
     static exit_trace* const instance = new exit_trace();
     return *instance;
 }
@@ -15991,12 +16144,15 @@ using device_trace = basic_device_trace<>;
 ///     device.write_metadata(out, "stint");  // inside traceEvents
 ///     device.write_args(out, kernel);       // after "args": {
 ///     device.write_flows(out, kernel);      // after the kernel's event
-template <class>
+template <class Unused>
 class basic_device_trace {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
     /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
-    basic_device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+    basic_device_trace(const later<event_list>& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
                  std::uint64_t flow_id_base = 0)
         : events_(events), device_pid_base_(device_pid_base), flow_id_base_(flow_id_base) {
         const std::size_t tracks = events.threads().size();
@@ -16051,13 +16207,13 @@ public:
     /// sync row "stream <id> (sync)"; work on no stream "Device <n>" (sort index -1).
     template <class Writer>
     void write_metadata(Writer& out, std::string_view process_name) const {
-        std::vector<std::int32_t> devices;
+        later<std::vector<std::int32_t>> devices;
         for (std::size_t t = 0; t < drawn_.size(); ++t) {
             if (!drawn_[t] && !sync_drawn_[t]) continue;
             const std::int32_t index = events_.threads()[t].device.index;
             if (std::find(devices.begin(), devices.end(), index) == devices.end()) devices.push_back(index);
         }
-        for (const std::int32_t index : devices) {
+        for (const later<std::int32_t> index : devices) {
             const auto process = [&](std::string_view name) {
                 out.raw(",\n    {\"name\": \"");
                 out.raw(name);
@@ -16079,7 +16235,7 @@ public:
             out.raw("}}");
         }
         for (std::size_t t = 0; t < drawn_.size(); ++t) {
-            const thread_info& track = events_.threads()[t];
+            const later<thread_info>& track = events_.threads()[t];
             if (drawn_[t]) {
                 if (track.os_tid == cupti_no_stream) {
                     write_thread(out, device_pid(track.device.index), 1, fmt::format("Device {}", track.device.index),
@@ -16268,22 +16424,22 @@ private:
         out.raw("}}");
     }
 
-    const event_list& events_;
+    const later<event_list>& events_;
     std::uint64_t device_pid_base_ = 0;
     std::uint64_t flow_id_base_ = 0;
-    std::vector<std::string> where_;       // per track: its pid and tid
-    std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
-    std::vector<bool> drawn_;              // per track: device events drawn on it
-    std::vector<bool> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
-    std::unordered_map<std::uint32_t, event_index> api_call_;  // correlation -> its API call
-    std::unordered_set<std::uint32_t> flowed_;                 // correlations whose id a flow has taken
+    later<std::vector<std::string>> where_;       // per track: its pid and tid
+    later<std::vector<std::string>> sync_where_;  // per device track: its sync row's, when drawn
+    later<std::vector<bool>> drawn_;              // per track: device events drawn on it
+    later<std::vector<bool>> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
+    later<std::unordered_map<std::uint32_t, event_index>> api_call_;  // correlation -> its API call
+    later<std::unordered_set<std::uint32_t>> flowed_;  // correlations whose id a flow has taken
     std::uint64_t max_correlation_ = 0;
     std::uint64_t next_flow_id_ = 1;
 };
 
 /// Kineto's "deviceProperties" entries (DeviceProperties.cpp keys), written inside the array.
 template <class Writer>
-void write_device_properties(Writer& out, const std::vector<device_properties>& devices) {
+void write_device_properties(Writer& out, const deferred_t<std::vector<device_properties>, Writer>& devices) {
     for (std::size_t i = 0; i < devices.size(); ++i) {
         const device_properties& d = devices[i];
         out.raw(i == 0 ? "\n    {\"id\": " : ",\n    {\"id\": ");
@@ -16335,7 +16491,7 @@ void write_device_report(Writer& out, const device_report& report) {
     out.raw(", \"torn_down\": ");
     out.raw(report.torn_down ? "true" : "false");
     const device_loss& loss = report.loss;
-    const std::pair<std::string_view, std::uint64_t> counters[] = {
+    const deferred_t<std::pair<std::string_view, std::uint64_t>, Writer> counters[] = {
         {"dropped_records", loss.dropped_records},
         {"rejected_buffers", loss.rejected_buffers},
         {"foreign_buffers", loss.foreign_buffers},
@@ -16479,10 +16635,13 @@ using trace_timeline = basic_trace_timeline<>;
 /// parent's nanosecond is held at or below the parent's ends).
 ///     trace_timeline timeline(events);
 ///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
-template <class>
+template <class Unused>
 class basic_trace_timeline {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
-    explicit basic_trace_timeline(const event_list& events) : events_(events) {
+    explicit basic_trace_timeline(const later<event_list>& events) : events_(events) {
         origins_.assign(2 * events.threads().size(), std::numeric_limits<double>::infinity());
         for (const event& e : events) {
             // Viewers do not shift by instants' ts, nor by flow and async points', nor by counters' (drawn
@@ -16530,10 +16689,10 @@ private:
         return decided_.at(parent);
     }
 
-    const event_list& events_;
-    std::vector<double> origins_;
-    std::unordered_map<event_index, trace_end> decided_;
-    std::vector<event_index> chain_;
+    const later<event_list>& events_;
+    later<std::vector<double>> origins_;
+    later<std::unordered_map<event_index, trace_end>> decided_;
+    later<std::vector<event_index>> chain_;
 };
 
 }  // namespace stint::detail
@@ -16571,7 +16730,7 @@ inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strid
 /// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
 /// capture hit a bound.
 template <class Writer>
-void write_values(Writer& out, const event_args& args, const value_keys& keys) {
+void write_values(Writer& out, const deferred_t<event_args, Writer>& args, const value_keys& keys) {
     const auto int_list = [&](const std::vector<std::int64_t>& values) {
         out.raw("[");
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -16655,10 +16814,10 @@ void write_named_args(Writer& out, const event_args& args) {
 /// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
 /// stint::add_args' arguments.
 template <class Writer>
-void write_event_args(Writer& out, const event_args& args) {
+void write_event_args(Writer& out, const deferred_t<event_args, Writer>& args) {
     write_values(out, args, input_keys);
     if (!args.outputs.empty()) {
-        event_args outputs;
+        deferred_t<event_args, Writer> outputs;
         inputs_to_args(op_inputs({}, args.outputs), true, outputs);
         bool concrete = false;
         for (const std::string& text : outputs.concrete_inputs) concrete = concrete || !text.empty();
@@ -16761,7 +16920,7 @@ void write_trace_keys(Writer& out, const chrome_trace_head& head, const chrome_t
     // Keys are written as JSON strings, invalid UTF-8 as U+FFFD, so two keys can come out as one
     // ("k\xFF" and "k\xEF\xBF\xBD"); an object's keys must be unique, so of those only the last is
     // written, as a key added again takes the new value.
-    std::vector<std::string> keys;
+    deferred_t<std::vector<std::string>, Writer> keys;
     keys.reserve(info.metadata_json.size());
     for (const auto& entry : info.metadata_json) {
         fmt::memory_buffer key;
@@ -16970,13 +17129,14 @@ void write_counter_sample(Writer& out, std::string_view name, const counter_valu
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
 /// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
 template <class Writer>
-void write_trace_events(Writer& out, const event_list& events, const chrome_trace_info& info, bool first) {
+void write_trace_events(Writer& out, const deferred_t<event_list, Writer>& events, const chrome_trace_info& info,
+                        bool first) {
     write_process_metadata(out, info, first);
     write_thread_metadata(out, events.threads(), info);
-    device_trace device(events, info.pid, info.device_pid_base, info.flow_id_base);
+    deferred_t<device_trace, Writer> device(events, info.pid, info.device_pid_base, info.flow_id_base);
     device.write_metadata(out, info.process_name);
-    trace_timeline timeline(events);
-    counter_samples counters;
+    deferred_t<trace_timeline, Writer> timeline(events);
+    deferred_t<counter_samples, Writer> counters;
     const auto write_samples = [&](const event& e, const std::string& where) {
         counters.of(events, e, [&](std::string_view name, const counter_value& value, bool) {
             write_counter_sample(out, name, value, where, e.start_ns);
@@ -17306,8 +17466,11 @@ inline constexpr std::array<std::string_view, 7> perfetto_annotation_names{
 /// Writes the trace to any sink with `write(std::string_view)`.
 template <class Sink>
 class perfetto_writer {
+    template <class T>
+    using later = deferred_t<T, Sink>;  // checked when used (detail/deferred.hpp)
+
 public:
-    perfetto_writer(Sink& sink, const event_list& events, const perfetto_trace_info& info)
+    perfetto_writer(Sink& sink, const later<event_list>& events, const perfetto_trace_info& info)
         : sink_(sink), events_(events), info_(info), buffer_(std::make_unique<char[]>(capacity_)) {}
 
     void write() {
@@ -17359,8 +17522,8 @@ private:
         std::uint64_t last_ts = 0;
         std::uint32_t categories_sent = 0;
         std::uint32_t annotation_names_sent = 0;
-        std::vector<std::uint64_t> names_sent;  // a bit per iid
-        std::vector<open_slice> open;
+        later<std::vector<std::uint64_t>> names_sent;  // a bit per iid
+        later<std::vector<open_slice>> open;
     };
 
     // Names by iid (1-based), found first by where the text is (a site's static name is the same
@@ -17386,9 +17549,9 @@ private:
             std::size_t size = 0;
             std::uint64_t iid = 0;
         };
-        std::vector<slot> cache_;
-        std::unordered_map<std::string_view, std::uint64_t> by_text_;
-        std::vector<std::string_view> texts_;
+        later<std::vector<slot>> cache_;
+        later<std::unordered_map<std::string_view, std::uint64_t>> by_text_;
+        later<std::vector<std::string_view>> texts_;
     };
 
     static std::uint64_t mix(std::uint64_t x) noexcept {
@@ -17867,22 +18030,22 @@ private:
     }
 
     Sink& sink_;
-    const event_list& events_;
+    const later<event_list>& events_;
     const perfetto_trace_info& info_;
-    std::unique_ptr<char[]> buffer_;
-    std::unique_ptr<char[]> spill_;
-    std::string named_body_;  // with_named_args' result
+    later<std::unique_ptr<char[]>> buffer_;
+    later<std::unique_ptr<char[]>> spill_;
+    later<std::string> named_body_;  // with_named_args' result
     std::size_t used_ = 0;
     std::int64_t origin_ = 0;
     std::uint64_t uuid_base_ = 0;
-    std::vector<lane> lanes_;  // threads, then their sync rows, then the process
+    later<std::vector<lane>> lanes_;  // threads, then their sync rows, then the process
     name_table names_;
-    std::vector<std::string_view> categories_;  // by iid - 1
+    later<std::vector<std::string_view>> categories_;  // by iid - 1
     std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
     std::uint64_t stats_category_ = 0;
-    std::string scratch_;
-    counter_samples counters_;
-    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
+    later<std::string> scratch_;
+    later<counter_samples> counters_;
+    later<std::unordered_map<std::string_view, std::uint64_t>> counter_tracks_;  // by name, their uuids
 };
 
 /// Writes the trace to any sink with `write(std::string_view)`.
@@ -17963,7 +18126,7 @@ using slow_step_detector = basic_slow_step_detector<>;
 /// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
 /// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
 /// so that its decisions are tested exactly.
-template <class>
+template <class Unused>
 class basic_slow_step_detector {
 public:
     static constexpr std::size_t window = 101;   ///< steps the median is taken over
@@ -18007,8 +18170,8 @@ private:
     double factor_ = 0;
     std::int64_t min_ns_ = 0;
     std::int64_t interval_ns_ = 0;
-    std::vector<std::int64_t> durations_;
-    std::vector<std::int64_t> scratch_;
+    deferred_t<std::vector<std::int64_t>, Unused> durations_;
+    deferred_t<std::vector<std::int64_t>, Unused> scratch_;
     std::size_t next_ = 0;
     std::optional<std::int64_t> last_fired_ns_;
 };
@@ -18038,8 +18201,13 @@ struct basic_flight_window;
 using flight_window = basic_flight_window<>;
 
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
-template <class>
+template <class Unused>
 struct basic_flight_window {
+    // Named through Unused (detail/deferred.hpp): a file that never dumps does not instantiate the
+    // bodies' string and formatting code.
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
     struct thread {
         std::uint64_t os_tid = 0;
         std::string name;
@@ -18048,12 +18216,12 @@ struct basic_flight_window {
         /// its overwritten records, or the window's start. Every event that began after it is kept.
         std::int64_t complete_from_ns = 0;
     };
-    std::string trigger;  ///< "request", "slow step", "hang", "stop"
+    later<std::string> trigger;  ///< "request", "slow step", "hang", "stop"
     std::int64_t from_ns = 0;
     std::int64_t to_ns = 0;
     std::uint64_t overwritten = 0;
     std::vector<thread> threads;
-    std::string detail;  ///< a line about the trigger (the slow step's time and the median)
+    later<std::string> detail;  ///< a line about the trigger (the slow step's time and the median)
     /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
     /// first on each thread; `depth` is the scope's nesting depth on its thread.
     struct open_scope {
@@ -18072,7 +18240,7 @@ struct basic_flight_window {
     std::vector<last_seen> last_records;
 
     /// Notes each thread's newest event of `events` as where it was last seen.
-    void note_last_records(const event_list& events) {
+    void note_last_records(const later<event_list>& events) {
         for (const event& e : events) {
             if (e.kind == event_kind::overhead || e.on_device()) continue;
             const std::uint64_t tid = events.threads()[e.thread].os_tid;
@@ -18087,7 +18255,7 @@ struct basic_flight_window {
     }
 
     /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
-    static basic_flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
+    static basic_flight_window of(const later<record_store>& store, std::uint64_t from_ticks, std::string trigger) {
         basic_flight_window w;
         w.trigger = std::move(trigger);
         const tick_calibration& clock = store.calibration;
@@ -18112,7 +18280,7 @@ struct basic_flight_window {
 
     /// The trace's "flightRecorder" metadata: every loss shown, per thread.
     [[nodiscard]] std::string json() const {
-        fmt::memory_buffer out;
+        later<fmt::memory_buffer> out;
         fmt::format_to(std::back_inserter(out), "{{\"trigger\": ");
         append_json_string(out, trigger);
         fmt::format_to(std::back_inserter(out), ", \"detail\": ");
@@ -18147,7 +18315,7 @@ struct basic_flight_window {
 
     /// The same as lines above the table.
     [[nodiscard]] std::string text() const {
-        std::string out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
+        later<std::string> out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
                                       "{} records overwritten before it\n",
                                       trigger, detail.empty() ? "" : ": ", detail, static_cast<double>(from_ns) / 1e6,
                                       static_cast<double>(to_ns) / 1e6, overwritten);
@@ -18322,9 +18490,9 @@ void check_dump_dir(const std::string& dir) {
 }
 
 /// Writes a dump's trace (by `path`'s ending) and its table, both through temporaries renamed into place.
-template <int = 0>
-flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
-                              const flight_window& window) {
+template <class Unused = void>
+flight_dump write_flight_dump(const std::string& path, const deferred_t<event_list, Unused>& events,
+                              deferred_t<chrome_trace_info, Unused> info, const flight_window& window) {
     flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
     if (dump_format_of(path) == dump_format::perfetto) {
         write_perfetto_trace_file(path, events, window.perfetto_info(info.pid, info.truncated_names));
@@ -18373,9 +18541,9 @@ namespace stint::detail {
 /// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
 /// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
 /// object, are merged by the event list's linking).
-template <class = void>
+template <class Unused = void>
 bool chrome_trace_from_records(const record_store& records) {
-    std::unordered_set<std::uint64_t> tids;
+    deferred_t<std::unordered_set<std::uint64_t>, Unused> tids;
     for (const record_store::thread_records& t : records.threads()) {
         if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
     }
@@ -18407,11 +18575,14 @@ std::string_view event_opening(event_kind kind) {
 /// program did.
 template <class Writer>
 class thread_trace_writer {
+    template <class T>
+    using later = deferred_t<T, Writer>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
     /// row (chrome_records_detail::origin_of).
-    thread_trace_writer(Writer& out, const tick_calibration& calibration, std::uint64_t pid, std::uint64_t tid,
-                        double origin)
+    thread_trace_writer(Writer& out, const tick_calibration& calibration, later<std::uint64_t> pid,
+                        std::uint64_t tid, double origin)
         : out_(out), calibration_(calibration),
           where_(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid)), origin_(origin) {}
 
@@ -18506,7 +18677,7 @@ private:
         const site* where = nullptr;
         std::string_view name;                 // a runtime name
         bool runtime_name = false;
-        std::unique_ptr<std::string> owned;    // ... kept across batches
+        later<std::unique_ptr<std::string>> owned;  // ... kept across batches
         std::int64_t start = 0;
         std::int64_t end = 0;
         std::int64_t level = 0;
@@ -18598,18 +18769,18 @@ private:
 
     Writer& out_;
     tick_calibration calibration_;
-    std::string where_;  // ", "pid": P, "tid": T, "ts": "
+    later<std::string> where_;  // ", "pid": P, "tid": T, "ts": "
     double origin_ = 0;
     std::int64_t level_ = 0;
     std::uint16_t previous_depth_ = 0;
     bool have_previous_ = false;
     std::int64_t held_end_ = 0;
     std::uint64_t values_left_out_ = 0;
-    std::vector<held> held_;                           // records ending in held_end_, as they arrived
-    std::vector<std::uint32_t> roots_;                 // held records whose parent has not arrived
-    std::vector<std::vector<std::uint32_t>> children_;
-    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
-    std::unordered_map<const site*, std::string> prefixes_;
+    later<std::vector<held>> held_;            // records ending in held_end_, as they arrived
+    later<std::vector<std::uint32_t>> roots_;  // held records whose parent has not arrived
+    later<std::vector<std::vector<std::uint32_t>>> children_;
+    later<std::vector<std::pair<std::uint32_t, trace_end>>> pending_;  // write_subtree's work
+    later<std::unordered_map<const site*, std::string>> prefixes_;
     const site* last_site_ = nullptr;
     const std::string* last_prefix_ = nullptr;
 };
@@ -18633,7 +18804,7 @@ template <class Sink>
 void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
                         const chrome_trace_info& info) {
     json_writer out(sink);
-    std::vector<thread_info> threads;
+    deferred_t<std::vector<thread_info>, Sink> threads;
     threads.reserve(records.threads().size());
     std::uint64_t recorded = 0;
     std::uint64_t dropped = 0;
@@ -18656,7 +18827,7 @@ void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t f
     std::uint64_t id = first_id;
     for (const record_store::thread_records& t : records.threads()) {
         if (t.events == 0) continue;
-        thread_trace_writer<json_writer> thread(out, records.calibration, info.pid, t.counts.os_tid,
+        thread_trace_writer<deferred_t<json_writer, Sink>> thread(out, records.calibration, info.pid, t.counts.os_tid,
                                                 chrome_records_detail::origin_of(records, t));
         records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
         thread.flush();
@@ -18731,8 +18902,11 @@ using trace_stream = basic_trace_stream<>;
 ///     ...
 ///     stream.stop();                               // before the session closes
 ///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-template <class>
+template <class Unused>
 class basic_trace_stream {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// How often the writer looks for filled chunks.
     static constexpr std::chrono::milliseconds period{10};
@@ -18799,7 +18973,7 @@ private:
         const void* node = nullptr;
         drained_thread counts;
         std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
+        later<std::optional<thread_trace_writer<json_writer>>> writer;
     };
 
     streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
@@ -18812,9 +18986,9 @@ private:
         }
         // The threads in the order the close found them (every thread of the session is there), as a
         // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
-        std::vector<thread_info> threads;
-        std::unordered_set<const void*> listed;
-        std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
+        later<std::vector<thread_info>> threads;
+        later<std::unordered_set<const void*>> listed;
+        later<std::unordered_map<std::uint64_t, std::size_t>> row_of_tid;
         const auto list = [&](const thread_state& s) {
             if (!listed.insert(s.node).second) return;
             const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
@@ -19016,17 +19190,17 @@ private:
         return s;
     }
 
-    output_file file_;
-    json_writer out_;
+    later<output_file> file_;
+    later<json_writer> out_;
     std::uint64_t pid_ = 0;
     std::uint32_t state_ = 0;
     tick_calibration calibration_;
     std::uint64_t next_id_ = 0;
-    std::vector<thread_state> threads_;  // per buffer, in the order first seen
-    std::unordered_map<const void*, std::size_t> index_;
-    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
-    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
-    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
+    later<std::vector<thread_state>> threads_;  // per buffer, in the order first seen
+    later<std::unordered_map<const void*, std::size_t>> index_;
+    later<std::unordered_map<std::uint64_t, std::int64_t>> open_flows_;  // balance_point's
+    later<std::unordered_map<std::uint64_t, std::int64_t>> open_spans_;
+    later<std::unordered_map<std::uint64_t, double>> origins_;  // per OS thread
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -19081,8 +19255,8 @@ constexpr std::int64_t floor_microseconds(std::int64_t ns) noexcept {
 /// The [memory] events of `on` in time order (the list's order: start, then the order reported),
 /// coalesced per microsecond as torch's _coalesce_timeline does. [OutOfMemory] events change no
 /// live bytes and are left out.
-template <class = void>
-memory_timeline_points memory_timeline_of(const event_list& events, device on) {
+template <class Unused = void>
+memory_timeline_points memory_timeline_of(const deferred_t<event_list, Unused>& events, device on) {
     memory_timeline_points points;
     struct sample {
         std::int64_t at_ns;
@@ -19181,8 +19355,8 @@ std::string html_escaped(std::string_view text) {
 }
 
 /// Bytes in the largest binary unit that keeps them >= 1: "512 B", "1.50 MiB".
-template <class = void>
-std::string memory_timeline_bytes(double bytes) {
+template <class Unused = void>
+std::string memory_timeline_bytes(deferred_t<double, Unused> bytes) {
     static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     std::size_t unit = 0;
     while (unit + 1 < std::size(units) && std::fabs(bytes) >= 1024.0) {
@@ -19204,8 +19378,8 @@ double memory_timeline_step(double span, int parts) {
 }
 
 /// A tick label with as many decimals as the step needs ("0.25", "40").
-template <class = void>
-std::string memory_timeline_tick(double value, double step) {
+template <class Unused = void>
+std::string memory_timeline_tick(deferred_t<double, Unused> value, double step) {
     const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
     return fmt::format("{:.{}f}", value, decimals);
 }
@@ -19214,10 +19388,10 @@ std::string memory_timeline_tick(double value, double step) {
 /// inline SVG step plot of live bytes against milliseconds since the first point (torch's plot axes:
 /// "Time (ms)" from the first time, memory on y). No script, no network.
 template <class Sink>
-void write_memory_timeline_html(Sink& sink, const memory_timeline_points& points, const event_list& events,
-                                device on) {
+void write_memory_timeline_html(Sink& sink, const deferred_t<memory_timeline_points, Sink>& points,
+                                const deferred_t<event_list, Sink>& events, device on) {
     const std::string device_name = memory_timeline_device_name(on);
-    std::string page;
+    deferred_t<std::string, Sink> page;  // its fmt calls are checked when the page is written
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Memory timeline: ";
     page += device_name;
     page +=
@@ -19226,7 +19400,7 @@ void write_memory_timeline_html(Sink& sink, const memory_timeline_points& points
         "<h1>Memory timeline: ";
     page += device_name;
     page += "</h1>\n";
-    const memory_peak* peak = nullptr;
+    const deferred_t<memory_peak, Sink>* peak = nullptr;
     for (const memory_peak& p : events.memory_peaks()) {
         if (p.device == on) peak = &p;
     }
@@ -19401,7 +19575,6 @@ void export_memory_timeline(const event_list& events, const std::string& path,
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 
 namespace stint {
@@ -19438,8 +19611,8 @@ void append_stack_frame(std::string& out, std::string_view frame) {
 }
 
 /// Throws std::invalid_argument unless `metric` is one export_stacks knows.
-template <class = void>
-void check_stack_metric(std::string_view metric) {
+template <class Unused = void>
+void check_stack_metric(deferred_t<std::string_view, Unused> metric) {
     for (std::string_view known : stack_metrics) {
         if (metric == known) return;
     }
@@ -19455,13 +19628,16 @@ using name_paths = basic_name_paths<>;
 // The name path (root first) of every event, interned as a tree like the list's stacks: an event's
 // path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
 // one node per path, not one string per path.
-template <class>
+template <class Unused>
 class basic_name_paths {
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
 public:
-    explicit basic_name_paths(const event_list& events) : events_(events), path_of_(events.size(), no_index) {}
+    explicit basic_name_paths(const later<event_list>& events) : events_(events), path_of_(events.size(), no_index) {}
 
     // Appends the path of `e`, its names escaped and joined by ';'.
-    void append(std::string& out, const event& e) {
+    void append(later<std::string>& out, const event& e) {
         // Resolve the unresolved ancestors first, outermost last in `pending_`.
         pending_.clear();
         for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
@@ -19496,13 +19672,13 @@ private:
             return std::hash<std::string_view>{}(k.first) * 31 + k.second;
         }
     };
-    const event_list& events_;
-    display_names names_;
-    std::vector<event_index> path_of_;
-    std::vector<event_index> pending_;
-    std::vector<std::string_view> names_of_path_;
-    std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash> by_frame_;
-    std::vector<node> nodes_;
+    const later<event_list>& events_;
+    later<display_names> names_;
+    later<std::vector<event_index>> path_of_;
+    later<std::vector<event_index>> pending_;
+    later<std::vector<std::string_view>> names_of_path_;
+    later<std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash>> by_frame_;
+    later<std::vector<node>> nodes_;
 };
 
 /// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
@@ -19513,13 +19689,13 @@ private:
 /// line, late records (event_list::late) as `[stint]_<n>_records_late 1`, and device records lost
 /// (device_loss::lost) as `[stint]_<n>_device_records_lost 1`, so no loss goes unseen.
 template <class Sink>
-void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_view metric,
+void write_collapsed_stacks(Sink& sink, const deferred_t<event_list, Sink>& events, std::string_view metric,
                             stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);
     const bool cpu = metric == stack_metrics[0];
-    std::string block;
-    std::vector<const std::string*> root_first;
-    std::optional<name_paths> named;
+    deferred_t<std::string, Sink> block;
+    deferred_t<std::vector<const std::string*>, Sink> root_first;
+    std::optional<basic_name_paths<deferred_t<void, Sink>>> named;  // name_paths
     if (frames == stack_frames::names) named.emplace(events);
     for (const event& e : events) {
         if (e.on_device()) continue;
@@ -19559,11 +19735,11 @@ void write_collapsed_stacks(Sink& sink, const event_list& events, std::string_vi
 }
 
 /// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-template <class = void>
-void write_collapsed_stacks_file(const std::string& path, const event_list& events, std::string_view metric,
-                                        stack_frames frames = stack_frames::locations) {
+template <class Unused = void>
+void write_collapsed_stacks_file(const std::string& path, const deferred_t<event_list, Unused>& events,
+                                 std::string_view metric, stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
-    output_file file(path);
+    basic_output_file<Unused> file(path);
     write_collapsed_stacks(file, events, metric, frames);
     file.commit();
 }
@@ -19594,8 +19770,11 @@ using json_validator = basic_json_validator<>;
 
 /// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
 /// the text is invalid.
-template <class>
+template <class Unused>
 class basic_json_validator {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
 public:
     /// Containers nested deeper than this are rejected, which also bounds the recursion.
     static constexpr int max_depth = 512;
@@ -19603,7 +19782,7 @@ public:
     explicit basic_json_validator(std::string_view text) noexcept : text_(text) {}
 
     /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
-    std::optional<std::string> run() {
+    later<std::optional<std::string>> run() {
         if (!value(0)) return std::move(error_);
         skip_whitespace();
         if (at_ < text_.size()) return reason("expected end of input", at_);
@@ -19616,7 +19795,7 @@ private:
         return false;
     }
 
-    static std::string reason(std::string_view what, std::size_t offset) {
+    static std::string reason(later<std::string_view> what, std::size_t offset) {
         return fmt::format("{} at offset {}", what, offset);
     }
 
@@ -19732,7 +19911,7 @@ private:
     }
 
     // Four hex digits at at_, consumed; nullopt (nothing consumed) if they are not there.
-    std::optional<unsigned> hex4() noexcept {
+    later<std::optional<unsigned>> hex4() noexcept {
         if (text_.size() - at_ < 4) return std::nullopt;
         unsigned code = 0;
         for (std::size_t i = 0; i < 4; ++i) {
@@ -19915,6 +20094,11 @@ struct profiler_options {
 template <configuration Config>
 class profiler {
 public:
+    // Types named through Config (detail/deferred.hpp): a file that includes this header but never
+    // makes a profiler does not instantiate what the bodies below do with values of them.
+    template <class T>
+    using later = detail::deferred_t<T, Config>;
+
     using config_type = Config;
     using options_type = profiler_options<Config>;
 
@@ -20267,7 +20451,7 @@ private:
     /// stream_to, the stream first (a path it cannot write opens nothing).
     void open_session() {
         if (!options_.stream_to.empty()) {
-            stream_ = std::make_unique<detail::trace_stream>(options_.stream_to, detail::current_pid());
+            stream_ = std::make_unique<later<detail::trace_stream>>(options_.stream_to, detail::current_pid());
             try {
                 session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
             } catch (...) {
@@ -20365,7 +20549,7 @@ private:
         // Every thread's open scopes (the step's annotation among them), as the threads noted them.
         std::uint64_t not_kept = 0;
         const auto& clock = session_.calibration();
-        std::vector<detail::flight_window::open_scope> open;
+        later<std::vector<detail::flight_window::open_scope>> open;
         for (const detail::registry::open_scope& o : detail::the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
             open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
         }
@@ -20406,12 +20590,12 @@ private:
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
     flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
-                            std::vector<detail::flight_window::open_scope> open = {}) {
-        detail::record_store records;
+                            later<std::vector<detail::flight_window::open_scope>> open = {}) {
+        later<detail::record_store> records;
         if (!session_.copy_records(records, from_ticks)) {
             throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
         }
-        detail::flight_window window = detail::flight_window::of(records, from_ticks, std::move(trigger));
+        later<detail::flight_window> window = detail::flight_window::of(records, from_ticks, std::move(trigger));
         window.detail = std::move(why);
         window.open_scopes = std::move(open);
         event_list events;
@@ -20426,7 +20610,7 @@ private:
     /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
     /// and built into events when first asked for, and a timing-only trace is written from them.
     bool close_window() {
-        std::optional<detail::device_capture> device;
+        later<std::optional<detail::device_capture>> device;
         if constexpr (has_device) {
             // The device session ends first: its records must all be in before the CPU side is drained.
             if (device_requested_) {
@@ -20444,7 +20628,7 @@ private:
             detail::crash_dump::uninstall();
         }
         const bool et_window = std::exchange(execution_trace_window_, false);
-        detail::record_store records;
+        later<detail::record_store> records;
         const bool closed = session_.close_records(records);
         if (et_window && options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->set_window_running(false);
@@ -20484,7 +20668,7 @@ private:
 
     /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
     bool close_streamed_window() {
-        detail::record_store records;
+        later<detail::record_store> records;
         if (stream_->inherited()) {
             // A forked child: the writer thread and the file are the parent's. Abandon both.
             (void)stream_.release();
@@ -20492,7 +20676,7 @@ private:
             return false;
         }
         struct reset_stream {
-            std::unique_ptr<detail::trace_stream>& stream;
+            later<std::unique_ptr<detail::trace_stream>>& stream;
             ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
         } reset{stream_};
         stream_->stop();
@@ -20763,8 +20947,8 @@ private:
     // can read and export the window.
     mutable std::recursive_mutex mutex_;
     options_type options_;
-    detail::session session_;
-    schedule_checker checker_;
+    later<detail::session> session_;
+    later<schedule_checker> checker_;
     // Atomic so that the queries that return them need no lock; written under the lock.
     std::atomic<profiler_action> current_action_{profiler_action::record};
     std::atomic<std::int64_t> step_num_{0};
@@ -20774,24 +20958,24 @@ private:
     bool device_requested_ = false;  // the open session asked for device activity
     bool device_started_ = false;    // ... and the device collector started
     bool execution_trace_window_ = false;  // the open session records for the execution trace observer
-    std::optional<record_function> step_annotation_;
+    later<std::optional<record_function>> step_annotation_;
     // The last window: its records until its events are asked for, then its events (mutable: built by
     // the const queries, under the lock).
-    mutable std::optional<detail::record_store> window_records_;
-    mutable event_list window_events_;
+    mutable later<std::optional<detail::record_store>> window_records_;
+    mutable later<event_list> window_events_;
     mutable bool window_lost_ = false;  // its events could not be built and its records are gone
-    mutable std::string window_lost_reason_;
+    mutable later<std::string> window_lost_reason_;
     std::uint64_t window_first_id_ = 0;
-    event_list all_events_;
+    later<event_list> all_events_;
     mutable profiler_stats window_stats_;
-    std::optional<detail::flight_steps> flight_;  // while a flight recorder records
-    std::unique_ptr<detail::hang_watchdog> watchdog_;  // ... with a hang_timeout
-    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
+    later<std::optional<detail::flight_steps>> flight_;  // while a flight recorder records
+    later<std::unique_ptr<detail::hang_watchdog>> watchdog_;  // ... with a hang_timeout
+    later<std::vector<flight_dump>> triggered_dumps_;  // what its triggers wrote
     bool crash_dump_installed_ = false;
-    mutable std::optional<detail::flight_window> window_flight_;  // the last window was a flight recorder's
-    std::unique_ptr<detail::trace_stream> stream_;  // while a streamed window records
+    mutable later<std::optional<detail::flight_window>> window_flight_;  // the last window was a flight recorder's
+    later<std::unique_ptr<detail::trace_stream>> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept
-    std::vector<std::pair<std::string, std::string>> metadata_;
+    later<std::vector<std::pair<std::string, std::string>>> metadata_;
     // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
     std::uint64_t next_id_ = 1;
 };
@@ -20822,9 +21006,9 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
 // what it tried to allocate (torch's "Tried to allocate ..." message).
 
 #include <cstddef>
+#include <cstdio>
 #include <new>
-
-#include <fmt/format.h>
+#include <string_view>
 
 
 namespace stint {
@@ -20838,19 +21022,19 @@ class out_of_memory : public std::bad_alloc {
 public:
     out_of_memory(std::size_t bytes_requested, device where, const char* by) noexcept
         : bytes_(bytes_requested), device_(where) {
+        // snprintf, not fmt: a non-template body that named fmt would make every file that includes
+        // stint.hpp instantiate fmt's formatting core (0.27 s with clang 14).
+        const std::string_view type = device_type_name(where.type);
+        const int type_size = static_cast<int>(type.size());
         char where_text[24] = {};
-        const auto place = where.index >= 0
-                               ? fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}:{}",
-                                                  device_type_name(where.type), where.index)
-                               : fmt::format_to_n(where_text, sizeof(where_text) - 1, "{}",
-                                                  device_type_name(where.type));
-        where_text[place.size < sizeof(where_text) ? place.size : sizeof(where_text) - 1] = '\0';
-        const auto written = fmt::format_to_n(text_, sizeof(text_) - 1,
-                                              "stint: tried to allocate {} bytes ({:.2f} MiB) on {} through {}, "
-                                              "and the allocator under it failed",
-                                              bytes_requested, static_cast<double>(bytes_requested) / 1048576.0,
-                                              static_cast<const char*>(where_text), by);
-        text_[written.size < sizeof(text_) ? written.size : sizeof(text_) - 1] = '\0';
+        if (where.index >= 0) {
+            std::snprintf(where_text, sizeof(where_text), "%.*s:%d", type_size, type.data(), static_cast<int>(where.index));
+        } else {
+            std::snprintf(where_text, sizeof(where_text), "%.*s", type_size, type.data());
+        }
+        std::snprintf(text_, sizeof(text_),
+                      "stint: tried to allocate %zu bytes (%.2f MiB) on %s through %s, and the allocator under it failed",
+                      bytes_requested, static_cast<double>(bytes_requested) / 1048576.0, where_text, by);
     }
     [[nodiscard]] const char* what() const noexcept override { return text_; }
     [[nodiscard]] std::size_t bytes_requested() const noexcept { return bytes_; }
