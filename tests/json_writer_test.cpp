@@ -475,6 +475,9 @@ TEST_CASE("validate_json accepts every RFC 8259 construct") {
         "[1,2,3]", R"({"a":[1,{"b":null}],"c":"d","":{}})",
         R"({ "k" : [ true , false , null , -1 , "x" ] })",
         R"({"a":1,"a":2})",  // duplicate keys are allowed by RFC 8259
+        // The edges of a double's range, and underflow to zero, which every reader takes.
+        "1.7976931348623157e308", "-1.7976931348623157e+308", "1e-400", "-0.000001e-400",
+        "0.0000000001e318", std::string(300, '1'), "4.9e-324",
     };
     for (const auto& text : valid) {
         CAPTURE(text);
@@ -539,6 +542,13 @@ TEST_CASE("validate_json rejects malformed text with the reason and its offset")
         {"\"\x80\"", "invalid UTF-8 in string at offset 1"},
         {std::string("[\"a\"\0]", 6), "expected ',' or ']' at offset 4"},
         {"\xC3\xA9", "expected value at offset 0"},
+        // Past the largest double: Python reads inf, nlohmann-json refuses; stint refuses.
+        {"1e400", "number out of range of a double at offset 0"},
+        {"[1, -1.5e+222222222222222]", "number out of range of a double at offset 4"},
+        {"1.8e308", "number out of range of a double at offset 0"},
+        {"100000000000000000000e300", "number out of range of a double at offset 0"},
+        {"0.00001e314", "number out of range of a double at offset 0"},
+        {"1" + std::string(400, '0'), "number out of range of a double at offset 0"},
     };
     for (const auto& e : invalid) {
         CAPTURE(e.text);

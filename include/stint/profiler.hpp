@@ -415,8 +415,8 @@ public:
     }
 
     /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
-    /// that is not exactly one valid JSON value is refused with std::invalid_argument, and never
-    /// written.
+    /// that is not exactly one valid JSON value (RFC 8259, nesting at most 512 deep, no number past a
+    /// double's range) is refused with std::invalid_argument, and never written.
     ///
     ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
     void add_metadata_json(std::string_view key, std::string_view json) {

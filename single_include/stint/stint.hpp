@@ -19752,8 +19752,10 @@ void write_collapsed_stacks_file(const std::string& path, const deferred_t<event
 #ifndef STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
 #define STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
 
+#include <charconv>
 #include <cstddef>
 #include <optional>
+#include <system_error>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19907,7 +19909,43 @@ private:
             if (!at_digit()) return fail("invalid number", start);
             while (at_digit()) ++at_;
         }
+        if (overflows_double(text_.substr(start, at_ - start))) {
+            return fail("number out of range of a double", start);
+        }
         return true;
+    }
+
+    // RFC 8259 lets a reader limit numbers to a double's range, and readers differ past it (Python
+    // reads 1e400 as inf, nlohmann-json refuses it), so a number whose magnitude rounds past the
+    // largest finite double is refused; one that underflows to zero is kept, as every reader takes it.
+    static bool overflows_double(std::string_view number) noexcept {
+        double value = 0;
+        const auto parsed = std::from_chars(number.data(), number.data() + number.size(), value);
+        if (parsed.ec != std::errc::result_out_of_range) return false;
+        // Out of range either way: overflow when the value's decimal exponent is positive.
+        std::size_t i = number.starts_with('-') ? 1 : 0;
+        long long exponent = 0;  // of the first nonzero digit, saturated
+        while (i < number.size() && number[i] == '0') ++i;
+        for (; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) ++exponent;
+        if (i < number.size() && number[i] == '.') {
+            ++i;
+            if (exponent == 0) {
+                for (; i < number.size() && number[i] == '0'; ++i) --exponent;
+            }
+            while (i < number.size() && number[i] >= '0' && number[i] <= '9') ++i;
+        }
+        if (i < number.size() && (number[i] == 'e' || number[i] == 'E')) {
+            ++i;
+            const bool negative = number[i] == '-';
+            if (number[i] == '+' || number[i] == '-') ++i;
+            long long written = 0;
+            for (; i < number.size(); ++i) {
+                written = written * 10 + (number[i] - '0');
+                if (written > 1'000'000'000) written = 1'000'000'000;
+            }
+            exponent += negative ? -written : written;
+        }
+        return exponent > 0;
     }
 
     // Four hex digits at at_, consumed; nullopt (nothing consumed) if they are not there.
@@ -19978,7 +20016,8 @@ private:
     std::string error_;
 };
 
-/// Checks that `text` is exactly one JSON value (RFC 8259, UTF-8, nesting at most 512 deep).
+/// Checks that `text` is exactly one JSON value (RFC 8259, UTF-8, nesting at most 512 deep, every
+/// number within a double's range).
 /// Returns nullopt when it is, else a short reason with its byte offset.
 ///     validate_json("[1, 2]")   // nullopt
 ///     validate_json("[1 2]")    // "expected ',' or ']' at offset 3"
@@ -20355,8 +20394,8 @@ public:
     }
 
     /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
-    /// that is not exactly one valid JSON value is refused with std::invalid_argument, and never
-    /// written.
+    /// that is not exactly one valid JSON value (RFC 8259, nesting at most 512 deep, no number past a
+    /// double's range) is refused with std::invalid_argument, and never written.
     ///
     ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
     void add_metadata_json(std::string_view key, std::string_view json) {
