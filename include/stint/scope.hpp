@@ -6,12 +6,10 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
-#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"
@@ -134,7 +132,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
     // The copy below may write up to 15 bytes past the record, into the chunk's free room.
     if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < bytes + inputs_copy_slack)
         [[unlikely]] {
-        append_record_payload(where, depth, begin, end, state, aux, std::span<const std::byte>(inputs, size));
+        append_record_payload(where, depth, begin, end, state, aux, payload_bytes{inputs, size});
         return;
     }
     ::new (at) record{where, depth, begin, end};
@@ -150,7 +148,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
 
 /// What capturing_scope::capture calls between encoding the inputs and the begin tick by default.
 struct no_capture_hook {
-    STINT_DETAIL_ALWAYS_INLINE void operator()(std::span<const std::byte>, std::uint32_t) const noexcept {}
+    STINT_DETAIL_ALWAYS_INLINE void operator()(payload_bytes, std::uint32_t) const noexcept {}
 };
 
 /// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
@@ -186,8 +184,8 @@ public:
                 append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
             } else {
                 append_record_payload(where_, depth, begin_, end, state_, aux_,
-                                      std::span<const std::byte>(buffer_, frames_used_),
-                                      std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
+                                      payload_bytes{buffer_, frames_used_},
+                                      payload_bytes{buffer_ + frames_bytes, inputs_used_});
             }
             link_.record(depth, end, state_);
         }
@@ -211,7 +209,7 @@ public:
         }
         inputs_used_ = static_cast<std::uint32_t>(writer.size());
         aux_ = writer.aux();
-        before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
+        before_begin(payload_bytes{buffer_ + frames_bytes, inputs_used_}, aux_);
         begin_ = read_ticks();
         note_scope_entered(state_, where_, begin_);
     }
@@ -353,7 +351,8 @@ public:
             const std::size_t text =
                 args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
             args_.resize(8 + 4 + text);
-            input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
+            input_writer writer(reinterpret_cast<std::byte*>(args_.data()) + 8, args_.size() - 8, 1, 1, text,
+                                record_concrete_inputs());
             writer.string(args);
             const std::uint32_t aux = writer.aux();
             const auto used = static_cast<std::uint32_t>(writer.size());
@@ -378,8 +377,8 @@ public:
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
                 detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
-                                              std::as_bytes(std::span<const char>(name_)),
-                                              std::span<const std::byte>(args_));
+                                              detail::payload_bytes{name_.data(), name_.size()},
+                                              detail::payload_bytes{args_.data(), args_.size()});
                 // As append_record_slow counts the names it cuts (single writer: this thread's node).
                 detail::thread_buffer& buffer = detail::tls_buffer;
                 if (name_cut_ && buffer.node != nullptr && buffer.state == state_) detail::bump(buffer.node->truncated);
@@ -412,7 +411,7 @@ private:
     const void* opened_on_ = nullptr;  // the thread whose depth it entered (it may end on another)
     std::uint64_t begin_ = 0;
     std::string name_;
-    std::vector<std::byte> args_;
+    std::string args_;  // bytes (std::string: libstdc++ compiles it once, not in every file as a vector)
     bool name_cut_ = false;  // the name passed with args was longer than max_runtime_name_bytes
 };
 

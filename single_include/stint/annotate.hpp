@@ -382,7 +382,6 @@ inline bool is_recording() noexcept {
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <span>
 #include <string_view>
 #include <typeinfo>
 
@@ -1175,6 +1174,13 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
     }
 }
 
+/// Bytes to copy into a record's payload. Not std::span: constructing one costs each file that
+/// includes the hot path about 0.1 s of gcc's time (its constructors' range concepts; design §15).
+struct payload_bytes {
+    const void* data = nullptr;
+    std::size_t size = 0;
+};
+
 /// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
 /// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
 /// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
@@ -1184,11 +1190,10 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
 template <int = 0>
 STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
-                                                 std::span<const std::byte> first,
-                                                 std::span<const std::byte> second = {}) noexcept {
+                                                 payload_bytes first, payload_bytes second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
-    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
-    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+    const std::size_t first_padded = (first.size + 7) & ~std::size_t{7};
+    const std::size_t second_padded = (second.size + 7) & ~std::size_t{7};
     const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
     try {
         // The common case (this session's chunk has room) touches neither the registry nor the node.
@@ -1210,9 +1215,9 @@ STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_
         std::byte* out = at + sizeof(record);
         std::memcpy(out, &header, sizeof(header));
         out += sizeof(header);
-        if (!first.empty()) std::memcpy(out, first.data(), first.size());
+        if (first.size != 0) std::memcpy(out, first.data, first.size);
         out += first_padded;
-        if (!second.empty()) std::memcpy(out, second.data(), second.size());
+        if (second.size != 0) std::memcpy(out, second.data, second.size);
         publish_record(buffer, bytes, room, depth, work_begin);
         return true;
     } catch (...) {
@@ -1255,12 +1260,10 @@ inline void set_thread_name(std::string_view name) {
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
-#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 
 // ---- begin stint/recording/open_scopes.hpp ----
@@ -1385,7 +1388,6 @@ STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string_view>
 
 
@@ -1398,7 +1400,7 @@ struct no_range_mirror {
 
 /// The first policy's `range_mirror`, or no_range_mirror. A mirror has
 /// `static void push(const site&)`, `push_named(std::string_view)`,
-/// `push_op(const site&, std::span<const std::byte> inputs, std::uint32_t aux)` (captured inputs, as
+/// `push_op(const site&, payload_bytes inputs, std::uint32_t aux)` (captured inputs, as
 /// capture/detail/input_encoding.hpp writes them) and `pop()`, all noexcept.
 template <class... Policies>
 struct find_range_mirror {
@@ -1456,7 +1458,7 @@ public:
 
     template <class Produce>
     void capture(Produce& inputs) noexcept {
-        inner_.capture(inputs, [this](std::span<const std::byte> encoded, std::uint32_t aux) noexcept {
+        inner_.capture(inputs, [this](payload_bytes encoded, std::uint32_t aux) noexcept {
             Mirror::push_op(*where_, encoded, aux);
             range_.pushed = true;
         });
@@ -1764,6 +1766,34 @@ struct tensor_address {
 #endif  // STINT_SINGLE_STINT_CAPTURE_TENSOR_ADDRESS_HPP
 // ---- end stint/capture/tensor_address.hpp ----
 
+// ---- begin stint/detail/deferred.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
+#define STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
+// deferred_t<T, Unused>: the type T, named through a template's parameter.
+
+namespace stint::detail {
+
+template <class T, class>
+struct deferred {
+    using type = T;
+};
+
+/// T, but dependent on a template's (otherwise unused) parameter. In C++20 every member of std::vector
+/// and std::string is constexpr, and clang instantiates a constexpr function as soon as a template's
+/// body names it, even when nothing ever instantiates that template. An expression on an object of
+/// type deferred_t<T, Unused> depends on Unused, so the compiler checks it, and instantiates what it
+/// calls, only when the template is used: a file that includes stint.hpp but never runs a profiler
+/// does not pay for the session side's containers.
+///
+///     template <class Unused> class basic_event_tree { deferred_t<std::vector<event>, Unused> events_; };
+///     template <class Unused = void> void write(deferred_t<const event_list, Unused>& list);  // not deduced
+template <class T, class Unused>
+using deferred_t = typename deferred<T, Unused>::type;
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
+// ---- end stint/detail/deferred.hpp ----
+
 namespace stint::detail {
 
 /// A DLTensor, by its members (dlpack.h's names and types).
@@ -1841,7 +1871,11 @@ inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigne
         while (n > 0) *p++ = digits[--n];
     }
     *p++ = ')';
-    return {out.data(), static_cast<std::size_t>(p - out.data())};
+    // From a const char*: a string_view made from a char* makes gcc check that char* is a contiguous
+    // iterator (its iterator-pair constructor), 0.06 s in every file; const char* the standard headers
+    // checked already.
+    const char* const text = out.data();
+    return {text, static_cast<std::size_t>(p - text)};
 }
 
 /// Where a DLPack device's memory is, as stint names devices: the host (kDLCPU, and pinned host memory:
@@ -1868,16 +1902,19 @@ constexpr bool dlpack_device(int type, int id, stint::device& out) noexcept {
 /// while an execution trace records, its identity: data + byte_offset in the allocation at data.
 template <class Writer, class T>
 void capture_dlpack(Writer& w, const T& in) noexcept {
+    // Named through T: a span built in a template's body but of no template parameter would be
+    // compiled in every file that includes this header (its constructors' concepts: detail/deferred.hpp).
+    using int64s = deferred_t<std::span<const std::int64_t>, T>;
     if constexpr (dlpack_managed_tensor<T>) {
         capture_dlpack(w, in.dl_tensor);
     } else {
         const int ndim = static_cast<int>(in.ndim);
         const std::int64_t* shape = in.shape;
         if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
-            w.tensor(invalid_dlpack_tensor, std::span<const std::int64_t>{});
+            w.tensor(invalid_dlpack_tensor, int64s{});
             return;
         }
-        const std::span<const std::int64_t> dims(shape, static_cast<std::size_t>(ndim));
+        const int64s dims(shape, static_cast<std::size_t>(ndim));
         const auto code = static_cast<std::uint8_t>(in.dtype.code);
         const auto bits = static_cast<std::uint8_t>(in.dtype.bits);
         const auto lanes = static_cast<std::uint16_t>(in.dtype.lanes);
@@ -1897,7 +1934,7 @@ void capture_dlpack(Writer& w, const T& in) noexcept {
 
         const std::int64_t* strides = in.strides;
         if (strides != nullptr) {
-            w.tensor(dtype, dims, std::span<const std::int64_t>(strides, dims.size()), address);
+            w.tensor(dtype, dims, int64s(strides, dims.size()), address);
             return;
         }
         // Compact and row-major. Shapes of more dims than this keep no strides (the writer keeps 255
@@ -1913,7 +1950,7 @@ void capture_dlpack(Writer& w, const T& in) noexcept {
             row_major[i] = step;
             step *= dims[i];
         }
-        w.tensor(dtype, dims, std::span<const std::int64_t>(row_major.data(), dims.size()), address);
+        w.tensor(dtype, dims, int64s(row_major.data(), dims.size()), address);
     }
 }
 
@@ -2516,15 +2553,16 @@ void capture_mdspan(input_writer& w, const M& m) {
 
 template <class M>
 void capture_eigen(input_writer& w, const M& m) {
-    const std::array<std::int64_t, 2> dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
+    // Named through M: with a non-dependent array the calls below would check the writer's range
+    // concepts where this template is defined, in every file (detail/deferred.hpp).
+    using int64x2 = deferred_t<std::array<std::int64_t, 2>, M>;
+    const int64x2 dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
     const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
     if constexpr (requires { m.innerStride(); m.outerStride(); }) {
         const auto inner = static_cast<std::int64_t>(m.innerStride());
         const auto outer = static_cast<std::int64_t>(m.outerStride());
-        const std::array<std::int64_t, 2> strides = static_cast<bool>(M::IsRowMajor)
-                                                        ? std::array<std::int64_t, 2>{outer, inner}
-                                                        : std::array<std::int64_t, 2>{inner, outer};
+        const int64x2 strides = static_cast<bool>(M::IsRowMajor) ? int64x2{outer, inner} : int64x2{inner, outer};
         w.tensor(dtype, dims, strides, address);
     } else {
         w.tensor(dtype, dims, address);
@@ -3172,7 +3210,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
     // The copy below may write up to 15 bytes past the record, into the chunk's free room.
     if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < bytes + inputs_copy_slack)
         [[unlikely]] {
-        append_record_payload(where, depth, begin, end, state, aux, std::span<const std::byte>(inputs, size));
+        append_record_payload(where, depth, begin, end, state, aux, payload_bytes{inputs, size});
         return;
     }
     ::new (at) record{where, depth, begin, end};
@@ -3188,7 +3226,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_inputs_record(const site* where, std::uin
 
 /// What capturing_scope::capture calls between encoding the inputs and the begin tick by default.
 struct no_capture_hook {
-    STINT_DETAIL_ALWAYS_INLINE void operator()(std::span<const std::byte>, std::uint32_t) const noexcept {}
+    STINT_DETAIL_ALWAYS_INLINE void operator()(payload_bytes, std::uint32_t) const noexcept {}
 };
 
 /// The scope of a configuration whose records carry a payload: native frames (with_stack<native>),
@@ -3224,8 +3262,8 @@ public:
                 append_inputs_record(where_, depth, begin_, end, state_, aux_, buffer_, inputs_used_);
             } else {
                 append_record_payload(where_, depth, begin_, end, state_, aux_,
-                                      std::span<const std::byte>(buffer_, frames_used_),
-                                      std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_));
+                                      payload_bytes{buffer_, frames_used_},
+                                      payload_bytes{buffer_ + frames_bytes, inputs_used_});
             }
             link_.record(depth, end, state_);
         }
@@ -3249,7 +3287,7 @@ public:
         }
         inputs_used_ = static_cast<std::uint32_t>(writer.size());
         aux_ = writer.aux();
-        before_begin(std::span<const std::byte>(buffer_ + frames_bytes, inputs_used_), aux_);
+        before_begin(payload_bytes{buffer_ + frames_bytes, inputs_used_}, aux_);
         begin_ = read_ticks();
         note_scope_entered(state_, where_, begin_);
     }
@@ -3391,7 +3429,8 @@ public:
             const std::size_t text =
                 args.size() < detail::max_runtime_name_bytes ? args.size() : detail::max_runtime_name_bytes;
             args_.resize(8 + 4 + text);
-            input_writer writer(args_.data() + 8, args_.size() - 8, 1, 1, text, record_concrete_inputs());
+            input_writer writer(reinterpret_cast<std::byte*>(args_.data()) + 8, args_.size() - 8, 1, 1, text,
+                                record_concrete_inputs());
             writer.string(args);
             const std::uint32_t aux = writer.aux();
             const auto used = static_cast<std::uint32_t>(writer.size());
@@ -3416,8 +3455,8 @@ public:
             if (where_->payload == detail::payload_kind::runtime_name_inputs) {
                 detail::append_record_payload(where_, depth, begin_, end, state_,
                                               static_cast<std::uint32_t>(name_.size()),
-                                              std::as_bytes(std::span<const char>(name_)),
-                                              std::span<const std::byte>(args_));
+                                              detail::payload_bytes{name_.data(), name_.size()},
+                                              detail::payload_bytes{args_.data(), args_.size()});
                 // As append_record_slow counts the names it cuts (single writer: this thread's node).
                 detail::thread_buffer& buffer = detail::tls_buffer;
                 if (name_cut_ && buffer.node != nullptr && buffer.state == state_) detail::bump(buffer.node->truncated);
@@ -3450,7 +3489,7 @@ private:
     const void* opened_on_ = nullptr;  // the thread whose depth it entered (it may end on another)
     std::uint64_t begin_ = 0;
     std::string name_;
-    std::vector<std::byte> args_;
+    std::string args_;  // bytes (std::string: libstdc++ compiles it once, not in every file as a vector)
     bool name_cut_ = false;  // the name passed with args was longer than max_runtime_name_bytes
 };
 
@@ -3550,7 +3589,6 @@ private:
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 
 namespace stint::detail {
@@ -3573,7 +3611,7 @@ STINT_DETAIL_NOINLINE void append_outputs(std::uint32_t state, const Values&... 
     }
     const std::uint64_t now = read_ticks();
     append_record_payload(&outputs_site, depth, now, now, state, writer.aux(),
-                          std::span<const std::byte>(buffer, writer.size()));
+                          payload_bytes{buffer, writer.size()});
 }
 
 }  // namespace stint::detail
@@ -4039,7 +4077,6 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string_view>
 
 
@@ -4062,7 +4099,7 @@ inline void append_point(const site& where, std::uint64_t id, std::uint32_t stat
     if (cut) name = name.substr(0, max_runtime_name_bytes);
     const std::uint64_t now = read_ticks();
     append_record_payload(&where, current_depth(), now, now, state, static_cast<std::uint32_t>(name.size()),
-                          std::as_bytes(std::span<const std::uint64_t>(&id, 1)), std::as_bytes(std::span(name)));
+                          payload_bytes{&id, sizeof id}, payload_bytes{name.data(), name.size()});
     thread_buffer& buffer = tls_buffer;
     if (cut && buffer.node != nullptr && buffer.state == state) bump(buffer.node->truncated);
 }
@@ -4469,12 +4506,14 @@ struct arg_head {
 };
 static_assert(sizeof(arg_head) == 4);
 
-/// Encodes `args` into `out` (max_args_bytes); returns the bytes used and sets `aux`.
-inline std::size_t encode_args(std::span<const arg> args, std::byte* out, std::uint32_t& aux) noexcept {
+/// Encodes `args[0, size)` into `out` (max_args_bytes); returns the bytes used and sets `aux`. (Pointer and
+/// size, not std::span: see payload_bytes.)
+inline std::size_t encode_args(const arg* args, std::size_t size, std::byte* out, std::uint32_t& aux) noexcept {
     std::size_t used = 0;
     std::uint32_t count = 0;
     bool cut = false;
-    for (const arg& a : args) {
+    for (const arg* end = args + size; args != end; ++args) {
+        const arg& a = *args;
         const std::size_t name_size = std::min(a.name().size(), max_arg_name_bytes);
         const bool text = a.type() == arg_type::string;
         std::size_t value_size = text ? std::min<std::size_t>(a.text().size(), 65535) : 8;
@@ -4511,18 +4550,18 @@ inline std::size_t encode_args(std::span<const arg> args, std::byte* out, std::u
 /// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
 template <int = 0>
 STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
-                                          std::span<const arg> args) noexcept {
+                                          const arg* args, std::size_t size) noexcept {
     alignas(8) std::byte buffer[max_args_bytes];
     std::uint32_t aux = 0;
-    const std::size_t used = encode_args(args, buffer, aux);
-    append_record_payload(&args_site, depth, ticks, ticks, state, aux, std::span<const std::byte>(buffer, used));
+    const std::size_t used = encode_args(args, size, buffer, aux);
+    append_record_payload(&args_site, depth, ticks, ticks, state, aux, payload_bytes{buffer, used});
 }
 
 template <int = 0>
-STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, std::span<const arg> args) noexcept {
+STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
-    append_args_at(state, depth, read_ticks(), args);
+    append_args_at(state, depth, read_ticks(), args, size);
 }
 
 }  // namespace detail
@@ -4541,14 +4580,14 @@ STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, std::span<const arg>
 inline void add_args(std::initializer_list<arg> args) noexcept {
     const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
     if (!detail::is_recording_state(state)) return;
-    detail::append_args(state, std::span<const arg>(args.begin(), args.size()));
+    detail::append_args(state, args.begin(), args.size());
 }
 
 /// add_args for a list built at run time.
 inline void add_args(std::span<const arg> args) noexcept {
     const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
     if (!detail::is_recording_state(state)) return;
-    detail::append_args(state, args);
+    detail::append_args(state, args.data(), args.size());
 }
 
 }  // namespace stint
@@ -4737,7 +4776,7 @@ public:
             copy_ = nullptr;
         } else if (where_->payload == detail::payload_kind::inputs) {
             detail::append_record_payload(where_, depth, begin_, end, state_, aux_,
-                                          std::span<const std::byte>(inputs_, inputs_size_));
+                                          detail::payload_bytes{inputs_, inputs_size_});
             delete[] inputs_;
             inputs_ = nullptr;
         } else {
@@ -4756,7 +4795,7 @@ public:
     ///     op.add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
     void add_args(std::initializer_list<arg> args) noexcept {
         if (detail::is_recording_state(state_) && opened_on_ == &detail::tls_buffer) {
-            detail::append_args_at(state_, inside_depth_, begin_, std::span<const arg>(args.begin(), args.size()));
+            detail::append_args_at(state_, inside_depth_, begin_, args.begin(), args.size());
         }
     }
 
@@ -4782,7 +4821,9 @@ private:
     const void* opened_on_ = nullptr;  // the thread whose depth it entered
     std::uint32_t inside_depth_ = 0;   // that thread's depth inside it: where its args records go
     std::uint64_t begin_ = 0;
-    char* copy_ = nullptr;  // a copied name (copy_name), else null
+    // A copied name (copy_name), else null. const: a string_view made from a char* would cost each
+    // file that includes this header gcc's check that char* is a contiguous iterator (design §15).
+    const char* copy_ = nullptr;
     std::size_t copy_size_ = 0;
     std::byte* inputs_ = nullptr;  // the encoded inputs of a site that captures them
     std::uint32_t inputs_size_ = 0;
@@ -4823,15 +4864,16 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
     // One byte over the records' bound, when longer, so that the end cuts it and counts the cut.
     const std::size_t size =
         name.size() <= detail::max_runtime_name_bytes ? name.size() : detail::max_runtime_name_bytes + 1;
-    token.copy_ = new (std::nothrow) char[size == 0 ? 1 : size];
-    if (token.copy_ == nullptr) {  // the event is lost: counted as a drop where this thread can count
+    char* const copy = new (std::nothrow) char[size == 0 ? 1 : size];
+    if (copy == nullptr) {  // the event is lost: counted as a drop where this thread can count
         if (detail::tls_buffer.node != nullptr && detail::tls_buffer.state == token.state_) {
             detail::bump(detail::tls_buffer.node->dropped);
         }
         token.state_ = 0;
         return token;
     }
-    std::memcpy(token.copy_, name.data(), size);
+    std::memcpy(copy, name.data(), size);
+    token.copy_ = copy;
     token.copy_size_ = size;
     token.open(&detail::copied_name_site(kind));
     return token;
@@ -4938,7 +4980,6 @@ event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inp
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <span>
 #include <type_traits>
 
 
@@ -4993,7 +5034,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
     std::byte* at = buffer.cursor;
     if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < counter_record_bytes) [[unlikely]] {
         append_record_payload(where, buffer.depth, now, now, state, value.encoding,
-                              std::as_bytes(std::span<const std::uint64_t, 1>(&value.bits, 1)));
+                              payload_bytes{&value.bits, sizeof value.bits});
         return;
     }
     ::new (at) record{where, buffer.depth, now, now};
@@ -5119,7 +5160,6 @@ private:
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 
 namespace stint::detail {
@@ -5163,7 +5203,7 @@ STINT_DETAIL_NOINLINE void record_memory(const site& where, std::uint32_t state,
     payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t now = read_ticks();
     if (!append_record_payload(&where, current_depth(), now, now, state, 0,
-                               std::as_bytes(std::span<const memory_payload, 1>(&payload, 1)))) {
+                               payload_bytes{&payload, sizeof payload})) {
         memory_events_dropped.fetch_add(1, std::memory_order_relaxed);
     }
 }

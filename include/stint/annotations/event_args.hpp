@@ -83,12 +83,14 @@ struct arg_head {
 };
 static_assert(sizeof(arg_head) == 4);
 
-/// Encodes `args` into `out` (max_args_bytes); returns the bytes used and sets `aux`.
-inline std::size_t encode_args(std::span<const arg> args, std::byte* out, std::uint32_t& aux) noexcept {
+/// Encodes `args[0, size)` into `out` (max_args_bytes); returns the bytes used and sets `aux`. (Pointer and
+/// size, not std::span: see payload_bytes.)
+inline std::size_t encode_args(const arg* args, std::size_t size, std::byte* out, std::uint32_t& aux) noexcept {
     std::size_t used = 0;
     std::uint32_t count = 0;
     bool cut = false;
-    for (const arg& a : args) {
+    for (const arg* end = args + size; args != end; ++args) {
+        const arg& a = *args;
         const std::size_t name_size = std::min(a.name().size(), max_arg_name_bytes);
         const bool text = a.type() == arg_type::string;
         std::size_t value_size = text ? std::min<std::size_t>(a.text().size(), 65535) : 8;
@@ -125,18 +127,18 @@ inline std::size_t encode_args(std::span<const arg> args, std::byte* out, std::u
 /// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
 template <int = 0>
 STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
-                                          std::span<const arg> args) noexcept {
+                                          const arg* args, std::size_t size) noexcept {
     alignas(8) std::byte buffer[max_args_bytes];
     std::uint32_t aux = 0;
-    const std::size_t used = encode_args(args, buffer, aux);
-    append_record_payload(&args_site, depth, ticks, ticks, state, aux, std::span<const std::byte>(buffer, used));
+    const std::size_t used = encode_args(args, size, buffer, aux);
+    append_record_payload(&args_site, depth, ticks, ticks, state, aux, payload_bytes{buffer, used});
 }
 
 template <int = 0>
-STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, std::span<const arg> args) noexcept {
+STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
-    append_args_at(state, depth, read_ticks(), args);
+    append_args_at(state, depth, read_ticks(), args, size);
 }
 
 }  // namespace detail
@@ -155,14 +157,14 @@ STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, std::span<const arg>
 inline void add_args(std::initializer_list<arg> args) noexcept {
     const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
     if (!detail::is_recording_state(state)) return;
-    detail::append_args(state, std::span<const arg>(args.begin(), args.size()));
+    detail::append_args(state, args.begin(), args.size());
 }
 
 /// add_args for a list built at run time.
 inline void add_args(std::span<const arg> args) noexcept {
     const std::uint32_t state = detail::recording.value.load(std::memory_order_relaxed);
     if (!detail::is_recording_state(state)) return;
-    detail::append_args(state, args);
+    detail::append_args(state, args.data(), args.size());
 }
 
 }  // namespace stint

@@ -41,7 +41,7 @@ struct itt_mirror {
 
     /// An op's task, with its inputs' sizes as torch's emit_itt(record_shapes=True) describes them:
     /// "aten::mm, sizes = [[64, 32], [32, 16]]" (a non-tensor input is []; no sizes without inputs).
-    static void push_op(const site& where, std::span<const std::byte> inputs, std::uint32_t aux) noexcept {
+    static void push_op(const site& where, payload_bytes inputs, std::uint32_t aux) noexcept {
         if (itt::the_state.load(std::memory_order_relaxed) == itt::state::off) [[likely]] return;
         if (!ready()) return;
         try {

@@ -58,7 +58,7 @@ struct nvtx_mirror {
 
     /// An op's range, with its inputs' sizes as torch's emit_nvtx(record_shapes=True) writes them:
     /// "aten::mm, sizes = [[64, 32], [32, 16]]" (a non-tensor input is []; no sizes without inputs).
-    static void push_op(const site& where, std::span<const std::byte> inputs, std::uint32_t aux) noexcept {
+    static void push_op(const site& where, payload_bytes inputs, std::uint32_t aux) noexcept {
         if (!tool_attached()) return;
         try {
             fmt::memory_buffer text;

@@ -7,10 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string_view>
 
 #include "stint/recording/site.hpp"
+#include "stint/recording/slow_path.hpp"
 
 namespace stint::detail {
 
@@ -21,7 +21,7 @@ struct no_range_mirror {
 
 /// The first policy's `range_mirror`, or no_range_mirror. A mirror has
 /// `static void push(const site&)`, `push_named(std::string_view)`,
-/// `push_op(const site&, std::span<const std::byte> inputs, std::uint32_t aux)` (captured inputs, as
+/// `push_op(const site&, payload_bytes inputs, std::uint32_t aux)` (captured inputs, as
 /// capture/detail/input_encoding.hpp writes them) and `pop()`, all noexcept.
 template <class... Policies>
 struct find_range_mirror {
@@ -79,7 +79,7 @@ public:
 
     template <class Produce>
     void capture(Produce& inputs) noexcept {
-        inner_.capture(inputs, [this](std::span<const std::byte> encoded, std::uint32_t aux) noexcept {
+        inner_.capture(inputs, [this](payload_bytes encoded, std::uint32_t aux) noexcept {
             Mirror::push_op(*where_, encoded, aux);
             range_.pushed = true;
         });

@@ -211,7 +211,7 @@ public:
             copy_ = nullptr;
         } else if (where_->payload == detail::payload_kind::inputs) {
             detail::append_record_payload(where_, depth, begin_, end, state_, aux_,
-                                          std::span<const std::byte>(inputs_, inputs_size_));
+                                          detail::payload_bytes{inputs_, inputs_size_});
             delete[] inputs_;
             inputs_ = nullptr;
         } else {
@@ -230,7 +230,7 @@ public:
     ///     op.add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
     void add_args(std::initializer_list<arg> args) noexcept {
         if (detail::is_recording_state(state_) && opened_on_ == &detail::tls_buffer) {
-            detail::append_args_at(state_, inside_depth_, begin_, std::span<const arg>(args.begin(), args.size()));
+            detail::append_args_at(state_, inside_depth_, begin_, args.begin(), args.size());
         }
     }
 
@@ -256,7 +256,9 @@ private:
     const void* opened_on_ = nullptr;  // the thread whose depth it entered
     std::uint32_t inside_depth_ = 0;   // that thread's depth inside it: where its args records go
     std::uint64_t begin_ = 0;
-    char* copy_ = nullptr;  // a copied name (copy_name), else null
+    // A copied name (copy_name), else null. const: a string_view made from a char* would cost each
+    // file that includes this header gcc's check that char* is a contiguous iterator (design §15).
+    const char* copy_ = nullptr;
     std::size_t copy_size_ = 0;
     std::byte* inputs_ = nullptr;  // the encoded inputs of a site that captures them
     std::uint32_t inputs_size_ = 0;
@@ -297,15 +299,16 @@ inline event_token begin_event(event_kind kind, std::string_view name, copy_name
     // One byte over the records' bound, when longer, so that the end cuts it and counts the cut.
     const std::size_t size =
         name.size() <= detail::max_runtime_name_bytes ? name.size() : detail::max_runtime_name_bytes + 1;
-    token.copy_ = new (std::nothrow) char[size == 0 ? 1 : size];
-    if (token.copy_ == nullptr) {  // the event is lost: counted as a drop where this thread can count
+    char* const copy = new (std::nothrow) char[size == 0 ? 1 : size];
+    if (copy == nullptr) {  // the event is lost: counted as a drop where this thread can count
         if (detail::tls_buffer.node != nullptr && detail::tls_buffer.state == token.state_) {
             detail::bump(detail::tls_buffer.node->dropped);
         }
         token.state_ = 0;
         return token;
     }
-    std::memcpy(token.copy_, name.data(), size);
+    std::memcpy(copy, name.data(), size);
+    token.copy_ = copy;
     token.copy_size_ = size;
     token.open(&detail::copied_name_site(kind));
     return token;

@@ -18,6 +18,7 @@
 
 #include "stint/capture/tensor_address.hpp"
 #include "stint/common/device.hpp"
+#include "stint/detail/deferred.hpp"
 
 namespace stint::detail {
 
@@ -96,7 +97,11 @@ inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigne
         while (n > 0) *p++ = digits[--n];
     }
     *p++ = ')';
-    return {out.data(), static_cast<std::size_t>(p - out.data())};
+    // From a const char*: a string_view made from a char* makes gcc check that char* is a contiguous
+    // iterator (its iterator-pair constructor), 0.06 s in every file; const char* the standard headers
+    // checked already.
+    const char* const text = out.data();
+    return {text, static_cast<std::size_t>(p - text)};
 }
 
 /// Where a DLPack device's memory is, as stint names devices: the host (kDLCPU, and pinned host memory:
@@ -123,16 +128,19 @@ constexpr bool dlpack_device(int type, int id, stint::device& out) noexcept {
 /// while an execution trace records, its identity: data + byte_offset in the allocation at data.
 template <class Writer, class T>
 void capture_dlpack(Writer& w, const T& in) noexcept {
+    // Named through T: a span built in a template's body but of no template parameter would be
+    // compiled in every file that includes this header (its constructors' concepts: detail/deferred.hpp).
+    using int64s = deferred_t<std::span<const std::int64_t>, T>;
     if constexpr (dlpack_managed_tensor<T>) {
         capture_dlpack(w, in.dl_tensor);
     } else {
         const int ndim = static_cast<int>(in.ndim);
         const std::int64_t* shape = in.shape;
         if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
-            w.tensor(invalid_dlpack_tensor, std::span<const std::int64_t>{});
+            w.tensor(invalid_dlpack_tensor, int64s{});
             return;
         }
-        const std::span<const std::int64_t> dims(shape, static_cast<std::size_t>(ndim));
+        const int64s dims(shape, static_cast<std::size_t>(ndim));
         const auto code = static_cast<std::uint8_t>(in.dtype.code);
         const auto bits = static_cast<std::uint8_t>(in.dtype.bits);
         const auto lanes = static_cast<std::uint16_t>(in.dtype.lanes);
@@ -152,7 +160,7 @@ void capture_dlpack(Writer& w, const T& in) noexcept {
 
         const std::int64_t* strides = in.strides;
         if (strides != nullptr) {
-            w.tensor(dtype, dims, std::span<const std::int64_t>(strides, dims.size()), address);
+            w.tensor(dtype, dims, int64s(strides, dims.size()), address);
             return;
         }
         // Compact and row-major. Shapes of more dims than this keep no strides (the writer keeps 255
@@ -168,7 +176,7 @@ void capture_dlpack(Writer& w, const T& in) noexcept {
             row_major[i] = step;
             step *= dims[i];
         }
-        w.tensor(dtype, dims, std::span<const std::int64_t>(row_major.data(), dims.size()), address);
+        w.tensor(dtype, dims, int64s(row_major.data(), dims.size()), address);
     }
 }
 

@@ -36,6 +36,7 @@
 #include "stint/capture/dlpack.hpp"
 #include "stint/capture/tensor_address.hpp"
 #include "stint/common/device.hpp"
+#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 
 
@@ -633,15 +634,16 @@ void capture_mdspan(input_writer& w, const M& m) {
 
 template <class M>
 void capture_eigen(input_writer& w, const M& m) {
-    const std::array<std::int64_t, 2> dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
+    // Named through M: with a non-dependent array the calls below would check the writer's range
+    // concepts where this template is defined, in every file (detail/deferred.hpp).
+    using int64x2 = deferred_t<std::array<std::int64_t, 2>, M>;
+    const int64x2 dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
     const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
     if constexpr (requires { m.innerStride(); m.outerStride(); }) {
         const auto inner = static_cast<std::int64_t>(m.innerStride());
         const auto outer = static_cast<std::int64_t>(m.outerStride());
-        const std::array<std::int64_t, 2> strides = static_cast<bool>(M::IsRowMajor)
-                                                        ? std::array<std::int64_t, 2>{outer, inner}
-                                                        : std::array<std::int64_t, 2>{inner, outer};
+        const int64x2 strides = static_cast<bool>(M::IsRowMajor) ? int64x2{outer, inner} : int64x2{inner, outer};
         w.tensor(dtype, dims, strides, address);
     } else {
         w.tensor(dtype, dims, address);

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "stint/capture/inputs.hpp"
 #include "stint/policies.hpp"
@@ -35,7 +34,7 @@ STINT_DETAIL_NOINLINE void append_outputs(std::uint32_t state, const Values&... 
     }
     const std::uint64_t now = read_ticks();
     append_record_payload(&outputs_site, depth, now, now, state, writer.aux(),
-                          std::span<const std::byte>(buffer, writer.size()));
+                          payload_bytes{buffer, writer.size()});
 }
 
 }  // namespace stint::detail

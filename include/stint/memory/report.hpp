@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "stint/common/device.hpp"
 #include "stint/recording/slow_path.hpp"
@@ -52,7 +51,7 @@ STINT_DETAIL_NOINLINE void record_memory(const site& where, std::uint32_t state,
     payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t now = read_ticks();
     if (!append_record_payload(&where, current_depth(), now, now, state, 0,
-                               std::as_bytes(std::span<const memory_payload, 1>(&payload, 1)))) {
+                               payload_bytes{&payload, sizeof payload})) {
         memory_events_dropped.fetch_add(1, std::memory_order_relaxed);
     }
 }

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <span>
 #include <string_view>
 #include <typeinfo>
 
@@ -143,6 +142,13 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
     }
 }
 
+/// Bytes to copy into a record's payload. Not std::span: constructing one costs each file that
+/// includes the hot path about 0.1 s of gcc's time (its constructors' range concepts; design §15).
+struct payload_bytes {
+    const void* data = nullptr;
+    std::size_t size = 0;
+};
+
 /// Appends a record with a payload of `first` then `second` (each padded to 8 bytes) after a header
 /// whose aux word is `aux`: op inputs at STINT_OP exit (record_shapes), a name and args from
 /// record_function. Out of line (ops that capture inputs take it at every exit, so it is not cold).
@@ -152,11 +158,10 @@ STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth
 template <int = 0>
 STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
-                                                 std::span<const std::byte> first,
-                                                 std::span<const std::byte> second = {}) noexcept {
+                                                 payload_bytes first, payload_bytes second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
-    const std::size_t first_padded = (first.size() + 7) & ~std::size_t{7};
-    const std::size_t second_padded = (second.size() + 7) & ~std::size_t{7};
+    const std::size_t first_padded = (first.size + 7) & ~std::size_t{7};
+    const std::size_t second_padded = (second.size + 7) & ~std::size_t{7};
     const std::size_t bytes = sizeof(record) + sizeof(payload_header) + first_padded + second_padded;
     try {
         // The common case (this session's chunk has room) touches neither the registry nor the node.
@@ -178,9 +183,9 @@ STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_
         std::byte* out = at + sizeof(record);
         std::memcpy(out, &header, sizeof(header));
         out += sizeof(header);
-        if (!first.empty()) std::memcpy(out, first.data(), first.size());
+        if (first.size != 0) std::memcpy(out, first.data, first.size);
         out += first_padded;
-        if (!second.empty()) std::memcpy(out, second.data(), second.size());
+        if (second.size != 0) std::memcpy(out, second.data, second.size);
         publish_record(buffer, bytes, room, depth, work_begin);
         return true;
     } catch (...) {

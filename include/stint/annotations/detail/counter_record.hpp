@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <span>
 #include <type_traits>
 
 #include "stint/common/event_kind.hpp"
@@ -69,7 +68,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
     std::byte* at = buffer.cursor;
     if (buffer.state != state || static_cast<std::size_t>(buffer.limit - at) < counter_record_bytes) [[unlikely]] {
         append_record_payload(where, buffer.depth, now, now, state, value.encoding,
-                              std::as_bytes(std::span<const std::uint64_t, 1>(&value.bits, 1)));
+                              payload_bytes{&value.bits, sizeof value.bits});
         return;
     }
     ::new (at) record{where, buffer.depth, now, now};

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string_view>
 
 #include "stint/detail/export_macros.hpp"
@@ -35,7 +34,7 @@ inline void append_point(const site& where, std::uint64_t id, std::uint32_t stat
     if (cut) name = name.substr(0, max_runtime_name_bytes);
     const std::uint64_t now = read_ticks();
     append_record_payload(&where, current_depth(), now, now, state, static_cast<std::uint32_t>(name.size()),
-                          std::as_bytes(std::span<const std::uint64_t>(&id, 1)), std::as_bytes(std::span(name)));
+                          payload_bytes{&id, sizeof id}, payload_bytes{name.data(), name.size()});
     thread_buffer& buffer = tls_buffer;
     if (cut && buffer.node != nullptr && buffer.state == state) bump(buffer.node->truncated);
 }

@@ -11,15 +11,16 @@
 #include <fmt/format.h>
 
 #include "stint/capture/detail/input_decoding.hpp"
+#include "stint/recording/slow_path.hpp"
 
 namespace stint::detail {
 
 /// Writes `name, sizes = [...]` for the captured `inputs` (as capture/detail/input_encoding.hpp writes
 /// them) into `text` and returns true, or returns false with `text` untouched when there are none (the
 /// range then has the name alone). Allocates: callers catch and fall back to the name.
-inline bool format_op_range(fmt::memory_buffer& text, std::string_view name, std::span<const std::byte> inputs,
-                            std::uint32_t aux) {
-    const op_inputs decoded = decode_inputs(name, inputs, aux);
+inline bool format_op_range(fmt::memory_buffer& text, std::string_view name, payload_bytes inputs, std::uint32_t aux) {
+    const op_inputs decoded =
+        decode_inputs(name, std::span<const std::byte>(static_cast<const std::byte*>(inputs.data), inputs.size), aux);
     if (decoded.empty()) return false;
     fmt::format_to(std::back_inserter(text), "{}, sizes = [", name);
     for (std::size_t i = 0; i < decoded.size(); ++i) {
