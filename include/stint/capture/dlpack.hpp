@@ -98,8 +98,8 @@ inline std::string_view dlpack_dtype_fallback(std::array<char, 48>& out, unsigne
     }
     *p++ = ')';
     // From a const char*: a string_view made from a char* makes gcc check that char* is a contiguous
-    // iterator (its iterator-pair constructor), 0.06 s in every file; const char* the standard headers
-    // checked already.
+    // iterator (its iterator-pair constructor), 5 % of <iostream>'s cost in every file; the standard
+    // headers checked const char* already (design §15).
     const char* const text = out.data();
     return {text, static_cast<std::size_t>(p - text)};
 }

@@ -3,9 +3,9 @@
 #include <charconv>
 #include <cstddef>
 #include <optional>
-#include <system_error>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -174,7 +174,7 @@ private:
         if (parsed.ec != std::errc::result_out_of_range) return false;
         // Out of range either way: overflow when the value's decimal exponent is positive.
         std::size_t i = number.starts_with('-') ? 1 : 0;
-        long long exponent = 0;  // of the first nonzero digit, saturated
+        long long exponent = 0;  // the value is 0.d... x 10^exponent (d its first nonzero digit)
         while (i < number.size() && number[i] == '0') ++i;
         for (; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) ++exponent;
         if (i < number.size() && number[i] == '.') {
@@ -188,7 +188,7 @@ private:
             ++i;
             const bool negative = number[i] == '-';
             if (number[i] == '+' || number[i] == '-') ++i;
-            long long written = 0;
+            long long written = 0;  // saturated: any exponent past 1e9 is out of range alike
             for (; i < number.size(); ++i) {
                 written = written * 10 + (number[i] - '0');
                 if (written > 1'000'000'000) written = 1'000'000'000;
