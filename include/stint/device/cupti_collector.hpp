@@ -28,14 +28,6 @@
 
 namespace stint::detail {
 
-/// What a device session asks of the collector.
-struct device_session_options {
-    std::size_t budget_bytes = std::size_t{128} << 20;  ///< CUPTI buffers held at once
-    std::size_t buffer_bytes = std::size_t{4} << 20;    ///< one buffer (CUPTI advises 1 to 10 MiB)
-    bool sync_events = false;  ///< CUPTI's synchronization records (torch: enable_cuda_sync_events)
-    bool teardown = true;      ///< cuptiFinalize after a session that synchronised the devices at stop
-};
-
 class cupti_collector {
 public:
     /// Uses `table` (and `driver`, or none: no driver check) instead of loading libcupti, and forgets the

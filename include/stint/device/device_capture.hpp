@@ -3,6 +3,7 @@
 // collector's own format (CUPTI records) into plain values, and the collection's report. No CUDA type
 // appears here: the drain and every analysis compile without the toolkit.
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -14,6 +15,14 @@
 #include "stint/common/event_kind.hpp"
 
 namespace stint::detail {
+
+/// What a device session asks of the collector.
+struct device_session_options {
+    std::size_t budget_bytes = std::size_t{128} << 20;  ///< CUPTI buffers held at once
+    std::size_t buffer_bytes = std::size_t{4} << 20;    ///< one buffer (CUPTI advises 1 to 10 MiB)
+    bool sync_events = false;  ///< CUPTI's synchronization records (torch: enable_cuda_sync_events)
+    bool teardown = true;      ///< cuptiFinalize after a session that synchronised the devices at stop
+};
 
 /// One decoded activity record: device work (kernel, copy, memset, sync), an API call or an overhead.
 struct device_activity {

@@ -18,13 +18,17 @@
 #include "stint/config.hpp"
 #include "stint/drain/session.hpp"
 #include "stint/export/execution_trace.hpp"
+#include "stint/detail/separate_compilation.hpp"
 #include "stint/profiler/warning.hpp"
 #include "stint/recording/buffer.hpp"
 
 namespace stint {
 
-template <configuration Config>
-class profiler;
+namespace detail {
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+class profiler_state;  // profiler/impl/profiler_core.ipp: attaches, detaches and feeds an observer
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace detail
 
 /// Options of the sessions an observer records alone (attached, it records its profiler's).
 struct execution_trace_options {
@@ -150,8 +154,7 @@ public:
     }
 
 private:
-    template <configuration Config>
-    friend class profiler;
+    friend class detail::profiler_state;
 
     // ---- what an attached profiler calls ----
 

@@ -1,0 +1,109 @@
+#pragma once
+// The profiler's plain core: everything a stint::profiler<Config> does that does not depend on Config,
+// behind one pointer. profiler<Config> (profiler.hpp) is a thin template that hands the core its
+// options and what the config decides (profiler_traits), as fmt's format hands its arguments to vformat.
+// The bodies are in impl/profiler_core.ipp: inline in a header-only build, compiled once by
+// <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
+
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <functional>   // std::function
+#include <memory>       // std::unique_ptr
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
+
+#include "stint/analysis/event_list.hpp"
+#include "stint/analysis/key_averages.hpp"
+#include "stint/common/device.hpp"
+#include "stint/detail/separate_compilation.hpp"
+#include "stint/drain/session.hpp"
+#include "stint/export/collapsed_stacks.hpp"
+#include "stint/profiler/activities.hpp"
+#include "stint/profiler/execution_trace_observer.hpp"
+#include "stint/profiler/flight_recorder.hpp"
+#include "stint/schedule.hpp"
+
+namespace stint {
+
+namespace detail {
+
+struct device_capture;          // device/device_capture.hpp
+struct device_session_options;  // device/device_capture.hpp
+
+/// What a profiler's config decides, as values: the core branches on them where the template used
+/// `if constexpr`. The device functions are the config's device backend's (null without one).
+struct profiler_traits {
+    bool enabled = true;  ///< Config::enabled: false, every call is a no-op
+    bool has_stacks = false;
+    bool has_modules = false;
+    bool has_memory = false;
+    bool has_shapes = false;
+    bool has_device = false;
+    bool (*device_start)(const device_session_options& options) = nullptr;
+    device_capture (*device_stop)(bool sync) = nullptr;
+    device_capture (*device_unavailable)() = nullptr;
+};
+
+/// profiler_options<Config> without its one typed member (on_trace_ready, which the template keeps).
+struct profiler_settings {
+    std::function<profiler_action(std::int64_t)> schedule{};
+    bool accumulate_events = false;
+    bool enabled = true;
+    std::size_t buffer_budget_bytes = 0;
+    std::size_t reserve_buffer_bytes = 0;
+    activity_set activities{};
+    bool sync_device_on_stop = true;
+    std::size_t device_buffer_budget_bytes = 0;
+    bool enable_cuda_sync_events = false;
+    bool teardown_cupti_on_stop = true;
+    stint::execution_trace_observer* execution_trace_observer = nullptr;
+    std::string stream_to{};
+    std::optional<flight_recorder_options> flight_recorder{};
+};
+
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+
+class profiler_state;  // impl/profiler_core.ipp
+
+/// The profiler's sessions, windows and results (profiler.hpp documents each call). `owner` is the
+/// profiler<Config> handed to `on_trace_ready` (null: no callback).
+class profiler_core {
+public:
+    STINT_DECL profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
+                             void (*on_trace_ready)(void* owner));
+    STINT_DECL ~profiler_core();
+    profiler_core(const profiler_core&) = delete;
+    profiler_core& operator=(const profiler_core&) = delete;
+
+    STINT_DECL void start();
+    STINT_DECL void stop();
+    STINT_DECL void step();
+    [[nodiscard]] STINT_DECL std::vector<flight_dump> triggered_dumps() const;
+    STINT_DECL flight_dump dump(const std::string& path);
+    [[nodiscard]] STINT_DECL std::int64_t step_num() const noexcept;
+    [[nodiscard]] STINT_DECL profiler_action current_action() const noexcept;
+    [[nodiscard]] STINT_DECL bool is_running() const noexcept;
+    [[nodiscard]] STINT_DECL const event_list& events() const;
+    [[nodiscard]] STINT_DECL averaged_event_list key_averages(const key_averages_options& options) const;
+    [[nodiscard]] STINT_DECL double self_cpu_time_total() const;
+    [[nodiscard]] STINT_DECL profiler_stats stats() const;
+    STINT_DECL void export_chrome_trace(const std::string& path) const;
+    STINT_DECL void export_perfetto_trace(const std::string& path) const;
+    STINT_DECL void export_memory_timeline(const std::string& path, device where) const;
+    STINT_DECL void add_metadata(std::string_view key, std::string_view value);
+    STINT_DECL void add_metadata_json(std::string_view key, std::string_view json);
+    STINT_DECL void export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const;
+
+private:
+    std::unique_ptr<profiler_state> state_;
+};
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace detail
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/profiler/impl/profiler_core.ipp"
+#endif
