@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Generates the single headers from include/stint/: single_include/stint/stint.hpp (everything) and
-single_include/stint/annotate.hpp (the light annotation header).
+"""Generates the single headers from include/stint/: single_include/stint/stint.hpp (everything),
+single_include/stint/annotate.hpp (the light annotation header) and single_include/stint/impl/src.hpp
+(the session side compiled once, for programs built with STINT_SEPARATE_COMPILATION).
 
 Each stint header is inlined once, in include order starting from the entry header, with a comment
 marking where it begins, inside a guard named after its path: a file may include both single headers,
-in either order, and each header's text is compiled once. System and third-party includes are kept as
-they are. The output is deterministic: no timestamps, no formatting pass.
+in either order, and each header's text is compiled once. The bodies a header includes from its impl/
+file only in a header-only build (`#if defined(STINT_HEADER_ONLY)`) are gathered at the end of the single
+header, under that condition, so that no declaration ends up hidden inside it; impl/src.hpp inlines them
+unconditionally. System and third-party includes are kept as they are. The output is deterministic: no timestamps, no formatting pass.
 
 usage: tools/amalgamate.py [--output-dir DIR]   (default: single_include/stint)
        tools/amalgamate.py --check              (exit 1 when a committed single header is stale)
@@ -17,7 +20,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
-ENTRIES = ("stint.hpp", "annotate.hpp")
+ENTRIES = ("stint.hpp", "annotate.hpp", "impl/src.hpp")
+SOURCE_ENTRY = "impl/src.hpp"
 DEFAULT_OUTPUT_DIR = ROOT / "single_include" / "stint"
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(stint/[^"]+)"\s*(//.*)?$')
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$")
@@ -30,7 +34,9 @@ BANNER = """\
 """
 
 
-def inline(relative: str, seen: set, out: list) -> None:
+def inline(relative: str, seen: set, out: list, deferred: list, immediate_bodies: bool = False) -> None:
+    """Inlines `relative`; the impl/*.ipp files it includes go to `deferred`, unless `immediate_bodies`
+    (impl/src.hpp's own list)."""
     if relative in seen:
         return
     seen.add(relative)
@@ -44,7 +50,11 @@ def inline(relative: str, seen: set, out: list) -> None:
             continue
         match = LOCAL_INCLUDE.match(line)
         if match:
-            inline(match.group(1), seen, out)
+            target = match.group(1)
+            if target.endswith(".ipp") and not immediate_bodies:
+                deferred.append(target)
+            else:
+                inline(target, seen, out, deferred)
             continue
         out.append(line + "\n")
     out.append(f"#endif  // {guard}\n// ---- end {relative} ----\n")
@@ -52,7 +62,15 @@ def inline(relative: str, seen: set, out: list) -> None:
 
 def generate(entry: str) -> str:
     out = [BANNER]
-    inline(f"stint/{entry}", set(), out)
+    seen: set = set()
+    deferred: list = []
+    inline(f"stint/{entry}", seen, out, deferred, immediate_bodies=entry == SOURCE_ENTRY)
+    if entry != SOURCE_ENTRY and deferred:
+        out.append("\n// ---- the session side's bodies, inline in a header-only build ----\n")
+        out.append("#if defined(STINT_HEADER_ONLY)\n")
+        while deferred:
+            inline(deferred.pop(0), seen, out, deferred, immediate_bodies=True)
+        out.append("#endif  // STINT_HEADER_ONLY\n")
     return "".join(out)
 
 

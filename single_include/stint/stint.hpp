@@ -13059,6 +13059,7 @@ void inputs_to_args(const deferred_t<op_inputs, Unused>& inputs, bool concrete, 
 // collector's own format (CUPTI records) into plain values, and the collection's report. No CUDA type
 // appears here: the drain and every analysis compile without the toolkit.
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -13068,6 +13069,14 @@ void inputs_to_args(const deferred_t<op_inputs, Unused>& inputs, bool concrete, 
 
 
 namespace stint::detail {
+
+/// What a device session asks of the collector.
+struct device_session_options {
+    std::size_t budget_bytes = std::size_t{128} << 20;  ///< CUPTI buffers held at once
+    std::size_t buffer_bytes = std::size_t{4} << 20;    ///< one buffer (CUPTI advises 1 to 10 MiB)
+    bool sync_events = false;  ///< CUPTI's synchronization records (torch: enable_cuda_sync_events)
+    bool teardown = true;      ///< cuptiFinalize after a session that synchronised the devices at stop
+};
 
 /// One decoded activity record: device work (kernel, copy, memset, sync), an API call or an overhead.
 struct device_activity {
@@ -15264,10 +15273,63 @@ private:
 #endif  // STINT_SINGLE_STINT_EXPORT_EXECUTION_TRACE_HPP
 // ---- end stint/export/execution_trace.hpp ----
 
+// ---- begin stint/detail/separate_compilation.hpp ----
+#ifndef STINT_SINGLE_STINT_DETAIL_SEPARATE_COMPILATION_HPP
+#define STINT_SINGLE_STINT_DETAIL_SEPARATE_COMPILATION_HPP
+// Header-only (the default) or compiled once, as Boost.Asio does it.
+//
+// Header-only: every session-side function is `inline` and its body comes with its header (the header
+// includes its `impl/*.ipp` file at its end), so one file that includes <stint/stint.hpp> builds and
+// links with nothing else.
+//
+// Compiled once: a program defines STINT_SEPARATE_COMPILATION in every one of its files (a build flag)
+// and includes <stint/impl/src.hpp> in exactly one of them (or links stint::compiled, which does). The
+// headers then give declarations only, and the session side (profiler core, drain, analysis,
+// exporters, flight recorder, on-demand, MPI glue) is compiled in that one file.
+//
+// The recording side (scopes, ops, the thread buffers: what <stint/annotate.hpp> gives) is the same
+// in both: it stays inline, and links safely between files built either way.
+
+
+#if defined(STINT_SEPARATE_COMPILATION) && defined(STINT_HEADER_ONLY)
+#error "stint: STINT_SEPARATE_COMPILATION and STINT_HEADER_ONLY are both defined. Fix: 1. define STINT_SEPARATE_COMPILATION in every file of the program and include <stint/impl/src.hpp> in one, or 2. define neither (header-only)"
+#endif
+
+#if defined(STINT_SEPARATE_COMPILATION)
+/// Declares a session-side function whose body <stint/impl/src.hpp> compiles once.
+#define STINT_DECL
+/// The inline namespace of the types whose members <stint/impl/src.hpp> compiles (the profiler and its
+/// core): a file built header-only and one built with STINT_SEPARATE_COMPILATION name them apart, so a
+/// program that mixes the two fails to link, naming this namespace, instead of mixing two builds.
+#define STINT_DETAIL_BUILD_NAMESPACE compiled
+#else
+#define STINT_HEADER_ONLY 1
+#define STINT_DECL inline
+#define STINT_DETAIL_BUILD_NAMESPACE header_only
+#endif
+
+#if defined(STINT_SEPARATE_COMPILATION)
+namespace stint::detail {
+/// Defined only by <stint/impl/src.hpp>. A program built with STINT_SEPARATE_COMPILATION that never
+/// compiles that file fails to link with this name in the error, rather than running without a session
+/// side.
+void stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STINT_SEPARATE_COMPILATION() noexcept;
+}  // namespace stint::detail
+#define STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE() \
+    ::stint::detail::stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STINT_SEPARATE_COMPILATION()
+#else
+#define STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE() static_cast<void>(0)
+#endif
+#endif  // STINT_SINGLE_STINT_DETAIL_SEPARATE_COMPILATION_HPP
+// ---- end stint/detail/separate_compilation.hpp ----
+
 namespace stint {
 
-template <configuration Config>
-class profiler;
+namespace detail {
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+class profiler_state;  // profiler/impl/profiler_core.ipp: attaches, detaches and feeds an observer
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace detail
 
 /// Options of the sessions an observer records alone (attached, it records its profiler's).
 struct execution_trace_options {
@@ -15393,8 +15455,7 @@ public:
     }
 
 private:
-    template <configuration Config>
-    friend class profiler;
+    friend class detail::profiler_state;
 
     // ---- what an attached profiler calls ----
 
@@ -15489,26 +15550,212 @@ using execution_trace_observer = basic_execution_trace_observer<>;
 // stint::profiler: recording sessions driven by start()/stop() or by a step schedule (torch.profiler
 // .profile's start/step/stop), their results, and what their traces carry besides events.
 
-#include <array>
-#include <atomic>
-#include <cstddef>
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <functional>   // std::function
+#include <optional>     // std::optional
+#include <ostream>      // std::ostream
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
+#include <vector>       // std::vector
+
+#include <fmt/format.h>
+
+
+// ---- begin stint/export/collapsed_stacks.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
+#define STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
+// Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
+// per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
+// export_stacks). The frames are the stack's source locations (torch's form) or the names of the
+// event and its enclosing scopes.
+
+#include <cmath>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <functional>
-#include <memory>
-#include <mutex>
+#include <iterator>
 #include <optional>
-#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+
+namespace stint {
+
+/// What each frame of `export_stacks` is.
+///
+///     prof.export_stacks("cpu.stacks");  // main.cpp(12):_train_step;model.cpp(40):_forward 37
+///     prof.export_stacks("cpu.stacks", "self_cpu_time_total", stint::stack_frames::names);
+///     // train_step;forward;aten::mm 37
+enum class stack_frames : std::uint8_t {
+    locations,  ///< the stack's frames, `file(line): function` (torch's form; with_stack<native>: symbols)
+    names,      ///< the names of the event and its enclosing scopes and ops, as the table shows them
+                ///< (demangled, every "ProfilerStep#N" as "ProfilerStep*")
+};
+
+}  // namespace stint
+
+namespace stint::detail {
+
+inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "self_cuda_time_total"};
+
+/// Appends `frame` with the characters that the format uses (space, ';') and every ASCII control
+/// character as '_': readers split lines on more than '\n' (Python's splitlines() on '\r', '\v',
+/// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
+/// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
+/// the frame above.
+template <class = void>
+void append_stack_frame(std::string& out, std::string_view frame) {
+    if (frame.empty()) out.push_back('_');
+    for (char c : frame) {
+        const auto u = static_cast<unsigned char>(c);
+        out.push_back(u <= 0x20 || u == 0x7F || c == ';' ? '_' : c);
+    }
+}
+
+/// Throws std::invalid_argument unless `metric` is one export_stacks knows.
+template <class Unused = void>
+void check_stack_metric(deferred_t<std::string_view, Unused> metric) {
+    for (std::string_view known : stack_metrics) {
+        if (metric == known) return;
+    }
+    throw std::invalid_argument(fmt::format("stint: export_stacks: metric should be one of: [{}], not \"{}\"",
+                                            fmt::join(stack_metrics, ", "), metric));
+}
+
+template <class = void>
+class basic_name_paths;
+/// basic_name_paths's one form (a template only so that a file that does not use it does not compile it).
+using name_paths = basic_name_paths<>;
+
+// The name path (root first) of every event, interned as a tree like the list's stacks: an event's
+// path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
+// one node per path, not one string per path.
+template <class Unused>
+class basic_name_paths {
+    template <class T>
+    using later = deferred_t<T, Unused>;
+
+public:
+    explicit basic_name_paths(const later<event_list>& events) : events_(events), path_of_(events.size(), no_index) {}
+
+    // Appends the path of `e`, its names escaped and joined by ';'.
+    void append(later<std::string>& out, const event& e) {
+        // Resolve the unresolved ancestors first, outermost last in `pending_`.
+        pending_.clear();
+        for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
+            pending_.push_back(i);
+        }
+        for (auto i = pending_.rbegin(); i != pending_.rend(); ++i) {
+            const event& at = events_[*i];
+            const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
+            const std::string_view name = names_(at.name);
+            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(nodes_.size()));
+            if (added) nodes_.push_back({name, parent});
+            path_of_[*i] = it->second;
+        }
+        // Root first: collect the path's names innermost first, then write them backwards.
+        names_of_path_.clear();
+        for (event_index p = path_of_[events_.index_of(e)]; p != no_index; p = nodes_[p].parent) {
+            names_of_path_.push_back(nodes_[p].name);
+        }
+        for (auto name = names_of_path_.rbegin(); name != names_of_path_.rend(); ++name) {
+            if (name != names_of_path_.rbegin()) out.push_back(';');
+            append_stack_frame(out, *name);
+        }
+    }
+
+private:
+    struct node {
+        std::string_view name;  // display_names keeps the text
+        event_index parent;
+    };
+    struct key_hash {
+        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
+            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
+        }
+    };
+    const later<event_list>& events_;
+    later<display_names> names_;
+    later<std::vector<event_index>> path_of_;
+    later<std::vector<event_index>> pending_;
+    later<std::vector<std::string_view>> names_of_path_;
+    later<std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash>> by_frame_;
+    later<std::vector<node>> nodes_;
+};
+
+/// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
+/// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
+/// `stack_frames::locations` those without a stack. "self_cuda_time_total" gives each CPU event's
+/// self device time (the device work it launched itself); device events are left out, as their time
+/// is their launcher's. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1`
+/// line, late records (event_list::late) as `[stint]_<n>_records_late 1`, and device records lost
+/// (device_loss::lost) as `[stint]_<n>_device_records_lost 1`, so no loss goes unseen.
+template <class Sink>
+void write_collapsed_stacks(Sink& sink, const deferred_t<event_list, Sink>& events, std::string_view metric,
+                            stack_frames frames = stack_frames::locations) {
+    check_stack_metric(metric);
+    const bool cpu = metric == stack_metrics[0];
+    deferred_t<std::string, Sink> block;
+    deferred_t<std::vector<const std::string*>, Sink> root_first;
+    std::optional<basic_name_paths<deferred_t<void, Sink>>> named;  // name_paths
+    if (frames == stack_frames::names) named.emplace(events);
+    for (const event& e : events) {
+        if (e.on_device()) continue;
+        const call_stack stack = events.stack(e);
+        if (frames == stack_frames::locations && stack.empty()) continue;
+        const double value = cpu ? e.self_cpu_time_total() : e.self_device_time_total();
+        const auto whole = static_cast<std::int64_t>(std::floor(value));
+        if (whole <= 0) continue;
+        if (frames == stack_frames::names) {
+            named->append(block, e);
+        } else {
+            // Written from the stack each time: a cached line per stack would cost the square of the
+            // depth for nested scopes.
+            root_first.clear();
+            for (const std::string& frame : stack) root_first.push_back(&frame);
+            for (auto frame = root_first.rbegin(); frame != root_first.rend(); ++frame) {
+                if (frame != root_first.rbegin()) block.push_back(';');
+                append_stack_frame(block, **frame);
+            }
+        }
+        fmt::format_to(std::back_inserter(block), " {}\n", whole);
+        if (block.size() >= (std::size_t{64} << 10)) {
+            sink.write(block);
+            block.clear();
+        }
+    }
+    if (events.dropped() > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
+    }
+    if (events.late() > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_late 1\n", events.late());
+    }
+    if (const std::uint64_t lost = events.device().loss.lost(); lost > 0) {
+        fmt::format_to(std::back_inserter(block), "[stint]_{}_device_records_lost 1\n", lost);
+    }
+    if (!block.empty()) sink.write(block);
+}
+
+/// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
+template <class Unused = void>
+void write_collapsed_stacks_file(const std::string& path, const deferred_t<event_list, Unused>& events,
+                                 std::string_view metric, stack_frames frames = stack_frames::locations) {
+    check_stack_metric(metric);  // before the file exists
+    basic_output_file<Unused> file(path);
+    write_collapsed_stacks(file, events, metric, frames);
+    file.commit();
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
+// ---- end stint/export/collapsed_stacks.hpp ----
 
 // ---- begin stint/profiler/activities.hpp ----
 #ifndef STINT_SINGLE_STINT_PROFILER_ACTIVITIES_HPP
@@ -15552,436 +15799,6 @@ private:
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_PROFILER_ACTIVITIES_HPP
 // ---- end stint/profiler/activities.hpp ----
-
-// ---- begin stint/profiler/exit_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
-#define STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
-// STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
-// (return from main, exit()) is written to `path`, so a program that never reaches its stop() still
-// leaves its trace. Read once per process; without it, nothing is registered and nothing costs.
-// quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
-
-#include <algorithm>
-#include <condition_variable>
-#include <cstdlib>
-#include <mutex>
-#include <string>
-#include <thread>
-#include <utility>
-#include <vector>
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-template <class = void>
-class basic_exit_trace;
-/// basic_exit_trace's one form: a template, so that only a file that makes a profiler compiles it.
-using exit_trace = basic_exit_trace<>;
-/// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
-template <class = void>
-STINT_DETAIL_EXPORT exit_trace& the_exit_trace();
-
-/// The profilers that write their unfinished session at exit. A profiler arms itself at construction
-/// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
-/// this registry's lock, so no lock order links it with the profilers' own locks.
-template <class Unused>
-class basic_exit_trace {
-public:
-    /// Stops the profiler if it still records and writes its trace to `path`; never throws.
-    using writer = void (*)(void* profiler, const std::string& path) noexcept;
-
-    basic_exit_trace() {
-        if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
-        if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
-    }
-
-    /// The path STINT_TRACE_ON_EXIT named; empty when it is unset or empty.
-    [[nodiscard]] const std::string& path() const noexcept { return path_; }
-
-    void arm(void* profiler, writer write) {
-        if (path_.empty()) return;
-        const std::lock_guard lock(mutex_);
-        armed_.emplace_back(profiler, write);
-    }
-    /// Forgets `profiler`; when the exit handler is writing it on another thread, waits until it is done.
-    void disarm(void* profiler) noexcept {
-        if (path_.empty()) return;
-        std::unique_lock lock(mutex_);
-        std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
-        idle_.wait(lock, [&] { return busy_ != profiler || busy_thread_ == std::this_thread::get_id(); });
-    }
-
-private:
-    // Writes each armed profiler without holding the lock while it does (a writer takes the profiler's
-    // lock, and on_trace_ready may construct or destroy other profilers, which arm and disarm).
-    void write_unfinished() noexcept {
-        std::unique_lock lock(mutex_);
-        while (!armed_.empty()) {
-            const auto [profiler, write] = armed_.back();
-            armed_.pop_back();
-            busy_ = profiler;
-            busy_thread_ = std::this_thread::get_id();
-            lock.unlock();
-            write(profiler, path_);
-            lock.lock();
-            busy_ = nullptr;
-            idle_.notify_all();
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable idle_;
-    std::string path_;
-    deferred_t<std::vector<std::pair<void*, writer>>, Unused> armed_;
-    void* busy_ = nullptr;            // the profiler the exit handler is writing
-    std::thread::id busy_thread_;     // ... on this thread
-};
-
-/// Leaked: the exit handler may run after static destructors.
-template <class>
-STINT_DETAIL_EXPORT exit_trace& the_exit_trace() {
-    static exit_trace* const instance = new exit_trace();
-    return *instance;
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
-// ---- end stint/profiler/exit_trace.hpp ----
-
-// ---- begin stint/profiler/crash_dump.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-// A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
-// and from std::terminate, the raw records of every thread and the table of the sites they point to are
-// written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
-// everything it uses was allocated at install (the path, a write buffer, the site set); it takes no lock
-// (it reads the chains as they are: a thread caught mid-chunk-change may lose that chunk), calls no
-// stdio and allocates nothing: open, write, close. tools/stint-crashdump turns the file into a trace.
-//
-// File layout (little-endian): "STINTCRASH" u16 version (2); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag: 'T' a thread
-// (u64 tid, overwritten, overwritten_until, u32 name length, name, u64 bytes, its records as written),
-// 'O' a thread's open scopes (u64 tid, u32 depth, u32 entries, then per entry, outermost first: u64 site
-// address, u64 begin ticks, u64 name size, 24 bytes of the name: a name given at run time), 'S' a site (u64 address,
-// u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
-// first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
-
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <csignal>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <exception>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <system_error>
-#include <vector>
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
-
-
-namespace stint::detail {
-
-template <class = void>
-class basic_crash_dump;
-/// basic_crash_dump's one form (a template only so that a file that does not use it does not compile it).
-using crash_dump = basic_crash_dump<>;
-
-/// The process's crash dump writer: at most one installed (one flight recorder records at a time).
-template <class>
-class basic_crash_dump {
-public:
-    static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-
-    /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
-    /// Throws std::system_error when it cannot, std::logic_error when another is installed.
-    static void install(const std::string& path, const tick_calibration& calibration) {
-        basic_crash_dump& self = instance();
-        if (self.installed_.load(std::memory_order_acquire)) {
-            throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
-        }
-        // A file left by an earlier crash may be there: it stays until a crash overwrites it.
-        const bool existed = ::access(path.c_str(), F_OK) == 0;
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            const int error = errno;
-            throw std::system_error(error, std::generic_category(),
-                                    fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", path));
-        }
-        ::close(fd);
-        if (!existed) ::unlink(path.c_str());
-        self.path_.assign(path.begin(), path.end());
-        self.path_.push_back('\0');
-        self.buffer_.assign(buffer_bytes, std::byte{0});
-        self.sites_.assign(site_slots, nullptr);
-        self.calibration_ = calibration;
-        self.pid_ = current_pid();
-        self.dumped_.store(false, std::memory_order_relaxed);
-        struct sigaction ours {};
-        ours.sa_sigaction = &on_signal;
-        ours.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigemptyset(&ours.sa_mask);
-        for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
-        self.previous_terminate_ = std::set_terminate(&on_terminate);
-        self.installed_.store(true, std::memory_order_release);
-    }
-
-    /// The signals whose handler is no longer stint's (another crash handler installed over it), and
-    /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
-    static std::vector<std::string> overridden() {
-        std::vector<std::string> out;
-        basic_crash_dump& self = instance();
-        if (!self.installed_.load(std::memory_order_acquire)) return out;
-        for (int sig : signals) {
-            struct sigaction now {};
-            ::sigaction(sig, nullptr, &now);
-            if ((now.sa_flags & SA_SIGINFO) == 0 || now.sa_sigaction != &on_signal) {
-                out.push_back(fmt::format("signal {} ({}): another handler replaced stint's crash dump", sig,
-                                          sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "?"));
-            }
-        }
-        if (std::get_terminate() != &on_terminate) {
-            out.emplace_back("std::terminate: another terminate handler replaced stint's crash dump");
-        }
-        return out;
-    }
-
-    /// Puts the previous handlers back where stint's are still installed (a handler installed over
-    /// stint's stays, and overridden() named it).
-    static void uninstall() noexcept {
-        basic_crash_dump& self = instance();
-        if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
-        for (std::size_t i = 0; i < signals.size(); ++i) {
-            struct sigaction now {};
-            ::sigaction(signals[i], nullptr, &now);
-            if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_signal) {
-                ::sigaction(signals[i], &self.previous_[i], nullptr);
-            }
-        }
-        if (std::get_terminate() == &on_terminate) std::set_terminate(self.previous_terminate_);
-    }
-
-    /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
-    static void write_now(int sig) noexcept {
-        basic_crash_dump& self = instance();
-        if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
-        self.write_file(sig);
-    }
-
-private:
-    static constexpr std::size_t buffer_bytes = 64 * 1024;
-    static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
-
-    static basic_crash_dump& instance() noexcept {
-        // Made at the first use and never destroyed (leaked): a crash may come during exit.
-        static basic_crash_dump* const dump = new basic_crash_dump();
-        return *dump;
-    }
-    basic_crash_dump() = default;
-
-    static void on_signal(int sig, siginfo_t* info, void* context) {
-        write_now(sig);
-        chain(sig, info, context);
-    }
-    static void on_terminate() {
-        write_now(0);
-        std::terminate_handler previous = instance().previous_terminate_;
-        if (previous != nullptr) previous();
-        std::abort();
-    }
-
-    /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
-    /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
-    static void chain(int sig, siginfo_t* info, void* context) {
-        basic_crash_dump& self = instance();
-        std::size_t i = 0;
-        while (i < signals.size() && signals[i] != sig) ++i;
-        if (i == signals.size()) return;
-        const struct sigaction& previous = self.previous_[i];
-        if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
-            previous.sa_sigaction(sig, info, context);
-            return;
-        }
-        if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
-            previous.sa_handler(sig);
-            return;
-        }
-        ::sigaction(sig, &previous, nullptr);
-        if (info == nullptr || info->si_code <= 0) ::raise(sig);  // delivered when this handler returns
-    }
-
-    // --- the writer: fixed buffers only ---
-    void put(const void* data, std::size_t size) noexcept {
-        const auto* bytes = static_cast<const std::byte*>(data);
-        while (size > 0) {
-            if (used_ == buffer_.size()) flush();
-            const std::size_t n = std::min(size, buffer_.size() - used_);
-            std::memcpy(buffer_.data() + used_, bytes, n);
-            used_ += n;
-            bytes += n;
-            size -= n;
-        }
-    }
-    template <class T>
-    void put_value(T value) noexcept {
-        put(&value, sizeof value);
-    }
-    void flush() noexcept {
-        const std::byte* at = buffer_.data();
-        while (used_ > 0 && fd_ >= 0) {
-            const ssize_t n = ::write(fd_, at, used_);
-            if (n <= 0) {
-                if (n < 0 && errno == EINTR) continue;
-                break;  // a full disk: the rest is lost, the file stays a prefix
-            }
-            at += n;
-            used_ -= static_cast<std::size_t>(n);
-        }
-        used_ = 0;
-    }
-    /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
-    void note_site(const site* where) noexcept {
-        std::size_t slot = (reinterpret_cast<std::uintptr_t>(where) >> 3) & (site_slots - 1);
-        for (std::size_t probe = 0; probe < site_slots; ++probe, slot = (slot + 1) & (site_slots - 1)) {
-            if (sites_[slot] == where) return;
-            if (sites_[slot] == nullptr) {
-                sites_[slot] = where;
-                return;
-            }
-        }
-    }
-    static std::uint8_t shape_of(const site& where) noexcept {
-        if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
-            where.payload == payload_kind::args) {
-            return 3;
-        }
-        if (where.kind == event_kind::overhead) return 2;
-        if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
-            where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
-            return 1;
-        }
-        return 0;
-    }
-    static std::uint8_t payload_of(const site& where) noexcept {
-        switch (where.payload) {
-            case payload_kind::none:
-            case payload_kind::device_link: return 0;
-            case payload_kind::runtime_name:
-            case payload_kind::runtime_name_inputs: return 1;
-            case payload_kind::point: return 2;
-            default: return 3;
-        }
-    }
-
-    void write_file(int sig) noexcept {
-        fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd_ < 0) return;
-        used_ = 0;
-        put("STINTCRASH", 10);
-        put_value(std::uint16_t{2});
-        put_value(static_cast<std::uint64_t>(pid_));
-        put_value(static_cast<std::uint64_t>(sig));
-        put_value(current_os_tid());
-        put_value(calibration_.anchor.ticks);
-        put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
-        put_value(calibration_.ns_per_tick);
-        put_value(read_ticks());
-        the_registry().for_each_node_in_crash([&](const thread_node& node) {
-            const chunk* const current = node.current.load(std::memory_order_acquire);
-            std::uint64_t bytes = 0;
-            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-                bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
-                                                    reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
-            }
-            put_value(std::uint8_t{'T'});
-            put_value(node.os_tid);
-            put_value(node.overwritten);
-            put_value(node.overwritten_until);
-            put_value(static_cast<std::uint32_t>(node.name.size()));
-            put(node.name.data(), node.name.size());
-            put_value(bytes);
-            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr && bytes > 0;
-                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
-                const std::byte* end = c->published.load(std::memory_order_acquire);
-                // Whole records only, and never more than the thread's count said.
-                end = std::min(end, data + bytes);
-                put(data, static_cast<std::size_t>(end - data));
-                bytes -= static_cast<std::uint64_t>(end - data);
-                for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
-            }
-            for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
-        });
-        // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
-        the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
-            const open_scope_stack& open = *node.open;
-            const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
-            const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
-            put_value(std::uint8_t{'O'});
-            put_value(node.os_tid);
-            put_value(depth);
-            put_value(kept);
-            for (std::uint32_t i = 0; i < kept; ++i) {
-                const open_scope_stack::entry& e = open.entries[i];
-                const site* where = e.where.load(std::memory_order_relaxed);
-                if (where != nullptr) note_site(where);
-                put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-                put_value(e.begin_ticks.load(std::memory_order_relaxed));
-                put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
-                for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
-            }
-        });
-        for (const site* where : sites_) {
-            if (where == nullptr) continue;
-            put_value(std::uint8_t{'S'});
-            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(shape_of(*where));
-            put_value(payload_of(*where));
-            put_value(static_cast<std::uint32_t>(where->name.size()));
-            put(where->name.data(), where->name.size());
-        }
-        put_value(std::uint8_t{'E'});
-        flush();
-        ::close(fd_);
-        fd_ = -1;
-    }
-
-    std::atomic<bool> installed_{false};
-    std::atomic<bool> dumped_{false};
-    std::vector<char> path_;
-    std::vector<std::byte> buffer_;
-    std::vector<const site*> sites_;
-    std::size_t used_ = 0;
-    int fd_ = -1;
-    std::uint64_t pid_ = 0;
-    tick_calibration calibration_;
-    std::array<struct sigaction, signals.size()> previous_{};
-    std::terminate_handler previous_terminate_ = nullptr;
-};
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Whether another crash handler was installed over a flight recorder's crash dump (signals or
-/// std::terminate): one line per handler replaced, empty when stint's are all in place.
-///
-///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
-template <class = void>
-std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-// ---- end stint/profiler/crash_dump.hpp ----
 
 // ---- begin stint/profiler/flight_recorder.hpp ----
 #ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
@@ -18524,1526 +18341,113 @@ flight_dump write_flight_dump(const std::string& path, const deferred_t<event_li
 #endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
 // ---- end stint/profiler/flight_recorder.hpp ----
 
-// ---- begin stint/export/chrome_trace_records.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
-// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
-// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
-// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
-// memory their records already take (design §8).
-
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <unordered_set>
-#include <utility>
-#include <vector>
-
-#include <fmt/compile.h>
-#include <fmt/format.h>
-
-
-namespace stint::detail {
-
-/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
-/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
-/// object, are merged by the event list's linking).
-template <class Unused = void>
-bool chrome_trace_from_records(const record_store& records) {
-    deferred_t<std::unordered_set<std::uint64_t>, Unused> tids;
-    for (const record_store::thread_records& t : records.threads()) {
-        if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
-    }
-    return true;
-}
-
-namespace chrome_records_detail {
-
-// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
-constexpr bool drawn_as_instant(event_kind kind) noexcept {
-    return kind == event_kind::instant || is_memory_kind(kind);
-}
-
-// The fixed start of an event of `kind`, up to its name.
-template <class = void>
-std::string_view event_opening(event_kind kind) {
-    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
-                                       : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
-}
-
-}  // namespace chrome_records_detail
-
-/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
-/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
-/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
-/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
-/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
-/// last child); each group of such records is written parent first, so viewers nest equal times as the
-/// program did.
-template <class Writer>
-class thread_trace_writer {
-    template <class T>
-    using later = deferred_t<T, Writer>;  // checked when used (detail/deferred.hpp)
-
-public:
-    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
-    /// row (chrome_records_detail::origin_of).
-    thread_trace_writer(Writer& out, const tick_calibration& calibration, later<std::uint64_t> pid,
-                        std::uint64_t tid, double origin)
-        : out_(out), calibration_(calibration),
-          where_(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid)), origin_(origin) {}
-
-    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
-    /// gets `id`. A record that carries more than a runtime name is written with its name and times
-    /// only (values_left_out counts it).
-    void add(const record& r, const record_payload& payload, std::uint64_t id) {
-        const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
-        const std::int64_t end = std::max(calibration_.to_ns_since_anchor(r.end_ticks), start);
-        // The depth as the event list unwraps it: it falls at most one level per record.
-        if (have_previous_) {
-            const auto step = static_cast<std::uint16_t>(r.depth() - previous_depth_);
-            level_ += step == 0xffff ? -1 : step;
-        }
-        have_previous_ = true;
-        previous_depth_ = r.depth();
-        if (!held_.empty() && end != held_end_) flush();
-        held_end_ = end;
-        const auto index = static_cast<std::uint32_t>(held_.size());
-        held& h = held_.emplace_back();
-        h.where = r.where();
-        h.start = start;
-        h.end = end;
-        h.level = level_;
-        h.id = id;
-        const payload_kind kind = h.where->payload;
-        if (kind == payload_kind::point) {
-            const point_payload point = read_point(payload);
-            h.point_id = point.id;
-            if (!point.name.empty()) {
-                h.name = point.name;
-                h.runtime_name = true;
-            }
-        }
-        if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {
-            // The name first; the header's aux is its length.
-            h.name = {reinterpret_cast<const char*>(payload.bytes.data()),
-                      std::min<std::size_t>(payload.aux, payload.bytes.size())};
-            h.runtime_name = true;
-        }
-        if (kind == payload_kind::counter) h.counter = read_counter(payload);
-        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point &&
-            kind != payload_kind::counter) {
-            ++values_left_out_;
-        }
-        // The held records deeper than this one are its children (they end with it: it bounds them).
-        while (!roots_.empty() && held_[roots_.back()].level > level_) {
-            held_[roots_.back()].parent = index;
-            roots_.pop_back();
-        }
-        roots_.push_back(index);
-    }
-
-    /// Records added and not written yet (held until a record of another end arrives).
-    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
-
-    /// Records whose captured values (inputs, native frames, memory details) were left out.
-    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
-    /// Counts a record of the thread that made no event and whose values were left out (outputs).
-    void leave_out_values() noexcept { ++values_left_out_; }
-
-    /// Copies the runtime names of the records still held (their buffer is about to be freed).
-    void own_held_names() {
-        for (held& h : held_) {
-            if (!h.runtime_name || h.owned) continue;
-            h.owned = std::make_unique<std::string>(h.name);
-            h.name = *h.owned;
-        }
-    }
-
-    /// Writes what is held: the thread's last records have arrived.
-    void flush() {
-        if (held_.size() == 1) {  // the usual case: no tie to resolve
-            write_event(held_[0], trace_end{});
-            held_.clear();
-            roots_.clear();
-            return;
-        }
-        // Children were added before their parent; each group is written parent first.
-        children_.assign(held_.size(), {});
-        for (std::uint32_t i = 0; i < held_.size(); ++i) {
-            if (held_[i].parent != no_parent) children_[held_[i].parent].push_back(i);
-        }
-        for (const std::uint32_t root : roots_) write_subtree(root, trace_end{});
-        held_.clear();
-        roots_.clear();
-    }
-
-private:
-    static constexpr std::uint32_t no_parent = 0xffffffffU;
-    struct held {
-        const site* where = nullptr;
-        std::string_view name;                 // a runtime name
-        bool runtime_name = false;
-        later<std::unique_ptr<std::string>> owned;  // ... kept across batches
-        std::int64_t start = 0;
-        std::int64_t end = 0;
-        std::int64_t level = 0;
-        std::uint64_t id = 0;
-        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
-        counter_value counter;                 // a counter's sample: its value
-        std::uint32_t parent = no_parent;      // within held_
-    };
-
-    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
-    // a group can be as deep as the program's nesting).
-    void write_subtree(std::uint32_t root, trace_end cap) {
-        pending_.clear();
-        pending_.push_back({root, cap});
-        while (!pending_.empty()) {
-            const auto [i, bound] = pending_.back();
-            pending_.pop_back();
-            const trace_end ends = write_event(held_[i], bound);
-            // Reversed onto the stack, so that children are written in the order they arrived.
-            for (auto child = children_[i].rbegin(); child != children_[i].rend(); ++child) {
-                pending_.push_back({*child, ends});
-            }
-        }
-    }
-
-    trace_end write_event(const held& h, trace_end cap) {
-        if (is_point_kind(h.where->kind)) {
-            write_point(out_, h.where->kind, h.runtime_name ? h.name : h.where->name, h.point_id, where_, h.start);
-            return cap;  // a point bounds nothing
-        }
-        if (h.where->kind == event_kind::counter) {
-            write_counter_sample(out_, h.where->name, h.counter, where_, h.start);
-            return cap;  // nor does a counter's sample, drawn on the process's track of its name
-        }
-        const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
-        const site& where = *h.where;
-        if (h.runtime_name) {
-            const std::string_view opening = chrome_records_detail::event_opening(where.kind);
-            const std::string_view category = category_name(where.kind);
-            char* o = out_.reserve(opening.size() + category.size() + 16 + json_string_bound(h.name.size()) +
-                                   where_.size());
-            o = std::copy(opening.begin(), opening.end(), o);
-            o = std::copy(category.begin(), category.end(), o);
-            o = write_literal(o, "\", \"name\": ");
-            o = write_json_string(o, h.name);
-            o = std::copy(where_.begin(), where_.end(), o);
-            out_.commit(o);
-        } else {
-            out_.raw(prefix_of(where));
-        }
-        char* o = out_.reserve(160);
-        o = write_microseconds(o, h.start);
-        if (!chrome_records_detail::drawn_as_instant(where.kind)) {
-            o = write_literal(o, ", \"dur\": ");
-            o = write_trace_duration(o, dur, h.end - h.start);
-        }
-        o = write_literal(o, ", \"args\": {");
-        if (h.id != 0) {  // Kineto writes no "External id" of 0
-            o = write_literal(o, "\"External id\": ");
-            o = fmt::format_to(o, FMT_COMPILE("{}"), h.id);
-            o = write_literal(o, ", ");
-        }
-        o = write_literal(o, "\"Record function id\": ");
-        o = fmt::format_to(o, FMT_COMPILE("{}"), h.id);
-        o = write_literal(o, "}}");
-        out_.commit(o);
-        return dur.end;
-    }
-
-    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
-    const std::string& prefix_of(const site& where) {
-        if (last_site_ == &where) return *last_prefix_;
-        auto [at, added] = prefixes_.try_emplace(&where);
-        if (added) {
-            fmt::memory_buffer text;
-            const std::string_view opening = chrome_records_detail::event_opening(where.kind);
-            const std::string_view category = category_name(where.kind);
-            text.append(opening);
-            text.append(category);
-            text.append(std::string_view("\", \"name\": "));
-            append_json_string(text, where.name);
-            text.append(where_);
-            at->second = fmt::to_string(text);
-        }
-        last_site_ = &where;
-        last_prefix_ = &at->second;
-        return at->second;
-    }
-
-    Writer& out_;
-    tick_calibration calibration_;
-    later<std::string> where_;  // ", "pid": P, "tid": T, "ts": "
-    double origin_ = 0;
-    std::int64_t level_ = 0;
-    std::uint16_t previous_depth_ = 0;
-    bool have_previous_ = false;
-    std::int64_t held_end_ = 0;
-    std::uint64_t values_left_out_ = 0;
-    later<std::vector<held>> held_;            // records ending in held_end_, as they arrived
-    later<std::vector<std::uint32_t>> roots_;  // held records whose parent has not arrived
-    later<std::vector<std::vector<std::uint32_t>>> children_;
-    later<std::vector<std::pair<std::uint32_t, trace_end>>> pending_;  // write_subtree's work
-    later<std::unordered_map<const site*, std::string>> prefixes_;
-    const site* last_site_ = nullptr;
-    const std::string* last_prefix_ = nullptr;
-};
-
-namespace chrome_records_detail {
-
-/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
-template <class = void>
-double origin_of(const record_store& records, const record_store::thread_records& t) {
-    constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
-    if (t.first_start_ticks == none) return std::numeric_limits<double>::infinity();
-    return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));
-}
-
-}  // namespace chrome_records_detail
-
-/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
-/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
-/// Reads the records only: an event list can still be built from them afterwards.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
-                        const chrome_trace_info& info) {
-    json_writer out(sink);
-    deferred_t<std::vector<thread_info>, Sink> threads;
-    threads.reserve(records.threads().size());
-    std::uint64_t recorded = 0;
-    std::uint64_t dropped = 0;
-    for (const record_store::thread_records& t : records.threads()) {
-        threads.push_back({t.counts.os_tid, t.counts.name, t.counts.recorded, t.counts.dropped});
-        recorded += t.counts.recorded;
-        dropped += t.counts.dropped;
-    }
-    const device_report no_device;
-    const chrome_trace_head head{.recorded = recorded,
-                                 .dropped = dropped,
-                                 .late = records.late,
-                                 .device = &no_device,
-                                 .memory_dropped = records.memory_dropped,
-                                 .memory_peaks = {},
-                                 .threads = threads,
-                                 .no_events = records.events() == 0,
-                                 .values_not_streamed = std::nullopt};
-    write_trace_head(out, head, info);
-    std::uint64_t id = first_id;
-    for (const record_store::thread_records& t : records.threads()) {
-        if (t.events == 0) continue;
-        thread_trace_writer<deferred_t<json_writer, Sink>> thread(out, records.calibration, info.pid, t.counts.os_tid,
-                                                chrome_records_detail::origin_of(records, t));
-        records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
-        thread.flush();
-    }
-    write_trace_end(out, records.calibration.anchor.system_ns);
-}
-
-/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
-template <int = 0>  // instantiated only where called: its writers cost every other file
-void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
-                                    const chrome_trace_info& info) {
-    output_file file(path);
-    write_chrome_trace(file, records, first_id, info);
-    file.commit();
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-// ---- end stint/export/chrome_trace_records.hpp ----
-
-// ---- begin stint/export/trace_stream.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
-// takes the chunks that recording threads have filled, writes their events and gives the chunks back
-// to the pool and their bytes back to the budget, so that a session of any length records in the
-// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
-// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
-
-#include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <exception>
-#include <limits>
-#include <mutex>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <system_error>
-#include <thread>
-#include <unordered_map>
-#include <unordered_set>
-#include <utility>
-#include <vector>
-
-
-namespace stint::detail {
-
-/// What a streamed session wrote, for its stats.
-struct streamed_totals {
-    std::uint64_t events = 0;     ///< events written
-    std::uint64_t recorded = 0;   ///< records of the program
-    std::uint64_t overhead = 0;   ///< stint's own records
-    std::uint64_t dropped = 0;
-    std::uint64_t truncated = 0;  ///< runtime names cut
-    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
-};
-
-template <class = void>
-class basic_trace_stream;
-/// basic_trace_stream's one form (a template only so that a file that does not use it does not compile it).
-using trace_stream = basic_trace_stream<>;
-
-/// One streamed session's trace file and the thread that writes it.
-///
-///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
-///     stream.start(state, calibration, first_id);  // once the session records
-///     ...
-///     stream.stop();                               // before the session closes
-///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-template <class Unused>
-class basic_trace_stream {
-    template <class T>
-    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
-
-public:
-    /// How often the writer looks for filled chunks.
-    static constexpr std::chrono::milliseconds period{10};
-
-    basic_trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
-        file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
-        chrome_trace_info info;
-        info.pid = pid;
-        out_.raw("{\n  \"schemaVersion\": 1,\n");
-        write_trace_events_opening(out_, info);
-    }
-    basic_trace_stream(const basic_trace_stream&) = delete;
-    basic_trace_stream& operator=(const basic_trace_stream&) = delete;
-    ~basic_trace_stream() { stop(); }
-
-    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
-    /// the writer reads them, and its times come from `calibration` (the session's start).
-    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
-        state_ = state;
-        calibration_ = calibration;
-        next_id_ = first_id;
-        thread_ = std::thread([this] { run(); });
-    }
-
-    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
-    /// must be abandoned (leaked), never stopped or destroyed.
-    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
-
-    /// Stops the writer (joins it). What it failed with is thrown by finish().
-    void stop() noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
-        wake_.notify_one();
-        if (thread_.joinable()) thread_.join();
-    }
-
-    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
-    /// front of `rest` the records the writer had taken and not written, keeps what was written at
-    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
-    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
-    /// the writer held between batches, which the error counts. `rest` is read, not given back.
-    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
-        stop();
-        if (!error_) {
-            try {
-                held_before_batch_ = held_records();
-                return write_rest(rest, info);
-            } catch (...) {
-                error_ = std::current_exception();
-            }
-        }
-        rest.prepend(std::move(unwritten_));
-        throw_failure();
-    }
-
-    /// The id the next event written would get: the first id of records not written.
-    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
-
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        later<std::optional<thread_trace_writer<json_writer>>> writer;
-    };
-
-    streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
-        write_batch(rest);
-        for (const record_store::thread_records& t : rest.threads()) {
-            thread_state& s = state_of(t);
-            s.counts.dropped = t.counts.dropped;
-            s.counts.truncated = t.counts.truncated;
-            s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
-        }
-        // The threads in the order the close found them (every thread of the session is there), as a
-        // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
-        later<std::vector<thread_info>> threads;
-        later<std::unordered_set<const void*>> listed;
-        later<std::unordered_map<std::uint64_t, std::size_t>> row_of_tid;
-        const auto list = [&](const thread_state& s) {
-            if (!listed.insert(s.node).second) return;
-            const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
-            if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
-            thread_info& t = threads[at->second];
-            if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
-            t.recorded += s.counts.recorded;
-            t.dropped += s.counts.dropped;
-        };
-        for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
-        streamed_totals totals;
-        for (thread_state& s : threads_) {
-            if (s.writer) s.writer->flush();
-            list(s);
-            totals.events += s.events;
-            totals.values_not_streamed += s.writer ? s.writer->values_left_out() : 0;
-            totals.recorded += s.counts.recorded;
-            totals.overhead += s.counts.overhead;
-            totals.dropped += s.counts.dropped;
-            totals.truncated += s.counts.truncated;
-        }
-        write_thread_metadata(out_, threads, info);
-        out_.raw("\n  ],\n");
-        const device_report no_device;
-        const chrome_trace_head head{.recorded = totals.recorded,
-                                     .dropped = totals.dropped,
-                                     .late = rest.late,
-                                     .device = &no_device,
-                                     .memory_dropped = rest.memory_dropped,
-                                     .memory_peaks = {},
-                                     .threads = threads,
-                                     .no_events = totals.events == 0,
-                                     .values_not_streamed = totals.values_not_streamed,
-                                     .unmatched = unmatched()};
-        write_trace_keys(out_, head, info);
-        write_trace_closing_keys(out_, calibration_.anchor.system_ns);
-        file_.commit();
-        return totals;
-    }
-
-    // Records the writers hold until a record of another end arrives.
-    std::uint64_t held_records() const noexcept {
-        std::uint64_t held = 0;
-        for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
-        return held;
-    }
-
-    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
-    [[noreturn]] void throw_failure() {
-        file_.abandon();
-        std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
-        if (!file_.kept_partial().empty()) {
-            text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
-        } else if (file_.written_through()) {
-            text += "what it wrote went through to it";
-        } else {
-            text += "nothing it wrote could be kept";
-        }
-        text += "; the records it had not written are kept by the profiler: events() and the exports read them";
-        if (held_before_batch_ != 0) {
-            text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
-        }
-        text += ")";
-        try {
-            std::rethrow_exception(error_);
-        } catch (const std::system_error& e) {
-            throw std::system_error(e.code(), text);  // what(): text, then the OS reason
-        } catch (const std::exception& e) {
-            throw std::runtime_error(text + ": " + e.what());
-        } catch (...) {
-            throw std::runtime_error(text);
-        }
-    }
-
-    // The reason of a failure, for the warning: the OS's when there is one.
-    static std::string reason_of(const std::exception_ptr& error) {
-        try {
-            std::rethrow_exception(error);
-        } catch (const std::system_error& e) {
-            return e.code().message();
-        } catch (const std::exception& e) {
-            return e.what();
-        } catch (...) {
-            return "an exception of unknown type";
-        }
-    }
-
-    void run() noexcept {
-        const own_allocation_scope own;  // the writer's memory is not the program's
-        name_this_thread("stint stream");
-        std::unique_lock lock(mutex_);
-        while (!stopping_) {
-            wake_.wait_for(lock, period, [this] { return stopping_; });
-            if (stopping_) break;
-            lock.unlock();
-            record_store batch;
-            try {
-                held_before_batch_ = held_records();
-                batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
-                the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
-                write_batch(batch);
-                // In the file before the chunks go back: a write that fails keeps the whole batch.
-                out_.flush();
-            } catch (...) {
-                fail(std::move(batch));
-                return;
-            }
-            for (record_store::thread_records& t : batch.threads()) {
-                the_registry().give_back_streamed(state_, batch.take_chunks(t));
-            }
-            lock.lock();
-        }
-    }
-
-    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
-    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
-    // says so now rather than at the stop.
-    void fail(record_store&& batch) noexcept {
-        error_ = std::current_exception();
-        unwritten_ = std::move(batch);
-        try {
-            warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
-                 "): the session records on into its buffer budget (records beyond it are dropped and counted), "
-                 "and stop() throws, keeping what was written and the records not written");
-        } catch (...) {
-            // out of memory: stop() still reports it
-        }
-    }
-
-    // Writes each thread's records of `batch` (its chunks stay in it).
-    void write_batch(record_store& batch) {
-        batch.calibration = calibration_;  // the stream's times all come from the session's start
-        for (record_store::thread_records& t : batch.threads()) {
-            thread_state& s = state_of(t);
-            s.counts.recorded += t.counts.recorded;
-            s.counts.overhead += t.counts.overhead;
-            if (t.events != 0 || !t.timing_only) {  // (outputs and args records make no event, but are counted)
-                if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
-                batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
-                    const payload_kind kind = r.where()->payload;
-                    if (kind == payload_kind::outputs || kind == payload_kind::args) {
-                        s.writer->leave_out_values();
-                    } else if (kind != payload_kind::device_link) {  // part of the scope before it
-                        if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
-                        s.writer->add(r, payload, next_id_++);
-                    }
-                });
-                s.events += t.events;
-                s.writer->own_held_names();  // the records' chunks go back after the batch
-            }
-        }
-    }
-
-    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
-    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
-    // ends follow their begins, the two count alike).
-    void balance_point(event_kind kind, const record_payload& payload) {
-        const std::uint64_t id = read_point(payload).id;
-        const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
-        const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
-        auto& open = flow ? open_flows_ : open_spans_;
-        const auto at = open.try_emplace(id, 0).first;
-        at->second += begin ? 1 : -1;
-        if (at->second == 0) open.erase(at);
-    }
-
-    [[nodiscard]] unmatched_points unmatched() const {
-        unmatched_points u;
-        const auto count = [](std::int64_t balance) { return static_cast<std::uint64_t>(std::abs(balance)); };
-        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += count(balance);
-        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += count(balance);
-        return u;
-    }
-
-    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
-    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
-    // earliest of the whole session, which a stream cannot wait for).
-    double origin_of(const record_store& batch, const record_store::thread_records& t) {
-        const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
-        if (added) {
-            std::uint64_t first = t.first_start_ticks;
-            for (const record_store::thread_records& other : batch.threads()) {
-                if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
-            }
-            at->second = first == std::numeric_limits<std::uint64_t>::max()
-                             ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
-                             : trace_microseconds(calibration_.to_ns_since_anchor(first));
-        }
-        return at->second;
-    }
-
-    thread_state& state_of(const record_store::thread_records& t) {
-        const auto [at, added] = index_.try_emplace(t.node, threads_.size());
-        if (!added) return threads_[at->second];
-        thread_state& s = threads_.emplace_back();
-        s.node = t.node;
-        s.counts.os_tid = t.counts.os_tid;
-        s.counts.name = t.counts.name;
-        return s;
-    }
-
-    later<output_file> file_;
-    later<json_writer> out_;
-    std::uint64_t pid_ = 0;
-    std::uint32_t state_ = 0;
-    tick_calibration calibration_;
-    std::uint64_t next_id_ = 0;
-    later<std::vector<thread_state>> threads_;  // per buffer, in the order first seen
-    later<std::unordered_map<const void*, std::size_t>> index_;
-    later<std::unordered_map<std::uint64_t, std::int64_t>> open_flows_;  // balance_point's
-    later<std::unordered_map<std::uint64_t, std::int64_t>> open_spans_;
-    later<std::unordered_map<std::uint64_t, double>> origins_;  // per OS thread
-    std::thread thread_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool stopping_ = false;
-    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
-    record_store unwritten_;        // the batch the writer failed on
-    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
-};
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-// ---- end stint/export/trace_stream.hpp ----
-
-// ---- begin stint/export/memory_timeline.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
-#define STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
-// Live bytes of one device over time (profile_memory), as torch's export_memory_timeline writes them:
-// JSON points for tools, or a self-contained HTML page with the plot for a person.
-
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <iterator>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-#include <fmt/format.h>
-
-
-namespace stint::detail {
-
-/// torch's memory categories in its column order (_CATEGORY_TO_COLORS): stint knows no tensor roles,
-/// so every byte goes to the last, "Unknown" (torch's None, memory it cannot attribute to a tensor).
-inline constexpr std::string_view memory_timeline_categories[] = {
-    "PARAMETER", "OPTIMIZER_STATE", "INPUT", "TEMPORARY", "ACTIVATION", "GRADIENT", "AUTOGRAD_DETAIL", "Unknown"};
-
-/// One device's live bytes: after every memory event of a microsecond, at that microsecond.
-struct memory_timeline_points {
-    std::vector<std::int64_t> times_us;  ///< wall clock, µs since the Unix epoch, ascending
-    std::vector<std::int64_t> bytes;     ///< Total Allocated after the microsecond's last event
-};
-
-/// Floor division: a time before the epoch still lands in the microsecond that holds it.
-constexpr std::int64_t floor_microseconds(std::int64_t ns) noexcept {
-    return ns / 1000 - (ns % 1000 < 0 ? 1 : 0);
-}
-
-/// The [memory] events of `on` in time order (the list's order: start, then the order reported),
-/// coalesced per microsecond as torch's _coalesce_timeline does. [OutOfMemory] events change no
-/// live bytes and are left out.
-template <class Unused = void>
-memory_timeline_points memory_timeline_of(const deferred_t<event_list, Unused>& events, device on) {
-    memory_timeline_points points;
-    struct sample {
-        std::int64_t at_ns;
-        std::int64_t bytes;
-    };
-    std::vector<sample> samples;
-    for (const event& e : events) {
-        if (e.kind != event_kind::memory) continue;
-        const memory_record* r = events.memory_of(e);
-        if (r != nullptr && r->device == on) samples.push_back({e.start_ns, r->total_allocated});
-    }
-    // The list is ordered by start already; after append() a later window may overlap an earlier one.
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const sample& a, const sample& b) { return a.at_ns < b.at_ns; });
-    for (const sample& s : samples) {
-        const std::int64_t t = floor_microseconds(events.base_time_ns() + s.at_ns);
-        if (points.times_us.empty() || points.times_us.back() != t) {
-            points.times_us.push_back(t);
-            points.bytes.push_back(s.bytes);
-        } else {
-            points.bytes.back() = s.bytes;
-        }
-    }
-    return points;
-}
-
-/// torch's name of a device: "cpu", "cuda:0".
-template <class = void>
-std::string memory_timeline_device_name(device d) {
-    std::string name(device_type_name(d.type));
-    if (d.index >= 0) name += ":" + std::to_string(d.index);
-    return name;
-}
-
-/// `[times, sizes]` as torch's json.dump writes it: times in integer µs, and per time one row of
-/// 1 + 8 integers, a leading 0 then one column per category, all bytes in the last.
-template <class Sink>
-void write_memory_timeline_json(Sink& sink, const memory_timeline_points& points) {
-    json_writer out(sink);
-    out.raw("[[");
-    for (std::size_t i = 0; i < points.times_us.size(); ++i) {
-        if (i != 0) out.raw(", ");
-        out.number(points.times_us[i]);
-    }
-    out.raw("], [");
-    for (std::size_t i = 0; i < points.bytes.size(); ++i) {
-        out.raw(i != 0 ? ", [0" : "[0");
-        for (std::size_t c = 0; c + 1 < std::size(memory_timeline_categories); ++c) out.raw(", 0");
-        out.raw(", ");
-        out.number(points.bytes[i]);
-        out.raw("]");
-    }
-    out.raw("]]");
-    out.flush();
-}
-
-/// `text` for HTML text or a quoted attribute: & < > " ' as references, ill-formed UTF-8 and control
-/// characters (other than tab and newline) as U+FFFD.
-template <class = void>
-void append_html_escaped(std::string& out, std::string_view text) {
-    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    const auto* end = p + text.size();
-    while (p < end) {
-        const int length = utf8_sequence(p, end);
-        if (length < 0) {
-            out += "\xEF\xBF\xBD";
-            p += -length;
-            continue;
-        }
-        if (length > 1) {
-            out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(length));
-            p += length;
-            continue;
-        }
-        switch (const unsigned char c = *p++) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default:
-                if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
-                    out += "\xEF\xBF\xBD";
-                } else {
-                    out += static_cast<char>(c);
-                }
-        }
-    }
-}
-
-template <class = void>
-std::string html_escaped(std::string_view text) {
-    std::string out;
-    append_html_escaped(out, text);
-    return out;
-}
-
-/// Bytes in the largest binary unit that keeps them >= 1: "512 B", "1.50 MiB".
-template <class Unused = void>
-std::string memory_timeline_bytes(deferred_t<double, Unused> bytes) {
-    static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    std::size_t unit = 0;
-    while (unit + 1 < std::size(units) && std::fabs(bytes) >= 1024.0) {
-        bytes /= 1024.0;
-        ++unit;
-    }
-    return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[unit]);
-}
-
-/// A round step (1, 2 or 5 times a power of ten) that cuts [0, span] into at most about `parts`.
-template <class = void>
-double memory_timeline_step(double span, int parts) {
-    const double raw = span / parts;
-    const double power = std::pow(10.0, std::floor(std::log10(raw)));
-    for (const double m : {1.0, 2.0, 5.0}) {
-        if (m * power >= raw) return m * power;
-    }
-    return 10.0 * power;
-}
-
-/// A tick label with as many decimals as the step needs ("0.25", "40").
-template <class Unused = void>
-std::string memory_timeline_tick(deferred_t<double, Unused> value, double step) {
-    const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
-    return fmt::format("{:.{}f}", value, decimals);
-}
-
-/// The page: a title naming the device, the peak (its bytes, when, and the op running), and an
-/// inline SVG step plot of live bytes against milliseconds since the first point (torch's plot axes:
-/// "Time (ms)" from the first time, memory on y). No script, no network.
-template <class Sink>
-void write_memory_timeline_html(Sink& sink, const deferred_t<memory_timeline_points, Sink>& points,
-                                const deferred_t<event_list, Sink>& events, device on) {
-    const std::string device_name = memory_timeline_device_name(on);
-    deferred_t<std::string, Sink> page;  // its fmt calls are checked when the page is written
-    page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Memory timeline: ";
-    page += device_name;
-    page +=
-        "</title>\n<style>\nbody { font-family: sans-serif; margin: 16px; color: #222; background: #fff; }\n"
-        "svg text { font-family: sans-serif; font-size: 12px; fill: #222; }\n</style>\n</head>\n<body>\n"
-        "<h1>Memory timeline: ";
-    page += device_name;
-    page += "</h1>\n";
-    const deferred_t<memory_peak, Sink>* peak = nullptr;
-    for (const memory_peak& p : events.memory_peaks()) {
-        if (p.device == on) peak = &p;
-    }
-    if (points.times_us.empty()) {
-        page += "<p id=\"empty\">No memory events for " + device_name + " in this session.</p>\n";
-    }
-    if (events.memory_dropped() != 0) {
-        page += fmt::format(
-            "<p id=\"dropped\">{} memory events were dropped (buffer budget): the plot misses them.</p>\n",
-            events.memory_dropped());
-    }
-    if (points.times_us.empty()) {
-        page += "</body>\n</html>\n";
-        sink.write(page);
-        return;
-    }
-    const std::int64_t t0 = points.times_us.front();
-    const std::int64_t peak_us = peak != nullptr ? floor_microseconds(events.base_time_ns() + peak->at_ns) : t0;
-    if (peak != nullptr) {
-        page += "<p id=\"peak\">Peak: " + memory_timeline_bytes(static_cast<double>(peak->bytes));
-        page += fmt::format(" ({} bytes) at {:.3f} ms", peak->bytes, static_cast<double>(peak_us - t0) / 1e3);
-        page += peak->op.empty() ? std::string(", with no op open") : ", in " + html_escaped(peak->op);
-        page += "</p>\n";
-    }
-
-    // Plot area: x from 0 to the last point (ms), y from 0 to a round number of the largest unit.
-    constexpr double width = 960, height = 480, left = 90, right = 30, top = 20, bottom = 60;
-    constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
-    std::int64_t max_bytes = 1;
-    for (const std::int64_t b : points.bytes) max_bytes = std::max(max_bytes, b);
-    if (peak != nullptr) max_bytes = std::max(max_bytes, peak->bytes);
-    double unit = 1;
-    const char* unit_name = "B";
-    for (const auto& [size, name] : {std::pair{1024.0, "KiB"}, {1048576.0, "MiB"}, {1073741824.0, "GiB"}}) {
-        if (static_cast<double>(max_bytes) >= size) {
-            unit = size;
-            unit_name = name;
-        }
-    }
-    const double y_step = memory_timeline_step(static_cast<double>(max_bytes) / unit, 5);
-    const double y_max = std::ceil(static_cast<double>(max_bytes) / unit / y_step) * y_step;
-    const double last_ms = static_cast<double>(std::max(points.times_us.back(), peak_us) - t0) / 1e3;
-    // The last value is held a twentieth of the span (at least 1 µs) so that it shows as a step too.
-    const double end_ms = last_ms + std::max(last_ms / 20, 1e-3);
-    const double x_step = memory_timeline_step(end_ms, 8);
-    const double x_max = std::ceil(end_ms / x_step - 1e-9) * x_step;
-    const auto x_of = [&](std::int64_t t_us) { return left + static_cast<double>(t_us - t0) / 1e3 / x_max * plot_w; };
-    const auto y_of = [&](double bytes) { return top + plot_h - bytes / unit / y_max * plot_h; };
-
-    auto out = std::back_inserter(page);
-    fmt::format_to(out,
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"plot\" width=\"{0}\" height=\"{1}\" "
-                   "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"live bytes of {2} over time\">\n"
-                   "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>\n",
-                   width, height, device_name);
-    // Grid, ticks and labels.
-    for (int i = 0; i * y_step <= y_max + y_step * 1e-9; ++i) {
-        const double y = top + plot_h - i * y_step / y_max * plot_h;
-        fmt::format_to(out,
-                       "<line x1=\"{0}\" y1=\"{1:.2f}\" x2=\"{2}\" y2=\"{1:.2f}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{3}\" y=\"{4:.2f}\" text-anchor=\"end\">{5}</text>\n",
-                       left, y, left + plot_w, left - 6, y + 4, memory_timeline_tick(i * y_step, y_step));
-    }
-    for (int i = 0; i * x_step <= x_max + x_step * 1e-9; ++i) {
-        const double x = left + i * x_step / x_max * plot_w;
-        fmt::format_to(out,
-                       "<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{0:.2f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                       x, top, top + plot_h, top + plot_h + 18, memory_timeline_tick(i * x_step, x_step));
-    }
-    fmt::format_to(out,
-                   "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#222\"/>"
-                   "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#222\"/>\n"
-                   "<text x=\"{4}\" y=\"{5}\" text-anchor=\"middle\">Time (ms)</text>\n"
-                   "<text transform=\"translate(20 {6}) rotate(-90)\" text-anchor=\"middle\">Memory ({7})</text>\n",
-                   left, top, top + plot_h, left + plot_w, left + plot_w / 2, height - 12, top + plot_h / 2,
-                   unit_name);
-    // The step line: each value holds until the next point.
-    std::string line =
-        fmt::format("M{:.2f},{:.2f}", x_of(points.times_us[0]), y_of(static_cast<double>(points.bytes[0])));
-    for (std::size_t i = 1; i < points.times_us.size(); ++i) {
-        fmt::format_to(std::back_inserter(line), " H{:.2f} V{:.2f}", x_of(points.times_us[i]),
-                       y_of(static_cast<double>(points.bytes[i])));
-    }
-    fmt::format_to(std::back_inserter(line), " H{:.2f}", left + end_ms / x_max * plot_w);
-    fmt::format_to(out,
-                   "<path id=\"area\" d=\"{0} V{1:.2f} H{2:.2f} Z\" fill=\"#9aa5b1\" fill-opacity=\"0.45\" "
-                   "stroke=\"none\"/>\n"
-                   "<path id=\"series\" d=\"{0}\" fill=\"none\" stroke=\"#1f4e9c\" stroke-width=\"2\"/>\n",
-                   line, y_of(0), x_of(t0));
-    if (peak != nullptr) {
-        const double px = x_of(peak_us);
-        const double py = y_of(static_cast<double>(peak->bytes));
-        const bool label_left = px > left + plot_w * 0.6;
-        fmt::format_to(out,
-                       "<circle id=\"peak-marker\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"5\" fill=\"#c0392b\"/>"
-                       "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"{}\" style=\"fill:#c0392b\">peak {}{}</text>\n",
-                       px, py, label_left ? px - 8 : px + 8, std::max(py - 8, top + 12), label_left ? "end" : "start",
-                       memory_timeline_bytes(static_cast<double>(peak->bytes)),
-                       peak->op.empty() ? std::string() : " in " + html_escaped(peak->op));
-    }
-    page += "</svg>\n";
-    fmt::format_to(out, "<p>{} points from {} µs to {} µs since the Unix epoch.</p>\n</body>\n</html>\n",
-                   points.times_us.size(), t0, points.times_us.back());
-    sink.write(page);
-}
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Writes the live bytes of `device` over the events' session: for each microsecond with [memory]
-/// events on it, the device's Total Allocated after the last of them (event_list::memory_of), in time
-/// order. The file's kind follows the path's ending:
-/// - ".json", ".json.gz" (gzip): the `[times, sizes]` that torch's
-///   MemoryProfileTimeline.export_memory_timeline writes (torch/profiler/_memory_profiler.py,
-///   _coalesce_timeline): `times` in integer microseconds since the Unix epoch (the session's base
-///   time plus the event's, as torch converts its ns timestamps), `sizes` one row per time of
-///   1 + 8 integers: a leading 0, then torch's categories PARAMETER, OPTIMIZER_STATE, INPUT,
-///   TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL and Unknown. stint records no tensor roles, so
-///   every byte is in the last column, as torch does for memory it cannot categorise; tools that
-///   stack the columns (torch's plot takes their cumulative sum) read the same live bytes.
-/// - ".html": a self-contained page (inline SVG, no script) with the step plot, the device in the
-///   title and the peak marked with its bytes and the op that was running (event_list::memory_peaks).
-/// A device with no memory events gives an empty timeline (`[[], []]`; the page says so). Another
-/// ending (torch's ".raw.json.gz" included) throws std::invalid_argument; an unwritable path
-/// std::system_error, as export_chrome_trace.
-///
-///     stint::export_memory_timeline(prof.events(), "memory.html", {stint::device_type::cuda, 0});
-///     stint::export_memory_timeline(prof.events(), "memory.json.gz");   // CPU memory
-template <int = 0>  // instantiated only where called: its writers cost every other file
-void export_memory_timeline(const event_list& events, const std::string& path,
-                                   stint::device device = {device_type::cpu, -1}) {
-    const bool html = path.ends_with(".html");
-    const bool json = path.ends_with(".json") || path.ends_with(".json.gz");
-    if ((!html && !json) || path.ends_with(".raw.json.gz")) {
-        throw std::invalid_argument("stint: export_memory_timeline('" + path +
-                                    "'): the path must end in .json, .json.gz or .html");
-    }
-    const detail::memory_timeline_points points = detail::memory_timeline_of(events, device);
-    detail::output_file file(path);
-    if (html) {
-        detail::write_memory_timeline_html(file, points, events, device);
-    } else {
-        detail::write_memory_timeline_json(file, points);
-    }
-    file.commit();
-}
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
-// ---- end stint/export/memory_timeline.hpp ----
-
-// ---- begin stint/export/collapsed_stacks.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
-#define STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
-// Collapsed stacks ("folded" format) for flame graphs: flamegraph.pl, speedscope, inferno. One line
-// per event with a stack: frames root-first joined by ';', a space, a positive integer (torch's
-// export_stacks). The frames are the stack's source locations (torch's form) or the names of the
-// event and its enclosing scopes.
-
-#include <cmath>
-#include <cstdint>
-#include <functional>
-#include <iterator>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-#include <fmt/format.h>
+// ---- begin stint/profiler/profiler_core.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
+#define STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
+// The profiler's plain core: everything a stint::profiler<Config> does that does not depend on Config,
+// behind one pointer. profiler<Config> (profiler.hpp) is a thin template that hands the core its
+// options and what the config decides (profiler_traits), as fmt's format hands its arguments to vformat.
+// The bodies are in impl/profiler_core.ipp: inline in a header-only build, compiled once by
+// <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
+
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <functional>   // std::function
+#include <memory>       // std::unique_ptr
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 
 namespace stint {
 
-/// What each frame of `export_stacks` is.
-///
-///     prof.export_stacks("cpu.stacks");  // main.cpp(12):_train_step;model.cpp(40):_forward 37
-///     prof.export_stacks("cpu.stacks", "self_cpu_time_total", stint::stack_frames::names);
-///     // train_step;forward;aten::mm 37
-enum class stack_frames : std::uint8_t {
-    locations,  ///< the stack's frames, `file(line): function` (torch's form; with_stack<native>: symbols)
-    names,      ///< the names of the event and its enclosing scopes and ops, as the table shows them
-                ///< (demangled, every "ProfilerStep#N" as "ProfilerStep*")
+namespace detail {
+
+struct device_capture;          // device/device_capture.hpp
+struct device_session_options;  // device/device_capture.hpp
+
+/// What a profiler's config decides, as values: the core branches on them where the template used
+/// `if constexpr`. The device functions are the config's device backend's (null without one).
+struct profiler_traits {
+    bool enabled = true;  ///< Config::enabled: false, every call is a no-op
+    bool has_stacks = false;
+    bool has_modules = false;
+    bool has_memory = false;
+    bool has_shapes = false;
+    bool has_device = false;
+    bool (*device_start)(const device_session_options& options) = nullptr;
+    device_capture (*device_stop)(bool sync) = nullptr;
+    device_capture (*device_unavailable)() = nullptr;
 };
 
+/// profiler_options<Config> without its one typed member (on_trace_ready, which the template keeps).
+struct profiler_settings {
+    std::function<profiler_action(std::int64_t)> schedule{};
+    bool accumulate_events = false;
+    bool enabled = true;
+    std::size_t buffer_budget_bytes = 0;
+    std::size_t reserve_buffer_bytes = 0;
+    activity_set activities{};
+    bool sync_device_on_stop = true;
+    std::size_t device_buffer_budget_bytes = 0;
+    bool enable_cuda_sync_events = false;
+    bool teardown_cupti_on_stop = true;
+    stint::execution_trace_observer* execution_trace_observer = nullptr;
+    std::string stream_to{};
+    std::optional<flight_recorder_options> flight_recorder{};
+};
+
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+
+class profiler_state;  // impl/profiler_core.ipp
+
+/// The profiler's sessions, windows and results (profiler.hpp documents each call). `owner` is the
+/// profiler<Config> handed to `on_trace_ready` (null: no callback).
+class profiler_core {
+public:
+    STINT_DECL profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
+                             void (*on_trace_ready)(void* owner));
+    STINT_DECL ~profiler_core();
+    profiler_core(const profiler_core&) = delete;
+    profiler_core& operator=(const profiler_core&) = delete;
+
+    STINT_DECL void start();
+    STINT_DECL void stop();
+    STINT_DECL void step();
+    [[nodiscard]] STINT_DECL std::vector<flight_dump> triggered_dumps() const;
+    STINT_DECL flight_dump dump(const std::string& path);
+    [[nodiscard]] STINT_DECL std::int64_t step_num() const noexcept;
+    [[nodiscard]] STINT_DECL profiler_action current_action() const noexcept;
+    [[nodiscard]] STINT_DECL bool is_running() const noexcept;
+    [[nodiscard]] STINT_DECL const event_list& events() const;
+    [[nodiscard]] STINT_DECL averaged_event_list key_averages(const key_averages_options& options) const;
+    [[nodiscard]] STINT_DECL double self_cpu_time_total() const;
+    [[nodiscard]] STINT_DECL profiler_stats stats() const;
+    STINT_DECL void export_chrome_trace(const std::string& path) const;
+    STINT_DECL void export_perfetto_trace(const std::string& path) const;
+    STINT_DECL void export_memory_timeline(const std::string& path, device where) const;
+    STINT_DECL void add_metadata(std::string_view key, std::string_view value);
+    STINT_DECL void add_metadata_json(std::string_view key, std::string_view json);
+    STINT_DECL void export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const;
+
+private:
+    std::unique_ptr<profiler_state> state_;
+};
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace detail
 }  // namespace stint
 
-namespace stint::detail {
-
-inline constexpr std::string_view stack_metrics[] = {"self_cpu_time_total", "self_cuda_time_total"};
-
-/// Appends `frame` with the characters that the format uses (space, ';') and every ASCII control
-/// character as '_': readers split lines on more than '\n' (Python's splitlines() on '\r', '\v',
-/// '\f', '\x1c'..'\x1e'), flamegraph.pl takes any whitespace before the count, C tools stop at NUL.
-/// An empty frame (a scope named "") is '_': flamegraph.pl would drop it and charge its time to
-/// the frame above.
-template <class = void>
-void append_stack_frame(std::string& out, std::string_view frame) {
-    if (frame.empty()) out.push_back('_');
-    for (char c : frame) {
-        const auto u = static_cast<unsigned char>(c);
-        out.push_back(u <= 0x20 || u == 0x7F || c == ';' ? '_' : c);
-    }
-}
-
-/// Throws std::invalid_argument unless `metric` is one export_stacks knows.
-template <class Unused = void>
-void check_stack_metric(deferred_t<std::string_view, Unused> metric) {
-    for (std::string_view known : stack_metrics) {
-        if (metric == known) return;
-    }
-    throw std::invalid_argument(fmt::format("stint: export_stacks: metric should be one of: [{}], not \"{}\"",
-                                            fmt::join(stack_metrics, ", "), metric));
-}
-
-template <class = void>
-class basic_name_paths;
-/// basic_name_paths's one form (a template only so that a file that does not use it does not compile it).
-using name_paths = basic_name_paths<>;
-
-// The name path (root first) of every event, interned as a tree like the list's stacks: an event's
-// path is its name on top of its parent's path, (name, parent path) -> path, so deep nesting costs
-// one node per path, not one string per path.
-template <class Unused>
-class basic_name_paths {
-    template <class T>
-    using later = deferred_t<T, Unused>;
-
-public:
-    explicit basic_name_paths(const later<event_list>& events) : events_(events), path_of_(events.size(), no_index) {}
-
-    // Appends the path of `e`, its names escaped and joined by ';'.
-    void append(later<std::string>& out, const event& e) {
-        // Resolve the unresolved ancestors first, outermost last in `pending_`.
-        pending_.clear();
-        for (event_index i = events_.index_of(e); i != no_index && path_of_[i] == no_index; i = events_[i].parent) {
-            pending_.push_back(i);
-        }
-        for (auto i = pending_.rbegin(); i != pending_.rend(); ++i) {
-            const event& at = events_[*i];
-            const event_index parent = at.parent == no_index ? no_index : path_of_[at.parent];
-            const std::string_view name = names_(at.name);
-            auto [it, added] = by_frame_.try_emplace({name, parent}, static_cast<event_index>(nodes_.size()));
-            if (added) nodes_.push_back({name, parent});
-            path_of_[*i] = it->second;
-        }
-        // Root first: collect the path's names innermost first, then write them backwards.
-        names_of_path_.clear();
-        for (event_index p = path_of_[events_.index_of(e)]; p != no_index; p = nodes_[p].parent) {
-            names_of_path_.push_back(nodes_[p].name);
-        }
-        for (auto name = names_of_path_.rbegin(); name != names_of_path_.rend(); ++name) {
-            if (name != names_of_path_.rbegin()) out.push_back(';');
-            append_stack_frame(out, *name);
-        }
-    }
-
-private:
-    struct node {
-        std::string_view name;  // display_names keeps the text
-        event_index parent;
-    };
-    struct key_hash {
-        std::size_t operator()(const std::pair<std::string_view, event_index>& k) const noexcept {
-            return std::hash<std::string_view>{}(k.first) * 31 + k.second;
-        }
-    };
-    const later<event_list>& events_;
-    later<display_names> names_;
-    later<std::vector<event_index>> path_of_;
-    later<std::vector<event_index>> pending_;
-    later<std::vector<std::string_view>> names_of_path_;
-    later<std::unordered_map<std::pair<std::string_view, event_index>, event_index, key_hash>> by_frame_;
-    later<std::vector<node>> nodes_;
-};
-
-/// Writes the collapsed stacks of `events` to `sink` (anything with `write(std::string_view)`) in
-/// blocks of about 64 KiB. Events whose metric rounds down to 0 µs are left out, and with
-/// `stack_frames::locations` those without a stack. "self_cuda_time_total" gives each CPU event's
-/// self device time (the device work it launched itself); device events are left out, as their time
-/// is their launcher's. Records lost to the buffer budget show as one `[stint]_<n>_records_dropped 1`
-/// line, late records (event_list::late) as `[stint]_<n>_records_late 1`, and device records lost
-/// (device_loss::lost) as `[stint]_<n>_device_records_lost 1`, so no loss goes unseen.
-template <class Sink>
-void write_collapsed_stacks(Sink& sink, const deferred_t<event_list, Sink>& events, std::string_view metric,
-                            stack_frames frames = stack_frames::locations) {
-    check_stack_metric(metric);
-    const bool cpu = metric == stack_metrics[0];
-    deferred_t<std::string, Sink> block;
-    deferred_t<std::vector<const std::string*>, Sink> root_first;
-    std::optional<basic_name_paths<deferred_t<void, Sink>>> named;  // name_paths
-    if (frames == stack_frames::names) named.emplace(events);
-    for (const event& e : events) {
-        if (e.on_device()) continue;
-        const call_stack stack = events.stack(e);
-        if (frames == stack_frames::locations && stack.empty()) continue;
-        const double value = cpu ? e.self_cpu_time_total() : e.self_device_time_total();
-        const auto whole = static_cast<std::int64_t>(std::floor(value));
-        if (whole <= 0) continue;
-        if (frames == stack_frames::names) {
-            named->append(block, e);
-        } else {
-            // Written from the stack each time: a cached line per stack would cost the square of the
-            // depth for nested scopes.
-            root_first.clear();
-            for (const std::string& frame : stack) root_first.push_back(&frame);
-            for (auto frame = root_first.rbegin(); frame != root_first.rend(); ++frame) {
-                if (frame != root_first.rbegin()) block.push_back(';');
-                append_stack_frame(block, **frame);
-            }
-        }
-        fmt::format_to(std::back_inserter(block), " {}\n", whole);
-        if (block.size() >= (std::size_t{64} << 10)) {
-            sink.write(block);
-            block.clear();
-        }
-    }
-    if (events.dropped() > 0) {
-        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_dropped 1\n", events.dropped());
-    }
-    if (events.late() > 0) {
-        fmt::format_to(std::back_inserter(block), "[stint]_{}_records_late 1\n", events.late());
-    }
-    if (const std::uint64_t lost = events.device().loss.lost(); lost > 0) {
-        fmt::format_to(std::back_inserter(block), "[stint]_{}_device_records_lost 1\n", lost);
-    }
-    if (!block.empty()) sink.write(block);
-}
-
-/// write_collapsed_stacks into `path`, created whole or not at all (gzip for ".gz").
-template <class Unused = void>
-void write_collapsed_stacks_file(const std::string& path, const deferred_t<event_list, Unused>& events,
-                                 std::string_view metric, stack_frames frames = stack_frames::locations) {
-    check_stack_metric(metric);  // before the file exists
-    basic_output_file<Unused> file(path);
-    write_collapsed_stacks(file, events, metric, frames);
-    file.commit();
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_COLLAPSED_STACKS_HPP
-// ---- end stint/export/collapsed_stacks.hpp ----
-
-// ---- begin stint/export/json_validate.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
-#define STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
-
-#include <charconv>
-#include <cstddef>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <utility>
-
-#include <fmt/format.h>
-
-
-namespace stint::detail {
-
-template <class = void>
-class basic_json_validator;
-/// basic_json_validator's one form (a template only so that a file that does not use it does not compile it).
-using json_validator = basic_json_validator<>;
-
-/// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
-/// the text is invalid.
-template <class Unused>
-class basic_json_validator {
-    template <class T>
-    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
-
-public:
-    /// Containers nested deeper than this are rejected, which also bounds the recursion.
-    static constexpr int max_depth = 512;
-
-    explicit basic_json_validator(std::string_view text) noexcept : text_(text) {}
-
-    /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
-    later<std::optional<std::string>> run() {
-        if (!value(0)) return std::move(error_);
-        skip_whitespace();
-        if (at_ < text_.size()) return reason("expected end of input", at_);
-        return std::nullopt;
-    }
-
-private:
-    bool fail(std::string_view what, std::size_t offset) {
-        error_ = reason(what, offset);
-        return false;
-    }
-
-    static std::string reason(later<std::string_view> what, std::size_t offset) {
-        return fmt::format("{} at offset {}", what, offset);
-    }
-
-    bool at(char c) const noexcept { return at_ < text_.size() && text_[at_] == c; }
-
-    bool at_digit() const noexcept {
-        return at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9';
-    }
-
-    void skip_whitespace() noexcept {
-        while (at_ < text_.size()) {
-            const char c = text_[at_];
-            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
-            ++at_;
-        }
-    }
-
-    bool value(int depth) {
-        skip_whitespace();
-        if (at_ == text_.size()) return fail("expected value", at_);
-        switch (text_[at_]) {
-            case '{': return object(depth + 1);
-            case '[': return array(depth + 1);
-            case '"': return string();
-            case 't': return literal("true");
-            case 'f': return literal("false");
-            case 'n': return literal("null");
-            default:
-                if (at('-') || at_digit()) return number();
-                return fail("expected value", at_);
-        }
-    }
-
-    bool object(int depth) {
-        if (depth > max_depth) return fail("nesting deeper than 512", at_);
-        ++at_;
-        skip_whitespace();
-        if (at('}')) {
-            ++at_;
-            return true;
-        }
-        for (;;) {
-            skip_whitespace();
-            if (!at('"')) return fail("expected string key", at_);
-            if (!string()) return false;
-            skip_whitespace();
-            if (!at(':')) return fail("expected ':'", at_);
-            ++at_;
-            if (!value(depth)) return false;
-            skip_whitespace();
-            if (at(',')) {
-                ++at_;
-            } else if (at('}')) {
-                ++at_;
-                return true;
-            } else {
-                return fail("expected ',' or '}'", at_);
-            }
-        }
-    }
-
-    bool array(int depth) {
-        if (depth > max_depth) return fail("nesting deeper than 512", at_);
-        ++at_;
-        skip_whitespace();
-        if (at(']')) {
-            ++at_;
-            return true;
-        }
-        for (;;) {
-            if (!value(depth)) return false;
-            skip_whitespace();
-            if (at(',')) {
-                ++at_;
-            } else if (at(']')) {
-                ++at_;
-                return true;
-            } else {
-                return fail("expected ',' or ']'", at_);
-            }
-        }
-    }
-
-    bool literal(std::string_view word) {
-        if (text_.substr(at_, word.size()) != word) return fail("invalid literal", at_);
-        at_ += word.size();
-        return true;
-    }
-
-    bool number() {
-        const std::size_t start = at_;
-        if (at('-')) ++at_;
-        if (at('0')) {
-            ++at_;
-            if (at_digit()) return fail("leading zero in number", start);
-        } else if (at_digit()) {
-            while (at_digit()) ++at_;
-        } else {
-            return fail("invalid number", start);
-        }
-        if (at('.')) {
-            ++at_;
-            if (!at_digit()) return fail("invalid number", start);
-            while (at_digit()) ++at_;
-        }
-        if (at('e') || at('E')) {
-            ++at_;
-            if (at('+') || at('-')) ++at_;
-            if (!at_digit()) return fail("invalid number", start);
-            while (at_digit()) ++at_;
-        }
-        if (overflows_double(text_.substr(start, at_ - start))) {
-            return fail("number out of range of a double", start);
-        }
-        return true;
-    }
-
-    // RFC 8259 lets a reader limit numbers to a double's range, and readers differ past it (Python
-    // reads 1e400 as inf, nlohmann-json refuses it), so a number whose magnitude rounds past the
-    // largest finite double is refused; one that underflows to zero is kept, as every reader takes it.
-    static bool overflows_double(std::string_view number) noexcept {
-        double value = 0;
-        const auto parsed = std::from_chars(number.data(), number.data() + number.size(), value);
-        if (parsed.ec != std::errc::result_out_of_range) return false;
-        // Out of range either way: overflow when the value's decimal exponent is positive.
-        std::size_t i = number.starts_with('-') ? 1 : 0;
-        long long exponent = 0;  // the value is 0.d... x 10^exponent (d its first nonzero digit)
-        while (i < number.size() && number[i] == '0') ++i;
-        for (; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) ++exponent;
-        if (i < number.size() && number[i] == '.') {
-            ++i;
-            if (exponent == 0) {
-                for (; i < number.size() && number[i] == '0'; ++i) --exponent;
-            }
-            while (i < number.size() && number[i] >= '0' && number[i] <= '9') ++i;
-        }
-        if (i < number.size() && (number[i] == 'e' || number[i] == 'E')) {
-            ++i;
-            const bool negative = number[i] == '-';
-            if (number[i] == '+' || number[i] == '-') ++i;
-            long long written = 0;  // saturated: any exponent past 1e9 is out of range alike
-            for (; i < number.size(); ++i) {
-                written = written * 10 + (number[i] - '0');
-                if (written > 1'000'000'000) written = 1'000'000'000;
-            }
-            exponent += negative ? -written : written;
-        }
-        return exponent > 0;
-    }
-
-    // Four hex digits at at_, consumed; nullopt (nothing consumed) if they are not there.
-    later<std::optional<unsigned>> hex4() noexcept {
-        if (text_.size() - at_ < 4) return std::nullopt;
-        unsigned code = 0;
-        for (std::size_t i = 0; i < 4; ++i) {
-            const char c = text_[at_ + i];
-            unsigned digit = 0;
-            if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
-            else if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
-            else return std::nullopt;
-            code = code * 16 + digit;
-        }
-        at_ += 4;
-        return code;
-    }
-
-    bool escape() {
-        const std::size_t start = at_;  // the backslash
-        ++at_;
-        if (at_ == text_.size()) return fail("unterminated string", at_);
-        const char c = text_[at_++];
-        switch (c) {
-            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-                return true;
-            case 'u': break;
-            default: return fail("invalid escape", start);
-        }
-        const auto code = hex4();
-        if (!code) return fail("invalid \\u escape", start);
-        if (*code >= 0xDC00 && *code <= 0xDFFF) return fail("unpaired surrogate", start);
-        if (*code < 0xD800 || *code > 0xDBFF) return true;
-        // A high surrogate must be followed by an escaped low one.
-        if (!at('\\') || text_.substr(at_ + 1, 1) != "u") return fail("unpaired surrogate", start);
-        at_ += 2;
-        const auto low = hex4();
-        if (!low) return fail("invalid \\u escape", at_ - 2);
-        if (*low < 0xDC00 || *low > 0xDFFF) return fail("unpaired surrogate", start);
-        return true;
-    }
-
-    bool string() {
-        ++at_;  // the opening quote
-        const auto* const bytes = reinterpret_cast<const unsigned char*>(text_.data());
-        while (at_ < text_.size()) {
-            const unsigned char c = bytes[at_];
-            if (c == '"') {
-                ++at_;
-                return true;
-            }
-            if (c == '\\') {
-                if (!escape()) return false;
-            } else if (c < 0x20) {
-                return fail("control character in string", at_);
-            } else {
-                const int length = utf8_sequence(bytes + at_, bytes + text_.size());
-                if (length < 0) return fail("invalid UTF-8 in string", at_);
-                at_ += static_cast<std::size_t>(length);
-            }
-        }
-        return fail("unterminated string", at_);
-    }
-
-    std::string_view text_;
-    std::size_t at_ = 0;
-    std::string error_;
-};
-
-/// Checks that `text` is exactly one JSON value (RFC 8259, UTF-8, nesting at most 512 deep, every
-/// number within a double's range).
-/// Returns nullopt when it is, else a short reason with its byte offset.
-///     validate_json("[1, 2]")   // nullopt
-///     validate_json("[1 2]")    // "expected ',' or ']' at offset 3"
-template <class = void>
-std::optional<std::string> validate_json(std::string_view text) {
-    return json_validator(text).run();
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
-// ---- end stint/export/json_validate.hpp ----
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
+// ---- end stint/profiler/profiler_core.hpp ----
 
 namespace stint {
+// The build namespace (detail/separate_compilation.hpp): a program that mixes header-only files with
+// separately compiled ones fails to link where they share a profiler.
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
 
 template <configuration Config = config<>>
 class profiler;
@@ -20146,130 +18550,42 @@ struct profiler_options {
 template <configuration Config>
 class profiler {
 public:
-    // Types named through Config (detail/deferred.hpp): a file that includes this header but never
-    // makes a profiler does not instantiate what the bodies below do with values of them.
-    template <class T>
-    using later = detail::deferred_t<T, Config>;
-
     using config_type = Config;
     using options_type = profiler_options<Config>;
-
-    /// Registers the profiler with the step tracker as "ProfilerStep" (torch's KinetoStepTracker).
-    explicit profiler(options_type options = {}) : options_(std::move(options)) {
-        if (!active()) return;
-        detail::install_registry_slow_path();  // threads named from now on are named in the registry
-        const bool records_device = has_device && options_.activities.contains(activity::cuda);
-        if (!options_.activities.contains(activity::cpu) && !records_device) {
-            throw std::invalid_argument(
-                "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
-                "activity::cuda with stint::cuda_activities in the config");
-        }
-        if (!options_.stream_to.empty()) refuse_streaming_with_options();
-        if (options_.flight_recorder) refuse_flight_recorder_with_options();
-        if (options_.execution_trace_observer != nullptr) {
-            options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
-        }
-        try {
-            session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
-            if (options_.schedule) current_action_ = options_.schedule(0);
-            step_tracker::init_step_count(step_tracker::profiler_step_name);
-            detail::the_exit_trace().arm(this, &write_unfinished_trace);
-        } catch (...) {
-            // No destructor will run: the observer must not keep pointing here.
-            if (options_.execution_trace_observer != nullptr) options_.execution_trace_observer->release(this);
-            throw;
-        }
-    }
-    profiler(const profiler&) = delete;
-    profiler& operator=(const profiler&) = delete;
 
     /// A profiler destroyed while recording stops first (a window in progress is delivered to
     /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
     /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
-    ~profiler() {
-        if (!active()) return;
-        detail::the_running_flight_recorder().clear(this);  // before the lock: a dump from outside holds its own first
-        if (in_callback_) {
-            // The step() or stop() that called on_trace_ready is still running on this profiler: it
-            // would touch freed memory when the callback returns. Stop here rather than corrupt.
-            detail::warn("a profiler was destroyed inside its own on_trace_ready; destroy it after the step() or "
-                         "stop() that called the callback returns");
-            std::terminate();
-        }
-        detail::the_exit_trace().disarm(this);
-        write_unfinished_trace(this, detail::the_exit_trace().path());
-        finish_execution_trace();
-        try {
-            step_tracker::erase_step_count(step_tracker::profiler_step_name);
-        } catch (...) {
-            // Out of memory while locking or erasing: the tracker keeps a stale count, nothing worse.
-        }
+    explicit profiler(options_type options = {})
+        : on_trace_ready_(std::move(options.on_trace_ready)),
+          core_(settings_of(std::move(options)), traits(), this, on_trace_ready_ ? &call_on_trace_ready : nullptr) {
+        STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE();
     }
+    profiler(const profiler&) = delete;
+    profiler& operator=(const profiler&) = delete;
+    /// A profiler destroyed while recording stops first (a window in progress is delivered to
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
+    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
+    ~profiler() = default;
 
     /// Starts profiling: without a schedule, recording begins; with one, the current step's action
     /// takes effect (torch's start()). Throws std::logic_error if this profiler already started, or
     /// when it must record while another profiler records.
-    void start() {
-        if (!active()) return;
-        const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
-        {
-            const std::lock_guard lock(mutex_);
-            refuse_in_callback("start()");
-            if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-            std::exception_ptr error;
-            transit(profiler_action::none, current_action_, error);
-            if (error) std::rethrow_exception(error);
-            started_ = true;
-            open_step_annotation();
-        }
-        // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
-        if (options_.flight_recorder) detail::the_running_flight_recorder().set(this, &dump_for);
-    }
+    void start() { core_.start(); }
 
     /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
     /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
-    void stop() {
-        if (!active()) return;
-        const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
-        detail::the_running_flight_recorder().clear(this);
-        const std::lock_guard lock(mutex_);
-        refuse_in_callback("stop()");
-        close_step_annotation();
-        started_ = false;
-        std::exception_ptr error;
-        transit(current_action_, std::nullopt, error);
-        if (error) std::rethrow_exception(error);
-    }
+    void stop() { core_.stop(); }
 
     /// Ends the current step and begins the next (torch's step()): the schedule's next action takes
     /// effect (a window may be saved and on_trace_ready called), the global step of
     /// `stint::step_tracker` advances, and the new step's `ProfilerStep#N` annotation opens. Works
     /// whether or not start() was called. When on_trace_ready throws, the step still completes
     /// (the next window opens on schedule) and the exception then propagates.
-    void step() {
-        if (!active()) return;
-        const detail::own_allocation_scope own;  // the profiler's own memory is not the program's
-        const std::lock_guard lock(mutex_);
-        refuse_in_callback("step()");
-        const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
-        close_step_annotation();
-        const profiler_action previous = current_action_;
-        ++step_num_;
-        current_action_ = next;
-        if (options_.schedule) checker_.observe(previous, next);
-        std::exception_ptr error;
-        transit(previous, next, error);
-        step_tracker::increment_step(step_tracker::profiler_step_name);
-        if (flight_) observe_flight_step();
-        open_step_annotation();
-        if (error) std::rethrow_exception(error);
-    }
+    void step() { core_.step(); }
 
     /// The dumps a flight recorder's triggers wrote (slow steps, hangs), oldest first.
-    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const {
-        const std::lock_guard lock(mutex_);
-        return triggered_dumps_;
-    }
+    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const { return core_.triggered_dumps(); }
 
     /// A flight recorder's window, written now while recording continues: the trace (Chrome JSON for
     /// ".json" or ".json.gz", Perfetto for ".pftrace") and the key_averages table beside it (the path's
@@ -20278,103 +18594,51 @@ public:
     /// records, std::invalid_argument for another ending, std::system_error when a file cannot be written.
     ///
     ///     stint::flight_dump d = prof.dump("dumps/now.pt.trace.json");   // and dumps/now.pt.trace.txt
-    flight_dump dump(const std::string& path) {
-        detail::require_dump_format("dump", path);
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        if (!options_.flight_recorder || !flight_) {
-            throw std::logic_error(options_.flight_recorder
-                                       ? "stint: dump(): the flight recorder is not recording; call start() first"
-                                       : "stint: dump(): this profiler is not a flight recorder; set "
-                                         "profiler_options::flight_recorder");
-        }
-        return dump_window(path, 0, "request", {});
-    }
+    flight_dump dump(const std::string& path) { return core_.dump(path); }
 
     /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
-    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::int64_t step_num() const noexcept { return core_.step_num(); }
 
     /// What the current step does (always RECORD without a schedule).
-    [[nodiscard]] profiler_action current_action() const noexcept {
-        return current_action_.load(std::memory_order_relaxed);
-    }
+    [[nodiscard]] profiler_action current_action() const noexcept { return core_.current_action(); }
 
     /// Whether this profiler's session is recording now (a record step, or between start and stop
     /// without a schedule).
-    [[nodiscard]] bool is_running() const noexcept { return running_.load(std::memory_order_relaxed); }
+    [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
 
     /// The events of the last saved window, or of every window with `accumulate_events` (torch's
     /// `prof.events()`). Without a schedule, reading while recording is an error.
     ///
     ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
-    [[nodiscard]] const event_list& events() const {
-        const std::lock_guard lock(mutex_);
-        require_finished("events()");
-        require_kept("events()");
-        return options_.accumulate_events ? all_events_ : window_events();
-    }
+    [[nodiscard]] const event_list& events() const { return core_.events(); }
 
     /// events() grouped by name (and by shapes or stack frames when asked), as torch's
     /// `prof.key_averages()`; every `ProfilerStep#N` joins one `ProfilerStep*` row.
     ///
     ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
     [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("key_averages()");
-        return stint::key_averages(events(), options);
+        return core_.key_averages(options);
     }
 
     /// Sum of every event's self time in events(), in microseconds (torch's
     /// `prof.self_cpu_time_total`).
-    [[nodiscard]] double self_cpu_time_total() const {
-        const std::lock_guard lock(mutex_);
-        require_finished("self_cpu_time_total()");
-        std::int64_t total = 0;
-        for (const event& e : events()) total += e.self_ns;
-        return static_cast<double>(total) / 1e3;
-    }
+    [[nodiscard]] double self_cpu_time_total() const { return core_.self_cpu_time_total(); }
 
     /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
-    [[nodiscard]] profiler_stats stats() const {
-        const std::lock_guard lock(mutex_);
-        require_finished("stats()");
-        return window_stats_;
-    }
+    [[nodiscard]] profiler_stats stats() const { return core_.stats(); }
 
     /// Writes the last window as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz"), with the
     /// metadata added so far and, in a distributed job, "distributedInfo".
     ///
     ///     prof.export_chrome_trace("run.pt.trace.json.gz");
-    void export_chrome_trace(const std::string& path) const {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("export_chrome_trace()");
-        require_kept("export_chrome_trace()");
-        const detail::chrome_trace_info info = trace_info(window_stats_.truncated_names);
-        if (window_records_ && !has_stacks && !has_modules && detail::chrome_trace_from_records(*window_records_)) {
-            detail::write_chrome_trace_file(path, *window_records_, window_first_id_, info);
-        } else {
-            detail::write_chrome_trace_file(path, window_events(), info);
-        }
-    }
+    void export_chrome_trace(const std::string& path) const { core_.export_chrome_trace(path); }
 
     /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
     /// thread tracks, interned names, stint's counts on a "stint stats" instant and a counter track.
     /// About a fifth of the JSON's size; ui.perfetto.dev and trace_processor open it.
     ///
     ///     prof.export_perfetto_trace("run.pftrace");
-    void export_perfetto_trace(const std::string& path) const {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("export_perfetto_trace()");
-        require_kept("export_perfetto_trace()");
-        detail::perfetto_trace_info info;
-        info.pid = detail::current_pid();
-        info.truncated_names = window_stats_.truncated_names;
-        if (window_flight_) info = window_flight_->perfetto_info(info.pid, info.truncated_names);
-        detail::write_perfetto_trace_file(path, window_events(), info);
-    }
+    void export_perfetto_trace(const std::string& path) const { core_.export_perfetto_trace(path); }
 
     /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
     /// export_memory_timeline: `.json` / `.json.gz` in torch's `[times, sizes]` shape, or `.html`, a
@@ -20383,13 +18647,10 @@ public:
     ///     prof.export_memory_timeline("memory.html");
     ///     prof.export_memory_timeline("gpu0.json.gz", {stint::device_type::cuda, 0});
     void export_memory_timeline(const std::string& path, stint::device device = {}) const {
-        static_assert(has_memory, "stint: export_memory_timeline() needs memory events. Fix: add stint::profile_memory "
-                                  "to the profiler's config");
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("export_memory_timeline()");
-        require_kept("export_memory_timeline()");
-        stint::export_memory_timeline(window_events(), path, device);
+        static_assert(Config::template has<profile_memory>,
+                      "stint: export_memory_timeline() needs memory events. Fix: add stint::profile_memory to the "
+                      "profiler's config");
+        core_.export_memory_timeline(path, device);
     }
 
     /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
@@ -20397,30 +18658,14 @@ public:
     /// with std::invalid_argument.
     ///
     ///     prof.add_metadata("run", "baseline");    // "run": "baseline"
-    void add_metadata(std::string_view key, std::string_view value) {
-        if (!active()) return;
-        refuse_reserved("add_metadata", key);
-        const std::lock_guard lock(mutex_);
-        fmt::memory_buffer json;
-        detail::append_json_string(json, value);
-        set_metadata(key, fmt::to_string(json));
-    }
+    void add_metadata(std::string_view key, std::string_view value) { core_.add_metadata(key, value); }
 
     /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
     /// that is not exactly one valid JSON value (RFC 8259, nesting at most 512 deep, no number past a
     /// double's range) is refused with std::invalid_argument, and never written.
     ///
     ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
-    void add_metadata_json(std::string_view key, std::string_view json) {
-        if (!active()) return;
-        refuse_reserved("add_metadata_json", key);
-        const std::lock_guard lock(mutex_);
-        if (std::optional<std::string> reason = detail::validate_json(json)) {
-            throw std::invalid_argument(
-                fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
-        }
-        set_metadata(key, std::string(json));
-    }
+    void add_metadata_json(std::string_view key, std::string_view json) { core_.add_metadata_json(key, json); }
 
     /// Writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per event with
     /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
@@ -20433,604 +18678,57 @@ public:
     ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
     void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total",
                        stack_frames frames = stack_frames::locations) const {
-        static_assert(has_stacks,
+        static_assert(Config::template has<with_stack<>>,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
-        const std::lock_guard lock(mutex_);
-        require_finished("export_stacks()");
-        require_kept("export_stacks()");
-        detail::write_collapsed_stacks_file(path, events(), metric, frames);
+        core_.export_stacks(path, metric, frames);
     }
 
 private:
-    using device_backend = detail::device_backend_t<Config>;
-    static constexpr bool has_device = detail::has_device_backend<Config>;
-    static constexpr bool has_stacks = Config::template has<with_stack<>>;
-    static constexpr bool has_modules = Config::template has<with_modules>;
-    static constexpr bool has_memory = Config::template has<profile_memory>;
-    static constexpr bool has_shapes = Config::template has<record_shapes>;
-
-    [[nodiscard]] bool active() const noexcept {
-        if constexpr (Config::enabled) {
-            return options_.enabled;
-        } else {
-            return false;
+    /// What the config decides, for the core.
+    static detail::profiler_traits traits() noexcept {
+        detail::profiler_traits t;
+        t.enabled = Config::enabled;
+        t.has_stacks = Config::template has<with_stack<>>;
+        t.has_modules = Config::template has<with_modules>;
+        t.has_memory = Config::template has<profile_memory>;
+        t.has_shapes = Config::template has<record_shapes>;
+        if constexpr (detail::has_device_backend<Config>) {
+            using backend = detail::device_backend_t<Config>;
+            t.has_device = true;
+            t.device_start = &backend::start;
+            t.device_stop = &backend::stop;
+            t.device_unavailable = &backend::unavailable;
         }
+        return t;
     }
 
-    /// Runs torch's action_map entry for `previous` -> `next` (nullopt: stopping). Every operation
-    /// runs even when an earlier one threw; the first exception is left in `error`.
-    void transit(profiler_action previous, std::optional<profiler_action> next, std::exception_ptr& error) {
-        const detail::session_ops ops = detail::transition_actions(previous, next);
-        bool saved = false;
-        for (std::size_t i = 0; i < ops.size(); ++i) {
-            try {
-                switch (ops[i]) {
-                    case detail::session_op::prepare_trace:
-                        if constexpr (has_stacks) detail::warm_native_stacks();
-                        session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
-                        break;
-                    case detail::session_op::start_trace:
-                        // A warmup that ends without recording: torch starts and stops an empty trace
-                        // (replacing its results); stint drops the preparation and keeps the last window.
-                        if (i + 1 < ops.size() && ops[i + 1] == detail::session_op::stop_trace) {
-                            session_.discard_preparation();
-                            ++i;
-                        } else {
-                            if (session_.is_open()) {
-                                throw std::logic_error("stint: start(): this profiler is already recording");
-                            }
-                            if constexpr (has_stacks) detail::warm_native_stacks();
-                            settle_last_window();
-                            open_session();
-                        }
-                        break;
-                    case detail::session_op::stop_trace:
-                        saved = close_window();
-                        break;
-                    case detail::session_op::trace_ready:
-                        if (saved) trace_ready();
-                        break;
-                }
-            } catch (...) {
-                if (!error) error = std::current_exception();
-            }
-            running_.store(session_.is_open(), std::memory_order_relaxed);
-        }
+    static detail::profiler_settings settings_of(options_type&& o) {
+        return {.schedule = std::move(o.schedule),
+                .accumulate_events = o.accumulate_events,
+                .enabled = o.enabled,
+                .buffer_budget_bytes = o.buffer_budget_bytes,
+                .reserve_buffer_bytes = o.reserve_buffer_bytes,
+                .activities = o.activities,
+                .sync_device_on_stop = o.sync_device_on_stop,
+                .device_buffer_budget_bytes = o.device_buffer_budget_bytes,
+                .enable_cuda_sync_events = o.enable_cuda_sync_events,
+                .teardown_cupti_on_stop = o.teardown_cupti_on_stop,
+                .execution_trace_observer = o.execution_trace_observer,
+                .stream_to = std::move(o.stream_to),
+                .flight_recorder = std::move(o.flight_recorder)};
     }
 
-    /// Opens the CPU session and, when asked for and compiled in, the device session beside it; with
-    /// stream_to, the stream first (a path it cannot write opens nothing).
-    void open_session() {
-        if (!options_.stream_to.empty()) {
-            stream_ = std::make_unique<later<detail::trace_stream>>(options_.stream_to, detail::current_pid());
-            try {
-                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
-            } catch (...) {
-                stream_.reset();  // nothing opened; the unfinished file is removed
-                throw;
-            }
-            try {
-                stream_->start(session_.recording_state(), session_.calibration(), next_id_);
-            } catch (...) {
-                detail::record_store discarded;  // no writer: the session closes unrecorded
-                (void)session_.close_records(discarded);
-                stream_.reset();
-                throw;
-            }
-            return;
-        }
-        if (options_.flight_recorder) {
-            open_flight_session();
-            return;
-        }
-        const bool device = has_device && options_.activities.contains(activity::cuda);
-        stint::execution_trace_observer* et = options_.execution_trace_observer;
-        execution_trace_window_ = et != nullptr && et->wants_window();
-        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
-                      options_.activities.contains(activity::cpu) || !device, has_memory,
-                      {.outputs = has_shapes || execution_trace_window_, .tensor_identities = execution_trace_window_});
-        if (execution_trace_window_) et->set_window_running(true);
-        if constexpr (has_device) {
-            if (device) {
-                device_requested_ = true;
-                device_started_ = device_backend::start({.budget_bytes = options_.device_buffer_budget_bytes,
-                                                        .sync_events = options_.enable_cuda_sync_events,
-                                                        .teardown = options_.teardown_cupti_on_stop});
-            }
-        }
-    }
-
-    /// Opens a flight recorder's session: refuses a budget that cannot hold a chunk per thread and a dump
-    /// directory that cannot be written, now rather than when a dump is due.
-    void open_flight_session() {
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::size_t threads = std::max<std::size_t>(detail::the_registry().live_threads(), 1);
-        const std::size_t minimum = threads * detail::chunk::total_bytes;
-        if (flight.budget_bytes < minimum) {
-            throw std::invalid_argument(fmt::format(
-                "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
-                "of the {} threads that record, at least {} bytes",
-                flight.budget_bytes, detail::chunk::total_bytes / 1024, threads, minimum));
-        }
-        if (flight.slow_step.factor > 0 || flight.hang_timeout.count() > 0) detail::check_dump_dir(flight.dump_dir);
-        session_.prepare(flight.budget_bytes, options_.reserve_buffer_bytes);
-        const double ns_per_tick = session_.calibration().ns_per_tick;
-        const auto span_ns = static_cast<double>(flight.span.count());
-        const detail::ring_options ring{
-            .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
-        session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, has_memory,
-                      {.outputs = has_shapes, .tensor_identities = false}, false, ring);
-        flight_.emplace(flight);
-        if (!flight.crash_dump_path.empty()) {
-            try {
-                detail::crash_dump::install(flight.crash_dump_path, session_.calibration());
-            } catch (...) {
-                detail::record_store discarded;  // refused at start: the session closes unrecorded
-                (void)session_.close_records(discarded);
-                flight_.reset();
-                throw;
-            }
-            crash_dump_installed_ = true;
-        }
-        if (flight.hang_timeout.count() > 0) {
-            watchdog_ = std::make_unique<detail::hang_watchdog>(
-                flight.hang_timeout, step_num_.load(),
-                [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
-                    dump_hang(step, silent_ns, stopping);
-                });
-        }
-    }
-
-    static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler*>(self)->dump(path); }
-
-    /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
-    /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
-    void dump_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
-        std::unique_lock lock(mutex_, std::try_to_lock);
-        while (!lock.owns_lock()) {
-            if (stopping.load(std::memory_order_relaxed)) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            (void)lock.try_lock();
-        }
-        if (!flight_) return;
-        const detail::own_allocation_scope own;
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
-                                             step, flight.dump_extension);
-        // Every thread's open scopes (the step's annotation among them), as the threads noted them.
-        std::uint64_t not_kept = 0;
-        const auto& clock = session_.calibration();
-        later<std::vector<detail::flight_window::open_scope>> open;
-        for (const detail::registry::open_scope& o : detail::the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
-            open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
-        }
-        std::string why = fmt::format("no step() for {:.3f} ms during step {}", static_cast<double>(silent_ns) / 1e6, step);
-        if (not_kept != 0) why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, detail::open_scope_stack::capacity);
-        triggered_dumps_.push_back(dump_window(path, 0, "hang", std::move(why), std::move(open)));
-    }
-
-    /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
-    void observe_flight_step() {
-        detail::flight_steps& steps = *flight_;
-        const std::uint64_t now_ticks = stint::read_ticks();
-        const std::int64_t now_ns = detail::steady_now_ns();
-        const std::int64_t duration = now_ns - steps.last_step_ns;
-        const std::uint64_t began = steps.last_step_ticks;
-        steps.last_step_ns = now_ns;
-        steps.last_step_ticks = now_ticks;
-        if (watchdog_) watchdog_->note_step(step_num_);
-        steps.begins.push_back(began);
-        const slow_step_trigger& trigger = options_.flight_recorder->slow_step;
-        while (steps.begins.size() > std::max<std::size_t>(trigger.steps, 1)) steps.begins.pop_front();
-        if (!steps.detector.observe(duration, now_ns)) return;
-        const std::int64_t step = step_num_ - 1;  // the step that just ended
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::string path = fmt::format("{}{}slow_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
-                                             step, flight.dump_extension);
-        const std::string why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
-                                            static_cast<double>(duration) / 1e6,
-                                            static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(steps.detector.median_ns(), 1)),
-                                            static_cast<double>(steps.detector.median_ns()) / 1e6);
-        try {
-            triggered_dumps_.push_back(dump_window(path, steps.begins.front(), "slow step", why));
-        } catch (const std::exception& e) {
-            // The program's step must not fail for a dump: say it instead.
-            detail::warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
-        }
-    }
-
-    /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
-    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
-                            later<std::vector<detail::flight_window::open_scope>> open = {}) {
-        later<detail::record_store> records;
-        if (!session_.copy_records(records, from_ticks)) {
-            throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
-        }
-        later<detail::flight_window> window = detail::flight_window::of(records, from_ticks, std::move(trigger));
-        window.detail = std::move(why);
-        window.open_scopes = std::move(open);
-        event_list events;
-        profiler_stats stats;
-        detail::session::build_events(records, events, 1, drain_options(false), nullptr, stats);
-        if (!window.open_scopes.empty()) window.note_last_records(events);
-        return detail::write_flight_dump(path, events, trace_info(stats.truncated_names), window);
-    }
-
-    /// Drains the session into the window's results; false when none was recording. The event list is
-    /// built now when something needs it at once (earlier windows kept, an execution trace, device
-    /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
-    /// and built into events when first asked for, and a timing-only trace is written from them.
-    bool close_window() {
-        later<std::optional<detail::device_capture>> device;
-        if constexpr (has_device) {
-            // The device session ends first: its records must all be in before the CPU side is drained.
-            if (device_requested_) {
-                device = device_started_ ? device_backend::stop(options_.sync_device_on_stop)
-                                         : device_backend::unavailable();
-                device_requested_ = device_started_ = false;
-            }
-        }
-        if (stream_) return close_streamed_window();
-        watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
-        if (std::exchange(crash_dump_installed_, false)) {
-            for (const std::string& line : detail::crash_dump::overridden()) {
-                detail::warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
-            }
-            detail::crash_dump::uninstall();
-        }
-        const bool et_window = std::exchange(execution_trace_window_, false);
-        later<detail::record_store> records;
-        const bool closed = session_.close_records(records);
-        if (et_window && options_.execution_trace_observer != nullptr) {
-            options_.execution_trace_observer->set_window_running(false);
-        }
-        if (!closed) return false;
-        window_stats_ = session_.stats();
-        window_first_id_ = next_id_;
-        forget_window();
-        if (flight_) {
-            window_flight_ = detail::flight_window::of(records, 0, "stop");
-            flight_.reset();
-        }
-        bool timing_only = true;
-        for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
-        if (timing_only && !options_.accumulate_events && !et_window && !device) {
-            next_id_ += records.events();
-            window_records_.emplace(std::move(records));
-            return true;
-        }
-        try {
-            detail::session::build_events(records, window_events_, window_first_id_, drain_options(et_window),
-                                          device ? &*device : nullptr, window_stats_);
-        } catch (const std::exception& e) {
-            lose_window(e.what());  // its records went back to the pool as they were read
-            throw;
-        } catch (...) {
-            lose_window("an exception of unknown type");
-            throw;
-        }
-        next_id_ += window_events_.size();
-        if (options_.accumulate_events) all_events_.append(window_events_);
-        if (et_window && options_.execution_trace_observer != nullptr) {
-            options_.execution_trace_observer->append_window(window_events_);
-        }
-        return true;
-    }
-
-    /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
-    bool close_streamed_window() {
-        later<detail::record_store> records;
-        if (stream_->inherited()) {
-            // A forked child: the writer thread and the file are the parent's. Abandon both.
-            (void)stream_.release();
-            (void)session_.close_records(records);
-            return false;
-        }
-        struct reset_stream {
-            later<std::unique_ptr<detail::trace_stream>>& stream;
-            ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
-        } reset{stream_};
-        stream_->stop();
-        if (!session_.close_records(records)) return false;
-        window_stats_ = session_.stats();
-        forget_window();
-        streamed_window_ = false;
-        detail::streamed_totals totals;
-        try {
-            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
-        } catch (...) {
-            // Writing failed: the records the stream had not written are the window, as a stop without
-            // a stream would keep them, and stop() throws what failed.
-            window_first_id_ = stream_->next_id();
-            detail::session::count_records(records, window_stats_);
-            next_id_ = window_first_id_ + records.events();
-            window_records_.emplace(std::move(records));
-            throw;
-        }
-        streamed_window_ = true;
-        window_stats_.number_of_events = totals.events;
-        window_stats_.recorded = totals.recorded;
-        window_stats_.overhead_events = totals.overhead;
-        window_stats_.dropped = totals.dropped;
-        next_id_ += totals.events;
-        return true;
-    }
-
-    static constexpr detail::drain_options drain_options(bool input_values) noexcept {
-        return {.call_stacks = has_stacks, .module_hierarchy = has_modules, .input_values = input_values};
-    }
-
-    /// The last window's events, built from its records the first time they are asked for. A build that
-    /// fails (out of memory) before giving any record back leaves the records for a retry; one that
-    /// fails after loses the window, and every later call throws rather than return part of it.
-    const event_list& window_events() const {
-        if (window_lost_) {
-            throw std::runtime_error(fmt::format("stint: the last window's events are lost: building them failed "
-                                                 "({}) after its records had begun to go back to the pool; stats() "
-                                                 "still counts them",
-                                                 window_lost_reason_));
-        }
-        if (window_records_) {
-            try {
-                detail::session::build_events(*window_records_, window_events_, window_first_id_,
-                                              drain_options(false), nullptr, window_stats_);
-            } catch (const std::exception& e) {
-                if (window_records_->partly_released()) lose_window(e.what());
-                throw;
-            } catch (...) {
-                if (window_records_->partly_released()) lose_window("an exception of unknown type");
-                throw;
-            }
-            window_records_.reset();
-        }
-        return window_events_;
-    }
-
-    /// Forgets the last window: a new one replaces it.
-    void forget_window() const noexcept {
-        window_flight_.reset();
-        window_records_.reset();
-        window_events_ = event_list{};
-        window_lost_ = false;
-    }
-
-    /// The last window's events cannot be built: its records are gone (given back as they were read).
-    void lose_window(const char* why) const noexcept {
-        forget_window();
-        window_lost_ = true;
-        try {
-            window_lost_reason_ = why;
-        } catch (...) {
-            window_lost_reason_.clear();  // out of memory: the error says less, but still says it
-        }
-    }
-
-    /// Before a new window records: the last one's records go back to the pool (the new window reuses
-    /// the chunks). With a schedule its events stay readable, so they are built first; without one
-    /// they can no longer be read (the next stop replaces them).
-    void settle_last_window() {
-        if (!window_records_) return;
-        if (options_.schedule) {
-            (void)window_events();
-        } else {
-            forget_window();
-        }
-    }
-
-    /// The observer went first: stop using it.
-    static void forget_execution_trace_observer(void* self) noexcept {
+    static void call_on_trace_ready(void* self) {
         auto& prof = *static_cast<profiler*>(self);
-        const std::lock_guard lock(prof.mutex_);
-        prof.options_.execution_trace_observer = nullptr;
+        prof.on_trace_ready_(prof);
     }
 
-    /// At destruction: the attached observer's file is finished (torch's cleanup at profile.__exit__);
-    /// a failure becomes a warning.
-    void finish_execution_trace() noexcept {
-        stint::execution_trace_observer* et = std::exchange(options_.execution_trace_observer, nullptr);
-        if (et == nullptr) return;
-        try {
-            et->detach(this);
-        } catch (const std::exception& e) {
-            detail::warn(fmt::format("the profiler's execution trace could not be finished: {}", e.what()));
-        } catch (...) {
-            detail::warn("the profiler's execution trace could not be finished");
-        }
-    }
-
-    /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
-    /// there (STINT_TRACE_ON_EXIT). Failures become warnings: it runs in a destructor or at exit.
-    static void write_unfinished_trace(void* self, const std::string& path) noexcept {
-        auto& prof = *static_cast<profiler*>(self);
-        const bool unfinished = prof.is_running();
-        try {
-            prof.stop();
-        } catch (const std::exception& e) {
-            detail::warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
-                                     "threw and cannot rethrow: {}", e.what()));
-        } catch (...) {
-            detail::warn("stopping an unfinished session (profiler destroyed, or process exit): stop() threw and "
-                         "cannot rethrow");
-        }
-        if (!unfinished || path.empty()) return;
-        try {
-            prof.export_chrome_trace(path);
-        } catch (const std::exception& e) {
-            detail::warn(fmt::format("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace: {}", e.what()));
-        } catch (...) {
-            detail::warn("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace");
-        }
-    }
-
-    void trace_ready() {
-        if (!options_.on_trace_ready) return;
-        struct in_callback_guard {
-            bool& flag;
-            explicit in_callback_guard(bool& f) : flag(f) { flag = true; }
-            ~in_callback_guard() { flag = false; }
-            in_callback_guard(const in_callback_guard&) = delete;
-            in_callback_guard& operator=(const in_callback_guard&) = delete;
-        } guard(in_callback_);
-        options_.on_trace_ready(*this);
-    }
-
-    /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
-    /// record_steps); it ends at the next step() or stop(), so it spans the step.
-    void open_step_annotation() {
-        if ((!options_.schedule && !options_.flight_recorder) || !session_.is_open()) return;
-        std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
-        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_.load());
-        step_annotation_.emplace(std::string_view(name.data(), written.size));
-    }
-    void close_step_annotation() noexcept { step_annotation_.reset(); }
-
-    void refuse_in_callback(std::string_view call) const {
-        if (in_callback_) {
-            throw std::logic_error("stint: " + std::string(call) +
-                                   ": called from on_trace_ready; return from the callback first");
-        }
-    }
-
-    void require_kept(std::string_view call) const {
-        if (streamed_window_) {
-            throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
-                                               "(profiler_options::stream_to); its events are in that file, not kept",
-                                               call, options_.stream_to));
-        }
-    }
-
-    void refuse_streaming_with_options() const {
-        const auto refuse = [](std::string_view why) {
-            throw std::invalid_argument(fmt::format("stint: profiler_options::stream_to streams one window of "
-                                                    "timing-only records; {}", why));
-        };
-        if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
-        if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
-        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
-        if (has_device || has_memory || has_shapes || has_stacks || has_modules) {
-            refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
-                   "the event list writes; stream with stint::config<>");
-        }
-        if (options_.stream_to.ends_with(".pftrace") || options_.stream_to.ends_with(".perfetto-trace")) {
-            refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
-                   "format after a normal stop");
-        }
-    }
-
-    void refuse_flight_recorder_with_options() const {
-        const auto refuse = [](std::string_view why) {
-            throw std::invalid_argument(
-                fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
-        };
-        if (options_.schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
-        if (!options_.stream_to.empty()) refuse("it keeps the last records in memory, which stream_to writes away");
-        if (options_.accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
-        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs every op, which a ring overwrites");
-        const slow_step_trigger& slow = options_.flight_recorder->slow_step;
-        if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
-            throw std::invalid_argument(fmt::format(
-                "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
-                "give a factor above 1 (or 0: off)", slow.factor));
-        }
-        if (!detail::dump_format_of(options_.flight_recorder->dump_extension)) {
-            throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
-                                                    ".pt.trace.json.gz or .pftrace",
-                                                    options_.flight_recorder->dump_extension));
-        }
-    }
-
-    void require_finished(std::string_view call) const {
-        // With a schedule the results are the last saved window's, readable while the next records.
-        if (session_.is_open() && !options_.schedule) {
-            throw std::logic_error("stint: " + std::string(call) +
-                                   ": the profiler didn't finish running; call stop() first");
-        }
-    }
-
-    static void refuse_reserved(std::string_view call, std::string_view key) {
-        if (detail::is_reserved_trace_key(key)) {
-            throw std::invalid_argument(
-                fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
-        }
-    }
-
-    /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
-    /// distributed job, "distributedInfo".
-    [[nodiscard]] detail::chrome_trace_info trace_info(std::uint64_t truncated_names) const {
-        detail::chrome_trace_info info;
-        info.pid = detail::current_pid();
-        info.truncated_names = truncated_names;
-        info.metadata_json = metadata_;
-        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json());
-        if (find_metadata("distributedInfo") == nullptr) {
-            if (std::optional<distributed_info> dist = current_distributed_info()) {
-                info.metadata_json.emplace_back("distributedInfo", detail::distributed_info_json(*dist));
-            }
-        }
-        return info;
-    }
-
-    [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
-        for (const auto& [k, v] : metadata_) {
-            if (k == key) return &v;
-        }
-        return nullptr;
-    }
-    /// A key as the trace writes it (invalid UTF-8 as U+FFFD): keys that read back alike are one key.
-    static std::string written_key(std::string_view key) {
-        fmt::memory_buffer json;
-        detail::append_json_string(json, key);
-        return fmt::to_string(json);
-    }
-    void set_metadata(std::string_view key, std::string json) {
-        const std::string written = written_key(key);
-        for (auto& [k, v] : metadata_) {
-            if (written_key(k) == written) {
-                k.assign(key);
-                v = std::move(json);
-                return;
-            }
-        }
-        metadata_.emplace_back(std::string(key), std::move(json));
-    }
-
-    // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
-    // can read and export the window.
-    mutable std::recursive_mutex mutex_;
-    options_type options_;
-    later<detail::session> session_;
-    later<schedule_checker> checker_;
-    // Atomic so that the queries that return them need no lock; written under the lock.
-    std::atomic<profiler_action> current_action_{profiler_action::record};
-    std::atomic<std::int64_t> step_num_{0};
-    std::atomic<bool> running_{false};
-    bool started_ = false;
-    bool in_callback_ = false;
-    bool device_requested_ = false;  // the open session asked for device activity
-    bool device_started_ = false;    // ... and the device collector started
-    bool execution_trace_window_ = false;  // the open session records for the execution trace observer
-    later<std::optional<record_function>> step_annotation_;
-    // The last window: its records until its events are asked for, then its events (mutable: built by
-    // the const queries, under the lock).
-    mutable later<std::optional<detail::record_store>> window_records_;
-    mutable later<event_list> window_events_;
-    mutable bool window_lost_ = false;  // its events could not be built and its records are gone
-    mutable later<std::string> window_lost_reason_;
-    std::uint64_t window_first_id_ = 0;
-    later<event_list> all_events_;
-    mutable profiler_stats window_stats_;
-    later<std::optional<detail::flight_steps>> flight_;  // while a flight recorder records
-    later<std::unique_ptr<detail::hang_watchdog>> watchdog_;  // ... with a hang_timeout
-    later<std::vector<flight_dump>> triggered_dumps_;  // what its triggers wrote
-    bool crash_dump_installed_ = false;
-    mutable later<std::optional<detail::flight_window>> window_flight_;  // the last window was a flight recorder's
-    later<std::unique_ptr<detail::trace_stream>> stream_;  // while a streamed window records
-    bool streamed_window_ = false;                 // the last window was streamed: nothing kept
-    later<std::vector<std::pair<std::string, std::string>>> metadata_;
-    // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
-    std::uint64_t next_id_ = 1;
+    std::function<void(profiler&)> on_trace_ready_;  // before core_: alive while the core closes
+    detail::profiler_core core_;
 };
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
 
 /// Prints the key-averages table, as `str(prof)` does in torch.
 template <class Config>
@@ -21511,5 +19209,2627 @@ private:
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
 // ---- end stint/export/tensorboard.hpp ----
+
+// ---- begin stint/export/memory_timeline.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
+#define STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
+// Live bytes of one device over time (profile_memory), as torch's export_memory_timeline writes them:
+// JSON points for tools, or a self-contained HTML page with the plot for a person.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+/// torch's memory categories in its column order (_CATEGORY_TO_COLORS): stint knows no tensor roles,
+/// so every byte goes to the last, "Unknown" (torch's None, memory it cannot attribute to a tensor).
+inline constexpr std::string_view memory_timeline_categories[] = {
+    "PARAMETER", "OPTIMIZER_STATE", "INPUT", "TEMPORARY", "ACTIVATION", "GRADIENT", "AUTOGRAD_DETAIL", "Unknown"};
+
+/// One device's live bytes: after every memory event of a microsecond, at that microsecond.
+struct memory_timeline_points {
+    std::vector<std::int64_t> times_us;  ///< wall clock, µs since the Unix epoch, ascending
+    std::vector<std::int64_t> bytes;     ///< Total Allocated after the microsecond's last event
+};
+
+/// Floor division: a time before the epoch still lands in the microsecond that holds it.
+constexpr std::int64_t floor_microseconds(std::int64_t ns) noexcept {
+    return ns / 1000 - (ns % 1000 < 0 ? 1 : 0);
+}
+
+/// The [memory] events of `on` in time order (the list's order: start, then the order reported),
+/// coalesced per microsecond as torch's _coalesce_timeline does. [OutOfMemory] events change no
+/// live bytes and are left out.
+template <class Unused = void>
+memory_timeline_points memory_timeline_of(const deferred_t<event_list, Unused>& events, device on) {
+    memory_timeline_points points;
+    struct sample {
+        std::int64_t at_ns;
+        std::int64_t bytes;
+    };
+    std::vector<sample> samples;
+    for (const event& e : events) {
+        if (e.kind != event_kind::memory) continue;
+        const memory_record* r = events.memory_of(e);
+        if (r != nullptr && r->device == on) samples.push_back({e.start_ns, r->total_allocated});
+    }
+    // The list is ordered by start already; after append() a later window may overlap an earlier one.
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const sample& a, const sample& b) { return a.at_ns < b.at_ns; });
+    for (const sample& s : samples) {
+        const std::int64_t t = floor_microseconds(events.base_time_ns() + s.at_ns);
+        if (points.times_us.empty() || points.times_us.back() != t) {
+            points.times_us.push_back(t);
+            points.bytes.push_back(s.bytes);
+        } else {
+            points.bytes.back() = s.bytes;
+        }
+    }
+    return points;
+}
+
+/// torch's name of a device: "cpu", "cuda:0".
+template <class = void>
+std::string memory_timeline_device_name(device d) {
+    std::string name(device_type_name(d.type));
+    if (d.index >= 0) name += ":" + std::to_string(d.index);
+    return name;
+}
+
+/// `[times, sizes]` as torch's json.dump writes it: times in integer µs, and per time one row of
+/// 1 + 8 integers, a leading 0 then one column per category, all bytes in the last.
+template <class Sink>
+void write_memory_timeline_json(Sink& sink, const memory_timeline_points& points) {
+    json_writer out(sink);
+    out.raw("[[");
+    for (std::size_t i = 0; i < points.times_us.size(); ++i) {
+        if (i != 0) out.raw(", ");
+        out.number(points.times_us[i]);
+    }
+    out.raw("], [");
+    for (std::size_t i = 0; i < points.bytes.size(); ++i) {
+        out.raw(i != 0 ? ", [0" : "[0");
+        for (std::size_t c = 0; c + 1 < std::size(memory_timeline_categories); ++c) out.raw(", 0");
+        out.raw(", ");
+        out.number(points.bytes[i]);
+        out.raw("]");
+    }
+    out.raw("]]");
+    out.flush();
+}
+
+/// `text` for HTML text or a quoted attribute: & < > " ' as references, ill-formed UTF-8 and control
+/// characters (other than tab and newline) as U+FFFD.
+template <class = void>
+void append_html_escaped(std::string& out, std::string_view text) {
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    const auto* end = p + text.size();
+    while (p < end) {
+        const int length = utf8_sequence(p, end);
+        if (length < 0) {
+            out += "\xEF\xBF\xBD";
+            p += -length;
+            continue;
+        }
+        if (length > 1) {
+            out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(length));
+            p += length;
+            continue;
+        }
+        switch (const unsigned char c = *p++) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&#39;"; break;
+            default:
+                if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
+                    out += "\xEF\xBF\xBD";
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+    }
+}
+
+template <class = void>
+std::string html_escaped(std::string_view text) {
+    std::string out;
+    append_html_escaped(out, text);
+    return out;
+}
+
+/// Bytes in the largest binary unit that keeps them >= 1: "512 B", "1.50 MiB".
+template <class Unused = void>
+std::string memory_timeline_bytes(deferred_t<double, Unused> bytes) {
+    static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    std::size_t unit = 0;
+    while (unit + 1 < std::size(units) && std::fabs(bytes) >= 1024.0) {
+        bytes /= 1024.0;
+        ++unit;
+    }
+    return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[unit]);
+}
+
+/// A round step (1, 2 or 5 times a power of ten) that cuts [0, span] into at most about `parts`.
+template <class = void>
+double memory_timeline_step(double span, int parts) {
+    const double raw = span / parts;
+    const double power = std::pow(10.0, std::floor(std::log10(raw)));
+    for (const double m : {1.0, 2.0, 5.0}) {
+        if (m * power >= raw) return m * power;
+    }
+    return 10.0 * power;
+}
+
+/// A tick label with as many decimals as the step needs ("0.25", "40").
+template <class Unused = void>
+std::string memory_timeline_tick(deferred_t<double, Unused> value, double step) {
+    const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+    return fmt::format("{:.{}f}", value, decimals);
+}
+
+/// The page: a title naming the device, the peak (its bytes, when, and the op running), and an
+/// inline SVG step plot of live bytes against milliseconds since the first point (torch's plot axes:
+/// "Time (ms)" from the first time, memory on y). No script, no network.
+template <class Sink>
+void write_memory_timeline_html(Sink& sink, const deferred_t<memory_timeline_points, Sink>& points,
+                                const deferred_t<event_list, Sink>& events, device on) {
+    const std::string device_name = memory_timeline_device_name(on);
+    deferred_t<std::string, Sink> page;  // its fmt calls are checked when the page is written
+    page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Memory timeline: ";
+    page += device_name;
+    page +=
+        "</title>\n<style>\nbody { font-family: sans-serif; margin: 16px; color: #222; background: #fff; }\n"
+        "svg text { font-family: sans-serif; font-size: 12px; fill: #222; }\n</style>\n</head>\n<body>\n"
+        "<h1>Memory timeline: ";
+    page += device_name;
+    page += "</h1>\n";
+    const deferred_t<memory_peak, Sink>* peak = nullptr;
+    for (const memory_peak& p : events.memory_peaks()) {
+        if (p.device == on) peak = &p;
+    }
+    if (points.times_us.empty()) {
+        page += "<p id=\"empty\">No memory events for " + device_name + " in this session.</p>\n";
+    }
+    if (events.memory_dropped() != 0) {
+        page += fmt::format(
+            "<p id=\"dropped\">{} memory events were dropped (buffer budget): the plot misses them.</p>\n",
+            events.memory_dropped());
+    }
+    if (points.times_us.empty()) {
+        page += "</body>\n</html>\n";
+        sink.write(page);
+        return;
+    }
+    const std::int64_t t0 = points.times_us.front();
+    const std::int64_t peak_us = peak != nullptr ? floor_microseconds(events.base_time_ns() + peak->at_ns) : t0;
+    if (peak != nullptr) {
+        page += "<p id=\"peak\">Peak: " + memory_timeline_bytes(static_cast<double>(peak->bytes));
+        page += fmt::format(" ({} bytes) at {:.3f} ms", peak->bytes, static_cast<double>(peak_us - t0) / 1e3);
+        page += peak->op.empty() ? std::string(", with no op open") : ", in " + html_escaped(peak->op);
+        page += "</p>\n";
+    }
+
+    // Plot area: x from 0 to the last point (ms), y from 0 to a round number of the largest unit.
+    constexpr double width = 960, height = 480, left = 90, right = 30, top = 20, bottom = 60;
+    constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+    std::int64_t max_bytes = 1;
+    for (const std::int64_t b : points.bytes) max_bytes = std::max(max_bytes, b);
+    if (peak != nullptr) max_bytes = std::max(max_bytes, peak->bytes);
+    double unit = 1;
+    const char* unit_name = "B";
+    for (const auto& [size, name] : {std::pair{1024.0, "KiB"}, {1048576.0, "MiB"}, {1073741824.0, "GiB"}}) {
+        if (static_cast<double>(max_bytes) >= size) {
+            unit = size;
+            unit_name = name;
+        }
+    }
+    const double y_step = memory_timeline_step(static_cast<double>(max_bytes) / unit, 5);
+    const double y_max = std::ceil(static_cast<double>(max_bytes) / unit / y_step) * y_step;
+    const double last_ms = static_cast<double>(std::max(points.times_us.back(), peak_us) - t0) / 1e3;
+    // The last value is held a twentieth of the span (at least 1 µs) so that it shows as a step too.
+    const double end_ms = last_ms + std::max(last_ms / 20, 1e-3);
+    const double x_step = memory_timeline_step(end_ms, 8);
+    const double x_max = std::ceil(end_ms / x_step - 1e-9) * x_step;
+    const auto x_of = [&](std::int64_t t_us) { return left + static_cast<double>(t_us - t0) / 1e3 / x_max * plot_w; };
+    const auto y_of = [&](double bytes) { return top + plot_h - bytes / unit / y_max * plot_h; };
+
+    auto out = std::back_inserter(page);
+    fmt::format_to(out,
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"plot\" width=\"{0}\" height=\"{1}\" "
+                   "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"live bytes of {2} over time\">\n"
+                   "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>\n",
+                   width, height, device_name);
+    // Grid, ticks and labels.
+    for (int i = 0; i * y_step <= y_max + y_step * 1e-9; ++i) {
+        const double y = top + plot_h - i * y_step / y_max * plot_h;
+        fmt::format_to(out,
+                       "<line x1=\"{0}\" y1=\"{1:.2f}\" x2=\"{2}\" y2=\"{1:.2f}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{3}\" y=\"{4:.2f}\" text-anchor=\"end\">{5}</text>\n",
+                       left, y, left + plot_w, left - 6, y + 4, memory_timeline_tick(i * y_step, y_step));
+    }
+    for (int i = 0; i * x_step <= x_max + x_step * 1e-9; ++i) {
+        const double x = left + i * x_step / x_max * plot_w;
+        fmt::format_to(out,
+                       "<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{0:.2f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+                       x, top, top + plot_h, top + plot_h + 18, memory_timeline_tick(i * x_step, x_step));
+    }
+    fmt::format_to(out,
+                   "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#222\"/>"
+                   "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#222\"/>\n"
+                   "<text x=\"{4}\" y=\"{5}\" text-anchor=\"middle\">Time (ms)</text>\n"
+                   "<text transform=\"translate(20 {6}) rotate(-90)\" text-anchor=\"middle\">Memory ({7})</text>\n",
+                   left, top, top + plot_h, left + plot_w, left + plot_w / 2, height - 12, top + plot_h / 2,
+                   unit_name);
+    // The step line: each value holds until the next point.
+    std::string line =
+        fmt::format("M{:.2f},{:.2f}", x_of(points.times_us[0]), y_of(static_cast<double>(points.bytes[0])));
+    for (std::size_t i = 1; i < points.times_us.size(); ++i) {
+        fmt::format_to(std::back_inserter(line), " H{:.2f} V{:.2f}", x_of(points.times_us[i]),
+                       y_of(static_cast<double>(points.bytes[i])));
+    }
+    fmt::format_to(std::back_inserter(line), " H{:.2f}", left + end_ms / x_max * plot_w);
+    fmt::format_to(out,
+                   "<path id=\"area\" d=\"{0} V{1:.2f} H{2:.2f} Z\" fill=\"#9aa5b1\" fill-opacity=\"0.45\" "
+                   "stroke=\"none\"/>\n"
+                   "<path id=\"series\" d=\"{0}\" fill=\"none\" stroke=\"#1f4e9c\" stroke-width=\"2\"/>\n",
+                   line, y_of(0), x_of(t0));
+    if (peak != nullptr) {
+        const double px = x_of(peak_us);
+        const double py = y_of(static_cast<double>(peak->bytes));
+        const bool label_left = px > left + plot_w * 0.6;
+        fmt::format_to(out,
+                       "<circle id=\"peak-marker\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"5\" fill=\"#c0392b\"/>"
+                       "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"{}\" style=\"fill:#c0392b\">peak {}{}</text>\n",
+                       px, py, label_left ? px - 8 : px + 8, std::max(py - 8, top + 12), label_left ? "end" : "start",
+                       memory_timeline_bytes(static_cast<double>(peak->bytes)),
+                       peak->op.empty() ? std::string() : " in " + html_escaped(peak->op));
+    }
+    page += "</svg>\n";
+    fmt::format_to(out, "<p>{} points from {} µs to {} µs since the Unix epoch.</p>\n</body>\n</html>\n",
+                   points.times_us.size(), t0, points.times_us.back());
+    sink.write(page);
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Writes the live bytes of `device` over the events' session: for each microsecond with [memory]
+/// events on it, the device's Total Allocated after the last of them (event_list::memory_of), in time
+/// order. The file's kind follows the path's ending:
+/// - ".json", ".json.gz" (gzip): the `[times, sizes]` that torch's
+///   MemoryProfileTimeline.export_memory_timeline writes (torch/profiler/_memory_profiler.py,
+///   _coalesce_timeline): `times` in integer microseconds since the Unix epoch (the session's base
+///   time plus the event's, as torch converts its ns timestamps), `sizes` one row per time of
+///   1 + 8 integers: a leading 0, then torch's categories PARAMETER, OPTIMIZER_STATE, INPUT,
+///   TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL and Unknown. stint records no tensor roles, so
+///   every byte is in the last column, as torch does for memory it cannot categorise; tools that
+///   stack the columns (torch's plot takes their cumulative sum) read the same live bytes.
+/// - ".html": a self-contained page (inline SVG, no script) with the step plot, the device in the
+///   title and the peak marked with its bytes and the op that was running (event_list::memory_peaks).
+/// A device with no memory events gives an empty timeline (`[[], []]`; the page says so). Another
+/// ending (torch's ".raw.json.gz" included) throws std::invalid_argument; an unwritable path
+/// std::system_error, as export_chrome_trace.
+///
+///     stint::export_memory_timeline(prof.events(), "memory.html", {stint::device_type::cuda, 0});
+///     stint::export_memory_timeline(prof.events(), "memory.json.gz");   // CPU memory
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void export_memory_timeline(const event_list& events, const std::string& path,
+                                   stint::device device = {device_type::cpu, -1}) {
+    const bool html = path.ends_with(".html");
+    const bool json = path.ends_with(".json") || path.ends_with(".json.gz");
+    if ((!html && !json) || path.ends_with(".raw.json.gz")) {
+        throw std::invalid_argument("stint: export_memory_timeline('" + path +
+                                    "'): the path must end in .json, .json.gz or .html");
+    }
+    const detail::memory_timeline_points points = detail::memory_timeline_of(events, device);
+    detail::output_file file(path);
+    if (html) {
+        detail::write_memory_timeline_html(file, points, events, device);
+    } else {
+        detail::write_memory_timeline_json(file, points);
+    }
+    file.commit();
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_EXPORT_MEMORY_TIMELINE_HPP
+// ---- end stint/export/memory_timeline.hpp ----
 #endif  // STINT_SINGLE_STINT_STINT_HPP
 // ---- end stint/stint.hpp ----
+
+// ---- the session side's bodies, inline in a header-only build ----
+#if defined(STINT_HEADER_ONLY)
+
+// ---- begin stint/profiler/impl/profiler_core.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
+// profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
+// header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
+
+#include <algorithm>     // std::max
+#include <array>         // std::array
+#include <atomic>        // std::atomic
+#include <chrono>        // std::chrono::milliseconds
+#include <exception>     // std::exception_ptr, std::terminate
+#include <memory>        // std::unique_ptr, std::make_unique
+#include <mutex>         // std::recursive_mutex, std::lock_guard, std::unique_lock
+#include <optional>      // std::optional
+#include <stdexcept>     // std::logic_error, std::invalid_argument, std::runtime_error
+#include <string>        // std::string
+#include <string_view>   // std::string_view
+#include <thread>        // std::this_thread::sleep_for
+#include <utility>       // std::move, std::exchange, std::pair
+#include <vector>        // std::vector
+
+#include <fmt/format.h>
+
+
+// ---- begin stint/export/chrome_trace_records.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
+// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
+// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
+// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
+// memory their records already take (design §8).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
+/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// object, are merged by the event list's linking).
+template <class Unused = void>
+bool chrome_trace_from_records(const record_store& records) {
+    deferred_t<std::unordered_set<std::uint64_t>, Unused> tids;
+    for (const record_store::thread_records& t : records.threads()) {
+        if (!t.timing_only || !tids.insert(t.counts.os_tid).second) return false;
+    }
+    return true;
+}
+
+namespace chrome_records_detail {
+
+// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
+constexpr bool drawn_as_instant(event_kind kind) noexcept {
+    return kind == event_kind::instant || is_memory_kind(kind);
+}
+
+// The fixed start of an event of `kind`, up to its name.
+template <class = void>
+std::string_view event_opening(event_kind kind) {
+    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                                       : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
+}
+
+}  // namespace chrome_records_detail
+
+/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
+/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
+/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
+/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
+/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
+/// last child); each group of such records is written parent first, so viewers nest equal times as the
+/// program did.
+template <class Writer>
+class thread_trace_writer {
+    template <class T>
+    using later = deferred_t<T, Writer>;  // checked when used (detail/deferred.hpp)
+
+public:
+    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
+    /// row (chrome_records_detail::origin_of).
+    thread_trace_writer(Writer& out, const tick_calibration& calibration, later<std::uint64_t> pid,
+                        std::uint64_t tid, double origin)
+        : out_(out), calibration_(calibration),
+          where_(fmt::format(", \"pid\": {}, \"tid\": {}, \"ts\": ", pid, tid)), origin_(origin) {}
+
+    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
+    /// gets `id`. A record that carries more than a runtime name is written with its name and times
+    /// only (values_left_out counts it).
+    void add(const record& r, const record_payload& payload, std::uint64_t id) {
+        const std::int64_t start = calibration_.to_ns_since_anchor(r.begin_ticks);
+        const std::int64_t end = std::max(calibration_.to_ns_since_anchor(r.end_ticks), start);
+        // The depth as the event list unwraps it: it falls at most one level per record.
+        if (have_previous_) {
+            const auto step = static_cast<std::uint16_t>(r.depth() - previous_depth_);
+            level_ += step == 0xffff ? -1 : step;
+        }
+        have_previous_ = true;
+        previous_depth_ = r.depth();
+        if (!held_.empty() && end != held_end_) flush();
+        held_end_ = end;
+        const auto index = static_cast<std::uint32_t>(held_.size());
+        held& h = held_.emplace_back();
+        h.where = r.where();
+        h.start = start;
+        h.end = end;
+        h.level = level_;
+        h.id = id;
+        const payload_kind kind = h.where->payload;
+        if (kind == payload_kind::point) {
+            const point_payload point = read_point(payload);
+            h.point_id = point.id;
+            if (!point.name.empty()) {
+                h.name = point.name;
+                h.runtime_name = true;
+            }
+        }
+        if (kind == payload_kind::runtime_name || kind == payload_kind::runtime_name_inputs) {
+            // The name first; the header's aux is its length.
+            h.name = {reinterpret_cast<const char*>(payload.bytes.data()),
+                      std::min<std::size_t>(payload.aux, payload.bytes.size())};
+            h.runtime_name = true;
+        }
+        if (kind == payload_kind::counter) h.counter = read_counter(payload);
+        if (kind != payload_kind::none && kind != payload_kind::runtime_name && kind != payload_kind::point &&
+            kind != payload_kind::counter) {
+            ++values_left_out_;
+        }
+        // The held records deeper than this one are its children (they end with it: it bounds them).
+        while (!roots_.empty() && held_[roots_.back()].level > level_) {
+            held_[roots_.back()].parent = index;
+            roots_.pop_back();
+        }
+        roots_.push_back(index);
+    }
+
+    /// Records added and not written yet (held until a record of another end arrives).
+    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
+
+    /// Records whose captured values (inputs, native frames, memory details) were left out.
+    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
+    /// Counts a record of the thread that made no event and whose values were left out (outputs).
+    void leave_out_values() noexcept { ++values_left_out_; }
+
+    /// Copies the runtime names of the records still held (their buffer is about to be freed).
+    void own_held_names() {
+        for (held& h : held_) {
+            if (!h.runtime_name || h.owned) continue;
+            h.owned = std::make_unique<std::string>(h.name);
+            h.name = *h.owned;
+        }
+    }
+
+    /// Writes what is held: the thread's last records have arrived.
+    void flush() {
+        if (held_.size() == 1) {  // the usual case: no tie to resolve
+            write_event(held_[0], trace_end{});
+            held_.clear();
+            roots_.clear();
+            return;
+        }
+        // Children were added before their parent; each group is written parent first.
+        children_.assign(held_.size(), {});
+        for (std::uint32_t i = 0; i < held_.size(); ++i) {
+            if (held_[i].parent != no_parent) children_[held_[i].parent].push_back(i);
+        }
+        for (const std::uint32_t root : roots_) write_subtree(root, trace_end{});
+        held_.clear();
+        roots_.clear();
+    }
+
+private:
+    static constexpr std::uint32_t no_parent = 0xffffffffU;
+    struct held {
+        const site* where = nullptr;
+        std::string_view name;                 // a runtime name
+        bool runtime_name = false;
+        later<std::unique_ptr<std::string>> owned;  // ... kept across batches
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::int64_t level = 0;
+        std::uint64_t id = 0;
+        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
+        counter_value counter;                 // a counter's sample: its value
+        std::uint32_t parent = no_parent;      // within held_
+    };
+
+    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
+    // a group can be as deep as the program's nesting).
+    void write_subtree(std::uint32_t root, trace_end cap) {
+        pending_.clear();
+        pending_.push_back({root, cap});
+        while (!pending_.empty()) {
+            const auto [i, bound] = pending_.back();
+            pending_.pop_back();
+            const trace_end ends = write_event(held_[i], bound);
+            // Reversed onto the stack, so that children are written in the order they arrived.
+            for (auto child = children_[i].rbegin(); child != children_[i].rend(); ++child) {
+                pending_.push_back({*child, ends});
+            }
+        }
+    }
+
+    trace_end write_event(const held& h, trace_end cap) {
+        if (is_point_kind(h.where->kind)) {
+            write_point(out_, h.where->kind, h.runtime_name ? h.name : h.where->name, h.point_id, where_, h.start);
+            return cap;  // a point bounds nothing
+        }
+        if (h.where->kind == event_kind::counter) {
+            write_counter_sample(out_, h.where->name, h.counter, where_, h.start);
+            return cap;  // nor does a counter's sample, drawn on the process's track of its name
+        }
+        const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
+        const site& where = *h.where;
+        if (h.runtime_name) {
+            const std::string_view opening = chrome_records_detail::event_opening(where.kind);
+            const std::string_view category = category_name(where.kind);
+            char* o = out_.reserve(opening.size() + category.size() + 16 + json_string_bound(h.name.size()) +
+                                   where_.size());
+            o = std::copy(opening.begin(), opening.end(), o);
+            o = std::copy(category.begin(), category.end(), o);
+            o = write_literal(o, "\", \"name\": ");
+            o = write_json_string(o, h.name);
+            o = std::copy(where_.begin(), where_.end(), o);
+            out_.commit(o);
+        } else {
+            out_.raw(prefix_of(where));
+        }
+        char* o = out_.reserve(160);
+        o = write_microseconds(o, h.start);
+        if (!chrome_records_detail::drawn_as_instant(where.kind)) {
+            o = write_literal(o, ", \"dur\": ");
+            o = write_trace_duration(o, dur, h.end - h.start);
+        }
+        o = write_literal(o, ", \"args\": {");
+        if (h.id != 0) {  // Kineto writes no "External id" of 0
+            o = write_literal(o, "\"External id\": ");
+            o = fmt::format_to(o, FMT_COMPILE("{}"), h.id);
+            o = write_literal(o, ", ");
+        }
+        o = write_literal(o, "\"Record function id\": ");
+        o = fmt::format_to(o, FMT_COMPILE("{}"), h.id);
+        o = write_literal(o, "}}");
+        out_.commit(o);
+        return dur.end;
+    }
+
+    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
+    const std::string& prefix_of(const site& where) {
+        if (last_site_ == &where) return *last_prefix_;
+        auto [at, added] = prefixes_.try_emplace(&where);
+        if (added) {
+            fmt::memory_buffer text;
+            const std::string_view opening = chrome_records_detail::event_opening(where.kind);
+            const std::string_view category = category_name(where.kind);
+            text.append(opening);
+            text.append(category);
+            text.append(std::string_view("\", \"name\": "));
+            append_json_string(text, where.name);
+            text.append(where_);
+            at->second = fmt::to_string(text);
+        }
+        last_site_ = &where;
+        last_prefix_ = &at->second;
+        return at->second;
+    }
+
+    Writer& out_;
+    tick_calibration calibration_;
+    later<std::string> where_;  // ", "pid": P, "tid": T, "ts": "
+    double origin_ = 0;
+    std::int64_t level_ = 0;
+    std::uint16_t previous_depth_ = 0;
+    bool have_previous_ = false;
+    std::int64_t held_end_ = 0;
+    std::uint64_t values_left_out_ = 0;
+    later<std::vector<held>> held_;            // records ending in held_end_, as they arrived
+    later<std::vector<std::uint32_t>> roots_;  // held records whose parent has not arrived
+    later<std::vector<std::vector<std::uint32_t>>> children_;
+    later<std::vector<std::pair<std::uint32_t, trace_end>>> pending_;  // write_subtree's work
+    later<std::unordered_map<const site*, std::string>> prefixes_;
+    const site* last_site_ = nullptr;
+    const std::string* last_prefix_ = nullptr;
+};
+
+namespace chrome_records_detail {
+
+/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
+template <class = void>
+double origin_of(const record_store& records, const record_store::thread_records& t) {
+    constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+    if (t.first_start_ticks == none) return std::numeric_limits<double>::infinity();
+    return trace_microseconds(records.calibration.to_ns_since_anchor(t.first_start_ticks));
+}
+
+}  // namespace chrome_records_detail
+
+/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
+/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
+/// Reads the records only: an event list can still be built from them afterwards.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
+                        const chrome_trace_info& info) {
+    json_writer out(sink);
+    deferred_t<std::vector<thread_info>, Sink> threads;
+    threads.reserve(records.threads().size());
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    for (const record_store::thread_records& t : records.threads()) {
+        threads.push_back({t.counts.os_tid, t.counts.name, t.counts.recorded, t.counts.dropped});
+        recorded += t.counts.recorded;
+        dropped += t.counts.dropped;
+    }
+    const device_report no_device;
+    const chrome_trace_head head{.recorded = recorded,
+                                 .dropped = dropped,
+                                 .late = records.late,
+                                 .device = &no_device,
+                                 .memory_dropped = records.memory_dropped,
+                                 .memory_peaks = {},
+                                 .threads = threads,
+                                 .no_events = records.events() == 0,
+                                 .values_not_streamed = std::nullopt};
+    write_trace_head(out, head, info);
+    std::uint64_t id = first_id;
+    for (const record_store::thread_records& t : records.threads()) {
+        if (t.events == 0) continue;
+        thread_trace_writer<deferred_t<json_writer, Sink>> thread(out, records.calibration, info.pid, t.counts.os_tid,
+                                                chrome_records_detail::origin_of(records, t));
+        records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
+        thread.flush();
+    }
+    write_trace_end(out, records.calibration.anchor.system_ns);
+}
+
+/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
+template <int = 0>  // instantiated only where called: its writers cost every other file
+void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
+                                    const chrome_trace_info& info) {
+    output_file file(path);
+    write_chrome_trace(file, records, first_id, info);
+    file.commit();
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+// ---- end stint/export/chrome_trace_records.hpp ----
+
+// ---- begin stint/export/json_validate.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
+#define STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
+
+#include <charconv>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+template <class = void>
+class basic_json_validator;
+/// basic_json_validator's one form (a template only so that a file that does not use it does not compile it).
+using json_validator = basic_json_validator<>;
+
+/// Strict RFC 8259 checker behind validate_json(): one recursive-descent pass, no allocation unless
+/// the text is invalid.
+template <class Unused>
+class basic_json_validator {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
+public:
+    /// Containers nested deeper than this are rejected, which also bounds the recursion.
+    static constexpr int max_depth = 512;
+
+    explicit basic_json_validator(std::string_view text) noexcept : text_(text) {}
+
+    /// nullopt when the text is exactly one valid JSON value, else the first problem and its offset.
+    later<std::optional<std::string>> run() {
+        if (!value(0)) return std::move(error_);
+        skip_whitespace();
+        if (at_ < text_.size()) return reason("expected end of input", at_);
+        return std::nullopt;
+    }
+
+private:
+    bool fail(std::string_view what, std::size_t offset) {
+        error_ = reason(what, offset);
+        return false;
+    }
+
+    static std::string reason(later<std::string_view> what, std::size_t offset) {
+        return fmt::format("{} at offset {}", what, offset);
+    }
+
+    bool at(char c) const noexcept { return at_ < text_.size() && text_[at_] == c; }
+
+    bool at_digit() const noexcept {
+        return at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9';
+    }
+
+    void skip_whitespace() noexcept {
+        while (at_ < text_.size()) {
+            const char c = text_[at_];
+            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
+            ++at_;
+        }
+    }
+
+    bool value(int depth) {
+        skip_whitespace();
+        if (at_ == text_.size()) return fail("expected value", at_);
+        switch (text_[at_]) {
+            case '{': return object(depth + 1);
+            case '[': return array(depth + 1);
+            case '"': return string();
+            case 't': return literal("true");
+            case 'f': return literal("false");
+            case 'n': return literal("null");
+            default:
+                if (at('-') || at_digit()) return number();
+                return fail("expected value", at_);
+        }
+    }
+
+    bool object(int depth) {
+        if (depth > max_depth) return fail("nesting deeper than 512", at_);
+        ++at_;
+        skip_whitespace();
+        if (at('}')) {
+            ++at_;
+            return true;
+        }
+        for (;;) {
+            skip_whitespace();
+            if (!at('"')) return fail("expected string key", at_);
+            if (!string()) return false;
+            skip_whitespace();
+            if (!at(':')) return fail("expected ':'", at_);
+            ++at_;
+            if (!value(depth)) return false;
+            skip_whitespace();
+            if (at(',')) {
+                ++at_;
+            } else if (at('}')) {
+                ++at_;
+                return true;
+            } else {
+                return fail("expected ',' or '}'", at_);
+            }
+        }
+    }
+
+    bool array(int depth) {
+        if (depth > max_depth) return fail("nesting deeper than 512", at_);
+        ++at_;
+        skip_whitespace();
+        if (at(']')) {
+            ++at_;
+            return true;
+        }
+        for (;;) {
+            if (!value(depth)) return false;
+            skip_whitespace();
+            if (at(',')) {
+                ++at_;
+            } else if (at(']')) {
+                ++at_;
+                return true;
+            } else {
+                return fail("expected ',' or ']'", at_);
+            }
+        }
+    }
+
+    bool literal(std::string_view word) {
+        if (text_.substr(at_, word.size()) != word) return fail("invalid literal", at_);
+        at_ += word.size();
+        return true;
+    }
+
+    bool number() {
+        const std::size_t start = at_;
+        if (at('-')) ++at_;
+        if (at('0')) {
+            ++at_;
+            if (at_digit()) return fail("leading zero in number", start);
+        } else if (at_digit()) {
+            while (at_digit()) ++at_;
+        } else {
+            return fail("invalid number", start);
+        }
+        if (at('.')) {
+            ++at_;
+            if (!at_digit()) return fail("invalid number", start);
+            while (at_digit()) ++at_;
+        }
+        if (at('e') || at('E')) {
+            ++at_;
+            if (at('+') || at('-')) ++at_;
+            if (!at_digit()) return fail("invalid number", start);
+            while (at_digit()) ++at_;
+        }
+        if (overflows_double(text_.substr(start, at_ - start))) {
+            return fail("number out of range of a double", start);
+        }
+        return true;
+    }
+
+    // RFC 8259 lets a reader limit numbers to a double's range, and readers differ past it (Python
+    // reads 1e400 as inf, nlohmann-json refuses it), so a number whose magnitude rounds past the
+    // largest finite double is refused; one that underflows to zero is kept, as every reader takes it.
+    static bool overflows_double(std::string_view number) noexcept {
+        double value = 0;
+        const auto parsed = std::from_chars(number.data(), number.data() + number.size(), value);
+        if (parsed.ec != std::errc::result_out_of_range) return false;
+        // Out of range either way: overflow when the value's decimal exponent is positive.
+        std::size_t i = number.starts_with('-') ? 1 : 0;
+        long long exponent = 0;  // the value is 0.d... x 10^exponent (d its first nonzero digit)
+        while (i < number.size() && number[i] == '0') ++i;
+        for (; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) ++exponent;
+        if (i < number.size() && number[i] == '.') {
+            ++i;
+            if (exponent == 0) {
+                for (; i < number.size() && number[i] == '0'; ++i) --exponent;
+            }
+            while (i < number.size() && number[i] >= '0' && number[i] <= '9') ++i;
+        }
+        if (i < number.size() && (number[i] == 'e' || number[i] == 'E')) {
+            ++i;
+            const bool negative = number[i] == '-';
+            if (number[i] == '+' || number[i] == '-') ++i;
+            long long written = 0;  // saturated: any exponent past 1e9 is out of range alike
+            for (; i < number.size(); ++i) {
+                written = written * 10 + (number[i] - '0');
+                if (written > 1'000'000'000) written = 1'000'000'000;
+            }
+            exponent += negative ? -written : written;
+        }
+        return exponent > 0;
+    }
+
+    // Four hex digits at at_, consumed; nullopt (nothing consumed) if they are not there.
+    later<std::optional<unsigned>> hex4() noexcept {
+        if (text_.size() - at_ < 4) return std::nullopt;
+        unsigned code = 0;
+        for (std::size_t i = 0; i < 4; ++i) {
+            const char c = text_[at_ + i];
+            unsigned digit = 0;
+            if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
+            else if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
+            else return std::nullopt;
+            code = code * 16 + digit;
+        }
+        at_ += 4;
+        return code;
+    }
+
+    bool escape() {
+        const std::size_t start = at_;  // the backslash
+        ++at_;
+        if (at_ == text_.size()) return fail("unterminated string", at_);
+        const char c = text_[at_++];
+        switch (c) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                return true;
+            case 'u': break;
+            default: return fail("invalid escape", start);
+        }
+        const auto code = hex4();
+        if (!code) return fail("invalid \\u escape", start);
+        if (*code >= 0xDC00 && *code <= 0xDFFF) return fail("unpaired surrogate", start);
+        if (*code < 0xD800 || *code > 0xDBFF) return true;
+        // A high surrogate must be followed by an escaped low one.
+        if (!at('\\') || text_.substr(at_ + 1, 1) != "u") return fail("unpaired surrogate", start);
+        at_ += 2;
+        const auto low = hex4();
+        if (!low) return fail("invalid \\u escape", at_ - 2);
+        if (*low < 0xDC00 || *low > 0xDFFF) return fail("unpaired surrogate", start);
+        return true;
+    }
+
+    bool string() {
+        ++at_;  // the opening quote
+        const auto* const bytes = reinterpret_cast<const unsigned char*>(text_.data());
+        while (at_ < text_.size()) {
+            const unsigned char c = bytes[at_];
+            if (c == '"') {
+                ++at_;
+                return true;
+            }
+            if (c == '\\') {
+                if (!escape()) return false;
+            } else if (c < 0x20) {
+                return fail("control character in string", at_);
+            } else {
+                const int length = utf8_sequence(bytes + at_, bytes + text_.size());
+                if (length < 0) return fail("invalid UTF-8 in string", at_);
+                at_ += static_cast<std::size_t>(length);
+            }
+        }
+        return fail("unterminated string", at_);
+    }
+
+    std::string_view text_;
+    std::size_t at_ = 0;
+    std::string error_;
+};
+
+/// Checks that `text` is exactly one JSON value (RFC 8259, UTF-8, nesting at most 512 deep, every
+/// number within a double's range).
+/// Returns nullopt when it is, else a short reason with its byte offset.
+///     validate_json("[1, 2]")   // nullopt
+///     validate_json("[1 2]")    // "expected ',' or ']' at offset 3"
+template <class = void>
+std::optional<std::string> validate_json(std::string_view text) {
+    return json_validator(text).run();
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_JSON_VALIDATE_HPP
+// ---- end stint/export/json_validate.hpp ----
+
+// ---- begin stint/export/trace_stream.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
+// takes the chunks that recording threads have filled, writes their events and gives the chunks back
+// to the pool and their bytes back to the budget, so that a session of any length records in the
+// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+
+namespace stint::detail {
+
+/// What a streamed session wrote, for its stats.
+struct streamed_totals {
+    std::uint64_t events = 0;     ///< events written
+    std::uint64_t recorded = 0;   ///< records of the program
+    std::uint64_t overhead = 0;   ///< stint's own records
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
+};
+
+template <class = void>
+class basic_trace_stream;
+/// basic_trace_stream's one form (a template only so that a file that does not use it does not compile it).
+using trace_stream = basic_trace_stream<>;
+
+/// One streamed session's trace file and the thread that writes it.
+///
+///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
+///     stream.start(state, calibration, first_id);  // once the session records
+///     ...
+///     stream.stop();                               // before the session closes
+///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
+template <class Unused>
+class basic_trace_stream {
+    template <class T>
+    using later = deferred_t<T, Unused>;  // checked when used (detail/deferred.hpp)
+
+public:
+    /// How often the writer looks for filled chunks.
+    static constexpr std::chrono::milliseconds period{10};
+
+    basic_trace_stream(const std::string& path, std::uint64_t pid) : file_(path), out_(file_), pid_(pid) {
+        file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
+        chrome_trace_info info;
+        info.pid = pid;
+        out_.raw("{\n  \"schemaVersion\": 1,\n");
+        write_trace_events_opening(out_, info);
+    }
+    basic_trace_stream(const basic_trace_stream&) = delete;
+    basic_trace_stream& operator=(const basic_trace_stream&) = delete;
+    ~basic_trace_stream() { stop(); }
+
+    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
+    /// the writer reads them, and its times come from `calibration` (the session's start).
+    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+        state_ = state;
+        calibration_ = calibration;
+        next_id_ = first_id;
+        thread_ = std::thread([this] { run(); });
+    }
+
+    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
+    /// must be abandoned (leaked), never stopped or destroyed.
+    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
+
+    /// Stops the writer (joins it). What it failed with is thrown by finish().
+    void stop() noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
+    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
+        stop();
+        if (!error_) {
+            try {
+                held_before_batch_ = held_records();
+                return write_rest(rest, info);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+        rest.prepend(std::move(unwritten_));
+        throw_failure();
+    }
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        later<std::optional<thread_trace_writer<json_writer>>> writer;
+    };
+
+    streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
+        write_batch(rest);
+        for (const record_store::thread_records& t : rest.threads()) {
+            thread_state& s = state_of(t);
+            s.counts.dropped = t.counts.dropped;
+            s.counts.truncated = t.counts.truncated;
+            s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
+        }
+        // The threads in the order the close found them (every thread of the session is there), as a
+        // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
+        later<std::vector<thread_info>> threads;
+        later<std::unordered_set<const void*>> listed;
+        later<std::unordered_map<std::uint64_t, std::size_t>> row_of_tid;
+        const auto list = [&](const thread_state& s) {
+            if (!listed.insert(s.node).second) return;
+            const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
+            if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
+            thread_info& t = threads[at->second];
+            if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
+            t.recorded += s.counts.recorded;
+            t.dropped += s.counts.dropped;
+        };
+        for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
+        streamed_totals totals;
+        for (thread_state& s : threads_) {
+            if (s.writer) s.writer->flush();
+            list(s);
+            totals.events += s.events;
+            totals.values_not_streamed += s.writer ? s.writer->values_left_out() : 0;
+            totals.recorded += s.counts.recorded;
+            totals.overhead += s.counts.overhead;
+            totals.dropped += s.counts.dropped;
+            totals.truncated += s.counts.truncated;
+        }
+        write_thread_metadata(out_, threads, info);
+        out_.raw("\n  ],\n");
+        const device_report no_device;
+        const chrome_trace_head head{.recorded = totals.recorded,
+                                     .dropped = totals.dropped,
+                                     .late = rest.late,
+                                     .device = &no_device,
+                                     .memory_dropped = rest.memory_dropped,
+                                     .memory_peaks = {},
+                                     .threads = threads,
+                                     .no_events = totals.events == 0,
+                                     .values_not_streamed = totals.values_not_streamed,
+                                     .unmatched = unmatched()};
+        write_trace_keys(out_, head, info);
+        write_trace_closing_keys(out_, calibration_.anchor.system_ns);
+        file_.commit();
+        return totals;
+    }
+
+    // Records the writers hold until a record of another end arrives.
+    std::uint64_t held_records() const noexcept {
+        std::uint64_t held = 0;
+        for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
+        return held;
+    }
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] void throw_failure() {
+        file_.abandon();
+        std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
+        if (!file_.kept_partial().empty()) {
+            text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
+        } else if (file_.written_through()) {
+            text += "what it wrote went through to it";
+        } else {
+            text += "nothing it wrote could be kept";
+        }
+        text += "; the records it had not written are kept by the profiler: events() and the exports read them";
+        if (held_before_batch_ != 0) {
+            text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
+        }
+        text += ")";
+        try {
+            std::rethrow_exception(error_);
+        } catch (const std::system_error& e) {
+            throw std::system_error(e.code(), text);  // what(): text, then the OS reason
+        } catch (const std::exception& e) {
+            throw std::runtime_error(text + ": " + e.what());
+        } catch (...) {
+            throw std::runtime_error(text);
+        }
+    }
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    static std::string reason_of(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::system_error& e) {
+            return e.code().message();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception of unknown type";
+        }
+    }
+
+    void run() noexcept {
+        const own_allocation_scope own;  // the writer's memory is not the program's
+        name_this_thread("stint stream");
+        std::unique_lock lock(mutex_);
+        while (!stopping_) {
+            wake_.wait_for(lock, period, [this] { return stopping_; });
+            if (stopping_) break;
+            lock.unlock();
+            record_store batch;
+            try {
+                held_before_batch_ = held_records();
+                batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
+                the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
+                write_batch(batch);
+                // In the file before the chunks go back: a write that fails keeps the whole batch.
+                out_.flush();
+            } catch (...) {
+                fail(std::move(batch));
+                return;
+            }
+            for (record_store::thread_records& t : batch.threads()) {
+                the_registry().give_back_streamed(state_, batch.take_chunks(t));
+            }
+            lock.lock();
+        }
+    }
+
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    void fail(record_store&& batch) noexcept {
+        error_ = std::current_exception();
+        unwritten_ = std::move(batch);
+        try {
+            warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
+                 "): the session records on into its buffer budget (records beyond it are dropped and counted), "
+                 "and stop() throws, keeping what was written and the records not written");
+        } catch (...) {
+            // out of memory: stop() still reports it
+        }
+    }
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    void write_batch(record_store& batch) {
+        batch.calibration = calibration_;  // the stream's times all come from the session's start
+        for (record_store::thread_records& t : batch.threads()) {
+            thread_state& s = state_of(t);
+            s.counts.recorded += t.counts.recorded;
+            s.counts.overhead += t.counts.overhead;
+            if (t.events != 0 || !t.timing_only) {  // (outputs and args records make no event, but are counted)
+                if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
+                batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
+                    const payload_kind kind = r.where()->payload;
+                    if (kind == payload_kind::outputs || kind == payload_kind::args) {
+                        s.writer->leave_out_values();
+                    } else if (kind != payload_kind::device_link) {  // part of the scope before it
+                        if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
+                        s.writer->add(r, payload, next_id_++);
+                    }
+                });
+                s.events += t.events;
+                s.writer->own_held_names();  // the records' chunks go back after the batch
+            }
+        }
+    }
+
+    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
+    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
+    // ends follow their begins, the two count alike).
+    void balance_point(event_kind kind, const record_payload& payload) {
+        const std::uint64_t id = read_point(payload).id;
+        const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
+        const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
+        auto& open = flow ? open_flows_ : open_spans_;
+        const auto at = open.try_emplace(id, 0).first;
+        at->second += begin ? 1 : -1;
+        if (at->second == 0) open.erase(at);
+    }
+
+    [[nodiscard]] unmatched_points unmatched() const {
+        unmatched_points u;
+        const auto count = [](std::int64_t balance) { return static_cast<std::uint64_t>(std::abs(balance)); };
+        for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += count(balance);
+        for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += count(balance);
+        return u;
+    }
+
+    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
+    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
+    // earliest of the whole session, which a stream cannot wait for).
+    double origin_of(const record_store& batch, const record_store::thread_records& t) {
+        const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
+        if (added) {
+            std::uint64_t first = t.first_start_ticks;
+            for (const record_store::thread_records& other : batch.threads()) {
+                if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
+            }
+            at->second = first == std::numeric_limits<std::uint64_t>::max()
+                             ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
+                             : trace_microseconds(calibration_.to_ns_since_anchor(first));
+        }
+        return at->second;
+    }
+
+    thread_state& state_of(const record_store::thread_records& t) {
+        const auto [at, added] = index_.try_emplace(t.node, threads_.size());
+        if (!added) return threads_[at->second];
+        thread_state& s = threads_.emplace_back();
+        s.node = t.node;
+        s.counts.os_tid = t.counts.os_tid;
+        s.counts.name = t.counts.name;
+        return s;
+    }
+
+    later<output_file> file_;
+    later<json_writer> out_;
+    std::uint64_t pid_ = 0;
+    std::uint32_t state_ = 0;
+    tick_calibration calibration_;
+    std::uint64_t next_id_ = 0;
+    later<std::vector<thread_state>> threads_;  // per buffer, in the order first seen
+    later<std::unordered_map<const void*, std::size_t>> index_;
+    later<std::unordered_map<std::uint64_t, std::int64_t>> open_flows_;  // balance_point's
+    later<std::unordered_map<std::uint64_t, std::int64_t>> open_spans_;
+    later<std::unordered_map<std::uint64_t, double>> origins_;  // per OS thread
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+// ---- end stint/export/trace_stream.hpp ----
+
+// ---- begin stint/profiler/crash_dump.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+// A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
+// and from std::terminate, the raw records of every thread and the table of the sites they point to are
+// written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
+// everything it uses was allocated at install (the path, a write buffer, the site set); it takes no lock
+// (it reads the chains as they are: a thread caught mid-chunk-change may lose that chunk), calls no
+// stdio and allocates nothing: open, write, close. tools/stint-crashdump turns the file into a trace.
+//
+// File layout (little-endian): "STINTCRASH" u16 version (2); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag: 'T' a thread
+// (u64 tid, overwritten, overwritten_until, u32 name length, name, u64 bytes, its records as written),
+// 'O' a thread's open scopes (u64 tid, u32 depth, u32 entries, then per entry, outermost first: u64 site
+// address, u64 begin ticks, u64 name size, 24 bytes of the name: a name given at run time), 'S' a site (u64 address,
+// u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
+// first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+
+namespace stint::detail {
+
+template <class = void>
+class basic_crash_dump;
+/// basic_crash_dump's one form (a template only so that a file that does not use it does not compile it).
+using crash_dump = basic_crash_dump<>;
+
+/// The process's crash dump writer: at most one installed (one flight recorder records at a time).
+template <class>
+class basic_crash_dump {
+public:
+    static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+    /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
+    /// Throws std::system_error when it cannot, std::logic_error when another is installed.
+    static void install(const std::string& path, const tick_calibration& calibration) {
+        basic_crash_dump& self = instance();
+        if (self.installed_.load(std::memory_order_acquire)) {
+            throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
+        }
+        // A file left by an earlier crash may be there: it stays until a crash overwrites it.
+        const bool existed = ::access(path.c_str(), F_OK) == 0;
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            const int error = errno;
+            throw std::system_error(error, std::generic_category(),
+                                    fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", path));
+        }
+        ::close(fd);
+        if (!existed) ::unlink(path.c_str());
+        self.path_.assign(path.begin(), path.end());
+        self.path_.push_back('\0');
+        self.buffer_.assign(buffer_bytes, std::byte{0});
+        self.sites_.assign(site_slots, nullptr);
+        self.calibration_ = calibration;
+        self.pid_ = current_pid();
+        self.dumped_.store(false, std::memory_order_relaxed);
+        struct sigaction ours {};
+        ours.sa_sigaction = &on_signal;
+        ours.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&ours.sa_mask);
+        for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
+        self.previous_terminate_ = std::set_terminate(&on_terminate);
+        self.installed_.store(true, std::memory_order_release);
+    }
+
+    /// The signals whose handler is no longer stint's (another crash handler installed over it), and
+    /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
+    static std::vector<std::string> overridden() {
+        std::vector<std::string> out;
+        basic_crash_dump& self = instance();
+        if (!self.installed_.load(std::memory_order_acquire)) return out;
+        for (int sig : signals) {
+            struct sigaction now {};
+            ::sigaction(sig, nullptr, &now);
+            if ((now.sa_flags & SA_SIGINFO) == 0 || now.sa_sigaction != &on_signal) {
+                out.push_back(fmt::format("signal {} ({}): another handler replaced stint's crash dump", sig,
+                                          sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "?"));
+            }
+        }
+        if (std::get_terminate() != &on_terminate) {
+            out.emplace_back("std::terminate: another terminate handler replaced stint's crash dump");
+        }
+        return out;
+    }
+
+    /// Puts the previous handlers back where stint's are still installed (a handler installed over
+    /// stint's stays, and overridden() named it).
+    static void uninstall() noexcept {
+        basic_crash_dump& self = instance();
+        if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
+        for (std::size_t i = 0; i < signals.size(); ++i) {
+            struct sigaction now {};
+            ::sigaction(signals[i], nullptr, &now);
+            if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_signal) {
+                ::sigaction(signals[i], &self.previous_[i], nullptr);
+            }
+        }
+        if (std::get_terminate() == &on_terminate) std::set_terminate(self.previous_terminate_);
+    }
+
+    /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
+    static void write_now(int sig) noexcept {
+        basic_crash_dump& self = instance();
+        if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
+        self.write_file(sig);
+    }
+
+private:
+    static constexpr std::size_t buffer_bytes = 64 * 1024;
+    static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
+
+    static basic_crash_dump& instance() noexcept {
+        // Made at the first use and never destroyed (leaked): a crash may come during exit.
+        static basic_crash_dump* const dump = new basic_crash_dump();
+        return *dump;
+    }
+    basic_crash_dump() = default;
+
+    static void on_signal(int sig, siginfo_t* info, void* context) {
+        write_now(sig);
+        chain(sig, info, context);
+    }
+    static void on_terminate() {
+        write_now(0);
+        std::terminate_handler previous = instance().previous_terminate_;
+        if (previous != nullptr) previous();
+        std::abort();
+    }
+
+    /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
+    /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
+    static void chain(int sig, siginfo_t* info, void* context) {
+        basic_crash_dump& self = instance();
+        std::size_t i = 0;
+        while (i < signals.size() && signals[i] != sig) ++i;
+        if (i == signals.size()) return;
+        const struct sigaction& previous = self.previous_[i];
+        if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+            previous.sa_sigaction(sig, info, context);
+            return;
+        }
+        if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+            previous.sa_handler(sig);
+            return;
+        }
+        ::sigaction(sig, &previous, nullptr);
+        if (info == nullptr || info->si_code <= 0) ::raise(sig);  // delivered when this handler returns
+    }
+
+    // --- the writer: fixed buffers only ---
+    void put(const void* data, std::size_t size) noexcept {
+        const auto* bytes = static_cast<const std::byte*>(data);
+        while (size > 0) {
+            if (used_ == buffer_.size()) flush();
+            const std::size_t n = std::min(size, buffer_.size() - used_);
+            std::memcpy(buffer_.data() + used_, bytes, n);
+            used_ += n;
+            bytes += n;
+            size -= n;
+        }
+    }
+    template <class T>
+    void put_value(T value) noexcept {
+        put(&value, sizeof value);
+    }
+    void flush() noexcept {
+        const std::byte* at = buffer_.data();
+        while (used_ > 0 && fd_ >= 0) {
+            const ssize_t n = ::write(fd_, at, used_);
+            if (n <= 0) {
+                if (n < 0 && errno == EINTR) continue;
+                break;  // a full disk: the rest is lost, the file stays a prefix
+            }
+            at += n;
+            used_ -= static_cast<std::size_t>(n);
+        }
+        used_ = 0;
+    }
+    /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
+    void note_site(const site* where) noexcept {
+        std::size_t slot = (reinterpret_cast<std::uintptr_t>(where) >> 3) & (site_slots - 1);
+        for (std::size_t probe = 0; probe < site_slots; ++probe, slot = (slot + 1) & (site_slots - 1)) {
+            if (sites_[slot] == where) return;
+            if (sites_[slot] == nullptr) {
+                sites_[slot] = where;
+                return;
+            }
+        }
+    }
+    static std::uint8_t shape_of(const site& where) noexcept {
+        if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
+            where.payload == payload_kind::args) {
+            return 3;
+        }
+        if (where.kind == event_kind::overhead) return 2;
+        if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
+            where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
+            return 1;
+        }
+        return 0;
+    }
+    static std::uint8_t payload_of(const site& where) noexcept {
+        switch (where.payload) {
+            case payload_kind::none:
+            case payload_kind::device_link: return 0;
+            case payload_kind::runtime_name:
+            case payload_kind::runtime_name_inputs: return 1;
+            case payload_kind::point: return 2;
+            default: return 3;
+        }
+    }
+
+    void write_file(int sig) noexcept {
+        fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd_ < 0) return;
+        used_ = 0;
+        put("STINTCRASH", 10);
+        put_value(std::uint16_t{2});
+        put_value(static_cast<std::uint64_t>(pid_));
+        put_value(static_cast<std::uint64_t>(sig));
+        put_value(current_os_tid());
+        put_value(calibration_.anchor.ticks);
+        put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
+        put_value(calibration_.ns_per_tick);
+        put_value(read_ticks());
+        the_registry().for_each_node_in_crash([&](const thread_node& node) {
+            const chunk* const current = node.current.load(std::memory_order_acquire);
+            std::uint64_t bytes = 0;
+            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
+                                                    reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
+            }
+            put_value(std::uint8_t{'T'});
+            put_value(node.os_tid);
+            put_value(node.overwritten);
+            put_value(node.overwritten_until);
+            put_value(static_cast<std::uint32_t>(node.name.size()));
+            put(node.name.data(), node.name.size());
+            put_value(bytes);
+            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr && bytes > 0;
+                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
+                const std::byte* end = c->published.load(std::memory_order_acquire);
+                // Whole records only, and never more than the thread's count said.
+                end = std::min(end, data + bytes);
+                put(data, static_cast<std::size_t>(end - data));
+                bytes -= static_cast<std::uint64_t>(end - data);
+                for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
+            }
+            for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
+        });
+        // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
+        the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
+            const open_scope_stack& open = *node.open;
+            const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
+            const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
+            put_value(std::uint8_t{'O'});
+            put_value(node.os_tid);
+            put_value(depth);
+            put_value(kept);
+            for (std::uint32_t i = 0; i < kept; ++i) {
+                const open_scope_stack::entry& e = open.entries[i];
+                const site* where = e.where.load(std::memory_order_relaxed);
+                if (where != nullptr) note_site(where);
+                put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
+                put_value(e.begin_ticks.load(std::memory_order_relaxed));
+                put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
+                for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
+            }
+        });
+        for (const site* where : sites_) {
+            if (where == nullptr) continue;
+            put_value(std::uint8_t{'S'});
+            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
+            put_value(shape_of(*where));
+            put_value(payload_of(*where));
+            put_value(static_cast<std::uint32_t>(where->name.size()));
+            put(where->name.data(), where->name.size());
+        }
+        put_value(std::uint8_t{'E'});
+        flush();
+        ::close(fd_);
+        fd_ = -1;
+    }
+
+    std::atomic<bool> installed_{false};
+    std::atomic<bool> dumped_{false};
+    std::vector<char> path_;
+    std::vector<std::byte> buffer_;
+    std::vector<const site*> sites_;
+    std::size_t used_ = 0;
+    int fd_ = -1;
+    std::uint64_t pid_ = 0;
+    tick_calibration calibration_;
+    std::array<struct sigaction, signals.size()> previous_{};
+    std::terminate_handler previous_terminate_ = nullptr;
+};
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Whether another crash handler was installed over a flight recorder's crash dump (signals or
+/// std::terminate): one line per handler replaced, empty when stint's are all in place.
+///
+///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
+template <class = void>
+std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+// ---- end stint/profiler/crash_dump.hpp ----
+
+// ---- begin stint/profiler/exit_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+#define STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+// STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
+// (return from main, exit()) is written to `path`, so a program that never reaches its stop() still
+// leaves its trace. Read once per process; without it, nothing is registered and nothing costs.
+// quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+template <class = void>
+class basic_exit_trace;
+/// basic_exit_trace's one form: a template, so that only a file that makes a profiler compiles it.
+using exit_trace = basic_exit_trace<>;
+/// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
+template <class = void>
+STINT_DETAIL_EXPORT exit_trace& the_exit_trace();
+
+/// The profilers that write their unfinished session at exit. A profiler arms itself at construction
+/// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
+/// this registry's lock, so no lock order links it with the profilers' own locks.
+template <class Unused>
+class basic_exit_trace {
+public:
+    /// Stops the profiler if it still records and writes its trace to `path`; never throws.
+    using writer = void (*)(void* profiler, const std::string& path) noexcept;
+
+    basic_exit_trace() {
+        if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
+        if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
+    }
+
+    /// The path STINT_TRACE_ON_EXIT named; empty when it is unset or empty.
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+    void arm(void* profiler, writer write) {
+        if (path_.empty()) return;
+        const std::lock_guard lock(mutex_);
+        armed_.emplace_back(profiler, write);
+    }
+    /// Forgets `profiler`; when the exit handler is writing it on another thread, waits until it is done.
+    void disarm(void* profiler) noexcept {
+        if (path_.empty()) return;
+        std::unique_lock lock(mutex_);
+        std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
+        idle_.wait(lock, [&] { return busy_ != profiler || busy_thread_ == std::this_thread::get_id(); });
+    }
+
+private:
+    // Writes each armed profiler without holding the lock while it does (a writer takes the profiler's
+    // lock, and on_trace_ready may construct or destroy other profilers, which arm and disarm).
+    void write_unfinished() noexcept {
+        std::unique_lock lock(mutex_);
+        while (!armed_.empty()) {
+            const auto [profiler, write] = armed_.back();
+            armed_.pop_back();
+            busy_ = profiler;
+            busy_thread_ = std::this_thread::get_id();
+            lock.unlock();
+            write(profiler, path_);
+            lock.lock();
+            busy_ = nullptr;
+            idle_.notify_all();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable idle_;
+    std::string path_;
+    deferred_t<std::vector<std::pair<void*, writer>>, Unused> armed_;
+    void* busy_ = nullptr;            // the profiler the exit handler is writing
+    std::thread::id busy_thread_;     // ... on this thread
+};
+
+/// Leaked: the exit handler may run after static destructors.
+template <class>
+STINT_DETAIL_EXPORT exit_trace& the_exit_trace() {
+    static exit_trace* const instance = new exit_trace();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+// ---- end stint/profiler/exit_trace.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+
+class profiler_state {
+public:
+    profiler_state(profiler_settings settings, const profiler_traits& traits, void* owner, void (*on_trace_ready)(void*))
+        : options_(std::move(settings)), traits_(traits), owner_(owner), on_trace_ready_(on_trace_ready) {
+        if (!active()) return;
+        install_registry_slow_path();  // threads named from now on are named in the registry
+        const bool records_device = traits_.has_device && options_.activities.contains(activity::cuda);
+        if (!options_.activities.contains(activity::cpu) && !records_device) {
+            throw std::invalid_argument(
+                "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
+                "activity::cuda with stint::cuda_activities in the config");
+        }
+        if (!options_.stream_to.empty()) refuse_streaming_with_options();
+        if (options_.flight_recorder) refuse_flight_recorder_with_options();
+        if (options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
+        }
+        try {
+            session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
+            if (options_.schedule) current_action_ = options_.schedule(0);
+            step_tracker::init_step_count(step_tracker::profiler_step_name);
+            the_exit_trace().arm(this, &write_unfinished_trace);
+        } catch (...) {
+            // No destructor will run: the observer must not keep pointing here.
+            if (options_.execution_trace_observer != nullptr) options_.execution_trace_observer->release(this);
+            throw;
+        }
+    }
+    profiler_state(const profiler_state&) = delete;
+    profiler_state& operator=(const profiler_state&) = delete;
+
+    ~profiler_state() = default;
+
+    /// What destroying a profiler does, while the profiler and its callback are still whole (its core
+    /// calls it before it frees this state).
+    void close() noexcept {
+        if (!active()) return;
+        the_running_flight_recorder().clear(this);  // before the lock: a dump from outside holds its own first
+        if (in_callback_) {
+            // The step() or stop() that called on_trace_ready is still running on this profiler: it
+            // would touch freed memory when the callback returns. Stop here rather than corrupt.
+            warn("a profiler was destroyed inside its own on_trace_ready; destroy it after the step() or "
+                         "stop() that called the callback returns");
+            std::terminate();
+        }
+        the_exit_trace().disarm(this);
+        write_unfinished_trace(this, the_exit_trace().path());
+        finish_execution_trace();
+        try {
+            step_tracker::erase_step_count(step_tracker::profiler_step_name);
+        } catch (...) {
+            // Out of memory while locking or erasing: the tracker keeps a stale count, nothing worse.
+        }
+    }
+
+    void start() {
+        if (!active()) return;
+        const own_allocation_scope own;  // the profiler's own memory is not the program's
+        {
+            const std::lock_guard lock(mutex_);
+            refuse_in_callback("start()");
+            if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
+            std::exception_ptr error;
+            transit(profiler_action::none, current_action_, error);
+            if (error) std::rethrow_exception(error);
+            started_ = true;
+            open_step_annotation();
+        }
+        // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
+        if (options_.flight_recorder) the_running_flight_recorder().set(this, &dump_for);
+    }
+
+    void stop() {
+        if (!active()) return;
+        const own_allocation_scope own;  // the profiler's own memory is not the program's
+        the_running_flight_recorder().clear(this);
+        const std::lock_guard lock(mutex_);
+        refuse_in_callback("stop()");
+        close_step_annotation();
+        started_ = false;
+        std::exception_ptr error;
+        transit(current_action_, std::nullopt, error);
+        if (error) std::rethrow_exception(error);
+    }
+
+    void step() {
+        if (!active()) return;
+        const own_allocation_scope own;  // the profiler's own memory is not the program's
+        const std::lock_guard lock(mutex_);
+        refuse_in_callback("step()");
+        const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
+        close_step_annotation();
+        const profiler_action previous = current_action_;
+        ++step_num_;
+        current_action_ = next;
+        if (options_.schedule) checker_.observe(previous, next);
+        std::exception_ptr error;
+        transit(previous, next, error);
+        step_tracker::increment_step(step_tracker::profiler_step_name);
+        if (flight_) observe_flight_step();
+        open_step_annotation();
+        if (error) std::rethrow_exception(error);
+    }
+
+    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const {
+        const std::lock_guard lock(mutex_);
+        return triggered_dumps_;
+    }
+
+    flight_dump dump(const std::string& path) {
+        require_dump_format("dump", path);
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        if (!options_.flight_recorder || !flight_) {
+            throw std::logic_error(options_.flight_recorder
+                                       ? "stint: dump(): the flight recorder is not recording; call start() first"
+                                       : "stint: dump(): this profiler is not a flight recorder; set "
+                                         "profiler_options::flight_recorder");
+        }
+        return dump_window(path, 0, "request", {});
+    }
+
+    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
+
+    [[nodiscard]] profiler_action current_action() const noexcept {
+        return current_action_.load(std::memory_order_relaxed);
+    }
+
+    [[nodiscard]] bool is_running() const noexcept { return running_.load(std::memory_order_relaxed); }
+
+    [[nodiscard]] const event_list& events() const {
+        const std::lock_guard lock(mutex_);
+        require_finished("events()");
+        require_kept("events()");
+        return options_.accumulate_events ? all_events_ : window_events();
+    }
+
+    [[nodiscard]] averaged_event_list key_averages(const key_averages_options& options) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("key_averages()");
+        return stint::key_averages(events(), options);
+    }
+
+    [[nodiscard]] double self_cpu_time_total() const {
+        const std::lock_guard lock(mutex_);
+        require_finished("self_cpu_time_total()");
+        std::int64_t total = 0;
+        for (const event& e : events()) total += e.self_ns;
+        return static_cast<double>(total) / 1e3;
+    }
+
+    [[nodiscard]] profiler_stats stats() const {
+        const std::lock_guard lock(mutex_);
+        require_finished("stats()");
+        return window_stats_;
+    }
+
+    void export_chrome_trace(const std::string& path) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_chrome_trace()");
+        require_kept("export_chrome_trace()");
+        const chrome_trace_info info = trace_info(window_stats_.truncated_names);
+        if (window_records_ && !traits_.has_stacks && !traits_.has_modules && chrome_trace_from_records(*window_records_)) {
+            write_chrome_trace_file(path, *window_records_, window_first_id_, info);
+        } else {
+            write_chrome_trace_file(path, window_events(), info);
+        }
+    }
+
+    void export_perfetto_trace(const std::string& path) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_perfetto_trace()");
+        require_kept("export_perfetto_trace()");
+        perfetto_trace_info info;
+        info.pid = current_pid();
+        info.truncated_names = window_stats_.truncated_names;
+        if (window_flight_) info = window_flight_->perfetto_info(info.pid, info.truncated_names);
+        write_perfetto_trace_file(path, window_events(), info);
+    }
+
+    void export_memory_timeline(const std::string& path, stint::device device) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_memory_timeline()");
+        require_kept("export_memory_timeline()");
+        stint::export_memory_timeline(window_events(), path, device);
+    }
+
+    void add_metadata(std::string_view key, std::string_view value) {
+        if (!active()) return;
+        refuse_reserved("add_metadata", key);
+        const std::lock_guard lock(mutex_);
+        fmt::memory_buffer json;
+        append_json_string(json, value);
+        set_metadata(key, fmt::to_string(json));
+    }
+
+    void add_metadata_json(std::string_view key, std::string_view json) {
+        if (!active()) return;
+        refuse_reserved("add_metadata_json", key);
+        const std::lock_guard lock(mutex_);
+        if (std::optional<std::string> reason = validate_json(json)) {
+            throw std::invalid_argument(
+                fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
+        }
+        set_metadata(key, std::string(json));
+    }
+
+    void export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const {
+        const std::lock_guard lock(mutex_);
+        require_finished("export_stacks()");
+        require_kept("export_stacks()");
+        write_collapsed_stacks_file(path, events(), metric, frames);
+    }
+
+private:
+    [[nodiscard]] bool active() const noexcept { return traits_.enabled && options_.enabled; }
+
+    /// Runs torch's action_map entry for `previous` -> `next` (nullopt: stopping). Every operation
+    /// runs even when an earlier one threw; the first exception is left in `error`.
+    void transit(profiler_action previous, std::optional<profiler_action> next, std::exception_ptr& error) {
+        const session_ops ops = transition_actions(previous, next);
+        bool saved = false;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            try {
+                switch (ops[i]) {
+                    case session_op::prepare_trace:
+                        if (traits_.has_stacks) warm_native_stacks();
+                        session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                        break;
+                    case session_op::start_trace:
+                        // A warmup that ends without recording: torch starts and stops an empty trace
+                        // (replacing its results); stint drops the preparation and keeps the last window.
+                        if (i + 1 < ops.size() && ops[i + 1] == session_op::stop_trace) {
+                            session_.discard_preparation();
+                            ++i;
+                        } else {
+                            if (session_.is_open()) {
+                                throw std::logic_error("stint: start(): this profiler is already recording");
+                            }
+                            if (traits_.has_stacks) warm_native_stacks();
+                            settle_last_window();
+                            open_session();
+                        }
+                        break;
+                    case session_op::stop_trace:
+                        saved = close_window();
+                        break;
+                    case session_op::trace_ready:
+                        if (saved) trace_ready();
+                        break;
+                }
+            } catch (...) {
+                if (!error) error = std::current_exception();
+            }
+            running_.store(session_.is_open(), std::memory_order_relaxed);
+        }
+    }
+
+    /// Opens the CPU session and, when asked for and compiled in, the device session beside it; with
+    /// stream_to, the stream first (a path it cannot write opens nothing).
+    void open_session() {
+        if (!options_.stream_to.empty()) {
+            stream_ = std::make_unique<trace_stream>(options_.stream_to, current_pid());
+            try {
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
+            } catch (...) {
+                stream_.reset();  // nothing opened; the unfinished file is removed
+                throw;
+            }
+            try {
+                stream_->start(session_.recording_state(), session_.calibration(), next_id_);
+            } catch (...) {
+                record_store discarded;  // no writer: the session closes unrecorded
+                (void)session_.close_records(discarded);
+                stream_.reset();
+                throw;
+            }
+            return;
+        }
+        if (options_.flight_recorder) {
+            open_flight_session();
+            return;
+        }
+        const bool device = traits_.has_device && options_.activities.contains(activity::cuda);
+        stint::execution_trace_observer* et = options_.execution_trace_observer;
+        execution_trace_window_ = et != nullptr && et->wants_window();
+        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
+                      options_.activities.contains(activity::cpu) || !device, traits_.has_memory,
+                      {.outputs = traits_.has_shapes || execution_trace_window_, .tensor_identities = execution_trace_window_});
+        if (execution_trace_window_) et->set_window_running(true);
+        if (traits_.has_device) {
+            if (device) {
+                device_requested_ = true;
+                device_started_ = traits_.device_start({.budget_bytes = options_.device_buffer_budget_bytes,
+                                                        .sync_events = options_.enable_cuda_sync_events,
+                                                        .teardown = options_.teardown_cupti_on_stop});
+            }
+        }
+    }
+
+    /// Opens a flight recorder's session: refuses a budget that cannot hold a chunk per thread and a dump
+    /// directory that cannot be written, now rather than when a dump is due.
+    void open_flight_session() {
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
+        const std::size_t minimum = threads * chunk::total_bytes;
+        if (flight.budget_bytes < minimum) {
+            throw std::invalid_argument(fmt::format(
+                "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
+                "of the {} threads that record, at least {} bytes",
+                flight.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
+        }
+        if (flight.slow_step.factor > 0 || flight.hang_timeout.count() > 0) check_dump_dir(flight.dump_dir);
+        session_.prepare(flight.budget_bytes, options_.reserve_buffer_bytes);
+        const double ns_per_tick = session_.calibration().ns_per_tick;
+        const auto span_ns = static_cast<double>(flight.span.count());
+        const ring_options ring{
+            .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
+        session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, traits_.has_memory,
+                      {.outputs = traits_.has_shapes, .tensor_identities = false}, false, ring);
+        flight_.emplace(flight);
+        if (!flight.crash_dump_path.empty()) {
+            try {
+                crash_dump::install(flight.crash_dump_path, session_.calibration());
+            } catch (...) {
+                record_store discarded;  // refused at start: the session closes unrecorded
+                (void)session_.close_records(discarded);
+                flight_.reset();
+                throw;
+            }
+            crash_dump_installed_ = true;
+        }
+        if (flight.hang_timeout.count() > 0) {
+            watchdog_ = std::make_unique<hang_watchdog>(
+                flight.hang_timeout, step_num_.load(),
+                [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                    dump_hang(step, silent_ns, stopping);
+                });
+        }
+    }
+
+    static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler_state*>(self)->dump(path); }
+
+    /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
+    /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
+    void dump_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+        std::unique_lock lock(mutex_, std::try_to_lock);
+        while (!lock.owns_lock()) {
+            if (stopping.load(std::memory_order_relaxed)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            (void)lock.try_lock();
+        }
+        if (!flight_) return;
+        const own_allocation_scope own;
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
+                                             step, flight.dump_extension);
+        // Every thread's open scopes (the step's annotation among them), as the threads noted them.
+        std::uint64_t not_kept = 0;
+        const auto& clock = session_.calibration();
+        std::vector<flight_window::open_scope> open;
+        for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
+            open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
+        }
+        std::string why = fmt::format("no step() for {:.3f} ms during step {}", static_cast<double>(silent_ns) / 1e6, step);
+        if (not_kept != 0) why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
+        triggered_dumps_.push_back(dump_window(path, 0, "hang", std::move(why), std::move(open)));
+    }
+
+    /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
+    void observe_flight_step() {
+        flight_steps& steps = *flight_;
+        const std::uint64_t now_ticks = stint::read_ticks();
+        const std::int64_t now_ns = steady_now_ns();
+        const std::int64_t duration = now_ns - steps.last_step_ns;
+        const std::uint64_t began = steps.last_step_ticks;
+        steps.last_step_ns = now_ns;
+        steps.last_step_ticks = now_ticks;
+        if (watchdog_) watchdog_->note_step(step_num_);
+        steps.begins.push_back(began);
+        const slow_step_trigger& trigger = options_.flight_recorder->slow_step;
+        while (steps.begins.size() > std::max<std::size_t>(trigger.steps, 1)) steps.begins.pop_front();
+        if (!steps.detector.observe(duration, now_ns)) return;
+        const std::int64_t step = step_num_ - 1;  // the step that just ended
+        const flight_recorder_options& flight = *options_.flight_recorder;
+        const std::string path = fmt::format("{}{}slow_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
+                                             step, flight.dump_extension);
+        const std::string why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
+                                            static_cast<double>(duration) / 1e6,
+                                            static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(steps.detector.median_ns(), 1)),
+                                            static_cast<double>(steps.detector.median_ns()) / 1e6);
+        try {
+            triggered_dumps_.push_back(dump_window(path, steps.begins.front(), "slow step", why));
+        } catch (const std::exception& e) {
+            // The program's step must not fail for a dump: say it instead.
+            warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
+        }
+    }
+
+    /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
+    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
+                            std::vector<flight_window::open_scope> open = {}) {
+        record_store records;
+        if (!session_.copy_records(records, from_ticks)) {
+            throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
+        }
+        flight_window window = flight_window::of(records, from_ticks, std::move(trigger));
+        window.detail = std::move(why);
+        window.open_scopes = std::move(open);
+        event_list events;
+        profiler_stats stats;
+        session::build_events(records, events, 1, what_to_drain(false), nullptr, stats);
+        if (!window.open_scopes.empty()) window.note_last_records(events);
+        return write_flight_dump(path, events, trace_info(stats.truncated_names), window);
+    }
+
+    /// Drains the session into the window's results; false when none was recording. The event list is
+    /// built now when something needs it at once (earlier windows kept, an execution trace, device
+    /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
+    /// and built into events when first asked for, and a timing-only trace is written from them.
+    bool close_window() {
+        std::optional<device_capture> device;
+        if (traits_.has_device) {
+            // The device session ends first: its records must all be in before the CPU side is drained.
+            if (device_requested_) {
+                device = device_started_ ? traits_.device_stop(options_.sync_device_on_stop)
+                                         : traits_.device_unavailable();
+                device_requested_ = device_started_ = false;
+            }
+        }
+        if (stream_) return close_streamed_window();
+        watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
+        if (std::exchange(crash_dump_installed_, false)) {
+            for (const std::string& line : crash_dump::overridden()) {
+                warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
+            }
+            crash_dump::uninstall();
+        }
+        const bool et_window = std::exchange(execution_trace_window_, false);
+        record_store records;
+        const bool closed = session_.close_records(records);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->set_window_running(false);
+        }
+        if (!closed) return false;
+        window_stats_ = session_.stats();
+        window_first_id_ = next_id_;
+        forget_window();
+        if (flight_) {
+            window_flight_ = flight_window::of(records, 0, "stop");
+            flight_.reset();
+        }
+        bool timing_only = true;
+        for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
+        if (timing_only && !options_.accumulate_events && !et_window && !device) {
+            next_id_ += records.events();
+            window_records_.emplace(std::move(records));
+            return true;
+        }
+        try {
+            session::build_events(records, window_events_, window_first_id_, what_to_drain(et_window),
+                                          device ? &*device : nullptr, window_stats_);
+        } catch (const std::exception& e) {
+            lose_window(e.what());  // its records went back to the pool as they were read
+            throw;
+        } catch (...) {
+            lose_window("an exception of unknown type");
+            throw;
+        }
+        next_id_ += window_events_.size();
+        if (options_.accumulate_events) all_events_.append(window_events_);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->append_window(window_events_);
+        }
+        return true;
+    }
+
+    /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
+    bool close_streamed_window() {
+        record_store records;
+        if (stream_->inherited()) {
+            // A forked child: the writer thread and the file are the parent's. Abandon both.
+            (void)stream_.release();
+            (void)session_.close_records(records);
+            return false;
+        }
+        struct reset_stream {
+            std::unique_ptr<trace_stream>& stream;
+            ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
+        } reset{stream_};
+        stream_->stop();
+        if (!session_.close_records(records)) return false;
+        window_stats_ = session_.stats();
+        forget_window();
+        streamed_window_ = false;
+        streamed_totals totals;
+        try {
+            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        } catch (...) {
+            // Writing failed: the records the stream had not written are the window, as a stop without
+            // a stream would keep them, and stop() throws what failed.
+            window_first_id_ = stream_->next_id();
+            session::count_records(records, window_stats_);
+            next_id_ = window_first_id_ + records.events();
+            window_records_.emplace(std::move(records));
+            throw;
+        }
+        streamed_window_ = true;
+        window_stats_.number_of_events = totals.events;
+        window_stats_.recorded = totals.recorded;
+        window_stats_.overhead_events = totals.overhead;
+        window_stats_.dropped = totals.dropped;
+        next_id_ += totals.events;
+        return true;
+    }
+
+    [[nodiscard]] drain_options what_to_drain(bool input_values) const noexcept {
+        return {.call_stacks = traits_.has_stacks, .module_hierarchy = traits_.has_modules, .input_values = input_values};
+    }
+
+    /// The last window's events, built from its records the first time they are asked for. A build that
+    /// fails (out of memory) before giving any record back leaves the records for a retry; one that
+    /// fails after loses the window, and every later call throws rather than return part of it.
+    const event_list& window_events() const {
+        if (window_lost_) {
+            throw std::runtime_error(fmt::format("stint: the last window's events are lost: building them failed "
+                                                 "({}) after its records had begun to go back to the pool; stats() "
+                                                 "still counts them",
+                                                 window_lost_reason_));
+        }
+        if (window_records_) {
+            try {
+                session::build_events(*window_records_, window_events_, window_first_id_,
+                                              what_to_drain(false), nullptr, window_stats_);
+            } catch (const std::exception& e) {
+                if (window_records_->partly_released()) lose_window(e.what());
+                throw;
+            } catch (...) {
+                if (window_records_->partly_released()) lose_window("an exception of unknown type");
+                throw;
+            }
+            window_records_.reset();
+        }
+        return window_events_;
+    }
+
+    /// Forgets the last window: a new one replaces it.
+    void forget_window() const noexcept {
+        window_flight_.reset();
+        window_records_.reset();
+        window_events_ = event_list{};
+        window_lost_ = false;
+    }
+
+    /// The last window's events cannot be built: its records are gone (given back as they were read).
+    void lose_window(const char* why) const noexcept {
+        forget_window();
+        window_lost_ = true;
+        try {
+            window_lost_reason_ = why;
+        } catch (...) {
+            window_lost_reason_.clear();  // out of memory: the error says less, but still says it
+        }
+    }
+
+    /// Before a new window records: the last one's records go back to the pool (the new window reuses
+    /// the chunks). With a schedule its events stay readable, so they are built first; without one
+    /// they can no longer be read (the next stop replaces them).
+    void settle_last_window() {
+        if (!window_records_) return;
+        if (options_.schedule) {
+            (void)window_events();
+        } else {
+            forget_window();
+        }
+    }
+
+    /// The observer went first: stop using it.
+    static void forget_execution_trace_observer(void* self) noexcept {
+        auto& prof = *static_cast<profiler_state*>(self);
+        const std::lock_guard lock(prof.mutex_);
+        prof.options_.execution_trace_observer = nullptr;
+    }
+
+    /// At destruction: the attached observer's file is finished (torch's cleanup at profile.__exit__);
+    /// a failure becomes a warning.
+    void finish_execution_trace() noexcept {
+        stint::execution_trace_observer* et = std::exchange(options_.execution_trace_observer, nullptr);
+        if (et == nullptr) return;
+        try {
+            et->detach(this);
+        } catch (const std::exception& e) {
+            warn(fmt::format("the profiler's execution trace could not be finished: {}", e.what()));
+        } catch (...) {
+            warn("the profiler's execution trace could not be finished");
+        }
+    }
+
+    /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
+    /// there (STINT_TRACE_ON_EXIT). Failures become warnings: it runs in a destructor or at exit.
+    static void write_unfinished_trace(void* self, const std::string& path) noexcept {
+        auto& prof = *static_cast<profiler_state*>(self);
+        const bool unfinished = prof.is_running();
+        try {
+            prof.stop();
+        } catch (const std::exception& e) {
+            warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
+                                     "threw and cannot rethrow: {}", e.what()));
+        } catch (...) {
+            warn("stopping an unfinished session (profiler destroyed, or process exit): stop() threw and "
+                         "cannot rethrow");
+        }
+        if (!unfinished || path.empty()) return;
+        try {
+            prof.export_chrome_trace(path);
+        } catch (const std::exception& e) {
+            warn(fmt::format("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace: {}", e.what()));
+        } catch (...) {
+            warn("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace");
+        }
+    }
+
+    void trace_ready() {
+        if (on_trace_ready_ == nullptr) return;
+        struct in_callback_guard {
+            bool& flag;
+            explicit in_callback_guard(bool& f) : flag(f) { flag = true; }
+            ~in_callback_guard() { flag = false; }
+            in_callback_guard(const in_callback_guard&) = delete;
+            in_callback_guard& operator=(const in_callback_guard&) = delete;
+        } guard(in_callback_);
+        on_trace_ready_(owner_);
+    }
+
+    /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
+    /// record_steps); it ends at the next step() or stop(), so it spans the step.
+    void open_step_annotation() {
+        if ((!options_.schedule && !options_.flight_recorder) || !session_.is_open()) return;
+        std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
+        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_.load());
+        step_annotation_.emplace(std::string_view(name.data(), written.size));
+    }
+    void close_step_annotation() noexcept { step_annotation_.reset(); }
+
+    void refuse_in_callback(std::string_view call) const {
+        if (in_callback_) {
+            throw std::logic_error("stint: " + std::string(call) +
+                                   ": called from on_trace_ready; return from the callback first");
+        }
+    }
+
+    void require_kept(std::string_view call) const {
+        if (streamed_window_) {
+            throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
+                                               "(profiler_options::stream_to); its events are in that file, not kept",
+                                               call, options_.stream_to));
+        }
+    }
+
+    void refuse_streaming_with_options() const {
+        const auto refuse = [](std::string_view why) {
+            throw std::invalid_argument(fmt::format("stint: profiler_options::stream_to streams one window of "
+                                                    "timing-only records; {}", why));
+        };
+        if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
+        if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
+        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
+        if (traits_.has_device || traits_.has_memory || traits_.has_shapes || traits_.has_stacks || traits_.has_modules) {
+            refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
+                   "the event list writes; stream with stint::config<>");
+        }
+        if (options_.stream_to.ends_with(".pftrace") || options_.stream_to.ends_with(".perfetto-trace")) {
+            refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
+                   "format after a normal stop");
+        }
+    }
+
+    void refuse_flight_recorder_with_options() const {
+        const auto refuse = [](std::string_view why) {
+            throw std::invalid_argument(
+                fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
+        };
+        if (options_.schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
+        if (!options_.stream_to.empty()) refuse("it keeps the last records in memory, which stream_to writes away");
+        if (options_.accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
+        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs every op, which a ring overwrites");
+        const slow_step_trigger& slow = options_.flight_recorder->slow_step;
+        if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
+            throw std::invalid_argument(fmt::format(
+                "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
+                "give a factor above 1 (or 0: off)", slow.factor));
+        }
+        if (!dump_format_of(options_.flight_recorder->dump_extension)) {
+            throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
+                                                    ".pt.trace.json.gz or .pftrace",
+                                                    options_.flight_recorder->dump_extension));
+        }
+    }
+
+    void require_finished(std::string_view call) const {
+        // With a schedule the results are the last saved window's, readable while the next records.
+        if (session_.is_open() && !options_.schedule) {
+            throw std::logic_error("stint: " + std::string(call) +
+                                   ": the profiler didn't finish running; call stop() first");
+        }
+    }
+
+    static void refuse_reserved(std::string_view call, std::string_view key) {
+        if (is_reserved_trace_key(key)) {
+            throw std::invalid_argument(
+                fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
+        }
+    }
+
+    /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
+    /// distributed job, "distributedInfo".
+    [[nodiscard]] chrome_trace_info trace_info(std::uint64_t truncated_names) const {
+        chrome_trace_info info;
+        info.pid = current_pid();
+        info.truncated_names = truncated_names;
+        info.metadata_json = metadata_;
+        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json());
+        if (find_metadata("distributedInfo") == nullptr) {
+            if (std::optional<distributed_info> dist = current_distributed_info()) {
+                info.metadata_json.emplace_back("distributedInfo", distributed_info_json(*dist));
+            }
+        }
+        return info;
+    }
+
+    [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
+        for (const auto& [k, v] : metadata_) {
+            if (k == key) return &v;
+        }
+        return nullptr;
+    }
+    /// A key as the trace writes it (invalid UTF-8 as U+FFFD): keys that read back alike are one key.
+    static std::string written_key(std::string_view key) {
+        fmt::memory_buffer json;
+        append_json_string(json, key);
+        return fmt::to_string(json);
+    }
+    void set_metadata(std::string_view key, std::string json) {
+        const std::string written = written_key(key);
+        for (auto& [k, v] : metadata_) {
+            if (written_key(k) == written) {
+                k.assign(key);
+                v = std::move(json);
+                return;
+            }
+        }
+        metadata_.emplace_back(std::string(key), std::move(json));
+    }
+
+    // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
+    // can read and export the window.
+    mutable std::recursive_mutex mutex_;
+    profiler_settings options_;
+    profiler_traits traits_;
+    void* owner_;                          // the profiler<Config> that on_trace_ready receives
+    void (*on_trace_ready_)(void* owner);  // null: no callback
+    session session_;
+    schedule_checker checker_;
+    // Atomic so that the queries that return them need no lock; written under the lock.
+    std::atomic<profiler_action> current_action_{profiler_action::record};
+    std::atomic<std::int64_t> step_num_{0};
+    std::atomic<bool> running_{false};
+    bool started_ = false;
+    bool in_callback_ = false;
+    bool device_requested_ = false;  // the open session asked for device activity
+    bool device_started_ = false;    // ... and the device collector started
+    bool execution_trace_window_ = false;  // the open session records for the execution trace observer
+    std::optional<record_function> step_annotation_;
+    // The last window: its records until its events are asked for, then its events (mutable: built by
+    // the const queries, under the lock).
+    mutable std::optional<record_store> window_records_;
+    mutable event_list window_events_;
+    mutable bool window_lost_ = false;  // its events could not be built and its records are gone
+    mutable std::string window_lost_reason_;
+    std::uint64_t window_first_id_ = 0;
+    event_list all_events_;
+    mutable profiler_stats window_stats_;
+    std::optional<flight_steps> flight_;  // while a flight recorder records
+    std::unique_ptr<hang_watchdog> watchdog_;  // ... with a hang_timeout
+    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
+    bool crash_dump_installed_ = false;
+    mutable std::optional<flight_window> window_flight_;  // the last window was a flight recorder's
+    std::unique_ptr<trace_stream> stream_;  // while a streamed window records
+    bool streamed_window_ = false;                 // the last window was streamed: nothing kept
+    std::vector<std::pair<std::string, std::string>> metadata_;
+    // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
+    std::uint64_t next_id_ = 1;
+};
+
+profiler_core::profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
+                             void (*on_trace_ready)(void* owner))
+    : state_(std::make_unique<profiler_state>(std::move(settings), traits, owner, on_trace_ready)) {}
+
+profiler_core::~profiler_core() { state_->close(); }
+
+void profiler_core::start() { state_->start(); }
+void profiler_core::stop() { state_->stop(); }
+void profiler_core::step() { state_->step(); }
+std::vector<flight_dump> profiler_core::triggered_dumps() const { return state_->triggered_dumps(); }
+flight_dump profiler_core::dump(const std::string& path) { return state_->dump(path); }
+std::int64_t profiler_core::step_num() const noexcept { return state_->step_num(); }
+profiler_action profiler_core::current_action() const noexcept { return state_->current_action(); }
+bool profiler_core::is_running() const noexcept { return state_->is_running(); }
+const event_list& profiler_core::events() const { return state_->events(); }
+averaged_event_list profiler_core::key_averages(const key_averages_options& options) const {
+    return state_->key_averages(options);
+}
+double profiler_core::self_cpu_time_total() const { return state_->self_cpu_time_total(); }
+profiler_stats profiler_core::stats() const { return state_->stats(); }
+void profiler_core::export_chrome_trace(const std::string& path) const { state_->export_chrome_trace(path); }
+void profiler_core::export_perfetto_trace(const std::string& path) const { state_->export_perfetto_trace(path); }
+void profiler_core::export_memory_timeline(const std::string& path, device where) const {
+    state_->export_memory_timeline(path, where);
+}
+void profiler_core::add_metadata(std::string_view key, std::string_view value) { state_->add_metadata(key, value); }
+void profiler_core::add_metadata_json(std::string_view key, std::string_view json) {
+    state_->add_metadata_json(key, json);
+}
+void profiler_core::export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const {
+    state_->export_stacks(path, metric, frames);
+}
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
+// ---- end stint/profiler/impl/profiler_core.ipp ----
+#endif  // STINT_HEADER_ONLY
