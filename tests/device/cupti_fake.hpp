@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stint/device/cuda_activities.hpp"
+#include "stint/stint.hpp"
 
 namespace stint_test {
 

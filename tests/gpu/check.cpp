@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stint/device/cuda_activities.hpp"
+#include "stint/stint.hpp"
 
 extern "C" int stint_smoke_empty_launch(cudaStream_t stream);
 extern "C" int stint_check_spin_launch(unsigned long long ns, cudaStream_t stream);

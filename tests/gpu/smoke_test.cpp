@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stint/device/cuda_activities.hpp"
+#include "stint/stint.hpp"
 #include "test_util.hpp"
 
 extern "C" int stint_smoke_matmul_launch(const float* a, const float* b, float* c, int n, cudaStream_t stream);

@@ -1,14 +1,14 @@
 #pragma once
-// stint::cuda_activities: what the GPU did under each op, from CUPTI's activity API (design §2, §3). Include
-// this header instead of stint/stint.hpp (it includes that): it alone brings CUDA's headers, so a program
-// without the policy compiles with no toolkit.
+// stint::cuda_activities: what the GPU did under each op, from CUPTI's activity API (design §2, §3). The
+// policy and its device backend only: a file that names the policy includes this header (it alone brings
+// CUDA's headers, so a program without the policy compiles with no toolkit), and the file that runs the
+// profiler includes <stint/stint.hpp> too.
 
 #include <cstdint>
 
 #include "stint/device/cupti_collector.hpp"
 #include "stint/device/device_capture.hpp"
 #include "stint/profiler/activities.hpp"
-#include "stint/stint.hpp"
 
 namespace stint {
 
