@@ -185,7 +185,7 @@ template <class Unused = void>
 void write_collapsed_stacks_file(const std::string& path, const deferred_t<event_list, Unused>& events,
                                  std::string_view metric, stack_frames frames = stack_frames::locations) {
     check_stack_metric(metric);  // before the file exists
-    basic_output_file<Unused> file(path);
+    output_file file(path);
     write_collapsed_stacks(file, events, metric, frames);
     file.commit();
 }
