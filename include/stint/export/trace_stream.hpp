@@ -129,7 +129,7 @@ private:
         const void* node = nullptr;
         drained_thread counts;
         std::uint64_t events = 0;
-        later<std::optional<thread_trace_writer<json_writer>>> writer;
+        later<std::optional<thread_trace_writer>> writer;
     };
 
     streamed_totals write_rest(record_store& rest, const chrome_trace_info& info) {
