@@ -229,7 +229,7 @@ TEST_CASE("a stream writes the trace a stop writes for the same records, whateve
         std::uint64_t id = 1;
         for (const auto& t : records.threads()) {
             if (t.events == 0) continue;
-            stint::detail::thread_trace_writer<stint::detail::json_writer> writer(
+            stint::detail::thread_trace_writer writer(
                 out, records.calibration, 7, t.counts.os_tid,
                 stint::detail::chrome_records_detail::origin_of(records, t));
             for (const auto& [from, to] : records.ranges(t)) {

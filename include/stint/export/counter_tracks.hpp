@@ -4,25 +4,20 @@
 // Allocated (cpu)" and "Total Reserved (cpu)" (one pair per device), so that the memory curve shows
 // under the ops. The Chrome and Perfetto traces read them here, so both draw the same tracks.
 
-#include <deque>
-#include <optional>
-#include <string>
-#include <string_view>
+#include <deque>        // std::deque
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/common/device.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint::detail {
 
-template <class = void>
-class basic_counter_samples;
-/// basic_counter_samples's one form (a template only so that a file that does not use it does not compile it).
-using counter_samples = basic_counter_samples<>;
-
 /// The counter samples of an event list's events, event by event. Names of memory tracks are made
 /// once per device and stay valid for the object's life.
-template <class>
-class basic_counter_samples {
+class counter_samples {
 public:
     /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
     /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
@@ -47,17 +42,13 @@ private:
         std::string reserved;
     };
 
-    const memory_names& names_of(stint::device where) {
-        for (const memory_names& n : memory_names_) {
-            if (n.where == where) return n;
-        }
-        std::string device(device_type_name(where.type));
-        if (where.type != device_type::cpu) device += ":" + std::to_string(where.index);
-        memory_names_.push_back({where, "Total Allocated (" + device + ")", "Total Reserved (" + device + ")"});
-        return memory_names_.back();
-    }
+    STINT_DECL const memory_names& names_of(stint::device where);
 
     std::deque<memory_names> memory_names_;  // a deque never moves its strings: views stay valid
 };
 
 }  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/export/impl/counter_tracks.ipp"
+#endif

@@ -1,19 +1,16 @@
 #pragma once
 
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
-#include <type_traits>
+#include <array>        // std::array
+#include <concepts>     // std::integral, std::same_as
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::is_signed_v
 
-#include <fmt/compile.h>
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::memory_buffer
 
-#include "stint/export/utf8.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint::detail {
 
@@ -42,116 +39,25 @@ constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * 
 
 namespace json_detail {
 // Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
-template <class = void>
-char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
-    static constexpr char hex[] = "0123456789abcdef";
-    while (p < stop) {
-        while (stop - p >= 8) {
-            std::uint64_t bytes;
-            std::memcpy(&bytes, p, 8);
-            if (json_special_in(bytes)) break;
-            std::memcpy(o, p, 8);
-            o += 8;
-            p += 8;
-        }
-        if (p >= stop) break;
-        const unsigned char c = *p;
-        if (json_plain_byte[c]) {
-            *o++ = static_cast<char>(c);
-            ++p;
-            continue;
-        }
-        if (c < 0x80) {
-            *o++ = '\\';
-            switch (c) {
-                case '"': *o++ = '"'; break;
-                case '\\': *o++ = '\\'; break;
-                case '\n': *o++ = 'n'; break;
-                case '\t': *o++ = 't'; break;
-                case '\r': *o++ = 'r'; break;
-                case '\b': *o++ = 'b'; break;
-                case '\f': *o++ = 'f'; break;
-                default:
-                    std::memcpy(o, "u00", 3);
-                    o[3] = hex[c >> 4];
-                    o[4] = hex[c & 0xF];
-                    o += 5;
-                    break;
-            }
-            ++p;
-            continue;
-        }
-        const int length = utf8_sequence(p, end);
-        if (length > 0) {
-            std::memcpy(o, p, static_cast<std::size_t>(length));
-            o += length;
-            p += length;
-        } else {
-            std::memcpy(o, "\xEF\xBF\xBD", 3);  // U+FFFD
-            o += 3;
-            p += -length;
-        }
-    }
-    return o;
-}
+STINT_DECL char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept;
 }  // namespace json_detail
 
 /// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
 /// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
 /// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
-template <class = void>
-char* write_json_string(char* o, std::string_view s) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const auto* const end = p + s.size();
-    *o++ = '"';
-    o = json_detail::escape(o, p, end, end);
-    *o++ = '"';
-    return o;
-}
+STINT_DECL char* write_json_string(char* o, std::string_view s) noexcept;
 
 /// Appends `s` escaped as write_json_string escapes it, without the quotes.
-template <class = void>
-void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
-    // In pieces, so that a long string never reserves six times its size at once.
-    constexpr std::size_t piece_size = 16 * 1024;
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const auto* const end = p + s.size();
-    while (p < end) {
-        const std::size_t size = out.size();
-        const auto piece = std::min(static_cast<std::size_t>(end - p), piece_size);
-        out.resize(size + 6 * piece + 6);  // + a sequence that crosses the piece's end
-        char* const o = json_detail::escape(out.data() + size, p, p + piece, end);
-        out.resize(static_cast<std::size_t>(o - out.data()));
-    }
-}
+STINT_DECL void append_json_escaped(fmt::memory_buffer& out, std::string_view s);
 
 /// Appends `s` as a quoted JSON string (see write_json_string).
 ///     fmt::memory_buffer out;
 ///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-template <class = void>
-void append_json_string(fmt::memory_buffer& out, std::string_view s) {
-    out.push_back('"');
-    append_json_escaped(out, s);
-    out.push_back('"');
-}
+STINT_DECL void append_json_string(fmt::memory_buffer& out, std::string_view s);
 
 /// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
 /// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
-template <class = void>
-char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
-    auto magnitude = static_cast<std::uint64_t>(nanoseconds);
-    if (nanoseconds < 0) {
-        *o++ = '-';
-        magnitude = 0 - magnitude;  // modular negation: exact for INT64_MIN
-    }
-    o = fmt::format_to(o, FMT_COMPILE("{}"), magnitude / 1000);
-    const auto fraction = static_cast<unsigned>(magnitude % 1000);
-    o[0] = '.';
-    o[1] = static_cast<char>('0' + fraction / 100);
-    o[2] = static_cast<char>('0' + fraction / 10 % 10);
-    o[3] = static_cast<char>('0' + fraction % 10);
-    return o + 4;
-}
+STINT_DECL char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept;
 
 /// Writes a string literal's bytes (without its terminator) at `o`.
 template <std::size_t N>
@@ -160,71 +66,51 @@ char* write_literal(char* o, const char (&text)[N]) noexcept {
     return o + N - 1;
 }
 
-template <class = void>
-class basic_json_writer;
-/// basic_json_writer's one form (a template only so that a file that does not use it does not compile it).
-using json_writer = basic_json_writer<>;
-
 /// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
 /// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
 /// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
 ///     output_file file("trace.json");
 ///     json_writer out(file);
 ///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
-template <class>
-class basic_json_writer {
+class json_writer {
 public:
     /// Buffer size at which the buffer is handed to the sink.
     static constexpr std::size_t flush_threshold = 64 * 1024;
 
     /// Writes to memory only; read the text with buffered().
-    basic_json_writer() = default;
+    json_writer() = default;
 
     /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
     /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
     template <class Sink>
         requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
-    explicit basic_json_writer(Sink& sink)
+    explicit json_writer(Sink& sink)
         : sink_(&sink), write_([](void* target, std::string_view bytes) {
               static_cast<Sink*>(target)->write(bytes);
           }) {
         buffer_.reserve(flush_threshold + flush_threshold / 4);
     }
 
-    basic_json_writer(const basic_json_writer&) = delete;
-    basic_json_writer& operator=(const basic_json_writer&) = delete;
+    json_writer(const json_writer&) = delete;
+    json_writer& operator=(const json_writer&) = delete;
 
     /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
-    void raw(std::string_view text) {
-        if (text.empty()) return;  // a default string_view's null data() must not reach memcpy
-        std::memcpy(extend(text.size()), text.data(), text.size());
-        flush_if_full();
-    }
+    STINT_DECL void raw(std::string_view text);
 
     /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
-    void string(std::string_view s) {
-        append_json_string(buffer_, s);
-        flush_if_full();
-    }
+    STINT_DECL void string(std::string_view s);
 
     /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
     /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
     /// that sequence replaced (write_json_string's rule, applied to each part alone).
     ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
-    void string_part(std::string_view s) {
-        append_json_escaped(buffer_, s);
-        flush_if_full();
-    }
+    STINT_DECL void string_part(std::string_view s);
 
     /// Appends an integer in decimal.
-    void number(std::int64_t value) {
-        finish(fmt::format_to(extend(20), FMT_COMPILE("{}"), value));
-    }
+    STINT_DECL void number(std::int64_t value);
 
     /// Appends an unsigned integer in decimal.
-    void number(std::uint64_t value) {
-        finish(fmt::format_to(extend(20), FMT_COMPILE("{}"), value));
-    }
+    STINT_DECL void number(std::uint64_t value);
 
     /// Appends any other integer type (int, unsigned, long long …) in decimal.
     template <std::integral Integer>
@@ -239,16 +125,7 @@ public:
 
     /// Appends the shortest decimal that reads back as `value`. JSON has no NaN or infinity, so
     /// those are written as the strings "nan", "inf" and "-inf", as PyTorch's execution trace does.
-    void number(double value) {
-        if (std::isfinite(value)) {
-            fmt::format_to(fmt::appender(buffer_), FMT_COMPILE("{}"), value);
-            flush_if_full();
-        } else if (std::isnan(value)) {
-            raw(R"("nan")");
-        } else {
-            raw(value > 0 ? R"("inf")" : R"("-inf")");
-        }
-    }
+    STINT_DECL void number(double value);
 
     /// Appends `true` or `false`.
     void boolean(bool value) { raw(value ? "true" : "false"); }
@@ -266,11 +143,7 @@ public:
     void commit(char* end) { finish(end); }
 
     /// Hands everything buffered to the sink. Without a sink, does nothing.
-    void flush() {
-        if (write_ == nullptr || buffer_.size() == 0) return;
-        write_(sink_, std::string_view(buffer_.data(), buffer_.size()));
-        buffer_.clear();
-    }
+    STINT_DECL void flush();
 
     /// The text not yet handed to a sink: with no sink, all of it.
     std::string_view buffered() const noexcept {
@@ -279,17 +152,10 @@ public:
 
 private:
     // Grows the buffer by `count` bytes and returns where they start: one capacity check.
-    char* extend(std::size_t count) {
-        const std::size_t size = buffer_.size();
-        buffer_.resize(size + count);
-        return buffer_.data() + size;
-    }
+    STINT_DECL char* extend(std::size_t count);
 
     // Ends a write begun with extend() at `end`, giving back the room not used.
-    void finish(char* end) {
-        buffer_.resize(static_cast<std::size_t>(end - buffer_.data()));
-        flush_if_full();
-    }
+    STINT_DECL void finish(char* end);
 
     void flush_if_full() {
         if (buffer_.size() >= flush_threshold) flush();
@@ -301,3 +167,7 @@ private:
 };
 
 }  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/export/impl/json_writer.ipp"
+#endif

@@ -82,7 +82,7 @@ private:
         const void* node = nullptr;
         drained_thread counts;
         std::uint64_t events = 0;
-        std::optional<thread_trace_writer<json_writer>> writer;
+        std::optional<thread_trace_writer> writer;
     };
 
     STINT_DECL streamed_totals write_rest(record_store& rest, const chrome_trace_info& info);
