@@ -11,7 +11,23 @@
 
 // Every impl/*.ipp file, in the order of the headers that declare them (tools/check_layout.py checks
 // that none is missing).
+#include "stint/export/impl/json_writer.ipp"
+#include "stint/export/detail/impl/gzip_members.ipp"
+#include "stint/export/impl/output_file.ipp"
+#include "stint/export/impl/execution_trace.ipp"
+#include "stint/export/impl/collapsed_stacks.ipp"
+#include "stint/export/impl/device_trace.ipp"
+#include "stint/export/impl/trace_time.ipp"
+#include "stint/export/impl/chrome_trace.ipp"
+#include "stint/export/impl/counter_tracks.ipp"
+#include "stint/export/detail/impl/protobuf.ipp"
+#include "stint/export/impl/perfetto_trace.ipp"
 #include "stint/profiler/impl/profiler_core.ipp"
+#include "stint/export/impl/tensorboard.ipp"
+#include "stint/export/impl/memory_timeline.ipp"
+#include "stint/export/impl/chrome_trace_records.ipp"
+#include "stint/export/impl/json_validate.ipp"
+#include "stint/export/impl/trace_stream.ipp"
 
 namespace stint::detail {
 void stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STINT_SEPARATE_COMPILATION() noexcept {}
