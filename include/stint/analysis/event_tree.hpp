@@ -13,7 +13,9 @@
 #include <utility>        // std::move, std::pair
 #include <vector>         // std::vector
 
+#include "stint/analysis/detail/call_stacks.hpp"  // what build() runs, declared for the files that call it
 #include "stint/analysis/detail/event_store.hpp"
+#include "stint/analysis/detail/module_hierarchy.hpp"
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/detail/separate_compilation.hpp"

@@ -4,12 +4,9 @@
 
 #include "stint/analysis/event_tree.hpp"
 
-#include <algorithm>  // std::sort, std::clamp, std::find_if, std::all_of, std::make_heap, std::min, std::max
-#include <cstdlib>    // std::abs
+#include <algorithm>   // std::sort, std::clamp, std::find_if, std::all_of, std::make_heap, std::min, std::max
+#include <cstdlib>     // std::abs
 #include <functional>  // std::hash
-
-#include "stint/analysis/detail/call_stacks.hpp"
-#include "stint/analysis/detail/module_hierarchy.hpp"
 
 namespace stint::detail {
 
