@@ -2,87 +2,52 @@
 // The merged, ordered, tree-linked list of a session's events (design §1 step 5). Every analysis and
 // exporter reads this; none touches the recording buffers.
 
-#include <algorithm>
-#include <cstddef>
-#include <cmath>
-#include <cstdint>
-#include <deque>
-#include <iterator>
-#include <memory>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <cstddef>      // std::size_t, std::ptrdiff_t
+#include <cstdint>      // std::int64_t, std::uint32_t, std::uint64_t
+#include <deque>        // std::deque
+#include <iterator>     // std::forward_iterator_tag, std::forward_iterator, std::distance
+#include <memory>       // std::shared_ptr, std::unique_ptr
+#include <optional>     // std::optional
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 #include "stint/analysis/detail/event_store.hpp"
 #include "stint/analysis/event.hpp"
-#include "stint/detail/deferred.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint {
 
-template <class = void>
-class basic_event_list;
-/// basic_event_list's one form (a template only so that a file that does not use it does not compile it).
-using event_list = basic_event_list<>;
+class event_list;
 
 namespace detail {
-template <class = void>
-class basic_event_list_builder;
-/// The builder's one form (a template only so that a file that never builds a list does not compile it).
-using event_list_builder = basic_event_list_builder<>;
-
-template <class = void>
-class basic_string_arena;
-/// basic_string_arena's one form (a template only so that a file that does not use it does not compile it).
-using string_arena = basic_string_arena<>;
+class event_list_builder;
 
 /// Owns copies of runtime names; blocks never move, so string_views into them stay valid, and the
 /// arena is shared by copies of an event_list.
-template <class Unused>
-class basic_string_arena {
+class string_arena {
 public:
-    std::string_view store(std::string_view text) {
-        if (text.empty()) return {};
-        if (text.size() > block_size_ / 4) {
-            big_.push_back(std::make_unique<char[]>(text.size()));
-            std::copy(text.begin(), text.end(), big_.back().get());
-            return {big_.back().get(), text.size()};
-        }
-        if (blocks_.empty() || used_ + text.size() > block_size_) {
-            blocks_.push_back(std::make_unique<char[]>(block_size_));
-            used_ = 0;
-        }
-        char* at = blocks_.back().get() + used_;
-        std::copy(text.begin(), text.end(), at);
-        used_ += text.size();
-        return {at, text.size()};
-    }
+    STINT_DECL std::string_view store(std::string_view text);
 
 private:
     static constexpr std::size_t block_size_ = 64 * 1024;
-    deferred_t<std::vector<std::unique_ptr<char[]>>, Unused> blocks_;
-    deferred_t<std::vector<std::unique_ptr<char[]>>, Unused> big_;
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    std::vector<std::unique_ptr<char[]>> big_;
     std::size_t used_ = 0;
 };
-
-template <class = void>
-struct basic_stack_tree;
-/// basic_stack_tree's one form (a template only so that a file that does not use it does not compile it).
-using stack_tree = basic_stack_tree<>;
 
 /// The stacks of an event_list, interned as a tree: a stack is one frame (its innermost) on top of
 /// its caller's stack, so N nested scopes cost N nodes, not N^2/2 frames, and each distinct frame is
 /// one string. A node's parent always comes before it.
-template <class Unused>
-struct basic_stack_tree {
+struct stack_tree {
     struct node {
         std::uint32_t frame;  // into `frames`
         event_index parent;   // the stack without this frame; no_index: this is the outermost frame
         std::uint32_t size;   // frames in the stack, this one included
     };
-    deferred_t<std::vector<node>, Unused> nodes;
-    deferred_t<std::deque<std::string>, Unused> frames;  // a deque never moves its strings: views into them stay valid
+    std::vector<node> nodes;
+    std::deque<std::string> frames;  // a deque never moves its strings: views into them stay valid
 
     /// The stack `frame` on top of `parent` (no_index: none), as a new node.
     event_index push(std::uint32_t frame, event_index parent) {
@@ -91,17 +56,7 @@ struct basic_stack_tree {
         return static_cast<event_index>(nodes.size() - 1);
     }
     /// Appends another list's stacks; returns the offset to add to its node indices.
-    event_index append(const basic_stack_tree& later) {
-        const auto node_offset = static_cast<event_index>(nodes.size());
-        const auto frame_offset = static_cast<std::uint32_t>(frames.size());
-        for (node n : later.nodes) {
-            n.frame += frame_offset;
-            if (n.parent != no_index) n.parent += node_offset;
-            nodes.push_back(n);
-        }
-        frames.insert(frames.end(), later.frames.begin(), later.frames.end());
-        return node_offset;
-    }
+    STINT_DECL event_index append(const stack_tree& later);
 };
 
 struct call_stack_access;
@@ -186,8 +141,7 @@ public:
     }
 
 private:
-    template <class>
-    friend class basic_event_list;
+    friend class event_list;
     friend struct detail::call_stack_access;
     call_stack(const detail::stack_tree* tree, event_index node, std::uint32_t size)
         : tree_(tree), node_(node), size_(size) {}
@@ -210,12 +164,7 @@ struct call_stack_access {
 ///
 ///     for (auto& e : prof.events())
 ///         fmt::print("{} {:.3f}us\n", e.name, e.cpu_time_total());
-template <class Unused>
-class basic_event_list {
-    // T, named through Unused: the bodies below are checked when the list is used, not when parsed.
-    template <class T>
-    using later = detail::deferred_t<T, Unused>;
-
+class event_list {
 public:
     using value_type = event;
 
@@ -231,7 +180,7 @@ public:
         using difference_type = std::ptrdiff_t;
         using reference = const event&;
         iterator() = default;
-        iterator(const later<detail::event_store>* store, event_index at) : store_(store), at_(at) {}
+        iterator(const detail::event_store* store, event_index at) : store_(store), at_(at) {}
         [[nodiscard]] const event& operator*() const {
             store_->assemble_into(current_, at_);
             return current_;
@@ -256,7 +205,7 @@ public:
         friend auto operator<=>(const iterator& a, const iterator& b) { return a.at_ <=> b.at_; }
 
     private:
-        const later<detail::event_store>* store_ = nullptr;
+        const detail::event_store* store_ = nullptr;
         event_index at_ = 0;
         mutable event current_;  // what *this refers to
     };
@@ -273,7 +222,7 @@ public:
             using difference_type = std::ptrdiff_t;
             using reference = const event&;
             iterator() = default;
-            iterator(const later<detail::event_store>* store, event_index at, bool linked = false)
+            iterator(const detail::event_store* store, event_index at, bool linked = false)
                 : store_(store), at_(at), linked_(linked) {}
             [[nodiscard]] const event& operator*() const {
                 store_->assemble_into(current_, at_);
@@ -292,12 +241,12 @@ public:
             bool operator==(const iterator& other) const { return at_ == other.at_; }
 
         private:
-            const later<detail::event_store>* store_ = nullptr;
+            const detail::event_store* store_ = nullptr;
             event_index at_ = no_index;
             bool linked_ = false;  // walks a launcher's device events instead of siblings
             mutable event current_;  // what *this refers to
         };
-        child_range(const later<detail::event_store>* store, event_index first, bool linked = false)
+        child_range(const detail::event_store* store, event_index first, bool linked = false)
             : store_(store), first_(first), linked_(linked) {}
         [[nodiscard]] iterator begin() const { return {store_, first_, linked_}; }
         [[nodiscard]] iterator end() const { return {store_, no_index, linked_}; }
@@ -305,12 +254,12 @@ public:
         [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(std::distance(begin(), end())); }
 
     private:
-        const later<detail::event_store>* store_;
+        const detail::event_store* store_;
         event_index first_;
         bool linked_;
     };
 
-    basic_event_list() = default;
+    event_list() = default;
 
     [[nodiscard]] std::size_t size() const noexcept { return store_.size(); }
     [[nodiscard]] bool empty() const noexcept { return store_.size() == 0; }
@@ -384,22 +333,9 @@ public:
     [[nodiscard]] std::uint64_t memory_dropped() const noexcept { return memory_dropped_; }
 
     /// The id a flow or async span point carried (its kind is_point_kind); 0 for other events.
-    [[nodiscard]] std::uint64_t point_id(const event& e) const noexcept {
-        if (!is_point_kind(e.kind)) return 0;
-        const event_index i = index_of(e);
-        const auto at = std::lower_bound(points_.begin(), points_.end(), i,
-                                         [](const point_entry& p, event_index v) { return p.event < v; });
-        return at != points_.end() && at->event == i ? at->id : 0;
-    }
+    [[nodiscard]] STINT_DECL std::uint64_t point_id(const event& e) const noexcept;
     /// The value a counter's sample recorded (its kind is `counter`); nothing for other events.
-    [[nodiscard]] std::optional<counter_value> counter_of(const event& e) const noexcept {
-        if (e.kind != event_kind::counter) return std::nullopt;
-        const event_index i = index_of(e);
-        const auto at = std::lower_bound(counters_.begin(), counters_.end(), i,
-                                         [](const counter_entry& c, event_index v) { return c.event < v; });
-        if (at == counters_.end() || at->event != i) return std::nullopt;
-        return at->value;
-    }
+    [[nodiscard]] STINT_DECL std::optional<counter_value> counter_of(const event& e) const noexcept;
     /// Whether the list holds counters' samples.
     [[nodiscard]] bool has_counters() const noexcept { return !counters_.empty(); }
     /// The flows whose two points are both in the list, in the order their ends ran. The scopes they
@@ -427,44 +363,27 @@ public:
     [[nodiscard]] std::int64_t base_steady_ns() const noexcept { return base_steady_ns_; }
 
     /// Appends another list (a later window) after this one, keeping both trees intact.
-    void append(const basic_event_list& later);
+    STINT_DECL void append(const event_list& later);
 
     /// Moves the list onto another clock (a job's trace puts each rank's events on rank 0's): each
     /// time t becomes t + offset_ns + drift * (t - reference_ns), durations stretch by (1 + drift),
     /// and time 0 becomes `base_time_ns` (ns since the Unix epoch); base_steady_ns() stays this
     /// process's. Order and nesting are kept: the map is increasing (|drift| < 1).
-    void retime(std::int64_t offset_ns, double drift, std::int64_t reference_ns, std::int64_t base_time_ns) {
-        const auto stretch = [drift](std::int64_t d) {
-            return d + static_cast<std::int64_t>(std::llround(drift * static_cast<double>(d)));
-        };
-        const auto at = [&](std::int64_t t) { return reference_ns + offset_ns + stretch(t - reference_ns); };
-        const auto span = stretch;
-        for (event_index i = 0; i < store_.size(); ++i) {
-            store_.set_times(i, at(store_.start(i)), at(store_.end(i)));
-            store_.set_self(i, span(store_.self(i)));
-            if (store_.row(i).extra == no_index) continue;
-            detail::event_extra& x = store_.extra_to_write(i);
-            x.device_ns = span(x.device_ns);
-            x.self_device_ns = span(x.self_device_ns);
-        }
-        for (memory_peak& peak : memory_peaks_) peak.at_ns = at(peak.at_ns);
-        base_time_ns_ = base_time_ns;
-    }
+    STINT_DECL void retime(std::int64_t offset_ns, double drift, std::int64_t reference_ns, std::int64_t base_time_ns);
 
 private:
-    template <class>
-    friend class detail::basic_event_list_builder;
-    later<detail::event_store> store_;
-    later<std::vector<thread_info>> threads_;
-    later<std::vector<event_args>> args_;
-    later<detail::stack_tree> stacks_;
-    later<std::vector<std::shared_ptr<detail::string_arena>>> arenas_;
-    later<std::vector<device_args>> device_args_;
-    later<device_report> device_;
+    friend class detail::event_list_builder;
+    detail::event_store store_;
+    std::vector<thread_info> threads_;
+    std::vector<event_args> args_;
+    detail::stack_tree stacks_;
+    std::vector<std::shared_ptr<detail::string_arena>> arenas_;
+    std::vector<device_args> device_args_;
+    device_report device_;
     std::size_t device_events_ = 0;
-    later<std::vector<memory_record>> memory_records_;
-    later<std::vector<memory_usage>> memory_usage_;  // per event, when memory_records_ is not empty
-    later<std::vector<memory_peak>> memory_peaks_;
+    std::vector<memory_record> memory_records_;
+    std::vector<memory_usage> memory_usage_;  // per event, when memory_records_ is not empty
+    std::vector<memory_peak> memory_peaks_;
     struct point_entry {
         event_index event;
         std::uint64_t id;
@@ -475,8 +394,8 @@ private:
         counter_value value;
     };
     std::vector<counter_entry> counters_;  // the counters' values, by event index
-    later<std::vector<flow_link>> flows_;
-    later<std::vector<async_span>> async_spans_;
+    std::vector<flow_link> flows_;
+    std::vector<async_span> async_spans_;
     unmatched_points unmatched_;
     std::uint64_t memory_dropped_ = 0;
     std::uint64_t recorded_ = 0;
@@ -488,3 +407,7 @@ private:
 
 
 }  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/analysis/impl/event_list.ipp"
+#endif
