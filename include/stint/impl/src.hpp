@@ -11,6 +11,13 @@
 
 // Every impl/*.ipp file, in the order of the headers that declare them (tools/check_layout.py checks
 // that none is missing).
+#include "stint/analysis/detail/impl/event_store.ipp"
+#include "stint/analysis/impl/event_list.ipp"
+#include "stint/analysis/detail/impl/call_stacks.ipp"
+#include "stint/analysis/detail/impl/module_hierarchy.ipp"
+#include "stint/analysis/impl/event_tree.ipp"
+#include "stint/analysis/impl/table.ipp"
+#include "stint/analysis/impl/key_averages.ipp"
 #include "stint/export/impl/json_writer.ipp"
 #include "stint/export/detail/impl/gzip_members.ipp"
 #include "stint/export/impl/output_file.ipp"
