@@ -12,6 +12,7 @@
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/event_tree.hpp"
+#include "stint/capture/detail/input_decoding.hpp"  // decode_inputs, append_real: the drain's decoding, declared with it
 #include "stint/capture/flops.hpp"
 #include "stint/capture/op_inputs.hpp"
 #include "stint/detail/separate_compilation.hpp"

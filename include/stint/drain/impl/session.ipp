@@ -10,7 +10,6 @@
 
 #include "stint/annotations/event_args.hpp"
 #include "stint/annotations/recording_hook.hpp"
-#include "stint/capture/detail/input_decoding.hpp"
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/native_stack.hpp"
 #include "stint/drain/device_join.hpp"
