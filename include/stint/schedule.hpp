@@ -3,22 +3,19 @@
 // the warnings for a custom schedule's impossible transitions, and the table that turns a
 // transition into session operations (torch.profiler.profile.action_map).
 
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-#include <limits>
-#include <optional>
-#include <ostream>
-#include <span>
-#include <stdexcept>
-#include <string>
-#include <string_view>
+#include <array>  // std::array
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t
+#include <initializer_list>  // std::initializer_list
+#include <iosfwd>  // std::ostream
+#include <optional>  // std::optional
+#include <span>  // std::span
+#include <string>  // std::string
+#include <string_view>  // std::string_view
 
 #include <fmt/format.h>
 
-#include "stint/detail/deferred.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint {
 
@@ -43,8 +40,7 @@ constexpr std::string_view to_string(profiler_action action) noexcept {
 }
 
 /// Writes `to_string(action)`.
-template <class = void>
-std::ostream& operator<<(std::ostream& out, profiler_action action) { return out << to_string(action); }
+STINT_DECL std::ostream& operator<<(std::ostream& out, profiler_action action);
 
 /// The parameters of `stint::schedule`, named as torch names them.
 ///
@@ -57,35 +53,17 @@ struct schedule_options {
     std::int64_t repeat = 0;      ///< number of cycles; 0 repeats until the profiler stops
 };
 
-template <class = void>
-class basic_schedule_fn;
-/// basic_schedule_fn's one form (a template only so that a file that does not use it does not compile it).
-using schedule_fn = basic_schedule_fn<>;
-
 /// A step schedule with exactly torch.profiler.schedule's sequence: `skip_first` steps of NONE, then
 /// cycles of `wait` NONE, `warmup` WARMUP and `active` RECORD steps whose last is RECORD_AND_SAVE,
 /// `repeat` times (0: forever), then NONE. Made by `stint::schedule`.
 ///
 ///     stint::schedule_fn fn = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
 ///     fn(0);  // NONE    fn(1);  // WARMUP    fn(2);  // RECORD    fn(3);  // RECORD_AND_SAVE
-template <class Unused>
-class basic_schedule_fn {
+class schedule_fn {
 public:
     /// Throws std::invalid_argument unless wait, warmup, repeat, skip_first >= 0 and active > 0.
     /// warmup == 0 warns once per process that the results may be skewed.
-    explicit basic_schedule_fn(schedule_options options) : options_(options) {
-        const bool valid = options.wait >= 0 && options.warmup >= 0 && options.active > 0 && options.repeat >= 0 &&
-                           options.skip_first >= 0;
-        if (!valid) throw std::invalid_argument(describe(options, "need wait >= 0, warmup >= 0, active > 0, "
-                                                                  "repeat >= 0, skip_first >= 0"));
-        // torch has unbounded integers; here the cycle length must be representable.
-        constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
-        if (options.wait > max - options.warmup || options.active > max - options.wait - options.warmup)
-            throw std::invalid_argument(describe(options, "wait + warmup + active must fit in std::int64_t"));
-        if (options.warmup == 0) {
-            detail::warn_once(warmup_warning_key, "Profiler won't be using warmup, this can skew profiler results");
-        }
-    }
+    STINT_DECL explicit schedule_fn(schedule_options options);
 
     /// The action for `step` (0-based, the profiler's step number). Negative steps give NONE.
     constexpr profiler_action operator()(std::int64_t step) const noexcept {
@@ -106,12 +84,7 @@ public:
     static constexpr std::string_view warmup_warning_key = "stint.schedule.no_warmup";
 
 private:
-    // (`o` dependent: the format string is checked when a schedule is made.)
-    static std::string describe(const detail::deferred_t<schedule_options, Unused>& o, std::string_view need) {
-        return fmt::format(
-            "stint: schedule(): invalid arguments (skip_first={}, wait={}, warmup={}, active={}, repeat={}): {}",
-            o.skip_first, o.wait, o.warmup, o.active, o.repeat, need);
-    }
+    STINT_DECL static std::string describe(const schedule_options& o, std::string_view need);
 
     schedule_options options_;
 };
@@ -120,13 +93,7 @@ private:
 ///
 ///     auto fn = stint::schedule({.skip_first = 3, .wait = 2, .warmup = 1, .active = 4, .repeat = 2});
 ///     fn(5);   // WARMUP     fn(9);  // RECORD_AND_SAVE     fn(17);  // NONE (both cycles done)
-template <class = void>
-schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
-
-template <class = void>
-class basic_schedule_checker;
-/// basic_schedule_checker's one form (a template only so that a file that does not use it does not compile it).
-using schedule_checker = basic_schedule_checker<>;
+inline schedule_fn schedule(schedule_options options) { return schedule_fn(options); }
 
 /// Watches the transitions of a schedule (any callable, a user's own included) and warns, as torch
 /// does, about those a profiler cannot honour: "Incorrect schedule: WARMUP followed by NONE",
@@ -136,18 +103,10 @@ using schedule_checker = basic_schedule_checker<>;
 ///
 ///     stint::schedule_checker checker;
 ///     checker.observe(stint::profiler_action::record, stint::profiler_action::none);  // warns
-template <class>
-class basic_schedule_checker {
+class schedule_checker {
 public:
     /// Warns if `prev` -> `next` is one of the incorrect transitions and has not been reported yet.
-    void observe(profiler_action prev, profiler_action next) {
-        const std::optional<std::size_t> which = incorrect_transition(prev, next);
-        if (!which) return;
-        const unsigned bit = 1U << *which;
-        if ((reported_ & bit) != 0) return;
-        reported_ |= bit;
-        detail::warn(messages_[*which]);
-    }
+    STINT_DECL void observe(profiler_action prev, profiler_action next);
 
 private:
     static constexpr std::optional<std::size_t> incorrect_transition(profiler_action prev,
@@ -185,19 +144,13 @@ constexpr std::string_view to_string(session_op op) noexcept {
     return "unknown";
 }
 
-template <class = void>
-class basic_session_ops;
-/// basic_session_ops's one form (a template only so that a file that does not use it does not compile it).
-using session_ops = basic_session_ops<>;
-
 /// Up to four session operations, in order; a value, no allocation.
-template <class>
-class basic_session_ops {
+class session_ops {
 public:
     static constexpr std::size_t capacity = 4;
 
-    constexpr basic_session_ops() noexcept = default;
-    constexpr basic_session_ops(std::initializer_list<session_op> ops) noexcept {
+    constexpr session_ops() noexcept = default;
+    constexpr session_ops(std::initializer_list<session_op> ops) noexcept {
         for (session_op op : ops) {
             if (size_ == capacity) break;  // the table below never holds more
             ops_[size_++] = op;
@@ -212,7 +165,7 @@ public:
     /// A view valid while this object lives.
     constexpr std::span<const session_op> span() const noexcept { return {ops_.data(), size_}; }
 
-    friend constexpr bool operator==(const basic_session_ops& a, const basic_session_ops& b) noexcept {
+    friend constexpr bool operator==(const session_ops& a, const session_ops& b) noexcept {
         if (a.size_ != b.size_) return false;
         for (std::size_t i = 0; i < a.size_; ++i) {
             if (a.ops_[i] != b.ops_[i]) return false;
@@ -292,3 +245,7 @@ struct fmt::formatter<stint::profiler_action> : fmt::formatter<std::string_view>
         return fmt::formatter<std::string_view>::format(stint::to_string(action), ctx);
     }
 };
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/impl/schedule.ipp"
+#endif

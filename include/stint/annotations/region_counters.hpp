@@ -2,14 +2,14 @@
 // Reading STINT_REGION's counters (stint::region_counters<Kind>()): a query of the program that
 // profiles, which needs the clock's calibration from the registry; the macro itself (region.hpp) does not.
 
-#include <algorithm>
-#include <atomic>
-#include <cstdint>
-#include <string_view>
-#include <vector>
+#include <algorithm>  // std::find_if
+#include <atomic>  // std::atomic
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <string_view>  // std::string_view
+#include <vector>  // std::vector
 
 #include "stint/annotations/region.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint {
 
@@ -40,31 +40,7 @@ namespace stint::detail {
 
 /// Sums a kind's list by name. The two counters of a site are read separately, so a region ending
 /// meanwhile may show in the count and not yet in the time.
-template <class = void>
-region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head) {
-    region_kind_stats out;
-    out.label = label;
-    const double ns_per_tick = the_registry().calibration().ns_per_tick;
-    // acquire: pairs with the release in link_region(); each counter's fields are visible.
-    for (const region_counter* c = head.load(std::memory_order_acquire); c != nullptr; c = c->next) {
-        const std::uint64_t count = c->count.load(std::memory_order_relaxed);
-        const double ticks = static_cast<double>(c->ticks.load(std::memory_order_relaxed));
-        const auto ns = static_cast<std::int64_t>(ticks * ns_per_tick);
-        auto it = std::find_if(out.regions.begin(), out.regions.end(),
-                               [&](const region_stats& r) { return r.name == c->name; });
-        if (it == out.regions.end()) {
-            out.regions.push_back({c->name, count, ns});
-        } else {
-            it->count += count;
-            it->total_ns += ns;
-        }
-        out.count += count;
-        out.total_ns += ns;
-    }
-    std::sort(out.regions.begin(), out.regions.end(),
-              [](const region_stats& a, const region_stats& b) { return a.name < b.name; });
-    return out;
-}
+STINT_DECL region_kind_stats read_region_list(std::string_view label, const std::atomic<region_counter*>& head);
 
 }  // namespace stint::detail
 
@@ -81,3 +57,7 @@ template <region_kind Kind>
 }
 
 }  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/annotations/impl/region_counters.ipp"
+#endif

@@ -18,7 +18,6 @@
 
 #include "stint/capture/tensor_address.hpp"
 #include "stint/common/device.hpp"
-#include "stint/detail/deferred.hpp"
 
 namespace stint::detail {
 
@@ -128,12 +127,13 @@ constexpr bool dlpack_device(int type, int id, stint::device& out) noexcept {
 /// while an execution trace records, its identity: data + byte_offset in the allocation at data.
 template <class Writer, class T>
 void capture_dlpack(Writer& w, const T& in) noexcept {
-    // Named through T: a span built in a template's body but of no template parameter would be
-    // compiled in every file that includes this header (its constructors' concepts: detail/deferred.hpp).
-    using int64s = deferred_t<std::span<const std::int64_t>, T>;
     if constexpr (dlpack_managed_tensor<T>) {
         capture_dlpack(w, in.dl_tensor);
     } else {
+        // std::span<const std::int64_t>, named through `in`'s shape: a span built in a template's body
+        // but of no template parameter would be compiled in every file that includes this header (its
+        // constructors' concepts).
+        using int64s = std::span<std::remove_pointer_t<decltype(static_cast<const std::int64_t*>(in.shape))>>;
         const int ndim = static_cast<int>(in.ndim);
         const std::int64_t* shape = in.shape;
         if (ndim < 0 || (ndim > 0 && shape == nullptr)) {

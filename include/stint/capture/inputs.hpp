@@ -36,7 +36,6 @@
 #include "stint/capture/dlpack.hpp"
 #include "stint/capture/tensor_address.hpp"
 #include "stint/common/device.hpp"
-#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
 
 
@@ -634,9 +633,9 @@ void capture_mdspan(input_writer& w, const M& m) {
 
 template <class M>
 void capture_eigen(input_writer& w, const M& m) {
-    // Named through M: with a non-dependent array the calls below would check the writer's range
-    // concepts where this template is defined, in every file (detail/deferred.hpp).
-    using int64x2 = deferred_t<std::array<std::int64_t, 2>, M>;
+    // std::array<std::int64_t, 2>, named through `m`'s rows(): with a non-dependent array the calls below
+    // would check the writer's range concepts where this template is defined, in every file.
+    using int64x2 = std::array<decltype(static_cast<std::int64_t>(m.rows())), 2>;
     const int64x2 dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
     const tensor_address address = w.identities() ? address_of(m) : tensor_address{};

@@ -44,8 +44,7 @@ inline constexpr site out_of_memory_site{"[OutOfMemory]", event_kind::out_of_mem
 
 /// Appends one memory event for session `state` on this thread, unless the allocation is stint's own
 /// (own_allocation_scope: a buffer chunk, a thread's registration, this very append).
-template <int = 0>
-STINT_DETAIL_NOINLINE void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
+STINT_DETAIL_NOINLINE inline void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
     if (own_allocations != 0) return;
     const own_allocation_scope own;
     payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);

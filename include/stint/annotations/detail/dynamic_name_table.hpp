@@ -3,18 +3,16 @@
 // makes ("Optimizer.step#SGD.step"): the slow path of a dynamic scope, reached through the installed
 // slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
 
-#include <cstddef>
-#include <cstdlib>
-#include <functional>
-#include <mutex>
-#include <string>
-#include <string_view>
-#include <typeindex>
-#include <typeinfo>
-#include <unordered_map>
+#include <cstddef>  // std::size_t
+#include <functional>  // std::hash
+#include <mutex>  // std::mutex
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <typeindex>  // std::type_index
+#include <typeinfo>  // std::type_info
+#include <unordered_map>  // std::unordered_map
 
 #if __has_include(<cxxabi.h>)
-#include <cxxabi.h>
 #define STINT_DETAIL_HAS_CXXABI 1
 #else
 #define STINT_DETAIL_HAS_CXXABI 0
@@ -22,24 +20,12 @@
 
 #include "stint/annotations/dynamic_name.hpp"
 #include "stint/detail/export_macros.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint::detail {
 
 /// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
-template <class = void>
-std::string demangled_name(const std::type_info& type) {
-#if STINT_DETAIL_HAS_CXXABI
-    int status = 0;
-    char* text = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-    if (status == 0 && text != nullptr) {
-        std::string out(text);
-        std::free(text);
-        return out;
-    }
-    std::free(text);
-#endif
-    return type.name();
-}
+STINT_DECL std::string demangled_name(const std::type_info& type);
 
 /// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
 /// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
@@ -64,40 +50,12 @@ constexpr std::string_view unqualified_name(std::string_view name) noexcept {
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-template <class = void>
-class basic_dynamic_name_table;
-/// basic_dynamic_name_table's one form (a template, like the registry: compiled only where a profiler is).
-using dynamic_name_table = basic_dynamic_name_table<>;
-
 /// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
 /// registry: its sites must outlive every record and event.
-template <class>
-class basic_dynamic_name_table {
+class dynamic_name_table {
 public:
     /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
-    const site& intern(dynamic_site& where, const std::type_info& type) {
-        std::lock_guard lock(mutex_);
-        auto [it, added] = entries_.try_emplace(key{&where, std::type_index(type)}, nullptr);
-        if (added) {
-            try {
-                it->second = new dynamic_name_entry{&type, interned_site(event_name(where, type), site_like(where))};
-            } catch (...) {
-                entries_.erase(it);
-                throw;
-            }
-        }
-        const dynamic_name_entry* entry = it->second;
-        for (auto& slot : where.seen) {
-            const dynamic_name_entry* cached = slot.load(std::memory_order_relaxed);  // writers hold mutex_
-            if (cached == entry) break;
-            if (cached == nullptr) {
-                // release: pairs with the acquire in find_dynamic_site(); the entry is complete.
-                slot.store(entry, std::memory_order_release);
-                break;
-            }
-        }
-        return entry->site.where;
-    }
+    STINT_DECL const site& intern(dynamic_site& where, const std::type_info& type);
 
 private:
     struct key {
@@ -111,14 +69,7 @@ private:
         }
     };
 
-    static std::string event_name(const dynamic_site& where, const std::type_info& type) {
-        const std::string full = demangled_name(type);
-        const std::string_view cls = unqualified_name(full);
-        std::string name;
-        name.reserve(where.prefix.size() + cls.size() + where.method.size() + 2);
-        name.append(where.prefix).append(1, '#').append(cls).append(1, '.').append(where.method);
-        return name;
-    }
+    STINT_DECL static std::string event_name(const dynamic_site& where, const std::type_info& type);
     static site site_like(const dynamic_site& where) noexcept {
         return site{"", event_kind::user_annotation, payload_kind::none, where.location};
     }
@@ -127,11 +78,7 @@ private:
     std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
 };
 
-template <class = void>
-STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table() {
-    static dynamic_name_table* const instance = new dynamic_name_table();
-    return *instance;
-}
+STINT_DECL STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table();
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
@@ -142,3 +89,7 @@ const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_in
 }
 
 }  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/annotations/detail/impl/dynamic_name_table.ipp"
+#endif

@@ -7,18 +7,18 @@
 // slow path of begin_event and of a counter's first sample, reached through the installed slow-path
 // table (recording/slow_path.hpp), so that the annotation header needs none of this.
 
-#include <cstddef>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
+#include <cstddef>  // std::size_t
+#include <functional>  // std::hash
+#include <memory>  // std::unique_ptr
+#include <mutex>  // std::mutex
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>  // std::vector
 
 #include "stint/common/event_kind.hpp"
-#include "stint/detail/deferred.hpp"
 #include "stint/detail/export_macros.hpp"
+#include "stint/detail/separate_compilation.hpp"
 #include "stint/recording/site.hpp"
 
 namespace stint::detail {
@@ -28,57 +28,17 @@ inline constexpr std::size_t max_interned_texts = 16384;
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-template <class = void>
-class basic_named_site_table;
-/// basic_named_site_table's one form (a template, like the registry: compiled only where a profiler is).
-using named_site_table = basic_named_site_table<>;
-
 /// Every site made for a name given at run time. Process-wide and leaked, like the registry: its sites
 /// (and the texts they point to) must outlive every record and event.
-template <class Unused>
-class basic_named_site_table {
+class named_site_table {
 public:
-    const site& intern(const char* name, event_kind kind, bool inputs, bool flops) {
-        std::lock_guard lock(mutex_);
-        auto [it, added] = by_address_.try_emplace(key<const char*>{name, kind, inputs, flops}, nullptr);
-        if (added) {
-            try {
-                it->second = make_site(std::string_view(name), kind, inputs, flops);
-            } catch (...) {
-                by_address_.erase(it);
-                throw;
-            }
-        }
-        return *it->second;
-    }
+    STINT_DECL const site& intern(const char* name, event_kind kind, bool inputs, bool flops);
 
     /// Null when max_interned_texts are held already.
-    const site* intern_text(std::string_view name, event_kind kind, bool inputs, bool flops) {
-        std::lock_guard lock(mutex_);
-        const auto found = by_text_.find(key<std::string_view>{name, kind, inputs, flops});
-        if (found != by_text_.end()) return found->second;
-        if (texts_.size() >= max_interned_texts) return nullptr;
-        texts_.reserve(texts_.size() + 1);  // so that the push below cannot throw
-        auto text = std::make_unique<const std::string>(name);
-        const site* made = make_site(*text, kind, inputs, flops);
-        try {
-            by_text_.emplace(key<std::string_view>{*text, kind, inputs, flops}, made);
-        } catch (...) {
-            delete made;
-            throw;
-        }
-        texts_.push_back(std::move(text));
-        return made;
-    }
+    STINT_DECL const site* intern_text(std::string_view name, event_kind kind, bool inputs, bool flops);
 
 private:
-    static const site* make_site(std::string_view text, event_kind kind, bool inputs, bool flops) {
-        // A counter's records carry its value (stint::counter); an op's, its inputs when captured.
-        const payload_kind payload = kind == event_kind::counter ? payload_kind::counter
-                                     : inputs                    ? payload_kind::inputs
-                                                                 : payload_kind::none;
-        return new site{text, kind, payload, {}, flops ? flop_formula(text) : flop_formula()};
-    }
+    STINT_DECL static const site* make_site(std::string_view text, event_kind kind, bool inputs, bool flops);
 
     template <class Name>
     struct key {
@@ -98,14 +58,10 @@ private:
     std::mutex mutex_;
     std::unordered_map<key<const char*>, const site*, key_hash> by_address_;
     std::unordered_map<key<std::string_view>, const site*, key_hash> by_text_;  // views of texts_
-    deferred_t<std::vector<std::unique_ptr<const std::string>>, Unused> texts_;
+    std::vector<std::unique_ptr<const std::string>> texts_;
 };
 
-template <class = void>
-STINT_DETAIL_EXPORT named_site_table& the_named_site_table() {
-    static named_site_table* const instance = new named_site_table();
-    return *instance;
-}
+STINT_DECL STINT_DETAIL_EXPORT named_site_table& the_named_site_table();
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
@@ -120,3 +76,7 @@ const site* intern_text_site_in_table(std::string_view name, event_kind kind, bo
 }
 
 }  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/annotations/detail/impl/named_site_table.ipp"
+#endif

@@ -2,36 +2,25 @@
 // Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
 // and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
 
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <iterator>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-#include <fmt/format.h>
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
+#include <cstring>  // std::memcpy
+#include <span>  // std::span
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <vector>  // std::vector
 
 #include "stint/analysis/event.hpp"
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/op_inputs.hpp"
-#include "stint/detail/deferred.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint::detail {
 
-template <class = void>
-class basic_wire_reader;
-/// basic_wire_reader's one form (a template only so that a file that does not use it does not compile it).
-using wire_reader = basic_wire_reader<>;
-
 // A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-template <class Unused>
-class basic_wire_reader {
+class wire_reader {
 public:
-    explicit basic_wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
     [[nodiscard]] bool ok() const noexcept { return ok_; }
     [[nodiscard]] bool has(std::size_t n) noexcept {
         if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
@@ -56,22 +45,8 @@ public:
         at_ += n;
         return s;
     }
-    void int64s(deferred_t<std::vector<std::int64_t>, Unused>& out, std::size_t n) {
-        if (!has(n * 8)) return;
-        out.resize(n);
-        if (n != 0) std::memcpy(out.data(), at_, n * 8);
-        at_ += n * 8;
-    }
-    void int32s(deferred_t<std::vector<std::int64_t>, Unused>& out, std::size_t n) {
-        if (!has(n * 4)) return;
-        out.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            std::int32_t v = 0;
-            std::memcpy(&v, at_ + i * 4, 4);
-            out[i] = v;
-        }
-        at_ += n * 4;
-    }
+    STINT_DECL void int64s(std::vector<std::int64_t>& out, std::size_t n);
+    STINT_DECL void int32s(std::vector<std::int64_t>& out, std::size_t n);
 
 private:
     const std::byte* at_;
@@ -80,235 +55,32 @@ private:
 };
 
 // A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
-template <class = void>
-tensor_identity read_identity(wire_reader& in, std::uint8_t flags) {
-    const auto head = in.read<wire_identity>();
-    tensor_identity id;
-    id.key = id.storage = head.data;
-    if ((flags & wire_has_storage) != 0) id.storage = in.read<std::uint64_t>();
-    if ((flags & wire_has_key) != 0) id.key = in.read<std::uint64_t>();
-    id.itemsize = head.itemsize;
-    id.device = {static_cast<device_type>(head.device_type), head.device_index};
-    // In elements, as torch's storage_offset; a data pointer below its storage gives 0.
-    if (head.itemsize != 0 && head.data >= id.storage) {
-        id.offset = static_cast<std::int64_t>((head.data - id.storage) / head.itemsize);
-    }
-    return id;
-}
+STINT_DECL tensor_identity read_identity(wire_reader& in, std::uint8_t flags);
 
-template <class Unused = void>
-bool decode_entry(wire_reader& in, deferred_t<op_input, Unused>& out, bool in_list) {
-    const auto tag = static_cast<wire_tag>(in.u8());
-    if (!in.ok()) return false;
-    switch (tag) {
-        case wire_tag::none: out.kind = input_kind::none; return true;
-        case wire_tag::other:
-        case wire_tag::dropped: out.kind = input_kind::other; return true;
-        case wire_tag::tensor: {
-            const std::uint8_t flags = in.u8();
-            const std::uint8_t rank = in.u8();
-            const std::uint8_t dtype_len = in.u8();
-            out.kind = input_kind::tensor;
-            out.dtype.assign(in.text(dtype_len));
-            if ((flags & wire_narrow) != 0) {
-                in.int32s(out.dims, rank);
-                if ((flags & wire_has_strides) != 0) in.int32s(out.strides, rank);
-            } else {
-                in.int64s(out.dims, rank);
-                if ((flags & wire_has_strides) != 0) in.int64s(out.strides, rank);
-            }
-            out.cut = (flags & wire_cut) != 0;
-            if ((flags & wire_has_identity) != 0) out.identity = read_identity(in, flags);
-            return in.ok();
-        }
-        case wire_tag::tensor_list: {
-            if (in_list) return false;
-            const std::uint8_t flags = in.u8();
-            const std::uint16_t count = in.u16();
-            out.kind = input_kind::tensor_list;
-            out.cut = (flags & wire_cut) != 0;
-            out.tensors.resize(count);
-            for (op_input& t : out.tensors) {
-                if (!decode_entry(in, t, true)) return false;
-            }
-            return true;
-        }
-        case wire_tag::int64:
-        case wire_tag::uint64:
-            out.kind = input_kind::scalar;
-            out.values_type = tag == wire_tag::int64 ? scalar_type::integer : scalar_type::unsigned_integer;
-            out.integers.push_back(in.read<std::int64_t>());
-            return in.ok();
-        case wire_tag::real:
-            out.kind = input_kind::scalar;
-            out.values_type = scalar_type::real;
-            out.reals.push_back(in.read<double>());
-            return in.ok();
-        case wire_tag::boolean:
-            out.kind = input_kind::scalar;
-            out.values_type = scalar_type::boolean;
-            out.integers.push_back(in.u8() != 0 ? 1 : 0);
-            return in.ok();
-        case wire_tag::int_list:
-        case wire_tag::uint_list:
-        case wire_tag::real_list:
-        case wire_tag::bool_list: {
-            const std::uint8_t flags = in.u8();
-            const std::uint8_t count = in.u8();
-            out.kind = input_kind::scalar_list;
-            out.cut = (flags & wire_cut) != 0;
-            if (tag == wire_tag::real_list) {
-                out.values_type = scalar_type::real;
-                for (std::size_t i = 0; i < count && in.ok(); ++i) out.reals.push_back(in.read<double>());
-            } else if (tag == wire_tag::bool_list) {
-                out.values_type = scalar_type::boolean;
-                for (std::size_t i = 0; i < count && in.ok(); ++i) out.integers.push_back(in.u8() != 0 ? 1 : 0);
-            } else {
-                out.values_type = tag == wire_tag::int_list ? scalar_type::integer : scalar_type::unsigned_integer;
-                in.int64s(out.integers, count);
-            }
-            return in.ok();
-        }
-        case wire_tag::string: {
-            const std::uint8_t flags = in.u8();
-            const std::uint16_t len = in.u16();
-            out.kind = input_kind::string;
-            out.cut = (flags & wire_cut) != 0;
-            out.text.assign(in.text(len));
-            return in.ok();
-        }
-    }
-    return false;
-}
+STINT_DECL bool decode_entry(wire_reader& in, op_input& out, bool in_list);
 
 /// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
 /// truncated.
-template <class Unused = void>
-op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux) {
-    deferred_t<op_inputs, Unused> result;
-    result.set_op_name(op_name);
-    result.set_truncated((aux & inputs_aux_truncated) != 0);
-    wire_reader in(bytes);
-    const std::uint32_t count = aux & inputs_aux_count_mask;
-    auto& inputs = result.mutable_inputs();  // std::vector<op_input>&
-    inputs.reserve(count);
-    for (std::uint32_t i = 0; i < count; ++i) {
-        deferred_t<op_input, Unused> entry;
-        if (!decode_entry(in, entry, false)) {
-            result.set_truncated(true);
-            break;
-        }
-        inputs.push_back(std::move(entry));
-    }
-    return result;
-}
+STINT_DECL op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux);
 
 /// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
 /// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-template <class Unused = void>
-void append_real(deferred_t<std::string, Unused>& out, double d) {
-    const int c = std::fpclassify(d);
-    if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
-        const auto i = static_cast<std::int64_t>(d);
-        if (static_cast<double>(i) == d) {
-            fmt::format_to(std::back_inserter(out), "{}.", i);
-            return;
-        }
-    }
-    if (std::isnan(d)) {
-        out += std::signbit(d) ? "-nan" : "nan";
-        return;
-    }
-    if (std::isinf(d)) {
-        out += d < 0 ? "-inf" : "inf";
-        return;
-    }
-    fmt::format_to(std::back_inserter(out), "{:.17g}", d);
-}
+STINT_DECL void append_real(std::string& out, double d);
 
-template <class Unused = void>
-void append_scalar_value(deferred_t<std::string, Unused>& out, const deferred_t<op_input, Unused>& in, std::size_t i) {
-    switch (in.values_type) {
-        case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
-        case scalar_type::unsigned_integer:
-            fmt::format_to(std::back_inserter(out), "{}", static_cast<std::uint64_t>(in.integers[i]));
-            return;
-        case scalar_type::boolean: out += in.integers[i] != 0 ? "True" : "False"; return;
-        case scalar_type::real: append_real(out, in.reals[i]); return;
-    }
-}
+STINT_DECL void append_scalar_value(std::string& out, const op_input& in, std::size_t i);
 
 /// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
 /// cut), a string's text, "" for tensors and absent inputs.
-template <class Unused = void>
-std::string concrete_text(const deferred_t<op_input, Unused>& in) {
-    deferred_t<std::string, Unused> out;
-    switch (in.kind) {
-        case input_kind::scalar:
-            if (!in.integers.empty() || !in.reals.empty()) append_scalar_value(out, in, 0);
-            break;
-        case input_kind::scalar_list: {
-            out += '[';
-            const std::size_t n = in.values_type == scalar_type::real ? in.reals.size() : in.integers.size();
-            for (std::size_t i = 0; i < n; ++i) {
-                if (i != 0) out += ", ";
-                append_scalar_value(out, in, i);
-            }
-            if (in.cut) out += n == 0 ? "..." : ", ...";
-            out += ']';
-            break;
-        }
-        case input_kind::string: out = in.text; break;
-        case input_kind::none:
-        case input_kind::tensor:
-        case input_kind::tensor_list:
-        case input_kind::other: break;
-    }
-    return out;
-}
+STINT_DECL std::string concrete_text(const op_input& in);
 
 /// The "Input type" text of one input.
-template <class = void>
-std::string type_text(const op_input& in) {
-    switch (in.kind) {
-        case input_kind::tensor: return in.dtype;
-        case input_kind::tensor_list: return "TensorList";
-        case input_kind::scalar: return "Scalar";
-        case input_kind::scalar_list: return "ScalarList";
-        case input_kind::string: return "String";
-        case input_kind::none:
-        case input_kind::other: break;
-    }
-    return {};
-}
+STINT_DECL std::string type_text(const op_input& in);
 
 /// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-template <class Unused = void>
-void inputs_to_args(const deferred_t<op_inputs, Unused>& inputs, bool concrete, deferred_t<event_args, Unused>& args) {
-    const std::size_t n = inputs.size();
-    args.input_dims.resize(n);
-    args.input_strides.resize(n);
-    args.input_types.resize(n);
-    args.input_kinds.resize(n);
-    args.tensor_list_dims.resize(n);
-    args.tensor_list_strides.resize(n);
-    if (concrete) args.concrete_inputs.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        const op_input& in = inputs[i];
-        args.input_kinds[i] = in.kind;
-        args.input_types[i] = type_text(in);
-        if (in.kind == input_kind::tensor) {
-            args.input_dims[i] = in.dims;
-            args.input_strides[i] = in.strides;
-        } else if (in.kind == input_kind::tensor_list) {
-            for (const op_input& t : in.tensors) {
-                args.tensor_list_dims[i].push_back(t.dims);
-                args.tensor_list_strides[i].push_back(t.strides);
-            }
-        }
-        if (concrete) args.concrete_inputs[i] = concrete_text(in);
-    }
-    args.truncated = args.truncated || inputs.truncated();
-}
+STINT_DECL void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args);
 
 }  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/capture/detail/impl/input_decoding.ipp"
+#endif
