@@ -11,7 +11,6 @@
 #include <string_view>  // std::string_view
 #include <unordered_map>  // std::unordered_map
 
-#include "stint/detail/separate_compilation.hpp"
 #include "stint/device/cupti_api.hpp"
 #include "stint/device/device_capture.hpp"
 
@@ -71,7 +70,7 @@ constexpr std::string_view overhead_kind_name(std::uint32_t kind) noexcept {
 }
 
 /// An API's name without CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
-STINT_DECL std::string_view strip_api_version(std::string_view name) noexcept;
+inline std::string_view strip_api_version(std::string_view name) noexcept;
 
 /// Turns a session's buffers into device activity.
 class activity_decoder {
@@ -80,7 +79,7 @@ public:
         : table_(table), clock_(clock), out_(out) {}
 
     /// Decodes `buffers`; those of another epoch than `epoch` are a previous session's, counted stale.
-    STINT_DECL void decode(std::span<const activity_buffer> buffers, std::uint64_t epoch);
+    inline void decode(std::span<const activity_buffer> buffers, std::uint64_t epoch);
 
 private:
     // Calls `each` for every record CUPTI walks; what it cannot walk is counted once (`count`).
@@ -92,36 +91,36 @@ private:
     static T read(const CUpti_Activity& r) noexcept;
 
     // Only stint's kind: another client's ids (Kineto's CUSTOM0 and CUSTOM1) name none of stint's scopes.
-    STINT_DECL void collect_correlation(const CUpti_Activity& r);
+    inline void collect_correlation(const CUpti_Activity& r);
 
     // An overhead record's details are malloc'ed by CUPTI and owned by the client (cupti_activity.h).
-    STINT_DECL static void free_overhead_data(const CUpti_Activity& r);
+    inline static void free_overhead_data(const CUpti_Activity& r);
 
     // Zero or reversed timestamps: a record of work still running at a forced flush.
-    STINT_DECL bool incomplete(std::uint64_t start, std::uint64_t end);
+    inline bool incomplete(std::uint64_t start, std::uint64_t end);
 
-    STINT_DECL device_activity& add(event_kind kind, std::uint64_t start, std::uint64_t end, std::uint32_t correlation);
+    inline device_activity& add(event_kind kind, std::uint64_t start, std::uint64_t end, std::uint32_t correlation);
 
-    STINT_DECL void decode_record(const CUpti_Activity& r);
+    inline void decode_record(const CUpti_Activity& r);
 
     // A sync record names a context, not a device: it goes to the device that other work of that
     // context ran on, or to the only device seen; otherwise it cannot be placed, and is counted.
-    STINT_DECL void place_syncs();
+    inline void place_syncs();
 
     // A copy (CUPTI's memcpy and peer-memcpy records share these fields); nullptr when incomplete.
     template <class Copy>
     device_activity* add_copy(const Copy& m);
 
-    STINT_DECL std::string_view intern(std::string text);
+    inline std::string_view intern(std::string text);
 
-    STINT_DECL std::string_view copy_name(std::uint8_t copy, std::uint8_t src, std::uint8_t dst);
+    inline std::string_view copy_name(std::uint8_t copy, std::uint8_t src, std::uint8_t dst);
 
     // Kernel names belong to CUPTI and repeat: demangled and copied once per pointer.
-    STINT_DECL std::string_view kernel_name(const char* mangled);
+    inline std::string_view kernel_name(const char* mangled);
 
     // The callback's name from CUPTI (its version suffix removed), or "cuda_runtime_cbid_<n>" when CUPTI
     // cannot say (a test's table has no names).
-    STINT_DECL std::string_view api_name(CUpti_CallbackDomain domain, std::uint32_t cbid);
+    inline std::string_view api_name(CUpti_CallbackDomain domain, std::uint32_t cbid);
 
     const cupti_table& table_;
     cupti_clock_map clock_;
@@ -134,6 +133,6 @@ private:
 
 }  // namespace stint::detail
 
-#if defined(STINT_HEADER_ONLY)
+// Always inline, in either build: the decoder needs CUDA's headers, so it is compiled in the files that
+// name stint::cuda_activities, never in <stint/impl/src.hpp> (design §16).
 #include "stint/device/impl/activity_decoder.ipp"
-#endif

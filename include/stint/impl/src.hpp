@@ -11,6 +11,9 @@
 
 // Every impl/*.ipp file, in the order of the headers that declare them (tools/check_layout.py checks
 // that none is missing).
+#include "stint/annotations/detail/impl/dynamic_name_table.ipp"
+#include "stint/annotations/detail/impl/named_site_table.ipp"
+#include "stint/annotations/impl/region_counters.ipp"
 #include "stint/analysis/detail/impl/event_store.ipp"
 #include "stint/analysis/impl/event_list.ipp"
 #include "stint/analysis/detail/impl/call_stacks.ipp"
@@ -18,7 +21,11 @@
 #include "stint/analysis/impl/event_tree.ipp"
 #include "stint/analysis/impl/table.ipp"
 #include "stint/analysis/impl/key_averages.ipp"
+#include "stint/impl/schedule.ipp"
 #include "stint/export/impl/json_writer.ipp"
+#include "stint/capture/detail/impl/input_decoding.ipp"
+#include "stint/drain/impl/record_store.ipp"
+#include "stint/drain/impl/session.ipp"
 #include "stint/export/detail/impl/gzip_members.ipp"
 #include "stint/export/impl/output_file.ipp"
 #include "stint/export/impl/execution_trace.ipp"
@@ -32,6 +39,8 @@
 #include "stint/profiler/impl/profiler_core.ipp"
 #include "stint/export/impl/tensorboard.ipp"
 #include "stint/export/impl/memory_timeline.ipp"
+#include "stint/capture/detail/impl/native_symbols.ipp"
+#include "stint/drain/impl/device_join.ipp"
 #include "stint/export/impl/chrome_trace_records.ipp"
 #include "stint/export/impl/json_validate.ipp"
 #include "stint/export/impl/trace_stream.ipp"
