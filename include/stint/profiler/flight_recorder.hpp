@@ -195,7 +195,7 @@ class running_flight_recorder {
 public:
     using dump_function = flight_dump (*)(void* profiler, const std::string& path);
 
-    STINT_DECL void set(void* profiler, dump_function dump);
+    STINT_DECL void set(void* profiler, dump_function dumper);
     /// Waits for a dump of `profiler` in progress.
     STINT_DECL void clear(const void* profiler) noexcept;
     /// Dumps the running flight recorder to `path`; nullopt when none records.

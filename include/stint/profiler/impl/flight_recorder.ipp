@@ -204,10 +204,10 @@ void hang_watchdog::run() {
     }
 }
 
-void running_flight_recorder::set(void* profiler, dump_function dump) {
+void running_flight_recorder::set(void* profiler, dump_function dumper) {
     const std::lock_guard lock(mutex_);
     profiler_ = profiler;
-    dump_ = dump;
+    dump_ = dumper;
 }
 
 void running_flight_recorder::clear(const void* profiler) noexcept {
