@@ -22,6 +22,9 @@
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/separate_compilation.hpp"
 #include "stint/drain/record_store.hpp"
+// What a dump writes, and what stint.hpp has always given through this header (tests use them).
+#include "stint/export/chrome_trace.hpp"
+#include "stint/export/perfetto_trace.hpp"
 
 namespace stint {
 
@@ -72,9 +75,6 @@ struct flight_dump {
 }  // namespace stint
 
 namespace stint::detail {
-
-struct chrome_trace_info;    // export/chrome_trace.hpp
-struct perfetto_trace_info;  // export/perfetto_trace.hpp
 
 /// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
 /// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,

@@ -14,10 +14,8 @@
 
 #include "stint/analysis/key_averages.hpp"
 #include "stint/detail/platform.hpp"
-#include "stint/export/chrome_trace.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
-#include "stint/export/perfetto_trace.hpp"
 #include "stint/export/trace_time.hpp"
 #include "stint/profiler/warning.hpp"
 #include "stint/recording/clock.hpp"
