@@ -25,6 +25,9 @@
 // What a dump writes, and what stint.hpp has always given through this header (tests use them).
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/perfetto_trace.hpp"
+// The flight recorder's crash dump (flight_recorder_options::crash_dump_path) and its public
+// check_crash_handlers(), which stint.hpp gives through this header.
+#include "stint/profiler/crash_dump.hpp"
 
 namespace stint {
 
