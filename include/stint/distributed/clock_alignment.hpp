@@ -2,8 +2,9 @@
 // How one process's trace times map onto another's (rank 0's, in a job): from two comparisons of their
 // steady clocks, at a session's start and stop (distributed/mpi.hpp takes them over MPI). No MPI here.
 
-#include <algorithm>
-#include <cstdint>
+#include <cstdint>  // std::int64_t
+
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint::mpi {
 
@@ -27,17 +28,11 @@ struct clock_alignment {
 
 /// The map from this rank's trace time to rank 0's, from two samples and both traces' time origins
 /// (steady clock readings at time 0). One sample (or two at the same instant) gives no drift.
-inline clock_alignment align(const clock_sample& first, const clock_sample& last, std::int64_t base_steady_ns,
-                             std::int64_t root_base_steady_ns) {
-    clock_alignment a;
-    const std::int64_t span = last.local_ns - first.local_ns;
-    a.drift = span > 0 ? static_cast<double>(last.offset_ns - first.offset_ns) / static_cast<double>(span) : 0.0;
-    // t (this trace) is steady base_steady + t here, + offset(first) + drift * (that - first.local_ns)
-    // on rank 0's steady clock, minus rank 0's base for its trace time.
-    a.reference_ns = first.local_ns - base_steady_ns;
-    a.offset_ns = base_steady_ns + first.offset_ns - root_base_steady_ns;
-    a.error_ns = std::max(first.error_ns, last.error_ns);
-    return a;
-}
+STINT_DECL clock_alignment align(const clock_sample& first, const clock_sample& last, std::int64_t base_steady_ns,
+                                 std::int64_t root_base_steady_ns);
 
 }  // namespace stint::mpi
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/distributed/impl/clock_alignment.ipp"
+#endif

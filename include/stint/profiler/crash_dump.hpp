@@ -14,294 +14,68 @@
 // u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
 // first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
 
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <csignal>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <exception>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <system_error>
-#include <vector>
+#include <array>      // std::array
+#include <atomic>     // std::atomic
+#include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
+#include <cstddef>    // std::size_t, std::byte
+#include <cstdint>    // std::uint8_t, std::uint64_t
+#include <exception>  // std::terminate_handler
+#include <string>     // std::string
+#include <vector>     // std::vector
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
-
+#include "stint/detail/separate_compilation.hpp"
 #include "stint/recording/clock.hpp"
-#include "stint/recording/registry.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 
-template <class = void>
-class basic_crash_dump;
-/// basic_crash_dump's one form (a template only so that a file that does not use it does not compile it).
-using crash_dump = basic_crash_dump<>;
-
 /// The process's crash dump writer: at most one installed (one flight recorder records at a time).
-template <class>
-class basic_crash_dump {
+class crash_dump {
 public:
     static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
     /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
     /// Throws std::system_error when it cannot, std::logic_error when another is installed.
-    static void install(const std::string& path, const tick_calibration& calibration) {
-        basic_crash_dump& self = instance();
-        if (self.installed_.load(std::memory_order_acquire)) {
-            throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
-        }
-        // A file left by an earlier crash may be there: it stays until a crash overwrites it.
-        const bool existed = ::access(path.c_str(), F_OK) == 0;
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            const int error = errno;
-            throw std::system_error(error, std::generic_category(),
-                                    fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", path));
-        }
-        ::close(fd);
-        if (!existed) ::unlink(path.c_str());
-        self.path_.assign(path.begin(), path.end());
-        self.path_.push_back('\0');
-        self.buffer_.assign(buffer_bytes, std::byte{0});
-        self.sites_.assign(site_slots, nullptr);
-        self.calibration_ = calibration;
-        self.pid_ = current_pid();
-        self.dumped_.store(false, std::memory_order_relaxed);
-        struct sigaction ours {};
-        ours.sa_sigaction = &on_signal;
-        ours.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigemptyset(&ours.sa_mask);
-        for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
-        self.previous_terminate_ = std::set_terminate(&on_terminate);
-        self.installed_.store(true, std::memory_order_release);
-    }
+    STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
 
     /// The signals whose handler is no longer stint's (another crash handler installed over it), and
     /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
-    static std::vector<std::string> overridden() {
-        std::vector<std::string> out;
-        basic_crash_dump& self = instance();
-        if (!self.installed_.load(std::memory_order_acquire)) return out;
-        for (int sig : signals) {
-            struct sigaction now {};
-            ::sigaction(sig, nullptr, &now);
-            if ((now.sa_flags & SA_SIGINFO) == 0 || now.sa_sigaction != &on_signal) {
-                out.push_back(fmt::format("signal {} ({}): another handler replaced stint's crash dump", sig,
-                                          sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "?"));
-            }
-        }
-        if (std::get_terminate() != &on_terminate) {
-            out.emplace_back("std::terminate: another terminate handler replaced stint's crash dump");
-        }
-        return out;
-    }
+    STINT_DECL static std::vector<std::string> overridden();
 
     /// Puts the previous handlers back where stint's are still installed (a handler installed over
     /// stint's stays, and overridden() named it).
-    static void uninstall() noexcept {
-        basic_crash_dump& self = instance();
-        if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
-        for (std::size_t i = 0; i < signals.size(); ++i) {
-            struct sigaction now {};
-            ::sigaction(signals[i], nullptr, &now);
-            if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_signal) {
-                ::sigaction(signals[i], &self.previous_[i], nullptr);
-            }
-        }
-        if (std::get_terminate() == &on_terminate) std::set_terminate(self.previous_terminate_);
-    }
+    STINT_DECL static void uninstall() noexcept;
 
     /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
-    static void write_now(int sig) noexcept {
-        basic_crash_dump& self = instance();
-        if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
-        self.write_file(sig);
-    }
+    STINT_DECL static void write_now(int sig) noexcept;
 
 private:
     static constexpr std::size_t buffer_bytes = 64 * 1024;
     static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
 
-    static basic_crash_dump& instance() noexcept {
-        // Made at the first use and never destroyed (leaked): a crash may come during exit.
-        static basic_crash_dump* const dump = new basic_crash_dump();
-        return *dump;
-    }
-    basic_crash_dump() = default;
+    STINT_DECL static crash_dump& instance() noexcept;
+    crash_dump() = default;
 
-    static void on_signal(int sig, siginfo_t* info, void* context) {
-        write_now(sig);
-        chain(sig, info, context);
-    }
-    static void on_terminate() {
-        write_now(0);
-        std::terminate_handler previous = instance().previous_terminate_;
-        if (previous != nullptr) previous();
-        std::abort();
-    }
+    STINT_DECL static void on_signal(int sig, siginfo_t* info, void* context);
+    STINT_DECL static void on_terminate();
 
     /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
     /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
-    static void chain(int sig, siginfo_t* info, void* context) {
-        basic_crash_dump& self = instance();
-        std::size_t i = 0;
-        while (i < signals.size() && signals[i] != sig) ++i;
-        if (i == signals.size()) return;
-        const struct sigaction& previous = self.previous_[i];
-        if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
-            previous.sa_sigaction(sig, info, context);
-            return;
-        }
-        if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
-            previous.sa_handler(sig);
-            return;
-        }
-        ::sigaction(sig, &previous, nullptr);
-        if (info == nullptr || info->si_code <= 0) ::raise(sig);  // delivered when this handler returns
-    }
+    STINT_DECL static void chain(int sig, siginfo_t* info, void* context);
 
     // --- the writer: fixed buffers only ---
-    void put(const void* data, std::size_t size) noexcept {
-        const auto* bytes = static_cast<const std::byte*>(data);
-        while (size > 0) {
-            if (used_ == buffer_.size()) flush();
-            const std::size_t n = std::min(size, buffer_.size() - used_);
-            std::memcpy(buffer_.data() + used_, bytes, n);
-            used_ += n;
-            bytes += n;
-            size -= n;
-        }
-    }
+    STINT_DECL void put(const void* data, std::size_t size) noexcept;
     template <class T>
     void put_value(T value) noexcept {
         put(&value, sizeof value);
     }
-    void flush() noexcept {
-        const std::byte* at = buffer_.data();
-        while (used_ > 0 && fd_ >= 0) {
-            const ssize_t n = ::write(fd_, at, used_);
-            if (n <= 0) {
-                if (n < 0 && errno == EINTR) continue;
-                break;  // a full disk: the rest is lost, the file stays a prefix
-            }
-            at += n;
-            used_ -= static_cast<std::size_t>(n);
-        }
-        used_ = 0;
-    }
+    STINT_DECL void flush() noexcept;
     /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
-    void note_site(const site* where) noexcept {
-        std::size_t slot = (reinterpret_cast<std::uintptr_t>(where) >> 3) & (site_slots - 1);
-        for (std::size_t probe = 0; probe < site_slots; ++probe, slot = (slot + 1) & (site_slots - 1)) {
-            if (sites_[slot] == where) return;
-            if (sites_[slot] == nullptr) {
-                sites_[slot] = where;
-                return;
-            }
-        }
-    }
-    static std::uint8_t shape_of(const site& where) noexcept {
-        if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
-            where.payload == payload_kind::args) {
-            return 3;
-        }
-        if (where.kind == event_kind::overhead) return 2;
-        if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
-            where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
-            return 1;
-        }
-        return 0;
-    }
-    static std::uint8_t payload_of(const site& where) noexcept {
-        switch (where.payload) {
-            case payload_kind::none:
-            case payload_kind::device_link: return 0;
-            case payload_kind::runtime_name:
-            case payload_kind::runtime_name_inputs: return 1;
-            case payload_kind::point: return 2;
-            default: return 3;
-        }
-    }
+    STINT_DECL void note_site(const site* where) noexcept;
+    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
+    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
 
-    void write_file(int sig) noexcept {
-        fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd_ < 0) return;
-        used_ = 0;
-        put("STINTCRASH", 10);
-        put_value(std::uint16_t{2});
-        put_value(static_cast<std::uint64_t>(pid_));
-        put_value(static_cast<std::uint64_t>(sig));
-        put_value(current_os_tid());
-        put_value(calibration_.anchor.ticks);
-        put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
-        put_value(calibration_.ns_per_tick);
-        put_value(read_ticks());
-        the_registry().for_each_node_in_crash([&](const thread_node& node) {
-            const chunk* const current = node.current.load(std::memory_order_acquire);
-            std::uint64_t bytes = 0;
-            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-                bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
-                                                    reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
-            }
-            put_value(std::uint8_t{'T'});
-            put_value(node.os_tid);
-            put_value(node.overwritten);
-            put_value(node.overwritten_until);
-            put_value(static_cast<std::uint32_t>(node.name.size()));
-            put(node.name.data(), node.name.size());
-            put_value(bytes);
-            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr && bytes > 0;
-                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
-                const std::byte* end = c->published.load(std::memory_order_acquire);
-                // Whole records only, and never more than the thread's count said.
-                end = std::min(end, data + bytes);
-                put(data, static_cast<std::size_t>(end - data));
-                bytes -= static_cast<std::uint64_t>(end - data);
-                for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
-            }
-            for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
-        });
-        // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
-        the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
-            const open_scope_stack& open = *node.open;
-            const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
-            const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
-            put_value(std::uint8_t{'O'});
-            put_value(node.os_tid);
-            put_value(depth);
-            put_value(kept);
-            for (std::uint32_t i = 0; i < kept; ++i) {
-                const open_scope_stack::entry& e = open.entries[i];
-                const site* where = e.where.load(std::memory_order_relaxed);
-                if (where != nullptr) note_site(where);
-                put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-                put_value(e.begin_ticks.load(std::memory_order_relaxed));
-                put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
-                for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
-            }
-        });
-        for (const site* where : sites_) {
-            if (where == nullptr) continue;
-            put_value(std::uint8_t{'S'});
-            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(shape_of(*where));
-            put_value(payload_of(*where));
-            put_value(static_cast<std::uint32_t>(where->name.size()));
-            put(where->name.data(), where->name.size());
-        }
-        put_value(std::uint8_t{'E'});
-        flush();
-        ::close(fd_);
-        fd_ = -1;
-    }
+    STINT_DECL void write_file(int sig) noexcept;
 
     std::atomic<bool> installed_{false};
     std::atomic<bool> dumped_{false};
@@ -324,7 +98,10 @@ namespace stint {
 /// std::terminate): one line per handler replaced, empty when stint's are all in place.
 ///
 ///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
-template <class = void>
-std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
+STINT_DECL std::vector<std::string> check_crash_handlers();
 
 }  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/profiler/impl/crash_dump.ipp"
+#endif

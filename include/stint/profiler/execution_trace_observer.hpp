@@ -3,24 +3,16 @@
 // start()/stop(), or attached to a profiler whose active windows it then records (torch.profiler's
 // ExecutionTraceObserver).
 
-#include <cstddef>
-#include <cstdint>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <stdexcept>
-#include <string>
-#include <utility>
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint64_t
+#include <memory>   // std::unique_ptr
+#include <mutex>    // std::mutex, std::lock_guard
+#include <string>   // std::string
 
-#include <fmt/format.h>
-
-#include "stint/detail/deferred.hpp"
-#include "stint/config.hpp"
+#include "stint/analysis/event_list.hpp"
+#include "stint/detail/separate_compilation.hpp"
 #include "stint/drain/session.hpp"
 #include "stint/export/execution_trace.hpp"
-#include "stint/detail/separate_compilation.hpp"
-#include "stint/profiler/warning.hpp"
-#include "stint/recording/buffer.hpp"
 
 namespace stint {
 
@@ -57,82 +49,33 @@ struct execution_trace_options {
 /// Attached to a profiler (`profiler_options::execution_trace_observer`), it records that profiler's
 /// active windows, and each node's rf_id is the "Record function id" of the same op in the profiler's
 /// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
-template <class Unused = void>
-class basic_execution_trace_observer {
+class execution_trace_observer {
 public:
-    explicit basic_execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
-    basic_execution_trace_observer(const basic_execution_trace_observer&) = delete;
-    basic_execution_trace_observer& operator=(const basic_execution_trace_observer&) = delete;
+    explicit execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
+    execution_trace_observer(const execution_trace_observer&) = delete;
+    execution_trace_observer& operator=(const execution_trace_observer&) = delete;
 
     /// Finishes the file if still registered; a failure becomes a warning. An attached profiler
     /// forgets the observer.
-    ~basic_execution_trace_observer() {
-        void* owner = nullptr;
-        {
-            const std::lock_guard lock(mutex_);
-            owner = std::exchange(owner_, nullptr);
-        }
-        if (owner != nullptr) forget_(owner);  // takes the profiler's lock: not under ours
-        const std::lock_guard lock(mutex_);
-        try {
-            finish_locked();
-        } catch (const std::exception& e) {
-            detail::warn(fmt::format("execution_trace_observer: cannot finish '{}': {}", path_, e.what()));
-        } catch (...) {
-            detail::warn(fmt::format("execution_trace_observer: cannot finish '{}'", path_));
-        }
-    }
+    STINT_DECL ~execution_trace_observer();
 
     /// Opens `path` (a temporary beside it, renamed into place when the trace is finished) and writes
     /// the trace's header; returns the observer. Throws std::system_error when the path cannot be
     /// written, std::logic_error when already registered to a file.
-    basic_execution_trace_observer& register_callback(std::string path) {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        if (writer_ != nullptr) {
-            throw std::logic_error(fmt::format("stint: execution_trace_observer::register_callback(\"{}\"): already "
-                                               "writing '{}'; call unregister_callback() first",
-                                               path, path_));
-        }
-        writer_ = std::make_unique<detail::deferred_t<detail::execution_trace_writer, Unused>>(path);
-        path_ = std::move(path);
-        return *this;
-    }
+    STINT_DECL execution_trace_observer& register_callback(std::string path);
 
     /// Starts recording (alone). Does nothing while already recording. Throws std::logic_error when
     /// not registered, when attached to a profiler (whose schedule starts and stops it), or when
     /// another session records in the process.
-    void start() {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        if (writer_ == nullptr) {
-            throw std::logic_error("stint: execution_trace_observer::start(): no output file; call "
-                                   "register_callback(path) first");
-        }
-        if (owner_ != nullptr) {
-            throw std::logic_error("stint: execution_trace_observer::start(): it is attached to a profiler, which "
-                                   "starts and stops it with its schedule");
-        }
-        if (session_.is_open()) return;
-        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false,
-                      {.outputs = true, .tensor_identities = true});
-    }
+    STINT_DECL void start();
 
     /// Stops recording (alone) and appends the span's nodes to the file. Does nothing when not
     /// recording. Throws std::system_error when the file cannot be written.
-    void stop() {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        stop_locked();
-    }
+    STINT_DECL void stop();
 
     /// Stops recording if it was, writes the root node and the end, and renames the file into place;
     /// the observer can then be registered again. Does nothing when not registered.
-    void unregister_callback() {
-        const detail::own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        finish_locked();
-    }
+    STINT_DECL void unregister_callback();
 
     /// The path given to register_callback ("" before).
     [[nodiscard]] std::string get_output_file_path() const {
@@ -159,23 +102,7 @@ private:
     // ---- what an attached profiler calls ----
 
     /// Attaches to `owner`, which `forget` tells when the observer goes first.
-    void attach(void* owner, void (*forget)(void*)) {
-        const std::lock_guard lock(mutex_);
-        if (writer_ == nullptr) {
-            throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer has no "
-                                        "output file; call register_callback(path) first");
-        }
-        if (owner_ != nullptr) {
-            throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer is already "
-                                        "attached to another profiler");
-        }
-        if (session_.is_open()) {
-            throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer is recording "
-                                        "on its own; stop() it first");
-        }
-        owner_ = owner;
-        forget_ = forget;
-    }
+    STINT_DECL void attach(void* owner, void (*forget)(void*));
 
     /// Whether the profiler's next window is recorded for the trace (the observer is still registered).
     bool wants_window() const {
@@ -187,56 +114,31 @@ private:
         attached_running_ = running;
     }
     /// Appends one saved window of the profiler.
-    void append_window(const event_list& events) {
-        const std::lock_guard lock(mutex_);
-        if (writer_ != nullptr) writer_->append(events);
-    }
+    STINT_DECL void append_window(const event_list& events);
     /// A profiler whose construction failed lets go; the file stays open.
     void release(void* owner) noexcept {
         const std::lock_guard lock(mutex_);
         if (owner_ == owner) owner_ = nullptr;
     }
     /// The profiler is going: the file is finished (torch's cleanup at profile.__exit__).
-    void detach(void* owner) {
-        const std::lock_guard lock(mutex_);
-        if (owner_ != owner) return;
-        owner_ = nullptr;
-        attached_running_ = false;
-        finish_locked();
-    }
+    STINT_DECL void detach(void* owner);
 
-    void stop_locked() {
-        if (!session_.is_open()) return;
-        event_list events;
-        if (!session_.close(events, next_id_, {.input_values = true})) return;
-        next_id_ += events.size();
-        if (writer_ != nullptr) writer_->append(events);
-    }
-
-    void finish_locked() {
-        std::exception_ptr error;
-        try {
-            stop_locked();
-        } catch (...) {
-            error = std::current_exception();
-        }
-        if (writer_ == nullptr) return;
-        auto writer = std::move(writer_);
-        writer->finish();
-        if (error) std::rethrow_exception(error);
-    }
+    STINT_DECL void stop_locked();
+    STINT_DECL void finish_locked();
 
     mutable std::mutex mutex_;
     execution_trace_options options_;
     std::string path_;
-    detail::deferred_t<std::unique_ptr<detail::execution_trace_writer>, Unused> writer_;
+    std::unique_ptr<detail::execution_trace_writer> writer_;
     detail::session session_;
     std::uint64_t next_id_ = 1;  // record function ids of its own spans, from 1 as the profiler's
     void* owner_ = nullptr;      // the profiler it is attached to
     void (*forget_)(void*) = nullptr;
     bool attached_running_ = false;
 };
-/// The one form of basic_execution_trace_observer (a template only so that a file that never uses it does not compile it).
-using execution_trace_observer = basic_execution_trace_observer<>;
 
 }  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/profiler/impl/execution_trace_observer.ipp"
+#endif

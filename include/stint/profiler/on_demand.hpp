@@ -13,42 +13,18 @@
 // stint.hpp does not include this header: its sockets and its start-up check would change how a
 // compiler inlines the program's own code, and a config compiled out must leave that code as it was.
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/un.h>
-#include <unistd.h>
+#include <chrono>              // std::chrono::milliseconds
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <cstdint>             // std::int64_t, std::uint64_t
+#include <mutex>               // std::mutex
+#include <optional>            // std::optional
+#include <string>              // std::string
+#include <string_view>         // std::string_view
+#include <thread>              // std::thread
 
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <charconv>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <exception>
-#include <mutex>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <thread>
-#include <utility>
-
-#include <fmt/format.h>
-
-#include "stint/stint.hpp"  // the profiler and what it needs, in their order
 #include "stint/detail/export_macros.hpp"
-#include "stint/detail/platform.hpp"
-#include "stint/export/output_file.hpp"
-#include "stint/profiler.hpp"
-#include "stint/profiler/step_tracker.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/detail/separate_compilation.hpp"
 
 namespace stint {
 
@@ -79,345 +55,51 @@ struct capture_request {
 };
 
 /// Parses a request line (without its newline); throws std::invalid_argument saying what is wrong.
-template <class = void>
-capture_request parse_capture_request(std::string_view line) {
-    const auto fail = [](std::string_view why) {
-        throw std::invalid_argument(fmt::format("malformed request: {}", why));
-    };
-    if (line.size() > 4096) fail("longer than 4096 bytes");
-    capture_request request;
-    constexpr std::string_view capture_verb = "capture ";
-    constexpr std::string_view dump_verb = "dump ";
-    if (line.substr(0, capture_verb.size()) == capture_verb) {
-        line.remove_prefix(capture_verb.size());
-    } else if (line.substr(0, dump_verb.size()) == dump_verb) {
-        line.remove_prefix(dump_verb.size());
-        request.dump = true;
-    } else {
-        fail("it must begin with \"capture \" or \"dump \"");
-    }
-    const auto number = [&](std::string_view key, std::string_view text) {
-        std::int64_t value = 0;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (error != std::errc{} || end != text.data() + text.size() || value <= 0) {
-            fail(fmt::format("{} must be a positive integer, got \"{}\"", key, text));
-        }
-        return value;
-    };
-    while (!line.empty()) {
-        const std::size_t eq = line.find('=');
-        if (eq == std::string_view::npos || eq == 0) fail("expected key=value");
-        const std::string_view key = line.substr(0, eq);
-        line.remove_prefix(eq + 1);
-        if (key == "output") {
-            request.output.assign(line);
-            break;
-        }
-        const std::size_t space = line.find(' ');
-        const std::string_view value = line.substr(0, space);
-        line.remove_prefix(space == std::string_view::npos ? line.size() : space + 1);
-        if (request.dump) {
-            fail(fmt::format("a dump takes output=PATH only, not \"{}\"", key));
-        } else if (key == "duration_ms" && !request.duration) {
-            request.duration = std::chrono::milliseconds(number(key, value));
-        } else if (key == "steps" && !request.steps) {
-            request.steps = number(key, value);
-        } else if (key == "timeout_ms" && !request.timeout) {
-            request.timeout = std::chrono::milliseconds(number(key, value));
-        } else {
-            fail(fmt::format("unknown or repeated key \"{}\"", key));
-        }
-    }
-    if (!request.dump && request.duration.has_value() == request.steps.has_value()) {
-        fail("give either duration_ms or steps");
-    }
-    if (request.timeout && !request.steps) fail("timeout_ms applies to steps only");
-    if (request.output.empty()) fail("output=PATH is missing");
-    if (request.output.front() != '/') fail("output must be an absolute path");
-    if (request.output.find('\0') != std::string::npos) fail("output holds a NUL byte");
-    if (request.dump && !dump_format_of(request.output)) {
-        fail("a dump's output must end in .json, .json.gz or .pftrace (the trace's format)");
-    }
-    return request;
-}
+STINT_DECL capture_request parse_capture_request(std::string_view line);
 
 /// The directory of the sockets: `dir`, $STINT_ON_DEMAND_DIR, or /tmp/stint-<uid>.
-template <class = void>
-std::string on_demand_dir(const std::string& dir) {
-    if (!dir.empty()) return dir;
-    if (const char* env = std::getenv("STINT_ON_DEMAND_DIR"); env != nullptr && *env != '\0') return env;
-    return fmt::format("/tmp/stint-{}", ::geteuid());
-}
+STINT_DECL std::string on_demand_dir(const std::string& dir);
 
 /// Writes `text` and a newline to a connection, ignoring a peer that went away.
-template <class = void>
-void answer(int fd, std::string_view text) noexcept {
-    std::string line(text);
-    std::replace(line.begin(), line.end(), '\n', ' ');
-    line.push_back('\n');
-    std::size_t sent = 0;
-    while (sent < line.size()) {
-        const ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        sent += static_cast<std::size_t>(n);
-    }
-}
+STINT_DECL void answer(int fd, std::string_view text) noexcept;
 
 /// Reads one line (up to 4096 bytes) within `timeout`; nullopt when none came.
-template <class = void>
-std::optional<std::string> read_line(int fd, std::chrono::milliseconds timeout) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    char c = 0;
-    while (line.size() <= 4096) {
-        using std::chrono::milliseconds;
-        const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) return std::nullopt;
-        pollfd p{fd, POLLIN, 0};
-        const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) return std::nullopt;
-        const ssize_t n = ::recv(fd, &c, 1, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return line.empty() ? std::nullopt : std::optional<std::string>(line);
-        if (c == '\n') return line;
-        line.push_back(c);
-    }
-    return line;  // too long: the parser says so
-}
-
-template <class = void>
-class basic_on_demand_server;
-/// basic_on_demand_server's one form (a template only so that a file that does not use it does not compile it).
-using on_demand_server = basic_on_demand_server<>;
+STINT_DECL std::optional<std::string> read_line(int fd, std::chrono::milliseconds timeout);
 
 /// The listener: one thread accepts connections and answers those it refuses at once; a capture runs
 /// on a thread of its own, one at a time. Its socket is removed when it stops, at the latest when the
 /// process exits (a capture then in progress is cut short, written and answered).
-template <class>
-class basic_on_demand_server {
+class on_demand_server {
 public:
-    basic_on_demand_server() = default;
-    basic_on_demand_server(const basic_on_demand_server&) = delete;
-    basic_on_demand_server& operator=(const basic_on_demand_server&) = delete;
-    ~basic_on_demand_server() {
-        if (owner_pid_ == current_pid()) stop();  // a forked child leaves its parent's socket alone
-    }
+    on_demand_server() = default;
+    on_demand_server(const on_demand_server&) = delete;
+    on_demand_server& operator=(const on_demand_server&) = delete;
+    STINT_DECL ~on_demand_server();
 
-    std::string start(const on_demand_options& options) {
-        std::lock_guard lock(control_);
-        if (listener_.joinable()) return path_;
-        options_ = options;
-        const std::string dir = on_demand_dir(options.socket_dir);
-        prepare_dir(dir);
-        const std::string path = fmt::format("{}/{}.sock", dir, current_pid());
-        sockaddr_un address{};
-        if (path.size() >= sizeof(address.sun_path)) {
-            throw std::invalid_argument(fmt::format("stint: enable_on_demand(): socket path \"{}\" is too long", path));
-        }
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) throw std::system_error(errno, std::generic_category(), "stint: enable_on_demand(): socket()");
-        address.sun_family = AF_UNIX;
-        std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-        ::unlink(path.c_str());  // a socket left by an earlier process of this pid
-        if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd, 8) != 0) {
-            const int error = errno;
-            ::close(fd);
-            throw std::system_error(error, std::generic_category(),
-                                    "stint: enable_on_demand(): cannot listen on " + path);
-        }
-        ::chmod(path.c_str(), 0600);
-        if (::pipe2(wake_, O_CLOEXEC) != 0) {
-            const int error = errno;
-            ::close(fd);
-            ::unlink(path.c_str());
-            throw std::system_error(error, std::generic_category(), "stint: enable_on_demand(): pipe()");
-        }
-        listen_fd_ = fd;
-        path_ = path;
-        owner_pid_ = current_pid();
-        stopping_ = false;
-        listener_ = std::thread([this] { listen(); });
-        return path_;
-    }
+    STINT_DECL std::string start(const on_demand_options& options);
 
     /// Stops listening; a capture in progress ends now, is written and answered.
-    void stop() {
-        std::lock_guard lock(control_);
-        if (!listener_.joinable()) return;
-        {
-            std::lock_guard state(mutex_);
-            stopping_ = true;
-        }
-        wake_capture_.notify_all();
-        const char byte = 0;
-        [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
-        listener_.join();
-        if (capture_.joinable()) capture_.join();
-        ::close(listen_fd_);
-        ::close(wake_[0]);
-        ::close(wake_[1]);
-        ::unlink(path_.c_str());
-        listen_fd_ = -1;
-        path_.clear();
-    }
+    STINT_DECL void stop();
 
-    [[nodiscard]] std::string path() const {
-        std::lock_guard lock(control_);
-        return path_;
-    }
+    [[nodiscard]] STINT_DECL std::string path() const;
 
 private:
     // Makes `dir` with mode 0700, or checks that it is this user's own and closed to others.
-    static void prepare_dir(const std::string& dir) {
-        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-            throw std::system_error(errno, std::generic_category(), "stint: enable_on_demand(): cannot make " + dir);
-        }
-        struct stat info{};
-        if (::lstat(dir.c_str(), &info) != 0) {
-            throw std::system_error(errno, std::generic_category(), "stint: enable_on_demand(): cannot read " + dir);
-        }
-        if (!S_ISDIR(info.st_mode) || info.st_uid != ::geteuid() || (info.st_mode & 0077) != 0) {
-            throw std::runtime_error(fmt::format(
-                "stint: enable_on_demand(): {} must be a directory of this user (uid {}) with mode 0700; it is not. "
-                "Fix: remove it, or set STINT_ON_DEMAND_DIR (on_demand_options::socket_dir) to another",
-                dir, ::geteuid()));
-        }
-    }
+    STINT_DECL static void prepare_dir(const std::string& dir);
 
-    void listen() noexcept {
-        const own_allocation_scope own;  // the listener's memory is not the program's
-        name_this_thread("stint on-demand");
-        for (;;) {
-            pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-            if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-            if ((fds[1].revents & POLLIN) != 0) return;
-            if ((fds[0].revents & POLLIN) == 0) continue;
-            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) continue;
-            try {
-                serve(fd);
-            } catch (...) {
-                answer(fd, "error: the service could not take the request (out of memory)");
-                ::close(fd);
-            }
-        }
-    }
+    STINT_DECL void listen() noexcept;
 
     // Answers a connection: refused at once (another user, malformed, busy, unwritable output) or
     // handed to the capture thread, which answers when the trace is written.
-    void serve(int fd) {
-        ucred peer{};
-        socklen_t size = sizeof(peer);
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.uid != ::geteuid()) {
-            answer(fd, fmt::format("error: refused: requests are taken from uid {} only", ::geteuid()));
-            ::close(fd);
-            return;
-        }
-        const std::optional<std::string> line = read_line(fd, std::chrono::seconds(5));
-        capture_request request;
-        try {
-            if (!line) throw std::invalid_argument("malformed request: no request line within 5 s");
-            request = parse_capture_request(*line);
-            const std::chrono::milliseconds longest =
-                request.dump       ? std::chrono::milliseconds(0)
-                : request.duration ? *request.duration
-                                   : request.timeout.value_or(options_.default_steps_timeout);
-            if (longest > options_.max_capture) {
-                throw std::invalid_argument(fmt::format("the capture may last {} ms at most; this one asks for {} ms",
-                                                        options_.max_capture.count(), longest.count()));
-            }
-            output_file probe(request.output);  // an unwritable path fails now, before recording
-        } catch (const std::exception& e) {
-            answer(fd, fmt::format("error: {}", e.what()));
-            ::close(fd);
-            return;
-        }
-        std::lock_guard state(mutex_);
-        if (capturing_) {
-            answer(fd, fmt::format("error: busy: a capture (to {}) is already running; try again when it ends",
-                                   running_output_));
-            ::close(fd);
-            return;
-        }
-        if (capture_.joinable()) capture_.join();  // the last one, finished
-        capturing_ = true;
-        running_output_ = request.output;
-        capture_ = std::thread([this, fd, request = std::move(request)] { capture(fd, request); });
-    }
+    STINT_DECL void serve(int fd);
 
-    void capture(int fd, const capture_request& request) noexcept {
-        const own_allocation_scope own;
-        name_this_thread("stint capture");
-        std::string reply;
-        try {
-            reply = request.dump ? dump_flight_recorder(request) : record(request);
-        } catch (const std::exception& e) {
-            reply = fmt::format("error: {}", e.what());
-        } catch (...) {
-            reply = "error: the capture failed";
-        }
-        answer(fd, reply);
-        ::close(fd);
-        std::lock_guard state(mutex_);
-        capturing_ = false;
-    }
+    STINT_DECL void capture(int fd, const capture_request& request) noexcept;
 
     // A "dump" request: the running flight recorder's window, written while it keeps recording.
-    static std::string dump_flight_recorder(const capture_request& request) {
-        const std::optional<flight_dump> written = the_running_flight_recorder().dump(request.output);
-        if (!written) {
-            return "error: no flight recorder is recording in this process (profiler_options::flight_recorder); "
-                   "ask for a capture instead";
-        }
-        return fmt::format("ok events={} overwritten={} path={} table={}", written->events, written->overwritten,
-                           written->path, written->table_path);
-    }
+    STINT_DECL static std::string dump_flight_recorder(const capture_request& request);
 
     // A "capture" request: a session of its own for the duration or the steps asked for.
-    std::string record(const capture_request& request) {
-        profiler_options<> options;
-        if (options_.buffer_budget_bytes != 0) options.buffer_budget_bytes = options_.buffer_budget_bytes;
-        profiler<> prof(options);
-        prof.start();
-        const auto began = std::chrono::steady_clock::now();
-        const std::int64_t first_step = step_tracker::current_step();
-        std::string ended = "complete";
-        {
-            std::unique_lock state(mutex_);
-            if (request.duration) {
-                if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) {
-                    ended = "exiting";
-                }
-            } else {
-                const auto deadline = began + request.timeout.value_or(options_.default_steps_timeout);
-                for (;;) {
-                    if (stopping_) {
-                        ended = "exiting";
-                        break;
-                    }
-                    state.unlock();
-                    const bool done = step_tracker::current_step() - first_step >= *request.steps;
-                    state.lock();
-                    if (done) break;
-                    if (std::chrono::steady_clock::now() >= deadline) {
-                        ended = "timeout";
-                        break;
-                    }
-                    wake_capture_.wait_for(state, std::chrono::milliseconds(1));
-                }
-            }
-        }
-        prof.stop();
-        const std::int64_t steps = step_tracker::current_step() - first_step;
-        const auto took =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-        prof.export_chrome_trace(request.output);
-        const profiler_stats& stats = prof.stats();
-        return fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}",
-                           stats.recorded, stats.dropped, steps, took.count(), ended, request.output);
-    }
+    STINT_DECL std::string record(const capture_request& request);
 
     mutable std::mutex control_;  // start() and stop()
     std::mutex mutex_;            // what the listener and the capture share
@@ -437,10 +119,7 @@ private:
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 /// One listener per process, even when several shared libraries include stint (export_macros.hpp).
 /// Destroyed at exit, which ends a capture in progress and removes the socket.
-STINT_DETAIL_EXPORT inline on_demand_server& the_on_demand_server() {
-    static on_demand_server server;
-    return server;
-}
+STINT_DECL STINT_DETAIL_EXPORT on_demand_server& the_on_demand_server();
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 }  // namespace detail
@@ -448,34 +127,23 @@ STINT_DETAIL_EXPORT inline on_demand_server& the_on_demand_server() {
 /// Starts accepting capture requests (idempotent): a thread listens on `<dir>/<pid>.sock`, a
 /// Unix-domain socket only this user may use. Returns the socket's path. Throws std::system_error or
 /// std::runtime_error, naming the path, when it cannot listen.
-template <class = void>
-std::string enable_on_demand(const on_demand_options& options = {}) {
-    return detail::the_on_demand_server().start(options);
-}
+STINT_DECL std::string enable_on_demand(const on_demand_options& options = {});
 
 /// Stops accepting requests and removes the socket; a capture in progress ends now, and its trace is
 /// written and answered. The process's exit does the same.
-template <class = void>
-void disable_on_demand() { detail::the_on_demand_server().stop(); }
+STINT_DECL void disable_on_demand();
 
 namespace detail {
 /// STINT_ON_DEMAND=1 in the environment enables on-demand capture at start-up (read once); a failure
 /// to listen is a warning, not an exception, as nothing could catch it.
-template <class = void>
-bool enable_on_demand_from_environment() noexcept {
-    const char* value = std::getenv("STINT_ON_DEMAND");
-    if (value == nullptr || *value == '\0' || std::string_view(value) == "0") return false;
-    try {
-        enable_on_demand();
-        return true;
-    } catch (const std::exception& e) {
-        warn(fmt::format("stint: STINT_ON_DEMAND is set but on-demand capture is off: {}", e.what()));
-        return false;
-    }
-}
+STINT_DECL bool enable_on_demand_from_environment() noexcept;
 #if !defined(STINT_DISABLE)
 inline const bool on_demand_from_environment = enable_on_demand_from_environment();
 #endif
 }  // namespace detail
 
 }  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/profiler/impl/on_demand.ipp"
+#endif

@@ -1,0 +1,275 @@
+#pragma once
+// The bodies of profiler/flight_recorder.hpp: the slow-step detector, a dump's window and files, the hang watchdog.
+#include "stint/profiler/flight_recorder.hpp"
+
+#include <algorithm>     // std::find_if, std::max, std::nth_element
+#include <climits>       // INT64_MIN
+#include <exception>     // std::exception
+#include <iterator>      // std::back_inserter
+#include <stdexcept>     // std::invalid_argument
+#include <system_error>  // std::system_error
+#include <utility>       // std::move
+
+#include <fmt/format.h>
+
+#include "stint/analysis/key_averages.hpp"
+#include "stint/detail/platform.hpp"
+#include "stint/export/json_writer.hpp"
+#include "stint/export/output_file.hpp"
+#include "stint/export/trace_time.hpp"
+#include "stint/profiler/warning.hpp"
+#include "stint/recording/clock.hpp"
+#include "stint/recording/ticks.hpp"
+
+namespace stint::detail {
+
+slow_step_detector::slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
+    : factor_(factor), min_ns_(min_ns), interval_ns_(interval_ns) {
+    durations_.reserve(window);
+    scratch_.reserve(window);
+}
+
+bool slow_step_detector::observe(std::int64_t duration_ns, std::int64_t now_ns) {
+    bool fire = false;
+    if (factor_ > 0 && durations_.size() >= min_steps && duration_ns >= min_ns_ &&
+        static_cast<double>(duration_ns) > factor_ * static_cast<double>(median_ns()) &&
+        (!last_fired_ns_ || now_ns - *last_fired_ns_ >= interval_ns_)) {
+        fire = true;
+        last_fired_ns_ = now_ns;
+    }
+    if (durations_.size() < window) {
+        durations_.push_back(duration_ns);
+    } else {
+        durations_[next_] = duration_ns;
+        next_ = (next_ + 1) % window;
+    }
+    return fire;
+}
+
+std::int64_t slow_step_detector::median_ns() {
+    if (durations_.empty()) return 0;
+    scratch_.assign(durations_.begin(), durations_.end());
+    const auto middle = scratch_.begin() + static_cast<std::ptrdiff_t>(scratch_.size() / 2);
+    std::nth_element(scratch_.begin(), middle, scratch_.end());
+    return *middle;
+}
+
+flight_steps::flight_steps(const flight_recorder_options& options)
+    : detector(options.slow_step.factor, options.slow_step.min_duration.count(),
+               options.slow_step.interval.count()),
+      last_step_ns(steady_now_ns()), last_step_ticks(read_ticks()) {}
+
+void flight_window::note_last_records(const event_list& events) {
+    for (const event& e : events) {
+        if (e.kind == event_kind::overhead || e.on_device()) continue;
+        const std::uint64_t tid = events.threads()[e.thread].os_tid;
+        auto same = std::find_if(last_records.begin(), last_records.end(),
+                                 [&](const last_seen& l) { return l.os_tid == tid; });
+        if (same == last_records.end()) same = last_records.insert(last_records.end(), last_seen{tid, {}, INT64_MIN});
+        if (e.end_ns >= same->end_ns) {
+            same->end_ns = e.end_ns;
+            same->name = e.name;
+        }
+    }
+}
+
+flight_window flight_window::of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
+    flight_window w;
+    w.trigger = std::move(trigger);
+    const tick_calibration& clock = store.calibration;
+    w.from_ns = from_ticks == 0 ? 0 : clock.to_ns_since_anchor(from_ticks);
+    w.to_ns = clock.to_ns_since_anchor(store.stop_ticks);
+    for (const record_store::thread_records& t : store.threads()) {
+        w.overwritten += t.counts.overwritten;
+        // Buffers of one OS thread (one per shared object) are one thread in the trace.
+        auto same = std::find_if(w.threads.begin(), w.threads.end(),
+                                 [&](const thread& e) { return e.os_tid == t.counts.os_tid; });
+        if (same == w.threads.end()) {
+            same = w.threads.insert(w.threads.end(), thread{t.counts.os_tid, t.counts.name, 0, w.from_ns});
+        }
+        same->overwritten += t.counts.overwritten;
+        if (t.counts.overwritten_until != 0 && t.counts.overwritten_until > from_ticks) {
+            same->complete_from_ns =
+                std::max(same->complete_from_ns, clock.to_ns_since_anchor(t.counts.overwritten_until));
+        }
+    }
+    return w;
+}
+
+std::string flight_window::json() const {
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out), "{{\"trigger\": ");
+    append_json_string(out, trigger);
+    fmt::format_to(std::back_inserter(out), ", \"detail\": ");
+    append_json_string(out, detail);
+    fmt::format_to(std::back_inserter(out), ", \"from_us\": {}, \"to_us\": {}, \"overwritten\": {}, \"threads\": [",
+                   trace_microseconds(from_ns), trace_microseconds(to_ns), overwritten);
+    for (std::size_t i = 0; i < threads.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                       threads[i].os_tid);
+        append_json_string(out, threads[i].name);
+        fmt::format_to(std::back_inserter(out), ", \"overwritten\": {}, \"complete_from_us\": {}}}",
+                       threads[i].overwritten, trace_microseconds(threads[i].complete_from_ns));
+    }
+    fmt::format_to(std::back_inserter(out), "], \"open_scopes\": [");
+    for (std::size_t i = 0; i < open_scopes.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                       open_scopes[i].os_tid);
+        append_json_string(out, open_scopes[i].name);
+        fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
+                       trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
+    }
+    fmt::format_to(std::back_inserter(out), "], \"last_seen\": [");
+    for (std::size_t i = 0; i < last_records.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                       last_records[i].os_tid);
+        append_json_string(out, last_records[i].name);
+        fmt::format_to(std::back_inserter(out), ", \"end_us\": {}}}", trace_microseconds(last_records[i].end_ns));
+    }
+    fmt::format_to(std::back_inserter(out), "]}}");
+    return fmt::to_string(out);
+}
+
+std::string flight_window::text() const {
+    std::string out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
+                                  "{} records overwritten before it\n",
+                                  trigger, detail.empty() ? "" : ": ", detail, static_cast<double>(from_ns) / 1e6,
+                                  static_cast<double>(to_ns) / 1e6, overwritten);
+    for (const thread& t : threads) {
+        out += fmt::format("  thread {} ({}): complete from {:.3f} ms, {} records overwritten\n", t.os_tid,
+                           t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
+    }
+    for (const open_scope& o : open_scopes) {
+        out += fmt::format("  still open on thread {}: {:{}}{} since {:.3f} ms\n", o.os_tid, "", 2 * o.depth,
+                           o.name, static_cast<double>(o.start_ns) / 1e6);
+    }
+    for (const last_seen& l : last_records) {
+        out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
+                           static_cast<double>(l.end_ns) / 1e6);
+    }
+    return out;
+}
+
+perfetto_trace_info flight_window::perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const {
+    perfetto_trace_info info;
+    info.pid = pid;
+    info.truncated_names = truncated_names;
+    info.overwritten = overwritten;
+    for (const thread& t : threads) info.overwritten_threads.push_back({t.os_tid, t.overwritten, t.complete_from_ns});
+    return info;
+}
+
+hang_watchdog::hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
+    : timeout_ns_(timeout.count()), on_hang_(std::move(on_hang)) {
+    note_step(step);
+    thread_ = std::thread([this] { run(); });
+}
+
+hang_watchdog::~hang_watchdog() {
+    {
+        const std::lock_guard lock(mutex_);  // the loop is waiting, or checks stopping_ before it waits
+        stopping_.store(true, std::memory_order_relaxed);
+    }
+    wake_.notify_one();
+    thread_.join();
+}
+
+void hang_watchdog::note_step(std::int64_t step) noexcept {
+    last_step_ns_.store(steady_now_ns(), std::memory_order_relaxed);
+    step_.store(step, std::memory_order_relaxed);
+}
+
+void hang_watchdog::run() {
+    name_this_thread("stint watchdog");
+    std::int64_t fired_for = -1;
+    std::unique_lock lock(mutex_);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        wake_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(timeout_ns_ / 4, 1'000'000)));
+        if (stopping_.load(std::memory_order_relaxed)) break;
+        const std::int64_t step = step_.load(std::memory_order_relaxed);
+        const std::int64_t silent = steady_now_ns() - last_step_ns_.load(std::memory_order_relaxed);
+        if (silent < timeout_ns_ || step == fired_for) continue;
+        fired_for = step;
+        lock.unlock();
+        try {
+            on_hang_(step, silent, stopping_);
+        } catch (const std::exception& e) {
+            warn(fmt::format("flight recorder: the hang's dump failed: {}", e.what()));
+        } catch (...) {
+            warn("flight recorder: the hang's dump failed");
+        }
+        lock.lock();
+    }
+}
+
+void running_flight_recorder::set(void* profiler, dump_function dumper) {
+    const std::lock_guard lock(mutex_);
+    profiler_ = profiler;
+    dump_ = dumper;
+}
+
+void running_flight_recorder::clear(const void* profiler) noexcept {
+    const std::lock_guard lock(mutex_);
+    if (profiler_ == profiler) profiler_ = nullptr;
+}
+
+std::optional<flight_dump> running_flight_recorder::dump(const std::string& path) {
+    const std::lock_guard lock(mutex_);
+    if (profiler_ == nullptr) return std::nullopt;
+    return dump_(profiler_, path);
+}
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+running_flight_recorder& the_running_flight_recorder() {
+    static auto* const running = new running_flight_recorder();
+    return *running;
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+std::optional<dump_format> dump_format_of(std::string_view path) noexcept {
+    if (path.ends_with(".json") || path.ends_with(".json.gz")) return dump_format::chrome;
+    if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) return dump_format::perfetto;
+    return std::nullopt;
+}
+
+void require_dump_format(std::string_view call, std::string_view path) {
+    if (!dump_format_of(path)) {
+        throw std::invalid_argument(fmt::format("stint: {}(\"{}\"): the trace format is chosen by the path's ending; "
+                                                "give .json, .json.gz or .pftrace",
+                                                call, path));
+    }
+}
+
+std::string table_path_for(std::string_view path) {
+    for (std::string_view ending : {".json.gz", ".json", ".pftrace", ".perfetto-trace"}) {
+        if (path.ends_with(ending)) return std::string(path.substr(0, path.size() - ending.size())) + ".txt";
+    }
+    return std::string(path) + ".txt";
+}
+
+void check_dump_dir(const std::string& dir) {
+    const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.stint-flight-recorder-probe";
+    try {
+        output_file file(probe);  // a temporary beside `probe`, removed unless committed
+    } catch (const std::system_error& e) {
+        throw std::system_error(e.code(), fmt::format("stint: flight_recorder.dump_dir \"{}\" cannot be written", dir));
+    }
+}
+
+flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
+                              const flight_window& window) {
+    flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
+    if (dump_format_of(path) == dump_format::perfetto) {
+        write_perfetto_trace_file(path, events, window.perfetto_info(info.pid, info.truncated_names));
+    } else {
+        info.metadata_json.emplace_back("flightRecorder", window.json());
+        write_chrome_trace_file(path, events, info);
+    }
+    output_file table(result.table_path);
+    table.write(window.text());
+    table.write(key_averages(events).table());
+    table.commit();
+    return result;
+}
+
+}  // namespace stint::detail
