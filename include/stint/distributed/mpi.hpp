@@ -22,7 +22,6 @@
 #include <string_view>  // std::string_view
 
 #include "stint/analysis/event_list.hpp"
-#include "stint/detail/separate_compilation.hpp"
 #include "stint/distributed/clock_alignment.hpp"
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/output_file.hpp"
@@ -36,19 +35,19 @@ struct job_options {
 
 namespace detail {
 
-STINT_DECL void check(int code, const char* what);
+inline void check(int code, const char* what);
 
 constexpr int ping_tag = 0x5717;
 constexpr int text_tag = 0x5718;
 // MPI counts are ints: texts travel in pieces of at most 1 GiB.
 constexpr std::size_t max_piece = std::size_t{1} << 30;
 
-STINT_DECL void send_text(MPI_Comm comm, int to, std::string_view text);
+inline void send_text(MPI_Comm comm, int to, std::string_view text);
 
-STINT_DECL std::string receive_text(MPI_Comm comm, int from);
+inline std::string receive_text(MPI_Comm comm, int from);
 
 /// Every rank learns whether rank 0 succeeded; the others throw rank 0's message.
-STINT_DECL void agree(MPI_Comm comm, int rank, const std::string& failure);
+inline void agree(MPI_Comm comm, int rank, const std::string& failure);
 
 }  // namespace detail
 
@@ -56,14 +55,14 @@ STINT_DECL void agree(MPI_Comm comm, int rank, const std::string& failure);
 /// answers each other rank in turn; a rank sends its reading t0, rank 0 answers with its own, the
 /// rank reads t1 on arrival. Rank 0's reading was taken between t0 and t1, so the offset is
 /// answer - (t0 + t1) / 2 within (t1 - t0) / 2. Rank 0 gets {now, 0, 0}.
-STINT_DECL clock_sample measure_clock(MPI_Comm comm, int rounds = 32);
+inline clock_sample measure_clock(MPI_Comm comm, int rounds = 32);
 
 /// A profiling session across the ranks of an MPI communicator. Every call but rank() and
 /// alignment() is collective: each rank of the communicator makes it, in the same order.
 class job {
 public:
     /// Tells stint this process's rank (the traces' "distributedInfo", backend "mpi").
-    STINT_DECL explicit job(MPI_Comm comm, job_options options = {});
+    inline explicit job(MPI_Comm comm, job_options options = {});
 
     [[nodiscard]] int rank() const noexcept { return rank_; }
     [[nodiscard]] int size() const noexcept { return size_; }
@@ -103,15 +102,15 @@ public:
 private:
     /// Compares this rank's clock samples with rank 0's time origin (collective) and returns the
     /// "distributedInfo" of this rank's traces, with its alignment.
-    STINT_DECL std::string align_to_root(const clock_sample& last, const event_list& events);
+    inline std::string align_to_root(const clock_sample& last, const event_list& events);
 
     /// Writes every rank's events into one trace on rank 0 (export_chrome_trace's work: collective).
-    STINT_DECL void export_job_trace(const event_list& window_events, std::uint64_t truncated_names,
+    inline void export_job_trace(const event_list& window_events, std::uint64_t truncated_names,
                                      const std::string& path) const;
 
     /// Rank 0: receives every rank's summary and events and writes them; returns what failed ("" when
     /// nothing did). It keeps receiving after a failure, so no rank waits forever on a send.
-    STINT_DECL std::string write_job_trace(stint::detail::output_file& file, const event_list& events,
+    inline std::string write_job_trace(stint::detail::output_file& file, const event_list& events,
                                            const stint::detail::chrome_trace_info& info, const std::string& own_summary,
                                            const std::uint64_t (&totals)[3], std::int64_t worst_error) const;
 
@@ -127,6 +126,6 @@ private:
 
 }  // namespace stint::mpi
 
-#if defined(STINT_HEADER_ONLY)
+// Always inline, in either build: the glue needs <mpi.h>, so it is compiled in the MPI program's own
+// files, never in <stint/impl/src.hpp>, which builds without MPI (design §16).
 #include "stint/distributed/impl/mpi.ipp"
-#endif

@@ -1,6 +1,6 @@
 #pragma once
-// The bodies of profiler/on_demand.hpp: the request parser, the socket's listener and the captures it runs.
-#include "stint/profiler/on_demand.hpp"
+// The bodies of profiler/on_demand_server.hpp: the request parser, the socket's listener and the captures it runs.
+#include "stint/profiler/on_demand_server.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
