@@ -1,6 +1,5 @@
 #pragma once
-// The registry's bodies: sessions, threads' registration and chunks, drains, fork handling, and the
-// registry's half of the slow path.
+// The registry's bodies: sessions, threads and their chunks, drains, fork handling, its slow path.
 
 #include "stint/recording/registry.hpp"
 
