@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <stint/stint.hpp>
+#include <stint/capture/detail/native_symbols.hpp>
 
 #include <pthread.h>
 

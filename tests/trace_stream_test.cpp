@@ -25,6 +25,7 @@
 
 #include "child_process.hpp"
 #include "nesting_workload.hpp"
+#include "stint/export/chrome_trace_records.hpp"
 #include "stint/stint.hpp"
 #include "test_util.hpp"
 

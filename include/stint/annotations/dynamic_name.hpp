@@ -40,7 +40,7 @@ struct dynamic_site {
     std::string_view method;  ///< "step"
     source_location location;
     /// The sites made here for the first types seen: each slot is set once, under the mutex of the table
-    /// (annotations/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
+    /// (recording/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
     /// few acquire loads and no lock. A site called with more types than this finds the others in the table.
     std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
 };
@@ -48,7 +48,7 @@ struct dynamic_site {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The first sight of a type at a site: made by the registry's side (the table of sites by call site
-/// and type, annotations/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
+/// and type, recording/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
 /// is then counted as dropped.
 STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
                                                          std::uint32_t state) noexcept {

@@ -11,8 +11,11 @@
 
 // Every impl/*.ipp file, in the order of the headers that declare them (tools/check_layout.py checks
 // that none is missing).
-#include "stint/annotations/detail/impl/dynamic_name_table.ipp"
-#include "stint/annotations/detail/impl/named_site_table.ipp"
+#include "stint/recording/impl/chunk_pool.ipp"
+#include "stint/recording/detail/impl/dynamic_name_table.ipp"
+#include "stint/recording/detail/impl/named_site_table.ipp"
+#include "stint/recording/impl/ring.ipp"
+#include "stint/recording/impl/registry.ipp"
 #include "stint/annotations/impl/region_counters.ipp"
 #include "stint/analysis/detail/impl/event_store.ipp"
 #include "stint/analysis/impl/event_list.ipp"

@@ -19,6 +19,8 @@
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_pool.hpp"
 #include "stint/recording/clock.hpp"
+#include "stint/recording/detail/dynamic_name_table.hpp"  // the slow path's tables of interned sites
+#include "stint/recording/detail/named_site_table.hpp"
 #include "stint/recording/open_scopes.hpp"
 #include "stint/recording/record_walk.hpp"
 #include "stint/recording/ring.hpp"

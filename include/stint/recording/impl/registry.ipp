@@ -9,8 +9,8 @@
 #include <utility>    // std::exchange, std::move, std::pair
 
 // The slow path of dynamic scopes, installed with the registry's (below).
-#include "stint/annotations/detail/dynamic_name_table.hpp"
-#include "stint/annotations/detail/named_site_table.hpp"
+#include "stint/recording/detail/dynamic_name_table.hpp"
+#include "stint/recording/detail/named_site_table.hpp"
 #include "stint/detail/platform.hpp"
 #include "stint/recording/state.hpp"
 
@@ -562,8 +562,8 @@ open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
 
 const slow_path& registry_slow_path() noexcept {
     static constexpr slow_path table{&make_room_in_registry,             &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table<>,    &intern_named_site_in_table<>,
-                                     &intern_text_site_in_table<>,       &make_open_scope_stack_in_registry};
+                                     &intern_dynamic_site_in_table,    &intern_named_site_in_table,
+                                     &intern_text_site_in_table,       &make_open_scope_stack_in_registry};
     return table;
 }
 

@@ -18,11 +18,15 @@
 #define STINT_DETAIL_HAS_CXXABI 0
 #endif
 
-#include "stint/annotations/dynamic_name.hpp"
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/separate_compilation.hpp"
 
 namespace stint::detail {
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+struct dynamic_site;        // annotations/dynamic_name.hpp: a STINT_SCOPE_DYNAMIC call site
+struct dynamic_name_entry;  // annotations/dynamic_name.hpp: a type's site, cached at its call site
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
 STINT_DECL std::string demangled_name(const std::type_info& type);
@@ -70,9 +74,7 @@ private:
     };
 
     STINT_DECL static std::string event_name(const dynamic_site& where, const std::type_info& type);
-    static site site_like(const dynamic_site& where) noexcept {
-        return site{"", event_kind::user_annotation, payload_kind::none, where.location};
-    }
+    STINT_DECL static site site_like(const dynamic_site& where) noexcept;
 
     std::mutex mutex_;
     std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
@@ -83,13 +85,10 @@ STINT_DECL STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table();
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entry for the slow-path table.
-template <class = void>
-const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
-    return &the_dynamic_name_table().intern(where, type);
-}
+STINT_DECL const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type);
 
 }  // namespace stint::detail
 
 #if defined(STINT_HEADER_ONLY)
-#include "stint/annotations/detail/impl/dynamic_name_table.ipp"
+#include "stint/recording/detail/impl/dynamic_name_table.ipp"
 #endif

@@ -1,7 +1,8 @@
 #pragma once
-// The bodies of annotations/detail/dynamic_name_table.hpp: the process's table of dynamic scopes' sites.
+// The bodies of recording/detail/dynamic_name_table.hpp: the process's table of dynamic scopes' sites.
 
-#include "stint/annotations/detail/dynamic_name_table.hpp"
+#include "stint/recording/detail/dynamic_name_table.hpp"
+#include "stint/annotations/dynamic_name.hpp"
 
 #include <cstdlib>  // std::free
 
@@ -26,6 +27,10 @@ std::string demangled_name(const std::type_info& type) {
 }
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+site dynamic_name_table::site_like(const dynamic_site& where) noexcept {
+    return site{"", event_kind::user_annotation, payload_kind::none, where.location};
+}
 
 const site& dynamic_name_table::intern(dynamic_site& where, const std::type_info& type) {
     std::lock_guard lock(mutex_);
@@ -66,5 +71,9 @@ dynamic_name_table& the_dynamic_name_table() {
 }
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type) {
+    return &the_dynamic_name_table().intern(where, type);
+}
 
 }  // namespace stint::detail

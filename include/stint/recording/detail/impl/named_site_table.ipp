@@ -1,7 +1,7 @@
 #pragma once
-// The bodies of annotations/detail/named_site_table.hpp: the process's table of sites named at run time.
+// The bodies of recording/detail/named_site_table.hpp: the process's table of sites named at run time.
 
-#include "stint/annotations/detail/named_site_table.hpp"
+#include "stint/recording/detail/named_site_table.hpp"
 
 #include <utility>  // std::move
 
@@ -55,5 +55,12 @@ named_site_table& the_named_site_table() {
 }
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
+    return &the_named_site_table().intern(name, kind, inputs, flops);
+}
+const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
+    return the_named_site_table().intern_text(name, kind, inputs, flops);
+}
 
 }  // namespace stint::detail

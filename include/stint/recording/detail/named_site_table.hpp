@@ -66,17 +66,11 @@ STINT_DECL STINT_DETAIL_EXPORT named_site_table& the_named_site_table();
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The table's entries for the slow-path table.
-template <class = void>
-const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops) {
-    return &the_named_site_table().intern(name, kind, inputs, flops);
-}
-template <class = void>
-const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops) {
-    return the_named_site_table().intern_text(name, kind, inputs, flops);
-}
+STINT_DECL const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops);
+STINT_DECL const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops);
 
 }  // namespace stint::detail
 
 #if defined(STINT_HEADER_ONLY)
-#include "stint/annotations/detail/impl/named_site_table.ipp"
+#include "stint/recording/detail/impl/named_site_table.ipp"
 #endif
