@@ -21,7 +21,7 @@
 #include <unistd.h>
 #endif
 
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "test_util.hpp"
 
 namespace {

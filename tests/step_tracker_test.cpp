@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "test_util.hpp"
 
 // The tracker is process-wide and other tests step it too: every test uses its own requester names

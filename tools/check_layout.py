@@ -11,6 +11,7 @@
 
 usage: tools/check_layout.py     (exit 1 and a list of what differs when the map is stale)
 """
+import fnmatch
 import pathlib
 import re
 import sys
@@ -38,9 +39,19 @@ def table_rows(text: str) -> list:
 
 
 def folder_of(relative: str) -> str:
-    """'analysis/impl/table.ipp' -> 'analysis/'; a top-level file -> '' (include/stint/ itself)."""
+    """'analysis/impl/table.ipp' -> 'analysis/'; a top-level file, and a top-level header's body
+    ('impl/schedule.ipp') -> '' (include/stint/ itself); impl/src.hpp -> 'impl/'."""
     parts = relative.split("/")
-    return parts[0] + "/" if len(parts) > 1 else ""
+    if len(parts) == 1 or (parts[0] == "impl" and relative != "impl/src.hpp"):
+        return ""
+    return parts[0] + "/"
+
+
+def allows(rule: str, target: str) -> bool:
+    """A rule is a folder ('drain/'), a file ('scope.hpp') or a pattern ('*/impl/*', '*')."""
+    if "*" in rule:
+        return fnmatch.fnmatch(target, rule)
+    return target == rule or (rule.endswith("/") and target.startswith(rule))
 
 
 def main() -> int:
@@ -80,10 +91,10 @@ def main() -> int:
             allowed[folder] = []
             continue
         for target in LOCAL_INCLUDE.findall(path.read_text(encoding="utf-8")):
-            if folder and target.startswith(folder):
+            if (folder and target.startswith(folder)) or (not folder and "/" not in target) or \
+                    (not folder and target.startswith("impl/") and target != "impl/src.hpp"):
                 continue
-            ok = any(target == rule or (rule.endswith("/") and target.startswith(rule)) or
-                     (rule == "stint/" and "/" not in target) for rule in allowed[folder])
+            ok = any(allows(rule, target) for rule in allowed[folder])
             if not ok:
                 problems.append(f"{relative} includes stint/{target}, which §5 does not allow for {folder or 'stint/'}")
 

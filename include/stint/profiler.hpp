@@ -23,7 +23,7 @@
 #include "stint/drain/session.hpp"
 #include "stint/export/collapsed_stacks.hpp"
 #include "stint/policies.hpp"
-#include "stint/profiler/activities.hpp"
+#include "stint/common/activities.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/flight_recorder.hpp"
 #include "stint/profiler/profiler_core.hpp"

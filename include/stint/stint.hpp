@@ -33,7 +33,7 @@
 #include "stint/analysis/event_tree.hpp"
 #include "stint/analysis/key_averages.hpp"
 #include "stint/analysis/table.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "stint/schedule.hpp"
 #include "stint/profiler/step_tracker.hpp"
 #include "stint/profiler/distributed.hpp"

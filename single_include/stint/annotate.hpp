@@ -1767,34 +1767,6 @@ struct tensor_address {
 #endif  // STINT_SINGLE_STINT_CAPTURE_TENSOR_ADDRESS_HPP
 // ---- end stint/capture/tensor_address.hpp ----
 
-// ---- begin stint/detail/deferred.hpp ----
-#ifndef STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
-#define STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
-// deferred_t<T, Unused>: the type T, named through a template's parameter.
-
-namespace stint::detail {
-
-template <class T, class>
-struct deferred {
-    using type = T;
-};
-
-/// T, but dependent on a template's (otherwise unused) parameter. In C++20 every member of std::vector
-/// and std::string is constexpr, and clang instantiates a constexpr function as soon as a template's
-/// body names it, even when nothing ever instantiates that template. An expression on an object of
-/// type deferred_t<T, Unused> depends on Unused, so the compiler checks it, and instantiates what it
-/// calls, only when the template is used: a file that includes stint.hpp but never runs a profiler
-/// does not pay for the session side's containers.
-///
-///     template <class Unused> class basic_event_tree { deferred_t<std::vector<event>, Unused> events_; };
-///     template <class Unused = void> void write(deferred_t<const event_list, Unused>& list);  // not deduced
-template <class T, class Unused>
-using deferred_t = typename deferred<T, Unused>::type;
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_DETAIL_DEFERRED_HPP
-// ---- end stint/detail/deferred.hpp ----
-
 namespace stint::detail {
 
 /// A DLTensor, by its members (dlpack.h's names and types).
@@ -1903,12 +1875,13 @@ constexpr bool dlpack_device(int type, int id, stint::device& out) noexcept {
 /// while an execution trace records, its identity: data + byte_offset in the allocation at data.
 template <class Writer, class T>
 void capture_dlpack(Writer& w, const T& in) noexcept {
-    // Named through T: a span built in a template's body but of no template parameter would be
-    // compiled in every file that includes this header (its constructors' concepts: detail/deferred.hpp).
-    using int64s = deferred_t<std::span<const std::int64_t>, T>;
     if constexpr (dlpack_managed_tensor<T>) {
         capture_dlpack(w, in.dl_tensor);
     } else {
+        // std::span<const std::int64_t>, named through `in`'s shape: a span built in a template's body
+        // but of no template parameter would be compiled in every file that includes this header (its
+        // constructors' concepts).
+        using int64s = std::span<std::remove_pointer_t<decltype(static_cast<const std::int64_t*>(in.shape))>>;
         const int ndim = static_cast<int>(in.ndim);
         const std::int64_t* shape = in.shape;
         if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
@@ -2554,9 +2527,9 @@ void capture_mdspan(input_writer& w, const M& m) {
 
 template <class M>
 void capture_eigen(input_writer& w, const M& m) {
-    // Named through M: with a non-dependent array the calls below would check the writer's range
-    // concepts where this template is defined, in every file (detail/deferred.hpp).
-    using int64x2 = deferred_t<std::array<std::int64_t, 2>, M>;
+    // std::array<std::int64_t, 2>, named through `m`'s rows(): with a non-dependent array the calls below
+    // would check the writer's range concepts where this template is defined, in every file.
+    using int64x2 = std::array<decltype(static_cast<std::int64_t>(m.rows())), 2>;
     const int64x2 dims{static_cast<std::int64_t>(m.rows()), static_cast<std::int64_t>(m.cols())};
     const std::string_view dtype = dtype_name_v<std::remove_cv_t<typename M::Scalar>>;
     const tensor_address address = w.identities() ? address_of(m) : tensor_address{};
@@ -3958,7 +3931,7 @@ struct dynamic_site {
     std::string_view method;  ///< "step"
     source_location location;
     /// The sites made here for the first types seen: each slot is set once, under the mutex of the table
-    /// (annotations/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
+    /// (recording/detail/dynamic_name_table.hpp), and never changes, so a call finds its site with a
     /// few acquire loads and no lock. A site called with more types than this finds the others in the table.
     std::atomic<const dynamic_name_entry*> seen[cached_types] = {};
 };
@@ -3966,7 +3939,7 @@ struct dynamic_site {
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 
 /// The first sight of a type at a site: made by the registry's side (the table of sites by call site
-/// and type, annotations/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
+/// and type, recording/detail/dynamic_name_table.hpp). nullptr when that allocation failed; the event
 /// is then counted as dropped.
 STINT_DETAIL_COLD inline const site* intern_dynamic_site(dynamic_site& where, const std::type_info& type,
                                                          std::uint32_t state) noexcept {
@@ -5049,7 +5022,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
 }
 
 /// The site of a counter named at run time (a name that lives for the process), made once through the
-/// installed slow path (annotations/detail/named_site_table.hpp). Null when it cannot be made: the sample
+/// installed slow path (recording/detail/named_site_table.hpp). Null when it cannot be made: the sample
 /// is then counted as dropped on this thread (a session records, so a profiler installed the path).
 template <int = 0>
 STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
@@ -5197,8 +5170,7 @@ inline constexpr site out_of_memory_site{"[OutOfMemory]", event_kind::out_of_mem
 
 /// Appends one memory event for session `state` on this thread, unless the allocation is stint's own
 /// (own_allocation_scope: a buffer chunk, a thread's registration, this very append).
-template <int = 0>
-STINT_DETAIL_NOINLINE void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
+STINT_DETAIL_NOINLINE inline void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
     if (own_allocations != 0) return;
     const own_allocation_scope own;
     payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);

@@ -8,7 +8,7 @@
 
 #include "stint/device/cupti_collector.hpp"
 #include "stint/device/device_capture.hpp"
-#include "stint/profiler/activities.hpp"
+#include "stint/common/activities.hpp"
 
 namespace stint {
 

@@ -22,7 +22,7 @@
 #include "stint/device/device_capture.hpp"
 #include "stint/device/device_link.hpp"
 #include "stint/detail/platform.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/registry.hpp"
 

@@ -7,7 +7,7 @@
 #include <ostream>  // std::ostream
 #include <stdexcept>  // std::invalid_argument
 
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint {
 

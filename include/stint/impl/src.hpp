@@ -24,7 +24,7 @@
 #include "stint/analysis/impl/event_tree.ipp"
 #include "stint/analysis/impl/table.ipp"
 #include "stint/analysis/impl/key_averages.ipp"
-#include "stint/profiler/impl/warning.ipp"
+#include "stint/common/impl/warning.ipp"
 #include "stint/impl/schedule.ipp"
 #include "stint/profiler/impl/step_tracker.ipp"
 #include "stint/profiler/impl/distributed.ipp"

@@ -20,7 +20,7 @@
 #include "stint/detail/separate_compilation.hpp"
 #include "stint/drain/session.hpp"
 #include "stint/export/collapsed_stacks.hpp"
-#include "stint/profiler/activities.hpp"
+#include "stint/common/activities.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/flight_recorder.hpp"
 #include "stint/schedule.hpp"

@@ -12,7 +12,7 @@
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/separate_compilation.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

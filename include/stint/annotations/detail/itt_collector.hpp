@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "stint/detail/export_macros.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint::detail::itt {
 

@@ -10,7 +10,7 @@
 #include <unordered_set>  // std::unordered_set
 #include <utility>        // std::move
 
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint::detail {
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "stint/export/json_writer.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

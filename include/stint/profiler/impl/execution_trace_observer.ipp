@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "stint/recording/buffer.hpp"
 
 namespace stint {

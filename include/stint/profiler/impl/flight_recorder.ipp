@@ -17,7 +17,7 @@
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
 #include "stint/export/trace_time.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/ticks.hpp"
 

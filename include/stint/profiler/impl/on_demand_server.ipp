@@ -28,7 +28,7 @@
 #include "stint/profiler.hpp"
 #include "stint/profiler/flight_recorder.hpp"
 #include "stint/profiler/step_tracker.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint::detail {
 

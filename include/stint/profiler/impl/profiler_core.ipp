@@ -41,7 +41,7 @@
 #include "stint/profiler/exit_trace.hpp"
 #include "stint/profiler/flight_recorder.hpp"
 #include "stint/profiler/step_tracker.hpp"
-#include "stint/profiler/warning.hpp"
+#include "stint/common/warning.hpp"
 #include "stint/recording/registry.hpp"
 #include "stint/scope.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
-// The bodies of profiler/warning.hpp: the default handler, the process-wide state and the warn calls.
-#include "stint/profiler/warning.hpp"
+// The bodies of common/warning.hpp: the default handler, the process-wide state and the warn calls.
+#include "stint/common/warning.hpp"
 
 #include <cstdio>   // std::fwrite, stderr
 #include <utility>  // std::exchange, std::move

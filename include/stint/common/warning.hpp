@@ -72,5 +72,5 @@ STINT_DECL warning_handler set_warning_handler(warning_handler handler);
 }  // namespace stint
 
 #if defined(STINT_HEADER_ONLY)
-#include "stint/profiler/impl/warning.ipp"
+#include "stint/common/impl/warning.ipp"
 #endif
