@@ -11,6 +11,7 @@
 #include <cstdint>             // std::int64_t, std::uint64_t
 #include <deque>               // std::deque
 #include <functional>          // std::function
+#include <memory>              // std::unique_ptr
 #include <mutex>               // std::mutex
 #include <optional>            // std::optional
 #include <string>              // std::string
@@ -22,12 +23,14 @@
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/separate_compilation.hpp"
 #include "stint/drain/record_store.hpp"
+#include "stint/drain/session.hpp"
 // What a dump writes, and what stint.hpp has always given through this header (tests use them).
 #include "stint/export/chrome_trace.hpp"
 #include "stint/export/perfetto_trace.hpp"
 // The flight recorder's crash dump (flight_recorder_options::crash_dump_path) and its public
 // check_crash_handlers(), which stint.hpp gives through this header.
 #include "stint/profiler/crash_dump.hpp"
+#include "stint/recording/clock.hpp"
 
 namespace stint {
 
@@ -108,14 +111,6 @@ private:
 
 /// A flight recorder's steps while it records: when the last began, the beginnings of the last
 /// `slow_step.steps`, the detector, and the dumps the trigger wrote.
-struct flight_steps {
-    STINT_DECL explicit flight_steps(const flight_recorder_options& options);
-    slow_step_detector detector;
-    std::int64_t last_step_ns;
-    std::uint64_t last_step_ticks;
-    std::deque<std::uint64_t> begins;
-};
-
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
 struct flight_window {
     struct thread {
@@ -189,6 +184,57 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     std::thread thread_;
+};
+
+/// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
+/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called;
+/// the profiler's core writes it (a copy of the ring, drained and exported with the core's metadata).
+class flight_mode {
+public:
+    /// A dump a trigger asks for.
+    struct dump_request {
+        std::string path;
+        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
+        std::string trigger;           ///< "slow step", "hang"
+        std::string why;
+        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
+    };
+    /// Called from the watchdog's thread when no step() came for the hang timeout.
+    using hang_callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
+
+    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
+    /// flags say what else the profiler's options ask for.
+    STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                         bool accumulate_events, bool execution_trace);
+
+    /// Opens the ring's session on `ring` (a budget that cannot hold a chunk per thread, or a dump
+    /// directory that cannot be written, is refused now rather than when a dump is due), installs the
+    /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
+    STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
+                           bool memory, bool shapes, std::int64_t step, hang_callback on_hang);
+    /// finish() if not done yet.
+    STINT_DECL ~flight_mode();
+    flight_mode(const flight_mode&) = delete;
+    flight_mode& operator=(const flight_mode&) = delete;
+
+    /// A step ended and `step_num` began: noted for the last-steps window; a slow step asks for a dump of
+    /// the steps the trigger keeps.
+    STINT_DECL std::optional<dump_request> observe_step(std::int64_t step_num);
+    /// What the hang trigger writes: the whole ring, with every thread's open scopes as the threads noted them.
+    [[nodiscard]] STINT_DECL dump_request hang_request(std::int64_t step, std::int64_t silent_ns,
+                                                       const tick_calibration& clock) const;
+    /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
+    /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
+    STINT_DECL void finish() noexcept;
+
+private:
+    flight_recorder_options options_;
+    slow_step_detector detector_;
+    std::int64_t last_step_ns_;
+    std::uint64_t last_step_ticks_;
+    std::deque<std::uint64_t> begins_;  // the kept steps' first ticks
+    std::unique_ptr<hang_watchdog> watchdog_;
+    bool crash_dump_installed_ = false;
 };
 
 /// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to

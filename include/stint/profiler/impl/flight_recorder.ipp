@@ -7,6 +7,7 @@
 #include <exception>     // std::exception
 #include <iterator>      // std::back_inserter
 #include <stdexcept>     // std::invalid_argument
+#include <string_view>   // std::string_view
 #include <system_error>  // std::system_error
 #include <utility>       // std::move
 
@@ -19,6 +20,8 @@
 #include "stint/export/trace_time.hpp"
 #include "stint/common/warning.hpp"
 #include "stint/recording/clock.hpp"
+#include "stint/recording/open_scopes.hpp"
+#include "stint/recording/registry.hpp"
 #include "stint/recording/ticks.hpp"
 
 namespace stint::detail {
@@ -54,10 +57,126 @@ std::int64_t slow_step_detector::median_ns() {
     return *middle;
 }
 
-flight_steps::flight_steps(const flight_recorder_options& options)
-    : detector(options.slow_step.factor, options.slow_step.min_duration.count(),
-               options.slow_step.interval.count()),
-      last_step_ns(steady_now_ns()), last_step_ticks(read_ticks()) {}
+void flight_mode::check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                bool accumulate_events, bool execution_trace) {
+    const auto refuse = [](std::string_view why) {
+        throw std::invalid_argument(
+            fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
+    };
+    if (schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
+    if (stream) refuse("it keeps the last records in memory, which stream_to writes away");
+    if (accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
+    if (execution_trace) refuse("an execution trace needs every op, which a ring overwrites");
+    const slow_step_trigger& slow = options.slow_step;
+    if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
+        throw std::invalid_argument(fmt::format(
+            "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
+            "give a factor above 1 (or 0: off)", slow.factor));
+    }
+    if (!dump_format_of(options.dump_extension)) {
+        throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
+                                                ".pt.trace.json.gz or .pftrace",
+                                                options.dump_extension));
+    }
+}
+
+flight_mode::flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                         bool shapes, std::int64_t step, hang_callback on_hang)
+    : options_(options),
+      detector_(options.slow_step.factor, options.slow_step.min_duration.count(), options.slow_step.interval.count()),
+      last_step_ns_(0), last_step_ticks_(0) {
+    const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
+    const std::size_t minimum = threads * chunk::total_bytes;
+    if (options.budget_bytes < minimum) {
+        throw std::invalid_argument(fmt::format(
+            "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
+            "of the {} threads that record, at least {} bytes",
+            options.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
+    }
+    if (options.slow_step.factor > 0 || options.hang_timeout.count() > 0) check_dump_dir(options.dump_dir);
+    ring.prepare(options.budget_bytes, reserve_bytes);
+    const double ns_per_tick = ring.calibration().ns_per_tick;
+    const auto span_ns = static_cast<double>(options.span.count());
+    const ring_options ring_shape{
+        .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
+    ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false}, false,
+              ring_shape);
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
+    if (!options.crash_dump_path.empty()) {
+        try {
+            crash_dump::install(options.crash_dump_path, ring.calibration());
+        } catch (...) {
+            record_store discarded;  // refused at start: the session closes unrecorded
+            (void)ring.close_records(discarded);
+            throw;
+        }
+        crash_dump_installed_ = true;
+    }
+    if (options.hang_timeout.count() > 0) {
+        watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
+    }
+}
+
+flight_mode::~flight_mode() { finish(); }
+
+std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t step_num) {
+    const std::uint64_t now_ticks = read_ticks();
+    const std::int64_t now_ns = steady_now_ns();
+    const std::int64_t duration = now_ns - last_step_ns_;
+    const std::uint64_t began = last_step_ticks_;
+    last_step_ns_ = now_ns;
+    last_step_ticks_ = now_ticks;
+    if (watchdog_) watchdog_->note_step(step_num);
+    begins_.push_back(began);
+    while (begins_.size() > std::max<std::size_t>(options_.slow_step.steps, 1)) begins_.pop_front();
+    if (!detector_.observe(duration, now_ns)) return std::nullopt;
+    const std::int64_t step = step_num - 1;  // the step that just ended
+    const std::int64_t median = detector_.median_ns();
+    return dump_request{
+        .path = fmt::format("{}{}slow_step_{}{}", options_.dump_dir, options_.dump_dir.empty() ? "" : "/", step,
+                            options_.dump_extension),
+        .from_ticks = begins_.front(),
+        .trigger = "slow step",
+        .why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
+                           static_cast<double>(duration) / 1e6,
+                           static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(median, 1)),
+                           static_cast<double>(median) / 1e6),
+        .open_scopes = {}};
+}
+
+flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int64_t silent_ns,
+                                                    const tick_calibration& clock) const {
+    dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
+                                             options_.dump_dir.empty() ? "" : "/", step, options_.dump_extension),
+                         .from_ticks = 0,
+                         .trigger = "hang",
+                         .why = fmt::format("no step() for {:.3f} ms during step {}",
+                                            static_cast<double>(silent_ns) / 1e6, step),
+                         .open_scopes = {}};
+    // Every thread's open scopes (the step's annotation among them), as the threads noted them.
+    std::uint64_t not_kept = 0;
+    for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
+        request.open_scopes.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
+    }
+    if (not_kept != 0) {
+        request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
+    }
+    return request;
+}
+
+void flight_mode::finish() noexcept {
+    watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
+    if (!std::exchange(crash_dump_installed_, false)) return;
+    try {
+        for (const std::string& line : crash_dump::overridden()) {
+            warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
+        }
+    } catch (...) {
+        // Out of memory while saying so: the dump is uninstalled all the same.
+    }
+    crash_dump::uninstall();
+}
 
 void flight_window::note_last_records(const event_list& events) {
     for (const event& e : events) {

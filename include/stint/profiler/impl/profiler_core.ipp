@@ -61,7 +61,11 @@ public:
                 "activity::cuda with stint::cuda_activities in the config");
         }
         if (!options_.stream_to.empty()) refuse_streaming_with_options();
-        if (options_.flight_recorder) refuse_flight_recorder_with_options();
+        if (options_.flight_recorder) {
+            flight_mode::check_options(*options_.flight_recorder, static_cast<bool>(options_.schedule),
+                                       !options_.stream_to.empty(), options_.accumulate_events,
+                                       options_.execution_trace_observer != nullptr);
+        }
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
         }
@@ -167,7 +171,7 @@ public:
                                        : "stint: dump(): this profiler is not a flight recorder; set "
                                          "profiler_options::flight_recorder");
         }
-        return dump_window(path, 0, "request", {});
+        return dump_window({.path = path, .from_ticks = 0, .trigger = "request", .why = {}, .open_scopes = {}});
     }
 
     [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
@@ -352,45 +356,13 @@ private:
         }
     }
 
-    /// Opens a flight recorder's session: refuses a budget that cannot hold a chunk per thread and a dump
-    /// directory that cannot be written, now rather than when a dump is due.
+    /// Opens a flight recorder's session (flight_mode): the ring, its triggers, its crash dump.
     void open_flight_session() {
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
-        const std::size_t minimum = threads * chunk::total_bytes;
-        if (flight.budget_bytes < minimum) {
-            throw std::invalid_argument(fmt::format(
-                "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
-                "of the {} threads that record, at least {} bytes",
-                flight.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
-        }
-        if (flight.slow_step.factor > 0 || flight.hang_timeout.count() > 0) check_dump_dir(flight.dump_dir);
-        session_.prepare(flight.budget_bytes, options_.reserve_buffer_bytes);
-        const double ns_per_tick = session_.calibration().ns_per_tick;
-        const auto span_ns = static_cast<double>(flight.span.count());
-        const ring_options ring{
-            .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
-        session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, traits_.has_memory,
-                      {.outputs = traits_.has_shapes, .tensor_identities = false}, false, ring);
-        flight_.emplace(flight);
-        if (!flight.crash_dump_path.empty()) {
-            try {
-                crash_dump::install(flight.crash_dump_path, session_.calibration());
-            } catch (...) {
-                record_store discarded;  // refused at start: the session closes unrecorded
-                (void)session_.close_records(discarded);
-                flight_.reset();
-                throw;
-            }
-            crash_dump_installed_ = true;
-        }
-        if (flight.hang_timeout.count() > 0) {
-            watchdog_ = std::make_unique<hang_watchdog>(
-                flight.hang_timeout, step_num_.load(),
-                [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
-                    dump_hang(step, silent_ns, stopping);
-                });
-        }
+        flight_.emplace(*options_.flight_recorder, session_, options_.reserve_buffer_bytes, traits_.has_memory,
+                        traits_.has_shapes, step_num_.load(),
+                        [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                            dump_hang(step, silent_ns, stopping);
+                        });
     }
 
     static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler_state*>(self)->dump(path); }
@@ -406,45 +378,15 @@ private:
         }
         if (!flight_) return;
         const own_allocation_scope own;
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
-                                             step, flight.dump_extension);
-        // Every thread's open scopes (the step's annotation among them), as the threads noted them.
-        std::uint64_t not_kept = 0;
-        const auto& clock = session_.calibration();
-        std::vector<flight_window::open_scope> open;
-        for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
-            open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
-        }
-        std::string why = fmt::format("no step() for {:.3f} ms during step {}", static_cast<double>(silent_ns) / 1e6, step);
-        if (not_kept != 0) why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
-        triggered_dumps_.push_back(dump_window(path, 0, "hang", std::move(why), std::move(open)));
+        triggered_dumps_.push_back(dump_window(flight_->hang_request(step, silent_ns, session_.calibration())));
     }
 
-    /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
+    /// A flight recorder's step: noted for the last-steps window; a slow one dumps them.
     void observe_flight_step() {
-        flight_steps& steps = *flight_;
-        const std::uint64_t now_ticks = stint::read_ticks();
-        const std::int64_t now_ns = steady_now_ns();
-        const std::int64_t duration = now_ns - steps.last_step_ns;
-        const std::uint64_t began = steps.last_step_ticks;
-        steps.last_step_ns = now_ns;
-        steps.last_step_ticks = now_ticks;
-        if (watchdog_) watchdog_->note_step(step_num_);
-        steps.begins.push_back(began);
-        const slow_step_trigger& trigger = options_.flight_recorder->slow_step;
-        while (steps.begins.size() > std::max<std::size_t>(trigger.steps, 1)) steps.begins.pop_front();
-        if (!steps.detector.observe(duration, now_ns)) return;
-        const std::int64_t step = step_num_ - 1;  // the step that just ended
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::string path = fmt::format("{}{}slow_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
-                                             step, flight.dump_extension);
-        const std::string why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
-                                            static_cast<double>(duration) / 1e6,
-                                            static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(steps.detector.median_ns(), 1)),
-                                            static_cast<double>(steps.detector.median_ns()) / 1e6);
+        std::optional<flight_mode::dump_request> request = flight_->observe_step(step_num_);
+        if (!request) return;
         try {
-            triggered_dumps_.push_back(dump_window(path, steps.begins.front(), "slow step", why));
+            triggered_dumps_.push_back(dump_window(std::move(*request)));
         } catch (const std::exception& e) {
             // The program's step must not fail for a dump: say it instead.
             warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
@@ -452,20 +394,19 @@ private:
     }
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
-    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
-                            std::vector<flight_window::open_scope> open = {}) {
+    flight_dump dump_window(flight_mode::dump_request request) {
         record_store records;
-        if (!session_.copy_records(records, from_ticks)) {
+        if (!session_.copy_records(records, request.from_ticks)) {
             throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
         }
-        flight_window window = flight_window::of(records, from_ticks, std::move(trigger));
-        window.detail = std::move(why);
-        window.open_scopes = std::move(open);
+        flight_window window = flight_window::of(records, request.from_ticks, std::move(request.trigger));
+        window.detail = std::move(request.why);
+        window.open_scopes = std::move(request.open_scopes);
         event_list events;
         profiler_stats stats;
         session::build_events(records, events, 1, what_to_drain(false), nullptr, stats);
         if (!window.open_scopes.empty()) window.note_last_records(events);
-        return write_flight_dump(path, events, trace_info(stats.truncated_names), window);
+        return write_flight_dump(request.path, events, trace_info(stats.truncated_names), window);
     }
 
     /// Drains the session into the window's results; false when none was recording. The event list is
@@ -483,13 +424,7 @@ private:
             }
         }
         if (stream_) return close_streamed_window();
-        watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
-        if (std::exchange(crash_dump_installed_, false)) {
-            for (const std::string& line : crash_dump::overridden()) {
-                warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
-            }
-            crash_dump::uninstall();
-        }
+        if (flight_) flight_->finish();  // the watchdog joined, the crash dump uninstalled, before the drain
         const bool et_window = std::exchange(execution_trace_window_, false);
         record_store records;
         const bool closed = session_.close_records(records);
@@ -729,28 +664,6 @@ private:
         }
     }
 
-    void refuse_flight_recorder_with_options() const {
-        const auto refuse = [](std::string_view why) {
-            throw std::invalid_argument(
-                fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
-        };
-        if (options_.schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
-        if (!options_.stream_to.empty()) refuse("it keeps the last records in memory, which stream_to writes away");
-        if (options_.accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
-        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs every op, which a ring overwrites");
-        const slow_step_trigger& slow = options_.flight_recorder->slow_step;
-        if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
-            throw std::invalid_argument(fmt::format(
-                "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
-                "give a factor above 1 (or 0: off)", slow.factor));
-        }
-        if (!dump_format_of(options_.flight_recorder->dump_extension)) {
-            throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
-                                                    ".pt.trace.json.gz or .pftrace",
-                                                    options_.flight_recorder->dump_extension));
-        }
-    }
-
     void require_finished(std::string_view call) const {
         // With a schedule the results are the last saved window's, readable while the next records.
         if (session_.is_open() && !options_.schedule) {
@@ -834,10 +747,8 @@ private:
     std::uint64_t window_first_id_ = 0;
     event_list all_events_;
     mutable profiler_stats window_stats_;
-    std::optional<flight_steps> flight_;  // while a flight recorder records
-    std::unique_ptr<hang_watchdog> watchdog_;  // ... with a hang_timeout
+    std::optional<flight_mode> flight_;         // while a flight recorder records
     std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
-    bool crash_dump_installed_ = false;
     mutable std::optional<flight_window> window_flight_;  // the last window was a flight recorder's
     std::unique_ptr<trace_stream> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept
