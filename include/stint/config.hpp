@@ -4,8 +4,8 @@
 
 #include "stint/detail/require_cxx20.hpp"
 
-#include <concepts>
-#include <type_traits>
+#include <concepts>     // std::convertible_to
+#include <type_traits>  // std::is_same_v
 
 namespace stint {
 

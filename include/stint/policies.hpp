@@ -7,7 +7,7 @@
 
 #include "stint/detail/require_cxx20.hpp"
 
-#include <cstddef>
+#include <cstddef>  // std::size_t
 
 namespace stint {
 

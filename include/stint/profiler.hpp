@@ -12,7 +12,7 @@
 #include <utility>      // std::move
 #include <vector>       // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::formatter
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/key_averages.hpp"

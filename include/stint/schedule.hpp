@@ -13,7 +13,7 @@
 #include <string>  // std::string
 #include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::formatter
 
 #include "stint/detail/separate_compilation.hpp"
 

@@ -2,14 +2,14 @@
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint32_t, std::uint64_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <string>            // std::string
+#include <string_view>       // std::string_view
+#include <type_traits>       // std::conditional_t, std::enable_if_t
+#include <utility>           // (unused: kept, nothing here names it)
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"

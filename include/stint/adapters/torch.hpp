@@ -15,16 +15,16 @@
 #error "stint/adapters/torch.hpp needs NDEBUG: libtorch 1.13's RecordFunction::inputs() asserts outside its start callback unless NDEBUG is set. Fix: build with -DNDEBUG (meson's buildtype=release or b_ndebug=true, CMake's Release), or leave the adapter out of debug builds."
 #endif
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <stdexcept>
-#include <string_view>
-#include <utility>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t, std::ptrdiff_t
+#include <cstdint>      // std::int16_t, std::int64_t
+#include <memory>       // std::unique_ptr, std::make_unique
+#include <stdexcept>    // std::logic_error
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
 
-#include <ATen/core/ivalue.h>
-#include <ATen/record_function.h>
+#include <ATen/core/ivalue.h>      // c10::IValue, c10::List, at::Tensor
+#include <ATen/record_function.h>  // at::RecordFunction, at::addGlobalCallback, at::ObserverContext
 
 #include "stint/annotate.hpp"
 

@@ -1,12 +1,12 @@
 #pragma once
 // One finished event, as every analysis and exporter reads it (design §1 step 5).
 
-#include <cstdint>
-#include <limits>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <cstdint>      // std::int64_t, std::uint64_t, std::uint32_t, std::int32_t
+#include <limits>       // std::numeric_limits
+#include <optional>     // std::optional, std::nullopt
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 #include "stint/common/arg_type.hpp"
 #include "stint/common/device.hpp"

@@ -3,11 +3,11 @@
 // not a scope of any thread: the trace draws it on a track of its own (Chrome's "b"/"e" events) and
 // key_averages gives it a row of its own, never charged to a thread's self time (design §11).
 
-#include <atomic>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
+#include <atomic>       // std::memory_order_relaxed
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::exchange, std::move
 
 #include "stint/annotations/detail/point_record.hpp"
 #include "stint/recording/slow_path.hpp"

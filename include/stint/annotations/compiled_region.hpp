@@ -2,14 +2,14 @@
 // Compiled-region annotations in torch.compile's form, "Torch-Compiled Region: <frame>/<compile>",
 // the name trace tools (HTA, Perfetto queries) look for to find the calls of compiled code.
 
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <utility>
+#include <array>          // std::array
+#include <atomic>         // std::memory_order_relaxed
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::uint64_t, std::uint32_t
+#include <mutex>          // std::mutex, std::lock_guard
+#include <string>         // std::string, std::to_string
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::move
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"

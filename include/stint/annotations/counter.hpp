@@ -5,9 +5,9 @@
 // a Perfetto counter track). One relaxed load when nothing records; an instant's work, 16 bytes more,
 // when a session does.
 
-#include <atomic>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstdint>      // std::uint32_t
+#include <string_view>  // std::string_view
 
 #include "stint/annotations/detail/counter_record.hpp"
 #include "stint/common/event_kind.hpp"

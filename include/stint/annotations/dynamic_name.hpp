@@ -4,12 +4,12 @@
 // events). The name is made once per call site and type; each call records a 24-byte record that
 // points to it, as a static site's does.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-#include <type_traits>
-#include <typeinfo>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::conditional_t, std::is_pointer_v
+#include <typeinfo>     // std::type_info, typeid
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"

@@ -7,15 +7,15 @@
 #if __has_include(<bits/stl_algobase.h>)
 #include <bits/stl_algobase.h>  // libstdc++'s std::min alone: <algorithm> costs every file more
 #else
-#include <algorithm>
+#include <algorithm>  // std::min
 #endif
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <span>
-#include <string_view>
+#include <concepts>          // std::integral, std::signed_integral, std::floating_point, std::same_as
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint32_t, std::uint64_t, std::uint8_t, std::uint16_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <span>              // std::span
+#include <string_view>       // std::string_view
 
 #include "stint/common/arg_type.hpp"
 #include "stint/detail/platform.hpp"

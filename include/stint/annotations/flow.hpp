@@ -4,8 +4,8 @@
 // the scope open around it on its thread, and the Chrome trace draws an arrow from one to the other
 // (design §11).
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::memory_order_relaxed
+#include <cstdint>  // std::uint64_t, std::uint32_t
 
 #include "stint/annotations/detail/point_record.hpp"
 #include "stint/recording/slow_path.hpp"

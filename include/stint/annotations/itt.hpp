@@ -9,13 +9,13 @@
 //     using cfg = stint::config<stint::emit_itt, stint::record_shapes>;
 //     STINT_OP(cfg, "aten::mm", a, b);   // ITT task "aten::mm, sizes = [[64, 32], [32, 16]]"
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string_view>
+#include <atomic>       // std::memory_order_relaxed
+#include <cstddef>      // (unused: left from std::byte spans before issue 31)
+#include <cstdint>      // std::uint32_t
+#include <span>         // (unused: left from std::span payloads before issue 31)
+#include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::memory_buffer
 
 #include "stint/annotations/detail/itt_collector.hpp"
 #include "stint/annotations/detail/range_message.hpp"

@@ -4,7 +4,7 @@
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
 // drained (analysis/module_hierarchy.hpp).
 
-#include <string_view>
+#include <string_view>  // std::string_view
 
 #include "stint/scope.hpp"
 #include "stint/recording/site.hpp"

@@ -8,16 +8,16 @@
 //     using cfg = stint::config<stint::emit_nvtx, stint::record_shapes>;
 //     STINT_OP(cfg, "aten::mm", a, b);   // NVTX range "aten::mm, sizes = [[64, 32], [32, 16]]"
 
-#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExt.h>  // nvtxRangePushA, nvtxRangePop, NVTX_NO_PUSH_POP_TRACKING
 
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <span>
-#include <string_view>
+#include <algorithm>    // std::min
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t
+#include <cstring>      // std::memcpy
+#include <span>         // (unused: left from std::span payloads before issue 31)
+#include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::memory_buffer
 
 #include "stint/annotations/detail/range_message.hpp"
 #include "stint/annotations/range_mirror.hpp"

@@ -4,9 +4,9 @@
 // say) only while stint records and costs nothing in between. Never on the hot path: the session calls
 // the hooks from the thread that starts or stops it, outside the registry's lock.
 
-#include <atomic>
-#include <cstddef>
-#include <stdexcept>
+#include <atomic>     // std::atomic, std::atomic_flag, std::memory_order
+#include <cstddef>    // std::size_t
+#include <stdexcept>  // std::invalid_argument, std::length_error
 
 #include "stint/detail/export_macros.hpp"
 

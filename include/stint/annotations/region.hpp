@@ -3,10 +3,10 @@
 // torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
 // its kind's cumulative counters (count, total time), which the framework reads without a session.
 
-#include <atomic>
-#include <concepts>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::memory_order_relaxed
+#include <concepts>     // std::convertible_to
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string_view>  // std::string_view
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"

@@ -5,16 +5,16 @@
 // once by its text, each into a site of its own, so that each event is a plain 24-byte record pointing
 // to it (no allocation, no copy); copy_name copies the name into each event's record instead.
 
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <new>
-#include <stdexcept>
-#include <string_view>
-#include <utility>
+#include <atomic>            // std::memory_order
+#include <concepts>          // std::invocable, std::same_as
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint64_t, std::uint32_t, std::uint8_t, std::uintptr_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <new>               // std::nothrow
+#include <stdexcept>         // std::invalid_argument
+#include <string_view>       // std::string_view
+#include <utility>           // std::exchange
 
 #include "stint/annotations/event_args.hpp"
 #include "stint/capture/detail/config_traits.hpp"

@@ -4,7 +4,7 @@
 // annotate.hpp and passes a struct to STINT_OP. Kept apart because Boost.PFR costs every file that
 // includes it.
 
-#include <type_traits>
+#include <type_traits>  // (unused: kept, nothing here names a trait)
 
 #include "stint/capture/inputs.hpp"
 
@@ -17,7 +17,7 @@
 #endif
 
 #if STINT_USE_PFR
-#include <boost/pfr/core.hpp>
+#include <boost/pfr/core.hpp>  // boost::pfr::for_each_field
 
 namespace stint::detail {
 

@@ -8,13 +8,13 @@
 //     DLTensor t = ...;               // float32, shape {64, 32}, strides null
 //     STINT_OP(cfg, "my::gemm", t);   // Input type "float", Input Dims [64, 32], strides [32, 1]
 
-#include <array>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string_view>
-#include <type_traits>
+#include <array>        // std::array
+#include <concepts>     // std::convertible_to
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint8_t, std::uint16_t, std::uintptr_t
+#include <span>         // std::span
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::remove_cvref_t, std::remove_pointer_t
 
 #include "stint/capture/tensor_address.hpp"
 #include "stint/common/device.hpp"

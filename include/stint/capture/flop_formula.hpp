@@ -4,9 +4,9 @@
 
 #include "stint/detail/require_cxx20.hpp"
 
-#include <concepts>
-#include <cstdint>
-#include <string_view>
+#include <concepts>     // std::convertible_to
+#include <cstdint>      // std::int64_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 

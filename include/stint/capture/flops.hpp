@@ -2,18 +2,18 @@
 // Flop formulas (with_flops): torch's profiler formulas for the common ops, a registry for yours, and
 // the evaluation that runs at drain from recorded shapes (never on the hot path).
 
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <mutex>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
-#include <vector>
+#include <algorithm>      // std::max
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t
+#include <functional>     // std::function
+#include <mutex>          // std::mutex, std::lock_guard
+#include <optional>       // std::optional, std::nullopt
+#include <stdexcept>      // std::invalid_argument
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::move
+#include <vector>         // std::vector
 
 #include "stint/capture/flop_formula.hpp"
 #include "stint/capture/op_inputs.hpp"

@@ -14,23 +14,23 @@
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
 //   7. anything else is a compile error naming the type.
 
-#include <array>
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <array>     // std::array
+#include <atomic>    // std::atomic, std::memory_order_relaxed
+#include <concepts>  // std::convertible_to, std::same_as, std::integral
+#include <cstddef>   // std::size_t, std::byte, std::nullptr_t
+#include <cstdint>   // std::int64_t, std::uint8_t, std::uint32_t, std::uint64_t
+#include <cstring>   // std::memcpy
 #if __has_include(<bits/refwrap.h>)
 #include <bits/refwrap.h>  // libstdc++'s std::reference_wrapper alone: <functional> costs every file more
 #else
-#include <functional>
+#include <functional>  // std::reference_wrapper
 #endif
-#include <optional>
-#include <span>        // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
+#include <optional>     // std::optional, std::nullopt_t
+#include <span>         // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::is_same_v, std::remove_cv_t, std::remove_cvref_t, std::is_floating_point_v
+#include <vector>       // std::vector
 
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/dlpack.hpp"

@@ -4,16 +4,16 @@
 // the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
 // included), then demangled.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string>
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uint32_t, std::uint64_t, std::uintptr_t
+#include <cstring>  // std::memcpy
+#include <string>   // (unused: kept, nothing here names std::string)
 
 #include "stint/capture/detail/frame_walk.hpp"
 #include "stint/detail/export_macros.hpp"
 
 #if defined(__linux__) && defined(__GLIBC__)
-#include <execinfo.h>
+#include <execinfo.h>  // ::backtrace
 #define STINT_DETAIL_HAS_BACKTRACE 1
 #else
 #define STINT_DETAIL_HAS_BACKTRACE 0

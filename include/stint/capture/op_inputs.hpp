@@ -2,14 +2,14 @@
 // One op's captured inputs, decoded from its record at drain: what flop formulas read (and what the
 // trace's "Input Dims" / "Input type" / "Concrete Inputs" are formatted from).
 
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <limits>       // (unused: kept, nothing here names std::numeric_limits)
+#include <span>         // (unused: kept, nothing here names std::span)
+#include <string>       // (unused: left from op_input, now in analysis/event.hpp)
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
+#include <vector>       // std::vector
 
 #include "stint/analysis/event.hpp"
 

@@ -3,8 +3,8 @@
 // op open around the call, so that an execution trace can tell which op produced the tensors another
 // consumed.
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // std::byte
+#include <cstdint>  // std::uint32_t, std::uint64_t
 
 #include "stint/capture/inputs.hpp"
 #include "stint/policies.hpp"

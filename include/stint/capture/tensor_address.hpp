@@ -2,7 +2,7 @@
 // Where a tensor's elements are (stint::tensor_address): what input_writer::tensor takes from traits
 // and built-in captures (inputs.hpp, dlpack.hpp) to give the execution trace tensor and storage ids.
 
-#include <cstddef>
+#include <cstddef>  // std::size_t
 
 #include "stint/common/device.hpp"
 

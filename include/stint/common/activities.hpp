@@ -1,8 +1,8 @@
 #pragma once
 // What a session profiles (torch's ProfilerActivity): the CPU, the device, or both.
 
-#include <cstdint>
-#include <initializer_list>
+#include <cstdint>           // std::uint8_t
+#include <initializer_list>  // std::initializer_list
 
 namespace stint {
 

@@ -1,7 +1,7 @@
 #pragma once
 // What a named argument of an event holds (stint::add_args): the record and the event list both say it.
 
-#include <cstdint>
+#include <cstdint>  // std::uint8_t
 
 namespace stint {
 

@@ -4,8 +4,8 @@
 
 #include "stint/detail/require_cxx20.hpp"
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::int32_t, std::uint8_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 

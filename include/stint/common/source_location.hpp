@@ -3,7 +3,7 @@
 
 #include "stint/detail/require_cxx20.hpp"
 
-#include <cstdint>
+#include <cstdint>  // std::uint32_t
 
 namespace stint {
 

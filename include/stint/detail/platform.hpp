@@ -1,18 +1,18 @@
 #pragma once
 // The few OS facts stint needs: thread ids and names, the process id, fork hooks.
 
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <string_view>
+#include <cstdint>      // std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string>       // std::string
+#include <string_view>  // std::string_view
 
 #if defined(__linux__)
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <pthread.h>      // pthread_self, pthread_getname_np, pthread_setname_np
+#include <sys/syscall.h>  // SYS_gettid
+#include <unistd.h>       // ::syscall, ::getpid
 #elif defined(__APPLE__)
-#include <pthread.h>
-#include <unistd.h>
+#include <pthread.h>  // pthread_threadid_np, pthread_getname_np, pthread_setname_np
+#include <unistd.h>   // ::getpid
 #endif
 
 namespace stint::detail {

@@ -17,5 +17,5 @@
 #error "3. with meson, add default_options: ['cpp_std=c++20'] to project()."
 // Stop here: the rest of stint would only add hundreds of errors that follow from this one. A missing
 // header is the one error gcc and clang treat as fatal.
-#include <stint: C++20 is required, see the error above>
+#include <stint: C++20 is required, see the error above>  // deliberately missing: a fatal error stops here
 #endif

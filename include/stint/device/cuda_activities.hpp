@@ -4,7 +4,7 @@
 // CUDA's headers, so a program without the policy compiles with no toolkit), and the file that runs the
 // profiler includes <stint/stint.hpp> too.
 
-#include <cstdint>
+#include <cstdint>  // std::uint64_t
 
 #include "stint/device/cupti_collector.hpp"
 #include "stint/device/device_capture.hpp"

@@ -18,16 +18,16 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
 #endif
-#include <cuda.h>
-#include <cupti.h>
+#include <cuda.h>   // ::cuInit, ::cuDriverGetVersion, ::cuDeviceGet (their types, for cuda_driver_table)
+#include <cupti.h>  // CUpti_Activity* records, ::cuptiActivityEnable, ::cuptiSubscribe (types only)
 #if defined(__clang__)
 #pragma clang diagnostic pop
 #elif defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // (unused here: std::size_t for cupti_collector.hpp, cupti_library.hpp)
+#include <cstdint>  // std::uint32_t
 
 static_assert(CUPTI_API_VERSION >= 130000,
               "stint: cuda_activities reads the activity records of CUPTI 13 (CUDA 13 toolkit); these headers are "

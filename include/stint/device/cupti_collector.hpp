@@ -3,17 +3,17 @@
 // whether it works, runs device sessions (enable, external correlation, buffers, flush) and decodes
 // their records. One per process, leaked: CUPTI's worker thread may deliver buffers during exit.
 
-#include <algorithm>
-#include <atomic>
-#include <cstdint>
-#include <cstdlib>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
+#include <algorithm>  // std::find, std::sort, std::max
+#include <atomic>     // std::atomic, std::memory_order
+#include <cstdint>    // std::uint64_t, std::uint8_t, std::uint32_t, std::int32_t
+#include <cstdlib>    // std::aligned_alloc, std::free, std::getenv
+#include <mutex>      // std::mutex, std::lock_guard, std::unique_lock
+#include <optional>   // std::optional
+#include <string>     // std::string
+#include <utility>    // std::move
+#include <vector>     // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/device/activity_decoder.hpp"

@@ -2,18 +2,18 @@
 // Finding and loading libcupti (and reaching the libcuda the program loaded) with dlopen: stint never
 // links them, so a program built with cuda_activities runs where neither exists, CPU-only.
 
-#include <dlfcn.h>
-#include <glob.h>
-#include <unistd.h>
+#include <dlfcn.h>   // ::dlopen, ::dlsym, ::dlerror
+#include <glob.h>    // ::glob, ::globfree, glob_t
+#include <unistd.h>  // ::access, F_OK
 
-#include <algorithm>
-#include <cstdint>
-#include <cstdlib>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <algorithm>    // std::find
+#include <cstdint>      // std::uint32_t
+#include <cstdlib>      // std::getenv
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/device/cupti_api.hpp"
 

@@ -3,13 +3,13 @@
 // collector's own format (CUPTI records) into plain values, and the collection's report. No CUDA type
 // appears here: the drain and every analysis compile without the toolkit.
 
-#include <cstddef>
-#include <cstdint>
-#include <deque>
-#include <map>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::int32_t
+#include <deque>        // std::deque
+#include <map>          // std::map
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 #include "stint/analysis/event.hpp"
 #include "stint/common/event_kind.hpp"

@@ -3,8 +3,8 @@
 // backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
 // it to itself. Without one, scopes and profilers contain no device code.
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order
+#include <cstdint>  // std::uint64_t, std::uint32_t
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/buffer.hpp"

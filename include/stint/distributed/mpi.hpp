@@ -13,7 +13,7 @@
 //     prof.export_chrome_trace(fmt::format("rank{}.pt.trace.json", job.rank()));  // with the offset
 //     job.export_chrome_trace(prof, "job.pt.trace.json");                        // rank 0 writes it
 
-#include <mpi.h>
+#include <mpi.h>  // MPI_Comm
 
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int64_t, std::uint64_t

@@ -8,9 +8,9 @@
 // not take the program's allocator over without being asked. Write the macro once, at namespace
 // scope, in one .cpp of the executable.
 
-#include <cstddef>
-#include <cstdlib>
-#include <new>
+#include <cstddef>  // std::size_t, std::max_align_t
+#include <cstdlib>  // std::malloc, std::aligned_alloc, std::free
+#include <new>      // std::nothrow_t, std::align_val_t, std::get_new_handler
 
 #include "stint/memory/out_of_memory.hpp"
 #include "stint/memory/report.hpp"

@@ -2,10 +2,10 @@
 // The error stint's tracking adapters throw when their allocator fails: a std::bad_alloc that says
 // what it tried to allocate (torch's "Tried to allocate ..." message).
 
-#include <cstddef>
-#include <cstdio>
-#include <new>
-#include <string_view>
+#include <cstddef>      // std::size_t
+#include <cstdio>       // std::snprintf
+#include <new>          // std::bad_alloc
+#include <string_view>  // std::string_view
 
 #include "stint/common/device.hpp"
 

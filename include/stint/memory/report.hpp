@@ -2,9 +2,9 @@
 // Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
 // report_alloc / report_free / report_oom; the adapters in this folder call them for you.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t, std::uint32_t, std::uint8_t, std::uint64_t
 
 #include "stint/common/device.hpp"
 #include "stint/recording/slow_path.hpp"

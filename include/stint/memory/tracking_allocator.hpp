@@ -1,10 +1,10 @@
 #pragma once
 // A standard allocator that reports what it allocates and frees to a profile_memory session.
 
-#include <cstddef>
-#include <memory>
-#include <new>
-#include <type_traits>
+#include <cstddef>      // std::size_t
+#include <memory>       // std::allocator, std::allocator_traits
+#include <new>          // std::bad_alloc
+#include <type_traits>  // std::is_nothrow_copy_constructible_v
 
 #include "stint/memory/out_of_memory.hpp"
 #include "stint/memory/report.hpp"

@@ -1,9 +1,9 @@
 #pragma once
 // A std::pmr::memory_resource that reports what it allocates and frees to a profile_memory session.
 
-#include <cstddef>
-#include <memory_resource>
-#include <new>
+#include <cstddef>          // std::size_t
+#include <memory_resource>  // std::pmr::memory_resource, std::pmr::get_default_resource
+#include <new>              // std::bad_alloc
 
 #include "stint/memory/out_of_memory.hpp"
 #include "stint/memory/report.hpp"

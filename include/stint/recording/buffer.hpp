@@ -2,11 +2,11 @@
 // Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
 // exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order_release
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::uintptr_t, std::uint16_t
+#include <cstring>      // (unused: kept, nothing here names std::memcpy)
+#include <string_view>  // std::string_view
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/site.hpp"

@@ -12,18 +12,18 @@
 // Machines differ (an earlier VM of this project faulted huge pages in at a quarter of the speed of
 // small ones), so allocate_largest() measures both ways as it goes and takes the cheaper.
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <new>
-#include <span>
-#include <unordered_map>
+#include <algorithm>      // std::max
+#include <atomic>         // std::atomic, std::memory_order_relaxed
+#include <chrono>         // std::chrono::steady_clock, std::chrono::duration_cast
+#include <cstddef>        // std::size_t, std::byte
+#include <cstdint>        // std::int64_t, std::uintptr_t, std::uint32_t
+#include <mutex>          // std::mutex, std::lock_guard
+#include <new>            // ::operator new, std::align_val_t, placement new
+#include <span>           // std::span
+#include <unordered_map>  // std::unordered_map
 
 #if defined(__linux__)
-#include <sys/mman.h>
+#include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
 #endif
 
 // LeakSanitizer scans the heap, not memory mapped by hand: a heap chunk that only a slab's chunk points
@@ -36,7 +36,7 @@
 #endif
 #endif
 #if defined(STINT_DETAIL_LSAN_ROOTS)
-#include <sanitizer/lsan_interface.h>
+#include <sanitizer/lsan_interface.h>  // __lsan_register_root_region, __lsan_unregister_root_region
 #endif
 
 #include "stint/recording/buffer.hpp"

@@ -2,9 +2,9 @@
 // The tick clock's calibration: anchors against steady_clock and the wall clock, and the rate that
 // converts ticks (ticks.hpp, read on the hot path) to nanoseconds at drain.
 
-#include <chrono>
-#include <cstdint>
-#include <cstdlib>
+#include <chrono>   // std::chrono::steady_clock, std::chrono::system_clock, std::chrono::duration_cast
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <cstdlib>  // std::getenv, std::strtoll
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/ticks.hpp"

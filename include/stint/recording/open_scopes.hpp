@@ -8,11 +8,11 @@
 // Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
 // already holds in a register, so any other session pays one untaken branch.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <atomic>       // std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string_view>  // std::string_view
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/buffer.hpp"

@@ -2,8 +2,8 @@
 // Call-site descriptors: everything about a site that is the same for every event it records lives
 // here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint8_t
+#include <string_view>  // std::string_view
 
 #include "stint/common/event_kind.hpp"
 #include "stint/common/source_location.hpp"

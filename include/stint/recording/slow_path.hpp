@@ -10,13 +10,13 @@
 // visibility has a buffer of its own per thread, and the registry code that serves it may sit in
 // another object.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-#include <string_view>
-#include <typeinfo>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <new>          // placement new
+#include <string_view>  // std::string_view
+#include <typeinfo>     // std::type_info
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/platform.hpp"

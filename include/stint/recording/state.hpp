@@ -1,8 +1,8 @@
 #pragma once
 // The process's recording flag: what every scope reads once on entry, and `stint::is_recording()`.
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstdint>  // std::uint32_t
 
 #include "stint/detail/export_macros.hpp"
 

@@ -2,10 +2,10 @@
 // A thread's entry in the registry: what the drain reads of a thread's buffer, and the counts the
 // owning thread keeps in it (drops, cut names).
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string>
+#include <atomic>   // std::atomic, std::atomic_flag, std::memory_order
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uint64_t, std::uint32_t
+#include <string>   // std::string
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/buffer.hpp"

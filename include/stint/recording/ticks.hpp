@@ -2,10 +2,10 @@
 // The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
 // aarch64, steady_clock elsewhere), read on the hot path; clock.hpp converts it to nanoseconds at drain.
 
-#include <cstdint>
+#include <cstdint>  // std::uint64_t
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
-#include <chrono>
+#include <chrono>  // std::chrono::steady_clock, std::chrono::duration_cast, std::chrono::nanoseconds
 #endif
 
 #include "stint/detail/export_macros.hpp"

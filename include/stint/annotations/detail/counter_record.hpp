@@ -3,12 +3,12 @@
 // value in an 8-byte payload whose header's aux says how to read it. 40 bytes, appended inline as an
 // instant's 24 are; a new session or a full chunk goes to append_record_payload.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-#include <type_traits>
+#include <atomic>       // std::memory_order
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::int64_t, INT64_MAX
+#include <cstring>      // std::memcpy
+#include <new>          // placement new
+#include <type_traits>  // std::is_arithmetic_v, std::is_floating_point_v, std::is_unsigned_v
 
 #include "stint/common/event_kind.hpp"
 #include "stint/detail/export_macros.hpp"

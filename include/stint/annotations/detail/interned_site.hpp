@@ -3,8 +3,8 @@
 // the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
 // event, and the name is made once, not per call.
 
-#include <string>
-#include <utility>
+#include <string>   // std::string
+#include <utility>  // std::move
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/site.hpp"

@@ -8,17 +8,17 @@
 // to build (Debian has none). The layouts below are the protocol's (ittnotify.h, ittnotify_config.h:
 // 8-byte packing, which is the natural alignment of these members on 64-bit Linux).
 
-#include <dlfcn.h>
-#include <pthread.h>
+#include <dlfcn.h>    // ::dlopen, ::dlsym, ::dlerror
+#include <pthread.h>  // pthread_mutex_t, pthread_mutex_init, pthread_mutexattr_settype
 
-#include <atomic>
-#include <cstdint>
-#include <cstdlib>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <string>
-#include <string_view>
+#include <atomic>       // std::atomic
+#include <cstdint>      // std::uint8_t
+#include <cstdlib>      // std::getenv
+#include <functional>   // std::less
+#include <map>          // std::map
+#include <mutex>        // std::mutex, std::lock_guard
+#include <string>       // std::string
+#include <string_view>  // std::string_view
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/common/warning.hpp"

@@ -3,10 +3,10 @@
 // drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
 // an async span's beginning, a runtime name (design §11).
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order_relaxed
+#include <cstddef>      // (unused: kept, nothing here names std::size_t)
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string_view>  // std::string_view
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/buffer.hpp"

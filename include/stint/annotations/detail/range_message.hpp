@@ -2,13 +2,13 @@
 // The text of a mirrored op's range when its inputs were captured, shared by the range mirrors
 // (emit_nvtx, emit_itt): torch's "aten::mm, sizes = [[64, 32], [32, 16]]" (a non-tensor input is []).
 
-#include <cstddef>
-#include <cstdint>
-#include <iterator>
-#include <span>
-#include <string_view>
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint32_t
+#include <iterator>     // std::back_inserter
+#include <span>         // std::span
+#include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::memory_buffer, fmt::format_to
 
 #include "stint/capture/detail/input_decoding.hpp"
 #include "stint/recording/slow_path.hpp"

@@ -2,11 +2,11 @@
 // The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
 // updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
 
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <array>        // std::array
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t
+#include <string_view>  // std::string_view
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/recording/site.hpp"

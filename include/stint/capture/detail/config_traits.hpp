@@ -3,9 +3,9 @@
 // records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
 // scope.hpp pick their type from these; nothing here runs while recording.
 
-#include <cstddef>
-#include <initializer_list>
-#include <type_traits>
+#include <cstddef>           // std::size_t
+#include <initializer_list>  // std::initializer_list
+#include <type_traits>       // std::conditional_t
 
 #include "stint/capture/flop_formula.hpp"
 #include "stint/config.hpp"

@@ -6,12 +6,12 @@
 // thread runs, so a frame built without frame pointers (whose "frame pointer" is any value a
 // function left in the register) ends the chain or yields wrong frames, never a fault.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uintptr_t, std::uint32_t, std::uint64_t
+#include <cstring>  // std::memcpy
 
 #if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
-#include <pthread.h>
+#include <pthread.h>  // ::pthread_getattr_np, ::pthread_attr_getstack, ::pthread_self
 #define STINT_DETAIL_HAS_FRAME_WALK 1
 #else
 #define STINT_DETAIL_HAS_FRAME_WALK 0

@@ -18,8 +18,8 @@
 //     *_list                 u8 flags, u8 count, count x 8 bytes (bool_list: count x 1 byte)
 //     string                 u8 flags, u16 length, bytes
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint8_t, std::uint32_t, std::uint64_t, std::int16_t
 
 namespace stint::detail {
 

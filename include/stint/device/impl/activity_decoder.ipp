@@ -3,14 +3,14 @@
 
 #include "stint/device/activity_decoder.hpp"
 
-#include <cxxabi.h>
+#include <cxxabi.h>  // abi::__cxa_demangle
 
 #include <cstdlib>  // std::free
 #include <cstring>  // std::memcpy
 #include <memory>  // std::unique_ptr
 #include <utility>  // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 namespace stint::detail {
 

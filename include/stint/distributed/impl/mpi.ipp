@@ -10,7 +10,7 @@
 #include <utility>    // std::move
 #include <vector>     // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/detail/platform.hpp"
 #include "stint/export/json_writer.hpp"

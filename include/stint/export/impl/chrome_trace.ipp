@@ -7,7 +7,7 @@
 #include <cstddef>    // std::size_t, std::ptrdiff_t
 
 #include <fmt/compile.h>  // FMT_COMPILE
-#include <fmt/format.h>
+#include <fmt/format.h>   // fmt::format_to, fmt::memory_buffer, fmt::to_string
 
 #include "stint/capture/detail/input_decoding.hpp"
 #include "stint/detail/export_macros.hpp"

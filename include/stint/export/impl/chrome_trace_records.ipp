@@ -9,7 +9,7 @@
 #include <unordered_set>  // std::unordered_set
 
 #include <fmt/compile.h>  // FMT_COMPILE
-#include <fmt/format.h>
+#include <fmt/format.h>   // fmt::format_to, fmt::format, fmt::memory_buffer, fmt::to_string
 
 #include "stint/export/output_file.hpp"
 

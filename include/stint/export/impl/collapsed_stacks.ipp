@@ -8,7 +8,7 @@
 #include <optional>   // std::optional
 #include <stdexcept>  // std::invalid_argument
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format_to, fmt::format, fmt::join
 
 #include "stint/export/output_file.hpp"
 

@@ -7,7 +7,7 @@
 #include <optional>   // std::optional
 #include <utility>    // std::pair
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 namespace stint::detail {
 

@@ -7,7 +7,7 @@
 #include <system_error>  // std::errc
 #include <utility>       // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/export/utf8.hpp"
 

@@ -9,7 +9,7 @@
 #include <stdexcept>  // std::invalid_argument
 #include <utility>    // std::pair
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format_to, fmt::format
 
 #include "stint/export/output_file.hpp"
 #include "stint/export/utf8.hpp"

@@ -7,7 +7,7 @@
 #include <cmath>  // std::fmax, std::fmin, std::nextafter
 
 #include <fmt/compile.h>  // FMT_COMPILE
-#include <fmt/format.h>
+#include <fmt/format.h>   // fmt::format_to
 
 #include "stint/export/device_trace.hpp"
 #include "stint/export/json_writer.hpp"

@@ -8,10 +8,10 @@
 #include <stdexcept>     // std::logic_error
 #include <system_error>  // std::system_error, std::generic_category
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <fcntl.h>   // ::open, O_WRONLY, O_CREAT, O_CLOEXEC
+#include <unistd.h>  // ::write, ::close, ::access, ::unlink
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/recording/registry.hpp"
 

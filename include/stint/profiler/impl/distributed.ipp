@@ -8,7 +8,7 @@
 #include <stdexcept>  // std::invalid_argument
 #include <utility>    // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
 
 #include "stint/export/json_writer.hpp"
 #include "stint/common/warning.hpp"

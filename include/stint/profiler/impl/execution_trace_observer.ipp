@@ -6,7 +6,7 @@
 #include <stdexcept>  // std::logic_error, std::invalid_argument
 #include <utility>    // std::exchange, std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/common/warning.hpp"
 #include "stint/recording/buffer.hpp"

@@ -11,7 +11,7 @@
 #include <system_error>  // std::system_error
 #include <utility>       // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
 
 #include "stint/analysis/key_averages.hpp"
 #include "stint/detail/platform.hpp"

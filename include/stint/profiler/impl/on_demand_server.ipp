@@ -2,13 +2,13 @@
 // The bodies of profiler/on_demand_server.hpp: the request parser, the socket's listener and the captures it runs.
 #include "stint/profiler/on_demand_server.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/un.h>
-#include <unistd.h>
+#include <fcntl.h>       // O_CLOEXEC
+#include <poll.h>        // ::poll, pollfd, POLLIN
+#include <sys/socket.h>  // ::socket, ::bind, ::listen, ::accept4, ::getsockopt
+#include <sys/stat.h>    // ::mkdir, ::lstat, ::chmod, S_ISDIR
+#include <sys/types.h>   // ssize_t
+#include <sys/un.h>      // sockaddr_un
+#include <unistd.h>      // ::close, ::write, ::unlink, ::geteuid, ::pipe2
 
 #include <algorithm>     // std::replace
 #include <cerrno>        // errno, EINTR, EEXIST
@@ -20,7 +20,7 @@
 #include <system_error>  // std::system_error, std::generic_category, std::errc
 #include <utility>       // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/stint.hpp"  // the profiler and what it needs, in their order
 #include "stint/detail/platform.hpp"

@@ -17,7 +17,7 @@
 #include <utility>       // std::move, std::exchange, std::pair
 #include <vector>        // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string, fmt::format_to_n
 
 #include "stint/profiler/profiler_core.hpp"
 #include "stint/analysis/key_averages.hpp"

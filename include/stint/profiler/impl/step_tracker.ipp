@@ -4,7 +4,7 @@
 
 #include <algorithm>  // std::find_if, std::max
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

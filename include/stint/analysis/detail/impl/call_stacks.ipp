@@ -9,7 +9,7 @@
 #include <map>            // std::map
 #include <unordered_map>  // std::unordered_map
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #include "stint/analysis/event.hpp"
 #include "stint/capture/detail/native_symbols.hpp"

@@ -7,7 +7,7 @@
 #include <iterator>  // std::back_inserter
 #include <utility>  // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format_to
 
 namespace stint::detail {
 

@@ -9,14 +9,14 @@
 #include <memory>  // std::unique_ptr
 #include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
-#include <cxxabi.h>
-#include <elf.h>
-#include <fcntl.h>
-#include <link.h>
-#include <unistd.h>
+#include <cxxabi.h>  // abi::__cxa_demangle
+#include <elf.h>     // Elf64_Ehdr, Elf64_Shdr, Elf64_Sym
+#include <fcntl.h>   // ::open, O_RDONLY, O_CLOEXEC
+#include <link.h>    // ::dl_iterate_phdr, dl_phdr_info
+#include <unistd.h>  // ::pread, ::close
 #endif
 
 namespace stint::detail {

@@ -7,7 +7,7 @@
 #include <cstdlib>  // std::free
 
 #if STINT_DETAIL_HAS_CXXABI
-#include <cxxabi.h>
+#include <cxxabi.h>  // abi::__cxa_demangle
 #endif
 
 namespace stint::detail {
