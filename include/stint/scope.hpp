@@ -9,7 +9,6 @@
 #include <string>            // std::string
 #include <string_view>       // std::string_view
 #include <type_traits>       // std::conditional_t, std::enable_if_t
-#include <utility>           // (unused: kept, nothing here names it)
 
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/open_scopes.hpp"

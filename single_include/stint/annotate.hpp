@@ -40,7 +40,7 @@
 #error "3. with meson, add default_options: ['cpp_std=c++20'] to project()."
 // Stop here: the rest of stint would only add hundreds of errors that follow from this one. A missing
 // header is the one error gcc and clang treat as fatal.
-#include <stint: C++20 is required, see the error above>
+#include <stint: C++20 is required, see the error above>  // deliberately missing: a fatal error stops here
 #endif
 #endif  // STINT_SINGLE_STINT_DETAIL_REQUIRE_CXX20_HPP
 // ---- end stint/detail/require_cxx20.hpp ----
@@ -52,8 +52,8 @@
 // no code, no branch and no bytes in the record.
 
 
-#include <concepts>
-#include <type_traits>
+#include <concepts>     // std::convertible_to
+#include <type_traits>  // std::is_same_v
 
 namespace stint {
 
@@ -134,7 +134,7 @@ concept configuration = requires {
 // `config::has` answers for), and a tag may `imply` another, as with_flops implies record_shapes.
 
 
-#include <cstddef>
+#include <cstddef>  // std::size_t
 
 namespace stint {
 
@@ -327,8 +327,8 @@ struct profile_memory {};
 #define STINT_SINGLE_STINT_RECORDING_STATE_HPP
 // The process's recording flag: what every scope reads once on entry, and `stint::is_recording()`.
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstdint>  // std::uint32_t
 
 
 namespace stint::detail {
@@ -377,13 +377,13 @@ inline bool is_recording() noexcept {
 // visibility has a buffer of its own per thread, and the registry code that serves it may sit in
 // another object.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-#include <string_view>
-#include <typeinfo>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <new>          // placement new
+#include <string_view>  // std::string_view
+#include <typeinfo>     // std::type_info
 
 
 // ---- begin stint/detail/platform.hpp ----
@@ -391,18 +391,18 @@ inline bool is_recording() noexcept {
 #define STINT_SINGLE_STINT_DETAIL_PLATFORM_HPP
 // The few OS facts stint needs: thread ids and names, the process id, fork hooks.
 
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <string_view>
+#include <cstdint>      // std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string>       // std::string
+#include <string_view>  // std::string_view
 
 #if defined(__linux__)
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <pthread.h>      // pthread_self, pthread_getname_np, pthread_setname_np
+#include <sys/syscall.h>  // SYS_gettid
+#include <unistd.h>       // ::syscall, ::getpid
 #elif defined(__APPLE__)
-#include <pthread.h>
-#include <unistd.h>
+#include <pthread.h>  // pthread_threadid_np, pthread_getname_np, pthread_setname_np
+#include <unistd.h>   // ::getpid
 #endif
 
 namespace stint::detail {
@@ -465,11 +465,10 @@ inline void set_os_thread_name(std::string_view name) noexcept {
 // Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
 // exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order_release
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::uintptr_t, std::uint16_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/recording/site.hpp ----
@@ -478,8 +477,8 @@ inline void set_os_thread_name(std::string_view name) noexcept {
 // Call-site descriptors: everything about a site that is the same for every event it records lives
 // here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint8_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/common/event_kind.hpp ----
@@ -488,8 +487,8 @@ inline void set_os_thread_name(std::string_view name) noexcept {
 // What produced an event: vocabulary shared by the recording engine (sites) and the analysis (events).
 
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint8_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 
@@ -581,7 +580,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
 // Where a site is in the source: vocabulary shared by the recording engine and the analysis.
 
 
-#include <cstdint>
+#include <cstdint>  // std::uint32_t
 
 namespace stint {
 
@@ -604,9 +603,9 @@ struct source_location {
 // themselves (flops.hpp) because every site descriptor holds one.
 
 
-#include <concepts>
-#include <cstdint>
-#include <string_view>
+#include <concepts>     // std::convertible_to
+#include <cstdint>      // std::int64_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 
@@ -903,10 +902,10 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 // The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
 // aarch64, steady_clock elsewhere), read on the hot path; clock.hpp converts it to nanoseconds at drain.
 
-#include <cstdint>
+#include <cstdint>  // std::uint64_t
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
-#include <chrono>
+#include <chrono>  // std::chrono::steady_clock, std::chrono::duration_cast, std::chrono::nanoseconds
 #endif
 
 
@@ -950,10 +949,10 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
 // A thread's entry in the registry: what the drain reads of a thread's buffer, and the counts the
 // owning thread keeps in it (drops, cut names).
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string>
+#include <atomic>   // std::atomic, std::atomic_flag, std::memory_order
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uint64_t, std::uint32_t
+#include <string>   // std::string
 
 
 namespace stint::detail {
@@ -1257,14 +1256,13 @@ inline void set_thread_name(std::string_view name) {
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint32_t, std::uint64_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <string>            // std::string
+#include <string_view>       // std::string_view
+#include <type_traits>       // std::conditional_t, std::enable_if_t
 
 
 // ---- begin stint/recording/open_scopes.hpp ----
@@ -1279,11 +1277,11 @@ inline void set_thread_name(std::string_view name) {
 // Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
 // already holds in a register, so any other session pays one untaken branch.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <atomic>       // std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -1387,9 +1385,8 @@ STINT_DETAIL_ALWAYS_INLINE void append_scope_record(const site* where, std::uint
 // mirror's cost is not charged to stint's times (design §12). Without one, scopes contain no mirror
 // code and no tool's header is included.
 
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint32_t
+#include <string_view>  // std::string_view (a mirror's push_named, in a doc comment only)
 
 
 namespace stint::detail {
@@ -1486,9 +1483,9 @@ private:
 // records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
 // scope.hpp pick their type from these; nothing here runs while recording.
 
-#include <cstddef>
-#include <initializer_list>
-#include <type_traits>
+#include <cstddef>           // std::size_t
+#include <initializer_list>  // std::initializer_list
+#include <type_traits>       // std::conditional_t
 
 
 namespace stint::detail {
@@ -1584,23 +1581,23 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
 //   7. anything else is a compile error naming the type.
 
-#include <array>
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <array>     // std::array
+#include <atomic>    // std::atomic, std::memory_order_relaxed
+#include <concepts>  // std::convertible_to, std::same_as, std::integral
+#include <cstddef>   // std::size_t, std::byte, std::nullptr_t
+#include <cstdint>   // std::int64_t, std::uint8_t, std::uint32_t, std::uint64_t
+#include <cstring>   // std::memcpy
 #if __has_include(<bits/refwrap.h>)
 #include <bits/refwrap.h>  // libstdc++'s std::reference_wrapper alone: <functional> costs every file more
 #else
-#include <functional>
+#include <functional>  // std::reference_wrapper
 #endif
-#include <optional>
-#include <span>        // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
+#include <optional>     // std::optional, std::nullopt_t
+#include <span>         // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::is_same_v, std::remove_cv_t, std::remove_cvref_t, std::is_floating_point_v
+#include <vector>       // std::vector
 
 
 // ---- begin stint/capture/detail/input_encoding.hpp ----
@@ -1625,8 +1622,8 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 //     *_list                 u8 flags, u8 count, count x 8 bytes (bool_list: count x 1 byte)
 //     string                 u8 flags, u16 length, bytes
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint8_t, std::uint32_t, std::uint64_t, std::int16_t
 
 namespace stint::detail {
 
@@ -1686,13 +1683,13 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 //     DLTensor t = ...;               // float32, shape {64, 32}, strides null
 //     STINT_OP(cfg, "my::gemm", t);   // Input type "float", Input Dims [64, 32], strides [32, 1]
 
-#include <array>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string_view>
-#include <type_traits>
+#include <array>        // std::array
+#include <concepts>     // std::convertible_to
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint8_t, std::uint16_t, std::uintptr_t
+#include <span>         // std::span
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::remove_cvref_t, std::remove_pointer_t
 
 
 // ---- begin stint/capture/tensor_address.hpp ----
@@ -1701,7 +1698,7 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 // Where a tensor's elements are (stint::tensor_address): what input_writer::tensor takes from traits
 // and built-in captures (inputs.hpp, dlpack.hpp) to give the execution trace tensor and storage ids.
 
-#include <cstddef>
+#include <cstddef>  // std::size_t
 
 
 // ---- begin stint/common/device.hpp ----
@@ -1711,8 +1708,8 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 // events (a kernel's device), the device collectors and memory reporting.
 
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::int32_t, std::uint8_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 
@@ -2710,10 +2707,9 @@ inline void set_record_concrete_inputs(bool enabled) noexcept {
 // the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
 // included), then demangled.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string>
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uint32_t, std::uint64_t, std::uintptr_t
+#include <cstring>  // std::memcpy
 
 
 // ---- begin stint/capture/detail/frame_walk.hpp ----
@@ -2726,12 +2722,12 @@ inline void set_record_concrete_inputs(bool enabled) noexcept {
 // thread runs, so a frame built without frame pointers (whose "frame pointer" is any value a
 // function left in the register) ends the chain or yields wrong frames, never a fault.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uintptr_t, std::uint32_t, std::uint64_t
+#include <cstring>  // std::memcpy
 
 #if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
-#include <pthread.h>
+#include <pthread.h>  // ::pthread_getattr_np, ::pthread_attr_getstack, ::pthread_self
 #define STINT_DETAIL_HAS_FRAME_WALK 1
 #else
 #define STINT_DETAIL_HAS_FRAME_WALK 0
@@ -2836,7 +2832,7 @@ inline const stack_bounds& this_thread_stack() noexcept {
 // ---- end stint/capture/detail/frame_walk.hpp ----
 
 #if defined(__linux__) && defined(__GLIBC__)
-#include <execinfo.h>
+#include <execinfo.h>  // ::backtrace
 #define STINT_DETAIL_HAS_BACKTRACE 1
 #else
 #define STINT_DETAIL_HAS_BACKTRACE 0
@@ -2975,8 +2971,8 @@ inline void warm_native_stacks() noexcept {
 // backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
 // it to itself. Without one, scopes and profilers contain no device code.
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order
+#include <cstdint>  // std::uint64_t, std::uint32_t
 
 
 namespace stint::detail {
@@ -3561,8 +3557,8 @@ private:
 // op open around the call, so that an execution trace can tell which op produced the tensors another
 // consumed.
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // std::byte
+#include <cstdint>  // std::uint32_t, std::uint64_t
 
 
 namespace stint::detail {
@@ -3630,7 +3626,7 @@ void record_outputs(const Values&... values) noexcept {
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
 // drained (analysis/module_hierarchy.hpp).
 
-#include <string_view>
+#include <string_view>  // std::string_view
 
 
 namespace stint {
@@ -3681,10 +3677,10 @@ public:
 // torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
 // its kind's cumulative counters (count, total time), which the framework reads without a session.
 
-#include <atomic>
-#include <concepts>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::memory_order_relaxed
+#include <concepts>     // std::convertible_to
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/annotations/detail/region_counter.hpp ----
@@ -3693,11 +3689,11 @@ public:
 // The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
 // updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
 
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <array>        // std::array
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -3875,12 +3871,12 @@ private:
 // events). The name is made once per call site and type; each call records a 24-byte record that
 // points to it, as a static site's does.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-#include <type_traits>
-#include <typeinfo>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::conditional_t, std::is_pointer_v
+#include <typeinfo>     // std::type_info, typeid
 
 
 // ---- begin stint/annotations/detail/interned_site.hpp ----
@@ -3890,8 +3886,8 @@ private:
 // the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
 // event, and the name is made once, not per call.
 
-#include <string>
-#include <utility>
+#include <string>   // std::string
+#include <utility>  // std::move
 
 
 namespace stint::detail {
@@ -4037,8 +4033,8 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 // the scope open around it on its thread, and the Chrome trace draws an arrow from one to the other
 // (design §11).
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::memory_order_relaxed
+#include <cstdint>  // std::uint64_t, std::uint32_t
 
 
 // ---- begin stint/annotations/detail/point_record.hpp ----
@@ -4048,10 +4044,9 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 // drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
 // an async span's beginning, a runtime name (design §11).
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order_relaxed
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -4169,11 +4164,11 @@ private:
 // not a scope of any thread: the trace draws it on a track of its own (Chrome's "b"/"e" events) and
 // key_averages gives it a row of its own, never charged to a thread's self time (design §11).
 
-#include <atomic>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
+#include <atomic>       // std::memory_order_relaxed
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::exchange, std::move
 
 
 namespace stint {
@@ -4248,9 +4243,9 @@ private:
 // say) only while stint records and costs nothing in between. Never on the hot path: the session calls
 // the hooks from the thread that starts or stops it, outside the registry's lock.
 
-#include <atomic>
-#include <cstddef>
-#include <stdexcept>
+#include <atomic>     // std::atomic, std::atomic_flag, std::memory_order
+#include <cstddef>    // std::size_t
+#include <stdexcept>  // std::invalid_argument, std::length_error
 
 
 namespace stint {
@@ -4367,16 +4362,16 @@ private:
 // once by its text, each into a site of its own, so that each event is a plain 24-byte record pointing
 // to it (no allocation, no copy); copy_name copies the name into each event's record instead.
 
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <new>
-#include <stdexcept>
-#include <string_view>
-#include <utility>
+#include <atomic>            // std::memory_order
+#include <concepts>          // std::invocable, std::same_as
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint64_t, std::uint32_t, std::uint8_t, std::uintptr_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <new>               // std::nothrow
+#include <stdexcept>         // std::invalid_argument
+#include <string_view>       // std::string_view
+#include <utility>           // std::exchange
 
 
 // ---- begin stint/annotations/event_args.hpp ----
@@ -4390,15 +4385,15 @@ private:
 #if __has_include(<bits/stl_algobase.h>)
 #include <bits/stl_algobase.h>  // libstdc++'s std::min alone: <algorithm> costs every file more
 #else
-#include <algorithm>
+#include <algorithm>  // std::min
 #endif
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <span>
-#include <string_view>
+#include <concepts>          // std::integral, std::signed_integral, std::floating_point, std::same_as
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint32_t, std::uint64_t, std::uint8_t, std::uint16_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <span>              // std::span
+#include <string_view>       // std::string_view
 
 
 // ---- begin stint/common/arg_type.hpp ----
@@ -4406,7 +4401,7 @@ private:
 #define STINT_SINGLE_STINT_COMMON_ARG_TYPE_HPP
 // What a named argument of an event holds (stint::add_args): the record and the event list both say it.
 
-#include <cstdint>
+#include <cstdint>  // std::uint8_t
 
 namespace stint {
 
@@ -4937,9 +4932,9 @@ event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inp
 // a Perfetto counter track). One relaxed load when nothing records; an instant's work, 16 bytes more,
 // when a session does.
 
-#include <atomic>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstdint>      // std::uint32_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/annotations/detail/counter_record.hpp ----
@@ -4949,12 +4944,12 @@ event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inp
 // value in an 8-byte payload whose header's aux says how to read it. 40 bytes, appended inline as an
 // instant's 24 are; a new session or a full chunk goes to append_record_payload.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-#include <type_traits>
+#include <atomic>       // std::memory_order
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::int64_t, INT64_MAX
+#include <cstring>      // std::memcpy
+#include <new>          // placement new
+#include <type_traits>  // std::is_arithmetic_v, std::is_floating_point_v, std::is_unsigned_v
 
 
 namespace stint::detail {
@@ -5131,9 +5126,9 @@ private:
 // Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
 // report_alloc / report_free / report_oom; the adapters in this folder call them for you.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t, std::uint32_t, std::uint8_t, std::uint64_t
 
 
 namespace stint::detail {

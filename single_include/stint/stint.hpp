@@ -30,7 +30,7 @@
 #error "3. with meson, add default_options: ['cpp_std=c++20'] to project()."
 // Stop here: the rest of stint would only add hundreds of errors that follow from this one. A missing
 // header is the one error gcc and clang treat as fatal.
-#include <stint: C++20 is required, see the error above>
+#include <stint: C++20 is required, see the error above>  // deliberately missing: a fatal error stops here
 #endif
 #endif  // STINT_SINGLE_STINT_DETAIL_REQUIRE_CXX20_HPP
 // ---- end stint/detail/require_cxx20.hpp ----
@@ -75,8 +75,8 @@
 // What produced an event: vocabulary shared by the recording engine (sites) and the analysis (events).
 
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint8_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 
@@ -168,7 +168,7 @@ constexpr std::string_view category_name(event_kind kind) noexcept {
 // Where a site is in the source: vocabulary shared by the recording engine and the analysis.
 
 
-#include <cstdint>
+#include <cstdint>  // std::uint32_t
 
 namespace stint {
 
@@ -191,8 +191,8 @@ struct source_location {
 // no code, no branch and no bytes in the record.
 
 
-#include <concepts>
-#include <type_traits>
+#include <concepts>     // std::convertible_to
+#include <type_traits>  // std::is_same_v
 
 namespace stint {
 
@@ -273,7 +273,7 @@ concept configuration = requires {
 // `config::has` answers for), and a tag may `imply` another, as with_flops implies record_shapes.
 
 
-#include <cstddef>
+#include <cstddef>  // std::size_t
 
 namespace stint {
 
@@ -387,9 +387,9 @@ struct profile_memory {};
 // The tick clock's calibration: anchors against steady_clock and the wall clock, and the rate that
 // converts ticks (ticks.hpp, read on the hot path) to nanoseconds at drain.
 
-#include <chrono>
-#include <cstdint>
-#include <cstdlib>
+#include <chrono>   // std::chrono::steady_clock, std::chrono::system_clock, std::chrono::duration_cast
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <cstdlib>  // std::getenv, std::strtoll
 
 
 // ---- begin stint/recording/ticks.hpp ----
@@ -398,10 +398,10 @@ struct profile_memory {};
 // The tick clock: the cheapest monotonic counter of the CPU (rdtsc on x86-64, the virtual counter on
 // aarch64, steady_clock elsewhere), read on the hot path; clock.hpp converts it to nanoseconds at drain.
 
-#include <cstdint>
+#include <cstdint>  // std::uint64_t
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
-#include <chrono>
+#include <chrono>  // std::chrono::steady_clock, std::chrono::duration_cast, std::chrono::nanoseconds
 #endif
 
 
@@ -544,9 +544,9 @@ inline tick_calibration refine_calibration(const tick_calibration& base, const c
 // themselves (flops.hpp) because every site descriptor holds one.
 
 
-#include <concepts>
-#include <cstdint>
-#include <string_view>
+#include <concepts>     // std::convertible_to
+#include <cstdint>      // std::int64_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 
@@ -590,14 +590,11 @@ struct flop_formula {
 // One op's captured inputs, decoded from its record at drain: what flop formulas read (and what the
 // trace's "Input Dims" / "Input type" / "Concrete Inputs" are formatted from).
 
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
+#include <vector>       // std::vector
 
 
 // ---- begin stint/analysis/event.hpp ----
@@ -605,12 +602,12 @@ struct flop_formula {
 #define STINT_SINGLE_STINT_ANALYSIS_EVENT_HPP
 // One finished event, as every analysis and exporter reads it (design §1 step 5).
 
-#include <cstdint>
-#include <limits>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <cstdint>      // std::int64_t, std::uint64_t, std::uint32_t, std::int32_t
+#include <limits>       // std::numeric_limits
+#include <optional>     // std::optional, std::nullopt
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 
 // ---- begin stint/common/arg_type.hpp ----
@@ -618,7 +615,7 @@ struct flop_formula {
 #define STINT_SINGLE_STINT_COMMON_ARG_TYPE_HPP
 // What a named argument of an event holds (stint::add_args): the record and the event list both say it.
 
-#include <cstdint>
+#include <cstdint>  // std::uint8_t
 
 namespace stint {
 
@@ -641,8 +638,8 @@ enum class arg_type : std::uint8_t {
 // events (a kernel's device), the device collectors and memory reporting.
 
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::int32_t, std::uint8_t
+#include <string_view>  // std::string_view
 
 namespace stint {
 
@@ -1137,23 +1134,23 @@ private:
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
 //   7. anything else is a compile error naming the type.
 
-#include <array>
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <array>     // std::array
+#include <atomic>    // std::atomic, std::memory_order_relaxed
+#include <concepts>  // std::convertible_to, std::same_as, std::integral
+#include <cstddef>   // std::size_t, std::byte, std::nullptr_t
+#include <cstdint>   // std::int64_t, std::uint8_t, std::uint32_t, std::uint64_t
+#include <cstring>   // std::memcpy
 #if __has_include(<bits/refwrap.h>)
 #include <bits/refwrap.h>  // libstdc++'s std::reference_wrapper alone: <functional> costs every file more
 #else
-#include <functional>
+#include <functional>  // std::reference_wrapper
 #endif
-#include <optional>
-#include <span>        // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
+#include <optional>     // std::optional, std::nullopt_t
+#include <span>         // with the range concepts and std::ranges::size/data (<ranges>' views are not needed)
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::is_same_v, std::remove_cv_t, std::remove_cvref_t, std::is_floating_point_v
+#include <vector>       // std::vector
 
 
 // ---- begin stint/capture/detail/input_encoding.hpp ----
@@ -1178,8 +1175,8 @@ private:
 //     *_list                 u8 flags, u8 count, count x 8 bytes (bool_list: count x 1 byte)
 //     string                 u8 flags, u16 length, bytes
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint8_t, std::uint32_t, std::uint64_t, std::int16_t
 
 namespace stint::detail {
 
@@ -1239,13 +1236,13 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 //     DLTensor t = ...;               // float32, shape {64, 32}, strides null
 //     STINT_OP(cfg, "my::gemm", t);   // Input type "float", Input Dims [64, 32], strides [32, 1]
 
-#include <array>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string_view>
-#include <type_traits>
+#include <array>        // std::array
+#include <concepts>     // std::convertible_to
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint8_t, std::uint16_t, std::uintptr_t
+#include <span>         // std::span
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::remove_cvref_t, std::remove_pointer_t
 
 
 // ---- begin stint/capture/tensor_address.hpp ----
@@ -1254,7 +1251,7 @@ inline constexpr std::uint32_t inputs_aux_truncated = 1U << 31;
 // Where a tensor's elements are (stint::tensor_address): what input_writer::tensor takes from traits
 // and built-in captures (inputs.hpp, dlpack.hpp) to give the execution trace tensor and storage ids.
 
-#include <cstddef>
+#include <cstddef>  // std::size_t
 
 
 namespace stint {
@@ -2221,7 +2218,6 @@ inline void set_record_concrete_inputs(bool enabled) noexcept {
 // annotate.hpp and passes a struct to STINT_OP. Kept apart because Boost.PFR costs every file that
 // includes it.
 
-#include <type_traits>
 
 
 #if !defined(STINT_USE_PFR)
@@ -2233,7 +2229,7 @@ inline void set_record_concrete_inputs(bool enabled) noexcept {
 #endif
 
 #if STINT_USE_PFR
-#include <boost/pfr/core.hpp>
+#include <boost/pfr/core.hpp>  // boost::pfr::for_each_field
 
 namespace stint::detail {
 
@@ -2257,18 +2253,18 @@ struct aggregate_capture<T> {
 // Flop formulas (with_flops): torch's profiler formulas for the common ops, a registry for yours, and
 // the evaluation that runs at drain from recorded shapes (never on the hot path).
 
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <mutex>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
-#include <vector>
+#include <algorithm>      // std::max
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t
+#include <functional>     // std::function
+#include <mutex>          // std::mutex, std::lock_guard
+#include <optional>       // std::optional, std::nullopt
+#include <stdexcept>      // std::invalid_argument
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::move
+#include <vector>         // std::vector
 
 
 namespace stint {
@@ -2607,8 +2603,8 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 // op open around the call, so that an execution trace can tell which op produced the tensors another
 // consumed.
 
-#include <cstddef>
-#include <cstdint>
+#include <cstddef>  // std::byte
+#include <cstdint>  // std::uint32_t, std::uint64_t
 
 
 // ---- begin stint/recording/buffer.hpp ----
@@ -2617,11 +2613,10 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 // Per-thread chunked single-writer buffers: the record layout, the chunk, and the append that scope
 // exit calls. The hot path is `append_record`; everything else is the cold slow path in registry.hpp.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order_release
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::uintptr_t, std::uint16_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/recording/site.hpp ----
@@ -2630,8 +2625,8 @@ inline bool unregister_flop_formula(const std::string& name) { return detail::th
 // Call-site descriptors: everything about a site that is the same for every event it records lives
 // here, in read-only data, and a record points to it instead of copying it (design §1 step 1).
 
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint8_t
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -2901,13 +2896,13 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 // visibility has a buffer of its own per thread, and the registry code that serves it may sit in
 // another object.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-#include <string_view>
-#include <typeinfo>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <new>          // placement new
+#include <string_view>  // std::string_view
+#include <typeinfo>     // std::type_info
 
 
 // ---- begin stint/detail/platform.hpp ----
@@ -2915,18 +2910,18 @@ inline constexpr std::size_t max_runtime_name_bytes = 4096;
 #define STINT_SINGLE_STINT_DETAIL_PLATFORM_HPP
 // The few OS facts stint needs: thread ids and names, the process id, fork hooks.
 
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <string_view>
+#include <cstdint>      // std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string>       // std::string
+#include <string_view>  // std::string_view
 
 #if defined(__linux__)
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <pthread.h>      // pthread_self, pthread_getname_np, pthread_setname_np
+#include <sys/syscall.h>  // SYS_gettid
+#include <unistd.h>       // ::syscall, ::getpid
 #elif defined(__APPLE__)
-#include <pthread.h>
-#include <unistd.h>
+#include <pthread.h>  // pthread_threadid_np, pthread_getname_np, pthread_setname_np
+#include <unistd.h>   // ::getpid
 #endif
 
 namespace stint::detail {
@@ -2989,10 +2984,10 @@ inline void set_os_thread_name(std::string_view name) noexcept {
 // A thread's entry in the registry: what the drain reads of a thread's buffer, and the counts the
 // owning thread keeps in it (drops, cut names).
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string>
+#include <atomic>   // std::atomic, std::atomic_flag, std::memory_order
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uint64_t, std::uint32_t
+#include <string>   // std::string
 
 
 namespace stint::detail {
@@ -3295,8 +3290,8 @@ inline void set_thread_name(std::string_view name) {
 #define STINT_SINGLE_STINT_RECORDING_STATE_HPP
 // The process's recording flag: what every scope reads once on entry, and `stint::is_recording()`.
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstdint>  // std::uint32_t
 
 
 namespace stint::detail {
@@ -3529,18 +3524,18 @@ void stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STI
 // Machines differ (an earlier VM of this project faulted huge pages in at a quarter of the speed of
 // small ones), so allocate_largest() measures both ways as it goes and takes the cheaper.
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <new>
-#include <span>
-#include <unordered_map>
+#include <algorithm>      // std::max
+#include <atomic>         // std::atomic, std::memory_order_relaxed
+#include <chrono>         // std::chrono::steady_clock, std::chrono::duration_cast
+#include <cstddef>        // std::size_t, std::byte
+#include <cstdint>        // std::int64_t, std::uintptr_t, std::uint32_t
+#include <mutex>          // std::mutex, std::lock_guard
+#include <new>            // ::operator new, std::align_val_t, placement new
+#include <span>           // std::span
+#include <unordered_map>  // std::unordered_map
 
 #if defined(__linux__)
-#include <sys/mman.h>
+#include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
 #endif
 
 // LeakSanitizer scans the heap, not memory mapped by hand: a heap chunk that only a slab's chunk points
@@ -3553,7 +3548,7 @@ void stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STI
 #endif
 #endif
 #if defined(STINT_DETAIL_LSAN_ROOTS)
-#include <sanitizer/lsan_interface.h>
+#include <sanitizer/lsan_interface.h>  // __lsan_register_root_region, __lsan_unregister_root_region
 #endif
 
 
@@ -4053,11 +4048,11 @@ STINT_DECL const site* intern_text_site_in_table(std::string_view name, event_ki
 // Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
 // already holds in a register, so any other session pays one untaken branch.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <atomic>       // std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -4639,14 +4634,13 @@ STINT_DECL bool install_registry_slow_path() noexcept;
 // RAII scopes and the STINT_* macros. Entry and exit below are the whole hot path together with
 // buffer.hpp's append_record; review them on one screen.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint32_t, std::uint64_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <string>            // std::string
+#include <string_view>       // std::string_view
+#include <type_traits>       // std::conditional_t, std::enable_if_t
 
 
 // ---- begin stint/annotations/range_mirror.hpp ----
@@ -4658,9 +4652,8 @@ STINT_DECL bool install_registry_slow_path() noexcept;
 // mirror's cost is not charged to stint's times (design §12). Without one, scopes contain no mirror
 // code and no tool's header is included.
 
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <cstdint>      // std::uint32_t
+#include <string_view>  // std::string_view (a mirror's push_named, in a doc comment only)
 
 
 namespace stint::detail {
@@ -4757,9 +4750,9 @@ private:
 // records carry, the record_shapes limits, the native stack depth, the flop formula. The scopes in
 // scope.hpp pick their type from these; nothing here runs while recording.
 
-#include <cstddef>
-#include <initializer_list>
-#include <type_traits>
+#include <cstddef>           // std::size_t
+#include <initializer_list>  // std::initializer_list
+#include <type_traits>       // std::conditional_t
 
 
 namespace stint::detail {
@@ -4845,10 +4838,9 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 // the loaded objects' ELF symbol tables (static functions and executables built without -rdynamic
 // included), then demangled.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string>
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uint32_t, std::uint64_t, std::uintptr_t
+#include <cstring>  // std::memcpy
 
 
 // ---- begin stint/capture/detail/frame_walk.hpp ----
@@ -4861,12 +4853,12 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 // thread runs, so a frame built without frame pointers (whose "frame pointer" is any value a
 // function left in the register) ends the chain or yields wrong frames, never a fault.
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <cstddef>  // std::size_t, std::byte
+#include <cstdint>  // std::uintptr_t, std::uint32_t, std::uint64_t
+#include <cstring>  // std::memcpy
 
 #if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
-#include <pthread.h>
+#include <pthread.h>  // ::pthread_getattr_np, ::pthread_attr_getstack, ::pthread_self
 #define STINT_DETAIL_HAS_FRAME_WALK 1
 #else
 #define STINT_DETAIL_HAS_FRAME_WALK 0
@@ -4971,7 +4963,7 @@ inline const stack_bounds& this_thread_stack() noexcept {
 // ---- end stint/capture/detail/frame_walk.hpp ----
 
 #if defined(__linux__) && defined(__GLIBC__)
-#include <execinfo.h>
+#include <execinfo.h>  // ::backtrace
 #define STINT_DETAIL_HAS_BACKTRACE 1
 #else
 #define STINT_DETAIL_HAS_BACKTRACE 0
@@ -5110,8 +5102,8 @@ inline void warm_native_stacks() noexcept {
 // backend (stint::cuda_activities does); a scope of such a config links the device work launched inside
 // it to itself. Without one, scopes and profilers contain no device code.
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order
+#include <cstdint>  // std::uint64_t, std::uint32_t
 
 
 namespace stint::detail {
@@ -5697,7 +5689,7 @@ private:
 // `module`; the hierarchy of each op is read from the module scopes around it when the session is
 // drained (analysis/module_hierarchy.hpp).
 
-#include <string_view>
+#include <string_view>  // std::string_view
 
 
 namespace stint {
@@ -5748,10 +5740,10 @@ public:
 // torch's dynamo_timed regions show as "inner_fn (dynamo_timed)", and always counts the region in
 // its kind's cumulative counters (count, total time), which the framework reads without a session.
 
-#include <atomic>
-#include <concepts>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::memory_order_relaxed
+#include <concepts>     // std::convertible_to
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/annotations/detail/region_counter.hpp ----
@@ -5760,11 +5752,11 @@ public:
 // The always-on counters behind STINT_REGION: one per region site, linked once into its kind's list,
 // updated with two relaxed atomic adds per region, read by stint::region_counters<Kind>().
 
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <array>        // std::array
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -6007,12 +5999,12 @@ template <region_kind Kind>
 // events). The name is made once per call site and type; each call records a 24-byte record that
 // points to it, as a static site's does.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-#include <type_traits>
-#include <typeinfo>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::conditional_t, std::is_pointer_v
+#include <typeinfo>     // std::type_info, typeid
 
 
 // ---- begin stint/annotations/detail/interned_site.hpp ----
@@ -6022,8 +6014,8 @@ template <region_kind Kind>
 // the life of the process, so that a record points to one exactly as to a static site: 24 bytes per
 // event, and the name is made once, not per call.
 
-#include <string>
-#include <utility>
+#include <string>   // std::string
+#include <utility>  // std::move
 
 
 namespace stint::detail {
@@ -6167,14 +6159,14 @@ using dynamic_scope_for = std::conditional_t<Config::enabled, dynamic_scope, no_
 // Compiled-region annotations in torch.compile's form, "Torch-Compiled Region: <frame>/<compile>",
 // the name trace tools (HTA, Perfetto queries) look for to find the calls of compiled code.
 
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <utility>
+#include <array>          // std::array
+#include <atomic>         // std::memory_order_relaxed
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::uint64_t, std::uint32_t
+#include <mutex>          // std::mutex, std::lock_guard
+#include <string>         // std::string, std::to_string
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::move
 
 
 namespace stint::detail {
@@ -6296,8 +6288,8 @@ private:
 // the scope open around it on its thread, and the Chrome trace draws an arrow from one to the other
 // (design §11).
 
-#include <atomic>
-#include <cstdint>
+#include <atomic>   // std::memory_order_relaxed
+#include <cstdint>  // std::uint64_t, std::uint32_t
 
 
 // ---- begin stint/annotations/detail/point_record.hpp ----
@@ -6307,10 +6299,9 @@ private:
 // drain binds it to the scope open around it, exactly, whatever the ticks say), with a u64 id and, for
 // an async span's beginning, a runtime name (design §11).
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order_relaxed
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
@@ -6428,11 +6419,11 @@ private:
 // not a scope of any thread: the trace draws it on a track of its own (Chrome's "b"/"e" events) and
 // key_averages gives it a row of its own, never charged to a thread's self time (design §11).
 
-#include <atomic>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
+#include <atomic>       // std::memory_order_relaxed
+#include <cstdint>      // std::uint64_t, std::uint32_t
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::exchange, std::move
 
 
 namespace stint {
@@ -6507,9 +6498,9 @@ private:
 // say) only while stint records and costs nothing in between. Never on the hot path: the session calls
 // the hooks from the thread that starts or stops it, outside the registry's lock.
 
-#include <atomic>
-#include <cstddef>
-#include <stdexcept>
+#include <atomic>     // std::atomic, std::atomic_flag, std::memory_order
+#include <cstddef>    // std::size_t
+#include <stdexcept>  // std::invalid_argument, std::length_error
 
 
 namespace stint {
@@ -6626,16 +6617,16 @@ private:
 // once by its text, each into a site of its own, so that each event is a plain 24-byte record pointing
 // to it (no allocation, no copy); copy_name copies the name into each event's record instead.
 
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <new>
-#include <stdexcept>
-#include <string_view>
-#include <utility>
+#include <atomic>            // std::memory_order
+#include <concepts>          // std::invocable, std::same_as
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint64_t, std::uint32_t, std::uint8_t, std::uintptr_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <new>               // std::nothrow
+#include <stdexcept>         // std::invalid_argument
+#include <string_view>       // std::string_view
+#include <utility>           // std::exchange
 
 
 // ---- begin stint/annotations/event_args.hpp ----
@@ -6649,15 +6640,15 @@ private:
 #if __has_include(<bits/stl_algobase.h>)
 #include <bits/stl_algobase.h>  // libstdc++'s std::min alone: <algorithm> costs every file more
 #else
-#include <algorithm>
+#include <algorithm>  // std::min
 #endif
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <span>
-#include <string_view>
+#include <concepts>          // std::integral, std::signed_integral, std::floating_point, std::same_as
+#include <cstddef>           // std::size_t, std::byte
+#include <cstdint>           // std::uint32_t, std::uint64_t, std::uint8_t, std::uint16_t
+#include <cstring>           // std::memcpy
+#include <initializer_list>  // std::initializer_list
+#include <span>              // std::span
+#include <string_view>       // std::string_view
 
 
 namespace stint {
@@ -7175,9 +7166,9 @@ event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inp
 // a Perfetto counter track). One relaxed load when nothing records; an instant's work, 16 bytes more,
 // when a session does.
 
-#include <atomic>
-#include <cstdint>
-#include <string_view>
+#include <atomic>       // std::atomic, std::memory_order
+#include <cstdint>      // std::uint32_t
+#include <string_view>  // std::string_view
 
 
 // ---- begin stint/annotations/detail/counter_record.hpp ----
@@ -7187,12 +7178,12 @@ event_token begin_named_event(event_kind kind, Name name, WriteInputs& write_inp
 // value in an 8-byte payload whose header's aux says how to read it. 40 bytes, appended inline as an
 // instant's 24 are; a new session or a full chunk goes to append_record_payload.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-#include <type_traits>
+#include <atomic>       // std::memory_order
+#include <cstddef>      // std::size_t, std::byte
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::int64_t, INT64_MAX
+#include <cstring>      // std::memcpy
+#include <new>          // placement new
+#include <type_traits>  // std::is_arithmetic_v, std::is_floating_point_v, std::is_unsigned_v
 
 
 namespace stint::detail {
@@ -8935,7 +8926,7 @@ STINT_DECL warning_handler set_warning_handler(warning_handler handler);
 #include <string>  // std::string
 #include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::formatter
 
 
 namespace stint {
@@ -9473,13 +9464,13 @@ STINT_DECL void inputs_to_args(const op_inputs& inputs, bool concrete, event_arg
 // collector's own format (CUPTI records) into plain values, and the collection's report. No CUDA type
 // appears here: the drain and every analysis compile without the toolkit.
 
-#include <cstddef>
-#include <cstdint>
-#include <deque>
-#include <map>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t, std::uint32_t, std::int32_t
+#include <deque>        // std::deque
+#include <map>          // std::map
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 
 namespace stint::detail {
@@ -10567,7 +10558,7 @@ private:
 #include <utility>      // std::move
 #include <vector>       // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::formatter
 
 
 // ---- begin stint/export/collapsed_stacks.hpp ----
@@ -10682,8 +10673,8 @@ STINT_DECL void write_collapsed_stacks_file(const std::string& path, const event
 #define STINT_SINGLE_STINT_COMMON_ACTIVITIES_HPP
 // What a session profiles (torch's ProfilerActivity): the CPU, the device, or both.
 
-#include <cstdint>
-#include <initializer_list>
+#include <cstdint>           // std::uint8_t
+#include <initializer_list>  // std::initializer_list
 
 namespace stint {
 
@@ -10735,6 +10726,7 @@ private:
 #include <cstdint>             // std::int64_t, std::uint64_t
 #include <deque>               // std::deque
 #include <functional>          // std::function
+#include <memory>              // std::unique_ptr
 #include <mutex>               // std::mutex
 #include <optional>            // std::optional
 #include <string>              // std::string
@@ -11724,14 +11716,6 @@ private:
 
 /// A flight recorder's steps while it records: when the last began, the beginnings of the last
 /// `slow_step.steps`, the detector, and the dumps the trigger wrote.
-struct flight_steps {
-    STINT_DECL explicit flight_steps(const flight_recorder_options& options);
-    slow_step_detector detector;
-    std::int64_t last_step_ns;
-    std::uint64_t last_step_ticks;
-    std::deque<std::uint64_t> begins;
-};
-
 /// A dump's window: why it was written, the times it spans, and what each thread lost before it.
 struct flight_window {
     struct thread {
@@ -11805,6 +11789,57 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     std::thread thread_;
+};
+
+/// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
+/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called;
+/// the profiler's core writes it (a copy of the ring, drained and exported with the core's metadata).
+class flight_mode {
+public:
+    /// A dump a trigger asks for.
+    struct dump_request {
+        std::string path;
+        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
+        std::string trigger;           ///< "slow step", "hang"
+        std::string why;
+        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
+    };
+    /// Called from the watchdog's thread when no step() came for the hang timeout.
+    using hang_callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
+
+    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
+    /// flags say what else the profiler's options ask for.
+    STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                         bool accumulate_events, bool execution_trace);
+
+    /// Opens the ring's session on `ring` (a budget that cannot hold a chunk per thread, or a dump
+    /// directory that cannot be written, is refused now rather than when a dump is due), installs the
+    /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
+    STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
+                           bool memory, bool shapes, std::int64_t step, hang_callback on_hang);
+    /// finish() if not done yet.
+    STINT_DECL ~flight_mode();
+    flight_mode(const flight_mode&) = delete;
+    flight_mode& operator=(const flight_mode&) = delete;
+
+    /// A step ended and `step_num` began: noted for the last-steps window; a slow step asks for a dump of
+    /// the steps the trigger keeps.
+    STINT_DECL std::optional<dump_request> observe_step(std::int64_t step_num);
+    /// What the hang trigger writes: the whole ring, with every thread's open scopes as the threads noted them.
+    [[nodiscard]] STINT_DECL dump_request hang_request(std::int64_t step, std::int64_t silent_ns,
+                                                       const tick_calibration& clock) const;
+    /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
+    /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
+    STINT_DECL void finish() noexcept;
+
+private:
+    flight_recorder_options options_;
+    slow_step_detector detector_;
+    std::int64_t last_step_ns_;
+    std::uint64_t last_step_ticks_;
+    std::deque<std::uint64_t> begins_;  // the kept steps' first ticks
+    std::unique_ptr<hang_watchdog> watchdog_;
+    bool crash_dump_installed_ = false;
 };
 
 /// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
@@ -12269,9 +12304,9 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
 // Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
 // report_alloc / report_free / report_oom; the adapters in this folder call them for you.
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t, std::uint32_t, std::uint8_t, std::uint64_t
 
 
 namespace stint::detail {
@@ -12415,10 +12450,10 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 // The error stint's tracking adapters throw when their allocator fails: a std::bad_alloc that says
 // what it tried to allocate (torch's "Tried to allocate ..." message).
 
-#include <cstddef>
-#include <cstdio>
-#include <new>
-#include <string_view>
+#include <cstddef>      // std::size_t
+#include <cstdio>       // std::snprintf
+#include <new>          // std::bad_alloc
+#include <string_view>  // std::string_view
 
 
 namespace stint {
@@ -12465,10 +12500,10 @@ private:
 #define STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
 // A standard allocator that reports what it allocates and frees to a profile_memory session.
 
-#include <cstddef>
-#include <memory>
-#include <new>
-#include <type_traits>
+#include <cstddef>      // std::size_t
+#include <memory>       // std::allocator, std::allocator_traits
+#include <new>          // std::bad_alloc
+#include <type_traits>  // std::is_nothrow_copy_constructible_v
 
 
 namespace stint {
@@ -12538,9 +12573,9 @@ private:
 #define STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
 // A std::pmr::memory_resource that reports what it allocates and frees to a profile_memory session.
 
-#include <cstddef>
-#include <memory_resource>
-#include <new>
+#include <cstddef>          // std::size_t
+#include <memory_resource>  // std::pmr::memory_resource, std::pmr::get_default_resource
+#include <new>              // std::bad_alloc
 
 
 namespace stint {
@@ -12597,9 +12632,9 @@ private:
 // not take the program's allocator over without being asked. Write the macro once, at namespace
 // scope, in one .cpp of the executable.
 
-#include <cstddef>
-#include <cstdlib>
-#include <new>
+#include <cstddef>  // std::size_t, std::max_align_t
+#include <cstdlib>  // std::malloc, std::aligned_alloc, std::free
+#include <new>      // std::nothrow_t, std::align_val_t, std::get_new_handler
 
 
 namespace stint::detail {
@@ -13160,7 +13195,7 @@ bool chunk_pool::cache_largest(std::span<chunk* const> faulted) noexcept {
 #include <cstdlib>  // std::free
 
 #if STINT_DETAIL_HAS_CXXABI
-#include <cxxabi.h>
+#include <cxxabi.h>  // abi::__cxa_demangle
 #endif
 
 namespace stint::detail {
@@ -14465,7 +14500,7 @@ void event_list::retime(std::int64_t offset_ns, double drift, std::int64_t refer
 #include <map>            // std::map
 #include <unordered_map>  // std::unordered_map
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 
 // ---- begin stint/capture/detail/native_symbols.hpp ----
@@ -16151,7 +16186,7 @@ void schedule_checker::observe(profiler_action prev, profiler_action next) {
 
 #include <algorithm>  // std::find_if, std::max
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -16285,7 +16320,7 @@ std::int64_t step_tracker::init_locked(detail::step_tracker_state& state, std::s
 #include <stdexcept>  // std::invalid_argument
 #include <utility>    // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
 
 
 namespace stint::detail {
@@ -16387,7 +16422,7 @@ std::optional<distributed_info> current_distributed_info() {
 #include <iterator>  // std::back_inserter
 #include <utility>  // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format_to
 
 namespace stint::detail {
 
@@ -18352,7 +18387,7 @@ std::uint64_t execution_trace_writer::id_of(std::unordered_map<std::uint64_t, st
 #include <stdexcept>  // std::logic_error, std::invalid_argument
 #include <utility>    // std::exchange, std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 
 namespace stint {
@@ -18482,7 +18517,7 @@ void execution_trace_observer::finish_locked() {
 #include <optional>   // std::optional
 #include <stdexcept>  // std::invalid_argument
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format_to, fmt::format, fmt::join
 
 
 namespace stint::detail {
@@ -18597,7 +18632,7 @@ void write_collapsed_stacks_file(const std::string& path, const event_list& even
 #include <optional>   // std::optional
 #include <utility>    // std::pair
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 namespace stint::detail {
 
@@ -18942,7 +18977,7 @@ void write_device_report(json_writer& out, const device_report& report) {
 #include <cmath>  // std::fmax, std::fmin, std::nextafter
 
 #include <fmt/compile.h>  // FMT_COMPILE
-#include <fmt/format.h>
+#include <fmt/format.h>   // fmt::format_to
 
 
 namespace stint::detail {
@@ -19047,7 +19082,7 @@ trace_end trace_timeline::cap_of(event_index i) {
 #include <cstddef>    // std::size_t, std::ptrdiff_t
 
 #include <fmt/compile.h>  // FMT_COMPILE
-#include <fmt/format.h>
+#include <fmt/format.h>   // fmt::format_to, fmt::memory_buffer, fmt::to_string
 
 
 namespace stint::detail {
@@ -20088,10 +20123,10 @@ void write_perfetto_trace_file(const std::string& path, const event_list& events
 #include <stdexcept>     // std::logic_error
 #include <system_error>  // std::system_error, std::generic_category
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <fcntl.h>   // ::open, O_WRONLY, O_CREAT, O_CLOEXEC
+#include <unistd.h>  // ::write, ::close, ::access, ::unlink
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 
 namespace stint::detail {
@@ -20355,10 +20390,11 @@ std::vector<std::string> check_crash_handlers() { return detail::crash_dump::ove
 #include <exception>     // std::exception
 #include <iterator>      // std::back_inserter
 #include <stdexcept>     // std::invalid_argument
+#include <string_view>   // std::string_view
 #include <system_error>  // std::system_error
 #include <utility>       // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
 
 
 namespace stint::detail {
@@ -20394,10 +20430,126 @@ std::int64_t slow_step_detector::median_ns() {
     return *middle;
 }
 
-flight_steps::flight_steps(const flight_recorder_options& options)
-    : detector(options.slow_step.factor, options.slow_step.min_duration.count(),
-               options.slow_step.interval.count()),
-      last_step_ns(steady_now_ns()), last_step_ticks(read_ticks()) {}
+void flight_mode::check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                bool accumulate_events, bool execution_trace) {
+    const auto refuse = [](std::string_view why) {
+        throw std::invalid_argument(
+            fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
+    };
+    if (schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
+    if (stream) refuse("it keeps the last records in memory, which stream_to writes away");
+    if (accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
+    if (execution_trace) refuse("an execution trace needs every op, which a ring overwrites");
+    const slow_step_trigger& slow = options.slow_step;
+    if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
+        throw std::invalid_argument(fmt::format(
+            "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
+            "give a factor above 1 (or 0: off)", slow.factor));
+    }
+    if (!dump_format_of(options.dump_extension)) {
+        throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
+                                                ".pt.trace.json.gz or .pftrace",
+                                                options.dump_extension));
+    }
+}
+
+flight_mode::flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                         bool shapes, std::int64_t step, hang_callback on_hang)
+    : options_(options),
+      detector_(options.slow_step.factor, options.slow_step.min_duration.count(), options.slow_step.interval.count()),
+      last_step_ns_(0), last_step_ticks_(0) {
+    const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
+    const std::size_t minimum = threads * chunk::total_bytes;
+    if (options.budget_bytes < minimum) {
+        throw std::invalid_argument(fmt::format(
+            "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
+            "of the {} threads that record, at least {} bytes",
+            options.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
+    }
+    if (options.slow_step.factor > 0 || options.hang_timeout.count() > 0) check_dump_dir(options.dump_dir);
+    ring.prepare(options.budget_bytes, reserve_bytes);
+    const double ns_per_tick = ring.calibration().ns_per_tick;
+    const auto span_ns = static_cast<double>(options.span.count());
+    const ring_options ring_shape{
+        .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
+    ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false}, false,
+              ring_shape);
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
+    if (!options.crash_dump_path.empty()) {
+        try {
+            crash_dump::install(options.crash_dump_path, ring.calibration());
+        } catch (...) {
+            record_store discarded;  // refused at start: the session closes unrecorded
+            (void)ring.close_records(discarded);
+            throw;
+        }
+        crash_dump_installed_ = true;
+    }
+    if (options.hang_timeout.count() > 0) {
+        watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
+    }
+}
+
+flight_mode::~flight_mode() { finish(); }
+
+std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t step_num) {
+    const std::uint64_t now_ticks = read_ticks();
+    const std::int64_t now_ns = steady_now_ns();
+    const std::int64_t duration = now_ns - last_step_ns_;
+    const std::uint64_t began = last_step_ticks_;
+    last_step_ns_ = now_ns;
+    last_step_ticks_ = now_ticks;
+    if (watchdog_) watchdog_->note_step(step_num);
+    begins_.push_back(began);
+    while (begins_.size() > std::max<std::size_t>(options_.slow_step.steps, 1)) begins_.pop_front();
+    if (!detector_.observe(duration, now_ns)) return std::nullopt;
+    const std::int64_t step = step_num - 1;  // the step that just ended
+    const std::int64_t median = detector_.median_ns();
+    return dump_request{
+        .path = fmt::format("{}{}slow_step_{}{}", options_.dump_dir, options_.dump_dir.empty() ? "" : "/", step,
+                            options_.dump_extension),
+        .from_ticks = begins_.front(),
+        .trigger = "slow step",
+        .why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
+                           static_cast<double>(duration) / 1e6,
+                           static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(median, 1)),
+                           static_cast<double>(median) / 1e6),
+        .open_scopes = {}};
+}
+
+flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int64_t silent_ns,
+                                                    const tick_calibration& clock) const {
+    dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
+                                             options_.dump_dir.empty() ? "" : "/", step, options_.dump_extension),
+                         .from_ticks = 0,
+                         .trigger = "hang",
+                         .why = fmt::format("no step() for {:.3f} ms during step {}",
+                                            static_cast<double>(silent_ns) / 1e6, step),
+                         .open_scopes = {}};
+    // Every thread's open scopes (the step's annotation among them), as the threads noted them.
+    std::uint64_t not_kept = 0;
+    for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
+        request.open_scopes.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
+    }
+    if (not_kept != 0) {
+        request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
+    }
+    return request;
+}
+
+void flight_mode::finish() noexcept {
+    watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
+    if (!std::exchange(crash_dump_installed_, false)) return;
+    try {
+        for (const std::string& line : crash_dump::overridden()) {
+            warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
+        }
+    } catch (...) {
+        // Out of memory while saying so: the dump is uninstalled all the same.
+    }
+    crash_dump::uninstall();
+}
 
 void flight_window::note_last_records(const event_list& events) {
     for (const event& e : events) {
@@ -20637,7 +20789,7 @@ flight_dump write_flight_dump(const std::string& path, const event_list& events,
 #include <utility>       // std::move, std::exchange, std::pair
 #include <vector>        // std::vector
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string, fmt::format_to_n
 
 
 // ---- begin stint/export/chrome_trace_records.hpp ----
@@ -21086,7 +21238,11 @@ public:
                 "activity::cuda with stint::cuda_activities in the config");
         }
         if (!options_.stream_to.empty()) refuse_streaming_with_options();
-        if (options_.flight_recorder) refuse_flight_recorder_with_options();
+        if (options_.flight_recorder) {
+            flight_mode::check_options(*options_.flight_recorder, static_cast<bool>(options_.schedule),
+                                       !options_.stream_to.empty(), options_.accumulate_events,
+                                       options_.execution_trace_observer != nullptr);
+        }
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
         }
@@ -21192,7 +21348,7 @@ public:
                                        : "stint: dump(): this profiler is not a flight recorder; set "
                                          "profiler_options::flight_recorder");
         }
-        return dump_window(path, 0, "request", {});
+        return dump_window({.path = path, .from_ticks = 0, .trigger = "request", .why = {}, .open_scopes = {}});
     }
 
     [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
@@ -21377,45 +21533,13 @@ private:
         }
     }
 
-    /// Opens a flight recorder's session: refuses a budget that cannot hold a chunk per thread and a dump
-    /// directory that cannot be written, now rather than when a dump is due.
+    /// Opens a flight recorder's session (flight_mode): the ring, its triggers, its crash dump.
     void open_flight_session() {
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
-        const std::size_t minimum = threads * chunk::total_bytes;
-        if (flight.budget_bytes < minimum) {
-            throw std::invalid_argument(fmt::format(
-                "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
-                "of the {} threads that record, at least {} bytes",
-                flight.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
-        }
-        if (flight.slow_step.factor > 0 || flight.hang_timeout.count() > 0) check_dump_dir(flight.dump_dir);
-        session_.prepare(flight.budget_bytes, options_.reserve_buffer_bytes);
-        const double ns_per_tick = session_.calibration().ns_per_tick;
-        const auto span_ns = static_cast<double>(flight.span.count());
-        const ring_options ring{
-            .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
-        session_.open(flight.budget_bytes, options_.reserve_buffer_bytes, true, traits_.has_memory,
-                      {.outputs = traits_.has_shapes, .tensor_identities = false}, false, ring);
-        flight_.emplace(flight);
-        if (!flight.crash_dump_path.empty()) {
-            try {
-                crash_dump::install(flight.crash_dump_path, session_.calibration());
-            } catch (...) {
-                record_store discarded;  // refused at start: the session closes unrecorded
-                (void)session_.close_records(discarded);
-                flight_.reset();
-                throw;
-            }
-            crash_dump_installed_ = true;
-        }
-        if (flight.hang_timeout.count() > 0) {
-            watchdog_ = std::make_unique<hang_watchdog>(
-                flight.hang_timeout, step_num_.load(),
-                [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
-                    dump_hang(step, silent_ns, stopping);
-                });
-        }
+        flight_.emplace(*options_.flight_recorder, session_, options_.reserve_buffer_bytes, traits_.has_memory,
+                        traits_.has_shapes, step_num_.load(),
+                        [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                            dump_hang(step, silent_ns, stopping);
+                        });
     }
 
     static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler_state*>(self)->dump(path); }
@@ -21431,45 +21555,15 @@ private:
         }
         if (!flight_) return;
         const own_allocation_scope own;
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::string path = fmt::format("{}{}hang_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
-                                             step, flight.dump_extension);
-        // Every thread's open scopes (the step's annotation among them), as the threads noted them.
-        std::uint64_t not_kept = 0;
-        const auto& clock = session_.calibration();
-        std::vector<flight_window::open_scope> open;
-        for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
-            open.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
-        }
-        std::string why = fmt::format("no step() for {:.3f} ms during step {}", static_cast<double>(silent_ns) / 1e6, step);
-        if (not_kept != 0) why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
-        triggered_dumps_.push_back(dump_window(path, 0, "hang", std::move(why), std::move(open)));
+        triggered_dumps_.push_back(dump_window(flight_->hang_request(step, silent_ns, session_.calibration())));
     }
 
-    /// A flight recorder's step: noted for the last-steps window, and a slow one dumps them.
+    /// A flight recorder's step: noted for the last-steps window; a slow one dumps them.
     void observe_flight_step() {
-        flight_steps& steps = *flight_;
-        const std::uint64_t now_ticks = stint::read_ticks();
-        const std::int64_t now_ns = steady_now_ns();
-        const std::int64_t duration = now_ns - steps.last_step_ns;
-        const std::uint64_t began = steps.last_step_ticks;
-        steps.last_step_ns = now_ns;
-        steps.last_step_ticks = now_ticks;
-        if (watchdog_) watchdog_->note_step(step_num_);
-        steps.begins.push_back(began);
-        const slow_step_trigger& trigger = options_.flight_recorder->slow_step;
-        while (steps.begins.size() > std::max<std::size_t>(trigger.steps, 1)) steps.begins.pop_front();
-        if (!steps.detector.observe(duration, now_ns)) return;
-        const std::int64_t step = step_num_ - 1;  // the step that just ended
-        const flight_recorder_options& flight = *options_.flight_recorder;
-        const std::string path = fmt::format("{}{}slow_step_{}{}", flight.dump_dir, flight.dump_dir.empty() ? "" : "/",
-                                             step, flight.dump_extension);
-        const std::string why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
-                                            static_cast<double>(duration) / 1e6,
-                                            static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(steps.detector.median_ns(), 1)),
-                                            static_cast<double>(steps.detector.median_ns()) / 1e6);
+        std::optional<flight_mode::dump_request> request = flight_->observe_step(step_num_);
+        if (!request) return;
         try {
-            triggered_dumps_.push_back(dump_window(path, steps.begins.front(), "slow step", why));
+            triggered_dumps_.push_back(dump_window(std::move(*request)));
         } catch (const std::exception& e) {
             // The program's step must not fail for a dump: say it instead.
             warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
@@ -21477,20 +21571,19 @@ private:
     }
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
-    flight_dump dump_window(const std::string& path, std::uint64_t from_ticks, std::string trigger, std::string why,
-                            std::vector<flight_window::open_scope> open = {}) {
+    flight_dump dump_window(flight_mode::dump_request request) {
         record_store records;
-        if (!session_.copy_records(records, from_ticks)) {
+        if (!session_.copy_records(records, request.from_ticks)) {
             throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
         }
-        flight_window window = flight_window::of(records, from_ticks, std::move(trigger));
-        window.detail = std::move(why);
-        window.open_scopes = std::move(open);
+        flight_window window = flight_window::of(records, request.from_ticks, std::move(request.trigger));
+        window.detail = std::move(request.why);
+        window.open_scopes = std::move(request.open_scopes);
         event_list events;
         profiler_stats stats;
         session::build_events(records, events, 1, what_to_drain(false), nullptr, stats);
         if (!window.open_scopes.empty()) window.note_last_records(events);
-        return write_flight_dump(path, events, trace_info(stats.truncated_names), window);
+        return write_flight_dump(request.path, events, trace_info(stats.truncated_names), window);
     }
 
     /// Drains the session into the window's results; false when none was recording. The event list is
@@ -21508,13 +21601,7 @@ private:
             }
         }
         if (stream_) return close_streamed_window();
-        watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
-        if (std::exchange(crash_dump_installed_, false)) {
-            for (const std::string& line : crash_dump::overridden()) {
-                warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
-            }
-            crash_dump::uninstall();
-        }
+        if (flight_) flight_->finish();  // the watchdog joined, the crash dump uninstalled, before the drain
         const bool et_window = std::exchange(execution_trace_window_, false);
         record_store records;
         const bool closed = session_.close_records(records);
@@ -21754,28 +21841,6 @@ private:
         }
     }
 
-    void refuse_flight_recorder_with_options() const {
-        const auto refuse = [](std::string_view why) {
-            throw std::invalid_argument(
-                fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
-        };
-        if (options_.schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
-        if (!options_.stream_to.empty()) refuse("it keeps the last records in memory, which stream_to writes away");
-        if (options_.accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
-        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs every op, which a ring overwrites");
-        const slow_step_trigger& slow = options_.flight_recorder->slow_step;
-        if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
-            throw std::invalid_argument(fmt::format(
-                "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
-                "give a factor above 1 (or 0: off)", slow.factor));
-        }
-        if (!dump_format_of(options_.flight_recorder->dump_extension)) {
-            throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
-                                                    ".pt.trace.json.gz or .pftrace",
-                                                    options_.flight_recorder->dump_extension));
-        }
-    }
-
     void require_finished(std::string_view call) const {
         // With a schedule the results are the last saved window's, readable while the next records.
         if (session_.is_open() && !options_.schedule) {
@@ -21859,10 +21924,8 @@ private:
     std::uint64_t window_first_id_ = 0;
     event_list all_events_;
     mutable profiler_stats window_stats_;
-    std::optional<flight_steps> flight_;  // while a flight recorder records
-    std::unique_ptr<hang_watchdog> watchdog_;  // ... with a hang_timeout
+    std::optional<flight_mode> flight_;         // while a flight recorder records
     std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
-    bool crash_dump_installed_ = false;
     mutable std::optional<flight_window> window_flight_;  // the last window was a flight recorder's
     std::unique_ptr<trace_stream> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept
@@ -22022,7 +22085,7 @@ std::string tensorboard_trace_handler::next_path() const {
 #include <stdexcept>  // std::invalid_argument
 #include <utility>    // std::pair
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format_to, fmt::format
 
 
 namespace stint::detail {
@@ -22294,14 +22357,14 @@ void export_memory_timeline(const event_list& events, const std::string& path, s
 #include <memory>  // std::unique_ptr
 #include <string_view>  // std::string_view
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 #if STINT_DETAIL_HAS_ELF_SYMBOLS
-#include <cxxabi.h>
-#include <elf.h>
-#include <fcntl.h>
-#include <link.h>
-#include <unistd.h>
+#include <cxxabi.h>  // abi::__cxa_demangle
+#include <elf.h>     // Elf64_Ehdr, Elf64_Shdr, Elf64_Sym
+#include <fcntl.h>   // ::open, O_RDONLY, O_CLOEXEC
+#include <link.h>    // ::dl_iterate_phdr, dl_phdr_info
+#include <unistd.h>  // ::pread, ::close
 #endif
 
 namespace stint::detail {
@@ -22517,7 +22580,7 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 #include <unordered_set>  // std::unordered_set
 
 #include <fmt/compile.h>  // FMT_COMPILE
-#include <fmt/format.h>
+#include <fmt/format.h>   // fmt::format_to, fmt::format, fmt::memory_buffer, fmt::to_string
 
 
 namespace stint::detail {
@@ -22748,7 +22811,7 @@ void write_chrome_trace_file(const std::string& path, const record_store& record
 #include <system_error>  // std::errc
 #include <utility>       // std::move
 
-#include <fmt/format.h>
+#include <fmt/format.h>  // fmt::format
 
 
 namespace stint::detail {

@@ -10,9 +10,7 @@
 //     STINT_OP(cfg, "aten::mm", a, b);   // ITT task "aten::mm, sizes = [[64, 32], [32, 16]]"
 
 #include <atomic>       // std::memory_order_relaxed
-#include <cstddef>      // (unused: left from std::byte spans before issue 31)
 #include <cstdint>      // std::uint32_t
-#include <span>         // (unused: left from std::span payloads before issue 31)
 #include <string_view>  // std::string_view
 
 #include <fmt/format.h>  // fmt::memory_buffer

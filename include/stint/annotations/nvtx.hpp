@@ -14,7 +14,6 @@
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint32_t
 #include <cstring>      // std::memcpy
-#include <span>         // (unused: left from std::span payloads before issue 31)
 #include <string_view>  // std::string_view
 
 #include <fmt/format.h>  // fmt::memory_buffer

@@ -5,7 +5,6 @@
 // mirror's cost is not charged to stint's times (design §12). Without one, scopes contain no mirror
 // code and no tool's header is included.
 
-#include <cstddef>      // (unused: left from std::byte spans before issue 31)
 #include <cstdint>      // std::uint32_t
 #include <string_view>  // std::string_view (a mirror's push_named, in a doc comment only)
 

@@ -4,7 +4,6 @@
 // annotate.hpp and passes a struct to STINT_OP. Kept apart because Boost.PFR costs every file that
 // includes it.
 
-#include <type_traits>  // (unused: kept, nothing here names a trait)
 
 #include "stint/capture/inputs.hpp"
 

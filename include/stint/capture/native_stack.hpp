@@ -7,7 +7,6 @@
 #include <cstddef>  // std::size_t, std::byte
 #include <cstdint>  // std::uint32_t, std::uint64_t, std::uintptr_t
 #include <cstring>  // std::memcpy
-#include <string>   // (unused: kept, nothing here names std::string)
 
 #include "stint/capture/detail/frame_walk.hpp"
 #include "stint/detail/export_macros.hpp"

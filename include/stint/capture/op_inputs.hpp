@@ -4,9 +4,6 @@
 
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int64_t
-#include <limits>       // (unused: kept, nothing here names std::numeric_limits)
-#include <span>         // (unused: kept, nothing here names std::span)
-#include <string>       // (unused: left from op_input, now in analysis/event.hpp)
 #include <string_view>  // std::string_view
 #include <utility>      // std::move
 #include <vector>       // std::vector

@@ -26,7 +26,6 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include <cstddef>  // (unused here: std::size_t for cupti_collector.hpp, cupti_library.hpp)
 #include <cstdint>  // std::uint32_t
 
 static_assert(CUPTI_API_VERSION >= 130000,

@@ -5,7 +5,6 @@
 #include <atomic>       // std::atomic, std::memory_order_release
 #include <cstddef>      // std::size_t, std::byte
 #include <cstdint>      // std::uint64_t, std::uint32_t, std::uintptr_t, std::uint16_t
-#include <cstring>      // (unused: kept, nothing here names std::memcpy)
 #include <string_view>  // std::string_view
 
 #include "stint/detail/export_macros.hpp"

@@ -4,7 +4,6 @@
 // an async span's beginning, a runtime name (design §11).
 
 #include <atomic>       // std::atomic, std::memory_order_relaxed
-#include <cstddef>      // (unused: kept, nothing here names std::size_t)
 #include <cstdint>      // std::uint64_t, std::uint32_t
 #include <string_view>  // std::string_view
 
