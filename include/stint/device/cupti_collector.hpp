@@ -5,6 +5,7 @@
 
 #include <algorithm>  // std::find, std::sort, std::max
 #include <atomic>     // std::atomic, std::memory_order
+#include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t, std::uint8_t, std::uint32_t, std::int32_t
 #include <cstdlib>    // std::aligned_alloc, std::free, std::getenv
 #include <mutex>      // std::mutex, std::lock_guard, std::unique_lock

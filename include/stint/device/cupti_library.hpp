@@ -7,6 +7,7 @@
 #include <unistd.h>  // ::access, F_OK
 
 #include <algorithm>    // std::find
+#include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint32_t
 #include <cstdlib>      // std::getenv
 #include <string>       // std::string
