@@ -4,12 +4,15 @@
    link, and the error names that header;
 2. a program that mixes a header-only file with a separately compiled one, sharing a profiler, fails
    to link, and the error names the build namespaces (header_only, compiled);
-3. <stint/impl/src.hpp> in a header-only build stops at its #error, which says what to do.
+3. <stint/impl/src.hpp> in a header-only build stops at its #error, which says what to do;
+4. and the default still holds: the README's example, one file with one include and no define, builds,
+   links with nothing else and prints its table.
 Prints a doctest-style summary so tools/run_tests.py counts it.
 
 usage: run.py INCLUDE_DIR COMPILER [ARGS...]
 """
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,6 +68,19 @@ def main() -> int:
             problems.append("<stint/impl/src.hpp> compiled without STINT_SEPARATE_COMPILATION")
         elif "define STINT_SEPARATE_COMPILATION in every file" not in compiled.stderr:
             problems.append("<stint/impl/src.hpp>'s error does not say what to do:\n" + compiled.stderr[-2000:])
+        # 4. One file, header-only.
+        cases += 1
+        readme = (HERE.parent.parent / "README.md").read_text(encoding="utf-8")
+        example = out / "readme_example.cpp"
+        example.write_text(re.search(r"```cpp\n(.*?)```", readme, re.S).group(1))
+        built = run(common + [str(example), "-o", str(out / "readme_example")] + libs)
+        if built.returncode != 0:
+            problems.append("the README's example did not build header-only:\n" + built.stderr[-3000:])
+        else:
+            ran = subprocess.run([str(out / "readme_example")], cwd=tmp, capture_output=True, text=True)
+            if ran.returncode != 0 or "blas::gemm" not in ran.stdout or not (out / "run.pt.trace.json").is_file():
+                problems.append(f"the README's example did not print its table and write its trace (exit {ran.returncode}):\n"
+                                + ran.stdout[-2000:] + ran.stderr[-2000:])
     for problem in problems:
         print(problem)
     failed = min(len(problems), cases)
