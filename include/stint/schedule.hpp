@@ -13,7 +13,7 @@
 #include <string>  // std::string
 #include <string_view>  // std::string_view
 
-#include <fmt/format.h>  // fmt::formatter
+#include <fmt/core.h>  // fmt::formatter, fmt::formatter<std::string_view>
 
 #include "stint/detail/separate_compilation.hpp"
 

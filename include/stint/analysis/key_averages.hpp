@@ -12,7 +12,7 @@
 #include <utility>      // std::move
 #include <vector>       // std::vector
 
-#include <fmt/format.h>  // fmt::formatter
+#include <fmt/core.h>  // fmt::formatter, fmt::formatter<std::string_view>
 
 #include "stint/analysis/event.hpp"
 #include "stint/analysis/event_list.hpp"
