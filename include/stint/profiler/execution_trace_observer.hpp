@@ -11,12 +11,12 @@
 
 #include "stint/analysis/event_list.hpp"
 #include "stint/detail/separate_compilation.hpp"
-#include "stint/drain/session.hpp"
-#include "stint/export/execution_trace.hpp"
 
 namespace stint {
 
 namespace detail {
+class session;                 // drain/session.hpp
+class execution_trace_writer;  // export/execution_trace.hpp
 inline namespace STINT_DETAIL_BUILD_NAMESPACE {
 class profiler_state;  // profiler/impl/profiler_core.ipp: attaches, detaches and feeds an observer
 }  // namespace STINT_DETAIL_BUILD_NAMESPACE
@@ -51,7 +51,7 @@ struct execution_trace_options {
 /// Chrome trace; the profiler finishes the file when it is destroyed (torch's profile.__exit__).
 class execution_trace_observer {
 public:
-    explicit execution_trace_observer(execution_trace_options options = {}) : options_(options) {}
+    STINT_DECL explicit execution_trace_observer(execution_trace_options options = {});
     execution_trace_observer(const execution_trace_observer&) = delete;
     execution_trace_observer& operator=(const execution_trace_observer&) = delete;
 
@@ -85,10 +85,7 @@ public:
 
     /// Whether it is recording now: between start() and stop(), or in its profiler's active window
     /// (torch's `_execution_trace_running`).
-    [[nodiscard]] bool is_running() const {
-        const std::lock_guard lock(mutex_);
-        return session_.is_open() || attached_running_;
-    }
+    [[nodiscard]] STINT_DECL bool is_running() const;
 
     /// Whether it has an output file (between register_callback and unregister_callback).
     [[nodiscard]] bool is_registered() const {
@@ -130,7 +127,8 @@ private:
     execution_trace_options options_;
     std::string path_;
     std::unique_ptr<detail::execution_trace_writer> writer_;
-    detail::session session_;
+    std::unique_ptr<detail::session> session_;  // never null: made by the constructor, held by pointer so this header
+                                                // declares the session without its header
     std::uint64_t next_id_ = 1;  // record function ids of its own spans, from 1 as the profiler's
     void* owner_ = nullptr;      // the profiler it is attached to
     void (*forget_)(void*) = nullptr;

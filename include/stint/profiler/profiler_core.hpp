@@ -18,14 +18,15 @@
 #include "stint/analysis/key_averages.hpp"
 #include "stint/common/device.hpp"
 #include "stint/detail/separate_compilation.hpp"
-#include "stint/drain/session.hpp"
+#include "stint/drain/profiler_stats.hpp"
 #include "stint/export/collapsed_stacks.hpp"
 #include "stint/common/activities.hpp"
-#include "stint/profiler/execution_trace_observer.hpp"
-#include "stint/profiler/flight_recorder.hpp"
+#include "stint/profiler/flight_recorder_options.hpp"
 #include "stint/schedule.hpp"
 
 namespace stint {
+
+class execution_trace_observer;  // profiler/execution_trace_observer.hpp
 
 namespace detail {
 

@@ -3,15 +3,27 @@
 #include "stint/profiler/execution_trace_observer.hpp"
 
 #include <exception>  // std::exception, std::exception_ptr
+#include <memory>     // std::make_unique
+#include <mutex>      // std::lock_guard
 #include <stdexcept>  // std::logic_error, std::invalid_argument
 #include <utility>    // std::exchange, std::move
 
 #include <fmt/format.h>  // fmt::format
 
 #include "stint/common/warning.hpp"
+#include "stint/drain/session.hpp"
+#include "stint/export/execution_trace.hpp"
 #include "stint/recording/buffer.hpp"
 
 namespace stint {
+
+execution_trace_observer::execution_trace_observer(execution_trace_options options)
+    : options_(options), session_(std::make_unique<detail::session>()) {}
+
+bool execution_trace_observer::is_running() const {
+    const std::lock_guard lock(mutex_);
+    return session_->is_open() || attached_running_;
+}
 
 execution_trace_observer::~execution_trace_observer() {
     void* owner = nullptr;
@@ -54,8 +66,8 @@ void execution_trace_observer::start() {
         throw std::logic_error("stint: execution_trace_observer::start(): it is attached to a profiler, which "
                                "starts and stops it with its schedule");
     }
-    if (session_.is_open()) return;
-    session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false,
+    if (session_->is_open()) return;
+    session_->open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false,
                   {.outputs = true, .tensor_identities = true});
 }
 
@@ -81,7 +93,7 @@ void execution_trace_observer::attach(void* owner, void (*forget)(void*)) {
         throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer is already "
                                     "attached to another profiler");
     }
-    if (session_.is_open()) {
+    if (session_->is_open()) {
         throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer is recording "
                                     "on its own; stop() it first");
     }
@@ -103,9 +115,9 @@ void execution_trace_observer::detach(void* owner) {
 }
 
 void execution_trace_observer::stop_locked() {
-    if (!session_.is_open()) return;
+    if (!session_->is_open()) return;
     event_list events;
-    if (!session_.close(events, next_id_, {.input_values = true})) return;
+    if (!session_->close(events, next_id_, {.input_values = true})) return;
     next_id_ += events.size();
     if (writer_ != nullptr) writer_->append(events);
 }
