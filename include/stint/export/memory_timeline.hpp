@@ -10,9 +10,10 @@
 #include "stint/analysis/event_list.hpp"
 #include "stint/common/device.hpp"
 #include "stint/detail/separate_compilation.hpp"
-#include "stint/export/json_writer.hpp"
 
 namespace stint::detail {
+
+class json_writer;  // export/json_writer.hpp
 
 /// torch's memory categories in its column order (_CATEGORY_TO_COLORS): stint knows no tensor roles,
 /// so every byte goes to the last, "Unknown" (torch's None, memory it cannot attribute to a tensor).
@@ -38,16 +39,8 @@ STINT_DECL memory_timeline_points memory_timeline_of(const event_list& events, d
 /// torch's name of a device: "cpu", "cuda:0".
 STINT_DECL std::string memory_timeline_device_name(device d);
 
-/// write_memory_timeline_json's text, into `out` (flushed).
+/// write_memory_timeline_json's text (impl/memory_timeline.ipp), into `out` (flushed).
 STINT_DECL void write_memory_timeline_points(json_writer& out, const memory_timeline_points& points);
-
-/// `[times, sizes]` as torch's json.dump writes it: times in integer µs, and per time one row of
-/// 1 + 8 integers, a leading 0 then one column per category, all bytes in the last.
-template <class Sink>
-void write_memory_timeline_json(Sink& sink, const memory_timeline_points& points) {
-    json_writer out(sink);
-    write_memory_timeline_points(out, points);
-}
 
 /// `text` for HTML text or a quoted attribute: & < > " ' as references, ill-formed UTF-8 and control
 /// characters (other than tab and newline) as U+FFFD.

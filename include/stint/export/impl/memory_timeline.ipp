@@ -11,10 +11,19 @@
 
 #include <fmt/format.h>  // fmt::format_to, fmt::format
 
+#include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
 #include "stint/export/utf8.hpp"
 
 namespace stint::detail {
+
+/// `[times, sizes]` as torch's json.dump writes it: times in integer µs, and per time one row of
+/// 1 + 8 integers, a leading 0 then one column per category, all bytes in the last.
+template <class Sink>
+void write_memory_timeline_json(Sink& sink, const memory_timeline_points& points) {
+    json_writer out(sink);
+    write_memory_timeline_points(out, points);
+}
 
 memory_timeline_points memory_timeline_of(const event_list& events, device on) {
     memory_timeline_points points;
