@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <stint/stint.hpp>
+#include <stint/recording/registry.hpp>
 #include "test_util.hpp"
 
 namespace {

@@ -13,6 +13,10 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/analysis/event_tree.hpp"
+#include "stint/export/chrome_trace.hpp"
+#include "stint/export/json_writer.hpp"
+#include "stint/export/trace_time.hpp"
 #include "test_util.hpp"
 
 namespace {

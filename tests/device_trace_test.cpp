@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/analysis/event_tree.hpp"
+#include "stint/export/chrome_trace.hpp"
 #include "test_util.hpp"
 
 namespace {

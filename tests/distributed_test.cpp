@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "stint/distributed/clock_alignment.hpp"
+#include "stint/analysis/event_tree.hpp"
+#include "stint/export/chrome_trace.hpp"
 #include "test_util.hpp"
 
 namespace {

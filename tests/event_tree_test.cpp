@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <stint/stint.hpp>
+#include <stint/analysis/event_tree.hpp>
 
 #include "nesting_workload.hpp"
 #include "test_util.hpp"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/profiler/flight_recorder.hpp"
 #include "test_util.hpp"
 
 namespace {

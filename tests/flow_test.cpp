@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <stint/analysis/event_tree.hpp>
+
 #include "test_util.hpp"
 
 namespace {

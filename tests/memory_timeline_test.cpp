@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stint/stint.hpp"
+#include "stint/analysis/event_tree.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/analysis/event_tree.hpp"
+#include "stint/export/perfetto_trace.hpp"
 #include "test_util.hpp"
 
 namespace {

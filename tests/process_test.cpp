@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/recording/registry.hpp"
 #include "test_util.hpp"
 
 TEST_CASE("a program that leaves main during a session exits cleanly") {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/capture/detail/input_decoding.hpp"
 #include "test_util.hpp"
 
 #if __has_include(<Eigen/Core>)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stint/stint.hpp"
+#include "stint/recording/detail/dynamic_name_table.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <stint/stint.hpp>
+#include <stint/recording/detail/named_site_table.hpp>
 
 #include "test_util.hpp"
 

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <stint/stint.hpp>
+#include <stint/analysis/event_tree.hpp>
+#include <stint/analysis/detail/call_stacks.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -27,6 +27,7 @@
 #include "nesting_workload.hpp"
 #include "stint/export/chrome_trace_records.hpp"
 #include "stint/stint.hpp"
+#include "stint/drain/session.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -18,6 +18,7 @@
 #include "cupti_fake.hpp"
 #include "memory_leak_check.hpp"
 #include "reliability/size.hpp"
+#include <stint/export/device_trace.hpp>
 #include "test_util.hpp"
 
 using gpu = stint::config<stint::cuda_activities>;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <stint/recording/registry.hpp>
 #include "../test_util.hpp"
 #include "size.hpp"
 

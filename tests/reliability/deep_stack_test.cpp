@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <stint/analysis/detail/call_stacks.hpp>
 #include "../test_util.hpp"
 #include "size.hpp"
 

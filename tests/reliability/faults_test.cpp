@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "../child_process.hpp"
+#include <stint/export/output_file.hpp>
 #include "../test_util.hpp"
 #include "size.hpp"
 

@@ -3,9 +3,6 @@
 // warnings go (torch uses Python's `warnings.warn` for the same texts).
 
 #include <functional>   // std::function
-#include <memory>       // std::shared_ptr
-#include <mutex>        // std::mutex, std::recursive_mutex
-#include <set>          // std::set
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 
@@ -31,18 +28,7 @@ STINT_DECL void default_warning_handler(std::string_view text);
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// The process-wide warning state. Leaked on purpose: threads and static destructors may still warn
-/// while other statics are being destroyed.
-struct warning_state {
-    std::mutex mutex;  // handler, warned_keys
-    // Held through a shared_ptr so a handler replaced while it runs stays alive until it returns.
-    std::shared_ptr<const warning_handler> handler =
-        std::make_shared<const warning_handler>(&::stint::default_warning_handler);
-    std::set<std::string, std::less<>> warned_keys;
-    // Serialises handler calls, so a handler need not be thread-safe. Recursive so a handler that
-    // warns itself does not deadlock.
-    std::recursive_mutex call_mutex;
-};
+struct warning_state;  // impl/warning.ipp: the handler, the keys warned once, and their locks
 
 STINT_DECL STINT_DETAIL_EXPORT warning_state& the_warning_state();
 

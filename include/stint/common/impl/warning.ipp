@@ -2,8 +2,12 @@
 // The bodies of common/warning.hpp: the default handler, the process-wide state and the warn calls.
 #include "stint/common/warning.hpp"
 
-#include <cstdio>   // std::fwrite, stderr
-#include <utility>  // std::exchange, std::move
+#include <cstdio>      // std::fwrite, stderr
+#include <functional>  // std::less
+#include <memory>      // std::shared_ptr, std::make_shared
+#include <mutex>       // std::mutex, std::recursive_mutex, std::lock_guard
+#include <set>         // std::set
+#include <utility>     // std::exchange, std::move
 
 namespace stint {
 
@@ -18,6 +22,19 @@ void default_warning_handler(std::string_view text) {
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The process-wide warning state. Leaked on purpose: threads and static destructors may still warn
+/// while other statics are being destroyed.
+struct warning_state {
+    std::mutex mutex;  // handler, warned_keys
+    // Held through a shared_ptr so a handler replaced while it runs stays alive until it returns.
+    std::shared_ptr<const warning_handler> handler =
+        std::make_shared<const warning_handler>(&::stint::default_warning_handler);
+    std::set<std::string, std::less<>> warned_keys;
+    // Serialises handler calls, so a handler need not be thread-safe. Recursive so a handler that
+    // warns itself does not deadlock.
+    std::recursive_mutex call_mutex;
+};
 
 warning_state& the_warning_state() {
     static warning_state* const instance = new warning_state();
