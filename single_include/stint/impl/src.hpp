@@ -2839,8 +2839,9 @@ struct own_allocation_scope {
     own_allocation_scope& operator=(const own_allocation_scope&) = delete;
 };
 
-/// Cold path of append: registration, a new session, a full chunk, an exhausted budget. (A template
-/// only so that it can be out of line and cold yet defined in a header.)
+/// Cold path of append: registration, a new session, a full chunk, an exhausted budget. Defined in
+/// slow_path.hpp, after the append that calls it: a template, so that its definition may follow its
+/// callers and a file that never appends compiles none of it.
 template <int = 0>
 STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
                                           std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;
