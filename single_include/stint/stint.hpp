@@ -13774,7 +13774,6 @@ void write_collapsed_stacks_file(const std::string& path, const event_list& even
 // profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
 // header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
 
-#include <algorithm>     // std::max
 #include <array>         // std::array
 #include <atomic>        // std::atomic
 #include <chrono>        // std::chrono::milliseconds

@@ -20821,7 +20821,6 @@ flight_dump write_flight_dump(const std::string& path, const event_list& events,
 // profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
 // header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
 
-#include <algorithm>     // std::max
 #include <array>         // std::array
 #include <atomic>        // std::atomic
 #include <chrono>        // std::chrono::milliseconds

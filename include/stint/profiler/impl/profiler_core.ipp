@@ -2,7 +2,6 @@
 // profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
 // header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
 
-#include <algorithm>     // std::max
 #include <array>         // std::array
 #include <atomic>        // std::atomic
 #include <chrono>        // std::chrono::milliseconds
@@ -35,7 +34,6 @@
 #include "stint/export/memory_timeline.hpp"
 #include "stint/export/perfetto_trace.hpp"
 #include "stint/export/trace_stream.hpp"
-#include "stint/profiler/crash_dump.hpp"
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/exit_trace.hpp"
