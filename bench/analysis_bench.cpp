@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <stint/analysis/event_tree.hpp>
 #include <stint/stint.hpp>
 
 namespace {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <stint/profiler/flight_recorder.hpp>
 #include <stint/stint.hpp>
 
 namespace {

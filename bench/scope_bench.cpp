@@ -22,6 +22,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <stint/recording/chunk_memory.hpp>
+#include <stint/recording/registry.hpp>
 #include <stint/stint.hpp>
 
 namespace {
