@@ -329,3 +329,30 @@ TEST_CASE("counter samples over the buffer budget are dropped and each is counte
     CHECK(prof.events().dropped() == 364);
     CHECK(samples_of(prof.events(), "typed").back() == real(635));
 }
+
+TEST_CASE("counter samples JSON cannot hold: infinity as the largest finite value, NaN left out, both said") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof;
+    prof.start();
+    STINT_COUNTER("odd", 1.5);
+    STINT_COUNTER("odd", std::numeric_limits<double>::infinity());
+    STINT_COUNTER("odd", std::numeric_limits<double>::quiet_NaN());
+    STINT_COUNTER("odd", -std::numeric_limits<double>::infinity());
+    prof.stop();
+    const std::string path = dir / "odd.pt.trace.json";
+    prof.export_chrome_trace(path);
+    const nlohmann::json trace = stint_test::read_json(path);  // strict: a NaN token would not parse
+    std::vector<double> values;
+    std::string note;
+    for (const auto& e : trace.at("traceEvents")) {
+        if (e.at("ph") == "C" && e.at("name") == "odd") {
+            REQUIRE(e.at("args").at("odd").is_number());  // a number, never a string
+            values.push_back(e.at("args").at("odd").get<double>());
+        }
+        if (e.at("ph") == "i" && e.at("name").get<std::string>().find("counter samples not finite") != std::string::npos) {
+            note = e.at("name").get<std::string>();
+        }
+    }
+    CHECK(values == std::vector<double>{1.5, std::numeric_limits<double>::max(), -std::numeric_limits<double>::max()});
+    CHECK(note.find("stint: 3 counter samples not finite") == 0);
+}

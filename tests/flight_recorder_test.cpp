@@ -418,8 +418,11 @@ TEST_CASE("a hang's dump names every thread's open scopes, outermost first, with
     CHECK(names(deep_tid) == std::vector<std::string>(64, "flight.nested"));
     CHECK(flight.at("detail").get<std::string>().find("6 open scopes deeper than 64 not kept") != std::string::npos);
     const std::string table = stint_test::read_file(dumps[0].table_path);
-    CHECK(table.find("still open on thread " + std::to_string(worker_tid.load()) + ":     flight.worker_wait since") !=
-          std::string::npos);
+    const std::string worker_line = "still open on thread " + std::to_string(worker_tid.load()) + " (";
+    REQUIRE(table.find(worker_line) != std::string::npos);
+    CHECK(table.find("):     flight.worker_wait since", table.find(worker_line)) != std::string::npos);
+    // Every thread is named, the deep one too, which had written no record yet.
+    for (const auto& o : flight.at("open_scopes")) CHECK_FALSE(o.at("thread").get<std::string>().empty());
 }
 
 TEST_CASE("a thread that begins after the ring is full takes the oldest chunks of the thread holding most") {
@@ -555,4 +558,61 @@ TEST_CASE("a crash dump path that cannot be written is refused at start") {
     ::sigaction(SIGSEGV, nullptr, &now);
     CHECK((now.sa_flags & SA_SIGINFO) == 0);
     CHECK_FALSE(std::filesystem::exists(dir / "crash.stint"));
+}
+
+TEST_CASE("a slow step with no interval dumps once: the dump's own time is no step's") {
+    stint_test::temp_dir dir;
+    auto options = flight_options(16 << 20, dir.path().string());
+    // Slow: 20 x the median (3 ms steps), a margin for a loaded machine's sleeps; the dump of a full
+    // 16 MiB ring takes longer than that.
+    options.flight_recorder->slow_step = {.factor = 20, .min_duration = std::chrono::milliseconds(0), .steps = 3,
+                                          .interval = std::chrono::nanoseconds(0)};
+    stint::profiler<> prof(options);
+    prof.start();
+    // Two threads keep the ring full, so that each dump takes far longer than a step.
+    std::atomic<bool> done{false};
+    std::vector<std::thread> recorders;
+    for (int k = 0; k < 2; ++k) {
+        recorders.emplace_back([&] {
+            while (!done.load(std::memory_order_relaxed)) {
+                STINT_SCOPE("flight.background");
+            }
+        });
+    }
+    for (int i = 0; i < 40; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(i == 20 ? 300 : 3));
+        prof.step();
+    }
+    done = true;
+    for (auto& t : recorders) t.join();
+    const std::vector<stint::flight_dump> dumps = prof.triggered_dumps();
+    prof.stop();
+    for (const stint::flight_dump& d : dumps) MESSAGE(d.path << ": " << d.events << " events");
+    REQUIRE(dumps.size() == 1);
+    CHECK(dumps[0].path.find("slow_step_20") != std::string::npos);
+}
+
+TEST_CASE("a dump whose table cannot be written writes neither file, and keeps the previous pair") {
+    stint_test::temp_dir dir;
+    stint::profiler<> prof(flight_options(16 * flight_chunk));
+    prof.start();
+    { STINT_SCOPE("flight.first"); }
+    const std::string path = dir / "pair.pt.trace.json";
+    const stint::flight_dump first = prof.dump(path);
+    const std::string trace_before = stint_test::read_file(path);
+    const std::string table_before = stint_test::read_file(first.table_path);
+    { STINT_SCOPE("flight.second"); }
+    // The table's place taken by a directory: the table cannot be written.
+    std::filesystem::rename(first.table_path, dir / "table.kept");
+    std::filesystem::create_directory(first.table_path);
+    const std::string refused = "cannot write flight recorder table '" + first.table_path + "'";
+    CHECK_THROWS_WITH_AS(prof.dump(path), doctest::Contains(refused.c_str()), std::system_error);
+    CHECK(stint_test::read_file(path) == trace_before);
+    std::filesystem::remove(first.table_path);
+    std::filesystem::rename(dir / "table.kept", first.table_path);
+    // With its place back, the next dump writes both.
+    const stint::flight_dump again = prof.dump(path);
+    CHECK(stint_test::read_file(path) != trace_before);
+    CHECK(stint_test::read_file(again.table_path) != table_before);
+    prof.stop();
 }

@@ -38,6 +38,7 @@
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler.hpp"
 #include "stint/profiler/crash_dump.hpp"
+#include "stint/profiler/crash_dump_reader.hpp"
 #include "stint/memory/report.hpp"
 #include "stint/memory/out_of_memory.hpp"
 #include "stint/memory/tracking_allocator.hpp"

@@ -138,10 +138,15 @@ STINT_DECL void write_point(json_writer& out, event_kind kind, std::string_view 
 
 /// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
 /// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
-/// `, "pid": P, "tid": T, "ts": `. A value JSON cannot hold (NaN, an infinity) is written as a string,
-/// as json_writer::number writes it.
+/// `, "pid": P, "tid": T, "ts": `. JSON has no NaN or infinity and a counter track plots only numbers:
+/// an infinity is written as the largest finite double of its sign, a NaN sample is left out (the track
+/// keeps its previous value); each is counted in `not_finite`, which write_not_finite_note reports.
 STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value,
-                                     std::string_view where, std::int64_t ts_ns);
+                                     std::string_view where, std::int64_t ts_ns, std::uint64_t& not_finite);
+
+/// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
+/// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
+STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
 
 /// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).

@@ -66,6 +66,8 @@ public:
 
     /// Records whose captured values (inputs, native frames, memory details) were left out.
     [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
+    /// Counter samples that were not finite (write_counter_sample).
+    [[nodiscard]] std::uint64_t not_finite_samples() const noexcept { return not_finite_; }
     /// Counts a record of the thread that made no event and whose values were left out (outputs).
     void leave_out_values() noexcept { ++values_left_out_; }
 
@@ -77,6 +79,7 @@ public:
 
 private:
     static constexpr std::uint32_t no_parent = 0xffffffffU;
+    std::uint64_t not_finite_ = 0;
     struct held {
         const site* where = nullptr;
         std::string_view name;                 // a runtime name

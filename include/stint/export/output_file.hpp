@@ -36,8 +36,8 @@ namespace stint::detail {
 class output_file {
 public:
     /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
-    /// applies only to ".gz" paths.
-    STINT_DECL explicit output_file(std::string path, int gzip_level = 1);
+    /// applies only to ".gz" paths. `what` names the file in errors ("cannot write trace '...'").
+    STINT_DECL explicit output_file(std::string path, int gzip_level = 1, std::string_view what = "trace");
 
     output_file(const output_file&) = delete;
     output_file& operator=(const output_file&) = delete;
@@ -57,6 +57,10 @@ public:
     /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
     /// names. Written through (a device, a FIFO), it finishes the stream and closes.
     STINT_DECL void commit();
+
+    /// What commit() does before its rename (the stream finished, synced, closed), so that two files
+    /// that must land together fail before either is renamed: finish() both, then commit() both.
+    STINT_DECL void finish();
 
     /// The final path, as given.
     std::string path() const { return path_; }
@@ -122,6 +126,8 @@ private:
     STINT_DECL void discard(bool failed = false) noexcept;
 
     std::string path_;
+    std::string what_;       // "trace", "table": how errors name the file
+    bool finished_ = false;  // finish() ran: commit() only renames
     std::string target_;     // the file the path names, its links followed
     std::string temporary_;  // empty once renamed or removed, and when written through
     int fd_ = -1;

@@ -2,23 +2,44 @@
 // A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
 // and from std::terminate, the raw records of every thread and the table of the sites they point to are
 // written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
-// everything it uses was allocated at install (the path, a write buffer, the site set); it takes no lock
-// (it reads the chains as they are: a thread caught mid-chunk-change may lose that chunk), calls no
-// stdio and allocates nothing: open, write, close. tools/stint-crashdump turns the file into a trace.
+// everything it uses was allocated at install (the path, a write buffer, the site set); it calls no
+// stdio, allocates nothing and takes no lock: open, write, close.
 //
-// File layout (little-endian): "STINTCRASH" u16 version (2); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag: 'T' a thread
-// (u64 tid, overwritten, overwritten_until, u32 name length, name, u64 bytes, its records as written),
-// 'O' a thread's open scopes (u64 tid, u32 depth, u32 entries, then per entry, outermost first: u64 site
-// address, u64 begin ticks, u64 name size, 24 bytes of the name: a name given at run time), 'S' a site (u64 address,
-// u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
-// first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
+// What a dump holds while other threads keep running (they do: a signal stops only its own thread):
+// - The ring stands still while it is copied: no thread overwrites or hands over a chunk until the
+//   dump is written (a thread that would need one drops its records, counted as drops); appending to a
+//   thread's current chunk goes on, and only what was published is copied. A thread caught holding its
+//   ring lock for 100 ms (crashed while overwriting a chunk) has its records left out, and said so.
+// - It is a snapshot at the crash: the crash's tick is read first, then every thread's open scopes,
+//   then the records; records that ended after the crash tick are left out and counted, so every scope
+//   drawn ends at or before the crash, and an open scope (drawn ending at the crash) holds its children.
+// - Two threads crashing at once write one dump: the second waits (up to 60 s) for the first to finish
+//   before its own fault ends the process. A fault inside the handler leaves the file cut short.
+// - A forked child does not write: its session ended at the fork (recording/registry.hpp), and the file
+//   is the parent's.
+// - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
+//   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
+// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
+// into a trace.
+//
+// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
+// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
+//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
+//     time); entries that began after the crash tick are stale;
+// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
+// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
+// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
+//     the records were left out because its ring lock was held);
+// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
+//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
+// 'E' the end: a file without it was cut short.
 
 #include <array>      // std::array
 #include <atomic>     // std::atomic
 #include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
 #include <cstddef>    // std::size_t, std::byte
-#include <cstdint>    // std::uint8_t, std::uint64_t
+#include <cstdint>    // std::int64_t, std::uint8_t, std::uint64_t
 #include <exception>  // std::terminate_handler
 #include <string>     // std::string
 #include <vector>     // std::vector
@@ -34,7 +55,8 @@ class crash_dump {
 public:
     static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
-    /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
+    /// Installs the handlers, checking now that `path` can be written (a file made there and removed). A
+    /// relative path is taken against the working directory now, not at the crash (a daemon may chdir).
     /// Throws std::system_error when it cannot, std::logic_error when another is installed.
     STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
 
@@ -47,7 +69,15 @@ public:
     STINT_DECL static void uninstall() noexcept;
 
     /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
+    /// A second thread that calls it while the first writes waits for the dump to be complete.
     STINT_DECL static void write_now(int sig) noexcept;
+
+    /// The path the dump goes to, made absolute at install (empty when none is installed).
+    STINT_DECL static std::string path();
+
+    /// How long a crashing thread waits for another's dump to finish, and for a thread's ring lock.
+    static constexpr std::int64_t wait_for_writer_ns = 60'000'000'000;
+    static constexpr std::int64_t wait_for_ring_lock_ns = 100'000'000;
 
 private:
     static constexpr std::size_t buffer_bytes = 64 * 1024;
@@ -76,9 +106,15 @@ private:
     STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
 
     STINT_DECL void write_file(int sig) noexcept;
+    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
+    STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                                  std::uint64_t& written, std::uint64_t& after_crash) noexcept;
+
+    /// writer_: none yet, the tid of the thread writing, or done.
+    static constexpr std::uint64_t dump_done = ~std::uint64_t{0};
 
     std::atomic<bool> installed_{false};
-    std::atomic<bool> dumped_{false};
+    std::atomic<std::uint64_t> writer_{0};
     std::vector<char> path_;
     std::vector<std::byte> buffer_;
     std::vector<const site*> sites_;

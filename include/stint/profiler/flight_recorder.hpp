@@ -85,6 +85,7 @@ struct flight_window {
     /// first on each thread; `depth` is the scope's nesting depth on its thread.
     struct open_scope {
         std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< a thread with no record in the window is named only here
         std::string name;
         std::int64_t start_ns = 0;
         std::uint32_t depth = 0;
@@ -174,6 +175,9 @@ public:
     /// A step ended and `step_num` began: noted for the last-steps window; a slow step asks for a dump of
     /// the steps the trigger keeps.
     STINT_DECL std::optional<dump_request> observe_step(std::int64_t step_num);
+    /// A slow step's dump was written during step() of `step_num`: that step begins now, so that the dump's own time is never
+    /// a step's (it would make the next step slow, and its dump the next: a dump per step for good).
+    STINT_DECL void restart_step(std::int64_t step_num) noexcept;
     /// What the hang trigger writes: the whole ring, with every thread's open scopes as the threads noted them.
     [[nodiscard]] STINT_DECL dump_request hang_request(std::int64_t step, std::int64_t silent_ns,
                                                        const tick_calibration& clock) const;

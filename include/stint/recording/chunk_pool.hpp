@@ -119,6 +119,10 @@ public:
 
     /// The session whose budget is spent: its threads drop without touching the pool again.
     std::atomic<std::uint32_t> exhausted_state{0};
+    /// Set while a crash dump copies the flight recorder's ring (profiler/crash_dump.hpp): no chunk of a
+    /// thread's chain is overwritten or taken meanwhile (recording/ring.hpp reads it under the node's
+    /// ring lock), so what the dump copies cannot change under it; a thread that would need one drops.
+    std::atomic<bool> ring_frozen{false};
     std::mutex& mutex() noexcept { return mutex_; }
 
     static constexpr std::uint32_t largest_class = chunk::size_classes - 1;

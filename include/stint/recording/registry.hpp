@@ -152,6 +152,14 @@ public:
         }
     }
 
+    /// For a crash handler only: while `on`, no chunk of a flight recorder's ring is overwritten or taken
+    /// (recording/ring.hpp); a thread that would need one drops its record, counted as a drop.
+    void freeze_ring(bool on) noexcept { pool_.ring_frozen.store(on, std::memory_order_seq_cst); }
+
+    /// While `on` (a crash dump is installed), each thread that begins to record in a session gets an
+    /// alternate signal stack (recording/signal_stack.hpp), so that a stack overflow still dumps.
+    void want_signal_stacks(bool on) noexcept { signal_stacks_wanted_.store(on, std::memory_order_relaxed); }
+
     /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
     /// hang watchdog reads the pointer under it.
     STINT_DECL open_scope_stack* make_open_scope_stack(thread_node& node, thread_buffer& buffer);
@@ -160,6 +168,7 @@ public:
     /// time (else the site's).
     struct open_scope {
         std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< the thread's name (a thread with no record yet has no other)
         const site* where = nullptr;
         std::string name;
         std::uint64_t begin_ticks = 0;
@@ -278,6 +287,7 @@ private:
     std::atomic<bool> streamed_{false};
     std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
     std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
+    std::atomic<bool> signal_stacks_wanted_{false};  // a crash dump is installed (want_signal_stacks)
     std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
     static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits

@@ -42,8 +42,8 @@ STINT_DECL void read_ring_counts(const thread_node& node, taken_records& taken) 
 /// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
 /// lock, so that no dump is copying it and no other thread is taking it). When it is also the current
 /// chunk, the thread keeps it. `only_older_than` not 0: only a chunk moved past whose records all
-/// ended before that tick, else null.
-STINT_DECL chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept;
+/// ended before that tick, else null. Null while `pool.ring_frozen` (a crash dump is copying).
+STINT_DECL chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept;
 
 /// The thread's oldest chunk to write into next, its records counted as overwritten: when the
 /// budget is spent, or (`only_older_than` not 0) when all its records ended before that tick, in
@@ -55,8 +55,9 @@ STINT_DECL chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std:
 /// Takes the oldest chunk of `richest` (the thread that holds most of a spent flight recorder's
 /// budget) for a thread that holds `held` bytes, while `richest` keeps at least two chunks and the
 /// chunk holds `min_data` bytes: only a chunk its owner has moved past. Null when none is taken.
-/// Under the registry mutex (registry::take_richest_oldest chooses `richest`).
-STINT_DECL chunk* take_oldest_of(thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept;
+/// Under the registry mutex (registry::take_richest_oldest chooses `richest`). Null while `pool.ring_frozen`.
+STINT_DECL chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held,
+                                 std::size_t min_data) noexcept;
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail

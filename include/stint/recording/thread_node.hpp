@@ -80,6 +80,10 @@ struct thread_node {
     /// Made by the owner at its first scope in a flight recorder's session (the buffer points at it too);
     /// read by the hang watchdog under the registry mutex and by the crash handler.
     open_scope_stack* open = nullptr;
+    /// The alternate signal stack the owner runs a crash handler on (recording/signal_stack.hpp), made
+    /// while a crash dump is installed; freed with the node, after its thread exited.
+    void* signal_stack = nullptr;
+    std::size_t signal_stack_bytes = 0;
 };
 
 /// Holds a node's ring_lock (a flag that waits: this header stays free of <mutex>).

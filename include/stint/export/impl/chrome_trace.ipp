@@ -4,6 +4,8 @@
 #include "stint/export/chrome_trace.hpp"
 
 #include <algorithm>  // std::copy, std::find, std::min
+#include <cmath>      // std::copysign, std::isfinite, std::isnan
+#include <limits>     // std::numeric_limits
 #include <cstddef>    // std::size_t, std::ptrdiff_t
 
 #include <fmt/compile.h>  // FMT_COMPILE
@@ -316,7 +318,11 @@ void write_point(json_writer& out, event_kind kind, std::string_view name, std::
 }
 
 void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value, std::string_view where,
-                          std::int64_t ts_ns) {
+                          std::int64_t ts_ns, std::uint64_t& not_finite) {
+    if (value.is_real && !std::isfinite(value.real)) {
+        ++not_finite;
+        if (std::isnan(value.real)) return;
+    }
     char* o = out.reserve(64 + 2 * json_string_bound(name.size()) + where.size());
     o = write_literal(o, ",\n    {\"ph\": \"C\", \"name\": ");
     o = write_json_string(o, name);
@@ -327,11 +333,23 @@ void write_counter_sample(json_writer& out, std::string_view name, const counter
     o = write_literal(o, ": ");
     out.commit(o);
     if (value.is_real) {
-        out.number(value.real);
+        out.number(std::isfinite(value.real) ? value.real
+                                             : std::copysign(std::numeric_limits<double>::max(), value.real));
     } else {
         out.number(value.integer);
     }
     out.raw("}}");
+}
+
+void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns) {
+    if (count == 0) return;
+    out.raw(",\n    {\"ph\": \"i\", \"s\": \"g\", \"name\": \"stint: ");
+    out.number(count);
+    out.raw(" counter samples not finite: NaN left out, infinity written as the largest finite value\", \"pid\": ");
+    out.number(pid);
+    out.raw(", \"tid\": 0, \"ts\": ");
+    out.microseconds(ts_ns);
+    out.raw("}");
 }
 
 void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
@@ -342,9 +360,10 @@ void write_trace_events(json_writer& out, const event_list& events, const chrome
     device.write_metadata(out, info.process_name);
     trace_timeline timeline(events);
     counter_samples counters;
+    std::uint64_t not_finite = 0;
     const auto write_samples = [&](const event& e, const std::string& where) {
         counters.of(events, e, [&](std::string_view name, const counter_value& value, bool) {
-            write_counter_sample(out, name, value, where, e.start_ns);
+            write_counter_sample(out, name, value, where, e.start_ns, not_finite);
         });
     };
     for (const event& e : events) {
@@ -409,6 +428,11 @@ void write_trace_events(json_writer& out, const event_list& events, const chrome
             out.raw("\"");
         }
         out.raw("}}");
+    }
+    if (not_finite != 0) {
+        std::int64_t first_ns = events.empty() ? 0 : events[0].start_ns;
+        for (const event& e : events) first_ns = std::min(first_ns, e.start_ns);
+        write_not_finite_note(out, not_finite, info.pid, first_ns);
     }
     if (const std::uint64_t lost = events.device().loss.lost(); lost != 0) {
         // A global instant, so that the timeline itself says device work is missing.

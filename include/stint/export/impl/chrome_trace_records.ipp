@@ -120,7 +120,7 @@ trace_end thread_trace_writer::write_event(const held& h, trace_end cap) {
         return cap;  // a point bounds nothing
     }
     if (h.where->kind == event_kind::counter) {
-        write_counter_sample(out_, h.where->name, h.counter, where_, h.start);
+        write_counter_sample(out_, h.where->name, h.counter, where_, h.start, not_finite_);
         return cap;  // nor does a counter's sample, drawn on the process's track of its name
     }
     const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
@@ -210,13 +210,16 @@ void write_chrome_trace_to(json_writer& out, const record_store& records, std::u
                                  .values_not_streamed = std::nullopt};
     write_trace_head(out, head, info);
     std::uint64_t id = first_id;
+    std::uint64_t not_finite = 0;
     for (const record_store::thread_records& t : records.threads()) {
         if (t.events == 0) continue;
         thread_trace_writer thread(out, records.calibration, info.pid, t.counts.os_tid,
                                    chrome_records_detail::origin_of(records, t));
         records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
         thread.flush();
+        not_finite += thread.not_finite_samples();
     }
+    write_not_finite_note(out, not_finite, info.pid, 0);
     write_trace_end(out, records.calibration.anchor.system_ns);
 }
 

@@ -20,13 +20,13 @@
 
 namespace stint::detail {
 
-output_file::output_file(std::string path, int gzip_level)
-    : path_(std::move(path)) {
+output_file::output_file(std::string path, int gzip_level, std::string_view what)
+    : path_(std::move(path)), what_(what) {
     if (path_.empty()) {
-        throw std::invalid_argument("stint: cannot write trace '': the path is empty");
+        throw std::invalid_argument("stint: cannot write " + what_ + " '': the path is empty");
     }
     if (gzip_level < 0 || gzip_level > 9) {
-        throw std::invalid_argument("stint: cannot write trace '" + path_ + "': gzip level " +
+        throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': gzip level " +
                                     std::to_string(gzip_level) + " is not in 0..9");
     }
     open_destination();
@@ -49,8 +49,9 @@ void output_file::idle() {
     }
 }
 
-void output_file::commit() {
+void output_file::finish() {
     check_open();
+    if (finished_) return;
     if (gzip_) {
         if (const int error = gzip_->finish(emitter{this})) fail(error);
     }
@@ -60,6 +61,11 @@ void output_file::commit() {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) fail(errno);
+    finished_ = true;
+}
+
+void output_file::commit() {
+    finish();
     if (!through_ && std::rename(temporary_.c_str(), target_.c_str()) != 0) fail(errno);
     temporary_.clear();
     state_ = state::committed;
@@ -75,22 +81,22 @@ void output_file::fail(int error) {
     discard(true);
     state_ = state::failed;
     throw std::system_error(error, std::generic_category(),
-                            "stint: cannot write trace '" + path_ + "'");
+                            "stint: cannot write " + what_ + " '" + path_ + "'");
 }
 
 void output_file::refuse(const char* what) {
     state_ = state::failed;
-    throw std::invalid_argument("stint: cannot write trace '" + path_ + "': it is " + what +
+    throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': it is " + what +
                                 "; a trace goes to a file, a character device or a FIFO");
 }
 
 void output_file::check_open() const {
     if (state_ == state::committed) {
-        throw std::logic_error("stint: cannot write trace '" + path_ +
+        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
                                "': it was already committed");
     }
     if (state_ == state::failed) {
-        throw std::logic_error("stint: cannot write trace '" + path_ +
+        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
                                "': an earlier write failed");
     }
 }

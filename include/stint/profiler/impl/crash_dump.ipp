@@ -5,11 +5,13 @@
 #include <algorithm>     // std::min
 #include <cerrno>        // errno, EINTR
 #include <cstring>       // std::memcpy
+#include <ctime>         // clock_gettime, nanosleep, timespec
+#include <filesystem>    // std::filesystem::absolute
 #include <stdexcept>     // std::logic_error
 #include <system_error>  // std::system_error, std::generic_category
 
 #include <fcntl.h>   // ::open, O_WRONLY, O_CREAT, O_CLOEXEC
-#include <unistd.h>  // ::write, ::close, ::access, ::unlink
+#include <unistd.h>  // ::write, ::close, ::access, ::unlink, ::getpid
 
 #include <fmt/format.h>  // fmt::format
 
@@ -17,10 +19,32 @@
 
 namespace stint::detail {
 
-void crash_dump::install(const std::string& path, const tick_calibration& calibration) {
+namespace {
+
+// Async-signal-safe clock and sleep for the handler's bounded waits.
+std::int64_t crash_clock_ns() noexcept {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+void crash_pause(long ns) noexcept {
+    const timespec pause{0, ns};
+    ::nanosleep(&pause, nullptr);
+}
+
+}  // namespace
+
+void crash_dump::install(const std::string& given_path, const tick_calibration& calibration) {
     crash_dump& self = instance();
     if (self.installed_.load(std::memory_order_acquire)) {
         throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
+    }
+    // Resolved now: the program may change its working directory before it crashes.
+    std::error_code resolved;
+    const std::string path = std::filesystem::absolute(given_path, resolved).string();
+    if (resolved) {
+        throw std::system_error(resolved, fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written",
+                                                      given_path));
     }
     // A file left by an earlier crash may be there: it stays until a crash overwrites it.
     const bool existed = ::access(path.c_str(), F_OK) == 0;
@@ -28,7 +52,7 @@ void crash_dump::install(const std::string& path, const tick_calibration& calibr
     if (fd < 0) {
         const int error = errno;
         throw std::system_error(error, std::generic_category(),
-                                fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", path));
+                                fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", given_path));
     }
     ::close(fd);
     if (!existed) ::unlink(path.c_str());
@@ -38,10 +62,12 @@ void crash_dump::install(const std::string& path, const tick_calibration& calibr
     self.sites_.assign(site_slots, nullptr);
     self.calibration_ = calibration;
     self.pid_ = current_pid();
-    self.dumped_.store(false, std::memory_order_relaxed);
+    self.writer_.store(0, std::memory_order_relaxed);
+    // Each thread that records from now on gets a stack to run the handler on: a stack overflow dumps.
+    the_registry().want_signal_stacks(true);
     struct sigaction ours {};
     ours.sa_sigaction = &on_signal;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
     sigemptyset(&ours.sa_mask);
     for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
     self.previous_terminate_ = std::set_terminate(&on_terminate);
@@ -69,6 +95,7 @@ std::vector<std::string> crash_dump::overridden() {
 void crash_dump::uninstall() noexcept {
     crash_dump& self = instance();
     if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
+    the_registry().want_signal_stacks(false);
     for (std::size_t i = 0; i < signals.size(); ++i) {
         struct sigaction now {};
         ::sigaction(signals[i], nullptr, &now);
@@ -81,8 +108,29 @@ void crash_dump::uninstall() noexcept {
 
 void crash_dump::write_now(int sig) noexcept {
     crash_dump& self = instance();
-    if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
-    self.write_file(sig);
+    if (!self.installed_.load(std::memory_order_acquire)) return;
+    // A forked child's session ended at the fork, and the file is its parent's: the child writes none.
+    if (static_cast<std::uint64_t>(::getpid()) != self.pid_) return;
+    const std::uint64_t me = current_os_tid();
+    std::uint64_t writer = 0;
+    if (self.writer_.compare_exchange_strong(writer, me, std::memory_order_acq_rel)) {
+        self.write_file(sig);
+        self.writer_.store(dump_done, std::memory_order_release);
+        return;
+    }
+    if (writer == me) return;  // a fault in the writer itself: the file stays cut short
+    // Another thread writes the dump. This thread's fault ends the process when its handler returns,
+    // so it waits for the dump to be complete (or for so long that the writer must be stuck).
+    const std::int64_t deadline = crash_clock_ns() + wait_for_writer_ns;
+    while (self.writer_.load(std::memory_order_acquire) != dump_done && crash_clock_ns() < deadline) {
+        crash_pause(1'000'000);
+    }
+}
+
+std::string crash_dump::path() {
+    crash_dump& self = instance();
+    if (!self.installed_.load(std::memory_order_acquire) || self.path_.empty()) return {};
+    return std::string(self.path_.data());
 }
 
 crash_dump& crash_dump::instance() noexcept {
@@ -182,53 +230,75 @@ std::uint8_t crash_dump::payload_of(const site& where) noexcept {
     }
 }
 
+void crash_dump::write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                               std::uint64_t& written, std::uint64_t& after_crash) noexcept {
+    const auto write_run = [&](const std::byte* run, const std::byte* to) {
+        if (to <= run) return;
+        put_value(std::uint8_t{'R'});
+        put_value(static_cast<std::uint64_t>(to - run));
+        put(run, static_cast<std::size_t>(to - run));
+    };
+    const std::byte* run = from;  // kept records not yet written: [run, at)
+    const std::byte* at = from;
+    while (at + sizeof(record) <= end) {
+        record r;
+        std::memcpy(&r, at, sizeof r);
+        const site* where = r.where();
+        if (where == nullptr) break;  // not a record: the end of what was published
+        std::size_t bytes = sizeof(record);
+        if (has_payload(where->payload)) {
+            if (at + sizeof(record) + sizeof(payload_header) > end) break;
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof header);
+            bytes += header.bytes;
+        }
+        if (at + bytes > end) break;
+        if (r.end_ticks > crash_ticks) {
+            // Ended after the crash (its thread kept running while this one wrote): not in the snapshot.
+            write_run(run, at);
+            run = at + bytes;
+            ++after_crash;
+        } else {
+            note_site(where);
+            ++written;
+        }
+        at += bytes;
+    }
+    write_run(run, at);
+}
+
 void crash_dump::write_file(int sig) noexcept {
+    const std::uint64_t crash_ticks = read_ticks();
+    registry& reg = the_registry();
+    // From here no thread overwrites or hands over a chunk (recording/ring.hpp), so nothing copied below
+    // changes under the copy; appending to a thread's current chunk goes on.
+    reg.freeze_ring(true);
     fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return;
+    if (fd_ < 0) {
+        reg.freeze_ring(false);
+        return;
+    }
     used_ = 0;
     put("STINTCRASH", 10);
-    put_value(std::uint16_t{2});
-    put_value(static_cast<std::uint64_t>(pid_));
+    put_value(std::uint16_t{3});
+    put_value(static_cast<std::uint64_t>(::getpid()));
     put_value(static_cast<std::uint64_t>(sig));
     put_value(current_os_tid());
     put_value(calibration_.anchor.ticks);
     put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
     put_value(calibration_.ns_per_tick);
-    put_value(read_ticks());
-    the_registry().for_each_node_in_crash([&](const thread_node& node) {
-        const chunk* const current = node.current.load(std::memory_order_acquire);
-        std::uint64_t bytes = 0;
-        for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-             c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-            bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
-                                                reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
-        }
-        put_value(std::uint8_t{'T'});
-        put_value(node.os_tid);
-        put_value(node.overwritten);
-        put_value(node.overwritten_until);
-        put_value(static_cast<std::uint32_t>(node.name.size()));
-        put(node.name.data(), node.name.size());
-        put_value(bytes);
-        for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr && bytes > 0;
-             c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-            const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
-            const std::byte* end = c->published.load(std::memory_order_acquire);
-            // Whole records only, and never more than the thread's count said.
-            end = std::min(end, data + bytes);
-            put(data, static_cast<std::size_t>(end - data));
-            bytes -= static_cast<std::uint64_t>(end - data);
-            for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
-        }
-        for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
-    });
-    // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
-    the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
+    put_value(crash_ticks);
+    // Where each thread was, read before the records: a scope open at the crash and ending while the
+    // records are read is then drawn open, and its record (ended after the crash) is left out.
+    reg.for_each_open_stack_in_crash([&](const thread_node& node) {
+        if (node.exited.load(std::memory_order_acquire)) return;
         const open_scope_stack& open = *node.open;
         const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
         const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
         put_value(std::uint8_t{'O'});
         put_value(node.os_tid);
+        put_value(static_cast<std::uint32_t>(node.name.size()));
+        put(node.name.data(), node.name.size());
         put_value(depth);
         put_value(kept);
         for (std::uint32_t i = 0; i < kept; ++i) {
@@ -240,6 +310,41 @@ void crash_dump::write_file(int sig) noexcept {
             put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
             for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
         }
+    });
+    reg.for_each_node_in_crash([&](thread_node& node) {
+        // The node's ring settles: a thread inside its ring lock (overwriting a chunk) finishes, and any
+        // later one sees the freeze (both seq_cst: the freeze is stored before this load). The lock is
+        // only watched, never taken: releasing it would have to wake a waiter, which is no signal-safe call.
+        const std::int64_t deadline = crash_clock_ns() + wait_for_ring_lock_ns;
+        bool settled = true;
+        while (node.ring_lock.test(std::memory_order_seq_cst)) {
+            if (crash_clock_ns() >= deadline) {
+                settled = false;
+                break;
+            }
+            crash_pause(10'000);
+        }
+        put_value(std::uint8_t{'T'});
+        put_value(node.os_tid);
+        put_value(node.overwritten);
+        put_value(node.overwritten_until);
+        put_value(node.dropped.load(std::memory_order_relaxed));
+        put_value(static_cast<std::uint32_t>(node.name.size()));
+        put(node.name.data(), node.name.size());
+        std::uint64_t written = 0;
+        std::uint64_t after_crash = 0;
+        if (settled) {
+            const chunk* const current = node.current.load(std::memory_order_acquire);
+            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
+                write_records(data, c->published.load(std::memory_order_acquire), crash_ticks, written, after_crash);
+            }
+        }
+        put_value(std::uint8_t{'X'});
+        put_value(written);
+        put_value(after_crash);
+        put_value(static_cast<std::uint8_t>(settled ? 0 : 1));
     });
     for (const site* where : sites_) {
         if (where == nullptr) continue;
@@ -254,6 +359,7 @@ void crash_dump::write_file(int sig) noexcept {
     flush();
     ::close(fd_);
     fd_ = -1;
+    reg.freeze_ring(false);  // a handler chained to may recover: the ring turns again
 }
 
 }  // namespace stint::detail

@@ -145,6 +145,12 @@ std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t 
         .open_scopes = {}};
 }
 
+void flight_mode::restart_step(std::int64_t step_num) noexcept {
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
+    if (watchdog_) watchdog_->note_step(step_num);
+}
+
 flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int64_t silent_ns,
                                                     const tick_calibration& clock) const {
     dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
@@ -157,7 +163,8 @@ flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int6
     // Every thread's open scopes (the step's annotation among them), as the threads noted them.
     std::uint64_t not_kept = 0;
     for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
-        request.open_scopes.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
+        request.open_scopes.push_back({o.os_tid, o.thread_name.empty() ? fmt::format("thread {}", o.os_tid) : o.thread_name,
+                                        o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
     }
     if (not_kept != 0) {
         request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
@@ -232,8 +239,10 @@ std::string flight_window::json() const {
     }
     fmt::format_to(std::back_inserter(out), "], \"open_scopes\": [");
     for (std::size_t i = 0; i < open_scopes.size(); ++i) {
-        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"thread\": ", i == 0 ? "" : ", ",
                        open_scopes[i].os_tid);
+        append_json_string(out, open_scopes[i].thread_name);
+        fmt::format_to(std::back_inserter(out), ", \"name\": ");
         append_json_string(out, open_scopes[i].name);
         fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
                        trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
@@ -259,8 +268,8 @@ std::string flight_window::text() const {
                            t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
     }
     for (const open_scope& o : open_scopes) {
-        out += fmt::format("  still open on thread {}: {:{}}{} since {:.3f} ms\n", o.os_tid, "", 2 * o.depth,
-                           o.name, static_cast<double>(o.start_ns) / 1e6);
+        out += fmt::format("  still open on thread {} ({}): {:{}}{} since {:.3f} ms\n", o.os_tid, o.thread_name, "",
+                           2 * o.depth, o.name, static_cast<double>(o.start_ns) / 1e6);
     }
     for (const last_seen& l : last_records) {
         out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
@@ -378,15 +387,21 @@ void check_dump_dir(const std::string& dir) {
 flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
                               const flight_window& window) {
     flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
+    // Both files or neither: each is written beside its place and finished (synced, closed) before
+    // either is renamed into place, so a failure keeps the previous trace and table together.
+    output_file table(result.table_path, 1, "flight recorder table");
+    output_file trace(path);
     if (dump_format_of(path) == dump_format::perfetto) {
-        write_perfetto_trace_file(path, events, window.perfetto_info(info.pid, info.truncated_names));
+        write_perfetto_trace(trace, events, window.perfetto_info(info.pid, info.truncated_names));
     } else {
         info.metadata_json.emplace_back("flightRecorder", window.json());
-        write_chrome_trace_file(path, events, info);
+        write_chrome_trace(trace, events, info);
     }
-    output_file table(result.table_path);
     table.write(window.text());
     table.write(key_averages(events).table());
+    table.finish();
+    trace.finish();
+    trace.commit();
     table.commit();
     return result;
 }

@@ -389,6 +389,7 @@ private:
             // The program's step must not fail for a dump: say it instead.
             warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
         }
+        flight_->restart_step(step_num_);  // the dump's time is no step's
     }
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.

@@ -12,6 +12,7 @@
 #include "stint/recording/detail/dynamic_name_table.hpp"
 #include "stint/recording/detail/named_site_table.hpp"
 #include "stint/detail/platform.hpp"
+#include "stint/recording/signal_stack.hpp"
 #include "stint/recording/state.hpp"
 
 namespace stint::detail {
@@ -165,7 +166,7 @@ std::vector<registry::open_scope> registry::open_scopes(std::uint64_t since_tick
             const site* where = e.where.load(std::memory_order_relaxed);
             const std::uint64_t begin = e.begin_ticks.load(std::memory_order_relaxed);
             if (where == nullptr || begin < since_ticks) continue;
-            out.push_back({node->os_tid, where, open_scope_name(e, *where), begin, i});
+            out.push_back({node->os_tid, node->name, where, open_scope_name(e, *where), begin, i});
         }
     }
     return out;
@@ -260,6 +261,8 @@ registry::session_start registry::reset_for_session(thread_buffer& buffer, std::
             pool_.release(c);
         }
     }
+    // A crash dump is installed: this thread's crash must find a stack to run its handler on.
+    if (signal_stacks_wanted_.load(std::memory_order_relaxed)) ensure_signal_stack(node);
     // release: pairs with the acquire in end_session(); the chunk above is visible before the state.
     node.state.store(state, std::memory_order_release);
     return result;
@@ -372,7 +375,7 @@ chunk* registry::take_richest_oldest(thread_buffer& buffer, std::size_t min_data
         }
     }
     if (richest == nullptr) return nullptr;
-    return take_oldest_of(*richest, held, min_data);
+    return take_oldest_of(pool_, *richest, held, min_data);
 }
 
 taken_records registry::take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks) {
@@ -454,6 +457,7 @@ void registry::free_exited_nodes() noexcept {
         count_late(**it);
         release_chain(**it);
         pool_.release(std::exchange((*it)->ready, nullptr));
+        free_signal_stack(**it);
         delete *it;
     }
     nodes_.erase(dead, nodes_.end());

@@ -107,9 +107,11 @@ void read_ring_counts(const thread_node& node, taken_records& taken) noexcept {
     taken.truncated = node.truncated.load(std::memory_order_relaxed);
 }
 
-chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than) noexcept {
+chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than) noexcept {
     thread_node& node = *buffer.node;
     const ring_guard hold(node);  // another thread may be taking this head (take_richest_oldest)
+    // seq_cst, under the lock: a crash dump stores it, then waits until it sees each node's lock free.
+    if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;
     chunk* head = node.head.load(std::memory_order_relaxed);
     if (head == nullptr) return nullptr;
     if (only_older_than != 0 && head == buffer.current) return nullptr;
@@ -128,11 +130,11 @@ chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than) noexc
 chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t size_class, std::size_t min_data,
                         std::uint64_t only_older_than) {
     thread_node& node = *buffer.node;
-    chunk* c = unlink_oldest(buffer, only_older_than);
+    chunk* c = unlink_oldest(pool, buffer, only_older_than);
     if (only_older_than != 0) {
         if (c == nullptr) return nullptr;
         bool refunded = false;
-        while (chunk* old = unlink_oldest(buffer, only_older_than)) {
+        while (chunk* old = unlink_oldest(pool, buffer, only_older_than)) {
             node.ring_bytes.fetch_sub(old->total(), std::memory_order_relaxed);
             pool.refund_and_release(old);
             refunded = true;
@@ -165,8 +167,9 @@ chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t s
     return c;
 }
 
-chunk* take_oldest_of(thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept {
+chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept {
     const ring_guard hold(richest);
+    if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;  // as in unlink_oldest
     chunk* head = richest.head.load(std::memory_order_acquire);
     if (head == nullptr || static_cast<std::size_t>(head->data_end() - head->data()) < min_data) return nullptr;
     // Only a chunk its owner has moved past: it then writes only after node.current (registry.hpp).
