@@ -429,11 +429,7 @@ void write_trace_events(json_writer& out, const event_list& events, const chrome
         }
         out.raw("}}");
     }
-    if (not_finite != 0) {
-        std::int64_t first_ns = events.empty() ? 0 : events[0].start_ns;
-        for (const event& e : events) first_ns = std::min(first_ns, e.start_ns);
-        write_not_finite_note(out, not_finite, info.pid, first_ns);
-    }
+    write_not_finite_note(out, not_finite, info.pid, 0);  // at the session's start, as from the records
     if (const std::uint64_t lost = events.device().loss.lost(); lost != 0) {
         // A global instant, so that the timeline itself says device work is missing.
         std::int64_t first_ns = events.empty() ? 0 : events[0].start_ns;
