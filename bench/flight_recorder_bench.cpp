@@ -1,6 +1,7 @@
 // The flight recorder (design §7 "Flight recorder"): a timing-only scope while the ring wraps (every
 // chunk change overwrites the thread's oldest chunk) against the ideal recorder, on 1 and 2 threads;
-// and a dump of 1 M events while two threads record, with what it costs them.
+// a dump of 1 M events while two threads record, with what it costs them; and the crash handler's time
+// for a full ring while four threads record.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -14,6 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include <csignal>
+
+#include <stint/profiler/crash_dump.hpp>
 #include <stint/profiler/flight_recorder.hpp>
 #include <stint/stint.hpp>
 
@@ -159,6 +163,44 @@ void flight_dump_while_recording(benchmark::State& state) {
     state.counters["ns_per_scope_during"] = per_scope(2);
 }
 BENCHMARK(flight_dump_while_recording)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// The crash handler's work (crash_dump::write_now, as a fault would run it) for a ring of range(0) MiB
+// that four threads keep recording into: its wall time, and the bytes it wrote. Informative: what a
+// crash costs before the process ends, and so how long a second crashing thread may wait.
+void flight_crash_handler(benchmark::State& state) {
+    const std::size_t budget = static_cast<std::size_t>(state.range(0)) << 20;
+    const std::string path = (std::filesystem::temp_directory_path() / "stint_flight_bench.crash").string();
+    double bytes = 0;
+    for (auto _ : state) {
+        stint::profiler_options<> options;
+        options.flight_recorder = stint::flight_recorder_options{.budget_bytes = budget, .crash_dump_path = path};
+        stint::profiler<> prof(options);
+        prof.start();
+        std::atomic<bool> done{false};
+        std::vector<std::thread> recorders;
+        for (int t = 0; t < 4; ++t) {
+            recorders.emplace_back([&] {
+                while (!done.load(std::memory_order_relaxed)) {
+                    STINT_SCOPE("bench");
+                    benchmark::ClobberMemory();
+                }
+            });
+        }
+        // The ring fills: four threads write about 1 GB/s of records on this machine.
+        std::this_thread::sleep_for(std::chrono::milliseconds(budget > (64 << 20) ? 1500 : 200));
+        const auto t0 = std::chrono::steady_clock::now();
+        stint::detail::crash_dump::write_now(SIGSEGV);
+        const auto t1 = std::chrono::steady_clock::now();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+        done = true;
+        for (std::thread& t : recorders) t.join();
+        prof.stop();
+        bytes = static_cast<double>(std::filesystem::file_size(path));
+        std::filesystem::remove(path);
+    }
+    state.counters["dump_bytes"] = bytes;
+}
+BENCHMARK(flight_crash_handler)->Arg(256)->Arg(4)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

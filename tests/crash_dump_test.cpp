@@ -127,9 +127,11 @@ TEST_CASE("two threads faulting at once, while four record and three spin, leave
         CHECK(from_cpp.at("traceEvents").size() == from_python.at("traceEvents").size());
         for (const nlohmann::json* trace : {&from_cpp, &from_python}) {
             const auto names = check_trace(*trace);
-            for (const auto& [k, done] : finished) {
+            for (const auto& item : finished) {
+                const int k = item.first;
+                const std::uint64_t tid = item.second.first;
+                const long last_finished = item.second.second;
                 CAPTURE(k);
-                const auto& [tid, last_finished] = done;
                 REQUIRE(names.count(tid) == 1);
                 // The recorder's scopes, in order: every one from the oldest kept to the newest, once each,
                 // the newest at or after what it had finished before the crash.
@@ -222,3 +224,21 @@ TEST_CASE("a dump cut short is read as far as it goes, and both readers say what
     CHECK(help.status == 0);
     CHECK(help.output.find("stint-crashdump CRASH_DUMP OUT.pt.trace.json") != std::string::npos);
 }
+
+#if defined(STINT_TEST_FLIGHT_EXAMPLE)
+TEST_CASE("the flight recorder example's crash mode leaves a dump that says where it died") {
+    stint_test::temp_dir dir;
+    const stint_test::program_result died =
+        stint_test::run_program(std::string(STINT_TEST_FLIGHT_EXAMPLE) + " " + dir.path().string() + " crash");
+    INFO(died.output);
+    CHECK(died.status == 128 + SIGSEGV);
+    const std::string dump = dir / "flight_recorder.crash";
+    REQUIRE(std::filesystem::exists(dump));
+    const stint::crash_dump_contents read = stint::read_crash_dump(dump);
+    CHECK(read.complete);
+    const auto crashed = std::find_if(read.threads.begin(), read.threads.end(), [](const auto& t) { return t.crashed; });
+    REQUIRE(crashed != read.threads.end());
+    CHECK(crashed->inside == std::vector<std::string>{"ProfilerStep#80", "dispatch"});
+    check_trace(python_trace(dump, dir / "example.pt.trace.json"));
+}
+#endif

@@ -45,40 +45,61 @@ STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
     }
 }
 
+/// The entry a scope the calling thread has just entered is noted in, or null (this session notes none,
+/// no stack could be made, or the scope is deeper than the stack keeps). Its begin is set to 0 first:
+/// a reader then knows the entry is being rewritten (open_scope_stack::read_entry).
+STINT_DETAIL_ALWAYS_INLINE open_scope_stack::entry* begin_noting_scope(std::uint32_t state,
+                                                                      open_scope_stack*& open) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return nullptr;
+    open = tls_buffer.open;
+    if (open == nullptr) [[unlikely]] {
+        open = make_open_scope_stack();
+        if (open == nullptr) return nullptr;
+    }
+    const std::uint32_t depth = tls_buffer.depth;  // this scope's depth + 1
+    if (depth - 1 >= open_scope_stack::capacity) {
+        open->depth.store(depth, std::memory_order_release);  // counted, not kept
+        return nullptr;
+    }
+    open_scope_stack::entry& e = open->entries[depth - 1];
+    e.begin_ticks.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);  // the 0 is seen before any field below changes
+    return &e;
+}
+
+/// Finishes noting `e` (begin_noting_scope): its begin, then the depth that shows it.
+STINT_DETAIL_ALWAYS_INLINE void end_noting_scope(open_scope_stack& open, open_scope_stack::entry& e,
+                                                 std::uint64_t begin) noexcept {
+    e.begin_ticks.store(begin, std::memory_order_release);
+    // release: a reader that sees this depth sees the entry below it.
+    open.depth.store(tls_buffer.depth, std::memory_order_release);
+}
+
 /// A scope at `where` began at `begin` (its depth already entered): noted in a session that notes them.
 STINT_DETAIL_ALWAYS_INLINE void note_scope_entered(std::uint32_t state, const site* where,
                                                    std::uint64_t begin) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return;
-    open_scope_stack* open = tls_buffer.open;
-    if (open == nullptr) [[unlikely]] {
-        open = make_open_scope_stack();
-        if (open == nullptr) return;
-    }
-    const std::uint32_t depth = tls_buffer.depth;  // this scope's depth + 1
-    if (depth - 1 < open_scope_stack::capacity) {
-        open_scope_stack::entry& e = open->entries[depth - 1];
-        e.where.store(where, std::memory_order_relaxed);
-        e.begin_ticks.store(begin, std::memory_order_relaxed);
-    }
-    // release: a reader that sees this depth sees the entry above.
-    open->depth.store(depth, std::memory_order_release);
+    open_scope_stack* open = nullptr;
+    open_scope_stack::entry* e = begin_noting_scope(state, open);
+    if (e == nullptr) [[likely]] return;
+    e->where.store(where, std::memory_order_relaxed);
+    end_noting_scope(*open, *e, begin);
 }
 
-/// note_scope_entered() for a scope named at run time: its name's first bytes are kept with it.
+/// note_scope_entered() for a scope named at run time: its name's first bytes are kept with it, written
+/// before the entry is shown (a thread preempted meanwhile must not show a new scope with an old name).
 inline void note_named_scope_entered(std::uint32_t state, const site* where, std::uint64_t begin,
                                      std::string_view name) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return;
-    note_scope_entered(state, where, begin);
-    open_scope_stack* open = tls_buffer.open;
-    const std::uint32_t depth = tls_buffer.depth;
-    if (open == nullptr || depth - 1 >= open_scope_stack::capacity) return;
-    open_scope_stack::entry& e = open->entries[depth - 1];
+    open_scope_stack* open = nullptr;
+    open_scope_stack::entry* e = begin_noting_scope(state, open);
+    if (e == nullptr) [[likely]] return;
+    e->where.store(where, std::memory_order_relaxed);
     for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
         std::uint64_t word = 0;
         if (w * 8 < name.size()) std::memcpy(&word, name.data() + w * 8, std::min<std::size_t>(8, name.size() - w * 8));
-        e.name[w].store(word, std::memory_order_relaxed);
+        e->name[w].store(word, std::memory_order_relaxed);
     }
-    e.name_size.store(name.size(), std::memory_order_relaxed);
+    e->name_size.store(name.size(), std::memory_order_relaxed);
+    end_noting_scope(*open, *e, begin);
 }
 
 /// A scope noted by note_scope_entered() left, leaving `depth` scopes open on this thread.

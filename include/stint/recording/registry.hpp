@@ -180,7 +180,7 @@ public:
     /// ends meanwhile may still be listed.
     STINT_DECL std::vector<open_scope> open_scopes(std::uint64_t since_ticks, std::uint64_t& not_kept);
     /// An entry's name: the site's, or the first bytes of one given at run time ("..." when cut).
-    STINT_DECL static std::string open_scope_name(const open_scope_stack::entry& e, const site& where);
+    STINT_DECL static std::string open_scope_name(const open_scope_stack::snapshot& e, const site& where);
 
     /// For a crash handler only, as for_each_node_in_crash: calls `f(node)` for each node with a stack of
     /// open scopes, whatever its session (a thread may be inside scopes and not have written a record yet).

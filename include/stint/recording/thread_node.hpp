@@ -32,6 +32,27 @@ struct open_scope_stack {
     /// Scopes open (recorded scopes entered and not left), as the thread's buffer counts them.
     std::atomic<std::uint32_t> depth{0};
     entry entries[capacity];
+
+    /// An entry as one reader saw it whole.
+    struct snapshot {
+        const site* where = nullptr;
+        std::uint64_t begin_ticks = 0;
+        std::uint64_t name_size = 0;
+        std::uint64_t name[name_words] = {};
+    };
+    /// Reads entry `i` (below a depth read with acquire) while its owner may rewrite it: begin_ticks is 0
+    /// while the owner writes the entry (note_scope_entered), so a read that sees 0, or a different
+    /// begin after the other fields than before, saw a rewrite and gives false (the scope it held has
+    /// ended). Lock-free and async-signal-safe: the crash handler reads with it.
+    bool read_entry(std::uint32_t i, snapshot& out) const noexcept {
+        const entry& e = entries[i];
+        out.begin_ticks = e.begin_ticks.load(std::memory_order_acquire);
+        out.where = e.where.load(std::memory_order_relaxed);
+        out.name_size = e.name_size.load(std::memory_order_relaxed);
+        for (std::size_t w = 0; w < name_words; ++w) out.name[w] = e.name[w].load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return out.begin_ticks != 0 && e.begin_ticks.load(std::memory_order_relaxed) == out.begin_ticks;
+    }
 };
 
 /// A thread's entry in the registry (one per thread and per shared object that records).

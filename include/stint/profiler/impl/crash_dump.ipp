@@ -302,13 +302,15 @@ void crash_dump::write_file(int sig) noexcept {
         put_value(depth);
         put_value(kept);
         for (std::uint32_t i = 0; i < kept; ++i) {
-            const open_scope_stack::entry& e = open.entries[i];
-            const site* where = e.where.load(std::memory_order_relaxed);
+            // An entry its thread rewrote while it was read held a scope that ended after the crash: its
+            // site is written as 0, which the readers skip (its record, ended after the crash, is left out).
+            open_scope_stack::snapshot e;
+            const site* where = open.read_entry(i, e) ? e.where : nullptr;
             if (where != nullptr) note_site(where);
             put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(e.begin_ticks.load(std::memory_order_relaxed));
-            put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
-            for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
+            put_value(e.begin_ticks);
+            put_value(e.name_size);
+            for (const std::uint64_t word : e.name) put_value(word);
         }
     });
     reg.for_each_node_in_crash([&](thread_node& node) {

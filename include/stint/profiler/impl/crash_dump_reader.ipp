@@ -9,6 +9,7 @@
 #include <stdexcept>      // std::runtime_error
 #include <string_view>    // std::string_view
 #include <unordered_map>  // std::unordered_map
+#include <unordered_set>  // std::unordered_set
 
 #include <fmt/format.h>  // fmt::format
 
@@ -180,8 +181,12 @@ crash_dump_contents read_crash_dump(const std::string& path) {
         t.crashed = tid == dump.crashed_tid;
         return t;
     };
+    // Each thread's records by (site address, begin ticks): a scope that ended by the crash but had not left
+    // its stack when the handler read it is drawn once, as its record.
+    std::unordered_map<std::uint64_t, std::unordered_set<std::uint64_t>> recorded;
     for (const raw_thread& raw : threads) {
         crash_dump_contents::thread& t = thread_for(raw.tid, raw.name);
+        std::unordered_set<std::uint64_t>& mine = recorded[raw.tid];
         t.overwritten += raw.overwritten;
         t.dropped += raw.dropped;
         t.after_crash += raw.after_crash;
@@ -193,7 +198,9 @@ crash_dump_contents read_crash_dump(const std::string& path) {
             std::memcpy(&word, d.data() + at, 8);
             std::memcpy(&begin, d.data() + at + 8, 8);
             std::memcpy(&end, d.data() + at + 16, 8);
-            const detail::crash_site site = site_of(word & ((std::uint64_t{1} << 48) - 1));
+            const std::uint64_t address = word & ((std::uint64_t{1} << 48) - 1);
+            const detail::crash_site site = site_of(address);
+            mine.insert(address ^ (begin * 0x9e3779b97f4a7c15ULL));
             std::size_t size = 24;
             std::string name = site.name;
             if (site.payload != 0) {
@@ -229,6 +236,10 @@ crash_dump_contents read_crash_dump(const std::string& path) {
             // Older than the session: entered before it, not noted by it; newer than the crash: entered
             // while the dump was written, after the snapshot.
             if (o.address == 0 || o.begin < anchor || o.begin > crash_ticks) continue;
+            if (const auto found = recorded.find(s.tid);
+                found != recorded.end() && found->second.count(o.address ^ (o.begin * 0x9e3779b97f4a7c15ULL)) != 0) {
+                continue;  // ended by the crash: its record is drawn
+            }
             detail::crash_site site = site_of(o.address);
             if (site.payload == 1) {
                 site.name = o.name.substr(0, std::min<std::uint64_t>(o.name_size, 24)) + (o.name_size > 24 ? "..." : "");

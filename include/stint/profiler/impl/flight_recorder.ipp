@@ -99,20 +99,29 @@ flight_mode::flight_mode(const flight_recorder_options& options, session& ring, 
     const auto span_ns = static_cast<double>(options.span.count());
     const ring_options ring_shape{
         .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
-    ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false}, false,
-              ring_shape);
-    last_step_ns_ = steady_now_ns();
-    last_step_ticks_ = read_ticks();
+    // Asked before the ring opens: each thread that records in it gets its signal stack at its first
+    // record (recording/signal_stack.hpp). The dump itself needs the session's clock: installed after.
+    if (!options.crash_dump_path.empty()) the_registry().want_signal_stacks(true);
+    try {
+        ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false},
+                  false, ring_shape);
+    } catch (...) {
+        the_registry().want_signal_stacks(false);
+        throw;
+    }
     if (!options.crash_dump_path.empty()) {
         try {
             crash_dump::install(options.crash_dump_path, ring.calibration());
         } catch (...) {
+            the_registry().want_signal_stacks(false);
             record_store discarded;  // refused at start: the session closes unrecorded
             (void)ring.close_records(discarded);
             throw;
         }
         crash_dump_installed_ = true;
     }
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
     if (options.hang_timeout.count() > 0) {
         watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
     }

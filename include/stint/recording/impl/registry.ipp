@@ -162,26 +162,22 @@ std::vector<registry::open_scope> registry::open_scopes(std::uint64_t since_tick
         const std::uint32_t depth = node->open->depth.load(std::memory_order_acquire);
         if (depth > open_scope_stack::capacity) not_kept += depth - open_scope_stack::capacity;
         for (std::uint32_t i = 0; i < depth && i < open_scope_stack::capacity; ++i) {
-            const open_scope_stack::entry& e = node->open->entries[i];
-            const site* where = e.where.load(std::memory_order_relaxed);
-            const std::uint64_t begin = e.begin_ticks.load(std::memory_order_relaxed);
-            if (where == nullptr || begin < since_ticks) continue;
-            out.push_back({node->os_tid, node->name, where, open_scope_name(e, *where), begin, i});
+            open_scope_stack::snapshot e;
+            // An entry rewritten while it was read held a scope that has ended meanwhile.
+            if (!node->open->read_entry(i, e) || e.where == nullptr || e.begin_ticks < since_ticks) continue;
+            out.push_back({node->os_tid, node->name, e.where, open_scope_name(e, *e.where), e.begin_ticks, i});
         }
     }
     return out;
 }
 
-std::string registry::open_scope_name(const open_scope_stack::entry& e, const site& where) {
+std::string registry::open_scope_name(const open_scope_stack::snapshot& e, const site& where) {
     if (where.payload != payload_kind::runtime_name && where.payload != payload_kind::runtime_name_inputs) {
         return std::string(where.name);
     }
     char text[open_scope_stack::name_words * 8];
-    for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
-        const std::uint64_t word = e.name[w].load(std::memory_order_relaxed);
-        std::memcpy(text + w * 8, &word, 8);
-    }
-    const std::size_t size = e.name_size.load(std::memory_order_relaxed);
+    for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) std::memcpy(text + w * 8, &e.name[w], 8);
+    const std::size_t size = e.name_size;
     std::string name(text, std::min(size, sizeof text));
     if (size > sizeof text) name += "...";
     return name;
