@@ -9,7 +9,7 @@
 set -euo pipefail
 demo=(g++ meson ninja-build pkg-config libfmt-dev zlib1g-dev)
 mpi=("${demo[@]}" libopenmpi-dev openmpi-bin)
-all=("${mpi[@]}" clang-14 libclang-rt-14-dev cmake python3 libboost1.81-dev doctest-dev libbenchmark-dev
+all=("${mpi[@]}" clang-14 libclang-rt-14-dev cmake git python3 libboost1.81-dev doctest-dev libbenchmark-dev
      nlohmann-json3-dev binutils diffutils protobuf-compiler libdlpack-dev libtorch-dev)
 case "${1:-all}" in
   demo) packages=("${demo[@]}") ;;
