@@ -184,6 +184,11 @@ TEST_CASE("starting twice, stopping twice, and two profilers at once") {
         stint::profiler<> other;  // another profiler's mistake is said again
         other.stop();
         CHECK(warnings.count(text) == 2);
+        // A schedule's step() opens windows without start(): its stop() is no mistake.
+        stint::profiler<> stepped({.schedule = stint::schedule({.active = 1})});
+        stepped.step();
+        stepped.stop();
+        CHECK(warnings.count(text) == 2);
     }
 }
 

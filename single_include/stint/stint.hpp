@@ -15372,9 +15372,10 @@ public:
         the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
-        if (!ever_started_ && !warned_stop_without_start_) {
+        if (!ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
             // A stop() whose start() was forgotten would print and export an empty result without a
-            // word; say so once per profiler (torch's Python warnings show a text once, too).
+            // word; say so once per profiler (torch's Python warnings show a text once, too). A
+            // schedule's step() opens windows without start(): a profiler that stepped is not warned.
             warned_stop_without_start_ = true;
             warn("stop() without start(): the profiler didn't run, so its results (table, trace, events) are "
                  "empty; call start() before the code to profile");
