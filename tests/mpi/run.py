@@ -137,7 +137,8 @@ def guide_commands(job, merge, mpirun):
     lines = [shlex.split(line, comments=True) for line in block.splitlines()]
     mpi_line = next(words for words in lines if words and words[0] == "mpirun")
     merge_line = next(words for words in lines if words and words[0] == "tools/stint-merge")
-    programs = {"mpirun": mpirun, "build-mpi/examples/mpi_job": job, "tools/stint-merge": merge}
+    programs = {"mpirun": mpirun, "build-mpi/examples/mpi_job": os.path.abspath(job),
+                "tools/stint-merge": os.path.abspath(merge)}
     with tempfile.TemporaryDirectory() as work:
         env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")  # containers forbid CMA
         run = subprocess.run([programs.get(w, w) for w in mpi_line], cwd=work, capture_output=True, text=True,
