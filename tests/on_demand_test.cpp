@@ -9,12 +9,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <stint/profiler/on_demand.hpp>
 
@@ -211,6 +216,74 @@ TEST_CASE("a second request while a capture runs is refused; disable_on_demand()
     const auto recorded = stint_test::read_json(dir.file("long.json")).at("stint").at("recorded").get<std::uint64_t>();
     CHECK(first.find("recorded=" + std::to_string(recorded) + " ") != std::string::npos);
     CHECK_FALSE(stint::is_recording());
+}
+
+TEST_CASE("a steps capture holds exactly the steps asked for, whole, and answers what the file holds") {
+    stint_test::temp_dir dir;
+    const std::string socket = stint::enable_on_demand({.socket_dir = dir.file("sockets")});
+    // Load: threads spinning without a pause, one recording scopes, while another thread steps.
+    std::atomic<bool> done{false};
+    std::vector<std::thread> spinners;
+    for (int i = 0; i < 3; ++i) {
+        spinners.emplace_back([&] {
+            volatile std::uint64_t sink = 0;
+            while (!done.load(std::memory_order_relaxed)) sink = sink + 1;
+        });
+    }
+    busy_thread worker;
+    std::thread stepper([&] {
+        while (!done.load(std::memory_order_relaxed)) {
+            {
+                STINT_SCOPE("step_work");
+                std::this_thread::sleep_for(std::chrono::microseconds(300));
+            }
+            stint::step_tracker::increment_step("test loop");
+        }
+    });
+    for (const int steps : {1, 10, 10, 10, 25}) {
+        CAPTURE(steps);
+        const std::string trace = dir.file("steps.json");
+        const std::string answer = ask(socket, fmt::format("capture steps={} output={}\n", steps, trace));
+        CAPTURE(answer);
+        if (answer.rfind("ok ", 0) != 0) {  // no REQUIRE: the threads must be joined
+            FAIL_CHECK("the capture failed");
+            continue;
+        }
+        CHECK(answer.find(fmt::format(" steps={} ", steps)) != std::string::npos);
+        CHECK(answer.find("ended=complete") != std::string::npos);
+        const nlohmann::json json = stint_test::read_json(trace);
+        CHECK(answer.find(fmt::format("recorded={} ", json.at("stint").at("recorded").get<std::uint64_t>())) !=
+              std::string::npos);
+        std::vector<std::pair<double, double>> spans;  // the ProfilerStep spans, [ts, ts + dur]
+        std::vector<std::int64_t> numbers;
+        std::vector<double> work;  // the stepping thread's step_work starts
+        for (const auto& e : stint_test::timed_events(json)) {
+            const std::string name = e.at("name");
+            if (name.rfind("ProfilerStep#", 0) == 0) {
+                spans.emplace_back(e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>());
+                numbers.push_back(std::stoll(name.substr(13)));
+            } else if (name == "step_work") {
+                work.push_back(e.at("ts").get<double>());
+            }
+        }
+        // Exactly that many steps, consecutive, each holding its one whole step_work: none before the
+        // first step began, none after the last ended.
+        CHECK(spans.size() == static_cast<std::size_t>(steps));
+        std::sort(numbers.begin(), numbers.end());
+        for (std::size_t i = 1; i < numbers.size(); ++i) CHECK(numbers[i] == numbers[i - 1] + 1);
+        CHECK(work.size() == static_cast<std::size_t>(steps));
+        for (const double ts : work) {
+            CHECK(std::any_of(spans.begin(), spans.end(), [&](const auto& s) { return s.first <= ts && ts <= s.second; }));
+        }
+    }
+    done = true;
+    stepper.join();
+    for (auto& t : spinners) t.join();
+    // Nobody steps: the capture waits for its timeout and says nothing was written.
+    const std::string idle = ask(socket, "capture steps=3 timeout_ms=100 output=" + dir.file("idle.json") + "\n");
+    CHECK(idle.rfind("error: timeout: no step came within 100 ms", 0) == 0);
+    CHECK_FALSE(std::filesystem::exists(dir.file("idle.json")));
+    stint::disable_on_demand();
 }
 
 TEST_CASE("enable_on_demand refuses a socket directory that others can enter") {

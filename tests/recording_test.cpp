@@ -167,9 +167,28 @@ TEST_CASE("starting twice, stopping twice, and two profilers at once") {
         prof.stop();
         CHECK(prof.events().size() == 1);
     }
-    SUBCASE("stop without start is a no-op") {
+    SUBCASE("stop without start is a no-op that warns once") {
+        const stint_test::warning_capture warnings;
+        const std::string text =
+            "stop() without start(): the profiler didn't run, so its results (table, trace, events) are empty; "
+            "call start() before the code to profile";
         prof.stop();
         CHECK(prof.events().empty());
+        CHECK(warnings.count(text) == 1);
+        prof.stop();  // once per profiler
+        CHECK(warnings.count(text) == 1);
+        prof.start();  // a profiler that ran stops without a word, twice too
+        prof.stop();
+        prof.stop();
+        CHECK(warnings.seen().size() == 1);
+        stint::profiler<> other;  // another profiler's mistake is said again
+        other.stop();
+        CHECK(warnings.count(text) == 2);
+        // A schedule's step() opens windows without start(): its stop() is no mistake.
+        stint::profiler<> stepped({.schedule = stint::schedule({.active = 1})});
+        stepped.step();
+        stepped.stop();
+        CHECK(warnings.count(text) == 2);
     }
 }
 

@@ -60,8 +60,23 @@ def inline(relative: str, seen: set, out: list, deferred: list, immediate_bodies
     out.append(f"#endif  // {guard}\n// ---- end {relative} ----\n")
 
 
+# Copied alone, the single header needs no library of fmt's: fmt's header-only mode (Debian 12's libfmt-dev
+# ships fmt/format-inl.h for it). Only zlib (.json.gz traces, -lz) and threads (-pthread) remain. A program
+# that links libfmt itself may define STINT_LINK_FMT; a file that included fmt before this header keeps
+# fmt's mode and needs -lfmt.
+FMT_HEADER_ONLY_BLOCK = """\
+// fmt header-only, so that a copy of single_include/ builds with `-lz -pthread` alone (zlib: .json.gz
+// traces; pthread: stint's threads). Define STINT_LINK_FMT to link libfmt (-lfmt) instead.
+#if !defined(STINT_LINK_FMT) && !defined(FMT_HEADER_ONLY) && !defined(FMT_VERSION)
+#define FMT_HEADER_ONLY
+#endif
+"""
+
+
 def generate(entry: str) -> str:
     out = [BANNER]
+    if entry != "annotate.hpp":  # the light header uses no fmt
+        out.append(FMT_HEADER_ONLY_BLOCK)
     seen: set = set()
     deferred: list = []
     inline(f"stint/{entry}", seen, out, deferred, immediate_bodies=entry == SOURCE_ENTRY)

@@ -6,7 +6,7 @@
 set -euo pipefail
 here=$(pwd)
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/tools/install_deps.sh"
+bash "$root/tools/install_deps.sh" demo  # only what the demo needs: a compiler, meson, fmt, zlib
 cd "$root"
 [ -f build-demo/build.ninja ] || meson setup build-demo -Dtests=false -Dbench=false -Dexamples=true --buildtype=release >/dev/null
 ninja -C build-demo examples/quickstart >/dev/null || { ninja -C build-demo examples/quickstart | tail -20; exit 1; }

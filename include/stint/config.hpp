@@ -40,6 +40,13 @@ constexpr bool provides() {
 
 }  // namespace detail
 
+/// One of stint's policy tags (policies.hpp, and emit_nvtx, emit_itt, cuda_activities): a type that
+/// declares what stint reads from a policy (its family, what it implies, its range mirror or device
+/// backend). Anything else in a config would be silently ignored, so config refuses it.
+template <class P>
+concept policy_tag = requires { typename P::policy_family; } || requires { typename P::implies; } ||
+                     requires { typename P::range_mirror; } || requires { typename P::device_backend; };
+
 /// A recording configuration made of policy tags (see policies.hpp).
 ///
 ///     using timing_only = stint::config<>;
@@ -47,6 +54,11 @@ constexpr bool provides() {
 ///     stint::profiler<shapes_and_flops> prof;
 template <class... Policies>
 struct config {
+    // The compiler's note names the rejected type ("'int' does not satisfy 'policy_tag'").
+    static_assert((policy_tag<Policies> && ...),
+                  "stint: config<...> takes stint's policy tags only (record_shapes, with_flops, with_stack<>, "
+                  "with_modules, profile_memory, emit_nvtx, emit_itt, cuda_activities); a type of your own, even "
+                  "one named like a tag, would record nothing. Fix: use the stint:: tag");
     static constexpr bool enabled = true;
     /// Whether the policy P was chosen, or is implied by one that was.
     template <class P>

@@ -57,7 +57,7 @@ struct record_shapes : record_shapes_limits<32, 16, 512> {};
 ///     using flops = stint::config<stint::with_flops>;
 ///     STINT_OP(flops, "aten::mm", a, b);  // 2 * M * K * N flops
 struct with_flops {
-    using implies = record_shapes;
+    using implies = record_shapes;  // also what makes it a policy_tag (config.hpp)
 };
 
 /// with_stack's mode: the chain of enclosing stint scopes, each as its site's source location.
@@ -99,7 +99,9 @@ struct with_stack {
 /// scopes).
 ///
 ///     using modules = stint::config<stint::with_modules>;
-struct with_modules {};
+struct with_modules {
+    using policy_family = with_modules;  // a policy_tag (config.hpp)
+};
 
 /// Records memory allocations and frees into a session (torch's profile_memory): every
 /// stint::report_alloc / report_free / report_oom (memory/report.hpp) and the adapters that call them
@@ -109,6 +111,8 @@ struct with_modules {};
 ///
 ///     using mem = stint::config<stint::profile_memory>;
 ///     stint::profiler<mem> prof;
-struct profile_memory {};
+struct profile_memory {
+    using policy_family = profile_memory;  // a policy_tag (config.hpp)
+};
 
 }  // namespace stint

@@ -88,6 +88,13 @@ constexpr bool provides() {
 
 }  // namespace detail
 
+/// One of stint's policy tags (policies.hpp, and emit_nvtx, emit_itt, cuda_activities): a type that
+/// declares what stint reads from a policy (its family, what it implies, its range mirror or device
+/// backend). Anything else in a config would be silently ignored, so config refuses it.
+template <class P>
+concept policy_tag = requires { typename P::policy_family; } || requires { typename P::implies; } ||
+                     requires { typename P::range_mirror; } || requires { typename P::device_backend; };
+
 /// A recording configuration made of policy tags (see policies.hpp).
 ///
 ///     using timing_only = stint::config<>;
@@ -95,6 +102,11 @@ constexpr bool provides() {
 ///     stint::profiler<shapes_and_flops> prof;
 template <class... Policies>
 struct config {
+    // The compiler's note names the rejected type ("'int' does not satisfy 'policy_tag'").
+    static_assert((policy_tag<Policies> && ...),
+                  "stint: config<...> takes stint's policy tags only (record_shapes, with_flops, with_stack<>, "
+                  "with_modules, profile_memory, emit_nvtx, emit_itt, cuda_activities); a type of your own, even "
+                  "one named like a tag, would record nothing. Fix: use the stint:: tag");
     static constexpr bool enabled = true;
     /// Whether the policy P was chosen, or is implied by one that was.
     template <class P>
@@ -184,7 +196,7 @@ struct record_shapes : record_shapes_limits<32, 16, 512> {};
 ///     using flops = stint::config<stint::with_flops>;
 ///     STINT_OP(flops, "aten::mm", a, b);  // 2 * M * K * N flops
 struct with_flops {
-    using implies = record_shapes;
+    using implies = record_shapes;  // also what makes it a policy_tag (config.hpp)
 };
 
 /// with_stack's mode: the chain of enclosing stint scopes, each as its site's source location.
@@ -226,7 +238,9 @@ struct with_stack {
 /// scopes).
 ///
 ///     using modules = stint::config<stint::with_modules>;
-struct with_modules {};
+struct with_modules {
+    using policy_family = with_modules;  // a policy_tag (config.hpp)
+};
 
 /// Records memory allocations and frees into a session (torch's profile_memory): every
 /// stint::report_alloc / report_free / report_oom (memory/report.hpp) and the adapters that call them
@@ -236,7 +250,9 @@ struct with_modules {};
 ///
 ///     using mem = stint::config<stint::profile_memory>;
 ///     stint::profiler<mem> prof;
-struct profile_memory {};
+struct profile_memory {
+    using policy_family = profile_memory;  // a policy_tag (config.hpp)
+};
 
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_POLICIES_HPP

@@ -17,8 +17,11 @@ Last, a job whose rank 0 cannot write the job's file: every rank throws the same
 
 Prints one line per check and ends with doctest's summary line, which tools/run_tests.py counts.
 """
+import glob
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -124,6 +127,39 @@ def check_job(label, out_dir, merge):
     return per_rank
 
 
+def guide_commands(job, merge, mpirun):
+    """docs/guide/08-many-processes.md's mpirun and stint-merge lines, run as written in a fresh folder
+    (no out/ yet), only the paths of the programs this build made put in: the example makes out/, each
+    rank prints its trace's clock_offset_ns."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    page = open(os.path.join(root, "docs", "guide", "08-many-processes.md"), encoding="utf-8").read()
+    block = page.split("To run `examples/mpi_job.cpp`", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [shlex.split(line, comments=True) for line in block.splitlines()]
+    mpi_line = next(words for words in lines if words and words[0] == "mpirun")
+    merge_line = next(words for words in lines if words and words[0] == "tools/stint-merge")
+    programs = {"mpirun": mpirun, "build-mpi/examples/mpi_job": os.path.abspath(job),
+                "tools/stint-merge": os.path.abspath(merge)}
+    with tempfile.TemporaryDirectory() as work:
+        env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")  # containers forbid CMA
+        run = subprocess.run([programs.get(w, w) for w in mpi_line], cwd=work, capture_output=True, text=True,
+                             timeout=240, env=env)
+        check(run.returncode == 0, f"the guide's line runs as written: {shlex.join(mpi_line)}\n{run.stderr[-2000:]}")
+        if run.returncode != 0:
+            return
+        printed = {int(m.group(1)): int(m.group(2))
+                   for m in re.finditer(r"^rank (\d+): clock_offset_ns (-?\d+),", run.stdout, re.M)}
+        traces = {r: load(os.path.join(work, "out", f"rank{r}.pt.trace.json")) for r in range(RANKS)}
+        check(os.path.exists(os.path.join(work, "out", "job.pt.trace.json")), "the example made out/ and wrote the job")
+        check(printed == {r: t["distributedInfo"]["clock_offset_ns"] for r, t in traces.items()},
+              f"each rank prints its trace's clock_offset_ns: {printed}")
+        merged = subprocess.run([sys.executable] + [programs.get(w, w) for w in merge_line[:1]] +
+                                [f for a in merge_line[1:]  # the shell's glob, as a shell expands it
+                                 for f in (sorted(glob.glob(os.path.join(work, a))) if "*" in a else [a])],
+                                cwd=work, capture_output=True, text=True, timeout=120)
+        check(merged.returncode == 0 and os.path.exists(os.path.join(work, "job.json")),
+              f"the guide's merge line runs: {merged.stdout[-500:]}{merged.stderr[-1000:]}")
+
+
 def main():
     job, merge, mpirun = sys.argv[1:4]
     with tempfile.TemporaryDirectory() as plain_dir, tempfile.TemporaryDirectory() as skewed_dir:
@@ -160,6 +196,7 @@ def main():
               f"every rank throws rank 0's error, the same text naming the path: {errors}")
         check(all(os.path.exists(os.path.join(blocked_dir, f"rank{r}.pt.trace.json")) for r in range(RANKS)),
               "each rank's own trace was written")
+    guide_commands(job, merge, mpirun)
     total = passed + len(failures)
     print(f"[doctest] test cases: {total} | {passed} passed | {len(failures)} failed |")
     return 1 if failures else 0

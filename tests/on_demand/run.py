@@ -100,16 +100,18 @@ def duration_capture(service, work):
     check(not any(n.endswith(".tmp") or ".stint-" in n for n in os.listdir(work)), os.listdir(work))
 
 
-@case("a steps capture records that many of the service's steps")
+@case("a steps capture records exactly that many of the service's steps, whole")
 def steps_capture(service, work):
     out = os.path.join(work, "steps.json")
     code, text = service.capture("--steps", "5", "--output", out)
     check(code == 0, text)
     fields = answer_fields(text)
-    check(int(fields["steps"]) >= 5 and fields["ended"] == "complete", fields)
+    check(int(fields["steps"]) == 5 and fields["ended"] == "complete", fields)
     trace = json.load(open(out))
-    # Each step is one handle_request; the capture spans at least the 4 whole ones between its 5 steps.
-    check(len(events_named(trace, "handle_request")) >= 4, len(events_named(trace, "handle_request")))
+    # The capture starts and stops inside the service's step(): 5 whole steps, each one handle_request.
+    steps = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    check(len(steps) == 5, [e["name"] for e in steps])
+    check(len(events_named(trace, "handle_request")) == 5, len(events_named(trace, "handle_request")))
 
 
 @case("a second request while a capture runs is refused with a clear message; the first completes")

@@ -87,6 +87,11 @@ public:
     /// This rank's map onto rank 0's time (after stop()).
     [[nodiscard]] const clock_alignment& alignment() const noexcept { return alignment_; }
 
+    /// After stop(): the trace's "clock_offset_ns", the offset of wall times (baseTimeNanoseconds + ts)
+    /// to rank 0's. alignment().offset_ns differs from it by the two traces' base times: it maps times
+    /// since each trace's own origin.
+    [[nodiscard]] std::int64_t clock_offset_ns() const noexcept { return clock_offset_ns_; }
+
     /// Writes every rank's events of the last window into one Chrome trace at `path` on rank 0 (gzip
     /// when it ends in ".gz"): one process per rank (pid = rank, named "rank N"), each rank's devices
     /// on pids of their own (1000000 + 1000 rank + device), flow ids in ranges of their own, all on
@@ -121,6 +126,7 @@ private:
     clock_sample first_{};
     clock_alignment alignment_{};
     std::int64_t root_base_time_ns_ = 0;
+    std::int64_t clock_offset_ns_ = 0;  // the trace's clock_offset_ns (stop())
     bool stopped_ = false;
 };
 

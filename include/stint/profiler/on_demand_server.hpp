@@ -90,6 +90,12 @@ private:
     // A "capture" request: a session of its own for the duration or the steps asked for.
     STINT_DECL std::string record(const capture_request& request);
 
+    // A steps capture: its session starts and stops inside the program's step() (at the rises of the
+    // global step, step_tracker's observer), so the trace holds whole steps, each a ProfilerStep#N.
+    struct step_window;  // impl/on_demand_server.ipp
+    STINT_DECL std::string record_steps(const capture_request& request);
+    STINT_DECL static void on_step(std::int64_t global_step) noexcept;
+
     mutable std::mutex control_;  // start() and stop()
     std::mutex mutex_;            // what the listener and the capture share
     std::condition_variable wake_capture_;
@@ -101,6 +107,7 @@ private:
     bool stopping_ = false;
     bool capturing_ = false;
     std::string running_output_;
+    step_window* steps_ = nullptr;  // the steps capture waiting for or recording steps (under mutex_)
     std::thread listener_;
     std::thread capture_;
 };

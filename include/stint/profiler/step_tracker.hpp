@@ -2,6 +2,7 @@
 // One global step count for the process, advanced by several requesters (the profiler's step(), an
 // optimizer hook, a data loader) without double counting: torch's KinetoStepTracker.
 
+#include <atomic>       // std::atomic
 #include <cstdint>      // std::int64_t
 #include <mutex>        // std::mutex
 #include <span>         // std::span
@@ -27,9 +28,18 @@ struct step_tracker_state {
     // Kept in insertion order because the warning prints it the way a Python dict prints. A handful
     // of requesters, so a linear search beats a map.
     std::vector<step_count_entry> counts;
+    /// Called with the new global step each time it rises, on the thread that raised it, outside the
+    /// lock: a steps capture (on_demand_server.hpp) starts and stops there, at a step boundary, as
+    /// Kineto's on-demand iterations do. Null (the usual case): one acquire load per step, nothing more.
+    /// acquire in increment_step() pairs with the release in set_step_observer().
+    std::atomic<void (*)(std::int64_t)> observer{nullptr};
 };
 
 STINT_DECL STINT_DETAIL_EXPORT step_tracker_state& the_step_tracker_state();
+
+/// Installs the function called at each rise of the global step (null: none). One observer per
+/// process: the on-demand server's.
+STINT_DECL void set_step_observer(void (*observer)(std::int64_t global_step)) noexcept;
 
 /// Appends `text` as Python's repr() of a str writes it: single quotes unless the text holds a
 /// single quote and no double quote; backslash, the quote, \t \n \r and other control bytes escaped.

@@ -126,11 +126,12 @@ std::string job::align_to_root(const clock_sample& last, const event_list& event
     detail::check(MPI_Bcast(root, 2, MPI_INT64_T, 0, comm_), "MPI_Bcast");
     root_base_time_ns_ = root[0];
     alignment_ = align(first_, last, events.base_steady_ns(), root[1]);
+    clock_offset_ns_ = root_base_time_ns_ + alignment_.offset_ns - events.base_time_ns();
     // In this rank's own trace, wall time tau = baseTimeNanoseconds + ts (ns) is rank 0's
     // tau + clock_offset_ns + drift * (tau - clock_reference_ns): what stint-merge applies.
     return fmt::format("{{\"backend\": \"mpi\", \"rank\": {}, \"world_size\": {}, \"clock_offset_ns\": {}, "
                        "\"clock_error_ns\": {}, \"clock_drift_ppb\": {:.3f}, \"clock_reference_ns\": {}}}",
-                       rank_, size_, root_base_time_ns_ + alignment_.offset_ns - events.base_time_ns(),
+                       rank_, size_, clock_offset_ns_,
                        alignment_.error_ns, alignment_.drift * 1e9, events.base_time_ns() + alignment_.reference_ns);
 }
 

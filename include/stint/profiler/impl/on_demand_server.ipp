@@ -11,6 +11,7 @@
 #include <unistd.h>      // ::close, ::write, ::unlink, ::geteuid, ::pipe2
 
 #include <algorithm>     // std::replace
+#include <array>         // std::array
 #include <cerrno>        // errno, EINTR, EEXIST
 #include <charconv>      // std::from_chars
 #include <cstdlib>       // std::getenv
@@ -285,10 +286,13 @@ void on_demand_server::capture(int fd, const capture_request& request) noexcept 
     } catch (...) {
         reply = "error: the capture failed";
     }
+    {
+        // Free before answering: a requester that asks again as soon as it reads the answer is not busy.
+        std::lock_guard state(mutex_);
+        capturing_ = false;
+    }
     answer(fd, reply);
     ::close(fd);
-    std::lock_guard state(mutex_);
-    capturing_ = false;
 }
 
 std::string on_demand_server::dump_flight_recorder(const capture_request& request) {
@@ -302,6 +306,7 @@ std::string on_demand_server::dump_flight_recorder(const capture_request& reques
 }
 
 std::string on_demand_server::record(const capture_request& request) {
+    if (request.steps) return record_steps(request);
     profiler_options<> options;
     if (options_.buffer_budget_bytes != 0) options.buffer_budget_bytes = options_.buffer_budget_bytes;
     profiler<> prof(options);
@@ -311,28 +316,7 @@ std::string on_demand_server::record(const capture_request& request) {
     std::string ended = "complete";
     {
         std::unique_lock state(mutex_);
-        if (request.duration) {
-            if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) {
-                ended = "exiting";
-            }
-        } else {
-            const auto deadline = began + request.timeout.value_or(options_.default_steps_timeout);
-            for (;;) {
-                if (stopping_) {
-                    ended = "exiting";
-                    break;
-                }
-                state.unlock();
-                const bool done = step_tracker::current_step() - first_step >= *request.steps;
-                state.lock();
-                if (done) break;
-                if (std::chrono::steady_clock::now() >= deadline) {
-                    ended = "timeout";
-                    break;
-                }
-                wake_capture_.wait_for(state, std::chrono::milliseconds(1));
-            }
-        }
+        if (wake_capture_.wait_for(state, *request.duration, [this] { return stopping_; })) ended = "exiting";
     }
     prof.stop();
     const std::int64_t steps = step_tracker::current_step() - first_step;
@@ -342,6 +326,85 @@ std::string on_demand_server::record(const capture_request& request) {
     const profiler_stats& stats = prof.stats();
     return fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}",
                        stats.recorded, stats.dropped, steps, took.count(), ended, request.output);
+}
+
+/// What a steps capture and the program's step() share, under the server's mutex_.
+struct on_demand_server::step_window {
+    step_window(profiler<>& p, std::int64_t steps) : prof(p), wanted(steps) {}
+    profiler<>& prof;
+    std::int64_t wanted;
+    std::int64_t recorded_steps = 0;  // whole steps in the session: ProfilerStep#N spans ended
+    bool started = false;
+    bool finished = false;  // stopped after `wanted` steps, or failed to start (error says why)
+    std::string error;
+    std::chrono::steady_clock::time_point began{};
+    std::optional<record_function> span;  // the step now recording: ProfilerStep#<global step>
+};
+
+void on_demand_server::on_step(std::int64_t global_step) noexcept {
+    on_demand_server& server = the_on_demand_server();
+    const own_allocation_scope own;  // the capture's memory is not the program's
+    std::lock_guard state(server.mutex_);
+    step_window* window = server.steps_;
+    if (window == nullptr || window->finished) return;
+    try {
+        if (window->started) {
+            window->span.reset();  // the step that just ended, whole
+            if (++window->recorded_steps >= window->wanted) {
+                window->prof.stop();
+                window->finished = true;
+                server.wake_capture_.notify_all();
+                return;
+            }
+        } else {
+            window->prof.start();
+            window->started = true;
+            window->began = std::chrono::steady_clock::now();
+        }
+        std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
+        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", global_step);
+        window->span.emplace(std::string_view(name.data(), written.size));
+    } catch (const std::exception& e) {
+        // The program's step() must not fail for a capture: the capture fails and says why.
+        window->span.reset();
+        window->error = e.what();
+        window->finished = true;
+        server.wake_capture_.notify_all();
+    }
+}
+
+std::string on_demand_server::record_steps(const capture_request& request) {
+    profiler_options<> options;
+    if (options_.buffer_budget_bytes != 0) options.buffer_budget_bytes = options_.buffer_budget_bytes;
+    profiler<> prof(options);
+    step_window window(prof, *request.steps);
+    const auto timeout = request.timeout.value_or(options_.default_steps_timeout);
+    std::string ended = "complete";
+    {
+        std::unique_lock state(mutex_);
+        steps_ = &window;
+        set_step_observer(&on_step);
+        const bool woken = wake_capture_.wait_for(state, timeout, [&] { return stopping_ || window.finished; });
+        set_step_observer(nullptr);
+        steps_ = nullptr;  // a step() now finds no window (it takes mutex_ first)
+        if (!window.finished) {
+            ended = woken ? "exiting" : "timeout";
+            window.span.reset();  // the step in progress, cut short: in the file, not counted
+            if (window.started) prof.stop();
+        }
+    }
+    if (!window.error.empty()) return fmt::format("error: {}", window.error);
+    if (!window.started) {
+        return fmt::format("error: {}: no step came within {} ms (steps are profiler::step() or "
+                           "step_tracker::increment_step()); nothing was written",
+                           ended, timeout.count());
+    }
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - window.began);
+    prof.export_chrome_trace(request.output);
+    const profiler_stats& stats = prof.stats();
+    return fmt::format("ok recorded={} dropped={} steps={} duration_ms={} ended={} path={}", stats.recorded,
+                       stats.dropped, window.recorded_steps, took.count(), ended, request.output);
 }
 
 inline namespace STINT_DETAIL_ABI_NAMESPACE {

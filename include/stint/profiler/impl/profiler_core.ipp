@@ -116,6 +116,7 @@ public:
             transit(profiler_action::none, current_action_, error);
             if (error) std::rethrow_exception(error);
             started_ = true;
+            ever_started_ = true;
             open_step_annotation();
         }
         // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
@@ -128,6 +129,14 @@ public:
         the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
+        if (!ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
+            // A stop() whose start() was forgotten would print and export an empty result without a
+            // word; say so once per profiler (torch's Python warnings show a text once, too). A
+            // schedule's step() opens windows without start(): a profiler that stepped is not warned.
+            warned_stop_without_start_ = true;
+            warn("stop() without start(): the profiler didn't run, so its results (table, trace, events) are "
+                 "empty; call start() before the code to profile");
+        }
         close_step_annotation();
         started_ = false;
         std::exception_ptr error;
@@ -732,6 +741,8 @@ private:
     std::atomic<std::int64_t> step_num_{0};
     std::atomic<bool> running_{false};
     bool started_ = false;
+    bool ever_started_ = false;               // start() was called once: a stop() before it warns
+    bool warned_stop_without_start_ = false;  // ... once
     bool in_callback_ = false;
     bool device_requested_ = false;  // the open session asked for device activity
     bool device_started_ = false;    // ... and the device collector started

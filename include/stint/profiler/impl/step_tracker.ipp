@@ -14,6 +14,10 @@ step_tracker_state& the_step_tracker_state() {
     return *instance;
 }
 
+void set_step_observer(void (*observer)(std::int64_t global_step)) noexcept {
+    the_step_tracker_state().observer.store(observer, std::memory_order_release);  // pairs with increment_step
+}
+
 void append_python_repr(std::string& out, std::string_view text) {
     const bool use_double = text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos;
     const char quote = use_double ? '"' : '\'';
@@ -81,6 +85,7 @@ std::int64_t step_tracker::increment_step(std::string_view requester) {
     detail::step_tracker_state& state = detail::the_step_tracker_state();
     std::string warning;
     std::int64_t result = 0;
+    bool rose = false;
     {
         std::lock_guard lock(state.mutex);
         detail::step_count_entry* entry = find(state, requester);
@@ -94,11 +99,16 @@ std::int64_t step_tracker::increment_step(std::string_view requester) {
         if (highest > state.current_step) {
             if (highest - state.current_step > 1) warning = detail::step_jump_warning(state.current_step, state.counts);
             state.current_step = highest;
+            rose = true;
         }
         result = state.current_step;
     }
     // Outside the lock: a handler may call back into the tracker.
     if (!warning.empty()) detail::warn(warning);
+    if (rose) {
+        // acquire: pairs with the release in set_step_observer(), so the observer's state is whole.
+        if (auto* observer = state.observer.load(std::memory_order_acquire)) observer(result);
+    }
     return result;
 }
 
