@@ -58,6 +58,7 @@ struct fake_cupti_state {
     CUpti_CallbackFunc callback = nullptr;          // the live subscriber's callback, and its data
     void* callback_data = nullptr;
     bool driver_domain = false;                     // its driver-API domain enabled
+    bool exit_callbacks = true;                     // false: CUPTI calls no subscriber back
     std::size_t in_callback = 0;                    // threads inside the subscriber's callback now
     std::size_t driver_inits = 0;                   // cuInit calls
     std::vector<CUpti_ExternalCorrelationKind> pushed_kinds;
@@ -235,7 +236,7 @@ inline void driver_api_exit(CUpti_CallbackId cbid) {
     void* data = nullptr;
     {
         const std::lock_guard lock(fake().mutex);
-        if (!fake().driver_domain || fake().callback == nullptr) return;
+        if (!fake().exit_callbacks || !fake().driver_domain || fake().callback == nullptr) return;
         callback = fake().callback;
         data = fake().callback_data;
         ++fake().in_callback;
@@ -305,6 +306,7 @@ inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> drive
     f.callback = nullptr;
     f.callback_data = nullptr;
     f.driver_domain = false;
+    f.exit_callbacks = true;
     f.in_callback = 0;
     f.driver_inits = 0;
     f.pushed_kinds.clear();

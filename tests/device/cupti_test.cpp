@@ -1326,3 +1326,22 @@ TEST_CASE("cupti: the teardown runs from an API exit callback, once, while 4 thr
     for (std::thread& t : threads) t.join();
     CHECK(launches.load() > 0);
 }
+
+TEST_CASE("cupti: no API exit callback comes: CUPTI stays attached, and stint's teardown subscriber goes") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    fake().exit_callbacks = false;
+    stint::profiler<gpu> prof;
+    prof.start();
+    prof.stop();
+    CHECK(fake().finalized == 0);
+    CHECK_FALSE(prof.events().device().torn_down);
+    CHECK(fake().subscribed == 0);
+    CHECK(prof.stats().device_status == "active");
+    // The next session finds no other subscriber (not its own left behind), and tears down when it can.
+    fake().exit_callbacks = true;
+    prof.start();
+    prof.stop();
+    CHECK(prof.stats().device_status == "active");
+    CHECK(fake().finalized == 1);
+    CHECK(fake().finalized_at_exit == 1);
+}

@@ -48,13 +48,16 @@ esac
 mkdir -p "$(dirname "$report")" && : >"$report" || { echo "check.sh: cannot write the report '$report'" >&2; exit 2; }
 python=${STINT_GPU_CHECK_PYTHON:-python3}
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+# Only the script itself cleans up: a background subshell (the watchdog) keeps this trap, and runs it
+# even when killed.
+trap '[ "$BASHPID" = "$$" ] && rm -rf "$logs"' EXIT
 
 say() { printf '%s\n' "$*" | tee -a "$report"; }
 
 # Kills the step's process group once it has run `limit` seconds (TERM, then KILL 5 s later), noting
 # which signal ended it in `marker`. Polls, so nothing of it outlives the step.
 watchdog() {
+  trap - EXIT
   local pid=$1 limit=$2 marker=$3 ticks=0
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$ticks" -ge $((limit * 10)) ]; then
@@ -85,8 +88,7 @@ run_step() {
   local dog=$!
   wait "$pid"
   step_rc=$?
-  kill "$dog" 2>/dev/null
-  wait "$dog" 2>/dev/null
+  wait "$dog" 2>/dev/null  # it sees the step gone within 0.1 s (never signalled: see the EXIT trap)
   kill -KILL -- "-$pid" 2>/dev/null  # what it left running (a child of a crashed step)
   [ "$mode" = lines ] && tee -a "$report" <"$log"
   if [ -s "$marker" ]; then

@@ -19,9 +19,19 @@ PASSING_SMOKE = 'echo "[doctest] test cases: 5 | 5 passed | 0 failed"; exit 0'
 PASSING_TORCH = 'echo "PASS one process, one after the other: stand-in"; exit 0'
 
 failures = []
+cases = []  # (name, failures before it)
+
+
+def case(name):
+    cases.append((name, len(failures)))
+
+
+CHECKS = 0
 
 
 def expect(ok, what, report=""):
+    global CHECKS
+    CHECKS += 1
     if not ok:
         failures.append(what)
         print(f"FAILED: {what}\n--- report ---\n{report}\n---------------", flush=True)
@@ -74,6 +84,7 @@ def scenario(name, check=PASSING_CHECK, smoke=PASSING_SMOKE, torch=PASSING_TORCH
 def main():
     before = set(os.listdir(ROOT))
 
+    case("pass")
     # Everything passes: exit 0, every line in the report under $OUT, the summary counts them.
     _, p, report, _ = scenario("pass")
     expect(p.returncode == 0, "pass: exit 0", report + p.stdout + p.stderr)
@@ -83,6 +94,7 @@ def main():
     expect("FAIL" not in report, "pass: no FAIL line", report)
     expect("gpu check: 4 passed, 0 failed" in p.stdout, "pass: the summary", p.stdout)
 
+    case("fail")
     # A check that fails says so itself: its FAIL line, exit 1, no second line for the exit.
     _, p, report, _ = scenario("fail", check='echo "PASS a: fine"; echo "FAIL b: broken"; exit 1')
     expect(p.returncode == 1, "fail: exit 1", report)
@@ -90,12 +102,14 @@ def main():
     expect("FAIL gpu_check: exit" not in report, "fail: no second FAIL line", report)
     expect("gpu check: 3 passed, 1 failed" in p.stdout, "fail: the summary", p.stdout)
 
+    case("bad exit")
     # A failing exit with no FAIL line of its own ("3 passed, 0 failed" and exit 1, before): one is written.
     _, p, report, _ = scenario("bad-exit", check='echo "PASS a: fine"; echo "some last words"; exit 1')
     expect(p.returncode == 1, "bad exit: exit 1", report)
     expect("FAIL gpu_check: exit 1" in report, "bad exit: a FAIL line", report)
     expect("some last words" in report, "bad exit: its last lines", report)
 
+    case("crash")
     # A crash: the signal by name, for the check and for the smoke test.
     _, p, report, _ = scenario("crash", check='echo "PASS a: fine"; kill -SEGV $$',
                                smoke='echo "[doctest] running"; kill -ABRT $$')
@@ -104,6 +118,7 @@ def main():
     expect("FAIL smoke_test: killed by signal SIGABRT (exit 134)" in report, "crash: SIGABRT named", report)
     expect("PASS one process" in report, "crash: the later steps still run", report)
 
+    case("hang")
     # A hang, with a child left running, and one that ignores SIGTERM: killed at the limit, all of it.
     tmp, p, report, seconds = scenario(
         "hang", check='echo "PASS a: fine"; sleep 1000 & echo $! > "$(dirname "$0")/child.pid"; wait',
@@ -123,6 +138,7 @@ def main():
         alive = False
     expect(not alive, "hang: the step's child was killed with it", report)
 
+    case("no GPU")
     # No GPU: one line, exit 0, nothing else run.
     _, p, report, _ = scenario("no-gpu", probe='echo "gpu check: no GPU here (no NVIDIA driver)"; exit 3',
                                check='echo "FAIL should not run"; exit 1')
@@ -130,6 +146,7 @@ def main():
     expect("gpu check: no GPU here (no NVIDIA driver)" in report, "no GPU: said", report)
     expect("FAIL" not in report, "no GPU: nothing run", report)
 
+    case("build")
     # A failing build (no --bin): FAIL build and its last 40 lines, not hidden, not all of them.
     tmp = tempfile.mkdtemp(prefix="stint-dry-run-build-")
     tools = os.path.join(tmp, "tools")
@@ -143,6 +160,7 @@ def main():
            report)
     expect("build output line 20\n" not in report, "build: only the last 40 lines", report)
 
+    case("report")
     # The report: never inside the work tree; /tmp when neither OUT nor --report says where.
     tmp = tempfile.mkdtemp(prefix="stint-dry-run-report-")
     make_bin(os.path.join(tmp, "bin"), PASSING_CHECK)
@@ -152,7 +170,13 @@ def main():
     expect(p.returncode == 0 and "(report: /tmp/stint-gpu-check-" in p.stdout, "report: /tmp by default", p.stdout)
     expect(set(os.listdir(ROOT)) == before, "nothing written into the work tree", str(set(os.listdir(ROOT)) - before))
 
+    bounds = [start for _, start in cases] + [len(failures)]
+    failed_cases = sum(1 for i in range(len(cases)) if bounds[i + 1] > bounds[i])
+    total_checks = CHECKS
     print(f"check.sh dry run: {len(failures)} failed" + ("" if not failures else ": " + "; ".join(failures)))
+    # doctest's summary line, which tools/run_tests.py reads.
+    print(f"[doctest] test cases: {len(cases)} | {len(cases) - failed_cases} passed | {failed_cases} failed | 0 skipped")
+    print(f"[doctest] assertions: {total_checks} | {total_checks - len(failures)} passed | {len(failures)} failed |")
     return 1 if failures else 0
 
 

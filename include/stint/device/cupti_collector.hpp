@@ -5,6 +5,7 @@
 
 #include <algorithm>  // std::find, std::sort, std::max
 #include <atomic>     // std::atomic, std::memory_order
+#include <chrono>     // std::chrono::steady_clock
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t, std::uint8_t, std::uint32_t, std::int32_t
 #include <cstdlib>    // std::aligned_alloc, std::free, std::getenv
@@ -580,12 +581,18 @@ private:
         }
         int version = 0;
         driver_.driver_get_version(&version);  // its exit runs the callback here, unless another thread's did
-        // Another thread's exit may be finishing the call: wait for it (bounded; it is one CUPTI call).
-        for (int i = 0; i < 1'000'000 && finalize_state_.load(std::memory_order_acquire) != finalize_done_ok &&
-                        finalize_state_.load(std::memory_order_acquire) != finalize_done_failed;
-             ++i) {
-            std::this_thread::yield();
+        const auto done = [&] { return finalize_state_.load(std::memory_order_acquire) >= finalize_done_ok; };
+        // Another thread's exit may be finishing it: wait a while (one CUPTI call).
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        std::uint32_t expected = finalize_requested;
+        if (finalize_state_.compare_exchange_strong(expected, finalize_idle, std::memory_order_acq_rel)) {
+            // No exit callback came (none can now): CUPTI stays attached, and stint's subscriber goes, or
+            // the next session's probe would take it for another client.
+            if (table_.unsubscribe != nullptr) table_.unsubscribe(subscriber);
+            return false;
         }
+        while (!done()) std::this_thread::yield();  // a callback is finalizing: it ends
         return finalize_state_.exchange(finalize_idle, std::memory_order_acq_rel) == finalize_done_ok;
     }
     static void CUPTIAPI finalize_at_api_exit(void* self, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {

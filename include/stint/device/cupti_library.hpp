@@ -225,6 +225,7 @@ inline cupti_library load_cupti_library_from(const std::vector<std::string>& can
     resolve(t.subscribe, "cuptiSubscribe");
     resolve(t.unsubscribe, "cuptiUnsubscribe");
     resolve(t.finalize, "cuptiFinalize");
+    resolve(t.enable_domain, "cuptiEnableDomain");
     if (result.error.empty()) {  // CUPTI 13's named subscriber: optional, the probe falls back to cuptiSubscribe
         t.subscribe_v2 = reinterpret_cast<decltype(t.subscribe_v2)>(::dlsym(handle, "cuptiSubscribe_v2"));
     }
