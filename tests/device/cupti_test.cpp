@@ -1345,3 +1345,27 @@ TEST_CASE("cupti: no API exit callback comes: CUPTI stays attached, and stint's 
     CHECK(fake().finalized == 1);
     CHECK(fake().finalized_at_exit == 1);
 }
+
+TEST_CASE("cupti: a libcupti.so.12 in the process turns device collection off with the reason, loading nothing") {
+    // Any small library stands for a cu12 PyTorch's CUPTI: the loader knows it by the path it was given.
+    stint_test::temp_dir dir;
+    const std::string cu12 = dir.file("libcupti.so.12");
+    REQUIRE(std::system(("cp \"$(ldconfig -p | grep -m1 'libz.so.1 ' | sed 's/.*=> //')\" '" + cu12 + "'").c_str()) == 0);
+    void* handle = ::dlopen(cu12.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    std::vector<std::string> warnings;
+    auto previous = stint::set_warning_handler([&](std::string_view text) { warnings.emplace_back(text); });
+    auto& collector = stint::detail::the_cupti_collector();
+    collector.stop_using_test_table();
+    CHECK(stint::supported_activities() == stint::activity_set{stint::activity::cpu});
+    CHECK(collector.unavailable_reason() ==
+          cu12 + " (CUPTI 12) is already loaded in this process, by another CUPTI client (a PyTorch or library built "
+                 "for CUDA 12); stint does not load libcupti.so.13 beside it: two CUPTIs would both attach to the "
+                 "driver. Fix: use the framework's CUDA 13 build, or profile the CPU only");
+    CHECK(collector.report().library == cu12);  // found before any libcupti.so.13 was looked for
+    CHECK(collector.report().cupti_version == 0);
+    CHECK(warnings.size() == 1);
+    stint::set_warning_handler(previous);
+    ::dlclose(handle);
+    stint_test::use_fake_cupti();
+}

@@ -96,8 +96,8 @@ def main():
     kineto, stint = min(kineto), min(stint)
     ratio = stint / kineto
     info("per-kernel cost (x.add_, 20,000 launches, best of 3, device activity only)",
-         f"none {base:.0f} ns, torch.profiler {kineto:.0f} ns (+{kineto - base:.0f}), stint {stint:.0f} ns "
-         f"(+{stint - base:.0f}); kernels seen: torch.profiler {seen_kineto}, stint {seen_stint}; stint: {status}")
+         f"none {base:.0f} ns, torch.profiler {kineto:.0f} ns ({kineto - base:+.0f}), stint {stint:.0f} ns "
+         f"({stint - base:+.0f}); kernels seen: torch.profiler {seen_kineto}, stint {seen_stint}; stint: {status}")
     line(ratio <= COST_RATIO_LIMIT and seen_stint >= LAUNCHES and seen_kineto >= LAUNCHES,
          "stint's per-kernel cost during a session <= torch.profiler's",
          f"{ratio:.3f} x (limit {COST_RATIO_LIMIT}); every kernel seen by each: "

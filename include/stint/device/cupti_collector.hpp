@@ -280,6 +280,8 @@ private:
     void forget_process_state() {
         loaded_ = false;
         reason_.clear();
+        library_.clear();
+        version_ = 0;
         driver_initialised_ = false;
         already_loaded_ = false;
         other_client_.clear();
