@@ -69,6 +69,7 @@ struct fake_cupti_state {
     std::atomic<std::size_t> calls{0};  // every call through the table (a teardown callback may count from another thread)
     std::size_t dropped_next = 0;       // what GetNumDroppedRecords answers next
     std::vector<std::pair<std::uint8_t*, std::size_t>> in_flight;  // filled, not yet completed
+    std::vector<std::pair<std::uint8_t*, std::size_t>> partial;    // still being filled: only a forced flush
     std::size_t flushes = 0;
 };
 inline fake_cupti_state& fake() {
@@ -135,13 +136,17 @@ inline stint::detail::cupti_table fake_table() {
     };
     t.enable_runtime_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
     t.enable_driver_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
-    t.flush_all = [](std::uint32_t) {
+    t.flush_all = [](std::uint32_t flags) {
         ++fake().calls;
         ++fake().flushes;
         std::vector<std::pair<std::uint8_t*, std::size_t>> buffers;
         {
             const std::lock_guard lock(fake().mutex);
             buffers.swap(fake().in_flight);
+            if ((flags & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0) {
+                buffers.insert(buffers.end(), fake().partial.begin(), fake().partial.end());
+                fake().partial.clear();
+            }
         }
         for (auto [data, valid] : buffers) fake().complete(nullptr, 0, data, valid, valid);
         return CUPTI_SUCCESS;
@@ -317,6 +322,7 @@ inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> drive
     f.calls = 0;
     f.dropped_next = 0;
     f.in_flight.clear();
+    f.partial.clear();
     f.flushes = 0;
     f.with_subscribe_v2 = with_subscribe_v2;
     stint::detail::the_cupti_collector().use_table_for_tests(fake_table(), std::move(driver));
@@ -351,6 +357,11 @@ public:
         fake().in_flight.emplace_back(data_, used_);
     }
     void complete() { fake().complete(nullptr, 0, data_, size_, used_); }
+    /// Leaves it in CUPTI still being filled: only a forced flush completes it (to whoever is registered).
+    void finish_partial() {
+        const std::lock_guard lock(fake().mutex);
+        fake().partial.emplace_back(data_, used_);
+    }
 
 private:
     std::uint8_t* data_ = nullptr;

@@ -1152,20 +1152,26 @@ TEST_CASE("cupti: a Kineto session across stint's start and stop: stint decodes 
     kineto.start(false);
     std::uint8_t* theirs = nullptr;
     {
-        buffer_writer b;  // Kineto's buffer, from Kineto's callback, mid-session
+        buffer_writer done;  // a full one: CUPTI completes it at the next flush
+        const std::uint64_t t = stint::read_ticks();
+        done.add(kernel("theirs, full", t, t + 1, 1));
+        done.finish();
+        buffer_writer b;  // Kineto's buffer still being filled, mid-session: only a forced flush ends it
         REQUIRE(b.granted());
         theirs = b.data();
-        const std::uint64_t t = stint::read_ticks();
         b.add(kernel("theirs", t, t + 1, 1));
-        b.finish();
+        b.finish_partial();
     }
-    REQUIRE(kineto.mine.size() == 1);
+    REQUIRE(kineto.mine.size() == 2);
     stint::profiler<gpu> prof;  // synchronises at stop: would tear CUPTI down alone
-    prof.start();               // registers stint's callbacks: Kineto's buffer reaches stint at the flush
+    prof.start();               // flushes first: Kineto's full buffer goes home, then stint registers
+    CHECK(kineto.completed == 1);
+    REQUIRE(kineto.mine.size() == 1);
     deliver_kernel(op_with_kernel(&stint::read_ticks));
-    prof.stop();
+    prof.stop();  // the forced flush completes Kineto's other buffer to stint's callbacks
     // Kineto's buffer: neither decoded nor freed (ASan would catch a read of freed memory below).
     CHECK(find(prof.events(), "theirs") == std::nullopt);
+    CHECK(find(prof.events(), "theirs, full") == std::nullopt);
     CHECK(find(prof.events(), "k") != std::nullopt);
     stint::detail::cupti_kernel intact{};
     std::memcpy(&intact, theirs, sizeof(intact));

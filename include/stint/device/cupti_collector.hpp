@@ -80,7 +80,6 @@ public:
                 return false;
             }
         }
-        if (!configure()) return false;
         budget_bytes_ = options.budget_bytes;
         buffer_bytes_ = (std::max<std::size_t>(options.buffer_bytes, 4096) + 7) & ~std::size_t{7};
         sync_events_ = options.sync_events;
@@ -94,9 +93,12 @@ public:
             received_foreign_ = 0;  // counted from here: another client's buffers may arrive in this flush
         }
         lock.unlock();
-        // Leftovers of earlier sessions arrive now, tagged with the epoch they were delivered in (stale).
+        // What CUPTI completed since the last session goes to the callbacks registered now, before stint
+        // registers its own: stint's leftovers to stint (stale: delivered under the old epoch), and those
+        // of a client that is collecting now (Kineto) home to it. Outside the lock: the callback runs here.
         table_.flush_all(0);
         lock.lock();
+        if (!configure()) return false;
         {
             const std::lock_guard ready(ready_mutex_);
             epoch_.fetch_add(1, std::memory_order_acq_rel);
