@@ -126,6 +126,7 @@ fi
 for f in gpu_check gpu_smoke_tests; do
   [ -x "$bin/$f" ] || { say "FAIL binaries: $bin/$f is missing (make the folder with tests/gpu/make_bin_dir.sh)"; finish; }
 done
+[ -f "$bin/COMMIT" ] && say "INFO binaries: built from commit $(tr '\n' ' ' <"$bin/COMMIT")"
 run_step probe 15 quiet "0 3" "$bin/gpu_check" probe
 if [ "$step_rc" -eq 3 ]; then  # no driver or no device: nothing to check
   say "$(tail -n 1 "$logs/probe.log")"

@@ -46,4 +46,7 @@ for f in "$out"/*; do
   done < <(env -u LD_LIBRARY_PATH ldd "$f")
 done
 [ "$status" -eq 0 ] || exit 1
+# What they were built from, for check.sh to print beside the work tree's commit.
+{ git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown; } >"$out/COMMIT"
+[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || echo "(with uncommitted changes)" >>"$out/COMMIT"
 echo "bin dir $out: ${targets[*]##*/} and $(printf '%s\n' "${copied[@]}" | sort -u | tr '\n' ' ')($(du -sh "$out" | cut -f1)), checked with ldd"
