@@ -15,8 +15,9 @@
 #   --report FILE  where the report goes when $OUT is not set; $OUT/gpu-check-report.txt when it is;
 #                  else /tmp/stint-gpu-check-<time>.txt. Never inside the work tree.
 #
-# Time: every step has its own limit and together they stay under 8 minutes: build 120 s (only without
-# --bin), probe 15 s, gpu_check 200 s, smoke test 45 s, torch check 90 s. A step that runs out is killed
+# Time: every step has its own limit and together they stay under 8 minutes: build 100 s (only without
+# --bin), probe 15 s, gpu_check 180 s, smoke test 45 s, torch check 90 s, nvidia-smi 10 s, and 5 s of
+# grace after each SIGTERM: 465 s at most. A step that runs out is killed
 # (its whole process group) and gets a FAIL line saying so; one killed by a signal gets a FAIL line
 # naming it; one that fails without a FAIL line of its own gets one with its last 40 lines. Exit status
 # 0 when no line says FAIL; 0 with one line where there is no GPU.
@@ -120,7 +121,7 @@ finish() {
 say "gpu check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -srm), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [ -z "$bin" ]; then
   bin="$logs/bin"
-  run_step build 120 quiet 0 "$root/tests/gpu/make_bin_dir.sh" "$bin" || finish
+  run_step build 100 quiet 0 "$root/tests/gpu/make_bin_dir.sh" "$bin" || finish
   say "INFO build: $(tail -n 1 "$logs/build.log")"
 fi
 for f in gpu_check gpu_smoke_tests; do
@@ -136,7 +137,7 @@ fi
 if command -v nvidia-smi >/dev/null 2>&1; then
   say "INFO nvidia-smi: $(timeout 10 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
 fi
-run_step gpu_check 200 lines 0 "$bin/gpu_check"
+run_step gpu_check 180 lines 0 "$bin/gpu_check"
 run_step smoke_test 45 quiet "0 77" "$bin/gpu_smoke_tests"
 summary=$(grep -E '^\[doctest\] test cases:' "$logs/smoke_test.log" | tail -n 1)
 if [ "$step_rc" -eq 0 ]; then
