@@ -3,7 +3,9 @@
 // hand stint buffers that a test filled with real CUDA 13 record structs, through the very callbacks
 // CUPTI would call. Everything after "CUPTI completes a buffer" then runs as in production.
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -50,14 +52,24 @@ struct fake_cupti_state {
     CUptiResult subscribe_result = CUPTI_SUCCESS;   // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another client
     std::size_t subscribed = 0;                     // live probe subscriptions
     std::size_t finalized = 0;                      // cuptiFinalize calls
+    std::size_t finalized_at_exit = 0;              // of which from an API exit callback
+    std::string subscriber_name;                    // what cuptiSubscribe_v2 names as the other subscriber
+    bool with_subscribe_v2 = false;                 // whether the table has cuptiSubscribe_v2
+    CUpti_CallbackFunc callback = nullptr;          // the live subscriber's callback, and its data
+    void* callback_data = nullptr;
+    bool driver_domain = false;                     // its driver-API domain enabled
+    bool exit_callbacks = true;                     // false: CUPTI calls no subscriber back
+    std::size_t in_callback = 0;                    // threads inside the subscriber's callback now
+    std::size_t driver_inits = 0;                   // cuInit calls
     std::vector<CUpti_ExternalCorrelationKind> pushed_kinds;
     std::map<CUpti_ActivityKind, CUptiResult> enable_result;  // scripted failures
     CUptiResult register_result = CUPTI_SUCCESS;
     std::vector<std::uint64_t> pushed;  // every id pushed, in order
     std::size_t pops = 0;
-    std::size_t calls = 0;              // every call through the table
+    std::atomic<std::size_t> calls{0};  // every call through the table (a teardown callback may count from another thread)
     std::size_t dropped_next = 0;       // what GetNumDroppedRecords answers next
     std::vector<std::pair<std::uint8_t*, std::size_t>> in_flight;  // filled, not yet completed
+    std::vector<std::pair<std::uint8_t*, std::size_t>> partial;    // still being filled: only a forced flush
     std::size_t flushes = 0;
 };
 inline fake_cupti_state& fake() {
@@ -124,13 +136,17 @@ inline stint::detail::cupti_table fake_table() {
     };
     t.enable_runtime_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
     t.enable_driver_api = [](CUpti_CallbackId, std::uint8_t) { ++fake().calls; return CUPTI_SUCCESS; };
-    t.flush_all = [](std::uint32_t) {
+    t.flush_all = [](std::uint32_t flags) {
         ++fake().calls;
         ++fake().flushes;
         std::vector<std::pair<std::uint8_t*, std::size_t>> buffers;
         {
             const std::lock_guard lock(fake().mutex);
             buffers.swap(fake().in_flight);
+            if ((flags & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0) {
+                buffers.insert(buffers.end(), fake().partial.begin(), fake().partial.end());
+                fake().partial.clear();
+            }
         }
         for (auto [data, valid] : buffers) fake().complete(nullptr, 0, data, valid, valid);
         return CUPTI_SUCCESS;
@@ -169,24 +185,72 @@ inline stint::detail::cupti_table fake_table() {
         ++fake().pops;
         return CUPTI_SUCCESS;
     };
-    t.subscribe = [](CUpti_SubscriberHandle* handle, CUpti_CallbackFunc, void*) {
+    t.subscribe = [](CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* data) {
+        const std::lock_guard lock(fake().mutex);
         ++fake().calls;
         if (fake().subscribe_result != CUPTI_SUCCESS) return fake().subscribe_result;
         ++fake().subscribed;
+        fake().callback = callback;
+        fake().callback_data = data;
         *handle = reinterpret_cast<CUpti_SubscriberHandle>(&fake());
         return CUPTI_SUCCESS;
     };
+    if (fake().with_subscribe_v2) {
+        t.subscribe_v2 = [](CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* data,
+                            CUpti_SubscriberParams* params) {
+            if (fake().subscribe_result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && params != nullptr &&
+                params->oldSubscriberName != nullptr) {
+                std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
+                              fake().subscriber_name.c_str());
+            }
+            return fake().subscribe_result != CUPTI_SUCCESS ? fake().subscribe_result
+                                                            : stint_test::fake_table().subscribe(handle, callback, data);
+        };
+    }
     t.unsubscribe = [](CUpti_SubscriberHandle) {
+        const std::lock_guard lock(fake().mutex);
         ++fake().calls;
         --fake().subscribed;
+        fake().callback = nullptr;
+        fake().driver_domain = false;
+        return CUPTI_SUCCESS;
+    };
+    t.enable_domain = [](std::uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain) {
+        const std::lock_guard lock(fake().mutex);
+        if (domain == CUPTI_CB_DOMAIN_DRIVER_API) fake().driver_domain = enable != 0;
         return CUPTI_SUCCESS;
     };
     t.finalize = [] {
+        // CUPTI detaches: every subscriber and callback is gone. Called at an API exit, no other thread is
+        // inside this subscriber's callback but the caller (what CUPTI's documentation asks for).
+        const std::lock_guard lock(fake().mutex);
         ++fake().calls;
         ++fake().finalized;
+        if (fake().in_callback != 0) ++fake().finalized_at_exit;
+        fake().subscribed = fake().callback != nullptr ? fake().subscribed - 1 : fake().subscribed;
+        fake().callback = nullptr;
+        fake().driver_domain = false;
         return CUPTI_SUCCESS;
     };
     return t;
+}
+
+/// A CUDA driver call as CUPTI sees it: the subscriber's callback at its exit, when the driver domain is on.
+inline void driver_api_exit(CUpti_CallbackId cbid) {
+    CUpti_CallbackFunc callback = nullptr;
+    void* data = nullptr;
+    {
+        const std::lock_guard lock(fake().mutex);
+        if (!fake().exit_callbacks || !fake().driver_domain || fake().callback == nullptr) return;
+        callback = fake().callback;
+        data = fake().callback_data;
+        ++fake().in_callback;
+    }
+    CUpti_CallbackData info{};
+    info.callbackSite = CUPTI_API_EXIT;
+    callback(data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &info);
+    const std::lock_guard lock(fake().mutex);
+    --fake().in_callback;
 }
 
 /// A driver for the fake: one device with an active primary context, whose synchronisation notes what
@@ -195,7 +259,15 @@ inline stint::detail::cuda_driver_table fake_driver(int version = 13000) {
     static int driver_version = 13000;
     driver_version = version;
     stint::detail::cuda_driver_table d;
-    d.driver_get_version = [](int* v) { *v = driver_version; return CUDA_SUCCESS; };
+    d.init = [](unsigned) {
+        ++fake().driver_inits;
+        return CUDA_SUCCESS;
+    };
+    d.driver_get_version = [](int* v) {
+        *v = driver_version;
+        driver_api_exit(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion);
+        return CUDA_SUCCESS;
+    };
     d.device_get_count = [](int* n) { *n = 1; return CUDA_SUCCESS; };
     d.device_get = [](CUdevice* dev, int i) { *dev = i; return CUDA_SUCCESS; };
     d.primary_ctx_get_state = [](CUdevice, unsigned* flags, int* active) {
@@ -218,7 +290,8 @@ inline stint::detail::cuda_driver_table fake_driver(int version = 13000) {
 }
 
 /// Resets the fake and makes the process's collector use it (with `driver`, or none).
-inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> driver = std::nullopt) {
+inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> driver = std::nullopt,
+                           bool with_subscribe_v2 = false) {
     auto& f = fake();
     f.request = nullptr;
     f.complete = nullptr;
@@ -233,6 +306,14 @@ inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> drive
     f.subscribe_result = CUPTI_SUCCESS;
     f.subscribed = 0;
     f.finalized = 0;
+    f.finalized_at_exit = 0;
+    f.subscriber_name.clear();
+    f.callback = nullptr;
+    f.callback_data = nullptr;
+    f.driver_domain = false;
+    f.exit_callbacks = true;
+    f.in_callback = 0;
+    f.driver_inits = 0;
     f.pushed_kinds.clear();
     f.enable_result.clear();
     f.register_result = CUPTI_SUCCESS;
@@ -241,7 +322,9 @@ inline void use_fake_cupti(std::optional<stint::detail::cuda_driver_table> drive
     f.calls = 0;
     f.dropped_next = 0;
     f.in_flight.clear();
+    f.partial.clear();
     f.flushes = 0;
+    f.with_subscribe_v2 = with_subscribe_v2;
     stint::detail::the_cupti_collector().use_table_for_tests(fake_table(), std::move(driver));
 }
 
@@ -274,6 +357,11 @@ public:
         fake().in_flight.emplace_back(data_, used_);
     }
     void complete() { fake().complete(nullptr, 0, data_, size_, used_); }
+    /// Leaves it in CUPTI still being filled: only a forced flush completes it (to whoever is registered).
+    void finish_partial() {
+        const std::lock_guard lock(fake().mutex);
+        fake().partial.emplace_back(data_, used_);
+    }
 
 private:
     std::uint8_t* data_ = nullptr;

@@ -6,9 +6,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -693,7 +695,7 @@ void deliver_kernel(const launched& l) {
 
 }  // namespace
 
-TEST_CASE("cupti: a registered timestamp callback is trusted: tick records are kept, and the trace says so") {
+TEST_CASE("cupti: a registered timestamp callback that cuptiGetTimestamp does not read is trusted, and said unverified") {
     stint_test::use_fake_cupti();
     fake().own_clock = &cupti_own_ns;  // cuptiGetTimestamp reads another clock than the records use
     stint::profiler<gpu> prof(no_sync());
@@ -705,12 +707,15 @@ TEST_CASE("cupti: a registered timestamp callback is trusted: tick records are k
     const auto k = find(prof.events(), "k");
     REQUIRE(k != std::nullopt);
     CHECK(prof.events().launcher(*k) == find(prof.events(), "op"));
-    CHECK(prof.events().device().clock_alignment == "ticks (cuptiActivityRegisterTimestampCallback)");
+    const std::string unverified = "ticks (cuptiActivityRegisterTimestampCallback; unverified: cuptiGetTimestamp "
+                                   "does not read the callback)";
+    CHECK(prof.events().device().clock_alignment == unverified);
     CHECK(prof.events().device().clock_error_ns == 0);
+    CHECK(prof.stats().device_status == "active");
     stint_test::temp_dir dir;
     prof.export_chrome_trace(dir.file("t.json"));
     const nlohmann::json device = stint_test::read_json(dir.file("t.json"))["stint"]["device"];
-    CHECK(device["clock_alignment"] == "ticks (cuptiActivityRegisterTimestampCallback)");
+    CHECK(device["clock_alignment"] == unverified);
     CHECK(device["clock_error_ns"] == 0);
 }
 
@@ -962,14 +967,26 @@ TEST_CASE("cupti: a driver too old for this CUPTI is said up front, before any s
     CHECK(stint::supported_activities() == stint::activity_set{stint::activity::cpu});
     const std::string reason = stint::detail::the_cupti_collector().unavailable_reason();
     CHECK(reason == "the NVIDIA driver supports CUDA 12.8 (cuDriverGetVersion 12080); CUPTI 130001 needs a driver "
-                    "for CUDA 13 or newer (R580 or newer for CUDA 13). Fix: update the driver, or profile the CPU only");
+                    "for CUDA 13.0 or newer (CUPTI has no minor version compatibility; R580 or newer for CUDA 13.0). "
+                    "Fix: update the driver, use the CUPTI of the driver's CUDA version (STINT_CUPTI_LIBRARY), or "
+                    "profile the CPU only");
     CHECK(fake().enabled.empty());
     CHECK(warnings.size() == 1);
     stint::set_warning_handler(previous);
     stint_test::use_fake_cupti(stint_test::fake_driver(13000));
     CHECK(stint::supported_activities() == stint::activity_set{stint::activity::cpu, stint::activity::cuda});
     CHECK(stint::detail::driver_version_needed(130001) == 13000);
-    CHECK(stint::detail::driver_version_needed(130100) == 13000);  // a 13.1 CUPTI on the first 13 driver
+    // CUPTI has no minor version compatibility: a 13.1 CUPTI needs a 13.1 driver, a 13.0 one any 13 driver.
+    CHECK(stint::detail::driver_version_needed(130100) == 13010);
+    CHECK(stint::detail::driver_version_needed(130000) == 13000);
+    CHECK(stint::detail::driver_version_needed(131205) == 13120);
+    stint::detail::cuda_driver_table d = stint_test::fake_driver(13000);
+    CHECK(stint::detail::driver_version_problem(d, 130001).empty());
+    CHECK(stint::detail::driver_version_problem(d, 130100).starts_with(
+        "the NVIDIA driver supports CUDA 13.0 (cuDriverGetVersion 13000); CUPTI 130100 needs a driver for CUDA 13.1"));
+    stint_test::fake_driver(13010);
+    CHECK(stint::detail::driver_version_problem(d, 130100).empty());
+    CHECK(stint::detail::driver_version_problem(d, 130200) != "");
 }
 
 TEST_CASE("cupti: not found: every place tried is listed, with the override to set") {
@@ -1072,4 +1089,289 @@ TEST_CASE("cupti: sync_device_on_stop, the default, waits at stop() for the devi
         CHECK(find(prof.events(), "op") != std::nullopt);
     }
     queued_kernel.reset();
+}
+
+// Issue 45: beside another CUPTI client, as a libtorch program meets Kineto.
+
+namespace {
+
+// A stand-in Kineto: its own buffer callbacks and buffers (in a map of its own, as Kineto keeps them),
+// optionally its own timestamp callback (Kineto registers one at each start), its own session.
+struct kineto_standin {
+    std::vector<std::uint8_t*> mine;     // handed out, not back
+    std::vector<std::uint8_t*> strays;   // buffers it did not hand out that reached its callback
+    std::size_t completed = 0;
+
+    static kineto_standin& the() {
+        static kineto_standin k;
+        return k;
+    }
+    static void CUPTIAPI request(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+        *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, 1 << 16));
+        *size = 1 << 16;
+        *max_records = 0;
+        the().mine.push_back(*buffer);
+    }
+    static void CUPTIAPI complete(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t) {
+        auto& k = the();
+        const auto it = std::find(k.mine.begin(), k.mine.end(), buffer);
+        if (it == k.mine.end()) {
+            k.strays.push_back(buffer);
+            return;
+        }
+        k.mine.erase(it);
+        ++k.completed;
+        std::free(buffer);
+    }
+    static std::uint64_t CUPTIAPI own_clock() { return cupti_own_ns(); }
+
+    /// Kineto's start: its callbacks (and clock), then its kinds, through the same CUPTI as stint.
+    void start(bool own_timestamps) {
+        const stint::detail::cupti_table t = stint_test::fake_table();
+        t.register_callbacks(&request, &complete);
+        if (own_timestamps) t.register_timestamp_callback(&own_clock);
+        t.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    }
+    /// Kineto's stop: it flushes; it frees what reached it; the strays are freed by the test (their owner).
+    void stop() { stint_test::fake_table().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+    void reset() {
+        for (std::uint8_t* b : mine) std::free(b);
+        mine.clear();
+        strays.clear();
+        completed = 0;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("cupti: a Kineto session across stint's start and stop: stint decodes and frees only its own buffers") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    auto& kineto = kineto_standin::the();
+    kineto.reset();
+    const std::size_t held_before = stint::detail::the_cupti_collector().held_bytes();
+    kineto.start(false);
+    std::uint8_t* theirs = nullptr;
+    {
+        buffer_writer done;  // a full one: CUPTI completes it at the next flush
+        const std::uint64_t t = stint::read_ticks();
+        done.add(kernel("theirs, full", t, t + 1, 1));
+        done.finish();
+        buffer_writer b;  // Kineto's buffer still being filled, mid-session: only a forced flush ends it
+        REQUIRE(b.granted());
+        theirs = b.data();
+        b.add(kernel("theirs", t, t + 1, 1));
+        b.finish_partial();
+    }
+    REQUIRE(kineto.mine.size() == 2);
+    stint::profiler<gpu> prof;  // synchronises at stop: would tear CUPTI down alone
+    prof.start();               // flushes first: Kineto's full buffer goes home, then stint registers
+    CHECK(kineto.completed == 1);
+    REQUIRE(kineto.mine.size() == 1);
+    deliver_kernel(op_with_kernel(&stint::read_ticks));
+    prof.stop();  // the forced flush completes Kineto's other buffer to stint's callbacks
+    // Kineto's buffer: neither decoded nor freed (ASan would catch a read of freed memory below).
+    CHECK(find(prof.events(), "theirs") == std::nullopt);
+    CHECK(find(prof.events(), "theirs, full") == std::nullopt);
+    CHECK(find(prof.events(), "k") != std::nullopt);
+    stint::detail::cupti_kernel intact{};
+    std::memcpy(&intact, theirs, sizeof(intact));
+    const CUpti_ActivityKind intact_kind = intact.kind;
+    CHECK(intact_kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    CHECK(std::string_view(intact.name) == "theirs");
+    CHECK(stint::detail::the_cupti_collector().held_bytes() == held_before);
+    CHECK(prof.stats().device_loss.foreign_buffers == 1);
+    const std::string status = prof.stats().device_status;
+    CHECK(status == "active, shared: 1 activity buffer of another CUPTI client reached stint's callbacks (it was "
+                    "collecting when stint registered its own); left untouched: not decoded, not freed, their "
+                    "records lost to that client");
+    // CUPTI stays attached for Kineto, now and for the rest of the process.
+    CHECK(fake().finalized == 0);
+    CHECK_FALSE(prof.events().device().torn_down);
+    kineto.stop();
+    // Every later session gets its buffers (the budget was never charged for Kineto's) and says why CUPTI
+    // stays attached.
+    for (int i = 0; i < 3; ++i) {
+        prof.start();
+        deliver_kernel(op_with_kernel(&stint::read_ticks));
+        prof.stop();
+        CHECK(find(prof.events(), "k") != std::nullopt);
+        CHECK(prof.stats().device_loss.rejected_buffers == 0);
+        CHECK(prof.stats().device_status == "active, shared: CUPTI left attached: " + status.substr(16));
+    }
+    CHECK(fake().finalized == 0);
+    CHECK(stint::detail::the_cupti_collector().held_bytes() == held_before);
+    kineto.reset();  // frees `theirs`, its own (still in its map: CUPTI never completed it to Kineto)
+}
+
+TEST_CASE("cupti: Kineto starting during stint's session takes stint's buffers and clock: both said, nothing freed twice") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    auto& kineto = kineto_standin::the();
+    kineto.reset();
+    const std::size_t held_before = stint::detail::the_cupti_collector().held_bytes();
+    stint::profiler<gpu> prof;
+    prof.start();
+    const std::uint64_t t = stint::read_ticks();
+    buffer_writer mine;  // stint's, in CUPTI when Kineto starts
+    mine.add(kernel("lost", t, t + 1, 1));
+    mine.finish();
+    kineto.start(true);  // its callbacks and its clock, mid-session
+    prof.stop();         // the forced flush hands stint's buffer to Kineto's callback
+    REQUIRE(kineto.strays.size() == 1);
+    CHECK(kineto.strays[0] == mine.data());
+    const std::string status = prof.stats().device_status;
+    CHECK(status.starts_with("active, shared: another CUPTI client registered its own buffer callbacks during the "
+                             "session and took 1 of the 1 activity buffers"));
+    CHECK(status.find("; another CUPTI client registered its own timestamp callback during the session: device "
+                      "times since then are on its clock") != std::string::npos);
+    CHECK(prof.events().device().clock_alignment.starts_with("mixed: "));
+    CHECK(prof.stats().device_loss.foreign_buffers == 1);
+    CHECK(stint::detail::the_cupti_collector().held_bytes() == held_before);
+    CHECK(fake().finalized == 0);
+    std::free(kineto.strays[0]);  // Kineto owns it now
+    kineto.reset();
+}
+
+TEST_CASE("cupti: a query initialises no CUDA; the first session does, once") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    CHECK(stint::supported_activities() == stint::activity_set{stint::activity::cpu, stint::activity::cuda});
+    CHECK(stint::detail::the_cupti_collector().available());
+    CHECK(fake().driver_inits == 0);
+    stint::profiler<gpu> prof(no_sync());
+    prof.start();
+    prof.stop();
+    prof.start();
+    prof.stop();
+    CHECK(fake().driver_inits == 1);
+    // Where CUDA was initialised already, a query counts the devices: none is said up front.
+    stint::detail::cuda_driver_table none = stint_test::fake_driver();
+    none.device_get_count = [](int* n) {
+        *n = 0;
+        return CUDA_SUCCESS;
+    };
+    stint_test::use_fake_cupti(none);
+    CHECK(stint::detail::the_cupti_collector().unavailable_reason() == "no CUDA device");
+    CHECK(fake().driver_inits == 0);
+    // Where it was not, the first session finds out, and says so.
+    none.device_get_count = [](int* n) {
+        *n = 0;
+        return fake().driver_inits == 0 ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
+    };
+    stint_test::use_fake_cupti(none);
+    CHECK(stint::detail::the_cupti_collector().available());
+    prof.start();
+    prof.stop();
+    CHECK(fake().driver_inits == 1);
+    CHECK(prof.stats().device_status == "unavailable: no CUDA device");
+    CHECK(fake().enabled.empty());
+}
+
+TEST_CASE("cupti: a libcupti of another major already loaded is reported, and nothing of stint's loaded beside it") {
+    using stint::detail::loaded_object;
+    CHECK(stint::detail::cupti_major_in_name("/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12") == 12);
+    CHECK(stint::detail::cupti_major_in_name("libcupti.so.13.0.85") == 13);
+    CHECK(stint::detail::cupti_major_in_name("/usr/lib/libcuptiX.so.12") == 0);
+    CHECK(stint::detail::cupti_major_in_name("libcupti.so") == 0);
+    const std::vector<loaded_object> cu12_torch = {
+        {"", {"libc.so.6"}},
+        {"/venv/torch/lib/libtorch_cuda.so", {"libcupti.so.12", "libc.so.6"}},
+        {"/venv/nvidia/cuda_cupti/lib/libcupti.so.12", {"libc.so.6"}},
+    };
+    CHECK(stint::detail::other_cupti_loaded(cu12_torch, 13) == "/venv/nvidia/cuda_cupti/lib/libcupti.so.12");
+    CHECK(stint::detail::other_cupti_loaded(cu12_torch, 12).empty());
+    CHECK(stint::detail::cupti_clients(cu12_torch) == std::vector<std::string>{"/venv/torch/lib/libtorch_cuda.so"});
+    // The real process: the program links libc, and no libcupti (it loads one with dlopen, if at all).
+    const std::vector<loaded_object> here = stint::detail::loaded_objects();
+    REQUIRE(!here.empty());
+    CHECK(here.front().path.empty());  // the program itself
+    const bool program_links_libc = std::any_of(here.front().needed.begin(), here.front().needed.end(),
+                                                [](const std::string& n) { return n.starts_with("libc.so"); });
+    CHECK(program_links_libc);
+    CHECK(stint::detail::cupti_clients(here).empty());
+}
+
+TEST_CASE("cupti: CUPTI 13's cuptiSubscribe_v2 names the other subscriber in the status") {
+    stint_test::use_fake_cupti(stint_test::fake_driver(), true);
+    fake().subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    fake().subscriber_name = "CUPTI for Nsight Systems";
+    stint::profiler<gpu> prof;
+    prof.start();
+    prof.stop();
+    CHECK(prof.stats().device_status == "active, shared: another CUPTI client is subscribed in this process ('CUPTI "
+                                        "for Nsight Systems', named by cuptiSubscribe_v2); CUPTI is left attached for it");
+    CHECK(fake().finalized == 0);
+}
+
+TEST_CASE("cupti: the teardown runs from an API exit callback, once, while 4 threads launch") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    const stint::detail::cuda_driver_table driver = stint_test::fake_driver();
+    std::atomic<bool> go{true};
+    std::atomic<std::uint64_t> launches{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+        threads.emplace_back([&] {
+            while (go.load(std::memory_order_relaxed)) {
+                int version = 0;
+                driver.driver_get_version(&version);  // a driver call: CUPTI's exit callback may run here
+                launches.fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    }
+    stint::profiler<gpu> prof;
+    for (int session = 1; session <= 20; ++session) {
+        prof.start();
+        deliver_kernel(op_with_kernel(&stint::read_ticks));
+        prof.stop();
+        CHECK(prof.events().device().torn_down);
+        CHECK(find(prof.events(), "k") != std::nullopt);
+        const std::lock_guard lock(fake().mutex);
+        CHECK(fake().finalized == static_cast<std::size_t>(session));
+        CHECK(fake().finalized_at_exit == static_cast<std::size_t>(session));  // never outside a callback
+        CHECK((fake().callback == nullptr));  // detached: no subscriber is left
+    }
+    go.store(false);
+    for (std::thread& t : threads) t.join();
+    CHECK(launches.load() > 0);
+}
+
+TEST_CASE("cupti: no API exit callback comes: CUPTI stays attached, and stint's teardown subscriber goes") {
+    stint_test::use_fake_cupti(stint_test::fake_driver());
+    fake().exit_callbacks = false;
+    stint::profiler<gpu> prof;
+    prof.start();
+    prof.stop();
+    CHECK(fake().finalized == 0);
+    CHECK_FALSE(prof.events().device().torn_down);
+    CHECK(fake().subscribed == 0);
+    CHECK(prof.stats().device_status == "active");
+    // The next session finds no other subscriber (not its own left behind), and tears down when it can.
+    fake().exit_callbacks = true;
+    prof.start();
+    prof.stop();
+    CHECK(prof.stats().device_status == "active");
+    CHECK(fake().finalized == 1);
+    CHECK(fake().finalized_at_exit == 1);
+}
+
+TEST_CASE("cupti: a libcupti.so.12 in the process turns device collection off with the reason, loading nothing") {
+    // Any small library stands for a cu12 PyTorch's CUPTI: the loader knows it by the path it was given.
+    stint_test::temp_dir dir;
+    const std::string cu12 = dir.file("libcupti.so.12");
+    REQUIRE(std::system(("cp \"$(ldconfig -p | grep -m1 'libz.so.1 ' | sed 's/.*=> //')\" '" + cu12 + "'").c_str()) == 0);
+    void* handle = ::dlopen(cu12.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    std::vector<std::string> warnings;
+    auto previous = stint::set_warning_handler([&](std::string_view text) { warnings.emplace_back(text); });
+    auto& collector = stint::detail::the_cupti_collector();
+    collector.stop_using_test_table();
+    CHECK(stint::supported_activities() == stint::activity_set{stint::activity::cpu});
+    CHECK(collector.unavailable_reason() ==
+          cu12 + " (CUPTI 12) is already loaded in this process, by another CUPTI client (a PyTorch or library built "
+                 "for CUDA 12); stint does not load libcupti.so.13 beside it: two CUPTIs would both attach to the "
+                 "driver. Fix: use the framework's CUDA 13 build, or profile the CPU only");
+    CHECK(collector.report().library == cu12);  // found before any libcupti.so.13 was looked for
+    CHECK(collector.report().cupti_version == 0);
+    CHECK(warnings.size() == 1);
+    stint::set_warning_handler(previous);
+    ::dlclose(handle);
+    stint_test::use_fake_cupti();
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -532,6 +533,105 @@ void no_cupti(const std::string& self) {
                                                  "; status: " + status);
 }
 
+// Synchronisation records only with the option on (torch's test_profiler_cuda_sync_events): a stream and
+// a device synchronisation under an op, with enable_cuda_sync_events on and off.
+void sync_events() {
+    cudaStream_t stream = nullptr;
+    cudaStreamCreate(&stream);
+    const auto run = [&](bool on) {
+        stint::profiler_options<gpu> options;
+        options.enable_cuda_sync_events = on;
+        stint::profiler<gpu> prof(options);
+        prof.start();
+        {
+            STINT_OP(gpu, "syncs");
+            stint_smoke_empty_launch(stream);
+            cudaStreamSynchronize(stream);
+            stint_smoke_empty_launch(nullptr);
+            cudaDeviceSynchronize();
+        }
+        prof.stop();
+        std::size_t syncs = 0;
+        for (const stint::event& e : prof.events()) syncs += e.kind == stint::event_kind::cuda_sync ? 1 : 0;
+        return syncs;
+    };
+    const std::size_t on = run(true);
+    const std::size_t off = run(false);
+    cudaStreamDestroy(stream);
+    line(on >= 2 && off == 0, "sync events only with enable_cuda_sync_events",
+         "on: " + std::to_string(on) + " cuda_sync events (want >= 2: a stream and a device sync), off: " +
+             std::to_string(off) + " (want 0)");
+}
+
+// CUPTI's overhead records (buffer requests, flushes) in a session that fills several buffers: decoded
+// and named, none unknown (their placing and freeing are the stand-in test's, under ASan in CI).
+void overhead_records() {
+    stint::profiler<gpu> prof;
+    prof.start();
+    for (int i = 0; i < 20000; ++i) {  // ~6 MB of records: more than one 4 MiB buffer
+        STINT_OP(gpu, "fill");
+        stint_smoke_empty_launch(nullptr);
+    }
+    prof.stop();
+    std::map<std::string, std::size_t> names;
+    std::size_t total = 0;
+    for (const stint::event& e : prof.events()) {
+        if (e.kind != stint::event_kind::overhead || !e.name.starts_with("CUPTI ")) continue;
+        ++total;
+        ++names[std::string(e.name)];
+    }
+    std::string seen;
+    for (const auto& [name, n] : names) seen += name + " x" + std::to_string(n) + ", ";
+    line(total > 0 && prof.stats().device_loss.unknown_records == 0, "CUPTI overhead records",
+         std::to_string(total) + " (" + seen + "unknown records " +
+             std::to_string(prof.stats().device_loss.unknown_records) + "); status " + prof.stats().device_status);
+}
+
+// Sessions that stop and tear CUPTI down (cuptiFinalize, from an API exit callback) while 4 threads
+// launch under their own ops: no crash, no hang (check.sh's timeout), every session active with kernels,
+// and the threads' launches still succeed after the last teardown.
+void teardown_while_launching() {
+    std::atomic<bool> go{true};
+    std::atomic<int> errors{0};
+    std::atomic<std::uint64_t> launches{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            cudaStream_t stream = nullptr;
+            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+            while (go.load(std::memory_order_relaxed)) {
+                STINT_OP(gpu, "launcher");
+                if (stint_smoke_empty_launch(stream) != 0) errors.fetch_add(1);
+                launches.fetch_add(1, std::memory_order_relaxed);
+            }
+            if (cudaStreamSynchronize(stream) != cudaSuccess) errors.fetch_add(1);
+            cudaStreamDestroy(stream);
+        });
+    }
+    int torn_down = 0;
+    int with_kernels = 0;
+    std::string status;
+    constexpr int sessions = 10;
+    for (int i = 0; i < sessions; ++i) {
+        stint::profiler<gpu> prof;
+        prof.start();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        prof.stop();
+        torn_down += prof.events().device().torn_down ? 1 : 0;
+        with_kernels += kernels(prof.events()).empty() ? 0 : 1;
+        status = prof.stats().device_status;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    go.store(false);
+    for (std::thread& t : threads) t.join();
+    const cudaError_t last = cudaDeviceSynchronize();
+    line(torn_down == sessions && with_kernels == sessions && errors.load() == 0 && last == cudaSuccess,
+         "teardown while 4 threads launch",
+         std::to_string(sessions) + " sessions: torn down " + std::to_string(torn_down) + ", with kernels " +
+             std::to_string(with_kernels) + "; " + std::to_string(launches.load()) + " launches, " +
+             std::to_string(errors.load()) + " failed; last status: " + status);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -561,6 +661,9 @@ int main(int argc, char** argv) {
     launch_cost(self);
     graph_and_cublas();
     back_to_back();
+    sync_events();
+    overhead_records();
+    teardown_while_launching();
     no_cupti(self);
     drift();
     std::printf("gpu check: %d failed\n", failures);

@@ -21,6 +21,7 @@ struct activity_buffer {
     std::uint8_t* data = nullptr;
     std::size_t valid_bytes = 0;
     std::uint64_t epoch = 0;
+    std::size_t capacity = 0;  ///< the bytes stint allocated for it (its budget share)
 };
 
 /// How CUPTI's timestamps map to stint's ticks: identity when CUPTI's clock is stint's (the timestamp

@@ -71,6 +71,8 @@ struct cupti_table {
     decltype(&::cuptiSubscribe) subscribe = nullptr;
     decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
     decltype(&::cuptiFinalize) finalize = nullptr;
+    decltype(&::cuptiSubscribe_v2) subscribe_v2 = nullptr;  ///< CUPTI 13: names the other subscriber; may be null
+    decltype(&::cuptiEnableDomain) enable_domain = nullptr;  ///< for the teardown from an API exit callback
 };
 
 /// The external-correlation kind stint pushes: Kineto (torch.profiler) pushes CUSTOM0 for ops and

@@ -5,12 +5,15 @@
 
 #include <algorithm>  // std::find, std::sort, std::max
 #include <atomic>     // std::atomic, std::memory_order
+#include <chrono>     // std::chrono::steady_clock
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t, std::uint8_t, std::uint32_t, std::int32_t
 #include <cstdlib>    // std::aligned_alloc, std::free, std::getenv
 #include <mutex>      // std::mutex, std::lock_guard, std::unique_lock
 #include <optional>   // std::optional
 #include <string>     // std::string
+#include <thread>     // std::this_thread::yield
+#include <unordered_map>  // std::unordered_map
 #include <utility>    // std::move
 #include <vector>     // std::vector
 
@@ -39,16 +42,14 @@ public:
         injected_ = table;
         injected_driver_ = std::move(driver);
         injected_library_ = std::move(library);
-        loaded_ = false;
-        reason_.clear();
+        forget_process_state();
     }
     /// Goes back to loading libcupti (the latch is taken again on the next session).
     void stop_using_test_table() {
         const std::lock_guard lock(mutex_);
         injected_.reset();
         injected_driver_.reset();
-        loaded_ = false;
-        reason_.clear();
+        forget_process_state();
     }
 
     /// Whether device sessions can run here: CUPTI loads, its version fits, a driver with a device is
@@ -71,21 +72,36 @@ public:
         std::unique_lock lock(mutex_);
         load();
         if (!reason_.empty() || active_) return false;
-        if (!configure()) return false;
+        // CUDA is initialised by a session, never by a query (supported_activities(), available()).
+        if (!driver_initialised_) {
+            driver_initialised_ = true;
+            if (std::string problem = cuda_init_problem(driver_); !problem.empty()) {
+                unavailable(std::move(problem));
+                return false;
+            }
+        }
         budget_bytes_ = options.budget_bytes;
         buffer_bytes_ = (std::max<std::size_t>(options.buffer_bytes, 4096) + 7) & ~std::size_t{7};
         sync_events_ = options.sync_events;
         teardown_ = options.teardown;
         rejected_.store(0, std::memory_order_relaxed);
         dropped_.store(0, std::memory_order_relaxed);
+        {
+            const std::lock_guard ready(ready_mutex_);
+            granted_ = 0;
+            returned_ = 0;
+            received_foreign_ = 0;  // counted from here: another client's buffers may arrive in this flush
+        }
         lock.unlock();
-        // Leftovers of earlier sessions arrive now, tagged with the epoch they were delivered in (stale).
+        // What CUPTI completed since the last session goes to the callbacks registered now, before stint
+        // registers its own: stint's leftovers to stint (stale: delivered under the old epoch), and those
+        // of a client that is collecting now (Kineto) home to it. Outside the lock: the callback runs here.
         table_.flush_all(0);
         lock.lock();
+        if (!configure()) return false;
         {
             const std::lock_guard ready(ready_mutex_);
             epoch_.fetch_add(1, std::memory_order_acq_rel);
-            granted_.clear();
         }
         for (std::size_t i = 0; i < std::size(enabled_kinds); ++i) {
             if (enabled_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && !sync_events_) continue;
@@ -117,6 +133,9 @@ public:
         }
         device_correlating.store(false, std::memory_order_release);
         active_ = false;
+        // Kineto registers its own timestamp callback at each of its starts: if CUPTI read stint's ticks at
+        // start and no longer does, records made since are on that client's clock.
+        const bool clock_taken = clock_.identity && clock_verified_ && !cupti_reads_ticks();
         // stint's own synchronisation below is not the program's: its sync records are never collected.
         if (sync_events_) table_.disable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
         if (sync) synchronise_devices(capture);
@@ -133,44 +152,72 @@ public:
         }
         std::vector<activity_buffer> buffers;
         std::size_t granted = 0;
-        std::size_t foreign = 0;
+        std::size_t taken = 0;
+        std::size_t taken_bytes = 0;
+        std::size_t received = 0;
         {
             const std::lock_guard ready(ready_mutex_);
             buffers.swap(ready_);
-            granted = granted_.size() + returned_;
-            foreign = granted_.size();  // handed out this session, never completed to stint
-            granted_.clear();
+            granted = granted_;
+            // A forced flush hands every buffer CUPTI holds to the callbacks registered now: one of stint's
+            // not back by now went to another client's callbacks, which own (and free) it from here on.
+            taken = owned_.size();
+            for (const auto& [data, bytes] : owned_) taken_bytes += bytes;
+            owned_.clear();
+            received = received_foreign_;
+            granted_ = 0;
             returned_ = 0;
+            received_foreign_ = 0;
         }
-        // The other client frees what it took: those bytes no longer count against stint's budget.
-        held_bytes_.fetch_sub(foreign * buffer_bytes_, std::memory_order_relaxed);
+        held_bytes_.fetch_sub(taken_bytes, std::memory_order_relaxed);
         lock.lock();
         capture.report = report();
-        capture.report.status = "active";
-        if (foreign != 0) {
-            capture.report.status = fmt::format(
-                "active, shared: another CUPTI client registered its own buffer callbacks during the session and "
-                "took {} of the {} activity buffers stint handed CUPTI; their records are lost",
-                foreign, granted);
-        } else if (shared_) {
-            capture.report.status = "active, shared: another CUPTI client is subscribed in this process "
-                                    "(cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); CUPTI is "
-                                    "left attached for it";
+        std::vector<std::string> shared;
+        if (taken != 0) {
+            shared.push_back(fmt::format(
+                "another CUPTI client registered its own buffer callbacks during the session and took {} of the {} "
+                "activity buffers stint handed CUPTI; their records are lost",
+                taken, std::max(granted, taken)));
         }
+        if (received != 0) {
+            shared.push_back(fmt::format(
+                "{} activity buffer{} of another CUPTI client reached stint's callbacks (it was collecting when stint "
+                "registered its own); left untouched: not decoded, not freed, their records lost to that client",
+                received, received == 1 ? "" : "s"));
+        }
+        if (clock_taken) {
+            shared.push_back("another CUPTI client registered its own timestamp callback during the session: device "
+                             "times since then are on its clock, not stint's, and are counted out of the window");
+            clock_alignment_ = "mixed: ticks (cuptiActivityRegisterTimestampCallback) until another client's timestamp "
+                               "callback replaced stint's during the session";
+        }
+        if (!subscriber_.empty()) shared.push_back(subscriber_);
+        if (other_client_.empty() && !shared.empty()) other_client_ = shared.front();
+        capture.report.status = "active";
+        if (!shared.empty()) {
+            capture.report.status = "active, shared: " + shared.front();
+            for (std::size_t i = 1; i < shared.size(); ++i) capture.report.status += "; " + shared[i];
+        }
+        capture.report.clock_alignment = clock_alignment_;
         capture.report.loss.dropped_records = dropped_.load(std::memory_order_relaxed);
         capture.report.loss.rejected_buffers = rejected_.load(std::memory_order_relaxed);
-        capture.report.loss.foreign_buffers = foreign;
+        capture.report.loss.foreign_buffers = taken + received;
         if (!clock_.identity) finish_clock_map(capture.report);
         activity_decoder decoder(table_, clock_, capture);
         decoder.decode(buffers, epoch_.load(std::memory_order_acquire));
-        for (const activity_buffer& b : buffers) release_buffer(b.data);
+        for (const activity_buffer& b : buffers) release_buffer(b.data, b.capacity);
         describe_devices(capture);
         restore_thread_id_type();
         // After the last record is read: a process that profiled once runs at full speed again (CUPTI left
-        // attached slows launches down, pytorch/pytorch#144455). The next session attaches it anew.
-        if (sync && teardown_ && !shared_ && foreign == 0 && table_.finalize != nullptr) {
-            generation_.fetch_add(1, std::memory_order_acq_rel);
-            capture.report.torn_down = table_.finalize() == CUPTI_SUCCESS;
+        // attached slows launches down, pytorch/pytorch#144455). The next session attaches it anew. Never
+        // under another client, which would lose its buffers and callbacks with it.
+        if (sync && teardown_ && table_.finalize != nullptr) {
+            if (const std::string other = another_client(); !other.empty()) {
+                if (shared.empty()) capture.report.status = "active, shared: CUPTI left attached: " + other;
+            } else {
+                generation_.fetch_add(1, std::memory_order_acq_rel);
+                capture.report.torn_down = finalize();
+            }
         }
         return capture;
     }
@@ -232,7 +279,17 @@ private:
         CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
     };
 
-    // The latch's first half, once: load, version, driver. Under mutex_.
+    void forget_process_state() {
+        loaded_ = false;
+        reason_.clear();
+        library_.clear();
+        version_ = 0;
+        driver_initialised_ = false;
+        already_loaded_ = false;
+        other_client_.clear();
+    }
+
+    // The latch's first half, once: load, version, driver (never cuInit: a query may get here). Under mutex_.
     void load() {
         if (loaded_) return;
         loaded_ = true;
@@ -240,10 +297,22 @@ private:
             table_ = *injected_;
             library_ = injected_library_;
         } else {
+            // A framework built for another CUDA major (a cu12 PyTorch) loaded its CUPTI: a second one would
+            // attach to the driver beside it. Said, and nothing of stint's loaded.
+            if (const std::string other = other_cupti_loaded(loaded_objects(), cupti_major_version); !other.empty()) {
+                library_ = other;
+                return unavailable(fmt::format(
+                    "{} (CUPTI {}) is already loaded in this process, by another CUPTI client (a PyTorch or "
+                    "library built for CUDA {}); stint does not load libcupti.so.{} beside it: two CUPTIs would "
+                    "both attach to the driver. Fix: use the framework's CUDA {} build, or profile the CPU only",
+                    other, cupti_major_in_name(other), cupti_major_in_name(other), cupti_major_version,
+                    cupti_major_version));
+            }
             cupti_library lib = load_cupti_library(std::getenv("STINT_CUPTI_LIBRARY"));
             library_ = lib.path;
             if (!lib.error.empty()) return unavailable(lib.error);
             table_ = lib.table;
+            already_loaded_ = lib.already_loaded;
         }
         if (table_.get_version == nullptr || table_.get_version(&version_) != CUPTI_SUCCESS) {
             return unavailable(fmt::format("cuptiGetVersion failed in {}", library_));
@@ -256,12 +325,16 @@ private:
                                            library_, version_, major, cupti_major_version, CUPTI_API_VERSION));
         }
         if (injected_) {
-            if (injected_driver_) driver_ = *injected_driver_;
-            if (std::string old = driver_version_problem(driver_, version_); !old.empty()) return unavailable(old);
+            driver_ = injected_driver_ ? *injected_driver_ : cuda_driver_table{};
+            if (std::string old = driver_problem_before_init(driver_, version_); !old.empty()) return unavailable(old);
             return;
         }
         cuda_driver_library driver = load_cuda_driver();
-        if (std::string problem = cuda_driver_problem(driver, version_); !problem.empty()) return unavailable(problem);
+        if (!driver.error.empty()) return unavailable(driver.error);
+        if (driver.table.init == nullptr) return unavailable("libcuda.so.1 lacks cuInit");
+        if (std::string problem = driver_problem_before_init(driver.table, version_); !problem.empty()) {
+            return unavailable(problem);
+        }
         driver_ = driver.table;
     }
 
@@ -288,15 +361,39 @@ private:
         clock_ = {};
         clock_.identity = ticks;
         clock_error_ns_ = 0;
-        clock_alignment_ = ticks ? "ticks (cuptiActivityRegisterTimestampCallback)"
-                                 : "linear (CUPTI's clock in ns, mapped to ticks over the session)";
+        // Where cuptiGetTimestamp reads the registered callback, a known tick checks it, now and at stop
+        // (another client's callback replacing stint's in between is then seen); where it does not, the
+        // registration is trusted, as Kineto trusts it.
+        clock_verified_ = ticks && cupti_reads_ticks();
+        clock_alignment_ = !ticks           ? "linear (CUPTI's clock in ns, mapped to ticks over the session)"
+                           : clock_verified_ ? "ticks (cuptiActivityRegisterTimestampCallback)"
+                                             : "ticks (cuptiActivityRegisterTimestampCallback; unverified: "
+                                               "cuptiGetTimestamp does not read the callback)";
         // Another subscriber (Kineto's callbacks, Nsight Systems) holds CUPTI too: it must not be torn down.
-        shared_ = false;
-        if (table_.subscribe != nullptr) {
-            CUpti_SubscriberHandle probe = nullptr;
-            const CUptiResult r = table_.subscribe(&probe, &ignore_callback, nullptr);
-            if (r == CUPTI_SUCCESS && table_.unsubscribe != nullptr) table_.unsubscribe(probe);
-            shared_ = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+        // CUPTI 13's cuptiSubscribe_v2 names it; CUPTI has no multi-client activity API (one pair of buffer
+        // callbacks, one timestamp callback per process), so this probe is all it offers.
+        subscriber_.clear();
+        CUpti_SubscriberHandle probe = nullptr;
+        CUptiResult r = CUPTI_SUCCESS;
+        char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+        if (table_.subscribe_v2 != nullptr) {
+            CUpti_SubscriberParams params{};
+            params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+            params.subscriberName = "stint";
+            params.oldSubscriberName = holder;
+            params.oldSubscriberSize = sizeof(holder) - 1;
+            r = table_.subscribe_v2(&probe, &ignore_callback, nullptr, &params);
+        } else if (table_.subscribe != nullptr) {
+            r = table_.subscribe(&probe, &ignore_callback, nullptr);
+        }
+        if (r == CUPTI_SUCCESS && probe != nullptr && table_.unsubscribe != nullptr) table_.unsubscribe(probe);
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+            subscriber_ = holder[0] != '\0'
+                              ? fmt::format("another CUPTI client is subscribed in this process ('{}', named by "
+                                            "cuptiSubscribe_v2); CUPTI is left attached for it",
+                                            holder)
+                              : "another CUPTI client is subscribed in this process (cuptiSubscribe: "
+                                "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); CUPTI is left attached for it";
         }
         return true;
     }
@@ -306,6 +403,19 @@ private:
             table_.set_thread_id_type(*previous_thread_id_type_);
         }
         previous_thread_id_type_.reset();
+    }
+
+    // Whether cuptiGetTimestamp answers stint's ticks (it reads the registered callback): a reading that
+    // lies between two tick reads, in one of 4 tries.
+    bool cupti_reads_ticks() const {
+        for (int i = 0; i < 4; ++i) {
+            const std::uint64_t before = read_ticks();
+            std::uint64_t cupti = 0;
+            if (table_.get_timestamp(&cupti) != CUPTI_SUCCESS) return false;
+            const std::uint64_t after = read_ticks();
+            if (cupti >= before && cupti <= after) return true;
+        }
+        return false;
     }
 
     // One reading of CUPTI's clock between two tick reads, the tightest of 16.
@@ -442,6 +552,65 @@ private:
         }
     }
 
+    // Why CUPTI must stay attached (another client may hold its buffers or callbacks), or "": one seen in
+    // this process (buffers crossing, a foreign clock, a subscriber) stays a reason for good; libcupti
+    // loaded by someone else before stint, or linked by another loaded object (Kineto in libtorch_cuda.so,
+    // which uses the activity API alone and never subscribes), is looked for at each teardown.
+    std::string another_client() const {
+        if (!other_client_.empty()) return other_client_;
+        if (injected_) return {};  // a test's table: the process's real objects are not its clients
+        if (already_loaded_) return library_ + " was loaded by another part of the program, a CUPTI client";
+        if (const std::vector<std::string> clients = cupti_clients(loaded_objects()); !clients.empty()) {
+            return fmt::format("{} links libcupti (a CUPTI client, such as Kineto)", clients.front());
+        }
+        return {};
+    }
+
+    // CUPTI's documented way to detach: cuptiFinalize from the exit site of a CUDA API call, where no
+    // call of that thread is inside CUPTI. A subscriber whose driver-API callback finalizes at the first
+    // exit; stint's own cuDriverGetVersion makes one on this thread if no launching thread got there
+    // first. Without the callback API (a table without it), directly: the devices were synchronised and
+    // the buffers flushed, the other condition the documentation gives.
+    bool finalize() {
+        if (table_.subscribe == nullptr || table_.enable_domain == nullptr || driver_.driver_get_version == nullptr) {
+            return table_.finalize() == CUPTI_SUCCESS;
+        }
+        finalize_state_.store(finalize_requested, std::memory_order_release);
+        CUpti_SubscriberHandle subscriber = nullptr;
+        if (table_.subscribe(&subscriber, &finalize_at_api_exit, this) != CUPTI_SUCCESS ||
+            table_.enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) {
+            if (subscriber != nullptr && table_.unsubscribe != nullptr) table_.unsubscribe(subscriber);
+            finalize_state_.store(finalize_idle, std::memory_order_release);
+            return false;  // left attached: a later session tries again
+        }
+        int version = 0;
+        driver_.driver_get_version(&version);  // its exit runs the callback here, unless another thread's did
+        const auto done = [&] { return finalize_state_.load(std::memory_order_acquire) >= finalize_done_ok; };
+        // Another thread's exit may be finishing it: wait a while (one CUPTI call).
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        std::uint32_t expected = finalize_requested;
+        if (finalize_state_.compare_exchange_strong(expected, finalize_idle, std::memory_order_acq_rel)) {
+            // No exit callback came (none can now): CUPTI stays attached, and stint's subscriber goes, or
+            // the next session's probe would take it for another client.
+            if (table_.unsubscribe != nullptr) table_.unsubscribe(subscriber);
+            return false;
+        }
+        while (!done()) std::this_thread::yield();  // a callback is finalizing: it ends
+        return finalize_state_.exchange(finalize_idle, std::memory_order_acq_rel) == finalize_done_ok;
+    }
+    static void CUPTIAPI finalize_at_api_exit(void* self, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+        auto& collector = *static_cast<cupti_collector*>(self);
+        if (static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
+        std::uint32_t expected = finalize_requested;
+        // One thread wins; the rest return at once. acquire/release: pairs with finalize()'s loads.
+        if (!collector.finalize_state_.compare_exchange_strong(expected, finalize_running, std::memory_order_acq_rel)) {
+            return;
+        }
+        const bool ok = collector.table_.finalize() == CUPTI_SUCCESS;
+        collector.finalize_state_.store(ok ? finalize_done_ok : finalize_done_failed, std::memory_order_release);
+    }
+
     void request_buffer(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
         *max_records = 0;  // as many as fit
         const std::size_t bytes = buffer_bytes_;
@@ -462,19 +631,24 @@ private:
             return;
         }
         const std::lock_guard lock(ready_mutex_);
-        granted_.push_back(*buffer);
+        owned_.emplace(*buffer, bytes);
+        ++granted_;
     }
 
     void complete_buffer(std::uint8_t* buffer, std::size_t valid) {
         if (buffer == nullptr) return;
         {
             const std::lock_guard lock(ready_mutex_);
-            ready_.push_back({buffer, valid, epoch_.load(std::memory_order_acquire)});
-            if (auto it = std::find(granted_.begin(), granted_.end(), buffer); it != granted_.end()) {
-                *it = granted_.back();
-                granted_.pop_back();
-                ++returned_;
+            const auto it = owned_.find(buffer);
+            if (it == owned_.end()) {
+                // Another client's (it was collecting when stint registered its callbacks): not stint's to
+                // read or free. Its owner keeps it in a map of its own; left as it is.
+                ++received_foreign_;
+                return;
             }
+            ready_.push_back({buffer, valid, epoch_.load(std::memory_order_acquire), it->second});
+            owned_.erase(it);
+            ++returned_;
         }
         // After our lock is released: CUPTI takes its own lock here, and calls us under it.
         std::size_t dropped = 0;
@@ -483,10 +657,10 @@ private:
         }
     }
 
-    void release_buffer(std::uint8_t* buffer) {
+    void release_buffer(std::uint8_t* buffer, std::size_t bytes) {
         if (buffer == nullptr) return;
         std::free(buffer);
-        held_bytes_.fetch_sub(buffer_bytes_, std::memory_order_relaxed);
+        held_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     }
 
     std::mutex mutex_;        // sessions and the latch
@@ -495,7 +669,6 @@ private:
     bool active_ = false;
     bool sync_events_ = false;
     bool teardown_ = true;
-    bool shared_ = false;     // another CUPTI subscriber was found at start
     std::optional<CUpti_ActivityThreadIdType> previous_thread_id_type_;
     std::string reason_;      // why CUPTI is off in this process; empty: usable
     std::optional<cupti_table> injected_;
@@ -515,9 +688,19 @@ private:
     std::atomic<std::uint64_t> epoch_{0};
     std::atomic<std::uint64_t> rejected_{0};
     std::atomic<std::uint64_t> dropped_{0};
-    std::vector<activity_buffer> ready_;      // under ready_mutex_, as the two below
-    std::vector<std::uint8_t*> granted_;      // handed to CUPTI this session, not yet completed to stint
-    std::size_t returned_ = 0;                // completed this session
+    std::vector<activity_buffer> ready_;      // under ready_mutex_, as the four below
+    std::unordered_map<std::uint8_t*, std::size_t> owned_;  // handed to CUPTI, not back yet: address, bytes
+    std::size_t granted_ = 0;                 // handed out this session
+    std::size_t returned_ = 0;                // completed to stint this session
+    std::size_t received_foreign_ = 0;        // another client's buffers completed to stint this session
+    bool driver_initialised_ = false;         // cuInit was called (at the first start)
+    bool already_loaded_ = false;             // libcupti was in the process before stint looked
+    bool clock_verified_ = false;             // cuptiGetTimestamp read stint's ticks at start
+    std::string subscriber_;                  // this session: another subscriber holds CUPTI (what it is)
+    std::string other_client_;                // the first sign of another CUPTI client in this process
+    static constexpr std::uint32_t finalize_idle = 0, finalize_requested = 1, finalize_running = 2,
+                                   finalize_done_ok = 3, finalize_done_failed = 4;
+    std::atomic<std::uint32_t> finalize_state_{finalize_idle};
     std::atomic<std::uint64_t> generation_{0};  // +1 at each teardown
     static inline thread_local std::uint64_t pushed_generation = 0;  // generation_ at this thread's last push
 };

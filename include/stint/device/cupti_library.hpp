@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>   // ::dlopen, ::dlsym, ::dlerror
 #include <glob.h>    // ::glob, ::globfree, glob_t
+#include <link.h>    // ::dl_iterate_phdr, dl_phdr_info, ElfW
 #include <unistd.h>  // ::access, F_OK
 
 #include <algorithm>    // std::find
@@ -20,11 +21,87 @@
 
 namespace stint::detail {
 
+/// A shared object loaded in this process: its path ("" for the program) and the libraries it links
+/// (its DT_NEEDED entries).
+struct loaded_object {
+    std::string path;
+    std::vector<std::string> needed;
+};
+
+/// Every object the dynamic loader has loaded, in load order (dl_iterate_phdr). Read at a session's
+/// start or stop, never on the hot path.
+inline std::vector<loaded_object> loaded_objects() {
+    std::vector<loaded_object> objects;
+    ::dl_iterate_phdr(
+        [](::dl_phdr_info* info, std::size_t, void* out) -> int {
+            loaded_object object;
+            object.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+                const auto* dynamic = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+                ElfW(Addr) strings = 0;
+                for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
+                    if (d->d_tag == DT_STRTAB) strings = d->d_un.d_ptr;
+                }
+                if (strings == 0) break;
+                // glibc relocates the dynamic section in place for most objects; the vDSO keeps offsets.
+                if (strings < info->dlpi_addr) strings += info->dlpi_addr;
+                for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
+                    if (d->d_tag == DT_NEEDED) object.needed.emplace_back(reinterpret_cast<const char*>(strings + d->d_un.d_val));
+                }
+                break;
+            }
+            static_cast<std::vector<loaded_object>*>(out)->push_back(std::move(object));
+            return 0;
+        },
+        &objects);
+    return objects;
+}
+
+/// The major version in a libcupti file name ("/x/libcupti.so.12.4.127" -> 12), or 0 when it is none.
+inline std::uint32_t cupti_major_in_name(std::string_view path) {
+    const std::size_t slash = path.rfind('/');
+    std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    constexpr std::string_view stem = "libcupti.so.";
+    if (!name.starts_with(stem)) return 0;
+    std::uint32_t major = 0;
+    for (const char c : name.substr(stem.size())) {
+        if (c < '0' || c > '9') break;
+        major = major * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    return major;
+}
+
+/// A libcupti of another major version than `major` among `objects` (a cu12 PyTorch's libcupti.so.12), by
+/// path, or "": two CUPTIs in one process would both attach to the driver, so stint does not load its own.
+inline std::string other_cupti_loaded(const std::vector<loaded_object>& objects, std::uint32_t major) {
+    for (const loaded_object& o : objects) {
+        if (const std::uint32_t m = cupti_major_in_name(o.path); m != 0 && m != major) return o.path;
+    }
+    return {};
+}
+
+/// The objects among `objects` that link libcupti themselves (Kineto inside libtorch_cuda.so): CUPTI
+/// clients beside stint, which may hold CUPTI's buffers or callbacks at any time.
+inline std::vector<std::string> cupti_clients(const std::vector<loaded_object>& objects) {
+    std::vector<std::string> clients;
+    for (const loaded_object& o : objects) {
+        for (const std::string& needed : o.needed) {
+            if (cupti_major_in_name(needed) != 0) {
+                clients.push_back(o.path.empty() ? "the program" : o.path);
+                break;
+            }
+        }
+    }
+    return clients;
+}
+
 /// The result of loading libcupti: a filled table, or why not.
 struct cupti_library {
     cupti_table table;
     std::string path;   ///< what was loaded (or tried last)
     std::string error;  ///< empty when the table is complete
+    bool already_loaded = false;  ///< another part of the program had loaded it: another CUPTI client
 };
 
 /// Where libcupti is looked for, in order: `override_path` (STINT_CUPTI_LIBRARY) alone when given; else a
@@ -84,7 +161,10 @@ inline cupti_library load_cupti_library_from(const std::vector<std::string>& can
     // RTLD_NOLOAD first: a libcupti already in the process, under its soname, is the one to use.
     if (!overridden) {
         handle = ::dlopen(candidates.front().c_str(), RTLD_NOW | RTLD_NOLOAD);
-        if (handle != nullptr) result.path = candidates.front() + " (already loaded)";
+        if (handle != nullptr) {
+            result.path = candidates.front() + " (already loaded)";
+            result.already_loaded = true;
+        }
     }
     std::string tried;
     for (const std::string& candidate : candidates) {
@@ -145,6 +225,10 @@ inline cupti_library load_cupti_library_from(const std::vector<std::string>& can
     resolve(t.subscribe, "cuptiSubscribe");
     resolve(t.unsubscribe, "cuptiUnsubscribe");
     resolve(t.finalize, "cuptiFinalize");
+    resolve(t.enable_domain, "cuptiEnableDomain");
+    if (result.error.empty()) {  // CUPTI 13's named subscriber: optional, the probe falls back to cuptiSubscribe
+        t.subscribe_v2 = reinterpret_cast<decltype(t.subscribe_v2)>(::dlsym(handle, "cuptiSubscribe_v2"));
+    }
     return result;
 }
 
@@ -190,32 +274,47 @@ inline cuda_driver_library load_cuda_driver() {
 }
 
 /// The driver version a CUPTI library needs, in cuDriverGetVersion's numbering: one for its CUDA major
-/// version (cuptiGetVersion 130001, CUDA 13.0 Update 1, needs a CUDA 13 driver, R580 or newer). Only the
-/// major is checked: a newer minor toolkit runs on the major's first driver.
+/// and minor version (cuptiGetVersion 130100, CUDA 13.1, needs cuDriverGetVersion 13010 or newer). CUPTI
+/// is not covered by CUDA's minor version compatibility: a newer CUPTI than the driver fails its calls
+/// (CUPTI_ERROR_NOT_INITIALIZED), so the minor is checked too, unlike for the runtime.
 constexpr int driver_version_needed(std::uint32_t cupti_version) noexcept {
     if (cupti_version < 10000) return 0;  // CUPTI 12 and older number versions otherwise: not checked
-    return static_cast<int>(cupti_version / 10000 * 1000);
+    return static_cast<int>(cupti_version / 10000 * 1000 + cupti_version / 100 % 100 * 10);
 }
 
 /// Why the driver cannot serve this CUPTI (a CUDA 12 driver passes cuInit and counts its devices, and the
-/// first session would fail with a bare CUPTI error), or "" when it can or cannot say.
+/// first session would fail with a bare CUPTI error), or "" when it can or cannot say. Needs no cuInit.
 inline std::string driver_version_problem(const cuda_driver_table& t, std::uint32_t cupti_version) {
     int version = 0;
     if (t.driver_get_version == nullptr || t.driver_get_version(&version) != CUDA_SUCCESS) return {};
     const int needed = driver_version_needed(cupti_version);
     if (version >= needed) return {};
     return fmt::format("the NVIDIA driver supports CUDA {}.{} (cuDriverGetVersion {}); CUPTI {} needs a driver for "
-                       "CUDA {} or newer (R580 or newer for CUDA 13). Fix: update the driver, or profile the CPU only",
-                       version / 1000, version % 1000 / 10, version, cupti_version, needed / 1000);
+                       "CUDA {}.{} or newer (CUPTI has no minor version compatibility; R580 or newer for CUDA 13.0). "
+                       "Fix: update the driver, use the CUPTI of the driver's CUDA version (STINT_CUPTI_LIBRARY), or "
+                       "profile the CPU only",
+                       version / 1000, version % 1000 / 10, version, cupti_version, needed / 1000,
+                       needed % 1000 / 10);
 }
 
-/// Why CUDA cannot be used, from the driver itself (CUPTI reports only CUPTI_ERROR_UNKNOWN): the stub
-/// library, no device, a driver too old for `cupti_version` (0: not checked). Empty when cuInit and
-/// cuDeviceGetCount succeed with a device and the driver is new enough.
-inline std::string cuda_driver_problem(const cuda_driver_library& driver, std::uint32_t cupti_version = 0) {
-    if (!driver.error.empty()) return driver.error;
-    const cuda_driver_table& t = driver.table;
-    if (t.init == nullptr || t.device_get_count == nullptr) return "libcuda.so.1 lacks cuInit or cuDeviceGetCount";
+/// What can be told of the driver without initialising CUDA (a query must not: a program that forks
+/// after cuInit breaks its children): its version, and its devices only when the program already
+/// initialised CUDA. "" when nothing is wrong or it cannot say before cuInit.
+inline std::string driver_problem_before_init(const cuda_driver_table& t, std::uint32_t cupti_version) {
+    if (std::string old = driver_version_problem(t, cupti_version); !old.empty()) return old;
+    int count = 0;
+    if (t.device_get_count != nullptr && t.device_get_count(&count) == CUDA_SUCCESS && count == 0) {
+        return "no CUDA device";
+    }
+    return {};  // CUDA_ERROR_NOT_INITIALIZED: the first session finds out
+}
+
+/// Why CUDA cannot be used once initialised (cuInit, which a session's start calls: CUPTI would too):
+/// the stub library, no device. Empty when cuInit and cuDeviceGetCount succeed with a device, or the
+/// table has no cuInit (a test's driver).
+inline std::string cuda_init_problem(const cuda_driver_table& t) {
+    if (t.init == nullptr) return {};
+    if (t.device_get_count == nullptr) return "libcuda.so.1 lacks cuDeviceGetCount";
     if (const CUresult r = t.init(0); r != CUDA_SUCCESS) {
         if (r == CUDA_ERROR_STUB_LIBRARY) {
             return "libcuda.so.1 is the CUDA toolkit's stub (CUDA_ERROR_STUB_LIBRARY, 34)";
@@ -223,10 +322,19 @@ inline std::string cuda_driver_problem(const cuda_driver_library& driver, std::u
         if (r == CUDA_ERROR_NO_DEVICE) return "no CUDA device (CUDA_ERROR_NO_DEVICE, 100)";
         return fmt::format("cuInit failed with CUresult {}", static_cast<int>(r));
     }
-    if (std::string old = driver_version_problem(t, cupti_version); !old.empty()) return old;
     int count = 0;
     if (t.device_get_count(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device";
     return {};
+}
+
+/// Why CUDA cannot be used, from the driver itself (CUPTI reports only CUPTI_ERROR_UNKNOWN): no driver, the
+/// stub library, no device, a driver too old for `cupti_version` (0: not checked). Calls cuInit: only
+/// after a CUPTI call failed in a session.
+inline std::string cuda_driver_problem(const cuda_driver_library& driver, std::uint32_t cupti_version = 0) {
+    if (!driver.error.empty()) return driver.error;
+    if (driver.table.init == nullptr) return "libcuda.so.1 lacks cuInit";
+    if (std::string problem = cuda_init_problem(driver.table); !problem.empty()) return problem;
+    return driver_version_problem(driver.table, cupti_version);
 }
 
 }  // namespace stint::detail
