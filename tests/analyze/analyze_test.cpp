@@ -22,6 +22,8 @@
 #include "stint/analysis/trace_analysis.hpp"
 #include "stint/analysis/trace_diff.hpp"
 #include "stint/analysis/trace_reader.hpp"
+#include "stint/analysis/event_tree.hpp"
+#include "stint/export/chrome_trace.hpp"
 
 namespace {
 
@@ -546,4 +548,91 @@ TEST_CASE("malformed traces give an error with the byte offset, or are skipped a
     SUBCASE("a missing file") {
         CHECK_THROWS_AS((void)stint::trace_profile::from_file(temp_path("absent.json")), std::system_error);
     }
+}
+
+namespace {
+
+stint::device_args correlation_only(std::uint32_t correlation) {
+    stint::device_args a;
+    a.correlation = correlation;
+    return a;
+}
+
+// A session: aten::mm launches a GEMM on stream 7 (6..26 us) and c10d::allreduce_ an NCCL kernel on
+// stream 8 (16..36 us), then a copy on stream 7 (40..45 us) launched at 38 us. Device 0's span is
+// 6..45 = 39 us: computation 20, communication 20, memory 5, busy 35, idle 4, overlap 10 (50 %).
+stint::event_list session_events() {
+    using stint::event_kind;
+    stint::detail::event_list_builder b;
+    const auto t = b.add_thread({.os_tid = 7, .name = "main"});
+    const auto step = b.add(event_kind::user_annotation, "ProfilerStep#1", t, 0, 50'000);
+    const auto mm = b.add(event_kind::cpu_op, "aten::mm", t, 1'000, 10'000);
+    const auto ar = b.add(event_kind::cpu_op, "c10d::allreduce_", t, 11'000, 15'000);
+    b.begin_run();
+    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaLaunchKernel", t, 2'000, 4'000, correlation_only(1)), mm);
+    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaLaunchKernel", t, 12'000, 13'000, correlation_only(2)), ar);
+    b.set_launcher(b.add_api_call(event_kind::cuda_runtime, "cudaMemcpyAsync", t, 38'000, 39'000, correlation_only(3)), step);
+    const auto s7 = b.device_track({stint::device_type::cuda, 0}, 7);
+    const auto s8 = b.device_track({stint::device_type::cuda, 0}, 8);
+    b.set_launcher(b.add_device_event(event_kind::kernel, "sgemm_128x64", s7, 6'000, 26'000, correlation_only(1)), mm);
+    b.set_launcher(b.add_device_event(event_kind::kernel, "ncclKernel_AllReduce_RING", s8, 16'000, 36'000, correlation_only(2)), ar);
+    b.set_launcher(b.add_device_event(event_kind::gpu_memcpy, "Memcpy DtoH (Device -> Pageable)", s7, 40'000, 45'000,
+                                      correlation_only(3)),
+                   step);
+    stint::device_report report;
+    report.status = "active";
+    b.set_device_report(std::move(report));
+    return std::move(b).build();
+}
+
+struct text_sink {
+    std::string text;
+    void write(std::string_view bytes) { text.append(bytes); }
+};
+
+}  // namespace
+
+TEST_CASE("a session's events, and stint's Chrome trace of them, give the same analyses") {
+    const stint::event_list events = session_events();
+    text_sink sink;
+    stint::detail::write_chrome_trace(sink, events, {.pid = 4242, .truncated_names = 0, .metadata_json = {}});
+    const auto from_session = stint::trace_profile::from_events(events);
+    const auto from_trace = stint::trace_profile::from_text(sink.text);
+    CHECK(from_trace.read_stats().missing_duration == 0);
+    CHECK(from_trace.read_stats().unknown_category == 0);
+    for (const auto* p : {&from_session, &from_trace}) {
+        const auto b = p->breakdown();
+        REQUIRE(b.size() == 1);
+        CHECK(b[0].index == 0);
+        check_close(b[0].span_ns, 39);
+        check_close(b[0].compute_ns, 20);
+        check_close(b[0].communication_ns, 20);
+        check_close(b[0].memory_ns, 5);
+        check_close(b[0].idle_ns, 4);
+        CHECK(b[0].overlap_percent() == doctest::Approx(50));
+        // Stream 7's gap 26..40 us: the copy's launch (38 us) came after it began: host wait.
+        const auto idle = p->idle_time();
+        REQUIRE(idle.size() == 2);
+        for (const auto& s : idle) {
+            if (s.stream != 7) continue;
+            check_close(s.host_wait_ns, 14);
+            CHECK(s.gaps == 1);
+        }
+        const auto l = p->launches();
+        CHECK(l.matched == 3);
+        CHECK(l.unmatched == 0);
+        check_close(l.delay.min_ns, 1);   // the copy: 40 - 39
+        check_close(l.delay.max_ns, 3);   // the NCCL kernel: 16 - 13
+    }
+    const auto ops_session = from_session.op_stats();
+    const auto ops_trace = from_trace.op_stats();
+    const auto diff = stint::diff_ops(ops_session, ops_trace, {.noise_ns = 1});
+    CHECK(diff.empty());
+    bool mm_seen = false;
+    for (const auto& o : ops_session) {
+        if (o.name != "aten::mm") continue;
+        mm_seen = true;
+        check_close(o.self_ns, 7);  // 9 us minus its 2 us launch
+    }
+    CHECK(mm_seen);
 }
