@@ -636,3 +636,30 @@ TEST_CASE("a session's events, and stint's Chrome trace of them, give the same a
     }
     CHECK(mm_seen);
 }
+
+TEST_CASE("epoch timestamps with nanosecond decimals read exactly, as Kineto writes them") {
+    const std::string text = R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1695835535123456.789, "dur": 1.5, "args": {"device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1695835535123460, "dur": 2.0004, "args": {"device": 0}},
+      {"ph": "X", "cat": "cpu_op", "name": "op", "pid": "1", "tid": "stream 3", "ts": 1.5e3, "dur": 2}]})";
+    std::vector<stint::trace_record> seen;
+    std::vector<std::string> names;
+    stint::read_chrome_trace_text(text, [&](const stint::trace_record& r) {
+        seen.push_back(r);
+        names.emplace_back(r.name);
+    });
+    REQUIRE(seen.size() == 3);
+    CHECK(seen[0].start_ns == 1695835535123456789);
+    CHECK(seen[0].duration_ns == 1500);
+    CHECK(seen[1].start_ns == 1695835535123460000);
+    CHECK(seen[1].duration_ns == 2000);
+    CHECK(seen[2].start_ns == 1'500'000);
+    CHECK(seen[2].pid == 1);
+    CHECK(seen[2].tid == 3);
+    CHECK(seen[0].activity == stint::trace_activity::kernel);
+    CHECK(seen[2].activity == stint::trace_activity::cpu_op);
+    const auto b = stint::trace_profile::from_text(text).breakdown();
+    REQUIRE(b.size() == 1);
+    CHECK(b[0].span_ns == 1695835535123462000 - 1695835535123456789);
+    CHECK(b[0].busy_ns == 3500);
+}

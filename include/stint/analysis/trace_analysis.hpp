@@ -98,7 +98,9 @@ struct kernel_summary {
 struct launch_statistics {
     std::uint64_t matched = 0;              ///< device work whose launch is in the trace
     std::uint64_t unmatched = 0;            ///< device work with no launch found
-    duration_stats delay;                   ///< work's start - its launch call's end (HTA's launch delay)
+    /// work's start - its launch call's end (HTA's launch delay); negative for a synchronous call
+    /// (cudaMemcpy) that returned after its work began
+    duration_stats delay;
     std::int64_t short_threshold_ns = 0;
     std::uint64_t short_kernels = 0;        ///< kernels shorter than short_threshold_ns
     std::int64_t short_kernels_ns = 0;      ///< their total time

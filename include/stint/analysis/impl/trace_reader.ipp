@@ -281,6 +281,7 @@ private:
 
     // A number or a numeric string ("pid": "1" appears in old traces): true when it parsed.
     bool read_number(double& v) {
+        number_.clear();
         skip_ws();
         const char c = peek("a value");
         if (c == '"') {
@@ -299,7 +300,6 @@ private:
             skip_value();
             return false;
         }
-        number_.clear();
         while (in_.more()) {
             const char d = in_.buffer[in_.pos];
             if ((d >= '0' && d <= '9') || d == '-' || d == '+' || d == '.' || d == 'e' || d == 'E') {
@@ -313,6 +313,36 @@ private:
         if (r.ec != std::errc{} || r.ptr != number_.data() + number_.size()) {
             fail(fmt::format("bad number '{}'", number_), number_.size());
         }
+        return true;
+    }
+
+    // A time in microseconds, as nanoseconds without going through a double: Kineto writes epoch
+    // microseconds (~1.7e15) with three decimals, past a double's precision once scaled.
+    bool read_time_ns(std::int64_t& ns) {
+        double v = 0;
+        if (!read_number(v) || !std::isfinite(v) || std::abs(v) > 4e15) return false;  // so that start + duration fits in ns
+        if (number_.empty() || number_.find_first_of("eE") != std::string::npos) {
+            ns = std::llround(v * 1e3);  // an exponent, or a numeric string: rare; a double will do
+            return true;
+        }
+        const bool negative = number_[0] == '-';
+        const char* p = number_.data() + (negative ? 1 : 0);
+        const char* end = number_.data() + number_.size();
+        std::int64_t whole = 0;
+        const auto r = std::from_chars(p, end, whole);
+        if (r.ec != std::errc{}) return false;
+        std::int64_t fraction = 0;
+        int digits = 0;
+        bool round_up = false;
+        if (r.ptr != end && *r.ptr == '.') {
+            for (const char* d = r.ptr + 1; d != end; ++d, ++digits) {
+                if (digits < 3) fraction = fraction * 10 + (*d - '0');
+                else if (digits == 3) round_up = *d >= '5';
+            }
+        }
+        for (int k = digits; k < 3; ++k) fraction *= 10;
+        ns = whole * 1000 + fraction + (round_up ? 1 : 0);
+        if (negative) ns = -ns;
         return true;
     }
 
@@ -397,8 +427,8 @@ private:
         shapes_.clear();
         bool has_ts = false;
         bool has_dur = false;
-        double ts = 0;
-        double dur = 0;
+        std::int64_t ts = 0;
+        std::int64_t dur = 0;
         skip_ws();
         if (peek("a key or '}'") == '}') {
             next();
@@ -420,9 +450,9 @@ private:
                 if (peek("a value") == '"') read_string(category_);
                 else skip_value();
             } else if (key_ == "ts") {
-                has_ts = read_number(ts) && std::isfinite(ts);
+                has_ts = read_time_ns(ts);
             } else if (key_ == "dur") {
-                has_dur = read_number(dur) && std::isfinite(dur);
+                has_dur = read_time_ns(dur);
             } else if (key_ == "pid") {
                 if (read_number(v) && std::isfinite(v)) r.pid = static_cast<std::int64_t>(v);
             } else if (key_ == "tid") {
@@ -441,7 +471,7 @@ private:
             ++stats_.other_phases;
             return;
         }
-        if (!has_ts || !has_dur || dur < 0 || std::abs(ts) > 9e12 || dur > 9e12) {
+        if (!has_ts || !has_dur || dur < 0) {
             ++stats_.missing_duration;
             return;
         }
@@ -451,9 +481,8 @@ private:
         r.shapes = shapes_;
         r.activity = classify_trace_event(category_, name_);
         if (r.activity == trace_activity::unknown) ++stats_.unknown_category;
-        // Chrome traces count microseconds; Kineto writes fractions (ns precision) as decimals.
-        r.start_ns = std::llround(ts * 1e3);
-        r.duration_ns = std::llround(dur * 1e3);
+        r.start_ns = ts;
+        r.duration_ns = dur;
         ++stats_.events;
         sink_(r);
     }
@@ -482,13 +511,16 @@ trace_activity classify_trace_event(std::string_view category, std::string_view 
     if (iequals(category, "gpu_memcpy") || iequals(category, "memcpy")) return trace_activity::memcpy;
     if (iequals(category, "gpu_memset") || iequals(category, "memset")) return trace_activity::memset;
     if (iequals(category, "cuda_runtime") || iequals(category, "cuda_driver") || iequals(category, "runtime") ||
-        iequals(category, "hip_runtime") || iequals(category, "driver")) {
+        iequals(category, "hip_runtime") || iequals(category, "driver") || iequals(category, "xpu_runtime") ||
+        iequals(category, "mtia_runtime") || iequals(category, "privateuse1_runtime") ||
+        iequals(category, "privateuse1_driver")) {
         return trace_activity::runtime;
     }
     if (iequals(category, "cuda_sync") || iequals(category, "gpu_user_annotation") || iequals(category, "overhead") ||
         iequals(category, "trace") || iequals(category, "cpu_instant_event") || iequals(category, "ac2g") ||
         iequals(category, "flow") || iequals(category, "python_function_event") || iequals(category, "async") ||
-        iequals(category, "stint") || iequals(category, "")) {
+        iequals(category, "stint") || iequals(category, "fwdbwd") || iequals(category, "external_correlation") ||
+        iequals(category, "cuda_profiler_range") || iequals(category, "")) {
         return trace_activity::ignored;
     }
     return trace_activity::unknown;
