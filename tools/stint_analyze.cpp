@@ -1,5 +1,6 @@
 // stint-analyze: Holistic Trace Analysis's analyses and run-to-run diffs over Chrome/Kineto JSON traces
-// (torch.profiler's and stint's, plain or gzip), read in one streaming pass, on stint's public API.
+// (torch.profiler's and stint's) and stint's Perfetto traces, plain or gzip, read in one streaming pass,
+// on stint's public API.
 //
 //     stint-analyze breakdown run.pt.trace.json.gz
 //     stint-analyze diff --fail-ratio 1.10 --noise-us 50 before.json after.json
@@ -28,7 +29,8 @@ namespace {
 constexpr std::string_view usage_text = R"(usage: stint-analyze COMMAND [OPTIONS] TRACE
        stint-analyze diff [OPTIONS] TRACE_A TRACE_B
 
-Analyses a Chrome/Kineto JSON trace (torch.profiler's or stint's; plain or gzip).
+Analyses a Chrome/Kineto JSON trace (torch.profiler's or stint's) or stint's Perfetto trace
+(plain or gzip). Perfetto traces carry no correlation ids: launches, queue and host wait need JSON.
 
 commands:
   breakdown   each device's span, computation, communication, memory and idle time (CPU-only

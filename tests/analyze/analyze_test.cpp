@@ -24,6 +24,7 @@
 #include "stint/analysis/trace_reader.hpp"
 #include "stint/analysis/event_tree.hpp"
 #include "stint/export/chrome_trace.hpp"
+#include "stint/export/perfetto_trace.hpp"
 
 namespace {
 
@@ -266,7 +267,7 @@ TEST_CASE("idle time by cause, kernels, launches and queue lengths match the ref
                 const gen_kernel& next = *starting.at(j);
                 ++gaps;
                 idle += j - i;
-                if (next.launch_start >= 0 && next.launch_start + 0 >= i) host += j - i;
+                if (next.launch_start >= 0 && next.launch_start > i) host += j - i;
                 else if ((j - i) * 1000 < options.kernel_wait_ns) kernel += j - i;
                 else other += j - i;
                 i = j;
@@ -662,4 +663,48 @@ TEST_CASE("epoch timestamps with nanosecond decimals read exactly, as Kineto wri
     REQUIRE(b.size() == 1);
     CHECK(b[0].span_ns == 1695835535123462000 - 1695835535123456789);
     CHECK(b[0].busy_ns == 3500);
+}
+
+TEST_CASE("stint's Perfetto trace of a session reads: the same breakdown, idle gaps and op totals") {
+    const stint::event_list events = session_events();
+    text_sink sink;
+    stint::detail::perfetto_writer(sink, events, {.pid = 4242}).write();
+    REQUIRE(!sink.text.empty());
+    const auto from_session = stint::trace_profile::from_events(events);
+    const auto from_perfetto = stint::trace_profile::from_perfetto_bytes(sink.text);
+    CHECK(from_perfetto.read_stats().missing_duration == 0);
+    CHECK(from_perfetto.read_stats().unknown_category == 0);
+    const auto b = from_perfetto.breakdown();
+    REQUIRE(b.size() == 1);
+    CHECK(b[0].device == "cuda:0");
+    check_close(b[0].span_ns, 39);
+    check_close(b[0].compute_ns, 20);
+    check_close(b[0].communication_ns, 20);
+    check_close(b[0].memory_ns, 5);
+    check_close(b[0].idle_ns, 4);
+    const auto idle = from_perfetto.idle_time();
+    REQUIRE(idle.size() == 2);
+    CHECK(idle[0].gaps + idle[1].gaps == 1);
+    // No correlation ids in a Perfetto trace: no launch is matched.
+    CHECK(from_perfetto.launches().matched == 0);
+    CHECK(stint::diff_ops(from_session.op_stats(), from_perfetto.op_stats(), {.noise_ns = 1}).empty());
+
+    SUBCASE("through a file, told from JSON by its first byte; cut short, an error with the offset") {
+        const std::string path = temp_path("t.pftrace");
+        std::ofstream(path, std::ios::binary) << sink.text;
+        const auto from_file = stint::trace_profile::from_file(path);
+        CHECK(from_file.read_stats().events == from_perfetto.read_stats().events);
+        std::filesystem::resize_file(path, sink.text.size() - 3);
+        CHECK_THROWS_AS((void)stint::trace_profile::from_file(path), stint::trace_read_error);
+        std::filesystem::remove(path);
+    }
+    SUBCASE("any cut of the bytes is read or refused with a trace_read_error") {
+        for (std::size_t cut = 0; cut < sink.text.size(); cut += 13) {
+            try {
+                (void)stint::trace_profile::from_perfetto_bytes(std::string_view(sink.text).substr(0, cut));
+            } catch (const stint::trace_read_error& e) {
+                CHECK(e.offset() <= cut);
+            }
+        }
+    }
 }

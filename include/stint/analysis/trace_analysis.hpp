@@ -73,8 +73,8 @@ struct device_breakdown {
 };
 
 /// One stream's idle time by cause (HTA's idle time breakdown): each gap between the stream's work
-/// (from the end of all earlier work to the next start) is host wait when the next work's launch began
-/// at or after the gap began (nothing was queued: the GPU waited for the CPU), else kernel wait when
+/// (from the end of all earlier work to the next start) is host wait when the next work's launch call
+/// began after the gap began (nothing was queued: the GPU waited for the CPU), else kernel wait when
 /// shorter than kernel_wait_ns, else other.
 struct stream_idle {
     std::string device;
@@ -98,13 +98,14 @@ struct kernel_summary {
 struct launch_statistics {
     std::uint64_t matched = 0;              ///< device work whose launch is in the trace
     std::uint64_t unmatched = 0;            ///< device work with no launch found
-    /// work's start - its launch call's end (HTA's launch delay); negative for a synchronous call
-    /// (cudaMemcpy) that returned after its work began
+    /// work's start - its launch call's end (HTA's launch delay, which HTA clips at 0; stint keeps a
+    /// negative delay: a synchronous call, cudaMemcpy, that returned after its work began)
     duration_stats delay;
     std::int64_t short_threshold_ns = 0;
     std::uint64_t short_kernels = 0;        ///< kernels shorter than short_threshold_ns
     std::int64_t short_kernels_ns = 0;      ///< their total time
-    std::uint64_t launch_longer = 0;        ///< kernels that ran shorter than their launch call took
+    /// kernels that ran shorter than their launch call took (HTA's "short kernels")
+    std::uint64_t launch_longer = 0;
 };
 
 /// One point of a stream's queue-length counter track.
@@ -153,11 +154,14 @@ class trace_profile {
 public:
     explicit trace_profile(trace_analysis_options options = {}) : options_(options) {}
 
-    /// Reads a Chrome/Kineto JSON trace (plain or gzip) in one streaming pass.
+    /// Reads a Chrome/Kineto JSON trace or stint's Perfetto trace (plain or gzip) in one streaming pass.
     [[nodiscard]] STINT_DECL static trace_profile from_file(const std::string& path,
                                                             trace_analysis_options options = {});
     /// The same over JSON text in memory.
     [[nodiscard]] STINT_DECL static trace_profile from_text(std::string_view json, trace_analysis_options options = {});
+    /// The same over a Perfetto trace's bytes in memory.
+    [[nodiscard]] STINT_DECL static trace_profile from_perfetto_bytes(std::string_view bytes,
+                                                                      trace_analysis_options options = {});
     /// A session's events (prof.events()).
     [[nodiscard]] STINT_DECL static trace_profile from_events(const event_list& list,
                                                               trace_analysis_options options = {});

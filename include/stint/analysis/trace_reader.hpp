@@ -1,7 +1,7 @@
 #pragma once
-// Reads a Chrome/Kineto JSON trace, as torch.profiler and stint write it (plain or gzip), in one
-// streaming pass: each complete event is handed to a callback as it is parsed, so memory does not grow
-// with the file (no DOM of the whole trace is ever built).
+// Reads a Chrome/Kineto JSON trace, as torch.profiler and stint write it, or stint's Perfetto trace
+// (plain or gzip), in one streaming pass: each complete event is handed to a callback as it is parsed,
+// so memory does not grow with the file (no DOM of the whole trace is ever built).
 
 #include <cstdint>      // std::int64_t, std::int32_t, std::uint64_t, std::uint8_t
 #include <functional>   // std::function
@@ -83,6 +83,20 @@ STINT_DECL trace_read_stats read_chrome_trace(const std::string& path, const tra
 
 /// The same over JSON text already in memory.
 STINT_DECL trace_read_stats read_chrome_trace_text(std::string_view json, const trace_sink& sink);
+
+/// Reads stint's Perfetto protobuf trace (export/perfetto_trace.hpp; gzip or plain) packet by packet:
+/// each slice on a thread or device-stream track is handed on at its end, so memory grows with the
+/// interned names and the open slices only. stint's Perfetto traces carry no correlation ids, so their
+/// device work cannot be matched to its launch (launch statistics, host wait and queue length need the
+/// JSON trace). A slice still open at the end is counted in missing_duration.
+STINT_DECL trace_read_stats read_perfetto_trace(const std::string& path, const trace_sink& sink);
+
+/// The same over the trace's bytes in memory.
+STINT_DECL trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_sink& sink);
+
+/// Reads either kind of trace, told apart by its first byte (a protobuf Trace starts with its packet
+/// field's key, 0x0A; JSON with '{', '[' or white space).
+STINT_DECL trace_read_stats read_trace(const std::string& path, const trace_sink& sink);
 
 }  // namespace stint
 

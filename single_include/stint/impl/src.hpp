@@ -7466,9 +7466,9 @@ struct fmt::formatter<stint::averaged_event_list> : fmt::formatter<std::string_v
 // ---- begin stint/analysis/trace_reader.hpp ----
 #ifndef STINT_SINGLE_STINT_ANALYSIS_TRACE_READER_HPP
 #define STINT_SINGLE_STINT_ANALYSIS_TRACE_READER_HPP
-// Reads a Chrome/Kineto JSON trace, as torch.profiler and stint write it (plain or gzip), in one
-// streaming pass: each complete event is handed to a callback as it is parsed, so memory does not grow
-// with the file (no DOM of the whole trace is ever built).
+// Reads a Chrome/Kineto JSON trace, as torch.profiler and stint write it, or stint's Perfetto trace
+// (plain or gzip), in one streaming pass: each complete event is handed to a callback as it is parsed,
+// so memory does not grow with the file (no DOM of the whole trace is ever built).
 
 #include <cstdint>      // std::int64_t, std::int32_t, std::uint64_t, std::uint8_t
 #include <functional>   // std::function
@@ -7549,6 +7549,20 @@ STINT_DECL trace_read_stats read_chrome_trace(const std::string& path, const tra
 
 /// The same over JSON text already in memory.
 STINT_DECL trace_read_stats read_chrome_trace_text(std::string_view json, const trace_sink& sink);
+
+/// Reads stint's Perfetto protobuf trace (export/perfetto_trace.hpp; gzip or plain) packet by packet:
+/// each slice on a thread or device-stream track is handed on at its end, so memory grows with the
+/// interned names and the open slices only. stint's Perfetto traces carry no correlation ids, so their
+/// device work cannot be matched to its launch (launch statistics, host wait and queue length need the
+/// JSON trace). A slice still open at the end is counted in missing_duration.
+STINT_DECL trace_read_stats read_perfetto_trace(const std::string& path, const trace_sink& sink);
+
+/// The same over the trace's bytes in memory.
+STINT_DECL trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_sink& sink);
+
+/// Reads either kind of trace, told apart by its first byte (a protobuf Trace starts with its packet
+/// field's key, 0x0A; JSON with '{', '[' or white space).
+STINT_DECL trace_read_stats read_trace(const std::string& path, const trace_sink& sink);
 
 }  // namespace stint
 
@@ -7631,8 +7645,8 @@ struct device_breakdown {
 };
 
 /// One stream's idle time by cause (HTA's idle time breakdown): each gap between the stream's work
-/// (from the end of all earlier work to the next start) is host wait when the next work's launch began
-/// at or after the gap began (nothing was queued: the GPU waited for the CPU), else kernel wait when
+/// (from the end of all earlier work to the next start) is host wait when the next work's launch call
+/// began after the gap began (nothing was queued: the GPU waited for the CPU), else kernel wait when
 /// shorter than kernel_wait_ns, else other.
 struct stream_idle {
     std::string device;
@@ -7656,11 +7670,14 @@ struct kernel_summary {
 struct launch_statistics {
     std::uint64_t matched = 0;              ///< device work whose launch is in the trace
     std::uint64_t unmatched = 0;            ///< device work with no launch found
-    duration_stats delay;                   ///< work's start - its launch call's end (HTA's launch delay)
+    /// work's start - its launch call's end (HTA's launch delay, which HTA clips at 0; stint keeps a
+    /// negative delay: a synchronous call, cudaMemcpy, that returned after its work began)
+    duration_stats delay;
     std::int64_t short_threshold_ns = 0;
     std::uint64_t short_kernels = 0;        ///< kernels shorter than short_threshold_ns
     std::int64_t short_kernels_ns = 0;      ///< their total time
-    std::uint64_t launch_longer = 0;        ///< kernels that ran shorter than their launch call took
+    /// kernels that ran shorter than their launch call took (HTA's "short kernels")
+    std::uint64_t launch_longer = 0;
 };
 
 /// One point of a stream's queue-length counter track.
@@ -7709,11 +7726,14 @@ class trace_profile {
 public:
     explicit trace_profile(trace_analysis_options options = {}) : options_(options) {}
 
-    /// Reads a Chrome/Kineto JSON trace (plain or gzip) in one streaming pass.
+    /// Reads a Chrome/Kineto JSON trace or stint's Perfetto trace (plain or gzip) in one streaming pass.
     [[nodiscard]] STINT_DECL static trace_profile from_file(const std::string& path,
                                                             trace_analysis_options options = {});
     /// The same over JSON text in memory.
     [[nodiscard]] STINT_DECL static trace_profile from_text(std::string_view json, trace_analysis_options options = {});
+    /// The same over a Perfetto trace's bytes in memory.
+    [[nodiscard]] STINT_DECL static trace_profile from_perfetto_bytes(std::string_view bytes,
+                                                                      trace_analysis_options options = {});
     /// A session's events (prof.events()).
     [[nodiscard]] STINT_DECL static trace_profile from_events(const event_list& list,
                                                               trace_analysis_options options = {});
@@ -14447,6 +14467,7 @@ std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { r
 #include <cmath>         // std::llround, std::isfinite, std::abs
 #include <functional>    // std::hash
 #include <system_error>  // std::system_error, std::generic_category
+#include <unordered_map> // std::unordered_map
 #include <vector>        // std::vector
 
 #include <fmt/format.h>  // fmt::format
@@ -14718,6 +14739,7 @@ private:
 
     // A number or a numeric string ("pid": "1" appears in old traces): true when it parsed.
     bool read_number(double& v) {
+        number_.clear();
         skip_ws();
         const char c = peek("a value");
         if (c == '"') {
@@ -14736,7 +14758,6 @@ private:
             skip_value();
             return false;
         }
-        number_.clear();
         while (in_.more()) {
             const char d = in_.buffer[in_.pos];
             if ((d >= '0' && d <= '9') || d == '-' || d == '+' || d == '.' || d == 'e' || d == 'E') {
@@ -14750,6 +14771,36 @@ private:
         if (r.ec != std::errc{} || r.ptr != number_.data() + number_.size()) {
             fail(fmt::format("bad number '{}'", number_), number_.size());
         }
+        return true;
+    }
+
+    // A time in microseconds, as nanoseconds without going through a double: Kineto writes epoch
+    // microseconds (~1.7e15) with three decimals, past a double's precision once scaled.
+    bool read_time_ns(std::int64_t& ns) {
+        double v = 0;
+        if (!read_number(v) || !std::isfinite(v) || std::abs(v) > 4e15) return false;  // so that start + duration fits in ns
+        if (number_.empty() || number_.find_first_of("eE") != std::string::npos) {
+            ns = std::llround(v * 1e3);  // an exponent, or a numeric string: rare; a double will do
+            return true;
+        }
+        const bool negative = number_[0] == '-';
+        const char* p = number_.data() + (negative ? 1 : 0);
+        const char* end = number_.data() + number_.size();
+        std::int64_t whole = 0;
+        const auto r = std::from_chars(p, end, whole);
+        if (r.ec != std::errc{}) return false;
+        std::int64_t fraction = 0;
+        int digits = 0;
+        bool round_up = false;
+        if (r.ptr != end && *r.ptr == '.') {
+            for (const char* d = r.ptr + 1; d != end; ++d, ++digits) {
+                if (digits < 3) fraction = fraction * 10 + (*d - '0');
+                else if (digits == 3) round_up = *d >= '5';
+            }
+        }
+        for (int k = digits; k < 3; ++k) fraction *= 10;
+        ns = whole * 1000 + fraction + (round_up ? 1 : 0);
+        if (negative) ns = -ns;
         return true;
     }
 
@@ -14834,8 +14885,8 @@ private:
         shapes_.clear();
         bool has_ts = false;
         bool has_dur = false;
-        double ts = 0;
-        double dur = 0;
+        std::int64_t ts = 0;
+        std::int64_t dur = 0;
         skip_ws();
         if (peek("a key or '}'") == '}') {
             next();
@@ -14857,9 +14908,9 @@ private:
                 if (peek("a value") == '"') read_string(category_);
                 else skip_value();
             } else if (key_ == "ts") {
-                has_ts = read_number(ts) && std::isfinite(ts);
+                has_ts = read_time_ns(ts);
             } else if (key_ == "dur") {
-                has_dur = read_number(dur) && std::isfinite(dur);
+                has_dur = read_time_ns(dur);
             } else if (key_ == "pid") {
                 if (read_number(v) && std::isfinite(v)) r.pid = static_cast<std::int64_t>(v);
             } else if (key_ == "tid") {
@@ -14878,7 +14929,7 @@ private:
             ++stats_.other_phases;
             return;
         }
-        if (!has_ts || !has_dur || dur < 0 || std::abs(ts) > 9e12 || dur > 9e12) {
+        if (!has_ts || !has_dur || dur < 0) {
             ++stats_.missing_duration;
             return;
         }
@@ -14888,9 +14939,8 @@ private:
         r.shapes = shapes_;
         r.activity = classify_trace_event(category_, name_);
         if (r.activity == trace_activity::unknown) ++stats_.unknown_category;
-        // Chrome traces count microseconds; Kineto writes fractions (ns precision) as decimals.
-        r.start_ns = std::llround(ts * 1e3);
-        r.duration_ns = std::llround(dur * 1e3);
+        r.start_ns = ts;
+        r.duration_ns = dur;
         ++stats_.events;
         sink_(r);
     }
@@ -14919,13 +14969,16 @@ trace_activity classify_trace_event(std::string_view category, std::string_view 
     if (iequals(category, "gpu_memcpy") || iequals(category, "memcpy")) return trace_activity::memcpy;
     if (iequals(category, "gpu_memset") || iequals(category, "memset")) return trace_activity::memset;
     if (iequals(category, "cuda_runtime") || iequals(category, "cuda_driver") || iequals(category, "runtime") ||
-        iequals(category, "hip_runtime") || iequals(category, "driver")) {
+        iequals(category, "hip_runtime") || iequals(category, "driver") || iequals(category, "xpu_runtime") ||
+        iequals(category, "mtia_runtime") || iequals(category, "privateuse1_runtime") ||
+        iequals(category, "privateuse1_driver")) {
         return trace_activity::runtime;
     }
     if (iequals(category, "cuda_sync") || iequals(category, "gpu_user_annotation") || iequals(category, "overhead") ||
         iequals(category, "trace") || iequals(category, "cpu_instant_event") || iequals(category, "ac2g") ||
         iequals(category, "flow") || iequals(category, "python_function_event") || iequals(category, "async") ||
-        iequals(category, "stint") || iequals(category, "")) {
+        iequals(category, "stint") || iequals(category, "fwdbwd") || iequals(category, "external_correlation") ||
+        iequals(category, "cuda_profiler_range") || iequals(category, "")) {
         return trace_activity::ignored;
     }
     return trace_activity::unknown;
@@ -14944,42 +14997,363 @@ trace_read_stats read_chrome_trace_text(std::string_view json, const trace_sink&
     return detail::chrome_trace_parser(in, sink).run();
 }
 
-trace_read_stats read_chrome_trace(const std::string& path, const trace_sink& sink) {
-    errno = 0;
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (file == nullptr) {
-        throw std::system_error(errno != 0 ? errno : ENOMEM, std::generic_category(),
-                                fmt::format("stint: cannot read trace '{}'", path));
-    }
-    struct closer {
-        gzFile f;
-        ~closer() { gzclose(f); }
-    } close_at_end{file};
-    gzbuffer(file, 1U << 20);
-    detail::json_source in;
-    in.buffer.resize(std::size_t{1} << 20);
-    in.fill = [&](char* out, std::size_t cap) -> std::size_t {
-        const int n = gzread(file, out, static_cast<unsigned>(cap));
-        if (n < 0) {
-            int code = 0;
-            const char* why = gzerror(file, &code);
-            throw trace_read_error(fmt::format("stint: cannot read trace '{}' at byte {}: {}", path, in.offset(),
-                                               why != nullptr ? why : "read error"),
-                                   in.offset());
+namespace detail {
+
+// A file read through zlib (gzip or plain alike) into `in`, closed with this object.
+struct trace_file {
+    gzFile file = nullptr;
+    std::string path;
+    json_source in;
+
+    explicit trace_file(const std::string& p) : path(p) {
+        errno = 0;
+        file = gzopen(path.c_str(), "rb");
+        if (file == nullptr) {
+            throw std::system_error(errno != 0 ? errno : ENOMEM, std::generic_category(),
+                                    fmt::format("stint: cannot read trace '{}'", path));
         }
-        if (n == 0) {
-            // zlib reports a gzip stream cut short only through gzerror after the last read.
-            int code = 0;
-            const char* why = gzerror(file, &code);
-            if (code != Z_OK) {
+        gzbuffer(file, 1U << 20);
+        in.buffer.resize(std::size_t{1} << 20);
+        in.fill = [this](char* out, std::size_t cap) -> std::size_t {
+            const int n = gzread(file, out, static_cast<unsigned>(cap));
+            int code = Z_OK;
+            const char* why = n <= 0 ? gzerror(file, &code) : nullptr;
+            // zlib reports a gzip stream cut short only through gzerror, after the last read.
+            if (n < 0 || (n == 0 && code != Z_OK)) {
                 throw trace_read_error(fmt::format("stint: cannot read trace '{}' at byte {}: {} (a truncated gzip file?)",
                                                    path, in.offset(), why != nullptr ? why : "read error"),
                                        in.offset());
             }
+            return static_cast<std::size_t>(n);
+        };
+    }
+    ~trace_file() { gzclose(file); }
+    trace_file(const trace_file&) = delete;
+    trace_file& operator=(const trace_file&) = delete;
+};
+
+// A protobuf message's fields, one at a time (wire format: key varint, then the value by wire type).
+struct proto_fields {
+    std::string_view data;
+    std::size_t pos = 0;
+    std::uint64_t base = 0;  // the message's offset in the file, for errors
+
+    [[noreturn]] void fail(const char* what) const {
+        throw trace_read_error(fmt::format("stint: malformed Perfetto trace at byte {}: {}", base + pos, what), base + pos);
+    }
+    std::uint64_t varint() {
+        std::uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (pos >= data.size()) fail("a varint runs past its message");
+            const auto b = static_cast<unsigned char>(data[pos++]);
+            v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+            if ((b & 0x80) == 0) return v;
         }
-        return static_cast<std::size_t>(n);
+        fail("a varint longer than 10 bytes");
+    }
+    // The next field's number and wire type; false at the message's end.
+    bool next(std::uint32_t& field, std::uint32_t& wire) {
+        if (pos >= data.size()) return false;
+        const std::uint64_t key = varint();
+        field = static_cast<std::uint32_t>(key >> 3);
+        wire = static_cast<std::uint32_t>(key & 7);
+        return true;
+    }
+    std::string_view bytes() {
+        const std::uint64_t n = varint();
+        if (n > data.size() - pos) fail("a length runs past its message");
+        const std::string_view v = data.substr(pos, static_cast<std::size_t>(n));
+        pos += static_cast<std::size_t>(n);
+        return v;
+    }
+    proto_fields sub() {
+        const std::string_view b = bytes();
+        return {b, 0, base + pos - b.size()};
+    }
+    void skip(std::uint32_t wire) {
+        switch (wire) {
+            case 0: (void)varint(); break;
+            case 1:
+                if (data.size() - pos < 8) fail("a fixed64 runs past its message");
+                pos += 8;
+                break;
+            case 2: (void)bytes(); break;
+            case 5:
+                if (data.size() - pos < 4) fail("a fixed32 runs past its message");
+                pos += 4;
+                break;
+            default: fail("an unknown wire type");
+        }
+    }
+};
+
+// The slices of stint's Perfetto trace, matched begin to end per track, handed on as complete events.
+class perfetto_trace_parser {
+public:
+    perfetto_trace_parser(json_source& in, const trace_sink& sink) : in_(in), sink_(sink) {}
+
+    trace_read_stats run() {
+        while (in_.more()) {
+            const std::uint64_t at = in_.offset();
+            const std::uint64_t key = stream_varint();
+            if (key != ((1U << 3) | 2U)) fail(at, "expected a Trace.packet field");
+            const std::uint64_t n = stream_varint();
+            if (n > (std::uint64_t{1} << 28)) fail(at, "a packet longer than 256 MiB");
+            packet_.resize(static_cast<std::size_t>(n));
+            std::size_t got = 0;
+            while (got < packet_.size()) {
+                if (!in_.more()) fail(in_.offset(), "the trace ends inside a packet (a truncated file?)");
+                const std::size_t take = std::min(packet_.size() - got, in_.end - in_.pos);
+                std::copy_n(in_.buffer.data() + in_.pos, take, packet_.data() + got);
+                in_.pos += take;
+                got += take;
+            }
+            parse_packet(proto_fields{packet_, 0, in_.offset() - n});
+        }
+        for (const auto& [uuid, t] : tracks_) stats_.missing_duration += t.open.size();
+        stats_.bytes = in_.offset();
+        return stats_;
+    }
+
+private:
+    struct open_slice {
+        std::int64_t start = 0;
+        std::string name;
+        std::string category;
     };
-    return detail::chrome_trace_parser(in, sink).run();
+    struct track {
+        std::int64_t pid = 0;
+        std::int64_t tid = 0;
+        std::int32_t device = -1;  // a device stream's track: "GPU d stream s"
+        std::int64_t stream = -1;
+        std::vector<open_slice> open;
+    };
+    struct sequence {
+        std::unordered_map<std::uint64_t, std::string> names;
+        std::unordered_map<std::uint64_t, std::string> categories;
+        std::uint64_t default_track = 0;
+    };
+
+    [[noreturn]] static void fail(std::uint64_t at, const char* what) {
+        throw trace_read_error(fmt::format("stint: malformed Perfetto trace at byte {}: {}", at, what), at);
+    }
+    std::uint64_t stream_varint() {
+        std::uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (!in_.more()) fail(in_.offset(), "the trace ends inside a varint (a truncated file?)");
+            const auto b = static_cast<unsigned char>(in_.buffer[in_.pos++]);
+            v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+            if ((b & 0x80) == 0) return v;
+        }
+        fail(in_.offset(), "a varint longer than 10 bytes");
+    }
+
+    static void read_interned(proto_fields m, std::unordered_map<std::uint64_t, std::string>& into) {
+        std::uint64_t iid = 0;
+        std::string_view name;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 1 && wire == 0) iid = m.varint();
+            else if (field == 2 && wire == 2) name = m.bytes();
+            else m.skip(wire);
+        }
+        into[iid] = std::string(name);
+    }
+
+    void read_descriptor(proto_fields m) {
+        std::uint64_t uuid = 0;
+        std::string_view name;
+        track t;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 1 && wire == 0) {
+                uuid = m.varint();
+            } else if (field == 2 && wire == 2) {
+                name = m.bytes();
+            } else if (field == 4 && wire == 2) {
+                proto_fields thread = m.sub();
+                std::uint32_t f = 0, w = 0;
+                while (thread.next(f, w)) {
+                    if (f == 1 && w == 0) t.pid = static_cast<std::int64_t>(thread.varint());
+                    else if (f == 2 && w == 0) t.tid = static_cast<std::int64_t>(thread.varint());
+                    else thread.skip(w);
+                }
+            } else {
+                m.skip(wire);
+            }
+        }
+        // stint names a stream's track "GPU <device> stream <stream>" (its syncs: "... (sync)").
+        if (name.starts_with("GPU ")) {
+            const char* b = name.data() + 4;
+            const char* e = name.data() + name.size();
+            std::int32_t device = 0;
+            const auto r = std::from_chars(b, e, device);
+            if (r.ec == std::errc{}) {
+                t.device = device;
+                t.pid = device;
+                const std::string_view rest(r.ptr, static_cast<std::size_t>(e - r.ptr));
+                std::int64_t stream = 0;
+                if (rest.starts_with(" stream ") &&
+                    std::from_chars(rest.data() + 8, rest.data() + rest.size(), stream).ec == std::errc{}) {
+                    t.stream = stream;
+                }
+                t.tid = t.stream;
+            }
+        }
+        auto& slot = tracks_[uuid];
+        t.open = std::move(slot.open);
+        slot = std::move(t);
+    }
+
+    void parse_packet(proto_fields m) {
+        std::uint64_t ts = 0;
+        std::uint64_t sequence_id = 0;
+        std::uint64_t flags = 0;
+        proto_fields interned{}, defaults{}, descriptor{}, event{};
+        bool has_interned = false, has_defaults = false, has_descriptor = false, has_event = false;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 8 && wire == 0) ts = m.varint();
+            else if (field == 10 && wire == 0) sequence_id = m.varint();
+            else if (field == 13 && wire == 0) flags = m.varint();
+            else if (field == 12 && wire == 2) interned = m.sub(), has_interned = true;
+            else if (field == 59 && wire == 2) defaults = m.sub(), has_defaults = true;
+            else if (field == 60 && wire == 2) descriptor = m.sub(), has_descriptor = true;
+            else if (field == 11 && wire == 2) event = m.sub(), has_event = true;
+            else m.skip(wire);
+        }
+        sequence& seq = sequences_[sequence_id];
+        if ((flags & 1U) != 0) {  // SEQ_INCREMENTAL_STATE_CLEARED
+            seq.names.clear();
+            seq.categories.clear();
+        }
+        if (has_interned) {
+            while (interned.next(field, wire)) {
+                if (field == 2 && wire == 2) read_interned(interned.sub(), seq.names);
+                else if (field == 1 && wire == 2) read_interned(interned.sub(), seq.categories);
+                else interned.skip(wire);
+            }
+        }
+        if (has_defaults) {
+            while (defaults.next(field, wire)) {
+                if (field != 11 || wire != 2) {
+                    defaults.skip(wire);
+                    continue;
+                }
+                proto_fields d = defaults.sub();
+                std::uint32_t f = 0, w = 0;
+                while (d.next(f, w)) {
+                    if (f == 11 && w == 0) seq.default_track = d.varint();
+                    else d.skip(w);
+                }
+            }
+        }
+        if (has_descriptor) read_descriptor(descriptor);
+        if (has_event) read_event(event, seq, static_cast<std::int64_t>(ts));
+    }
+
+    void read_event(proto_fields m, const sequence& seq, std::int64_t ts) {
+        std::uint64_t type = 0;
+        std::uint64_t track_uuid = seq.default_track;
+        std::uint64_t name_iid = 0, category_iid = 0;
+        std::string_view literal_name, literal_category;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 9 && wire == 0) type = m.varint();
+            else if (field == 10 && wire == 0) name_iid = m.varint();
+            else if (field == 3 && wire == 0) category_iid = m.varint();
+            else if (field == 11 && wire == 0) track_uuid = m.varint();
+            else if (field == 23 && wire == 2) literal_name = m.bytes();
+            else if (field == 22 && wire == 2) literal_category = m.bytes();
+            else m.skip(wire);
+        }
+        if (type == 1) {  // SLICE_BEGIN
+            open_slice s;
+            s.start = ts;
+            if (!literal_name.empty()) s.name = std::string(literal_name);
+            else if (const auto it = seq.names.find(name_iid); it != seq.names.end()) s.name = it->second;
+            if (!literal_category.empty()) s.category = std::string(literal_category);
+            else if (const auto it = seq.categories.find(category_iid); it != seq.categories.end()) s.category = it->second;
+            tracks_[track_uuid].open.push_back(std::move(s));
+        } else if (type == 2) {  // SLICE_END
+            track& t = tracks_[track_uuid];
+            if (t.open.empty()) {
+                ++stats_.other_phases;  // an end with no begin on its track
+                return;
+            }
+            const open_slice s = std::move(t.open.back());
+            t.open.pop_back();
+            trace_record r;
+            r.name = s.name;
+            r.category = s.category;
+            r.activity = classify_trace_event(s.category, s.name);
+            if (r.activity == trace_activity::unknown) ++stats_.unknown_category;
+            if (!valid_utf8(s.name)) ++stats_.invalid_utf8_names;
+            r.pid = t.pid;
+            r.tid = t.tid;
+            r.device = t.device;
+            r.stream = t.stream;
+            r.start_ns = s.start;
+            r.duration_ns = std::max<std::int64_t>(0, ts - s.start);
+            ++stats_.events;
+            sink_(r);
+        } else {
+            ++stats_.other_phases;  // instants and counters
+        }
+    }
+
+    json_source& in_;
+    const trace_sink& sink_;
+    trace_read_stats stats_;
+    std::string packet_;
+    std::unordered_map<std::uint64_t, sequence> sequences_;
+    std::unordered_map<std::uint64_t, track> tracks_;
+};
+
+// A Trace starts with its packet field's key, 0x0A, which is also a newline that may start JSON: JSON
+// is '[' or '{' after white space, with white space, '"' or '}' after the '{'; a packet's first key is
+// none of these.
+bool looks_like_protobuf(json_source& in) {
+    if (!in.more() || in.buffer[in.pos] != '\x0A') return false;
+    std::size_t i = in.pos;
+    while (i < in.end && (in.buffer[i] == ' ' || in.buffer[i] == '\n' || in.buffer[i] == '\r' || in.buffer[i] == '\t')) ++i;
+    if (i == in.end) return false;
+    if (in.buffer[i] == '[') return false;
+    if (in.buffer[i] != '{') return true;
+    if (i + 1 == in.end) return false;
+    const char next = in.buffer[i + 1];
+    return !(next == ' ' || next == '\n' || next == '\r' || next == '\t' || next == '"' || next == '}');
+}
+
+}  // namespace detail
+
+trace_read_stats read_chrome_trace(const std::string& path, const trace_sink& sink) {
+    detail::trace_file f(path);
+    return detail::chrome_trace_parser(f.in, sink).run();
+}
+
+trace_read_stats read_perfetto_trace(const std::string& path, const trace_sink& sink) {
+    detail::trace_file f(path);
+    return detail::perfetto_trace_parser(f.in, sink).run();
+}
+
+trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_sink& sink) {
+    detail::json_source in;
+    std::size_t taken = 0;
+    in.buffer.resize(64 * 1024);
+    in.fill = [&](char* out, std::size_t cap) {
+        const std::size_t n = std::min(cap, bytes.size() - taken);
+        std::copy_n(bytes.data() + taken, n, out);
+        taken += n;
+        return n;
+    };
+    return detail::perfetto_trace_parser(in, sink).run();
+}
+
+trace_read_stats read_trace(const std::string& path, const trace_sink& sink) {
+    detail::trace_file f(path);
+    if (detail::looks_like_protobuf(f.in)) return detail::perfetto_trace_parser(f.in, sink).run();
+    return detail::chrome_trace_parser(f.in, sink).run();
 }
 
 }  // namespace stint
@@ -15086,7 +15460,7 @@ duration_stats summarize_durations(std::vector<std::int64_t>& durations) {
 
 trace_profile trace_profile::from_file(const std::string& path, trace_analysis_options options) {
     trace_profile p(options);
-    const trace_read_stats stats = read_chrome_trace(path, [&p](const trace_record& r) { p.add(r); });
+    const trace_read_stats stats = read_trace(path, [&p](const trace_record& r) { p.add(r); });
     p.stats_ = stats;
     p.finish(stats.rank);
     return p;
@@ -15095,6 +15469,14 @@ trace_profile trace_profile::from_file(const std::string& path, trace_analysis_o
 trace_profile trace_profile::from_text(std::string_view json, trace_analysis_options options) {
     trace_profile p(options);
     const trace_read_stats stats = read_chrome_trace_text(json, [&p](const trace_record& r) { p.add(r); });
+    p.stats_ = stats;
+    p.finish(stats.rank);
+    return p;
+}
+
+trace_profile trace_profile::from_perfetto_bytes(std::string_view bytes, trace_analysis_options options) {
+    trace_profile p(options);
+    const trace_read_stats stats = read_perfetto_trace_bytes(bytes, [&p](const trace_record& r) { p.add(r); });
     p.stats_ = stats;
     p.finish(stats.rank);
     return p;
@@ -15313,7 +15695,7 @@ std::vector<stream_idle> trace_profile::idle_time() const {
                 ++row.gaps;
                 row.idle_ns += gap;
                 const std::int64_t l = launch_of[items[k]];
-                if (l >= 0 && launches_[static_cast<std::size_t>(l)].start >= busy_until) row.host_wait_ns += gap;
+                if (l >= 0 && launches_[static_cast<std::size_t>(l)].start > busy_until) row.host_wait_ns += gap;
                 else if (gap < options_.kernel_wait_ns) row.kernel_wait_ns += gap;
                 else row.other_ns += gap;
             }

@@ -99,7 +99,7 @@ duration_stats summarize_durations(std::vector<std::int64_t>& durations) {
 
 trace_profile trace_profile::from_file(const std::string& path, trace_analysis_options options) {
     trace_profile p(options);
-    const trace_read_stats stats = read_chrome_trace(path, [&p](const trace_record& r) { p.add(r); });
+    const trace_read_stats stats = read_trace(path, [&p](const trace_record& r) { p.add(r); });
     p.stats_ = stats;
     p.finish(stats.rank);
     return p;
@@ -108,6 +108,14 @@ trace_profile trace_profile::from_file(const std::string& path, trace_analysis_o
 trace_profile trace_profile::from_text(std::string_view json, trace_analysis_options options) {
     trace_profile p(options);
     const trace_read_stats stats = read_chrome_trace_text(json, [&p](const trace_record& r) { p.add(r); });
+    p.stats_ = stats;
+    p.finish(stats.rank);
+    return p;
+}
+
+trace_profile trace_profile::from_perfetto_bytes(std::string_view bytes, trace_analysis_options options) {
+    trace_profile p(options);
+    const trace_read_stats stats = read_perfetto_trace_bytes(bytes, [&p](const trace_record& r) { p.add(r); });
     p.stats_ = stats;
     p.finish(stats.rank);
     return p;
@@ -326,7 +334,7 @@ std::vector<stream_idle> trace_profile::idle_time() const {
                 ++row.gaps;
                 row.idle_ns += gap;
                 const std::int64_t l = launch_of[items[k]];
-                if (l >= 0 && launches_[static_cast<std::size_t>(l)].start >= busy_until) row.host_wait_ns += gap;
+                if (l >= 0 && launches_[static_cast<std::size_t>(l)].start > busy_until) row.host_wait_ns += gap;
                 else if (gap < options_.kernel_wait_ns) row.kernel_wait_ns += gap;
                 else row.other_ns += gap;
             }
