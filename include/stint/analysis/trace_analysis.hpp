@@ -242,6 +242,18 @@ private:
     bool merged_ = false;  // a stint-merge job trace: device pids 1000000 + 1000 rank + device
 };
 
+namespace detail {
+using interval = std::pair<std::int64_t, std::int64_t>;
+/// Sorts and merges intervals into disjoint ones, in order.
+STINT_DECL void merge_intervals(std::vector<interval>& v);
+/// The total length of disjoint intervals.
+[[nodiscard]] STINT_DECL std::int64_t length_of(const std::vector<interval>& disjoint);
+/// |a ∩ b| of two disjoint, ordered interval lists.
+[[nodiscard]] STINT_DECL std::int64_t intersection_length(const std::vector<interval>& a, const std::vector<interval>& b);
+/// Whitespace-free text of "Input Dims", so that stint's and torch's spellings group together.
+[[nodiscard]] STINT_DECL std::string compact_shapes(std::string_view text);
+}  // namespace detail
+
 /// Whether a kernel's name says it is communication: NCCL, RCCL or a collective's name.
 [[nodiscard]] STINT_DECL bool is_communication_kernel(std::string_view name);
 

@@ -67,6 +67,13 @@ private:
     std::uint64_t offset_;
 };
 
+namespace detail {
+/// Equal ignoring ASCII case (categories are "Kernel" in old Kineto, "kernel" now).
+[[nodiscard]] STINT_DECL bool iequals(std::string_view a, std::string_view b) noexcept;
+/// Whether `s` is valid UTF-8 (names that are not are counted, and kept byte for byte).
+[[nodiscard]] STINT_DECL bool valid_utf8(std::string_view s) noexcept;
+}  // namespace detail
+
 /// Receives each complete event of a trace, in file order.
 using trace_sink = std::function<void(const trace_record&)>;
 

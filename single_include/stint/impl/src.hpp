@@ -7533,6 +7533,13 @@ private:
     std::uint64_t offset_;
 };
 
+namespace detail {
+/// Equal ignoring ASCII case (categories are "Kernel" in old Kineto, "kernel" now).
+[[nodiscard]] STINT_DECL bool iequals(std::string_view a, std::string_view b) noexcept;
+/// Whether `s` is valid UTF-8 (names that are not are counted, and kept byte for byte).
+[[nodiscard]] STINT_DECL bool valid_utf8(std::string_view s) noexcept;
+}  // namespace detail
+
 /// Receives each complete event of a trace, in file order.
 using trace_sink = std::function<void(const trace_record&)>;
 
@@ -7813,6 +7820,18 @@ private:
     std::vector<cpu_span> cpu_;
     bool merged_ = false;  // a stint-merge job trace: device pids 1000000 + 1000 rank + device
 };
+
+namespace detail {
+using interval = std::pair<std::int64_t, std::int64_t>;
+/// Sorts and merges intervals into disjoint ones, in order.
+STINT_DECL void merge_intervals(std::vector<interval>& v);
+/// The total length of disjoint intervals.
+[[nodiscard]] STINT_DECL std::int64_t length_of(const std::vector<interval>& disjoint);
+/// |a ∩ b| of two disjoint, ordered interval lists.
+[[nodiscard]] STINT_DECL std::int64_t intersection_length(const std::vector<interval>& a, const std::vector<interval>& b);
+/// Whitespace-free text of "Input Dims", so that stint's and torch's spellings group together.
+[[nodiscard]] STINT_DECL std::string compact_shapes(std::string_view text);
+}  // namespace detail
 
 /// Whether a kernel's name says it is communication: NCCL, RCCL or a collective's name.
 [[nodiscard]] STINT_DECL bool is_communication_kernel(std::string_view name);
@@ -14476,8 +14495,7 @@ std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { r
 namespace stint {
 namespace detail {
 
-// Equal ignoring ASCII case (categories are "Kernel" in old Kineto, "kernel" now).
-inline bool iequals(std::string_view a, std::string_view b) noexcept {
+bool iequals(std::string_view a, std::string_view b) noexcept {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
         char x = a[i], y = b[i];
@@ -15092,6 +15110,21 @@ class perfetto_trace_parser {
 public:
     perfetto_trace_parser(json_source& in, const trace_sink& sink) : in_(in), sink_(sink) {}
 
+    // A Trace starts with its packet field's key, 0x0A, which is also a newline that may start JSON: JSON
+    // is '[' or '{' after white space, with white space, '"' or '}' after the '{'; a packet's first key is
+    // none of these.
+    static bool looks_like_protobuf(json_source& in) {
+        if (!in.more() || in.buffer[in.pos] != '\x0A') return false;
+        std::size_t i = in.pos;
+        while (i < in.end && (in.buffer[i] == ' ' || in.buffer[i] == '\n' || in.buffer[i] == '\r' || in.buffer[i] == '\t')) ++i;
+        if (i == in.end) return false;
+        if (in.buffer[i] == '[') return false;
+        if (in.buffer[i] != '{') return true;
+        if (i + 1 == in.end) return false;
+        const char next = in.buffer[i + 1];
+        return !(next == ' ' || next == '\n' || next == '\r' || next == '\t' || next == '"' || next == '}');
+    }
+
     trace_read_stats run() {
         while (in_.more()) {
             const std::uint64_t at = in_.offset();
@@ -15310,21 +15343,6 @@ private:
     std::unordered_map<std::uint64_t, track> tracks_;
 };
 
-// A Trace starts with its packet field's key, 0x0A, which is also a newline that may start JSON: JSON
-// is '[' or '{' after white space, with white space, '"' or '}' after the '{'; a packet's first key is
-// none of these.
-bool looks_like_protobuf(json_source& in) {
-    if (!in.more() || in.buffer[in.pos] != '\x0A') return false;
-    std::size_t i = in.pos;
-    while (i < in.end && (in.buffer[i] == ' ' || in.buffer[i] == '\n' || in.buffer[i] == '\r' || in.buffer[i] == '\t')) ++i;
-    if (i == in.end) return false;
-    if (in.buffer[i] == '[') return false;
-    if (in.buffer[i] != '{') return true;
-    if (i + 1 == in.end) return false;
-    const char next = in.buffer[i + 1];
-    return !(next == ' ' || next == '\n' || next == '\r' || next == '\t' || next == '"' || next == '}');
-}
-
 }  // namespace detail
 
 trace_read_stats read_chrome_trace(const std::string& path, const trace_sink& sink) {
@@ -15352,7 +15370,7 @@ trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_s
 
 trace_read_stats read_trace(const std::string& path, const trace_sink& sink) {
     detail::trace_file f(path);
-    if (detail::looks_like_protobuf(f.in)) return detail::perfetto_trace_parser(f.in, sink).run();
+    if (detail::perfetto_trace_parser::looks_like_protobuf(f.in)) return detail::perfetto_trace_parser(f.in, sink).run();
     return detail::chrome_trace_parser(f.in, sink).run();
 }
 
@@ -15378,9 +15396,6 @@ trace_read_stats read_trace(const std::string& path, const trace_sink& sink) {
 namespace stint {
 namespace detail {
 
-using interval = std::pair<std::int64_t, std::int64_t>;
-
-// Sorts and merges intervals into disjoint ones, in order.
 void merge_intervals(std::vector<interval>& v) {
     std::sort(v.begin(), v.end());
     std::size_t out = 0;
@@ -15400,7 +15415,6 @@ std::int64_t length_of(const std::vector<interval>& disjoint) {
     return total;
 }
 
-// |a ∩ b| of two disjoint, ordered interval lists.
 std::int64_t intersection_length(const std::vector<interval>& a, const std::vector<interval>& b) {
     std::int64_t total = 0;
     std::size_t i = 0, j = 0;
@@ -15414,7 +15428,6 @@ std::int64_t intersection_length(const std::vector<interval>& a, const std::vect
     return total;
 }
 
-// Whitespace-free text of "Input Dims", so that stint's and torch's spellings group together.
 std::string compact_shapes(std::string_view text) {
     std::string out;
     out.reserve(text.size());

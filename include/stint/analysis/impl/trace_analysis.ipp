@@ -17,9 +17,6 @@
 namespace stint {
 namespace detail {
 
-using interval = std::pair<std::int64_t, std::int64_t>;
-
-// Sorts and merges intervals into disjoint ones, in order.
 void merge_intervals(std::vector<interval>& v) {
     std::sort(v.begin(), v.end());
     std::size_t out = 0;
@@ -39,7 +36,6 @@ std::int64_t length_of(const std::vector<interval>& disjoint) {
     return total;
 }
 
-// |a ∩ b| of two disjoint, ordered interval lists.
 std::int64_t intersection_length(const std::vector<interval>& a, const std::vector<interval>& b) {
     std::int64_t total = 0;
     std::size_t i = 0, j = 0;
@@ -53,7 +49,6 @@ std::int64_t intersection_length(const std::vector<interval>& a, const std::vect
     return total;
 }
 
-// Whitespace-free text of "Input Dims", so that stint's and torch's spellings group together.
 std::string compact_shapes(std::string_view text) {
     std::string out;
     out.reserve(text.size());

@@ -19,8 +19,7 @@
 namespace stint {
 namespace detail {
 
-// Equal ignoring ASCII case (categories are "Kernel" in old Kineto, "kernel" now).
-inline bool iequals(std::string_view a, std::string_view b) noexcept {
+bool iequals(std::string_view a, std::string_view b) noexcept {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
         char x = a[i], y = b[i];
@@ -635,6 +634,21 @@ class perfetto_trace_parser {
 public:
     perfetto_trace_parser(json_source& in, const trace_sink& sink) : in_(in), sink_(sink) {}
 
+    // A Trace starts with its packet field's key, 0x0A, which is also a newline that may start JSON: JSON
+    // is '[' or '{' after white space, with white space, '"' or '}' after the '{'; a packet's first key is
+    // none of these.
+    static bool looks_like_protobuf(json_source& in) {
+        if (!in.more() || in.buffer[in.pos] != '\x0A') return false;
+        std::size_t i = in.pos;
+        while (i < in.end && (in.buffer[i] == ' ' || in.buffer[i] == '\n' || in.buffer[i] == '\r' || in.buffer[i] == '\t')) ++i;
+        if (i == in.end) return false;
+        if (in.buffer[i] == '[') return false;
+        if (in.buffer[i] != '{') return true;
+        if (i + 1 == in.end) return false;
+        const char next = in.buffer[i + 1];
+        return !(next == ' ' || next == '\n' || next == '\r' || next == '\t' || next == '"' || next == '}');
+    }
+
     trace_read_stats run() {
         while (in_.more()) {
             const std::uint64_t at = in_.offset();
@@ -853,21 +867,6 @@ private:
     std::unordered_map<std::uint64_t, track> tracks_;
 };
 
-// A Trace starts with its packet field's key, 0x0A, which is also a newline that may start JSON: JSON
-// is '[' or '{' after white space, with white space, '"' or '}' after the '{'; a packet's first key is
-// none of these.
-bool looks_like_protobuf(json_source& in) {
-    if (!in.more() || in.buffer[in.pos] != '\x0A') return false;
-    std::size_t i = in.pos;
-    while (i < in.end && (in.buffer[i] == ' ' || in.buffer[i] == '\n' || in.buffer[i] == '\r' || in.buffer[i] == '\t')) ++i;
-    if (i == in.end) return false;
-    if (in.buffer[i] == '[') return false;
-    if (in.buffer[i] != '{') return true;
-    if (i + 1 == in.end) return false;
-    const char next = in.buffer[i + 1];
-    return !(next == ' ' || next == '\n' || next == '\r' || next == '\t' || next == '"' || next == '}');
-}
-
 }  // namespace detail
 
 trace_read_stats read_chrome_trace(const std::string& path, const trace_sink& sink) {
@@ -895,7 +894,7 @@ trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_s
 
 trace_read_stats read_trace(const std::string& path, const trace_sink& sink) {
     detail::trace_file f(path);
-    if (detail::looks_like_protobuf(f.in)) return detail::perfetto_trace_parser(f.in, sink).run();
+    if (detail::perfetto_trace_parser::looks_like_protobuf(f.in)) return detail::perfetto_trace_parser(f.in, sink).run();
     return detail::chrome_trace_parser(f.in, sink).run();
 }
 
