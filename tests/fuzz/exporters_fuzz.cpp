@@ -2,7 +2,9 @@
 // op input values, through a real session and the exporters. Traps when a chrome trace does not
 // parse as strict JSON (nlohmann-json: RFC 8259, UTF-8 checked), repeats a top-level key, or reads
 // back other than stint documents; when collapsed stacks break their line format; or when a count
-// differs. Built by `-Dfuzz=true` with clang; run by tools/fuzz.sh.
+// differs; or when the trace reader (analysis/trace_reader.hpp) fails on the exporter's trace, counts
+// other events than it holds, or refuses the raw input other than with a trace_read_error. Built by
+// `-Dfuzz=true` with clang; run by tools/fuzz.sh.
 //
 // Input: fields separated by "|#|" (a missing field is empty):
 //   0 flags (first byte: bit 0 gzip trace, bit 1 concrete inputs off, bit 2 nest the op in the
@@ -282,6 +284,14 @@ void run(std::string_view data) {
     const std::string& path = trace_path(gzip);
     prof.export_chrome_trace(path);
     const json trace = parse_strict(read_file(path, gzip));
+    // The trace reader (analysis/trace_reader.hpp) reads what the exporter wrote: every complete event.
+    std::uint64_t complete = 0;
+    for (const json& e : trace.at("traceEvents")) {
+        if (e.value("ph", "") == "X" && e.contains("ts") && e.contains("dur")) ++complete;
+    }
+    const stint::trace_profile read_back = stint::trace_profile::from_file(path);
+    require(read_back.read_stats().events + read_back.read_stats().missing_duration == complete,
+            "the trace reader counts other complete events than the trace holds");
     const json& block = trace.at("stint");
     require(block.at("recorded") == stats.recorded, "stint.recorded differs from stats()");
     require(block.at("dropped") == 0, "stint.dropped is not 0");
@@ -355,6 +365,11 @@ void run(std::string_view data) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    // The raw bytes as a trace: the reader must read them or refuse them with a trace_read_error.
+    try {
+        (void)stint::trace_profile::from_text(std::string_view(reinterpret_cast<const char*>(data), size));
+    } catch (const stint::trace_read_error&) {
+    }
     run(std::string_view(reinterpret_cast<const char*>(data), size));
     return 0;
 }

@@ -7484,6 +7484,444 @@ struct fmt::formatter<stint::averaged_event_list> : fmt::formatter<std::string_v
 #endif  // STINT_SINGLE_STINT_ANALYSIS_KEY_AVERAGES_HPP
 // ---- end stint/analysis/key_averages.hpp ----
 
+// ---- begin stint/analysis/trace_reader.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_TRACE_READER_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_TRACE_READER_HPP
+// Reads a Chrome/Kineto JSON trace, as torch.profiler and stint write it, or stint's Perfetto trace
+// (plain or gzip), in one streaming pass: each complete event is handed to a callback as it is parsed,
+// so memory does not grow with the file (no DOM of the whole trace is ever built).
+
+#include <cstdint>      // std::int64_t, std::int32_t, std::uint64_t, std::uint8_t
+#include <functional>   // std::function
+#include <optional>     // std::optional
+#include <stdexcept>    // std::runtime_error
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+
+
+namespace stint {
+
+/// What a trace event is, from its category (and, for kernels, its name): the classes the analyses
+/// of analysis/trace_analysis.hpp count.
+enum class trace_activity : std::uint8_t {
+    cpu_op,         ///< "cpu_op", "operator": an op on a CPU thread
+    annotation,     ///< "user_annotation", "python_function", stint's scopes: a range on a CPU thread
+    kernel,         ///< "kernel": device computation (or communication, by its name)
+    memcpy,         ///< "gpu_memcpy", "Memcpy": a device copy
+    memset,         ///< "gpu_memset", "Memset": a device memset
+    runtime,        ///< "cuda_runtime", "cuda_driver", "Runtime": an API call that may launch device work
+    ignored,        ///< known but not work: syncs, GPU annotations, overhead, instants, flows
+    unknown,        ///< a category this reader does not know (counted, not analysed)
+};
+
+/// One complete ("ph": "X") event of a trace. The views are valid only during the callback.
+struct trace_record {
+    std::string_view name;
+    std::string_view category;
+    std::string_view shapes;           ///< args "Input Dims" as the JSON text it was written as ("" if none)
+    trace_activity activity = trace_activity::unknown;
+    std::int64_t pid = 0;              ///< a device event's process is its device in Kineto's traces
+    std::int64_t tid = 0;              ///< a device event's thread is its stream
+    std::int64_t start_ns = 0;
+    std::int64_t duration_ns = 0;
+    std::int64_t correlation = -1;     ///< args "correlation": a launch and the work it launched share it
+    std::int32_t device = -1;          ///< args "device"
+    std::int64_t stream = -1;          ///< args "stream"
+};
+
+/// What a read saw besides the events it handed on: nothing is dropped silently.
+struct trace_read_stats {
+    std::uint64_t bytes = 0;               ///< JSON bytes read (after decompression)
+    std::uint64_t events = 0;              ///< complete events handed to the callback
+    std::uint64_t missing_duration = 0;    ///< "X" events without a numeric "dur" or "ts" (skipped)
+    std::uint64_t unknown_category = 0;    ///< complete events of an unknown category (handed on as unknown)
+    std::uint64_t invalid_utf8_names = 0;  ///< names that were not valid UTF-8 (kept byte for byte)
+    std::uint64_t other_phases = 0;        ///< events that are not complete ("ph" other than "X")
+    std::optional<std::int32_t> rank{};    ///< "distributedInfo": {"rank": n}, when the trace has it
+};
+
+/// A trace that is not JSON, or ends early: says where (the byte offset in the JSON text, after
+/// decompression) and what was expected.
+///
+///     try { stint::read_chrome_trace("t.json", sink); }
+///     catch (const stint::trace_read_error& e) { fmt::print("{} at byte {}\n", e.what(), e.offset()); }
+class trace_read_error : public std::runtime_error {
+public:
+    trace_read_error(const std::string& what, std::uint64_t offset) : std::runtime_error(what), offset_(offset) {}
+    [[nodiscard]] std::uint64_t offset() const noexcept { return offset_; }
+
+private:
+    std::uint64_t offset_;
+};
+
+namespace detail {
+/// Equal ignoring ASCII case (categories are "Kernel" in old Kineto, "kernel" now).
+[[nodiscard]] STINT_DECL bool iequals(std::string_view a, std::string_view b) noexcept;
+/// Whether `s` is valid UTF-8 (names that are not are counted, and kept byte for byte).
+[[nodiscard]] STINT_DECL bool valid_utf8(std::string_view s) noexcept;
+}  // namespace detail
+
+/// Receives each complete event of a trace, in file order.
+using trace_sink = std::function<void(const trace_record&)>;
+
+/// The activity of an event of category `category` named `name` (case-insensitive categories, as
+/// Kineto's spelling changed between versions).
+[[nodiscard]] STINT_DECL trace_activity classify_trace_event(std::string_view category, std::string_view name);
+
+/// Reads a Chrome/Kineto JSON trace file (gzip or plain; the first bytes decide), handing each complete
+/// event to `sink`. Throws trace_read_error on malformed JSON or a truncated file, std::system_error
+/// when the file cannot be opened.
+///
+///     stint::read_chrome_trace("run.pt.trace.json.gz", [&](const stint::trace_record& r) { ... });
+STINT_DECL trace_read_stats read_chrome_trace(const std::string& path, const trace_sink& sink);
+
+/// The same over JSON text already in memory.
+STINT_DECL trace_read_stats read_chrome_trace_text(std::string_view json, const trace_sink& sink);
+
+/// Reads stint's Perfetto protobuf trace (export/perfetto_trace.hpp; gzip or plain) packet by packet:
+/// each slice on a thread or device-stream track is handed on at its end, so memory grows with the
+/// interned names and the open slices only. stint's Perfetto traces carry no correlation ids, so their
+/// device work cannot be matched to its launch (launch statistics, host wait and queue length need the
+/// JSON trace). A slice still open at the end is counted in missing_duration.
+STINT_DECL trace_read_stats read_perfetto_trace(const std::string& path, const trace_sink& sink);
+
+/// The same over the trace's bytes in memory.
+STINT_DECL trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_sink& sink);
+
+/// Reads either kind of trace, told apart by its first byte (a protobuf Trace starts with its packet
+/// field's key, 0x0A; JSON with '{', '[' or white space).
+STINT_DECL trace_read_stats read_trace(const std::string& path, const trace_sink& sink);
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_ANALYSIS_TRACE_READER_HPP
+// ---- end stint/analysis/trace_reader.hpp ----
+
+// ---- begin stint/analysis/trace_analysis.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_TRACE_ANALYSIS_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_TRACE_ANALYSIS_HPP
+// Holistic Trace Analysis's analyses in C++, over a session's events or a trace file read in one
+// streaming pass (analysis/trace_reader.hpp): each device's temporal breakdown, idle time by cause,
+// communication/computation overlap, kernel durations, launch statistics, queue length per stream,
+// each thread's busy and idle time, and per-op totals for run-to-run diffs (analysis/trace_diff.hpp).
+//
+// Memory: a trace_profile keeps one compact interval per event that the analyses need (32 bytes for a
+// CPU op, 40 for device work, 32 for a launch) and each distinct name once; nothing of the JSON text.
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t, std::int32_t, std::uint64_t, std::uint32_t, std::uint8_t
+#include <deque>          // std::deque
+#include <optional>       // std::optional
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::pair
+#include <vector>         // std::vector
+
+
+namespace stint {
+
+/// Thresholds of the analyses (HTA's defaults where HTA has one).
+struct trace_analysis_options {
+    /// A gap between a stream's kernels shorter than this is "kernel wait" (HTA's consecutive_kernel_delay).
+    std::int64_t kernel_wait_ns = 30;
+    /// launches(): kernels shorter than this are "short".
+    std::int64_t short_kernel_ns = 10'000;
+    /// op_stats(): split each name by its input shapes ("Input Dims").
+    bool group_by_input_shape = false;
+};
+
+/// count, total and nearest-rank percentiles (the p-th percentile of n sorted values is the
+/// ceil(p/100 * n)-th) of a set of durations.
+struct duration_stats {
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+    std::int64_t min_ns = 0;
+    std::int64_t p50_ns = 0;
+    std::int64_t p90_ns = 0;
+    std::int64_t p99_ns = 0;
+    std::int64_t max_ns = 0;
+};
+
+/// One device's time (docs/guide: "analysing a trace"). Every figure is the length of a
+/// union of intervals of the device's work: computation (kernels but communication), communication
+/// (kernels whose names say NCCL, RCCL or a collective), memory (copies and memsets). span runs from
+/// its first work's start to its last work's end; idle = span - |union of all its work|.
+struct device_breakdown {
+    std::string device;            ///< "cuda:0", or "rank 1 cuda:0" in a merged job trace
+    std::int32_t rank = -1;        ///< -1: the trace names no rank
+    std::int32_t index = 0;        ///< the device's index
+    std::int64_t span_ns = 0;
+    std::int64_t compute_ns = 0;
+    std::int64_t communication_ns = 0;
+    std::int64_t memory_ns = 0;
+    std::int64_t busy_ns = 0;      ///< |union of all work|
+    std::int64_t idle_ns = 0;
+    std::int64_t overlap_ns = 0;   ///< |computation ∩ communication|
+
+    /// `part` as a percentage of the span.
+    [[nodiscard]] double percent(std::int64_t part) const noexcept {
+        return span_ns > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(span_ns) : 0.0;
+    }
+    /// |computation ∩ communication| / |communication|, in percent (0 without communication).
+    [[nodiscard]] double overlap_percent() const noexcept {
+        return communication_ns > 0 ? 100.0 * static_cast<double>(overlap_ns) / static_cast<double>(communication_ns)
+                                    : 0.0;
+    }
+};
+
+/// One stream's idle time by cause (HTA's idle time breakdown): each gap between the stream's work
+/// (from the end of all earlier work to the next start) is host wait when the next work's launch call
+/// began after the gap began (nothing was queued: the GPU waited for the CPU), else kernel wait when
+/// shorter than kernel_wait_ns, else other.
+struct stream_idle {
+    std::string device;
+    std::int64_t stream = 0;
+    std::uint64_t gaps = 0;
+    std::int64_t idle_ns = 0;
+    std::int64_t host_wait_ns = 0;
+    std::int64_t kernel_wait_ns = 0;
+    std::int64_t other_ns = 0;
+};
+
+/// A kernel name's durations on one device, or on all ("all").
+struct kernel_summary {
+    std::string name;
+    std::string device;
+    duration_stats durations;
+};
+
+/// Launch statistics from the launch-to-kernel correlation (args "correlation": torch's and stint's
+/// traces both carry it on the API call and on the work it launched).
+struct launch_statistics {
+    std::uint64_t matched = 0;              ///< device work whose launch is in the trace
+    std::uint64_t unmatched = 0;            ///< device work with no launch found
+    /// work's start - its launch call's end (HTA's launch delay, which HTA clips at 0; stint keeps a
+    /// negative delay: a synchronous call, cudaMemcpy, that returned after its work began)
+    duration_stats delay;
+    std::int64_t short_threshold_ns = 0;
+    std::uint64_t short_kernels = 0;        ///< kernels shorter than short_threshold_ns
+    std::int64_t short_kernels_ns = 0;      ///< their total time
+    /// kernels that ran shorter than their launch call took (HTA's "short kernels")
+    std::uint64_t launch_longer = 0;
+};
+
+/// One point of a stream's queue-length counter track.
+struct queue_sample {
+    std::int64_t time_ns = 0;
+    std::int64_t length = 0;
+};
+
+/// A stream's queue length over time: launched-but-unfinished work, +1 at a launch call's start and -1
+/// at the work's end (decrements first at equal times).
+struct stream_queue {
+    std::string device;
+    std::int64_t stream = 0;
+    std::int64_t max_length = 0;
+    double mean_length = 0;          ///< time-weighted, from the first sample to the last
+    std::vector<queue_sample> samples;
+};
+
+/// One CPU thread's time: span from its first op's start to its last op's end, busy = |union of its
+/// ops|, idle = span - busy.
+struct thread_breakdown {
+    std::int64_t pid = 0;
+    std::int64_t tid = 0;
+    std::int64_t span_ns = 0;
+    std::int64_t busy_ns = 0;
+    std::int64_t idle_ns = 0;
+};
+
+/// An op name's (and, when grouped so, input shapes') count and times. Self time: a CPU event's
+/// duration minus its direct children's on its thread (children: events inside it); device work's self
+/// time is its duration.
+struct op_stat {
+    std::string name;
+    std::string shapes;       ///< "" unless grouped by input shape
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+    std::int64_t self_ns = 0;
+    bool on_device = false;
+};
+
+/// The intervals of one trace that the analyses need, collected from a file or a session.
+///
+///     auto p = stint::trace_profile::from_file("run.pt.trace.json.gz");
+///     for (const auto& d : p.breakdown()) fmt::print("{} idle {:.1f}%\n", d.device, d.percent(d.idle_ns));
+class trace_profile {
+public:
+    explicit trace_profile(trace_analysis_options options = {}) : options_(options) {}
+
+    /// Reads a Chrome/Kineto JSON trace or stint's Perfetto trace (plain or gzip) in one streaming pass.
+    [[nodiscard]] STINT_DECL static trace_profile from_file(const std::string& path,
+                                                            trace_analysis_options options = {});
+    /// The same over JSON text in memory.
+    [[nodiscard]] STINT_DECL static trace_profile from_text(std::string_view json, trace_analysis_options options = {});
+    /// The same over a Perfetto trace's bytes in memory.
+    [[nodiscard]] STINT_DECL static trace_profile from_perfetto_bytes(std::string_view bytes,
+                                                                      trace_analysis_options options = {});
+    /// A session's events (prof.events()).
+    [[nodiscard]] STINT_DECL static trace_profile from_events(const event_list& list,
+                                                              trace_analysis_options options = {});
+
+    /// Adds one event (the reader's callback); call finish() after the last.
+    STINT_DECL void add(const trace_record& r);
+    /// Ends the collection: `rank` is the trace's distributedInfo rank, if any.
+    STINT_DECL void finish(std::optional<std::int32_t> rank);
+
+    [[nodiscard]] const trace_read_stats& read_stats() const noexcept { return stats_; }
+    [[nodiscard]] const trace_analysis_options& options() const noexcept { return options_; }
+    [[nodiscard]] bool has_device_work() const noexcept { return !work_.empty(); }
+
+    [[nodiscard]] STINT_DECL std::vector<device_breakdown> breakdown() const;
+    [[nodiscard]] STINT_DECL std::vector<stream_idle> idle_time() const;
+    /// Kernel names by total time: per device (top `limit` each), then over all devices (top `limit`).
+    [[nodiscard]] STINT_DECL std::vector<kernel_summary> kernels(std::size_t limit) const;
+    [[nodiscard]] STINT_DECL launch_statistics launches() const;
+    [[nodiscard]] STINT_DECL std::vector<stream_queue> queue_lengths() const;
+    [[nodiscard]] STINT_DECL std::vector<thread_breakdown> threads() const;
+    /// Per op name (and shapes): count, total and self time; CPU ops, annotations and API calls, and
+    /// device work. Sorted by self time, most first.
+    [[nodiscard]] STINT_DECL std::vector<op_stat> op_stats() const;
+
+private:
+    enum class work_kind : std::uint8_t { compute, communication, memory };
+    struct device_key {
+        std::int64_t pid = 0;
+        std::int32_t index = 0;
+        std::int32_t rank = -1;
+        std::string label;
+    };
+    struct stream_key {
+        std::uint32_t device = 0;
+        std::int64_t stream = 0;
+    };
+    struct work {
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::int64_t correlation = -1;
+        std::uint32_t name = 0;
+        std::uint32_t stream = 0;
+        work_kind kind = work_kind::compute;
+    };
+    struct launch {
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::int64_t correlation = -1;
+        std::int64_t pid = 0;
+    };
+    struct cpu_span {
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::uint32_t name = 0;
+        std::uint32_t shapes = 0;
+        std::uint32_t thread = 0;
+    };
+
+    STINT_DECL std::uint32_t intern(std::string_view text);
+    STINT_DECL std::uint32_t device_of(std::int64_t pid, std::int32_t index);
+    STINT_DECL std::uint32_t stream_of(std::uint32_t device, std::int64_t stream);
+    STINT_DECL std::uint32_t thread_of(std::int64_t pid, std::int64_t tid);
+    STINT_DECL void add_work(std::uint32_t stream, work_kind kind, std::int64_t start, std::int64_t end,
+                             std::int64_t correlation, std::string_view name);
+    // The launch matched to each work item (index into launches_, or -1), by (rank, correlation).
+    [[nodiscard]] STINT_DECL std::vector<std::int64_t> match_launches() const;
+
+    trace_analysis_options options_;
+    trace_read_stats stats_{};
+    std::deque<std::string> names_;
+    std::unordered_map<std::string_view, std::uint32_t> name_ids_;
+    std::vector<device_key> devices_;
+    std::vector<stream_key> streams_;
+    std::vector<std::pair<std::int64_t, std::int64_t>> threads_;
+    std::vector<work> work_;
+    std::vector<launch> launches_;
+    std::vector<cpu_span> cpu_;
+    bool merged_ = false;  // a stint-merge job trace: device pids 1000000 + 1000 rank + device
+};
+
+namespace detail {
+using interval = std::pair<std::int64_t, std::int64_t>;
+/// Sorts and merges intervals into disjoint ones, in order.
+STINT_DECL void merge_intervals(std::vector<interval>& v);
+/// The total length of disjoint intervals.
+[[nodiscard]] STINT_DECL std::int64_t length_of(const std::vector<interval>& disjoint);
+/// |a ∩ b| of two disjoint, ordered interval lists.
+[[nodiscard]] STINT_DECL std::int64_t intersection_length(const std::vector<interval>& a, const std::vector<interval>& b);
+/// Whitespace-free text of "Input Dims", so that stint's and torch's spellings group together.
+[[nodiscard]] STINT_DECL std::string compact_shapes(std::string_view text);
+}  // namespace detail
+
+/// Whether a kernel's name says it is communication: NCCL, RCCL or a collective's name.
+[[nodiscard]] STINT_DECL bool is_communication_kernel(std::string_view name);
+
+/// The nearest-rank statistics of `durations` (sorted in place).
+[[nodiscard]] STINT_DECL duration_stats summarize_durations(std::vector<std::int64_t>& durations);
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_ANALYSIS_TRACE_ANALYSIS_HPP
+// ---- end stint/analysis/trace_analysis.hpp ----
+
+// ---- begin stint/analysis/trace_diff.hpp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_TRACE_DIFF_HPP
+#define STINT_SINGLE_STINT_ANALYSIS_TRACE_DIFF_HPP
+// Run-to-run comparison: per op name (and input shapes) the count and total/self times of two runs,
+// most changed first, with a noise threshold, and a CI gate on ops that slowed past a ratio.
+
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+
+namespace stint {
+
+/// What counts as a change.
+///
+///     auto rows = stint::diff_ops(a.op_stats(), b.op_stats(), {.noise_ns = 5'000});
+struct diff_options {
+    /// A row whose total time changed by less than this (ns) is noise: diff_ops leaves it out.
+    std::int64_t noise_ns = 0;
+};
+
+/// One op in runs A and B.
+struct op_diff {
+    std::string name;
+    std::string shapes;
+    bool on_device = false;
+    std::uint64_t count_a = 0;
+    std::uint64_t count_b = 0;
+    std::int64_t total_a_ns = 0;
+    std::int64_t total_b_ns = 0;
+    std::int64_t self_a_ns = 0;
+    std::int64_t self_b_ns = 0;
+
+    /// total B - total A
+    [[nodiscard]] std::int64_t change_ns() const noexcept { return total_b_ns - total_a_ns; }
+    /// total B / total A; infinity for an op new in B, 0 for one gone from it.
+    [[nodiscard]] STINT_DECL double ratio() const noexcept;
+};
+
+/// The ops of A and B matched by (name, shapes, device or CPU), those whose total changed by at least
+/// `noise_ns`, sorted by |change| (largest first; ties by name).
+[[nodiscard]] STINT_DECL std::vector<op_diff> diff_ops(const std::vector<op_stat>& a, const std::vector<op_stat>& b,
+                                                       const diff_options& options = {});
+
+/// The rows of `diff` that slowed past `ratio` (total B > ratio x total A; an op new in B counts): a CI
+/// gate fails when this is not empty.
+[[nodiscard]] STINT_DECL std::vector<op_diff> slowed_ops(const std::vector<op_diff>& diff, double ratio);
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_ANALYSIS_TRACE_DIFF_HPP
+// ---- end stint/analysis/trace_diff.hpp ----
+
 // ---- begin stint/common/warning.hpp ----
 #ifndef STINT_SINGLE_STINT_COMMON_WARNING_HPP
 #define STINT_SINGLE_STINT_COMMON_WARNING_HPP
@@ -14065,6 +14503,1506 @@ std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { r
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_ANALYSIS_IMPL_KEY_AVERAGES_IPP
 // ---- end stint/analysis/impl/key_averages.ipp ----
+
+// ---- begin stint/analysis/impl/trace_reader.ipp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_READER_IPP
+#define STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_READER_IPP
+// The bodies of analysis/trace_reader.hpp: a SAX-style JSON pass over a Chrome trace, from a buffer
+// refilled by zlib (which reads gzip and plain files alike).
+
+
+#include <algorithm>     // std::min, std::copy_n
+#include <cerrno>        // errno
+#include <charconv>      // std::from_chars
+#include <cmath>         // std::llround, std::isfinite, std::abs
+#include <functional>    // std::hash
+#include <system_error>  // std::system_error, std::generic_category
+#include <unordered_map> // std::unordered_map
+#include <vector>        // std::vector
+
+#include <fmt/format.h>  // fmt::format
+#include <zlib.h>        // gzopen, gzread, gzerror
+
+namespace stint {
+namespace detail {
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+bool valid_utf8(std::string_view s) noexcept {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        if (c < 0x80) n = 0;
+        else if (c >= 0xC2 && c <= 0xDF) n = 1;
+        else if (c >= 0xE0 && c <= 0xEF) n = 2;
+        else if (c >= 0xF0 && c <= 0xF4) n = 3;
+        else return false;
+        if (i + n >= s.size() && n != 0) return false;
+        for (std::size_t k = 1; k <= n; ++k) {
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        }
+        i += n + 1;
+    }
+    return true;
+}
+
+// Where the JSON text comes from: a refillable window. `fill` returns the bytes it read, 0 at the end.
+struct json_source {
+    std::function<std::size_t(char*, std::size_t)> fill;
+    std::vector<char> buffer;
+    std::size_t pos = 0;
+    std::size_t end = 0;
+    std::uint64_t base = 0;  // the offset of buffer[0] in the text
+    bool done = false;
+
+    [[nodiscard]] std::uint64_t offset() const noexcept { return base + pos; }
+
+    bool more() {
+        if (pos < end) return true;
+        if (done) return false;
+        base += end;
+        pos = 0;
+        end = fill(buffer.data(), buffer.size());
+        if (end == 0) done = true;
+        return end != 0;
+    }
+};
+
+// The parser: reads just what the analyses need from each event and skips the rest without storing it.
+class chrome_trace_parser {
+public:
+    chrome_trace_parser(json_source& in, const trace_sink& sink) : in_(in), sink_(sink) {}
+
+    trace_read_stats run() {
+        skip_ws();
+        const char c = peek("'{' or '['");
+        if (c == '[') {
+            parse_events();
+        } else if (c == '{') {
+            next();
+            skip_ws();
+            if (peek("a key or '}'") == '}') {
+                next();
+            } else {
+                for (;;) {
+                    read_string(key_);
+                    expect(':');
+                    skip_ws();
+                    if (key_ == "traceEvents") {
+                        parse_events();
+                    } else if (key_ == "distributedInfo" && peek("a value") == '{') {
+                        parse_distributed_info();
+                    } else {
+                        skip_value();
+                    }
+                    skip_ws();
+                    const char sep = next_char("',' or '}'");
+                    if (sep == '}') break;
+                    if (sep != ',') fail("expected ',' or '}' after a member of the trace object", 1);
+                    skip_ws();
+                }
+            }
+        } else {
+            fail("expected '{' or '[' at the start of a trace", 0);
+        }
+        skip_ws();
+        if (in_.more()) fail("unexpected text after the trace's end", 0);
+        stats_.bytes = in_.offset();
+        return stats_;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what, std::uint64_t back) const {
+        const std::uint64_t at = in_.offset() >= back ? in_.offset() - back : 0;
+        throw trace_read_error(fmt::format("stint: malformed trace at byte {}: {}", at, what), at);
+    }
+    [[noreturn]] void fail_end(const char* wanted) const {
+        throw trace_read_error(
+            fmt::format("stint: trace ends early at byte {}: expected {} (a truncated file?)", in_.offset(), wanted),
+            in_.offset());
+    }
+    char peek(const char* wanted) {
+        if (!in_.more()) fail_end(wanted);
+        return in_.buffer[in_.pos];
+    }
+    void next() { ++in_.pos; }
+    char next_char(const char* wanted) {
+        const char c = peek(wanted);
+        ++in_.pos;
+        return c;
+    }
+    void skip_ws() {
+        while (in_.more()) {
+            const char c = in_.buffer[in_.pos];
+            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+            ++in_.pos;
+        }
+    }
+    void expect(char c) {
+        skip_ws();
+        if (next_char("a ':'") != c) fail(fmt::format("expected '{}'", c), 1);
+    }
+
+    static void append_utf8(std::string& out, std::uint32_t cp) {
+        if (cp < 0x80) {
+            out.push_back(static_cast<char>(cp));
+        } else if (cp < 0x800) {
+            out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+            out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else if (cp < 0x10000) {
+            out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else {
+            out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+            out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        }
+    }
+    std::uint32_t read_hex4() {
+        std::uint32_t v = 0;
+        for (int i = 0; i < 4; ++i) {
+            const char h = next_char("a \\u escape's hex digit");
+            v <<= 4;
+            if (h >= '0' && h <= '9') v |= static_cast<std::uint32_t>(h - '0');
+            else if (h >= 'a' && h <= 'f') v |= static_cast<std::uint32_t>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') v |= static_cast<std::uint32_t>(h - 'A' + 10);
+            else fail("bad hex digit in a \\u escape", 1);
+        }
+        return v;
+    }
+
+    // Reads a string (the opening quote next) into `out`, escapes decoded. Bytes are copied a run at a
+    // time: most strings have no escapes.
+    void read_string(std::string& out) {
+        skip_ws();
+        if (next_char("a string") != '"') fail("expected a string", 1);
+        out.clear();
+        for (;;) {
+            if (!in_.more()) fail_end("the end of a string");
+            const char* start = in_.buffer.data() + in_.pos;
+            const std::size_t avail = in_.end - in_.pos;
+            std::size_t n = 0;
+            while (n < avail && start[n] != '"' && start[n] != '\\') {
+                if (static_cast<unsigned char>(start[n]) < 0x20) {
+                    in_.pos += n;
+                    fail("control character in a string", 0);
+                }
+                ++n;
+            }
+            out.append(start, n);
+            in_.pos += n;
+            if (n == avail) continue;
+            const char c = next_char("the end of a string");
+            if (c == '"') return;
+            const char e = next_char("an escape");
+            switch (e) {
+                case '"': out.push_back('"'); break;
+                case '\\': out.push_back('\\'); break;
+                case '/': out.push_back('/'); break;
+                case 'b': out.push_back('\b'); break;
+                case 'f': out.push_back('\f'); break;
+                case 'n': out.push_back('\n'); break;
+                case 'r': out.push_back('\r'); break;
+                case 't': out.push_back('\t'); break;
+                case 'u': {
+                    std::uint32_t cp = read_hex4();
+                    if (cp >= 0xD800 && cp <= 0xDBFF) {
+                        // A surrogate pair's second half follows; a lone half becomes U+FFFD.
+                        if (peek("a string") == '\\') {
+                            next();
+                            if (next_char("an escape") != 'u') fail("expected a \\u low surrogate", 1);
+                            const std::uint32_t lo = read_hex4();
+                            cp = (lo >= 0xDC00 && lo <= 0xDFFF) ? 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00) : 0xFFFD;
+                        } else {
+                            cp = 0xFFFD;
+                        }
+                    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                        cp = 0xFFFD;
+                    }
+                    append_utf8(out, cp);
+                    break;
+                }
+                default: fail("bad escape in a string", 1);
+            }
+        }
+    }
+
+    // Copies the text of one value (any JSON) into `out` (for "Input Dims"), or skips it when out is null.
+    void skip_value(std::string* out = nullptr) {
+        skip_ws();
+        int depth = 0;
+        bool in_string = false;
+        bool escaped = false;
+        bool any = false;
+        (void)peek("a value");
+        while (in_.more()) {
+            const char c = in_.buffer[in_.pos];
+            if (in_string) {
+                if (escaped) escaped = false;
+                else if (c == '\\') escaped = true;
+                else if (c == '"') {
+                    in_string = false;
+                    if (depth == 0) {
+                        ++in_.pos;
+                        if (out != nullptr) out->push_back(c);
+                        return;
+                    }
+                }
+            } else if (c == '"') {
+                in_string = true;
+            } else if (c == '{' || c == '[') {
+                ++depth;
+            } else if (c == '}' || c == ']') {
+                if (depth == 0) {
+                    if (!any) fail("expected a value", 0);
+                    return;  // the end of the enclosing container (a scalar's end)
+                }
+                --depth;
+                if (depth == 0) {
+                    ++in_.pos;
+                    if (out != nullptr) out->push_back(c);
+                    return;
+                }
+            } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+                if (!any) fail("expected a value", 0);
+                return;
+            }
+            if (out != nullptr) out->push_back(c);
+            any = true;
+            ++in_.pos;
+        }
+        fail_end("the end of a value");
+    }
+
+    // A number or a numeric string ("pid": "1" appears in old traces): true when it parsed.
+    bool read_number(double& v) {
+        number_.clear();
+        skip_ws();
+        const char c = peek("a value");
+        if (c == '"') {
+            read_string(scratch_);
+            const char* b = scratch_.data();
+            const char* e = b + scratch_.size();
+            while (b != e && (*b < '0' || *b > '9') && *b != '-') ++b;  // "stream 7" names its number
+            if (b == e) {
+                v = static_cast<double>(std::hash<std::string>{}(scratch_) & 0x3FFFFFFF);
+                return true;
+            }
+            const auto r = std::from_chars(b, e, v);
+            return r.ec == std::errc{};
+        }
+        if (c != '-' && (c < '0' || c > '9')) {
+            skip_value();
+            return false;
+        }
+        while (in_.more()) {
+            const char d = in_.buffer[in_.pos];
+            if ((d >= '0' && d <= '9') || d == '-' || d == '+' || d == '.' || d == 'e' || d == 'E') {
+                number_.push_back(d);
+                ++in_.pos;
+            } else {
+                break;
+            }
+        }
+        const auto r = std::from_chars(number_.data(), number_.data() + number_.size(), v);
+        if (r.ec != std::errc{} || r.ptr != number_.data() + number_.size()) {
+            fail(fmt::format("bad number '{}'", number_), number_.size());
+        }
+        return true;
+    }
+
+    // A time in microseconds, as nanoseconds without going through a double: Kineto writes epoch
+    // microseconds (~1.7e15) with three decimals, past a double's precision once scaled.
+    bool read_time_ns(std::int64_t& ns) {
+        double v = 0;
+        if (!read_number(v) || !std::isfinite(v) || std::abs(v) > 4e15) return false;  // so that start + duration fits in ns
+        if (number_.empty() || number_.find_first_of("eE") != std::string::npos) {
+            ns = std::llround(v * 1e3);  // an exponent, or a numeric string: rare; a double will do
+            return true;
+        }
+        const bool negative = number_[0] == '-';
+        const char* p = number_.data() + (negative ? 1 : 0);
+        const char* end = number_.data() + number_.size();
+        std::int64_t whole = 0;
+        const auto r = std::from_chars(p, end, whole);
+        if (r.ec != std::errc{}) return false;
+        std::int64_t fraction = 0;
+        int digits = 0;
+        bool round_up = false;
+        if (r.ptr != end && *r.ptr == '.') {
+            for (const char* d = r.ptr + 1; d != end; ++d, ++digits) {
+                if (digits < 3) fraction = fraction * 10 + (*d - '0');
+                else if (digits == 3) round_up = *d >= '5';
+            }
+        }
+        for (int k = digits; k < 3; ++k) fraction *= 10;
+        ns = whole * 1000 + fraction + (round_up ? 1 : 0);
+        if (negative) ns = -ns;
+        return true;
+    }
+
+    void parse_distributed_info() {
+        next();
+        skip_ws();
+        if (peek("a key or '}'") == '}') {
+            next();
+            return;
+        }
+        for (;;) {
+            read_string(key_);
+            expect(':');
+            double v = 0;
+            if (key_ == "rank") {
+                if (read_number(v) && std::isfinite(v)) stats_.rank = static_cast<std::int32_t>(v);
+            } else {
+                skip_value();
+            }
+            skip_ws();
+            const char sep = next_char("',' or '}'");
+            if (sep == '}') return;
+            if (sep != ',') fail("expected ',' or '}' in distributedInfo", 1);
+        }
+    }
+
+    void parse_events() {
+        skip_ws();
+        if (next_char("'['") != '[') fail("expected '[' to open traceEvents", 1);
+        skip_ws();
+        if (peek("an event or ']'") == ']') {
+            next();
+            return;
+        }
+        for (;;) {
+            skip_ws();
+            if (peek("an event") == '{') parse_event();
+            else skip_value();
+            skip_ws();
+            const char sep = next_char("',' or ']'");
+            if (sep == ']') return;
+            if (sep != ',') fail("expected ',' or ']' between events", 1);
+        }
+    }
+
+    void parse_args(trace_record& r) {
+        next();
+        skip_ws();
+        if (peek("a key or '}'") == '}') {
+            next();
+            return;
+        }
+        for (;;) {
+            read_string(key_);
+            expect(':');
+            double v = 0;
+            if (key_ == "correlation") {
+                if (read_number(v) && std::isfinite(v)) r.correlation = static_cast<std::int64_t>(v);
+            } else if (key_ == "device") {
+                if (read_number(v) && std::isfinite(v)) r.device = static_cast<std::int32_t>(v);
+            } else if (key_ == "stream") {
+                if (read_number(v) && std::isfinite(v)) r.stream = static_cast<std::int64_t>(v);
+            } else if (key_ == "Input Dims") {
+                shapes_.clear();
+                skip_value(&shapes_);
+            } else {
+                skip_value();
+            }
+            skip_ws();
+            const char sep = next_char("',' or '}'");
+            if (sep == '}') return;
+            if (sep != ',') fail("expected ',' or '}' in an event's args", 1);
+        }
+    }
+
+    void parse_event() {
+        next();
+        trace_record r;
+        name_.clear();
+        category_.clear();
+        phase_.clear();
+        shapes_.clear();
+        bool has_ts = false;
+        bool has_dur = false;
+        std::int64_t ts = 0;
+        std::int64_t dur = 0;
+        skip_ws();
+        if (peek("a key or '}'") == '}') {
+            next();
+            ++stats_.other_phases;
+            return;
+        }
+        for (;;) {
+            read_string(key_);
+            expect(':');
+            skip_ws();
+            double v = 0;
+            if (key_ == "ph") {
+                if (peek("a value") == '"') read_string(phase_);
+                else skip_value();
+            } else if (key_ == "name") {
+                if (peek("a value") == '"') read_string(name_);
+                else skip_value();
+            } else if (key_ == "cat") {
+                if (peek("a value") == '"') read_string(category_);
+                else skip_value();
+            } else if (key_ == "ts") {
+                has_ts = read_time_ns(ts);
+            } else if (key_ == "dur") {
+                has_dur = read_time_ns(dur);
+            } else if (key_ == "pid") {
+                if (read_number(v) && std::isfinite(v)) r.pid = static_cast<std::int64_t>(v);
+            } else if (key_ == "tid") {
+                if (read_number(v) && std::isfinite(v)) r.tid = static_cast<std::int64_t>(v);
+            } else if (key_ == "args" && peek("a value") == '{') {
+                parse_args(r);
+            } else {
+                skip_value();
+            }
+            skip_ws();
+            const char sep = next_char("',' or '}'");
+            if (sep == '}') break;
+            if (sep != ',') fail("expected ',' or '}' in an event", 1);
+        }
+        if (phase_ != "X") {
+            ++stats_.other_phases;
+            return;
+        }
+        if (!has_ts || !has_dur || dur < 0) {
+            ++stats_.missing_duration;
+            return;
+        }
+        if (!valid_utf8(name_)) ++stats_.invalid_utf8_names;
+        r.name = name_;
+        r.category = category_;
+        r.shapes = shapes_;
+        r.activity = classify_trace_event(category_, name_);
+        if (r.activity == trace_activity::unknown) ++stats_.unknown_category;
+        r.start_ns = ts;
+        r.duration_ns = dur;
+        ++stats_.events;
+        sink_(r);
+    }
+
+    json_source& in_;
+    const trace_sink& sink_;
+    trace_read_stats stats_;
+    std::string key_, name_, category_, phase_, shapes_, scratch_, number_;
+};
+
+}  // namespace detail
+
+trace_activity classify_trace_event(std::string_view category, std::string_view name) {
+    using detail::iequals;
+    if (iequals(category, "kernel")) {
+        // Kineto's old traces filed copies and memsets under "Kernel" by name.
+        if (name.starts_with("Memcpy")) return trace_activity::memcpy;
+        if (name.starts_with("Memset")) return trace_activity::memset;
+        return trace_activity::kernel;
+    }
+    if (iequals(category, "cpu_op") || iequals(category, "operator")) return trace_activity::cpu_op;
+    if (iequals(category, "user_annotation") || iequals(category, "python_function") ||
+        iequals(category, "cpu")) {
+        return trace_activity::annotation;
+    }
+    if (iequals(category, "gpu_memcpy") || iequals(category, "memcpy")) return trace_activity::memcpy;
+    if (iequals(category, "gpu_memset") || iequals(category, "memset")) return trace_activity::memset;
+    if (iequals(category, "cuda_runtime") || iequals(category, "cuda_driver") || iequals(category, "runtime") ||
+        iequals(category, "hip_runtime") || iequals(category, "driver") || iequals(category, "xpu_runtime") ||
+        iequals(category, "mtia_runtime") || iequals(category, "privateuse1_runtime") ||
+        iequals(category, "privateuse1_driver")) {
+        return trace_activity::runtime;
+    }
+    if (iequals(category, "cuda_sync") || iequals(category, "gpu_user_annotation") || iequals(category, "overhead") ||
+        iequals(category, "trace") || iequals(category, "cpu_instant_event") || iequals(category, "ac2g") ||
+        iequals(category, "flow") || iequals(category, "python_function_event") || iequals(category, "async") ||
+        iequals(category, "stint") || iequals(category, "fwdbwd") || iequals(category, "external_correlation") ||
+        iequals(category, "cuda_profiler_range") || iequals(category, "")) {
+        return trace_activity::ignored;
+    }
+    return trace_activity::unknown;
+}
+
+trace_read_stats read_chrome_trace_text(std::string_view json, const trace_sink& sink) {
+    detail::json_source in;
+    std::size_t taken = 0;
+    in.buffer.resize(64 * 1024);
+    in.fill = [&](char* out, std::size_t cap) {
+        const std::size_t n = std::min(cap, json.size() - taken);
+        std::copy_n(json.data() + taken, n, out);
+        taken += n;
+        return n;
+    };
+    return detail::chrome_trace_parser(in, sink).run();
+}
+
+namespace detail {
+
+// A file read through zlib (gzip or plain alike) into `in`, closed with this object.
+struct trace_file {
+    gzFile file = nullptr;
+    std::string path;
+    json_source in;
+
+    explicit trace_file(const std::string& p) : path(p) {
+        errno = 0;
+        file = gzopen(path.c_str(), "rb");
+        if (file == nullptr) {
+            throw std::system_error(errno != 0 ? errno : ENOMEM, std::generic_category(),
+                                    fmt::format("stint: cannot read trace '{}'", path));
+        }
+        gzbuffer(file, 1U << 20);
+        in.buffer.resize(std::size_t{1} << 20);
+        in.fill = [this](char* out, std::size_t cap) -> std::size_t {
+            const int n = gzread(file, out, static_cast<unsigned>(cap));
+            int code = Z_OK;
+            const char* why = n <= 0 ? gzerror(file, &code) : nullptr;
+            // zlib reports a gzip stream cut short only through gzerror, after the last read.
+            if (n < 0 || (n == 0 && code != Z_OK)) {
+                throw trace_read_error(fmt::format("stint: cannot read trace '{}' at byte {}: {} (a truncated gzip file?)",
+                                                   path, in.offset(), why != nullptr ? why : "read error"),
+                                       in.offset());
+            }
+            return static_cast<std::size_t>(n);
+        };
+    }
+    ~trace_file() { gzclose(file); }
+    trace_file(const trace_file&) = delete;
+    trace_file& operator=(const trace_file&) = delete;
+};
+
+// A protobuf message's fields, one at a time (wire format: key varint, then the value by wire type).
+struct proto_fields {
+    std::string_view data;
+    std::size_t pos = 0;
+    std::uint64_t base = 0;  // the message's offset in the file, for errors
+
+    [[noreturn]] void fail(const char* what) const {
+        throw trace_read_error(fmt::format("stint: malformed Perfetto trace at byte {}: {}", base + pos, what), base + pos);
+    }
+    std::uint64_t varint() {
+        std::uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (pos >= data.size()) fail("a varint runs past its message");
+            const auto b = static_cast<unsigned char>(data[pos++]);
+            v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+            if ((b & 0x80) == 0) return v;
+        }
+        fail("a varint longer than 10 bytes");
+    }
+    // The next field's number and wire type; false at the message's end.
+    bool next(std::uint32_t& field, std::uint32_t& wire) {
+        if (pos >= data.size()) return false;
+        const std::uint64_t key = varint();
+        field = static_cast<std::uint32_t>(key >> 3);
+        wire = static_cast<std::uint32_t>(key & 7);
+        return true;
+    }
+    std::string_view bytes() {
+        const std::uint64_t n = varint();
+        if (n > data.size() - pos) fail("a length runs past its message");
+        const std::string_view v = data.substr(pos, static_cast<std::size_t>(n));
+        pos += static_cast<std::size_t>(n);
+        return v;
+    }
+    proto_fields sub() {
+        const std::string_view b = bytes();
+        return {b, 0, base + pos - b.size()};
+    }
+    void skip(std::uint32_t wire) {
+        switch (wire) {
+            case 0: (void)varint(); break;
+            case 1:
+                if (data.size() - pos < 8) fail("a fixed64 runs past its message");
+                pos += 8;
+                break;
+            case 2: (void)bytes(); break;
+            case 5:
+                if (data.size() - pos < 4) fail("a fixed32 runs past its message");
+                pos += 4;
+                break;
+            default: fail("an unknown wire type");
+        }
+    }
+};
+
+// The slices of stint's Perfetto trace, matched begin to end per track, handed on as complete events.
+class perfetto_trace_parser {
+public:
+    perfetto_trace_parser(json_source& in, const trace_sink& sink) : in_(in), sink_(sink) {}
+
+    // A Trace starts with its packet field's key, 0x0A, which is also a newline that may start JSON: JSON
+    // is '[' or '{' after white space, with white space, '"' or '}' after the '{'; a packet's first key is
+    // none of these.
+    static bool looks_like_protobuf(json_source& in) {
+        if (!in.more() || in.buffer[in.pos] != '\x0A') return false;
+        std::size_t i = in.pos;
+        while (i < in.end && (in.buffer[i] == ' ' || in.buffer[i] == '\n' || in.buffer[i] == '\r' || in.buffer[i] == '\t')) ++i;
+        if (i == in.end) return false;
+        if (in.buffer[i] == '[') return false;
+        if (in.buffer[i] != '{') return true;
+        if (i + 1 == in.end) return false;
+        const char next = in.buffer[i + 1];
+        return !(next == ' ' || next == '\n' || next == '\r' || next == '\t' || next == '"' || next == '}');
+    }
+
+    trace_read_stats run() {
+        while (in_.more()) {
+            const std::uint64_t at = in_.offset();
+            const std::uint64_t key = stream_varint();
+            if (key != ((1U << 3) | 2U)) fail(at, "expected a Trace.packet field");
+            const std::uint64_t n = stream_varint();
+            if (n > (std::uint64_t{1} << 28)) fail(at, "a packet longer than 256 MiB");
+            packet_.resize(static_cast<std::size_t>(n));
+            std::size_t got = 0;
+            while (got < packet_.size()) {
+                if (!in_.more()) fail(in_.offset(), "the trace ends inside a packet (a truncated file?)");
+                const std::size_t take = std::min(packet_.size() - got, in_.end - in_.pos);
+                std::copy_n(in_.buffer.data() + in_.pos, take, packet_.data() + got);
+                in_.pos += take;
+                got += take;
+            }
+            parse_packet(proto_fields{packet_, 0, in_.offset() - n});
+        }
+        for (const auto& [uuid, t] : tracks_) stats_.missing_duration += t.open.size();
+        stats_.bytes = in_.offset();
+        return stats_;
+    }
+
+private:
+    struct open_slice {
+        std::int64_t start = 0;
+        std::string name;
+        std::string category;
+    };
+    struct track {
+        std::int64_t pid = 0;
+        std::int64_t tid = 0;
+        std::int32_t device = -1;  // a device stream's track: "GPU d stream s"
+        std::int64_t stream = -1;
+        std::vector<open_slice> open;
+    };
+    struct sequence {
+        std::unordered_map<std::uint64_t, std::string> names;
+        std::unordered_map<std::uint64_t, std::string> categories;
+        std::uint64_t default_track = 0;
+    };
+
+    [[noreturn]] static void fail(std::uint64_t at, const char* what) {
+        throw trace_read_error(fmt::format("stint: malformed Perfetto trace at byte {}: {}", at, what), at);
+    }
+    std::uint64_t stream_varint() {
+        std::uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (!in_.more()) fail(in_.offset(), "the trace ends inside a varint (a truncated file?)");
+            const auto b = static_cast<unsigned char>(in_.buffer[in_.pos++]);
+            v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+            if ((b & 0x80) == 0) return v;
+        }
+        fail(in_.offset(), "a varint longer than 10 bytes");
+    }
+
+    static void read_interned(proto_fields m, std::unordered_map<std::uint64_t, std::string>& into) {
+        std::uint64_t iid = 0;
+        std::string_view name;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 1 && wire == 0) iid = m.varint();
+            else if (field == 2 && wire == 2) name = m.bytes();
+            else m.skip(wire);
+        }
+        into[iid] = std::string(name);
+    }
+
+    void read_descriptor(proto_fields m) {
+        std::uint64_t uuid = 0;
+        std::string_view name;
+        track t;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 1 && wire == 0) {
+                uuid = m.varint();
+            } else if (field == 2 && wire == 2) {
+                name = m.bytes();
+            } else if (field == 4 && wire == 2) {
+                proto_fields thread = m.sub();
+                std::uint32_t f = 0, w = 0;
+                while (thread.next(f, w)) {
+                    if (f == 1 && w == 0) t.pid = static_cast<std::int64_t>(thread.varint());
+                    else if (f == 2 && w == 0) t.tid = static_cast<std::int64_t>(thread.varint());
+                    else thread.skip(w);
+                }
+            } else {
+                m.skip(wire);
+            }
+        }
+        // stint names a stream's track "GPU <device> stream <stream>" (its syncs: "... (sync)").
+        if (name.starts_with("GPU ")) {
+            const char* b = name.data() + 4;
+            const char* e = name.data() + name.size();
+            std::int32_t device = 0;
+            const auto r = std::from_chars(b, e, device);
+            if (r.ec == std::errc{}) {
+                t.device = device;
+                t.pid = device;
+                const std::string_view rest(r.ptr, static_cast<std::size_t>(e - r.ptr));
+                std::int64_t stream = 0;
+                if (rest.starts_with(" stream ") &&
+                    std::from_chars(rest.data() + 8, rest.data() + rest.size(), stream).ec == std::errc{}) {
+                    t.stream = stream;
+                }
+                t.tid = t.stream;
+            }
+        }
+        auto& slot = tracks_[uuid];
+        t.open = std::move(slot.open);
+        slot = std::move(t);
+    }
+
+    void parse_packet(proto_fields m) {
+        std::uint64_t ts = 0;
+        std::uint64_t sequence_id = 0;
+        std::uint64_t flags = 0;
+        proto_fields interned{}, defaults{}, descriptor{}, event{};
+        bool has_interned = false, has_defaults = false, has_descriptor = false, has_event = false;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 8 && wire == 0) ts = m.varint();
+            else if (field == 10 && wire == 0) sequence_id = m.varint();
+            else if (field == 13 && wire == 0) flags = m.varint();
+            else if (field == 12 && wire == 2) interned = m.sub(), has_interned = true;
+            else if (field == 59 && wire == 2) defaults = m.sub(), has_defaults = true;
+            else if (field == 60 && wire == 2) descriptor = m.sub(), has_descriptor = true;
+            else if (field == 11 && wire == 2) event = m.sub(), has_event = true;
+            else m.skip(wire);
+        }
+        sequence& seq = sequences_[sequence_id];
+        if ((flags & 1U) != 0) {  // SEQ_INCREMENTAL_STATE_CLEARED
+            seq.names.clear();
+            seq.categories.clear();
+        }
+        if (has_interned) {
+            while (interned.next(field, wire)) {
+                if (field == 2 && wire == 2) read_interned(interned.sub(), seq.names);
+                else if (field == 1 && wire == 2) read_interned(interned.sub(), seq.categories);
+                else interned.skip(wire);
+            }
+        }
+        if (has_defaults) {
+            while (defaults.next(field, wire)) {
+                if (field != 11 || wire != 2) {
+                    defaults.skip(wire);
+                    continue;
+                }
+                proto_fields d = defaults.sub();
+                std::uint32_t f = 0, w = 0;
+                while (d.next(f, w)) {
+                    if (f == 11 && w == 0) seq.default_track = d.varint();
+                    else d.skip(w);
+                }
+            }
+        }
+        if (has_descriptor) read_descriptor(descriptor);
+        if (has_event) read_event(event, seq, static_cast<std::int64_t>(ts));
+    }
+
+    void read_event(proto_fields m, const sequence& seq, std::int64_t ts) {
+        std::uint64_t type = 0;
+        std::uint64_t track_uuid = seq.default_track;
+        std::uint64_t name_iid = 0, category_iid = 0;
+        std::string_view literal_name, literal_category;
+        std::uint32_t field = 0, wire = 0;
+        while (m.next(field, wire)) {
+            if (field == 9 && wire == 0) type = m.varint();
+            else if (field == 10 && wire == 0) name_iid = m.varint();
+            else if (field == 3 && wire == 0) category_iid = m.varint();
+            else if (field == 11 && wire == 0) track_uuid = m.varint();
+            else if (field == 23 && wire == 2) literal_name = m.bytes();
+            else if (field == 22 && wire == 2) literal_category = m.bytes();
+            else m.skip(wire);
+        }
+        if (type == 1) {  // SLICE_BEGIN
+            open_slice s;
+            s.start = ts;
+            if (!literal_name.empty()) s.name = std::string(literal_name);
+            else if (const auto it = seq.names.find(name_iid); it != seq.names.end()) s.name = it->second;
+            if (!literal_category.empty()) s.category = std::string(literal_category);
+            else if (const auto it = seq.categories.find(category_iid); it != seq.categories.end()) s.category = it->second;
+            tracks_[track_uuid].open.push_back(std::move(s));
+        } else if (type == 2) {  // SLICE_END
+            track& t = tracks_[track_uuid];
+            if (t.open.empty()) {
+                ++stats_.other_phases;  // an end with no begin on its track
+                return;
+            }
+            const open_slice s = std::move(t.open.back());
+            t.open.pop_back();
+            trace_record r;
+            r.name = s.name;
+            r.category = s.category;
+            r.activity = classify_trace_event(s.category, s.name);
+            if (r.activity == trace_activity::unknown) ++stats_.unknown_category;
+            if (!valid_utf8(s.name)) ++stats_.invalid_utf8_names;
+            r.pid = t.pid;
+            r.tid = t.tid;
+            r.device = t.device;
+            r.stream = t.stream;
+            r.start_ns = s.start;
+            r.duration_ns = std::max<std::int64_t>(0, ts - s.start);
+            ++stats_.events;
+            sink_(r);
+        } else {
+            ++stats_.other_phases;  // instants and counters
+        }
+    }
+
+    json_source& in_;
+    const trace_sink& sink_;
+    trace_read_stats stats_;
+    std::string packet_;
+    std::unordered_map<std::uint64_t, sequence> sequences_;
+    std::unordered_map<std::uint64_t, track> tracks_;
+};
+
+}  // namespace detail
+
+trace_read_stats read_chrome_trace(const std::string& path, const trace_sink& sink) {
+    detail::trace_file f(path);
+    return detail::chrome_trace_parser(f.in, sink).run();
+}
+
+trace_read_stats read_perfetto_trace(const std::string& path, const trace_sink& sink) {
+    detail::trace_file f(path);
+    return detail::perfetto_trace_parser(f.in, sink).run();
+}
+
+trace_read_stats read_perfetto_trace_bytes(std::string_view bytes, const trace_sink& sink) {
+    detail::json_source in;
+    std::size_t taken = 0;
+    in.buffer.resize(64 * 1024);
+    in.fill = [&](char* out, std::size_t cap) {
+        const std::size_t n = std::min(cap, bytes.size() - taken);
+        std::copy_n(bytes.data() + taken, n, out);
+        taken += n;
+        return n;
+    };
+    return detail::perfetto_trace_parser(in, sink).run();
+}
+
+trace_read_stats read_trace(const std::string& path, const trace_sink& sink) {
+    detail::trace_file f(path);
+    if (detail::perfetto_trace_parser::looks_like_protobuf(f.in)) return detail::perfetto_trace_parser(f.in, sink).run();
+    return detail::chrome_trace_parser(f.in, sink).run();
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_READER_IPP
+// ---- end stint/analysis/impl/trace_reader.ipp ----
+
+// ---- begin stint/analysis/impl/trace_analysis.ipp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_ANALYSIS_IPP
+#define STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_ANALYSIS_IPP
+// The bodies of analysis/trace_analysis.hpp: interval arithmetic over each device's and thread's work.
+
+
+#include <algorithm>  // std::sort, std::max, std::min
+#include <cmath>      // std::ceil
+#include <map>        // std::map
+#include <tuple>      // std::tuple, std::get
+#include <utility>    // std::pair
+
+#include <fmt/format.h>  // fmt::format
+
+
+namespace stint {
+namespace detail {
+
+void merge_intervals(std::vector<interval>& v) {
+    std::sort(v.begin(), v.end());
+    std::size_t out = 0;
+    for (const interval& i : v) {
+        if (out > 0 && i.first <= v[out - 1].second) {
+            v[out - 1].second = std::max(v[out - 1].second, i.second);
+        } else {
+            v[out++] = i;
+        }
+    }
+    v.resize(out);
+}
+
+std::int64_t length_of(const std::vector<interval>& disjoint) {
+    std::int64_t total = 0;
+    for (const interval& i : disjoint) total += i.second - i.first;
+    return total;
+}
+
+std::int64_t intersection_length(const std::vector<interval>& a, const std::vector<interval>& b) {
+    std::int64_t total = 0;
+    std::size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        const std::int64_t lo = std::max(a[i].first, b[j].first);
+        const std::int64_t hi = std::min(a[i].second, b[j].second);
+        if (hi > lo) total += hi - lo;
+        if (a[i].second < b[j].second) ++i;
+        else ++j;
+    }
+    return total;
+}
+
+std::string compact_shapes(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        if (c != ' ' && c != '\n' && c != '\t' && c != '\r') out.push_back(c);
+    }
+    return out;
+}
+
+}  // namespace detail
+
+bool is_communication_kernel(std::string_view name) {
+    std::string lower(name.substr(0, 256));
+    for (char& c : lower) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    for (std::string_view word : {"nccl", "rccl", "allreduce", "all_reduce", "allgather", "all_gather",
+                                  "reducescatter", "reduce_scatter", "alltoall", "all_to_all", "sendrecv",
+                                  "broadcast"}) {
+        if (lower.find(word) != std::string::npos) return true;
+    }
+    return false;
+}
+
+duration_stats summarize_durations(std::vector<std::int64_t>& durations) {
+    duration_stats s;
+    if (durations.empty()) return s;
+    std::sort(durations.begin(), durations.end());
+    s.count = durations.size();
+    for (std::int64_t d : durations) s.total_ns += d;
+    const auto rank = [&](double p) {
+        const double n = std::ceil(p / 100.0 * static_cast<double>(durations.size()));
+        const auto k = static_cast<std::size_t>(std::max(1.0, n));
+        return durations[std::min(k, durations.size()) - 1];
+    };
+    s.min_ns = durations.front();
+    s.p50_ns = rank(50);
+    s.p90_ns = rank(90);
+    s.p99_ns = rank(99);
+    s.max_ns = durations.back();
+    return s;
+}
+
+trace_profile trace_profile::from_file(const std::string& path, trace_analysis_options options) {
+    trace_profile p(options);
+    const trace_read_stats stats = read_trace(path, [&p](const trace_record& r) { p.add(r); });
+    p.stats_ = stats;
+    p.finish(stats.rank);
+    return p;
+}
+
+trace_profile trace_profile::from_text(std::string_view json, trace_analysis_options options) {
+    trace_profile p(options);
+    const trace_read_stats stats = read_chrome_trace_text(json, [&p](const trace_record& r) { p.add(r); });
+    p.stats_ = stats;
+    p.finish(stats.rank);
+    return p;
+}
+
+trace_profile trace_profile::from_perfetto_bytes(std::string_view bytes, trace_analysis_options options) {
+    trace_profile p(options);
+    const trace_read_stats stats = read_perfetto_trace_bytes(bytes, [&p](const trace_record& r) { p.add(r); });
+    p.stats_ = stats;
+    p.finish(stats.rank);
+    return p;
+}
+
+trace_profile trace_profile::from_events(const event_list& list, trace_analysis_options options) {
+    trace_profile p(options);
+    for (const event& e : list) {
+        if (e.end_ns < e.start_ns) continue;
+        const device_args* dev = list.device_args_of(e);
+        const std::int64_t correlation = dev != nullptr ? static_cast<std::int64_t>(dev->correlation) : -1;
+        if (e.on_device()) {
+            if (e.kind != event_kind::kernel && e.kind != event_kind::gpu_memcpy && e.kind != event_kind::gpu_memset) {
+                continue;
+            }
+            const std::uint32_t d = p.device_of(e.device.index, e.device.index);
+            const work_kind kind = e.kind != event_kind::kernel       ? work_kind::memory
+                                   : is_communication_kernel(e.name) ? work_kind::communication
+                                                                     : work_kind::compute;
+            p.add_work(p.stream_of(d, e.stream), kind, e.start_ns, e.end_ns, correlation, e.name);
+            continue;
+        }
+        const bool runtime = e.kind == event_kind::cuda_runtime || e.kind == event_kind::cuda_driver;
+        const bool op = e.kind == event_kind::cpu_op || e.kind == event_kind::user_annotation ||
+                        e.kind == event_kind::module;
+        if (!runtime && !op) continue;
+        const thread_info& t = list.thread_of(e);
+        const std::uint32_t thread = p.thread_of(0, static_cast<std::int64_t>(t.os_tid));
+        std::string shapes;
+        if (p.options_.group_by_input_shape) {
+            if (const event_args* args = list.args(e)) {
+                shapes = "[";
+                for (std::size_t i = 0; i < args->input_dims.size(); ++i) {
+                    shapes += i == 0 ? "[" : ",[";
+                    for (std::size_t k = 0; k < args->input_dims[i].size(); ++k) {
+                        shapes += fmt::format("{}{}", k == 0 ? "" : ",", args->input_dims[i][k]);
+                    }
+                    shapes += "]";
+                }
+                shapes += "]";
+            }
+        }
+        p.cpu_.push_back({e.start_ns, e.end_ns, p.intern(e.name), p.intern(shapes), thread});
+        if (runtime) p.launches_.push_back({e.start_ns, e.end_ns, correlation, 0});
+        ++p.stats_.events;
+    }
+    p.finish(std::nullopt);
+    return p;
+}
+
+std::uint32_t trace_profile::intern(std::string_view text) {
+    const auto it = name_ids_.find(text);
+    if (it != name_ids_.end()) return it->second;
+    names_.emplace_back(text);
+    const auto id = static_cast<std::uint32_t>(names_.size() - 1);
+    name_ids_.emplace(names_.back(), id);
+    return id;
+}
+
+std::uint32_t trace_profile::device_of(std::int64_t pid, std::int32_t index) {
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+        if (devices_[i].pid == pid && devices_[i].index == index) return static_cast<std::uint32_t>(i);
+    }
+    devices_.push_back({pid, index, -1, {}});
+    return static_cast<std::uint32_t>(devices_.size() - 1);
+}
+
+std::uint32_t trace_profile::stream_of(std::uint32_t device, std::int64_t stream) {
+    // Streams and devices are few: a linear search beats a hash here and keeps no extra state.
+    for (std::size_t i = streams_.size(); i-- > 0;) {
+        if (streams_[i].device == device && streams_[i].stream == stream) return static_cast<std::uint32_t>(i);
+    }
+    streams_.push_back({device, stream});
+    return static_cast<std::uint32_t>(streams_.size() - 1);
+}
+
+std::uint32_t trace_profile::thread_of(std::int64_t pid, std::int64_t tid) {
+    for (std::size_t i = threads_.size(); i-- > 0;) {
+        if (threads_[i].first == pid && threads_[i].second == tid) return static_cast<std::uint32_t>(i);
+    }
+    threads_.emplace_back(pid, tid);
+    return static_cast<std::uint32_t>(threads_.size() - 1);
+}
+
+void trace_profile::add_work(std::uint32_t stream, work_kind kind, std::int64_t start, std::int64_t end,
+                             std::int64_t correlation, std::string_view name) {
+    work_.push_back({start, end, correlation, intern(name), stream, kind});
+}
+
+void trace_profile::add(const trace_record& r) {
+    const std::int64_t end = r.start_ns + r.duration_ns;
+    switch (r.activity) {
+        case trace_activity::kernel:
+        case trace_activity::memcpy:
+        case trace_activity::memset: {
+            const std::int32_t index = r.device >= 0 ? r.device : static_cast<std::int32_t>(r.pid);
+            const std::uint32_t d = device_of(r.pid, index);
+            const work_kind kind = r.activity != trace_activity::kernel ? work_kind::memory
+                                   : is_communication_kernel(r.name)    ? work_kind::communication
+                                                                        : work_kind::compute;
+            add_work(stream_of(d, r.stream >= 0 ? r.stream : r.tid), kind, r.start_ns, end, r.correlation, r.name);
+            break;
+        }
+        case trace_activity::runtime:
+            launches_.push_back({r.start_ns, end, r.correlation, r.pid});
+            [[fallthrough]];
+        case trace_activity::cpu_op:
+        case trace_activity::annotation: {
+            const std::uint32_t shapes =
+                options_.group_by_input_shape ? intern(detail::compact_shapes(r.shapes)) : intern("");
+            cpu_.push_back({r.start_ns, end, intern(r.name), shapes, thread_of(r.pid, r.tid)});
+            break;
+        }
+        case trace_activity::ignored:
+        case trace_activity::unknown: break;
+    }
+}
+
+void trace_profile::finish(std::optional<std::int32_t> rank) {
+    // stint-merge gives rank r's device d the pid 1000000 + 1000 r + d (tools/stint-merge).
+    merged_ = false;
+    for (const device_key& d : devices_) {
+        if (d.pid >= 1000000) merged_ = true;
+    }
+    for (device_key& d : devices_) {
+        if (merged_ && d.pid >= 1000000) {
+            d.rank = static_cast<std::int32_t>((d.pid - 1000000) / 1000);
+            d.index = static_cast<std::int32_t>((d.pid - 1000000) % 1000);
+        } else if (rank) {
+            d.rank = *rank;
+        }
+        d.label = d.rank >= 0 ? fmt::format("rank {} cuda:{}", d.rank, d.index) : fmt::format("cuda:{}", d.index);
+    }
+}
+
+std::vector<std::int64_t> trace_profile::match_launches() const {
+    // Correlation ids are unique within one process; in a merged job trace each rank has its own, so
+    // the key is (rank, correlation): a rank's host process is pid r there.
+    const auto key = [](std::int64_t rank, std::int64_t correlation) {
+        return (static_cast<std::uint64_t>(rank) << 40) ^ static_cast<std::uint64_t>(correlation);
+    };
+    std::unordered_map<std::uint64_t, std::int64_t> by_key;
+    by_key.reserve(launches_.size());
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
+        if (launches_[i].correlation < 0) continue;
+        by_key.emplace(key(merged_ ? launches_[i].pid : 0, launches_[i].correlation), static_cast<std::int64_t>(i));
+    }
+    std::vector<std::int64_t> out(work_.size(), -1);
+    for (std::size_t i = 0; i < work_.size(); ++i) {
+        if (work_[i].correlation < 0) continue;
+        const device_key& d = devices_[streams_[work_[i].stream].device];
+        const auto it = by_key.find(key(merged_ ? std::max(d.rank, 0) : 0, work_[i].correlation));
+        if (it != by_key.end()) out[i] = it->second;
+    }
+    return out;
+}
+
+std::vector<device_breakdown> trace_profile::breakdown() const {
+    std::vector<device_breakdown> out;
+    const std::size_t n = devices_.size();
+    std::vector<std::vector<detail::interval>> compute(n), comm(n), memory(n);
+    for (const work& w : work_) {
+        const std::uint32_t d = streams_[w.stream].device;
+        auto& target = w.kind == work_kind::compute ? compute : w.kind == work_kind::communication ? comm : memory;
+        target[d].emplace_back(w.start, w.end);
+    }
+    for (std::size_t d = 0; d < n; ++d) {
+        device_breakdown b;
+        b.device = devices_[d].label;
+        b.rank = devices_[d].rank;
+        b.index = devices_[d].index;
+        detail::merge_intervals(compute[d]);
+        detail::merge_intervals(comm[d]);
+        detail::merge_intervals(memory[d]);
+        std::vector<detail::interval> all;
+        all.reserve(compute[d].size() + comm[d].size() + memory[d].size());
+        all.insert(all.end(), compute[d].begin(), compute[d].end());
+        all.insert(all.end(), comm[d].begin(), comm[d].end());
+        all.insert(all.end(), memory[d].begin(), memory[d].end());
+        detail::merge_intervals(all);
+        if (all.empty()) continue;
+        b.span_ns = all.back().second - all.front().first;
+        b.compute_ns = detail::length_of(compute[d]);
+        b.communication_ns = detail::length_of(comm[d]);
+        b.memory_ns = detail::length_of(memory[d]);
+        b.busy_ns = detail::length_of(all);
+        b.idle_ns = b.span_ns - b.busy_ns;
+        b.overlap_ns = detail::intersection_length(compute[d], comm[d]);
+        out.push_back(std::move(b));
+    }
+    std::sort(out.begin(), out.end(), [](const device_breakdown& a, const device_breakdown& b) {
+        return std::pair(a.rank, a.index) < std::pair(b.rank, b.index);
+    });
+    return out;
+}
+
+std::vector<stream_idle> trace_profile::idle_time() const {
+    const std::vector<std::int64_t> launch_of = match_launches();
+    std::vector<std::vector<std::size_t>> by_stream(streams_.size());
+    for (std::size_t i = 0; i < work_.size(); ++i) by_stream[work_[i].stream].push_back(i);
+    std::vector<stream_idle> out;
+    for (std::size_t s = 0; s < streams_.size(); ++s) {
+        auto& items = by_stream[s];
+        if (items.empty()) continue;
+        std::sort(items.begin(), items.end(), [&](std::size_t a, std::size_t b) {
+            return std::pair(work_[a].start, work_[a].end) < std::pair(work_[b].start, work_[b].end);
+        });
+        stream_idle row;
+        row.device = devices_[streams_[s].device].label;
+        row.stream = streams_[s].stream;
+        std::int64_t busy_until = work_[items.front()].end;
+        for (std::size_t k = 1; k < items.size(); ++k) {
+            const work& w = work_[items[k]];
+            if (w.start > busy_until) {
+                const std::int64_t gap = w.start - busy_until;
+                ++row.gaps;
+                row.idle_ns += gap;
+                const std::int64_t l = launch_of[items[k]];
+                if (l >= 0 && launches_[static_cast<std::size_t>(l)].start > busy_until) row.host_wait_ns += gap;
+                else if (gap < options_.kernel_wait_ns) row.kernel_wait_ns += gap;
+                else row.other_ns += gap;
+            }
+            busy_until = std::max(busy_until, w.end);
+        }
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+std::vector<kernel_summary> trace_profile::kernels(std::size_t limit) const {
+    // durations per (device, name) and per name; device n stands for "all".
+    const std::size_t all = devices_.size();
+    std::map<std::pair<std::size_t, std::uint32_t>, std::vector<std::int64_t>> groups;
+    for (const work& w : work_) {
+        if (w.kind == work_kind::memory) continue;
+        const std::uint32_t d = streams_[w.stream].device;
+        groups[{d, w.name}].push_back(w.end - w.start);
+        groups[{all, w.name}].push_back(w.end - w.start);
+    }
+    std::vector<std::vector<kernel_summary>> per_device(all + 1);
+    for (auto& [key, durations] : groups) {
+        kernel_summary k;
+        k.name = names_[key.second];
+        k.device = key.first == all ? "all" : devices_[key.first].label;
+        k.durations = summarize_durations(durations);
+        per_device[key.first].push_back(std::move(k));
+    }
+    std::vector<std::size_t> order(all);
+    for (std::size_t i = 0; i < all; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return std::pair(devices_[a].rank, devices_[a].index) < std::pair(devices_[b].rank, devices_[b].index);
+    });
+    order.push_back(all);
+    std::vector<kernel_summary> out;
+    for (std::size_t d : order) {
+        auto& rows = per_device[d];
+        std::sort(rows.begin(), rows.end(), [](const kernel_summary& a, const kernel_summary& b) {
+            if (a.durations.total_ns != b.durations.total_ns) return a.durations.total_ns > b.durations.total_ns;
+            return a.name < b.name;
+        });
+        for (std::size_t i = 0; i < rows.size() && i < limit; ++i) out.push_back(std::move(rows[i]));
+    }
+    return out;
+}
+
+launch_statistics trace_profile::launches() const {
+    const std::vector<std::int64_t> launch_of = match_launches();
+    launch_statistics s;
+    s.short_threshold_ns = options_.short_kernel_ns;
+    std::vector<std::int64_t> delays;
+    for (std::size_t i = 0; i < work_.size(); ++i) {
+        const work& w = work_[i];
+        const std::int64_t duration = w.end - w.start;
+        if (w.kind != work_kind::memory && duration < options_.short_kernel_ns) {
+            ++s.short_kernels;
+            s.short_kernels_ns += duration;
+        }
+        if (launch_of[i] < 0) {
+            ++s.unmatched;
+            continue;
+        }
+        const launch& l = launches_[static_cast<std::size_t>(launch_of[i])];
+        ++s.matched;
+        delays.push_back(w.start - l.end);
+        if (w.kind != work_kind::memory && duration < l.end - l.start) ++s.launch_longer;
+    }
+    s.delay = summarize_durations(delays);
+    return s;
+}
+
+std::vector<stream_queue> trace_profile::queue_lengths() const {
+    const std::vector<std::int64_t> launch_of = match_launches();
+    std::vector<std::vector<std::pair<std::int64_t, int>>> changes(streams_.size());
+    for (std::size_t i = 0; i < work_.size(); ++i) {
+        if (launch_of[i] < 0) continue;
+        auto& c = changes[work_[i].stream];
+        c.emplace_back(launches_[static_cast<std::size_t>(launch_of[i])].start, +1);
+        c.emplace_back(work_[i].end, -1);
+    }
+    std::vector<stream_queue> out;
+    for (std::size_t s = 0; s < streams_.size(); ++s) {
+        auto& c = changes[s];
+        if (c.empty()) continue;
+        std::sort(c.begin(), c.end());  // at equal times -1 sorts before +1
+        stream_queue q;
+        q.device = devices_[streams_[s].device].label;
+        q.stream = streams_[s].stream;
+        std::int64_t length = 0;
+        double weighted = 0;
+        for (std::size_t i = 0; i < c.size(); ++i) {
+            length += c[i].second;
+            if (i + 1 < c.size() && c[i + 1].first == c[i].first) continue;
+            if (!q.samples.empty()) {
+                weighted += static_cast<double>(q.samples.back().length) *
+                            static_cast<double>(c[i].first - q.samples.back().time_ns);
+            }
+            q.samples.push_back({c[i].first, length});
+            q.max_length = std::max(q.max_length, length);
+        }
+        const std::int64_t span = q.samples.back().time_ns - q.samples.front().time_ns;
+        q.mean_length = span > 0 ? weighted / static_cast<double>(span) : 0.0;
+        out.push_back(std::move(q));
+    }
+    return out;
+}
+
+std::vector<thread_breakdown> trace_profile::threads() const {
+    std::vector<std::vector<detail::interval>> spans(threads_.size());
+    for (const cpu_span& c : cpu_) spans[c.thread].emplace_back(c.start, c.end);
+    std::vector<thread_breakdown> out;
+    for (std::size_t t = 0; t < threads_.size(); ++t) {
+        auto& v = spans[t];
+        if (v.empty()) continue;
+        detail::merge_intervals(v);
+        thread_breakdown b;
+        b.pid = threads_[t].first;
+        b.tid = threads_[t].second;
+        b.span_ns = v.back().second - v.front().first;
+        b.busy_ns = detail::length_of(v);
+        b.idle_ns = b.span_ns - b.busy_ns;
+        out.push_back(b);
+    }
+    return out;
+}
+
+std::vector<op_stat> trace_profile::op_stats() const {
+    // Self time: on each thread, events in (start, longest first) order nest as a stack; an event inside
+    // the one on top is its direct child, whose duration leaves the parent's self time.
+    std::vector<std::int64_t> self(cpu_.size());
+    std::vector<std::size_t> order(cpu_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const cpu_span& x = cpu_[a];
+        const cpu_span& y = cpu_[b];
+        if (x.thread != y.thread) return x.thread < y.thread;
+        if (x.start != y.start) return x.start < y.start;
+        if (x.end != y.end) return x.end > y.end;
+        return a < b;
+    });
+    std::vector<std::size_t> stack;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const std::size_t i = order[k];
+        const cpu_span& e = cpu_[i];
+        self[i] = e.end - e.start;
+        while (!stack.empty() &&
+               (cpu_[stack.back()].thread != e.thread || e.start >= cpu_[stack.back()].end ||
+                e.end > cpu_[stack.back()].end)) {
+            stack.pop_back();
+        }
+        if (!stack.empty()) self[stack.back()] -= e.end - e.start;
+        stack.push_back(i);
+    }
+    struct totals {
+        std::uint64_t count = 0;
+        std::int64_t total = 0;
+        std::int64_t self = 0;
+        bool device = false;
+    };
+    // Device work of a name also used on a CPU thread is kept apart (its own row, on_device).
+    std::map<std::tuple<std::uint32_t, std::uint32_t, bool>, totals> groups;
+    for (std::size_t i = 0; i < cpu_.size(); ++i) {
+        totals& t = groups[{cpu_[i].name, cpu_[i].shapes, false}];
+        ++t.count;
+        t.total += cpu_[i].end - cpu_[i].start;
+        t.self += self[i];
+    }
+    for (const work& w : work_) {
+        totals& t = groups[{w.name, 0U, true}];
+        ++t.count;
+        t.total += w.end - w.start;
+        t.self += w.end - w.start;
+        t.device = true;
+    }
+    std::vector<op_stat> out;
+    out.reserve(groups.size());
+    for (const auto& [key, t] : groups) {
+        op_stat s;
+        s.name = names_[std::get<0>(key)];
+        s.shapes = t.device ? std::string() : names_[std::get<1>(key)];
+        s.count = t.count;
+        s.total_ns = t.total;
+        s.self_ns = t.self;
+        s.on_device = t.device;
+        out.push_back(std::move(s));
+    }
+    std::sort(out.begin(), out.end(), [](const op_stat& a, const op_stat& b) {
+        if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
+        if (a.name != b.name) return a.name < b.name;
+        return a.shapes < b.shapes;
+    });
+    return out;
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_ANALYSIS_IPP
+// ---- end stint/analysis/impl/trace_analysis.ipp ----
+
+// ---- begin stint/analysis/impl/trace_diff.ipp ----
+#ifndef STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_DIFF_IPP
+#define STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_DIFF_IPP
+// The bodies of analysis/trace_diff.hpp: matching two runs' op totals.
+
+
+#include <algorithm>  // std::sort
+#include <limits>     // std::numeric_limits
+#include <map>        // std::map
+#include <tuple>      // std::tuple
+
+namespace stint {
+
+double op_diff::ratio() const noexcept {
+    if (total_a_ns == 0) return total_b_ns == 0 ? 1.0 : std::numeric_limits<double>::infinity();
+    return static_cast<double>(total_b_ns) / static_cast<double>(total_a_ns);
+}
+
+std::vector<op_diff> diff_ops(const std::vector<op_stat>& a, const std::vector<op_stat>& b,
+                              const diff_options& options) {
+    std::map<std::tuple<std::string, std::string, bool>, op_diff> rows;
+    const auto row = [&rows](const op_stat& s) -> op_diff& {
+        op_diff& d = rows[{s.name, s.shapes, s.on_device}];
+        d.name = s.name;
+        d.shapes = s.shapes;
+        d.on_device = s.on_device;
+        return d;
+    };
+    for (const op_stat& s : a) {
+        op_diff& d = row(s);
+        d.count_a += s.count;
+        d.total_a_ns += s.total_ns;
+        d.self_a_ns += s.self_ns;
+    }
+    for (const op_stat& s : b) {
+        op_diff& d = row(s);
+        d.count_b += s.count;
+        d.total_b_ns += s.total_ns;
+        d.self_b_ns += s.self_ns;
+    }
+    std::vector<op_diff> out;
+    for (auto& [key, d] : rows) {
+        const std::int64_t change = d.change_ns() < 0 ? -d.change_ns() : d.change_ns();
+        if (change < options.noise_ns) continue;
+        out.push_back(std::move(d));
+    }
+    std::stable_sort(out.begin(), out.end(), [](const op_diff& x, const op_diff& y) {
+        const std::int64_t cx = x.change_ns() < 0 ? -x.change_ns() : x.change_ns();
+        const std::int64_t cy = y.change_ns() < 0 ? -y.change_ns() : y.change_ns();
+        return cx > cy;
+    });
+    return out;
+}
+
+std::vector<op_diff> slowed_ops(const std::vector<op_diff>& diff, double ratio) {
+    std::vector<op_diff> out;
+    for (const op_diff& d : diff) {
+        if (d.total_b_ns > 0 && d.ratio() > ratio) out.push_back(d);
+    }
+    return out;
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_ANALYSIS_IMPL_TRACE_DIFF_IPP
+// ---- end stint/analysis/impl/trace_diff.ipp ----
 
 // ---- begin stint/common/impl/warning.ipp ----
 #ifndef STINT_SINGLE_STINT_COMMON_IMPL_WARNING_IPP
