@@ -19,6 +19,7 @@
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_pool.hpp"
 #include "stint/recording/clock.hpp"
+#include "stint/recording/object_links.hpp"
 #include "stint/recording/detail/dynamic_name_table.hpp"  // the slow path's tables of interned sites
 #include "stint/recording/detail/named_site_table.hpp"
 #include "stint/recording/open_scopes.hpp"
@@ -187,6 +188,13 @@ public:
     /// Threads (per shared object) registered that have not exited.
     STINT_DECL std::size_t live_threads();
 
+    /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
+    /// when a session began: the session writes its capture switches, memory state and hooks into each.
+    STINT_DECL std::vector<const object_link*> linked_objects();
+    /// The names of objects with stint loaded while a session recorded, found when it stopped (their
+    /// events start with the next session), each returned once.
+    STINT_DECL std::vector<std::string> take_objects_linked_late();
+
     /// Whether `state` is the session currently recording.
     STINT_DECL bool is_active(std::uint32_t state);
 
@@ -269,7 +277,11 @@ private:
     /// next session, and the forking thread keeps its nodes under its new tid.
     STINT_DECL void after_fork_in_child() noexcept;
 
-    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    STINT_DECL void link_objects(std::vector<std::string>* late);
+
+    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions, links_
+    object_links links_;
+    std::vector<std::string> linked_late_;
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
