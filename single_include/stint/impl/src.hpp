@@ -3948,7 +3948,8 @@ STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std
         count = static_cast<std::uint32_t>(found < depth ? found : depth);
     }
     for (std::uint32_t i = 0; i < count; ++i) {
-        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
+        const void* frame = frames[static_cast<std::uint32_t>(first) + i];
+        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frame));
         std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
     }
 #else
@@ -5506,18 +5507,18 @@ struct recording_hook_table {
 };
 STINT_DETAIL_EXPORT inline constinit recording_hook_table recording_hooks{};
 
-/// Tells every hook that recording started (true) or stopped (false); a repeat of the last word is not
-/// passed on. Called by the session (drain/session.hpp).
-inline void run_recording_hooks(bool recording) {
-    recording_hook_table& table = recording_hooks;
+/// Tells every hook of `table` that recording started (true) or stopped (false); a repeat of the last
+/// word is not passed on. Called by the session (drain/session.hpp), for this object's table and for
+/// each linked object's (recording/object_links.hpp).
+inline void run_recording_hooks(recording_hook_table& table, bool on) {
     table.lock();
-    if (table.recording != recording) {
-        table.recording = recording;
+    if (table.recording != on) {
+        table.recording = on;
         for (std::size_t i = 0; i < recording_hook_table::capacity; ++i) {
             const recording_hook_function fn = table.functions[i].load(std::memory_order_relaxed);
             if (fn == nullptr) continue;
             try {
-                fn(recording, table.contexts[i].load(std::memory_order_relaxed));
+                fn(on, table.contexts[i].load(std::memory_order_relaxed));
             } catch (...) {  // a framework's failure must not stop a session half-way
             }
         }
@@ -9047,6 +9048,108 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 #endif  // STINT_SINGLE_STINT_MEMORY_REPORT_HPP
 // ---- end stint/memory/report.hpp ----
 
+// ---- begin stint/this_object_link.hpp ----
+#ifndef STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+#define STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+// This object's link table (recording/object_links.hpp): where its copies of stint's process-wide state
+// are, exported under a C name, so that a profiler in another object finds them with dlsym even when
+// this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
+// initialized: it costs an object nothing at load and nothing when it records.
+
+
+// ---- begin stint/recording/object_links.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+// Shared objects with copies of their own of stint's process-wide state, linked to the profiler's.
+//
+// A library built with hidden visibility and loaded with dlopen(..., RTLD_LOCAL) by a program not
+// linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
+// symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
+// left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
+// table of where its copies are (object_link, under a C name carrying the ABI tag:
+// <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
+// dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
+// into) and writes each change of the flag into every copy. The hot path still reads its own object's
+// flag, one relaxed load: nothing on it changes.
+
+#include <atomic>   // std::atomic
+#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+
+#define STINT_DETAIL_LINK_CAT_(a, b) a##b
+#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
+#define STINT_DETAIL_LINK_STRING_(a) #a
+#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
+/// The C name of an object's link table: one per stint ABI, so two versions never link.
+#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct recording_hook_table;  // annotations/recording_hook.hpp
+struct capture_switches;      // capture/inputs.hpp
+
+/// Where one object's copies of the process-wide state are (the ones its own code reads).
+struct object_link {
+    std::uint32_t size;                                 ///< sizeof(object_link) where it was compiled
+    std::atomic<std::uint32_t>* recording;              ///< recording/state.hpp
+    std::atomic<const slow_path*>* installed_path;     ///< recording/slow_path.hpp
+    recording_hook_table* hooks;                        ///< annotations/recording_hook.hpp
+    capture_switches* capture;                          ///< capture/inputs.hpp
+    std::atomic<std::uint32_t>* memory_state;           ///< memory/report.hpp
+    std::atomic<std::uint64_t>* next_point_id;          ///< annotations/detail/point_record.hpp
+};
+
+/// The objects found with copies other than this object's, each pinned (kept loaded: its records
+/// point at its sites). Under the registry's lock.
+class object_links {
+public:
+    /// Looks for objects loaded since the last call (all of them at the first), linking those whose
+    /// recording flag is not `own_recording`: each gets `slow_path` and a block of flow ids of its own.
+    /// Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
+    /// one dl_iterate_phdr step.
+    STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
+                                                const slow_path* path);
+    /// Whether objects were loaded since the last refresh (one dl_iterate_phdr step).
+    STINT_DECL bool stale() const;
+    /// Writes `state` into every linked object's recording flag.
+    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) const noexcept;
+    const std::vector<const object_link*>& linked() const noexcept { return links_; }
+
+private:
+    std::vector<const object_link*> links_;
+    std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
+    unsigned long long adds_ = 0;       // the loader's counters at the last refresh
+    unsigned long long subs_ = 0;
+    bool scanned_ = false;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+// ---- end stint/recording/object_links.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+extern "C" {
+// `used`: emitted in every file that includes this header, though nothing in it refers to the table.
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((used))
+#endif
+STINT_DETAIL_EXPORT inline constinit const object_link STINT_DETAIL_OBJECT_LINK{
+    sizeof(object_link), &recording.value, &installed_slow_path, &recording_hooks, &capture_state,
+    &memory_state,       &next_point_id};
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+// ---- end stint/this_object_link.hpp ----
+
 // ---- begin stint/memory/out_of_memory.hpp ----
 #ifndef STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
 #define STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
@@ -10844,6 +10947,129 @@ chunk* take_oldest_of(thread_node& richest, std::uint64_t held, std::size_t min_
 #endif  // STINT_SINGLE_STINT_RECORDING_IMPL_RING_IPP
 // ---- end stint/recording/impl/ring.ipp ----
 
+// ---- begin stint/recording/impl/object_links.ipp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
+#define STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
+// Finding the objects with copies of their own of stint's process-wide state (object_links.hpp).
+
+
+#include <algorithm>  // std::find, std::none_of
+#include <cstddef>    // std::size_t, offsetof
+
+#if defined(__linux__)
+#include <dlfcn.h>  // dlopen, dlsym, dlclose, RTLD_NOLOAD
+#include <link.h>   // dl_iterate_phdr
+#endif
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+#if defined(__linux__)
+namespace object_links_detail {
+
+struct loader_counters {
+    unsigned long long adds = 0;
+    unsigned long long subs = 0;
+};
+
+// The loader's counts of objects loaded and unloaded, from the first object it reports.
+inline loader_counters read_loader_counters() {
+    loader_counters out;
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t size, void* data) -> int {
+            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+                auto* counters = static_cast<loader_counters*>(data);
+                counters->adds = info->dlpi_adds;
+                counters->subs = info->dlpi_subs;
+            }
+            return 1;  // one is enough
+        },
+        &out);
+    return out;
+}
+
+}  // namespace object_links_detail
+#endif
+
+bool object_links::stale() const {
+#if defined(__linux__)
+    const auto now = object_links_detail::read_loader_counters();
+    return !scanned_ || now.adds != adds_ || now.subs != subs_;
+#else
+    return false;
+#endif
+}
+
+std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
+                                               const slow_path* path) {
+    std::vector<std::string> linked_now;
+#if defined(__linux__)
+    const auto counters = object_links_detail::read_loader_counters();
+    if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
+    // An object unloaded since: a name looked at may now be another object (linked ones stay pinned).
+    if (scanned_ && counters.subs != subs_) checked_.clear();
+    std::vector<std::string> names;
+    // The names first: dlopen is not called from inside the loader's iteration.
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) -> int {
+            // The program itself has no name here, and its symbols are what a follower cannot reach.
+            if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+                static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+            }
+            return 0;
+        },
+        &names);
+    for (const std::string& name : names) {
+        if (std::find(checked_.begin(), checked_.end(), name) != checked_.end()) continue;
+        checked_.push_back(name);
+        // RTLD_NOLOAD: a handle to the loaded object, never a load (nor a change of its scope).
+        void* handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+        if (handle == nullptr) continue;
+        const auto* link =
+            static_cast<const object_link*>(::dlsym(handle, STINT_DETAIL_LINK_STRING(STINT_DETAIL_OBJECT_LINK)));
+        // gcc makes inline variables unique symbols, which the loader may bind across RTLD_LOCAL objects one
+        // by one: an object whose flag is the program's may still have a slow path of its own. Writing a
+        // copy that is the program's is harmless (the same values; a hook table told twice passes it on once).
+        const bool follower =
+            link != nullptr && link->size == sizeof(object_link) &&
+            (link->recording != own_recording || link->installed_path != &installed_slow_path) &&
+            std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
+                return known->recording == link->recording && known->installed_path == link->installed_path;
+            });
+        if (!follower) {
+            ::dlclose(handle);
+            continue;
+        }
+        // Kept open (pinned): the follower's records point at its sites until they are drained, and
+        // its copies are written at every start and stop.
+        link->installed_path->store(path, std::memory_order_release);  // release: the table is built
+        // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
+        const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
+        std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
+        while (id < block && !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
+        }
+        links_.push_back(link);
+        linked_now.push_back(name);
+    }
+    adds_ = counters.adds;
+    subs_ = counters.subs;
+    scanned_ = true;
+#else
+    (void)own_recording;
+    (void)path;
+#endif
+    return linked_now;
+}
+
+void object_links::set_recording(std::uint32_t state, std::memory_order order) const noexcept {
+    for (const object_link* link : links_) link->recording->store(state, order);
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
+// ---- end stint/recording/impl/object_links.ipp ----
+
 // ---- begin stint/recording/impl/registry.ipp ----
 #ifndef STINT_SINGLE_STINT_RECORDING_IMPL_REGISTRY_IPP
 #define STINT_SINGLE_STINT_RECORDING_IMPL_REGISTRY_IPP
@@ -11028,6 +11254,13 @@ public:
     /// Threads (per shared object) registered that have not exited.
     STINT_DECL std::size_t live_threads();
 
+    /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
+    /// when a session began: the session writes its capture switches, memory state and hooks into each.
+    STINT_DECL std::vector<const object_link*> linked_objects();
+    /// The names of objects with stint loaded while a session recorded, found when it stopped (their
+    /// events start with the next session), each returned once.
+    STINT_DECL std::vector<std::string> take_objects_linked_late();
+
     /// Whether `state` is the session currently recording.
     STINT_DECL bool is_active(std::uint32_t state);
 
@@ -11110,7 +11343,11 @@ private:
     /// next session, and the forking thread keeps its nodes under its new tid.
     STINT_DECL void after_fork_in_child() noexcept;
 
-    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    STINT_DECL void link_objects(std::vector<std::string>* late);
+
+    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions, links_
+    object_links links_;
+    std::vector<std::string> linked_late_;
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
@@ -11206,8 +11443,10 @@ std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, r
     set_aside_ready_chunks(budget_bytes, limit);
     // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
     if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
+    link_objects(nullptr);
     // release: a thread that sees the new state also sees the budget.
     recording.value.store(active_, std::memory_order_release);
+    links_.set_recording(active_, std::memory_order_release);
     return active_;
 }
 
@@ -11216,7 +11455,10 @@ bool registry::end_session_erased(std::uint32_t state, registry_callback<void(st
     std::lock_guard lock(mutex_);
     if (active_ != state || state == 0) return false;
     recording.value.store(state & ~1U, std::memory_order_release);
+    links_.set_recording(state & ~1U, std::memory_order_release);
     const std::uint64_t stop_ticks = read_ticks();
+    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
+    if (links_.stale()) link_objects(&linked_late_);
     active_ = 0;
     last_stopped_state_ = state;
     last_stop_ticks_ = stop_ticks;
@@ -11660,6 +11902,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
+    links_.set_recording(serial_ << 2, std::memory_order_relaxed);
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
         if (node->os_tid == forking_tid_) {
@@ -11672,6 +11915,22 @@ void registry::after_fork_in_child() noexcept {
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
     mutex_.unlock();
+}
+
+void registry::link_objects(std::vector<std::string>* late) {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    std::vector<std::string> names = links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
+    if (late != nullptr) late->insert(late->end(), names.begin(), names.end());
+}
+
+std::vector<const object_link*> registry::linked_objects() {
+    std::lock_guard lock(mutex_);
+    return links_.linked();
+}
+
+std::vector<std::string> registry::take_objects_linked_late() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(linked_late_, {});
 }
 
 registry& the_registry() {
@@ -15610,20 +15869,42 @@ void session::open(std::size_t budget_bytes, std::size_t reserve_bytes, bool rec
     }
     capture_state.outputs.store(capture.outputs && record_cpu, std::memory_order_relaxed);
     capture_state.identities.store(capture.tensor_identities && record_cpu, std::memory_order_relaxed);
+    // Objects with copies of their own (recording/object_links.hpp) get the same switches.
+    const std::vector<const object_link*> linked = record_cpu ? reg.linked_objects() : std::vector<const object_link*>{};
+    for (const object_link* link : linked) {
+        if (track_memory) link->memory_state->store(state_, std::memory_order_relaxed);
+        link->capture->outputs.store(capture.outputs, std::memory_order_relaxed);
+        link->capture->identities.store(capture.tensor_identities, std::memory_order_relaxed);
+    }
     stats_ = {};
     stats_.profiler_prepare_call_duration_us = prepare_us_;
     stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
-    if (record_cpu) run_recording_hooks(true);  // last: a framework's first op finds all set
+    if (record_cpu) {  // last: a framework's first op finds all set
+        run_recording_hooks(recording_hooks, true);
+        for (const object_link* link : linked) run_recording_hooks(*link->hooks, true);
+    }
 }
 
 bool session::close_records(record_store& out) {
     if (state_ == 0) return false;
-    if (state_ != device_only_state) run_recording_hooks(false);  // a framework stops feeding it first
+    registry& reg = the_registry();
+    const std::vector<const object_link*> linked =
+        state_ != device_only_state ? reg.linked_objects() : std::vector<const object_link*>{};
+    if (state_ != device_only_state) {  // a framework stops feeding it first
+        run_recording_hooks(recording_hooks, false);
+        for (const object_link* link : linked) run_recording_hooks(*link->hooks, false);
+    }
     // First: the drain below allocates, and no report may land in a session being drained.
     if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
     capture_state.outputs.store(false, std::memory_order_relaxed);
     capture_state.identities.store(false, std::memory_order_relaxed);
-    registry& reg = the_registry();
+    for (const object_link* link : linked) {
+        if (link->memory_state->load(std::memory_order_relaxed) == state_) {
+            link->memory_state->store(0, std::memory_order_relaxed);
+        }
+        link->capture->outputs.store(false, std::memory_order_relaxed);
+        link->capture->identities.store(false, std::memory_order_relaxed);
+    }
     record_store store;
     const std::int64_t disable_start = steady_now_ns();
     std::int64_t disabled_at = 0;
@@ -15641,6 +15922,11 @@ bool session::close_records(record_store& out) {
                                                     : reg.end_session(state_, on_disabled, on_taken);
     state_ = 0;
     if (!closed) return false;
+    for (const std::string& name : reg.take_objects_linked_late()) {
+        warn("'" + name + "' includes stint and was loaded while a session recorded, with copies of its own "
+             "of stint's state (a library loaded RTLD_LOCAL into a program not linked with -rdynamic): its "
+             "events start with the next session (docs/guide/06-embedding.md)");
+    }
     store.calibration = calibration_;
     store.memory_dropped = memory_events_dropped.exchange(0, std::memory_order_relaxed);
     const std::int64_t taken_at = steady_now_ns();
@@ -20129,7 +20415,7 @@ void crash_dump::write_file(int sig) noexcept {
         for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
              c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
             bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
-                                                reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
+                                                reinterpret_cast<const std::byte*>(c)) - chunk::header_bytes;
         }
         put_value(std::uint8_t{'T'});
         put_value(node.os_tid);

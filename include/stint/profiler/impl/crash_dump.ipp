@@ -201,7 +201,7 @@ void crash_dump::write_file(int sig) noexcept {
         for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
              c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
             bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
-                                                reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
+                                                reinterpret_cast<const std::byte*>(c)) - chunk::header_bytes;
         }
         put_value(std::uint8_t{'T'});
         put_value(node.os_tid);
