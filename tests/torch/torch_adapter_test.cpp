@@ -58,12 +58,32 @@ struct training {
 // One op as both profilers saw it: name, input shapes, sequence number, forward thread.
 using op_key = std::tuple<std::string, std::vector<std::vector<std::int64_t>>, std::int64_t, std::uint64_t>;
 
+// The legacy profiler's ops, with what libtorch's Kineto API adds when it collects them (torch 1.13,
+// profiler/collection.cpp): an "autograd::engine::evaluate_function: X" scope takes the sequence number
+// and forward thread of the autograd node that begins right after it on its thread.
 std::multiset<op_key> legacy_ops(const legacy::thread_event_lists& lists) {
     std::multiset<op_key> ops;
+    const auto function = static_cast<std::uint8_t>(at::RecordScope::FUNCTION);
+    const auto backward_function = static_cast<std::uint8_t>(at::RecordScope::BACKWARD_FUNCTION);
     for (const auto& list : lists) {
+        const legacy::LegacyEvent* previous = nullptr;
         for (const legacy::LegacyEvent& e : list) {
             if (e.kindStr() != "push") continue;
-            ops.insert({e.name(), e.shapes(), e.sequenceNr(), e.sequenceNr() >= 0 ? e.fwdThreadId() : 0});
+            if (previous != nullptr) {
+                std::int64_t sequence = previous->sequenceNr();
+                std::uint64_t forward_thread = sequence >= 0 ? previous->fwdThreadId() : 0;
+                if (previous->scope() == function && e.scope() == backward_function && e.sequenceNr() >= 0 &&
+                    std::string(previous->name()).rfind("autograd::engine::evaluate_function: ", 0) == 0) {
+                    sequence = e.sequenceNr();
+                    forward_thread = e.fwdThreadId();
+                }
+                ops.insert({previous->name(), previous->shapes(), sequence, forward_thread});
+            }
+            previous = &e;
+        }
+        if (previous != nullptr) {
+            ops.insert({previous->name(), previous->shapes(), previous->sequenceNr(),
+                        previous->sequenceNr() >= 0 ? previous->fwdThreadId() : 0});
         }
     }
     return ops;
@@ -166,6 +186,25 @@ TEST_CASE("a training loop: every op with libtorch's own name, shapes, sequence 
     const stint::named_arg* backward_sequence = prof.events().args(*backward)->find_arg("Sequence number");
     REQUIRE(backward_sequence != nullptr);
     DOCTEST_CHECK(backward_sequence->integer == sequence);
+    // The engine's scope around the node carries the node's sequence number and forward thread, as
+    // libtorch's Kineto API puts them on it (so tools that link backward to forward find it).
+    const stint::event_list& list = prof.events();
+    std::size_t evaluates = 0;
+    for (const stint::event& e : list) {
+        if (e.name != "autograd::engine::evaluate_function: AddmmBackward0") continue;
+        ++evaluates;
+        const stint::event* node = nullptr;
+        for (const stint::event& child : list) {
+            if (child.parent == e.index && child.name == "AddmmBackward0") node = &child;
+        }
+        REQUIRE(node != nullptr);
+        const stint::named_arg* own = list.args(e) != nullptr ? list.args(e)->find_arg("Sequence number") : nullptr;
+        REQUIRE(own != nullptr);
+        DOCTEST_CHECK(own->integer == list.args(*node)->find_arg("Sequence number")->integer);
+        DOCTEST_CHECK(list.args(e)->find_arg("Fwd thread id")->integer ==
+                      list.args(*node)->find_arg("Fwd thread id")->integer);
+    }
+    DOCTEST_CHECK(evaluates == 3);
 
     // The Chrome trace as torch's: cat cpu_op, Input Dims, Sequence number, Fwd thread id.
     const stint_test::temp_dir dir;
