@@ -298,3 +298,24 @@ TEST_CASE("an execution trace of libtorch's ops keeps their sequence numbers as 
     DOCTEST_CHECK(backward >= 0);
     DOCTEST_CHECK(seq["aten::mm"] == std::multiset<std::int64_t>{-1, -1, backward});  // only the forward has one
 }
+
+void with_single_header_observer(void (*body)());  // single_header_adapter.cpp
+
+TEST_CASE("the adapter from single_include/ records libtorch's ops; a second observer throws, whichever header made the first") {
+    static stint::profiler<stint::config<stint::record_shapes>>* prof = nullptr;
+    stint::profiler<stint::config<stint::record_shapes>> profiler;
+    prof = &profiler;
+    with_single_header_observer([] {
+        // One observer per process: the single header's and this file's share the flag.
+        DOCTEST_CHECK_THROWS_WITH_AS(stint::torch_observer<>(),
+                                     "stint: torch_observer: one exists already (two would record every op twice)",
+                                     std::logic_error);
+        const torch::Tensor a = torch::ones({2, 3});
+        prof->start();
+        (void)torch::mm(a, a.t());
+        prof->stop();
+    });
+    DOCTEST_CHECK(stint_test::count_named(profiler.events(), "aten::mm") == 1);
+    stint::torch_observer<> again;  // the first is gone: one may be made again
+    DOCTEST_CHECK_FALSE(again.installed());
+}
