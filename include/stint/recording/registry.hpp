@@ -191,9 +191,10 @@ public:
     /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
     /// when a session began: the session writes its capture switches, memory state and hooks into each.
     STINT_DECL std::vector<const object_link*> linked_objects();
-    /// The names of objects with stint loaded while a session recorded, found when it stopped (their
-    /// events start with the next session), each returned once.
-    STINT_DECL std::vector<std::string> take_objects_linked_late();
+    /// Links the objects loaded since the last session began (called when one stopped): the names of
+    /// those with copies of their own, loaded while it recorded (their events start with the next
+    /// session). Outside the registry's lock.
+    STINT_DECL std::vector<std::string> link_objects_loaded_since();
 
     /// Whether `state` is the session currently recording.
     STINT_DECL bool is_active(std::uint32_t state);
@@ -277,11 +278,8 @@ private:
     /// next session, and the forking thread keeps its nodes under its new tid.
     STINT_DECL void after_fork_in_child() noexcept;
 
-    STINT_DECL void link_objects(std::vector<std::string>* late);
-
-    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions, links_
-    object_links links_;
-    std::vector<std::string> linked_late_;
+    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    object_links links_;  // its own lock, taken after mutex_ when both are held
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next

@@ -214,7 +214,8 @@ bool session::close_records(record_store& out) {
                                                     : reg.end_session(state_, on_disabled, on_taken);
     state_ = 0;
     if (!closed) return false;
-    for (const std::string& name : reg.take_objects_linked_late()) {
+    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
+    for (const std::string& name : reg.link_objects_loaded_since()) {
         warn("'" + name + "' includes stint and was loaded while a session recorded, with copies of its own "
              "of stint's state (a library loaded RTLD_LOCAL into a program not linked with -rdynamic): its "
              "events start with the next session (docs/guide/06-embedding.md)");

@@ -41,18 +41,10 @@ inline loader_counters read_loader_counters() {
 }  // namespace object_links_detail
 #endif
 
-bool object_links::stale() const {
-#if defined(__linux__)
-    const auto now = object_links_detail::read_loader_counters();
-    return !scanned_ || now.adds != adds_ || now.subs != subs_;
-#else
-    return false;
-#endif
-}
-
 std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
                                                const slow_path* path) {
     std::vector<std::string> linked_now;
+    std::lock_guard lock(mutex_);
 #if defined(__linux__)
     const auto counters = object_links_detail::read_loader_counters();
     if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
@@ -111,8 +103,14 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
     return linked_now;
 }
 
-void object_links::set_recording(std::uint32_t state, std::memory_order order) const noexcept {
+void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
+    std::lock_guard lock(mutex_);
     for (const object_link* link : links_) link->recording->store(state, order);
+}
+
+std::vector<const object_link*> object_links::linked() {
+    std::lock_guard lock(mutex_);
+    return links_;
 }
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE

@@ -18,6 +18,7 @@ namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, ring_options ring) {
+    link_objects_loaded_since();  // before the lock: dlopen takes the loader's (object_links.hpp)
     std::lock_guard lock(mutex_);
     if (active_ != 0) {
         throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -35,7 +36,6 @@ std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, r
     set_aside_ready_chunks(budget_bytes, limit);
     // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
     if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
-    link_objects(nullptr);
     // release: a thread that sees the new state also sees the budget.
     recording.value.store(active_, std::memory_order_release);
     links_.set_recording(active_, std::memory_order_release);
@@ -49,8 +49,6 @@ bool registry::end_session_erased(std::uint32_t state, registry_callback<void(st
     recording.value.store(state & ~1U, std::memory_order_release);
     links_.set_recording(state & ~1U, std::memory_order_release);
     const std::uint64_t stop_ticks = read_ticks();
-    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
-    if (links_.stale()) link_objects(&linked_late_);
     active_ = 0;
     last_stopped_state_ = state;
     last_stop_ticks_ = stop_ticks;
@@ -479,6 +477,7 @@ void registry::release_chain(thread_node& node) noexcept {
 
 void registry::before_fork() noexcept {
     mutex_.lock();
+    links_.mutex().lock();
     pool_.mutex().lock();
     pool_.memory_mutex().lock();
     forking_tid_ = current_os_tid();
@@ -487,6 +486,7 @@ void registry::before_fork() noexcept {
 void registry::after_fork_in_parent() noexcept {
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
 
@@ -494,6 +494,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
+    links_.mutex().unlock();  // locked by before_fork(); set_recording takes it
     links_.set_recording(serial_ << 2, std::memory_order_relaxed);
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
@@ -509,21 +510,12 @@ void registry::after_fork_in_child() noexcept {
     mutex_.unlock();
 }
 
-void registry::link_objects(std::vector<std::string>* late) {
+std::vector<std::string> registry::link_objects_loaded_since() {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
-    std::vector<std::string> names = links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
-    if (late != nullptr) late->insert(late->end(), names.begin(), names.end());
+    return links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
 }
 
-std::vector<const object_link*> registry::linked_objects() {
-    std::lock_guard lock(mutex_);
-    return links_.linked();
-}
-
-std::vector<std::string> registry::take_objects_linked_late() {
-    std::lock_guard lock(mutex_);
-    return std::exchange(linked_late_, {});
-}
+std::vector<const object_link*> registry::linked_objects() { return links_.linked(); }
 
 registry& the_registry() {
     static registry* const instance = (install_registry_slow_path(), new registry());
