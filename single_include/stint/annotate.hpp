@@ -5294,6 +5294,7 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 
 #include <atomic>   // std::atomic
 #include <cstdint>  // std::uint32_t, std::uint64_t
+#include <mutex>    // std::mutex
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -5373,22 +5374,26 @@ struct object_link {
 };
 
 /// The objects found with copies other than this object's, each pinned (kept loaded: its records
-/// point at its sites). Under the registry's lock.
+/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
+/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
+/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
 class object_links {
 public:
     /// Looks for objects loaded since the last call (all of them at the first), linking those whose
-    /// recording flag is not `own_recording`: each gets `slow_path` and a block of flow ids of its own.
-    /// Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
+    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
+    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
     /// one dl_iterate_phdr step.
     STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
                                                 const slow_path* path);
-    /// Whether objects were loaded since the last refresh (one dl_iterate_phdr step).
-    STINT_DECL bool stale() const;
     /// Writes `state` into every linked object's recording flag.
-    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) const noexcept;
-    const std::vector<const object_link*>& linked() const noexcept { return links_; }
+    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
+    /// The linked objects' tables.
+    STINT_DECL std::vector<const object_link*> linked();
+    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
+    std::mutex& mutex() noexcept { return mutex_; }
 
 private:
+    std::mutex mutex_;
     std::vector<const object_link*> links_;
     std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
     unsigned long long adds_ = 0;       // the loader's counters at the last refresh
@@ -5470,18 +5475,10 @@ inline loader_counters read_loader_counters() {
 }  // namespace object_links_detail
 #endif
 
-bool object_links::stale() const {
-#if defined(__linux__)
-    const auto now = object_links_detail::read_loader_counters();
-    return !scanned_ || now.adds != adds_ || now.subs != subs_;
-#else
-    return false;
-#endif
-}
-
 std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
                                                const slow_path* path) {
     std::vector<std::string> linked_now;
+    std::lock_guard lock(mutex_);
 #if defined(__linux__)
     const auto counters = object_links_detail::read_loader_counters();
     if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
@@ -5540,8 +5537,14 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
     return linked_now;
 }
 
-void object_links::set_recording(std::uint32_t state, std::memory_order order) const noexcept {
+void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
+    std::lock_guard lock(mutex_);
     for (const object_link* link : links_) link->recording->store(state, order);
+}
+
+std::vector<const object_link*> object_links::linked() {
+    std::lock_guard lock(mutex_);
+    return links_;
 }
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE

@@ -9062,6 +9062,7 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 
 #include <atomic>   // std::atomic
 #include <cstdint>  // std::uint32_t, std::uint64_t
+#include <mutex>    // std::mutex
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -9091,22 +9092,26 @@ struct object_link {
 };
 
 /// The objects found with copies other than this object's, each pinned (kept loaded: its records
-/// point at its sites). Under the registry's lock.
+/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
+/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
+/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
 class object_links {
 public:
     /// Looks for objects loaded since the last call (all of them at the first), linking those whose
-    /// recording flag is not `own_recording`: each gets `slow_path` and a block of flow ids of its own.
-    /// Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
+    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
+    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
     /// one dl_iterate_phdr step.
     STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
                                                 const slow_path* path);
-    /// Whether objects were loaded since the last refresh (one dl_iterate_phdr step).
-    STINT_DECL bool stale() const;
     /// Writes `state` into every linked object's recording flag.
-    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) const noexcept;
-    const std::vector<const object_link*>& linked() const noexcept { return links_; }
+    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
+    /// The linked objects' tables.
+    STINT_DECL std::vector<const object_link*> linked();
+    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
+    std::mutex& mutex() noexcept { return mutex_; }
 
 private:
+    std::mutex mutex_;
     std::vector<const object_link*> links_;
     std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
     unsigned long long adds_ = 0;       // the loader's counters at the last refresh
@@ -10538,9 +10543,10 @@ public:
     /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
     /// when a session began: the session writes its capture switches, memory state and hooks into each.
     STINT_DECL std::vector<const object_link*> linked_objects();
-    /// The names of objects with stint loaded while a session recorded, found when it stopped (their
-    /// events start with the next session), each returned once.
-    STINT_DECL std::vector<std::string> take_objects_linked_late();
+    /// Links the objects loaded since the last session began (called when one stopped): the names of
+    /// those with copies of their own, loaded while it recorded (their events start with the next
+    /// session). Outside the registry's lock.
+    STINT_DECL std::vector<std::string> link_objects_loaded_since();
 
     /// Whether `state` is the session currently recording.
     STINT_DECL bool is_active(std::uint32_t state);
@@ -10624,11 +10630,8 @@ private:
     /// next session, and the forking thread keeps its nodes under its new tid.
     STINT_DECL void after_fork_in_child() noexcept;
 
-    STINT_DECL void link_objects(std::vector<std::string>* late);
-
-    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions, links_
-    object_links links_;
-    std::vector<std::string> linked_late_;
+    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    object_links links_;  // its own lock, taken after mutex_ when both are held
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
@@ -16421,18 +16424,10 @@ inline loader_counters read_loader_counters() {
 }  // namespace object_links_detail
 #endif
 
-bool object_links::stale() const {
-#if defined(__linux__)
-    const auto now = object_links_detail::read_loader_counters();
-    return !scanned_ || now.adds != adds_ || now.subs != subs_;
-#else
-    return false;
-#endif
-}
-
 std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
                                                const slow_path* path) {
     std::vector<std::string> linked_now;
+    std::lock_guard lock(mutex_);
 #if defined(__linux__)
     const auto counters = object_links_detail::read_loader_counters();
     if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
@@ -16491,8 +16486,14 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
     return linked_now;
 }
 
-void object_links::set_recording(std::uint32_t state, std::memory_order order) const noexcept {
+void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
+    std::lock_guard lock(mutex_);
     for (const object_link* link : links_) link->recording->store(state, order);
+}
+
+std::vector<const object_link*> object_links::linked() {
+    std::lock_guard lock(mutex_);
+    return links_;
 }
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
@@ -17527,6 +17528,7 @@ namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, ring_options ring) {
+    link_objects_loaded_since();  // before the lock: dlopen takes the loader's (object_links.hpp)
     std::lock_guard lock(mutex_);
     if (active_ != 0) {
         throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -17544,7 +17546,6 @@ std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, r
     set_aside_ready_chunks(budget_bytes, limit);
     // The prefault thread keeps largest chunks warm; capped chunks come back warm through the writer.
     if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
-    link_objects(nullptr);
     // release: a thread that sees the new state also sees the budget.
     recording.value.store(active_, std::memory_order_release);
     links_.set_recording(active_, std::memory_order_release);
@@ -17558,8 +17559,6 @@ bool registry::end_session_erased(std::uint32_t state, registry_callback<void(st
     recording.value.store(state & ~1U, std::memory_order_release);
     links_.set_recording(state & ~1U, std::memory_order_release);
     const std::uint64_t stop_ticks = read_ticks();
-    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
-    if (links_.stale()) link_objects(&linked_late_);
     active_ = 0;
     last_stopped_state_ = state;
     last_stop_ticks_ = stop_ticks;
@@ -17988,6 +17987,7 @@ void registry::release_chain(thread_node& node) noexcept {
 
 void registry::before_fork() noexcept {
     mutex_.lock();
+    links_.mutex().lock();
     pool_.mutex().lock();
     pool_.memory_mutex().lock();
     forking_tid_ = current_os_tid();
@@ -17996,6 +17996,7 @@ void registry::before_fork() noexcept {
 void registry::after_fork_in_parent() noexcept {
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
 
@@ -18003,6 +18004,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
+    links_.mutex().unlock();  // locked by before_fork(); set_recording takes it
     links_.set_recording(serial_ << 2, std::memory_order_relaxed);
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
@@ -18018,21 +18020,12 @@ void registry::after_fork_in_child() noexcept {
     mutex_.unlock();
 }
 
-void registry::link_objects(std::vector<std::string>* late) {
+std::vector<std::string> registry::link_objects_loaded_since() {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
-    std::vector<std::string> names = links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
-    if (late != nullptr) late->insert(late->end(), names.begin(), names.end());
+    return links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
 }
 
-std::vector<const object_link*> registry::linked_objects() {
-    std::lock_guard lock(mutex_);
-    return links_.linked();
-}
-
-std::vector<std::string> registry::take_objects_linked_late() {
-    std::lock_guard lock(mutex_);
-    return std::exchange(linked_late_, {});
-}
+std::vector<const object_link*> registry::linked_objects() { return links_.linked(); }
 
 registry& the_registry() {
     static registry* const instance = (install_registry_slow_path(), new registry());
@@ -19846,7 +19839,8 @@ bool session::close_records(record_store& out) {
                                                     : reg.end_session(state_, on_disabled, on_taken);
     state_ = 0;
     if (!closed) return false;
-    for (const std::string& name : reg.take_objects_linked_late()) {
+    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
+    for (const std::string& name : reg.link_objects_loaded_since()) {
         warn("'" + name + "' includes stint and was loaded while a session recorded, with copies of its own "
              "of stint's state (a library loaded RTLD_LOCAL into a program not linked with -rdynamic): its "
              "events start with the next session (docs/guide/06-embedding.md)");
