@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -153,4 +156,31 @@ TEST_CASE("a plugin loaded RTLD_LOCAL while a session records records in it, or 
     p.work(9);
     prof.stop();
     CHECK(named(prof.events(), "plugin::work").size() == 1);
+}
+
+TEST_CASE("a child after fork profiles a linked plugin") {
+    plugin p("fork");
+    stint::profiler<profiled> prof;
+    prof.start();  // links it
+    prof.stop();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The child: its flags start clear (no session), and its own profiler links them again.
+        stint::profiler<profiled> in_child;
+        p.work(1);
+        in_child.start();
+        {
+            STINT_SCOPE("program::child");
+            p.work(2);
+        }
+        in_child.stop();
+        const auto outer = named(in_child.events(), "program::child");
+        const bool ok = outer.size() == 1 && named(in_child.events(), "plugin::work").size() == 1;
+        std::_Exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }
