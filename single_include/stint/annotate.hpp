@@ -5391,6 +5391,10 @@ public:
     STINT_DECL std::vector<const object_link*> linked();
     /// Held across fork() (the registry's fork handlers), so that the child finds it free.
     std::mutex& mutex() noexcept { return mutex_; }
+    /// set_recording() by a caller that holds mutex() (the child after fork).
+    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
+        for (const object_link* link : links_) link->recording->store(state, order);
+    }
 
 private:
     std::mutex mutex_;
@@ -5539,7 +5543,7 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
 
 void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
     std::lock_guard lock(mutex_);
-    for (const object_link* link : links_) link->recording->store(state, order);
+    set_recording_locked(state, order);
 }
 
 std::vector<const object_link*> object_links::linked() {

@@ -9109,6 +9109,10 @@ public:
     STINT_DECL std::vector<const object_link*> linked();
     /// Held across fork() (the registry's fork handlers), so that the child finds it free.
     std::mutex& mutex() noexcept { return mutex_; }
+    /// set_recording() by a caller that holds mutex() (the child after fork).
+    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
+        for (const object_link* link : links_) link->recording->store(state, order);
+    }
 
 private:
     std::mutex mutex_;
@@ -16488,7 +16492,7 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
 
 void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
     std::lock_guard lock(mutex_);
-    for (const object_link* link : links_) link->recording->store(state, order);
+    set_recording_locked(state, order);
 }
 
 std::vector<const object_link*> object_links::linked() {
@@ -18004,8 +18008,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
-    links_.mutex().unlock();  // locked by before_fork(); set_recording takes it
-    links_.set_recording(serial_ << 2, std::memory_order_relaxed);
+    links_.set_recording_locked(serial_ << 2, std::memory_order_relaxed);  // before_fork() holds its lock
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
         if (node->os_tid == forking_tid_) {
@@ -18017,6 +18020,7 @@ void registry::after_fork_in_child() noexcept {
     pool_.forget_prefaulting_after_fork();
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -193,11 +194,11 @@ TEST_CASE("a training loop: every op with libtorch's own name, shapes, sequence 
     for (const stint::event& e : list) {
         if (e.name != "autograd::engine::evaluate_function: AddmmBackward0") continue;
         ++evaluates;
-        const stint::event* node = nullptr;
+        std::optional<stint::event> node;  // the list makes its events as it is read: kept by value
         for (const stint::event& child : list) {
-            if (child.parent == e.index && child.name == "AddmmBackward0") node = &child;
+            if (child.parent == e.index && child.name == "AddmmBackward0") node = child;
         }
-        REQUIRE(node != nullptr);
+        REQUIRE(node.has_value());
         const stint::named_arg* own = list.args(e) != nullptr ? list.args(e)->find_arg("Sequence number") : nullptr;
         REQUIRE(own != nullptr);
         DOCTEST_CHECK(own->integer == list.args(*node)->find_arg("Sequence number")->integer);

@@ -63,6 +63,10 @@ public:
     STINT_DECL std::vector<const object_link*> linked();
     /// Held across fork() (the registry's fork handlers), so that the child finds it free.
     std::mutex& mutex() noexcept { return mutex_; }
+    /// set_recording() by a caller that holds mutex() (the child after fork).
+    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
+        for (const object_link* link : links_) link->recording->store(state, order);
+    }
 
 private:
     std::mutex mutex_;

@@ -105,7 +105,7 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
 
 void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
     std::lock_guard lock(mutex_);
-    for (const object_link* link : links_) link->recording->store(state, order);
+    set_recording_locked(state, order);
 }
 
 std::vector<const object_link*> object_links::linked() {

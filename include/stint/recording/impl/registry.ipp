@@ -494,8 +494,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
-    links_.mutex().unlock();  // locked by before_fork(); set_recording takes it
-    links_.set_recording(serial_ << 2, std::memory_order_relaxed);
+    links_.set_recording_locked(serial_ << 2, std::memory_order_relaxed);  // before_fork() holds its lock
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
         if (node->os_tid == forking_tid_) {
@@ -507,6 +506,7 @@ void registry::after_fork_in_child() noexcept {
     pool_.forget_prefaulting_after_fork();
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
 
