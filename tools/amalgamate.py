@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generates the single headers from include/stint/: single_include/stint/stint.hpp (everything),
-single_include/stint/annotate.hpp (the light annotation header) and single_include/stint/impl/src.hpp
-(the session side compiled once, for programs built with STINT_SEPARATE_COMPILATION).
+single_include/stint/annotate.hpp (the light annotation header), single_include/stint/impl/src.hpp
+(the session side compiled once, for programs built with STINT_SEPARATE_COMPILATION) and the adapters
+(single_include/stint/adapters/torch.hpp: the adapter's own text, including the single annotate.hpp).
 
 Each stint header is inlined once, in include order starting from the entry header, with a comment
 marking where it begins, inside a guard named after its path: a file may include both single headers,
@@ -20,7 +21,10 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
-ENTRIES = ("stint.hpp", "annotate.hpp", "impl/src.hpp")
+ENTRIES = ("stint.hpp", "annotate.hpp", "impl/src.hpp", "adapters/torch.hpp")
+# An adapter keeps its includes of the single headers (which sit beside it), and inlines the rest.
+ADAPTERS = ("adapters/torch.hpp",)
+SINGLE_HEADERS = ("stint/stint.hpp", "stint/annotate.hpp")
 SOURCE_ENTRY = "impl/src.hpp"
 DEFAULT_OUTPUT_DIR = ROOT / "single_include" / "stint"
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(stint/[^"]+)"\s*(//.*)?$')
@@ -34,9 +38,10 @@ BANNER = """\
 """
 
 
-def inline(relative: str, seen: set, out: list, deferred: list, immediate_bodies: bool = False) -> None:
+def inline(relative: str, seen: set, out: list, deferred: list, immediate_bodies: bool = False,
+           kept: tuple = ()) -> None:
     """Inlines `relative`; the impl/*.ipp files it includes go to `deferred`, unless `immediate_bodies`
-    (impl/src.hpp's own list)."""
+    (impl/src.hpp's own list); includes of `kept` headers stay includes."""
     if relative in seen:
         return
     seen.add(relative)
@@ -51,10 +56,12 @@ def inline(relative: str, seen: set, out: list, deferred: list, immediate_bodies
         match = LOCAL_INCLUDE.match(line)
         if match:
             target = match.group(1)
-            if target.endswith(".ipp") and not immediate_bodies:
+            if target in kept:
+                out.append(line + "\n")
+            elif target.endswith(".ipp") and not immediate_bodies:
                 deferred.append(target)
             else:
-                inline(target, seen, out, deferred)
+                inline(target, seen, out, deferred, kept=kept)
             continue
         out.append(line + "\n")
     out.append(f"#endif  // {guard}\n// ---- end {relative} ----\n")
@@ -79,7 +86,8 @@ def generate(entry: str) -> str:
         out.append(FMT_HEADER_ONLY_BLOCK)
     seen: set = set()
     deferred: list = []
-    inline(f"stint/{entry}", seen, out, deferred, immediate_bodies=entry == SOURCE_ENTRY)
+    kept = SINGLE_HEADERS if entry in ADAPTERS else ()
+    inline(f"stint/{entry}", seen, out, deferred, immediate_bodies=entry == SOURCE_ENTRY, kept=kept)
     if entry != SOURCE_ENTRY and deferred:
         out.append("\n// ---- the session side's bodies, inline in a header-only build ----\n")
         out.append("#if defined(STINT_HEADER_ONLY)\n")

@@ -36,4 +36,5 @@
 #include "stint/annotations/event_args.hpp"
 #include "stint/annotations/counter.hpp"
 #include "stint/memory/report.hpp"
+#include "stint/this_object_link.hpp"
 #endif

@@ -43,6 +43,7 @@
 #include "stint/profiler/crash_dump.hpp"
 #include "stint/profiler/crash_dump_reader.hpp"
 #include "stint/memory/report.hpp"
+#include "stint/this_object_link.hpp"
 #include "stint/memory/out_of_memory.hpp"
 #include "stint/memory/tracking_allocator.hpp"
 #include "stint/memory/tracking_resource.hpp"

@@ -65,7 +65,7 @@
 #define STINT_DETAIL_ALWAYS_INLINE inline
 #endif
 
-#define STINT_DETAIL_ABI_NAMESPACE abi_v3
+#define STINT_DETAIL_ABI_NAMESPACE abi_v4
 
 #define STINT_VERSION_MAJOR 0
 #define STINT_VERSION_MINOR 1
@@ -3034,6 +3034,27 @@ struct open_scope_stack {
     /// Scopes open (recorded scopes entered and not left), as the thread's buffer counts them.
     std::atomic<std::uint32_t> depth{0};
     entry entries[capacity];
+
+    /// An entry as one reader saw it whole.
+    struct snapshot {
+        const site* where = nullptr;
+        std::uint64_t begin_ticks = 0;
+        std::uint64_t name_size = 0;
+        std::uint64_t name[name_words] = {};
+    };
+    /// Reads entry `i` (below a depth read with acquire) while its owner may rewrite it: begin_ticks is 0
+    /// while the owner writes the entry (note_scope_entered), so a read that sees 0, or a different
+    /// begin after the other fields than before, saw a rewrite and gives false (the scope it held has
+    /// ended). Lock-free and async-signal-safe: the crash handler reads with it.
+    bool read_entry(std::uint32_t i, snapshot& out) const noexcept {
+        const entry& e = entries[i];
+        out.begin_ticks = e.begin_ticks.load(std::memory_order_acquire);
+        out.where = e.where.load(std::memory_order_relaxed);
+        out.name_size = e.name_size.load(std::memory_order_relaxed);
+        for (std::size_t w = 0; w < name_words; ++w) out.name[w] = e.name[w].load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return out.begin_ticks != 0 && e.begin_ticks.load(std::memory_order_relaxed) == out.begin_ticks;
+    }
 };
 
 /// A thread's entry in the registry (one per thread and per shared object that records).
@@ -3082,6 +3103,10 @@ struct thread_node {
     /// Made by the owner at its first scope in a flight recorder's session (the buffer points at it too);
     /// read by the hang watchdog under the registry mutex and by the crash handler.
     open_scope_stack* open = nullptr;
+    /// The alternate signal stack the owner runs a crash handler on (recording/signal_stack.hpp), made
+    /// while a crash dump is installed; freed with the node, after its thread exited.
+    void* signal_stack = nullptr;
+    std::size_t signal_stack_bytes = 0;
 };
 
 /// Holds a node's ring_lock (a flag that waits: this header stays free of <mutex>).
@@ -3504,40 +3529,61 @@ STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
     }
 }
 
+/// The entry a scope the calling thread has just entered is noted in, or null (this session notes none,
+/// no stack could be made, or the scope is deeper than the stack keeps). Its begin is set to 0 first:
+/// a reader then knows the entry is being rewritten (open_scope_stack::read_entry).
+STINT_DETAIL_ALWAYS_INLINE open_scope_stack::entry* begin_noting_scope(std::uint32_t state,
+                                                                      open_scope_stack*& open) noexcept {
+    if (!notes_open_scopes(state)) [[likely]] return nullptr;
+    open = tls_buffer.open;
+    if (open == nullptr) [[unlikely]] {
+        open = make_open_scope_stack();
+        if (open == nullptr) return nullptr;
+    }
+    const std::uint32_t depth = tls_buffer.depth;  // this scope's depth + 1
+    if (depth - 1 >= open_scope_stack::capacity) {
+        open->depth.store(depth, std::memory_order_release);  // counted, not kept
+        return nullptr;
+    }
+    open_scope_stack::entry& e = open->entries[depth - 1];
+    e.begin_ticks.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);  // the 0 is seen before any field below changes
+    return &e;
+}
+
+/// Finishes noting `e` (begin_noting_scope): its begin, then the depth that shows it.
+STINT_DETAIL_ALWAYS_INLINE void end_noting_scope(open_scope_stack& open, open_scope_stack::entry& e,
+                                                 std::uint64_t begin) noexcept {
+    e.begin_ticks.store(begin, std::memory_order_release);
+    // release: a reader that sees this depth sees the entry below it.
+    open.depth.store(tls_buffer.depth, std::memory_order_release);
+}
+
 /// A scope at `where` began at `begin` (its depth already entered): noted in a session that notes them.
 STINT_DETAIL_ALWAYS_INLINE void note_scope_entered(std::uint32_t state, const site* where,
                                                    std::uint64_t begin) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return;
-    open_scope_stack* open = tls_buffer.open;
-    if (open == nullptr) [[unlikely]] {
-        open = make_open_scope_stack();
-        if (open == nullptr) return;
-    }
-    const std::uint32_t depth = tls_buffer.depth;  // this scope's depth + 1
-    if (depth - 1 < open_scope_stack::capacity) {
-        open_scope_stack::entry& e = open->entries[depth - 1];
-        e.where.store(where, std::memory_order_relaxed);
-        e.begin_ticks.store(begin, std::memory_order_relaxed);
-    }
-    // release: a reader that sees this depth sees the entry above.
-    open->depth.store(depth, std::memory_order_release);
+    open_scope_stack* open = nullptr;
+    open_scope_stack::entry* e = begin_noting_scope(state, open);
+    if (e == nullptr) [[likely]] return;
+    e->where.store(where, std::memory_order_relaxed);
+    end_noting_scope(*open, *e, begin);
 }
 
-/// note_scope_entered() for a scope named at run time: its name's first bytes are kept with it.
+/// note_scope_entered() for a scope named at run time: its name's first bytes are kept with it, written
+/// before the entry is shown (a thread preempted meanwhile must not show a new scope with an old name).
 inline void note_named_scope_entered(std::uint32_t state, const site* where, std::uint64_t begin,
                                      std::string_view name) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return;
-    note_scope_entered(state, where, begin);
-    open_scope_stack* open = tls_buffer.open;
-    const std::uint32_t depth = tls_buffer.depth;
-    if (open == nullptr || depth - 1 >= open_scope_stack::capacity) return;
-    open_scope_stack::entry& e = open->entries[depth - 1];
+    open_scope_stack* open = nullptr;
+    open_scope_stack::entry* e = begin_noting_scope(state, open);
+    if (e == nullptr) [[likely]] return;
+    e->where.store(where, std::memory_order_relaxed);
     for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
         std::uint64_t word = 0;
         if (w * 8 < name.size()) std::memcpy(&word, name.data() + w * 8, std::min<std::size_t>(8, name.size() - w * 8));
-        e.name[w].store(word, std::memory_order_relaxed);
+        e->name[w].store(word, std::memory_order_relaxed);
     }
-    e.name_size.store(name.size(), std::memory_order_relaxed);
+    e->name_size.store(name.size(), std::memory_order_relaxed);
+    end_noting_scope(*open, *e, begin);
 }
 
 /// A scope noted by note_scope_entered() left, leaving `depth` scopes open on this thread.
@@ -3957,7 +4003,8 @@ STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std
         count = static_cast<std::uint32_t>(found < depth ? found : depth);
     }
     for (std::uint32_t i = 0; i < count; ++i) {
-        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
+        const void* frame = frames[static_cast<std::uint32_t>(first) + i];
+        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frame));
         std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
     }
 #else
@@ -5515,18 +5562,18 @@ struct recording_hook_table {
 };
 STINT_DETAIL_EXPORT inline constinit recording_hook_table recording_hooks{};
 
-/// Tells every hook that recording started (true) or stopped (false); a repeat of the last word is not
-/// passed on. Called by the session (drain/session.hpp).
-inline void run_recording_hooks(bool recording) {
-    recording_hook_table& table = recording_hooks;
+/// Tells every hook of `table` that recording started (true) or stopped (false); a repeat of the last
+/// word is not passed on. Called by the session (drain/session.hpp), for this object's table and for
+/// each linked object's (recording/object_links.hpp).
+inline void run_recording_hooks(recording_hook_table& table, bool on) {
     table.lock();
-    if (table.recording != recording) {
-        table.recording = recording;
+    if (table.recording != on) {
+        table.recording = on;
         for (std::size_t i = 0; i < recording_hook_table::capacity; ++i) {
             const recording_hook_function fn = table.functions[i].load(std::memory_order_relaxed);
             if (fn == nullptr) continue;
             try {
-                fn(recording, table.contexts[i].load(std::memory_order_relaxed));
+                fn(on, table.contexts[i].load(std::memory_order_relaxed));
             } catch (...) {  // a framework's failure must not stop a session half-way
             }
         }
@@ -9256,23 +9303,44 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
 // A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
 // and from std::terminate, the raw records of every thread and the table of the sites they point to are
 // written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
-// everything it uses was allocated at install (the path, a write buffer, the site set); it takes no lock
-// (it reads the chains as they are: a thread caught mid-chunk-change may lose that chunk), calls no
-// stdio and allocates nothing: open, write, close. tools/stint-crashdump turns the file into a trace.
+// everything it uses was allocated at install (the path, a write buffer, the site set); it calls no
+// stdio, allocates nothing and takes no lock: open, write, close.
 //
-// File layout (little-endian): "STINTCRASH" u16 version (2); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag: 'T' a thread
-// (u64 tid, overwritten, overwritten_until, u32 name length, name, u64 bytes, its records as written),
-// 'O' a thread's open scopes (u64 tid, u32 depth, u32 entries, then per entry, outermost first: u64 site
-// address, u64 begin ticks, u64 name size, 24 bytes of the name: a name given at run time), 'S' a site (u64 address,
-// u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload: 0 none, 1 a runtime name
-// first, 2 a point's id then a name, 3 other; u32 name length, name), 'E' the end.
+// What a dump holds while other threads keep running (they do: a signal stops only its own thread):
+// - The ring stands still while it is copied: no thread overwrites or hands over a chunk until the
+//   dump is written (a thread that would need one drops its records, counted as drops); appending to a
+//   thread's current chunk goes on, and only what was published is copied. A thread caught holding its
+//   ring lock for 100 ms (crashed while overwriting a chunk) has its records left out, and said so.
+// - It is a snapshot at the crash: the crash's tick is read first, then every thread's open scopes,
+//   then the records; records that ended after the crash tick are left out and counted, so every scope
+//   drawn ends at or before the crash, and an open scope (drawn ending at the crash) holds its children.
+// - Two threads crashing at once write one dump: the second waits (up to 60 s) for the first to finish
+//   before its own fault ends the process. A fault inside the handler leaves the file cut short.
+// - A forked child does not write: its session ended at the fork (recording/registry.hpp), and the file
+//   is the parent's.
+// - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
+//   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
+// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
+// into a trace.
+//
+// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
+// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
+//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
+//     time); entries that began after the crash tick are stale;
+// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
+// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
+// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
+//     the records were left out because its ring lock was held);
+// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
+//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
+// 'E' the end: a file without it was cut short.
 
 #include <array>      // std::array
 #include <atomic>     // std::atomic
 #include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
 #include <cstddef>    // std::size_t, std::byte
-#include <cstdint>    // std::uint8_t, std::uint64_t
+#include <cstdint>    // std::int64_t, std::uint8_t, std::uint64_t
 #include <exception>  // std::terminate_handler
 #include <string>     // std::string
 #include <vector>     // std::vector
@@ -9285,7 +9353,8 @@ class crash_dump {
 public:
     static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
-    /// Installs the handlers, checking now that `path` can be written (a file made there and removed).
+    /// Installs the handlers, checking now that `path` can be written (a file made there and removed). A
+    /// relative path is taken against the working directory now, not at the crash (a daemon may chdir).
     /// Throws std::system_error when it cannot, std::logic_error when another is installed.
     STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
 
@@ -9298,7 +9367,15 @@ public:
     STINT_DECL static void uninstall() noexcept;
 
     /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
+    /// A second thread that calls it while the first writes waits for the dump to be complete.
     STINT_DECL static void write_now(int sig) noexcept;
+
+    /// The path the dump goes to, made absolute at install (empty when none is installed).
+    STINT_DECL static std::string path();
+
+    /// How long a crashing thread waits for another's dump to finish, and for a thread's ring lock.
+    static constexpr std::int64_t wait_for_writer_ns = 60'000'000'000;
+    static constexpr std::int64_t wait_for_ring_lock_ns = 100'000'000;
 
 private:
     static constexpr std::size_t buffer_bytes = 64 * 1024;
@@ -9327,9 +9404,15 @@ private:
     STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
 
     STINT_DECL void write_file(int sig) noexcept;
+    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
+    STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                                  std::uint64_t& written, std::uint64_t& after_crash) noexcept;
+
+    /// writer_: none yet, the tid of the thread writing, or done.
+    static constexpr std::uint64_t dump_done = ~std::uint64_t{0};
 
     std::atomic<bool> installed_{false};
-    std::atomic<bool> dumped_{false};
+    std::atomic<std::uint64_t> writer_{0};
     std::vector<char> path_;
     std::vector<std::byte> buffer_;
     std::vector<const site*> sites_;
@@ -9357,6 +9440,75 @@ STINT_DECL std::vector<std::string> check_crash_handlers();
 #endif
 #endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
 // ---- end stint/profiler/crash_dump.hpp ----
+
+// ---- begin stint/profiler/crash_dump_reader.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
+#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
+// Reading a crash dump back (profiler/crash_dump.hpp writes it): the C++ twin of tools/stint-crashdump,
+// for a service that must read its own dump without Python. It decodes the threads' records by the dump's
+// own site table (the dead process's addresses mean nothing here), draws each scope still open at the
+// crash as ending there, and says what the dump could not hold.
+
+#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+
+namespace stint {
+
+/// A crash dump, read back.
+struct crash_dump_contents {
+    struct event {
+        std::string name;
+        bool overhead = false;    ///< stint's own work (category "overhead")
+        bool instant = false;     ///< a point in time (no duration)
+        std::int64_t start_ns = 0;  ///< since the session's anchor
+        std::int64_t end_ns = 0;
+        bool still_open = false;  ///< a scope open at the crash, drawn ending there
+        std::uint32_t depth = 0;  ///< an open scope's nesting depth on its thread
+    };
+    struct thread {
+        std::uint64_t tid = 0;
+        std::string name;          ///< as the thread was named, else "thread <tid>"
+        bool crashed = false;      ///< the thread whose signal wrote the dump
+        std::vector<event> events;  ///< its records, oldest first, then its open scopes, outermost first
+        std::vector<std::string> inside;  ///< the open scopes' names, outermost first
+        std::uint64_t deeper_not_kept = 0;  ///< open scopes deeper than the dump keeps
+        std::uint64_t overwritten = 0;      ///< older records the ring overwrote before the crash
+        std::uint64_t dropped = 0;          ///< records dropped (the budget, or the ring standing still)
+        std::uint64_t after_crash = 0;      ///< records that ended after the crash, left out
+        bool records_left_out = false;      ///< it held its ring lock at the crash: no records written
+        std::int64_t complete_from_ns = 0;  ///< its records are complete from here (0: from the start)
+    };
+    std::uint64_t pid = 0;
+    std::uint64_t signal = 0;  ///< 0: std::terminate
+    std::uint64_t crashed_tid = 0;
+    std::uint64_t base_time_ns = 0;  ///< the anchor on the system clock (the trace's baseTimeNanoseconds)
+    std::int64_t crash_ns = 0;       ///< the crash, since the anchor
+    bool complete = false;           ///< false: the file was cut short (a full disk, a fault in the handler)
+    std::uint64_t bytes = 0;         ///< the file's size
+    std::uint64_t bytes_read = 0;    ///< what could be decoded
+    std::vector<thread> threads;
+    std::vector<std::string> lost;   ///< what the dump could not hold, one line each
+};
+
+/// Reads a crash dump (version 3, what this stint writes). Throws std::runtime_error naming the path and
+/// the byte offset when the file is not one, or is cut inside its header; a dump cut short later is read
+/// as far as it goes (`complete` false, `lost` says what is missing).
+STINT_DECL crash_dump_contents read_crash_dump(const std::string& path);
+
+/// Writes the dump as a Chrome trace, as tools/stint-crashdump does ("crash" in its metadata).
+STINT_DECL void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path);
+
+/// The lines stint-crashdump prints: how the process died, where each thread was, what was lost.
+STINT_DECL std::string crash_dump_summary(const crash_dump_contents& dump);
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
+// ---- end stint/profiler/crash_dump_reader.hpp ----
 
 // ---- begin stint/memory/report.hpp ----
 #ifndef STINT_SINGLE_STINT_MEMORY_REPORT_HPP
@@ -9503,6 +9655,117 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_MEMORY_REPORT_HPP
 // ---- end stint/memory/report.hpp ----
+
+// ---- begin stint/this_object_link.hpp ----
+#ifndef STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+#define STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+// This object's link table (recording/object_links.hpp): where its copies of stint's process-wide state
+// are, exported under a C name, so that a profiler in another object finds them with dlsym even when
+// this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
+// initialized: it costs an object nothing at load and nothing when it records.
+
+
+// ---- begin stint/recording/object_links.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+// Shared objects with copies of their own of stint's process-wide state, linked to the profiler's.
+//
+// A library built with hidden visibility and loaded with dlopen(..., RTLD_LOCAL) by a program not
+// linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
+// symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
+// left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
+// table of where its copies are (object_link, under a C name carrying the ABI tag:
+// <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
+// dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
+// into) and writes each change of the flag into every copy. The hot path still reads its own object's
+// flag, one relaxed load: nothing on it changes.
+
+#include <atomic>   // std::atomic
+#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <mutex>    // std::mutex
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+
+#define STINT_DETAIL_LINK_CAT_(a, b) a##b
+#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
+#define STINT_DETAIL_LINK_STRING_(a) #a
+#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
+/// The C name of an object's link table: one per stint ABI, so two versions never link.
+#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct recording_hook_table;  // annotations/recording_hook.hpp
+struct capture_switches;      // capture/inputs.hpp
+
+/// Where one object's copies of the process-wide state are (the ones its own code reads).
+struct object_link {
+    std::uint32_t size;                                 ///< sizeof(object_link) where it was compiled
+    std::atomic<std::uint32_t>* recording;              ///< recording/state.hpp
+    std::atomic<const slow_path*>* installed_path;     ///< recording/slow_path.hpp
+    recording_hook_table* hooks;                        ///< annotations/recording_hook.hpp
+    capture_switches* capture;                          ///< capture/inputs.hpp
+    std::atomic<std::uint32_t>* memory_state;           ///< memory/report.hpp
+    std::atomic<std::uint64_t>* next_point_id;          ///< annotations/detail/point_record.hpp
+};
+
+/// The objects found with copies other than this object's, each pinned (kept loaded: its records
+/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
+/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
+/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
+class object_links {
+public:
+    /// Looks for objects loaded since the last call (all of them at the first), linking those whose
+    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
+    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
+    /// one dl_iterate_phdr step.
+    STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
+                                                const slow_path* path);
+    /// Writes `state` into every linked object's recording flag.
+    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
+    /// The linked objects' tables.
+    STINT_DECL std::vector<const object_link*> linked();
+    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
+    std::mutex& mutex() noexcept { return mutex_; }
+    /// set_recording() by a caller that holds mutex() (the child after fork).
+    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
+        for (const object_link* link : links_) link->recording->store(state, order);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<const object_link*> links_;
+    std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
+    unsigned long long adds_ = 0;       // the loader's counters at the last refresh
+    unsigned long long subs_ = 0;
+    bool scanned_ = false;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+// ---- end stint/recording/object_links.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+extern "C" {
+// `used`: emitted in every file that includes this header, though nothing in it refers to the table.
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((used))
+#endif
+STINT_DETAIL_EXPORT inline constinit const object_link STINT_DETAIL_OBJECT_LINK{
+    sizeof(object_link), &recording.value, &installed_slow_path, &recording_hooks, &capture_state,
+    &memory_state,       &next_point_id};
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+// ---- end stint/this_object_link.hpp ----
 
 // ---- begin stint/memory/out_of_memory.hpp ----
 #ifndef STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
@@ -10352,6 +10615,10 @@ public:
 
     /// The session whose budget is spent: its threads drop without touching the pool again.
     std::atomic<std::uint32_t> exhausted_state{0};
+    /// Set while a crash dump copies the flight recorder's ring (profiler/crash_dump.hpp): no chunk of a
+    /// thread's chain is overwritten or taken meanwhile (recording/ring.hpp reads it under the node's
+    /// ring lock), so what the dump copies cannot change under it; a thread that would need one drops.
+    std::atomic<bool> ring_frozen{false};
     std::mutex& mutex() noexcept { return mutex_; }
 
     static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
@@ -10718,8 +10985,8 @@ STINT_DECL void read_ring_counts(const thread_node& node, taken_records& taken) 
 /// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
 /// lock, so that no dump is copying it and no other thread is taking it). When it is also the current
 /// chunk, the thread keeps it. `only_older_than` not 0: only a chunk moved past whose records all
-/// ended before that tick, else null.
-STINT_DECL chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept;
+/// ended before that tick, else null. Null while `pool.ring_frozen` (a crash dump is copying).
+STINT_DECL chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept;
 
 /// The thread's oldest chunk to write into next, its records counted as overwritten: when the
 /// budget is spent, or (`only_older_than` not 0) when all its records ended before that tick, in
@@ -10731,8 +10998,9 @@ STINT_DECL chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std:
 /// Takes the oldest chunk of `richest` (the thread that holds most of a spent flight recorder's
 /// budget) for a thread that holds `held` bytes, while `richest` keeps at least two chunks and the
 /// chunk holds `min_data` bytes: only a chunk its owner has moved past. Null when none is taken.
-/// Under the registry mutex (registry::take_richest_oldest chooses `richest`).
-STINT_DECL chunk* take_oldest_of(thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept;
+/// Under the registry mutex (registry::take_richest_oldest chooses `richest`). Null while `pool.ring_frozen`.
+STINT_DECL chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held,
+                                 std::size_t min_data) noexcept;
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
@@ -10866,6 +11134,14 @@ public:
         }
     }
 
+    /// For a crash handler only: while `on`, no chunk of a flight recorder's ring is overwritten or taken
+    /// (recording/ring.hpp); a thread that would need one drops its record, counted as a drop.
+    void freeze_ring(bool on) noexcept { pool_.ring_frozen.store(on, std::memory_order_seq_cst); }
+
+    /// While `on` (a crash dump is installed), each thread that begins to record in a session gets an
+    /// alternate signal stack (recording/signal_stack.hpp), so that a stack overflow still dumps.
+    void want_signal_stacks(bool on) noexcept { signal_stacks_wanted_.store(on, std::memory_order_relaxed); }
+
     /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
     /// hang watchdog reads the pointer under it.
     STINT_DECL open_scope_stack* make_open_scope_stack(thread_node& node, thread_buffer& buffer);
@@ -10874,6 +11150,7 @@ public:
     /// time (else the site's).
     struct open_scope {
         std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< the thread's name (a thread with no record yet has no other)
         const site* where = nullptr;
         std::string name;
         std::uint64_t begin_ticks = 0;
@@ -10885,7 +11162,7 @@ public:
     /// ends meanwhile may still be listed.
     STINT_DECL std::vector<open_scope> open_scopes(std::uint64_t since_ticks, std::uint64_t& not_kept);
     /// An entry's name: the site's, or the first bytes of one given at run time ("..." when cut).
-    STINT_DECL static std::string open_scope_name(const open_scope_stack::entry& e, const site& where);
+    STINT_DECL static std::string open_scope_name(const open_scope_stack::snapshot& e, const site& where);
 
     /// For a crash handler only, as for_each_node_in_crash: calls `f(node)` for each node with a stack of
     /// open scopes, whatever its session (a thread may be inside scopes and not have written a record yet).
@@ -10900,6 +11177,14 @@ public:
 
     /// Threads (per shared object) registered that have not exited.
     STINT_DECL std::size_t live_threads();
+
+    /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
+    /// when a session began: the session writes its capture switches, memory state and hooks into each.
+    STINT_DECL std::vector<const object_link*> linked_objects();
+    /// Links the objects loaded since the last session began (called when one stopped): the names of
+    /// those with copies of their own, loaded while it recorded (their events start with the next
+    /// session). Outside the registry's lock.
+    STINT_DECL std::vector<std::string> link_objects_loaded_since();
 
     /// Whether `state` is the session currently recording.
     STINT_DECL bool is_active(std::uint32_t state);
@@ -10984,6 +11269,7 @@ private:
     STINT_DECL void after_fork_in_child() noexcept;
 
     std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    object_links links_;  // its own lock, taken after mutex_ when both are held
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
@@ -10992,6 +11278,7 @@ private:
     std::atomic<bool> streamed_{false};
     std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
     std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
+    std::atomic<bool> signal_stacks_wanted_{false};  // a crash dump is installed (want_signal_stacks)
     std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
     static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits
@@ -15284,8 +15571,8 @@ namespace stint::detail {
 class output_file {
 public:
     /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
-    /// applies only to ".gz" paths.
-    STINT_DECL explicit output_file(std::string path, int gzip_level = 1);
+    /// applies only to ".gz" paths. `what` names the file in errors ("cannot write trace '...'").
+    STINT_DECL explicit output_file(std::string path, int gzip_level = 1, std::string_view what = "trace");
 
     output_file(const output_file&) = delete;
     output_file& operator=(const output_file&) = delete;
@@ -15305,6 +15592,10 @@ public:
     /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
     /// names. Written through (a device, a FIFO), it finishes the stream and closes.
     STINT_DECL void commit();
+
+    /// What commit() does before its rename (the stream finished, synced, closed), so that two files
+    /// that must land together fail before either is renamed: finish() both, then commit() both.
+    STINT_DECL void finish();
 
     /// The final path, as given.
     std::string path() const { return path_; }
@@ -15370,6 +15661,8 @@ private:
     STINT_DECL void discard(bool failed = false) noexcept;
 
     std::string path_;
+    std::string what_;       // "trace", "table": how errors name the file
+    bool finished_ = false;  // finish() ran: commit() only renames
     std::string target_;     // the file the path names, its links followed
     std::string temporary_;  // empty once renamed or removed, and when written through
     int fd_ = -1;
@@ -16122,10 +16415,15 @@ STINT_DECL void write_point(json_writer& out, event_kind kind, std::string_view 
 
 /// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
 /// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
-/// `, "pid": P, "tid": T, "ts": `. A value JSON cannot hold (NaN, an infinity) is written as a string,
-/// as json_writer::number writes it.
+/// `, "pid": P, "tid": T, "ts": `. JSON has no NaN or infinity and a counter track plots only numbers:
+/// an infinity is written as the largest finite double of its sign, a NaN sample is left out (the track
+/// keeps its previous value); each is counted in `not_finite`, which write_not_finite_note reports.
 STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value,
-                                     std::string_view where, std::int64_t ts_ns);
+                                     std::string_view where, std::int64_t ts_ns, std::uint64_t& not_finite);
+
+/// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
+/// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
+STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
 
 /// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
@@ -16220,6 +16518,8 @@ public:
 
     /// Records whose captured values (inputs, native frames, memory details) were left out.
     [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
+    /// Counter samples that were not finite (write_counter_sample).
+    [[nodiscard]] std::uint64_t not_finite_samples() const noexcept { return not_finite_; }
     /// Counts a record of the thread that made no event and whose values were left out (outputs).
     void leave_out_values() noexcept { ++values_left_out_; }
 
@@ -16231,6 +16531,7 @@ public:
 
 private:
     static constexpr std::uint32_t no_parent = 0xffffffffU;
+    std::uint64_t not_finite_ = 0;
     struct held {
         const site* where = nullptr;
         std::string_view name;                 // a runtime name
@@ -17070,6 +17371,7 @@ struct flight_window {
     /// first on each thread; `depth` is the scope's nesting depth on its thread.
     struct open_scope {
         std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< a thread with no record in the window is named only here
         std::string name;
         std::int64_t start_ns = 0;
         std::uint32_t depth = 0;
@@ -17159,6 +17461,9 @@ public:
     /// A step ended and `step_num` began: noted for the last-steps window; a slow step asks for a dump of
     /// the steps the trigger keeps.
     STINT_DECL std::optional<dump_request> observe_step(std::int64_t step_num);
+    /// A slow step's dump was written during step() of `step_num`: that step begins now, so that the dump's own time is never
+    /// a step's (it would make the next step slow, and its dump the next: a dump per step for good).
+    STINT_DECL void restart_step(std::int64_t step_num) noexcept;
     /// What the hang trigger writes: the whole ring, with every thread's open scopes as the threads noted them.
     [[nodiscard]] STINT_DECL dump_request hang_request(std::int64_t step, std::int64_t silent_ns,
                                                        const tick_calibration& clock) const;
@@ -17579,6 +17884,7 @@ private:
             // The program's step must not fail for a dump: say it instead.
             warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
         }
+        flight_->restart_step(step_num_);  // the dump's time is no step's
     }
 
     /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
@@ -17993,21 +18299,45 @@ void profiler_core::export_stacks(const std::string& path, std::string_view metr
 #include <algorithm>     // std::min
 #include <cerrno>        // errno, EINTR
 #include <cstring>       // std::memcpy
+#include <ctime>         // clock_gettime, nanosleep, timespec
+#include <filesystem>    // std::filesystem::absolute
 #include <stdexcept>     // std::logic_error
 #include <system_error>  // std::system_error, std::generic_category
 
 #include <fcntl.h>   // ::open, O_WRONLY, O_CREAT, O_CLOEXEC
-#include <unistd.h>  // ::write, ::close, ::access, ::unlink
+#include <unistd.h>  // ::write, ::close, ::access, ::unlink, ::getpid
 
 #include <fmt/format.h>  // fmt::format
 
 
 namespace stint::detail {
 
-void crash_dump::install(const std::string& path, const tick_calibration& calibration) {
+namespace {
+
+// Async-signal-safe clock and sleep for the handler's bounded waits.
+std::int64_t crash_clock_ns() noexcept {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+void crash_pause(long ns) noexcept {
+    const timespec pause{0, ns};
+    ::nanosleep(&pause, nullptr);
+}
+
+}  // namespace
+
+void crash_dump::install(const std::string& given_path, const tick_calibration& calibration) {
     crash_dump& self = instance();
     if (self.installed_.load(std::memory_order_acquire)) {
         throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
+    }
+    // Resolved now: the program may change its working directory before it crashes.
+    std::error_code resolved;
+    const std::string path = std::filesystem::absolute(given_path, resolved).string();
+    if (resolved) {
+        throw std::system_error(resolved, fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written",
+                                                      given_path));
     }
     // A file left by an earlier crash may be there: it stays until a crash overwrites it.
     const bool existed = ::access(path.c_str(), F_OK) == 0;
@@ -18015,7 +18345,7 @@ void crash_dump::install(const std::string& path, const tick_calibration& calibr
     if (fd < 0) {
         const int error = errno;
         throw std::system_error(error, std::generic_category(),
-                                fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", path));
+                                fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", given_path));
     }
     ::close(fd);
     if (!existed) ::unlink(path.c_str());
@@ -18025,10 +18355,12 @@ void crash_dump::install(const std::string& path, const tick_calibration& calibr
     self.sites_.assign(site_slots, nullptr);
     self.calibration_ = calibration;
     self.pid_ = current_pid();
-    self.dumped_.store(false, std::memory_order_relaxed);
+    self.writer_.store(0, std::memory_order_relaxed);
+    // Each thread that records from now on gets a stack to run the handler on: a stack overflow dumps.
+    the_registry().want_signal_stacks(true);
     struct sigaction ours {};
     ours.sa_sigaction = &on_signal;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
     sigemptyset(&ours.sa_mask);
     for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
     self.previous_terminate_ = std::set_terminate(&on_terminate);
@@ -18056,6 +18388,7 @@ std::vector<std::string> crash_dump::overridden() {
 void crash_dump::uninstall() noexcept {
     crash_dump& self = instance();
     if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
+    the_registry().want_signal_stacks(false);
     for (std::size_t i = 0; i < signals.size(); ++i) {
         struct sigaction now {};
         ::sigaction(signals[i], nullptr, &now);
@@ -18068,8 +18401,29 @@ void crash_dump::uninstall() noexcept {
 
 void crash_dump::write_now(int sig) noexcept {
     crash_dump& self = instance();
-    if (!self.installed_.load(std::memory_order_acquire) || self.dumped_.exchange(true)) return;
-    self.write_file(sig);
+    if (!self.installed_.load(std::memory_order_acquire)) return;
+    // A forked child's session ended at the fork, and the file is its parent's: the child writes none.
+    if (static_cast<std::uint64_t>(::getpid()) != self.pid_) return;
+    const std::uint64_t me = current_os_tid();
+    std::uint64_t writer = 0;
+    if (self.writer_.compare_exchange_strong(writer, me, std::memory_order_acq_rel)) {
+        self.write_file(sig);
+        self.writer_.store(dump_done, std::memory_order_release);
+        return;
+    }
+    if (writer == me) return;  // a fault in the writer itself: the file stays cut short
+    // Another thread writes the dump. This thread's fault ends the process when its handler returns,
+    // so it waits for the dump to be complete (or for so long that the writer must be stuck).
+    const std::int64_t deadline = crash_clock_ns() + wait_for_writer_ns;
+    while (self.writer_.load(std::memory_order_acquire) != dump_done && crash_clock_ns() < deadline) {
+        crash_pause(1'000'000);
+    }
+}
+
+std::string crash_dump::path() {
+    crash_dump& self = instance();
+    if (!self.installed_.load(std::memory_order_acquire) || self.path_.empty()) return {};
+    return std::string(self.path_.data());
 }
 
 crash_dump& crash_dump::instance() noexcept {
@@ -18169,64 +18523,123 @@ std::uint8_t crash_dump::payload_of(const site& where) noexcept {
     }
 }
 
+void crash_dump::write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                               std::uint64_t& written, std::uint64_t& after_crash) noexcept {
+    const auto write_run = [&](const std::byte* run, const std::byte* to) {
+        if (to <= run) return;
+        put_value(std::uint8_t{'R'});
+        put_value(static_cast<std::uint64_t>(to - run));
+        put(run, static_cast<std::size_t>(to - run));
+    };
+    const std::byte* run = from;  // kept records not yet written: [run, at)
+    const std::byte* at = from;
+    while (at + sizeof(record) <= end) {
+        record r;
+        std::memcpy(&r, at, sizeof r);
+        const site* where = r.where();
+        if (where == nullptr) break;  // not a record: the end of what was published
+        std::size_t bytes = sizeof(record);
+        if (has_payload(where->payload)) {
+            if (at + sizeof(record) + sizeof(payload_header) > end) break;
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof header);
+            bytes += header.bytes;
+        }
+        if (at + bytes > end) break;
+        if (r.end_ticks > crash_ticks) {
+            // Ended after the crash (its thread kept running while this one wrote): not in the snapshot.
+            write_run(run, at);
+            run = at + bytes;
+            ++after_crash;
+        } else {
+            note_site(where);
+            ++written;
+        }
+        at += bytes;
+    }
+    write_run(run, at);
+}
+
 void crash_dump::write_file(int sig) noexcept {
+    const std::uint64_t crash_ticks = read_ticks();
+    registry& reg = the_registry();
+    // From here no thread overwrites or hands over a chunk (recording/ring.hpp), so nothing copied below
+    // changes under the copy; appending to a thread's current chunk goes on.
+    reg.freeze_ring(true);
     fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return;
+    if (fd_ < 0) {
+        reg.freeze_ring(false);
+        return;
+    }
     used_ = 0;
     put("STINTCRASH", 10);
-    put_value(std::uint16_t{2});
-    put_value(static_cast<std::uint64_t>(pid_));
+    put_value(std::uint16_t{3});
+    put_value(static_cast<std::uint64_t>(::getpid()));
     put_value(static_cast<std::uint64_t>(sig));
     put_value(current_os_tid());
     put_value(calibration_.anchor.ticks);
     put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
     put_value(calibration_.ns_per_tick);
-    put_value(read_ticks());
-    the_registry().for_each_node_in_crash([&](const thread_node& node) {
-        const chunk* const current = node.current.load(std::memory_order_acquire);
-        std::uint64_t bytes = 0;
-        for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-             c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-            bytes += static_cast<std::uint64_t>(c->published.load(std::memory_order_acquire) -
-                                                reinterpret_cast<const std::byte*>(c) - chunk::header_bytes);
-        }
-        put_value(std::uint8_t{'T'});
-        put_value(node.os_tid);
-        put_value(node.overwritten);
-        put_value(node.overwritten_until);
-        put_value(static_cast<std::uint32_t>(node.name.size()));
-        put(node.name.data(), node.name.size());
-        put_value(bytes);
-        for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr && bytes > 0;
-             c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-            const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
-            const std::byte* end = c->published.load(std::memory_order_acquire);
-            // Whole records only, and never more than the thread's count said.
-            end = std::min(end, data + bytes);
-            put(data, static_cast<std::size_t>(end - data));
-            bytes -= static_cast<std::uint64_t>(end - data);
-            for_each_record(data, end, [&](const record& r, const record_payload&) { note_site(r.where()); });
-        }
-        for (; bytes > 0; --bytes) put_value(std::byte{0});  // a chain that changed: keep the length said
-    });
-    // Where each thread was: the scopes it is inside (recording/open_scopes.hpp), which left no record.
-    the_registry().for_each_open_stack_in_crash([&](const thread_node& node) {
+    put_value(crash_ticks);
+    // Where each thread was, read before the records: a scope open at the crash and ending while the
+    // records are read is then drawn open, and its record (ended after the crash) is left out.
+    reg.for_each_open_stack_in_crash([&](const thread_node& node) {
+        if (node.exited.load(std::memory_order_acquire)) return;
         const open_scope_stack& open = *node.open;
         const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
         const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
         put_value(std::uint8_t{'O'});
         put_value(node.os_tid);
+        put_value(static_cast<std::uint32_t>(node.name.size()));
+        put(node.name.data(), node.name.size());
         put_value(depth);
         put_value(kept);
         for (std::uint32_t i = 0; i < kept; ++i) {
-            const open_scope_stack::entry& e = open.entries[i];
-            const site* where = e.where.load(std::memory_order_relaxed);
+            // An entry its thread rewrote while it was read held a scope that ended after the crash: its
+            // site is written as 0, which the readers skip (its record, ended after the crash, is left out).
+            open_scope_stack::snapshot e;
+            const site* where = open.read_entry(i, e) ? e.where : nullptr;
             if (where != nullptr) note_site(where);
             put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(e.begin_ticks.load(std::memory_order_relaxed));
-            put_value(static_cast<std::uint64_t>(e.name_size.load(std::memory_order_relaxed)));
-            for (const auto& word : e.name) put_value(word.load(std::memory_order_relaxed));
+            put_value(e.begin_ticks);
+            put_value(e.name_size);
+            for (const std::uint64_t word : e.name) put_value(word);
         }
+    });
+    reg.for_each_node_in_crash([&](thread_node& node) {
+        // The node's ring settles: a thread inside its ring lock (overwriting a chunk) finishes, and any
+        // later one sees the freeze (both seq_cst: the freeze is stored before this load). The lock is
+        // only watched, never taken: releasing it would have to wake a waiter, which is no signal-safe call.
+        const std::int64_t deadline = crash_clock_ns() + wait_for_ring_lock_ns;
+        bool settled = true;
+        while (node.ring_lock.test(std::memory_order_seq_cst)) {
+            if (crash_clock_ns() >= deadline) {
+                settled = false;
+                break;
+            }
+            crash_pause(10'000);
+        }
+        put_value(std::uint8_t{'T'});
+        put_value(node.os_tid);
+        put_value(node.overwritten);
+        put_value(node.overwritten_until);
+        put_value(node.dropped.load(std::memory_order_relaxed));
+        put_value(static_cast<std::uint32_t>(node.name.size()));
+        put(node.name.data(), node.name.size());
+        std::uint64_t written = 0;
+        std::uint64_t after_crash = 0;
+        if (settled) {
+            const chunk* const current = node.current.load(std::memory_order_acquire);
+            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
+                write_records(data, c->published.load(std::memory_order_acquire), crash_ticks, written, after_crash);
+            }
+        }
+        put_value(std::uint8_t{'X'});
+        put_value(written);
+        put_value(after_crash);
+        put_value(static_cast<std::uint8_t>(settled ? 0 : 1));
     });
     for (const site* where : sites_) {
         if (where == nullptr) continue;
@@ -18241,6 +18654,7 @@ void crash_dump::write_file(int sig) noexcept {
     flush();
     ::close(fd_);
     fd_ = -1;
+    reg.freeze_ring(false);  // a handler chained to may recover: the ring turns again
 }
 
 }  // namespace stint::detail
@@ -18252,6 +18666,516 @@ std::vector<std::string> check_crash_handlers() { return detail::crash_dump::ove
 }  // namespace stint
 #endif  // STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
 // ---- end stint/profiler/impl/crash_dump.ipp ----
+
+// ---- begin stint/profiler/impl/crash_dump_reader.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
+// The bodies of profiler/crash_dump_reader.hpp.
+
+#include <algorithm>      // std::max, std::min
+#include <cstring>        // std::memcpy
+#include <fstream>        // std::ifstream
+#include <iterator>       // std::istreambuf_iterator
+#include <stdexcept>      // std::runtime_error
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <unordered_set>  // std::unordered_set
+
+#include <fmt/format.h>  // fmt::format
+
+
+namespace stint {
+
+namespace detail {
+
+/// Reads the dump's little-endian fields; `cut` is set when the file ends inside one.
+class crash_dump_bytes {
+public:
+    explicit crash_dump_bytes(std::string_view data) : data_(data) {}
+    template <class T>
+    T value() {
+        T v{};
+        if (at_ + sizeof v > data_.size()) throw cut_short{};
+        std::memcpy(&v, data_.data() + at_, sizeof v);
+        at_ += sizeof v;
+        return v;
+    }
+    std::string_view take(std::uint64_t n) {
+        if (n > data_.size() - at_) throw cut_short{};
+        const std::string_view out = data_.substr(at_, n);
+        at_ += n;
+        return out;
+    }
+    std::size_t at() const noexcept { return at_; }
+    struct cut_short {};
+
+private:
+    std::string_view data_;
+    std::size_t at_ = 0;
+};
+
+struct crash_site {
+    std::uint8_t shape = 0;  // 0 a span, 1 a point, 2 stint's own, 3 no event
+    std::uint8_t payload = 0;  // 0 none, 1 a runtime name first, 2 a point's id then a name, 3 other
+    std::string name;
+};
+
+}  // namespace detail
+
+crash_dump_contents read_crash_dump(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(fmt::format("stint: cannot read crash dump '{}'", path));
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    detail::crash_dump_bytes r(data);
+    crash_dump_contents dump;
+    dump.bytes = data.size();
+    std::uint64_t anchor = 0;
+    double ns_per_tick = 0;
+    std::uint64_t crash_ticks = 0;
+    try {
+        if (r.take(10) != "STINTCRASH") {
+            throw std::runtime_error(fmt::format("stint: '{}' is not a stint crash dump (byte 0)", path));
+        }
+        const auto version = r.value<std::uint16_t>();
+        if (version != 3) {
+            throw std::runtime_error(fmt::format(
+                "stint: '{}' is a crash dump of version {} (byte 10); this reader reads version 3 "
+                "(tools/stint-crashdump reads 1 to 3)", path, version));
+        }
+        dump.pid = r.value<std::uint64_t>();
+        dump.signal = r.value<std::uint64_t>();
+        dump.crashed_tid = r.value<std::uint64_t>();
+        anchor = r.value<std::uint64_t>();
+        dump.base_time_ns = r.value<std::uint64_t>();
+        ns_per_tick = r.value<double>();
+        crash_ticks = r.value<std::uint64_t>();
+    } catch (const detail::crash_dump_bytes::cut_short&) {
+        throw std::runtime_error(
+            fmt::format("stint: crash dump '{}' is cut short inside its header (byte {})", path, r.at()));
+    }
+    const auto to_ns = [&](std::uint64_t ticks) {
+        return static_cast<std::int64_t>((static_cast<double>(ticks) - static_cast<double>(anchor)) * ns_per_tick);
+    };
+    dump.crash_ns = to_ns(crash_ticks);
+
+    struct raw_thread {
+        std::uint64_t tid = 0;
+        std::string name;
+        std::uint64_t overwritten = 0, until = 0, dropped = 0, after_crash = 0;
+        bool unsettled = false;
+        std::string records;
+    };
+    struct raw_open {
+        std::uint64_t address, begin, name_size;
+        std::string name;  // 24 bytes
+    };
+    struct raw_stack {
+        std::uint64_t tid = 0;
+        std::string name;
+        std::uint32_t depth = 0;
+        std::vector<raw_open> entries;
+    };
+    std::vector<raw_thread> threads;
+    std::vector<raw_stack> stacks;
+    std::unordered_map<std::uint64_t, detail::crash_site> sites;
+    try {
+        for (;;) {
+            const auto tag = r.value<char>();
+            if (tag == 'E') {
+                dump.complete = true;
+                break;
+            }
+            if (tag == 'T') {
+                raw_thread t;
+                t.tid = r.value<std::uint64_t>();
+                t.overwritten = r.value<std::uint64_t>();
+                t.until = r.value<std::uint64_t>();
+                t.dropped = r.value<std::uint64_t>();
+                t.name = r.take(r.value<std::uint32_t>());
+                threads.push_back(std::move(t));
+            } else if (tag == 'R' && !threads.empty()) {
+                threads.back().records += r.take(r.value<std::uint64_t>());
+            } else if (tag == 'X' && !threads.empty()) {
+                (void)r.value<std::uint64_t>();  // records written: the runs hold them
+                threads.back().after_crash = r.value<std::uint64_t>();
+                threads.back().unsettled = r.value<std::uint8_t>() == 1;
+            } else if (tag == 'O') {
+                raw_stack s;
+                s.tid = r.value<std::uint64_t>();
+                s.name = r.take(r.value<std::uint32_t>());
+                s.depth = r.value<std::uint32_t>();
+                const auto kept = r.value<std::uint32_t>();
+                for (std::uint32_t i = 0; i < kept; ++i) {
+                    raw_open e{};
+                    e.address = r.value<std::uint64_t>();
+                    e.begin = r.value<std::uint64_t>();
+                    e.name_size = r.value<std::uint64_t>();
+                    e.name = r.take(24);
+                    s.entries.push_back(std::move(e));
+                }
+                stacks.push_back(std::move(s));
+            } else if (tag == 'S') {
+                const auto address = r.value<std::uint64_t>();
+                detail::crash_site site;
+                site.shape = r.value<std::uint8_t>();
+                site.payload = r.value<std::uint8_t>();
+                site.name = r.take(r.value<std::uint32_t>());
+                sites[address] = std::move(site);
+            } else {
+                throw std::runtime_error(fmt::format("stint: crash dump '{}': unknown section '{}' at byte {}", path,
+                                                     tag, r.at() - 1));
+            }
+        }
+    } catch (const detail::crash_dump_bytes::cut_short&) {
+        dump.complete = false;
+    }
+    dump.bytes_read = r.at();
+
+    const auto site_of = [&](std::uint64_t address) -> detail::crash_site {
+        const auto found = sites.find(address);
+        if (found != sites.end()) return found->second;
+        return {0, 0, fmt::format("[unknown site {:#x}]", address)};
+    };
+    const auto thread_for = [&](std::uint64_t tid, const std::string& name) -> crash_dump_contents::thread& {
+        for (crash_dump_contents::thread& t : dump.threads) {
+            if (t.tid == tid) {
+                if (t.name.empty()) t.name = name;
+                return t;
+            }
+        }
+        crash_dump_contents::thread& t = dump.threads.emplace_back();
+        t.tid = tid;
+        t.name = name;
+        t.crashed = tid == dump.crashed_tid;
+        return t;
+    };
+    // Each thread's records by (site address, begin ticks): a scope that ended by the crash but had not left
+    // its stack when the handler read it is drawn once, as its record.
+    std::unordered_map<std::uint64_t, std::unordered_set<std::uint64_t>> recorded;
+    for (const raw_thread& raw : threads) {
+        crash_dump_contents::thread& t = thread_for(raw.tid, raw.name);
+        std::unordered_set<std::uint64_t>& mine = recorded[raw.tid];
+        t.overwritten += raw.overwritten;
+        t.dropped += raw.dropped;
+        t.after_crash += raw.after_crash;
+        t.records_left_out = t.records_left_out || raw.unsettled;
+        if (raw.until != 0) t.complete_from_ns = std::max(t.complete_from_ns, to_ns(raw.until));
+        const std::string& d = raw.records;
+        for (std::size_t at = 0; at + 24 <= d.size();) {
+            std::uint64_t word = 0, begin = 0, end = 0;
+            std::memcpy(&word, d.data() + at, 8);
+            std::memcpy(&begin, d.data() + at + 8, 8);
+            std::memcpy(&end, d.data() + at + 16, 8);
+            const std::uint64_t address = word & ((std::uint64_t{1} << 48) - 1);
+            const detail::crash_site site = site_of(address);
+            mine.insert(address ^ (begin * 0x9e3779b97f4a7c15ULL));
+            std::size_t size = 24;
+            std::string name = site.name;
+            if (site.payload != 0) {
+                if (at + 32 > d.size()) break;
+                std::uint32_t bytes = 0, aux = 0;
+                std::memcpy(&bytes, d.data() + at + 24, 4);
+                std::memcpy(&aux, d.data() + at + 28, 4);
+                const std::size_t body_size = bytes >= 8 ? std::min<std::size_t>(bytes - 8, d.size() - at - 32) : 0;
+                const std::string_view body(d.data() + at + 32, body_size);
+                if (site.payload == 1) {
+                    name = std::string(body.substr(0, aux));
+                } else if (site.payload == 2 && aux != 0 && body.size() >= 8) {
+                    name = std::string(body.substr(8, aux));
+                }
+                size += std::max<std::size_t>(bytes, 8);
+            }
+            at += size;
+            if (site.shape == 3) continue;
+            crash_dump_contents::event e;
+            e.name = std::move(name);
+            e.overhead = site.shape == 2;
+            e.instant = site.shape == 1;
+            e.start_ns = to_ns(begin);
+            e.end_ns = e.instant ? e.start_ns : std::max(to_ns(end), e.start_ns);
+            t.events.push_back(std::move(e));
+        }
+    }
+    for (const raw_stack& s : stacks) {
+        crash_dump_contents::thread& t = thread_for(s.tid, s.name);
+        std::uint32_t depth = 0;
+        for (const raw_open& o : s.entries) {
+            const std::uint32_t here = depth++;
+            // Older than the session: entered before it, not noted by it; newer than the crash: entered
+            // while the dump was written, after the snapshot.
+            if (o.address == 0 || o.begin < anchor || o.begin > crash_ticks) continue;
+            if (const auto found = recorded.find(s.tid);
+                found != recorded.end() && found->second.count(o.address ^ (o.begin * 0x9e3779b97f4a7c15ULL)) != 0) {
+                continue;  // ended by the crash: its record is drawn
+            }
+            detail::crash_site site = site_of(o.address);
+            if (site.payload == 1) {
+                site.name = o.name.substr(0, std::min<std::uint64_t>(o.name_size, 24)) + (o.name_size > 24 ? "..." : "");
+            }
+            crash_dump_contents::event e;
+            e.name = site.name;
+            e.start_ns = to_ns(o.begin);
+            e.end_ns = std::max(dump.crash_ns, e.start_ns);
+            e.still_open = true;
+            e.depth = here;
+            t.inside.push_back(e.name);
+            t.events.push_back(std::move(e));
+        }
+        t.deeper_not_kept = s.depth > s.entries.size() ? s.depth - s.entries.size() : 0;
+    }
+    for (crash_dump_contents::thread& t : dump.threads) {
+        if (t.name.empty()) t.name = fmt::format("thread {}", t.tid);
+    }
+    if (!dump.complete) {
+        dump.lost.push_back(fmt::format(
+            "the dump was cut short after {} of {} bytes (a full disk, or a fault in the handler): threads, "
+            "records and names after that point are lost; events of sites it had not named yet are named "
+            "[unknown site]", dump.bytes_read, dump.bytes));
+    }
+    for (const crash_dump_contents::thread& t : dump.threads) {
+        if (t.records_left_out) dump.lost.push_back(fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
+        if (t.after_crash != 0) {
+            dump.lost.push_back(fmt::format("thread {}: {} records that ended after the crash left out (the snapshot "
+                                            "is the crash's instant)", t.tid, t.after_crash));
+        }
+        if (t.dropped != 0) {
+            dump.lost.push_back(fmt::format("thread {}: {} records dropped (the ring stood still while the dump "
+                                            "was written)", t.tid, t.dropped));
+        }
+        if (t.overwritten != 0) {
+            dump.lost.push_back(fmt::format("thread {}: {} older records overwritten by the ring before the crash",
+                                            t.tid, t.overwritten));
+        }
+    }
+    return dump;
+}
+
+void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path) {
+    detail::output_file file(path);
+    detail::json_writer out(file);
+    const std::string pid = std::to_string(dump.pid);
+    out.raw("{\"schemaVersion\": 1, \"traceName\": \"stint crash dump\", \"displayTimeUnit\": \"ms\", "
+            "\"baseTimeNanoseconds\": ");
+    out.number(dump.base_time_ns);
+    out.raw(",\n\"traceEvents\": [");
+    bool first = true;
+    const auto begin_event = [&] {
+        out.raw(first ? "\n  {" : ",\n  {");
+        first = false;
+    };
+    for (const crash_dump_contents::thread& t : dump.threads) {
+        begin_event();
+        out.raw("\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + std::to_string(t.tid) +
+                ", \"args\": {\"name\": ");
+        out.string(t.name);
+        out.raw("}}");
+        for (const crash_dump_contents::event& e : t.events) {
+            begin_event();
+            out.raw("\"name\": ");
+            out.string(e.name);
+            out.raw(", \"cat\": ");
+            out.raw(e.overhead ? "\"overhead\"" : "\"user_annotation\"");
+            out.raw(", \"pid\": " + pid + ", \"tid\": " + std::to_string(t.tid) + ", \"ts\": ");
+            out.microseconds(e.start_ns);
+            if (e.instant) {
+                out.raw(", \"ph\": \"i\", \"s\": \"t\"}");
+                continue;
+            }
+            out.raw(", \"ph\": \"X\", \"dur\": ");
+            out.microseconds(e.end_ns - e.start_ns);
+            if (e.still_open) {
+                out.raw(", \"args\": {\"still open at the crash\": true, \"depth\": ");
+                out.number(std::uint64_t{e.depth});
+                out.raw("}");
+            }
+            out.raw("}");
+        }
+    }
+    out.raw("\n],\n\"crash\": {\"signal\": ");
+    out.number(dump.signal);
+    out.raw(", \"tid\": ");
+    out.number(dump.crashed_tid);
+    out.raw(", \"pid\": ");
+    out.number(dump.pid);
+    out.raw(dump.complete ? ", \"complete\": true" : ", \"complete\": false");
+    out.raw(", \"threads\": [");
+    for (std::size_t i = 0; i < dump.threads.size(); ++i) {
+        const crash_dump_contents::thread& t = dump.threads[i];
+        out.raw(i == 0 ? "{\"tid\": " : ", {\"tid\": ");
+        out.number(t.tid);
+        out.raw(", \"name\": ");
+        out.string(t.name);
+        out.raw(t.crashed ? ", \"crashed\": true, \"inside\": [" : ", \"crashed\": false, \"inside\": [");
+        for (std::size_t k = 0; k < t.inside.size(); ++k) {
+            if (k != 0) out.raw(", ");
+            out.string(t.inside[k]);
+        }
+        out.raw("], \"deeper_not_kept\": ");
+        out.number(t.deeper_not_kept);
+        out.raw(", \"overwritten\": ");
+        out.number(t.overwritten);
+        out.raw(", \"dropped\": ");
+        out.number(t.dropped);
+        out.raw(", \"after_crash\": ");
+        out.number(t.after_crash);
+        out.raw(t.records_left_out ? ", \"records_left_out\": true}" : ", \"records_left_out\": false}");
+    }
+    out.raw("], \"lost\": [");
+    for (std::size_t i = 0; i < dump.lost.size(); ++i) {
+        if (i != 0) out.raw(", ");
+        out.string(dump.lost[i]);
+    }
+    out.raw("]}}\n");
+    out.flush();
+    file.commit();
+}
+
+std::string crash_dump_summary(const crash_dump_contents& dump) {
+    std::string out = fmt::format("process {} died of {} on thread {}{}\n", dump.pid,
+                                  dump.signal != 0 ? fmt::format("signal {}", dump.signal) : "std::terminate",
+                                  dump.crashed_tid, dump.complete ? "" : " (dump cut short)");
+    for (const crash_dump_contents::thread& t : dump.threads) {
+        std::string inside;
+        for (const std::string& name : t.inside) inside += (inside.empty() ? "" : " > ") + name;
+        if (t.deeper_not_kept != 0) inside += fmt::format(" (and {} deeper)", t.deeper_not_kept);
+        std::string last;
+        std::size_t shown = 0;
+        for (auto e = t.events.rbegin(); e != t.events.rend() && shown < 3; ++e) {
+            if (e->overhead || e->still_open) continue;
+            last = e->name + (last.empty() ? "" : ", ") + last;
+            ++shown;
+        }
+        out += fmt::format("  thread {} {}{}: inside {}; last {}\n", t.tid, t.name, t.crashed ? " (crashed)" : "",
+                           inside.empty() ? "no scope" : inside, last.empty() ? "nothing" : last);
+    }
+    for (const std::string& line : dump.lost) out += "  lost: " + line + "\n";
+    return out;
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
+// ---- end stint/profiler/impl/crash_dump_reader.ipp ----
+
+// ---- begin stint/recording/impl/object_links.ipp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
+#define STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
+// Finding the objects with copies of their own of stint's process-wide state (object_links.hpp).
+
+
+#include <algorithm>  // std::find, std::none_of
+#include <cstddef>    // std::size_t, offsetof
+
+#if defined(__linux__)
+#include <dlfcn.h>  // dlopen, dlsym, dlclose, RTLD_NOLOAD
+#include <link.h>   // dl_iterate_phdr
+#endif
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+#if defined(__linux__)
+namespace object_links_detail {
+
+struct loader_counters {
+    unsigned long long adds = 0;
+    unsigned long long subs = 0;
+};
+
+// The loader's counts of objects loaded and unloaded, from the first object it reports.
+inline loader_counters read_loader_counters() {
+    loader_counters out;
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t size, void* data) -> int {
+            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+                auto* counters = static_cast<loader_counters*>(data);
+                counters->adds = info->dlpi_adds;
+                counters->subs = info->dlpi_subs;
+            }
+            return 1;  // one is enough
+        },
+        &out);
+    return out;
+}
+
+}  // namespace object_links_detail
+#endif
+
+std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
+                                               const slow_path* path) {
+    std::vector<std::string> linked_now;
+    std::lock_guard lock(mutex_);
+#if defined(__linux__)
+    const auto counters = object_links_detail::read_loader_counters();
+    if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
+    // An object unloaded since: a name looked at may now be another object (linked ones stay pinned).
+    if (scanned_ && counters.subs != subs_) checked_.clear();
+    std::vector<std::string> names;
+    // The names first: dlopen is not called from inside the loader's iteration.
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) -> int {
+            // The program itself has no name here, and its symbols are what a follower cannot reach.
+            if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+                static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+            }
+            return 0;
+        },
+        &names);
+    for (const std::string& name : names) {
+        if (std::find(checked_.begin(), checked_.end(), name) != checked_.end()) continue;
+        checked_.push_back(name);
+        // RTLD_NOLOAD: a handle to the loaded object, never a load (nor a change of its scope).
+        void* handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+        if (handle == nullptr) continue;
+        const auto* link =
+            static_cast<const object_link*>(::dlsym(handle, STINT_DETAIL_LINK_STRING(STINT_DETAIL_OBJECT_LINK)));
+        // gcc makes inline variables unique symbols, which the loader may bind across RTLD_LOCAL objects one
+        // by one: an object whose flag is the program's may still have a slow path of its own. Writing a
+        // copy that is the program's is harmless (the same values; a hook table told twice passes it on once).
+        const bool follower =
+            link != nullptr && link->size == sizeof(object_link) &&
+            (link->recording != own_recording || link->installed_path != &installed_slow_path) &&
+            std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
+                return known->recording == link->recording && known->installed_path == link->installed_path;
+            });
+        if (!follower) {
+            ::dlclose(handle);
+            continue;
+        }
+        // Kept open (pinned): the follower's records point at its sites until they are drained, and
+        // its copies are written at every start and stop.
+        link->installed_path->store(path, std::memory_order_release);  // release: the table is built
+        // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
+        const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
+        std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
+        while (id < block && !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
+        }
+        links_.push_back(link);
+        linked_now.push_back(name);
+    }
+    adds_ = counters.adds;
+    subs_ = counters.subs;
+    scanned_ = true;
+#else
+    (void)own_recording;
+    (void)path;
+#endif
+    return linked_now;
+}
+
+void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
+    std::lock_guard lock(mutex_);
+    set_recording_locked(state, order);
+}
+
+std::vector<const object_link*> object_links::linked() {
+    std::lock_guard lock(mutex_);
+    return links_;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
+// ---- end stint/recording/impl/object_links.ipp ----
 
 // ---- begin stint/export/impl/tensorboard.ipp ----
 #ifndef STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
@@ -19178,9 +20102,11 @@ void read_ring_counts(const thread_node& node, taken_records& taken) noexcept {
     taken.truncated = node.truncated.load(std::memory_order_relaxed);
 }
 
-chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than) noexcept {
+chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than) noexcept {
     thread_node& node = *buffer.node;
     const ring_guard hold(node);  // another thread may be taking this head (take_richest_oldest)
+    // seq_cst, under the lock: a crash dump stores it, then waits until it sees each node's lock free.
+    if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;
     chunk* head = node.head.load(std::memory_order_relaxed);
     if (head == nullptr) return nullptr;
     if (only_older_than != 0 && head == buffer.current) return nullptr;
@@ -19199,11 +20125,11 @@ chunk* unlink_oldest(thread_buffer& buffer, std::uint64_t only_older_than) noexc
 chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t size_class, std::size_t min_data,
                         std::uint64_t only_older_than) {
     thread_node& node = *buffer.node;
-    chunk* c = unlink_oldest(buffer, only_older_than);
+    chunk* c = unlink_oldest(pool, buffer, only_older_than);
     if (only_older_than != 0) {
         if (c == nullptr) return nullptr;
         bool refunded = false;
-        while (chunk* old = unlink_oldest(buffer, only_older_than)) {
+        while (chunk* old = unlink_oldest(pool, buffer, only_older_than)) {
             node.ring_bytes.fetch_sub(old->total(), std::memory_order_relaxed);
             pool.refund_and_release(old);
             refunded = true;
@@ -19236,8 +20162,9 @@ chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t s
     return c;
 }
 
-chunk* take_oldest_of(thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept {
+chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept {
     const ring_guard hold(richest);
+    if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;  // as in unlink_oldest
     chunk* head = richest.head.load(std::memory_order_acquire);
     if (head == nullptr || static_cast<std::size_t>(head->data_end() - head->data()) < min_data) return nullptr;
     // Only a chunk its owner has moved past: it then writes only after node.current (registry.hpp).
@@ -19276,10 +20203,44 @@ chunk* take_oldest_of(thread_node& richest, std::uint64_t held, std::size_t min_
 
 // The slow path of dynamic scopes, installed with the registry's (below).
 
+// ---- begin stint/recording/signal_stack.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_SIGNAL_STACK_HPP
+#define STINT_SINGLE_STINT_RECORDING_SIGNAL_STACK_HPP
+// The alternate signal stack a crash handler runs on (profiler/crash_dump.hpp): a thread that overflows
+// its stack faults with no room left to run a handler there, so a crash dump asks each recording thread
+// for a stack of its own (sigaltstack), made on the thread's slow path, never on the hot path.
+
+#include <cstddef>  // std::size_t
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Bytes of the stack a crash handler gets (a guard page below it comes on top): the handler's frames
+/// are small, but a handler it chains to (a sanitizer's, a runtime's) may want more.
+STINT_DECL std::size_t signal_stack_bytes() noexcept;
+
+/// Gives the calling thread (the owner of `node`) an alternate signal stack, unless it has one already
+/// (a sanitizer's, the program's, or stint's): kept in `node` and freed with it. Quietly does nothing
+/// when the memory cannot be had: the thread's crash then runs on its own stack, as before.
+STINT_DECL void ensure_signal_stack(thread_node& node) noexcept;
+
+/// Frees the stack of a node whose thread has exited.
+STINT_DECL void free_signal_stack(thread_node& node) noexcept;
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_SIGNAL_STACK_HPP
+// ---- end stint/recording/signal_stack.hpp ----
+
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, ring_options ring) {
+    link_objects_loaded_since();  // before the lock: dlopen takes the loader's (object_links.hpp)
     std::lock_guard lock(mutex_);
     if (active_ != 0) {
         throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -19299,6 +20260,7 @@ std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, r
     if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
     // release: a thread that sees the new state also sees the budget.
     recording.value.store(active_, std::memory_order_release);
+    links_.set_recording(active_, std::memory_order_release);
     return active_;
 }
 
@@ -19307,6 +20269,7 @@ bool registry::end_session_erased(std::uint32_t state, registry_callback<void(st
     std::lock_guard lock(mutex_);
     if (active_ != state || state == 0) return false;
     recording.value.store(state & ~1U, std::memory_order_release);
+    links_.set_recording(state & ~1U, std::memory_order_release);
     const std::uint64_t stop_ticks = read_ticks();
     active_ = 0;
     last_stopped_state_ = state;
@@ -19423,26 +20386,22 @@ std::vector<registry::open_scope> registry::open_scopes(std::uint64_t since_tick
         const std::uint32_t depth = node->open->depth.load(std::memory_order_acquire);
         if (depth > open_scope_stack::capacity) not_kept += depth - open_scope_stack::capacity;
         for (std::uint32_t i = 0; i < depth && i < open_scope_stack::capacity; ++i) {
-            const open_scope_stack::entry& e = node->open->entries[i];
-            const site* where = e.where.load(std::memory_order_relaxed);
-            const std::uint64_t begin = e.begin_ticks.load(std::memory_order_relaxed);
-            if (where == nullptr || begin < since_ticks) continue;
-            out.push_back({node->os_tid, where, open_scope_name(e, *where), begin, i});
+            open_scope_stack::snapshot e;
+            // An entry rewritten while it was read held a scope that has ended meanwhile.
+            if (!node->open->read_entry(i, e) || e.where == nullptr || e.begin_ticks < since_ticks) continue;
+            out.push_back({node->os_tid, node->name, e.where, open_scope_name(e, *e.where), e.begin_ticks, i});
         }
     }
     return out;
 }
 
-std::string registry::open_scope_name(const open_scope_stack::entry& e, const site& where) {
+std::string registry::open_scope_name(const open_scope_stack::snapshot& e, const site& where) {
     if (where.payload != payload_kind::runtime_name && where.payload != payload_kind::runtime_name_inputs) {
         return std::string(where.name);
     }
     char text[open_scope_stack::name_words * 8];
-    for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) {
-        const std::uint64_t word = e.name[w].load(std::memory_order_relaxed);
-        std::memcpy(text + w * 8, &word, 8);
-    }
-    const std::size_t size = e.name_size.load(std::memory_order_relaxed);
+    for (std::size_t w = 0; w < open_scope_stack::name_words; ++w) std::memcpy(text + w * 8, &e.name[w], 8);
+    const std::size_t size = e.name_size;
     std::string name(text, std::min(size, sizeof text));
     if (size > sizeof text) name += "...";
     return name;
@@ -19522,6 +20481,8 @@ registry::session_start registry::reset_for_session(thread_buffer& buffer, std::
             pool_.release(c);
         }
     }
+    // A crash dump is installed: this thread's crash must find a stack to run its handler on.
+    if (signal_stacks_wanted_.load(std::memory_order_relaxed)) ensure_signal_stack(node);
     // release: pairs with the acquire in end_session(); the chunk above is visible before the state.
     node.state.store(state, std::memory_order_release);
     return result;
@@ -19634,7 +20595,7 @@ chunk* registry::take_richest_oldest(thread_buffer& buffer, std::size_t min_data
         }
     }
     if (richest == nullptr) return nullptr;
-    return take_oldest_of(*richest, held, min_data);
+    return take_oldest_of(pool_, *richest, held, min_data);
 }
 
 taken_records registry::take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks) {
@@ -19716,6 +20677,7 @@ void registry::free_exited_nodes() noexcept {
         count_late(**it);
         release_chain(**it);
         pool_.release(std::exchange((*it)->ready, nullptr));
+        free_signal_stack(**it);
         delete *it;
     }
     nodes_.erase(dead, nodes_.end());
@@ -19736,6 +20698,7 @@ void registry::release_chain(thread_node& node) noexcept {
 
 void registry::before_fork() noexcept {
     mutex_.lock();
+    links_.mutex().lock();
     pool_.mutex().lock();
     pool_.memory_mutex().lock();
     forking_tid_ = current_os_tid();
@@ -19744,6 +20707,7 @@ void registry::before_fork() noexcept {
 void registry::after_fork_in_parent() noexcept {
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
 
@@ -19751,6 +20715,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
+    links_.set_recording_locked(serial_ << 2, std::memory_order_relaxed);  // before_fork() holds its lock
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
         if (node->os_tid == forking_tid_) {
@@ -19762,8 +20727,16 @@ void registry::after_fork_in_child() noexcept {
     pool_.forget_prefaulting_after_fork();
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
+
+std::vector<std::string> registry::link_objects_loaded_since() {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    return links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
+}
+
+std::vector<const object_link*> registry::linked_objects() { return links_.linked(); }
 
 registry& the_registry() {
     static registry* const instance = (install_registry_slow_path(), new registry());
@@ -21524,20 +22497,42 @@ void session::open(std::size_t budget_bytes, std::size_t reserve_bytes, bool rec
     }
     capture_state.outputs.store(capture.outputs && record_cpu, std::memory_order_relaxed);
     capture_state.identities.store(capture.tensor_identities && record_cpu, std::memory_order_relaxed);
+    // Objects with copies of their own (recording/object_links.hpp) get the same switches.
+    const std::vector<const object_link*> linked = record_cpu ? reg.linked_objects() : std::vector<const object_link*>{};
+    for (const object_link* link : linked) {
+        if (track_memory) link->memory_state->store(state_, std::memory_order_relaxed);
+        link->capture->outputs.store(capture.outputs, std::memory_order_relaxed);
+        link->capture->identities.store(capture.tensor_identities, std::memory_order_relaxed);
+    }
     stats_ = {};
     stats_.profiler_prepare_call_duration_us = prepare_us_;
     stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
-    if (record_cpu) run_recording_hooks(true);  // last: a framework's first op finds all set
+    if (record_cpu) {  // last: a framework's first op finds all set
+        run_recording_hooks(recording_hooks, true);
+        for (const object_link* link : linked) run_recording_hooks(*link->hooks, true);
+    }
 }
 
 bool session::close_records(record_store& out) {
     if (state_ == 0) return false;
-    if (state_ != device_only_state) run_recording_hooks(false);  // a framework stops feeding it first
+    registry& reg = the_registry();
+    const std::vector<const object_link*> linked =
+        state_ != device_only_state ? reg.linked_objects() : std::vector<const object_link*>{};
+    if (state_ != device_only_state) {  // a framework stops feeding it first
+        run_recording_hooks(recording_hooks, false);
+        for (const object_link* link : linked) run_recording_hooks(*link->hooks, false);
+    }
     // First: the drain below allocates, and no report may land in a session being drained.
     if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
     capture_state.outputs.store(false, std::memory_order_relaxed);
     capture_state.identities.store(false, std::memory_order_relaxed);
-    registry& reg = the_registry();
+    for (const object_link* link : linked) {
+        if (link->memory_state->load(std::memory_order_relaxed) == state_) {
+            link->memory_state->store(0, std::memory_order_relaxed);
+        }
+        link->capture->outputs.store(false, std::memory_order_relaxed);
+        link->capture->identities.store(false, std::memory_order_relaxed);
+    }
     record_store store;
     const std::int64_t disable_start = steady_now_ns();
     std::int64_t disabled_at = 0;
@@ -21555,6 +22550,12 @@ bool session::close_records(record_store& out) {
                                                     : reg.end_session(state_, on_disabled, on_taken);
     state_ = 0;
     if (!closed) return false;
+    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
+    for (const std::string& name : reg.link_objects_loaded_since()) {
+        warn("'" + name + "' includes stint and was loaded while a session recorded, with copies of its own "
+             "of stint's state (a library loaded RTLD_LOCAL into a program not linked with -rdynamic): its "
+             "events start with the next session (docs/guide/06-embedding.md)");
+    }
     store.calibration = calibration_;
     store.memory_dropped = memory_events_dropped.exchange(0, std::memory_order_relaxed);
     const std::int64_t taken_at = steady_now_ns();
@@ -22065,13 +23066,13 @@ void gzip_members::compress(z_stream& stream, bool& ready, block& b) const {
 
 namespace stint::detail {
 
-output_file::output_file(std::string path, int gzip_level)
-    : path_(std::move(path)) {
+output_file::output_file(std::string path, int gzip_level, std::string_view what)
+    : path_(std::move(path)), what_(what) {
     if (path_.empty()) {
-        throw std::invalid_argument("stint: cannot write trace '': the path is empty");
+        throw std::invalid_argument("stint: cannot write " + what_ + " '': the path is empty");
     }
     if (gzip_level < 0 || gzip_level > 9) {
-        throw std::invalid_argument("stint: cannot write trace '" + path_ + "': gzip level " +
+        throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': gzip level " +
                                     std::to_string(gzip_level) + " is not in 0..9");
     }
     open_destination();
@@ -22094,8 +23095,9 @@ void output_file::idle() {
     }
 }
 
-void output_file::commit() {
+void output_file::finish() {
     check_open();
+    if (finished_) return;
     if (gzip_) {
         if (const int error = gzip_->finish(emitter{this})) fail(error);
     }
@@ -22105,6 +23107,11 @@ void output_file::commit() {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) fail(errno);
+    finished_ = true;
+}
+
+void output_file::commit() {
+    finish();
     if (!through_ && std::rename(temporary_.c_str(), target_.c_str()) != 0) fail(errno);
     temporary_.clear();
     state_ = state::committed;
@@ -22120,22 +23127,22 @@ void output_file::fail(int error) {
     discard(true);
     state_ = state::failed;
     throw std::system_error(error, std::generic_category(),
-                            "stint: cannot write trace '" + path_ + "'");
+                            "stint: cannot write " + what_ + " '" + path_ + "'");
 }
 
 void output_file::refuse(const char* what) {
     state_ = state::failed;
-    throw std::invalid_argument("stint: cannot write trace '" + path_ + "': it is " + what +
+    throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': it is " + what +
                                 "; a trace goes to a file, a character device or a FIFO");
 }
 
 void output_file::check_open() const {
     if (state_ == state::committed) {
-        throw std::logic_error("stint: cannot write trace '" + path_ +
+        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
                                "': it was already committed");
     }
     if (state_ == state::failed) {
-        throw std::logic_error("stint: cannot write trace '" + path_ +
+        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
                                "': an earlier write failed");
     }
 }
@@ -23112,6 +24119,8 @@ trace_end trace_timeline::cap_of(event_index i) {
 
 
 #include <algorithm>  // std::copy, std::find, std::min
+#include <cmath>      // std::copysign, std::isfinite, std::isnan
+#include <limits>     // std::numeric_limits
 #include <cstddef>    // std::size_t, std::ptrdiff_t
 
 #include <fmt/compile.h>  // FMT_COMPILE
@@ -23417,7 +24426,11 @@ void write_point(json_writer& out, event_kind kind, std::string_view name, std::
 }
 
 void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value, std::string_view where,
-                          std::int64_t ts_ns) {
+                          std::int64_t ts_ns, std::uint64_t& not_finite) {
+    if (value.is_real && !std::isfinite(value.real)) {
+        ++not_finite;
+        if (std::isnan(value.real)) return;
+    }
     char* o = out.reserve(64 + 2 * json_string_bound(name.size()) + where.size());
     o = write_literal(o, ",\n    {\"ph\": \"C\", \"name\": ");
     o = write_json_string(o, name);
@@ -23428,11 +24441,23 @@ void write_counter_sample(json_writer& out, std::string_view name, const counter
     o = write_literal(o, ": ");
     out.commit(o);
     if (value.is_real) {
-        out.number(value.real);
+        out.number(std::isfinite(value.real) ? value.real
+                                             : std::copysign(std::numeric_limits<double>::max(), value.real));
     } else {
         out.number(value.integer);
     }
     out.raw("}}");
+}
+
+void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns) {
+    if (count == 0) return;
+    out.raw(",\n    {\"ph\": \"i\", \"s\": \"g\", \"name\": \"stint: ");
+    out.number(count);
+    out.raw(" counter samples not finite: NaN left out, infinity written as the largest finite value\", \"pid\": ");
+    out.number(pid);
+    out.raw(", \"tid\": 0, \"ts\": ");
+    out.microseconds(ts_ns);
+    out.raw("}");
 }
 
 void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
@@ -23443,9 +24468,10 @@ void write_trace_events(json_writer& out, const event_list& events, const chrome
     device.write_metadata(out, info.process_name);
     trace_timeline timeline(events);
     counter_samples counters;
+    std::uint64_t not_finite = 0;
     const auto write_samples = [&](const event& e, const std::string& where) {
         counters.of(events, e, [&](std::string_view name, const counter_value& value, bool) {
-            write_counter_sample(out, name, value, where, e.start_ns);
+            write_counter_sample(out, name, value, where, e.start_ns, not_finite);
         });
     };
     for (const event& e : events) {
@@ -23511,6 +24537,7 @@ void write_trace_events(json_writer& out, const event_list& events, const chrome
         }
         out.raw("}}");
     }
+    write_not_finite_note(out, not_finite, info.pid, 0);  // at the session's start, as from the records
     if (const std::uint64_t lost = events.device().loss.lost(); lost != 0) {
         // A global instant, so that the timeline itself says device work is missing.
         std::int64_t first_ns = events.empty() ? 0 : events[0].start_ns;
@@ -23671,7 +24698,7 @@ trace_end thread_trace_writer::write_event(const held& h, trace_end cap) {
         return cap;  // a point bounds nothing
     }
     if (h.where->kind == event_kind::counter) {
-        write_counter_sample(out_, h.where->name, h.counter, where_, h.start);
+        write_counter_sample(out_, h.where->name, h.counter, where_, h.start, not_finite_);
         return cap;  // nor does a counter's sample, drawn on the process's track of its name
     }
     const trace_duration dur = choose_trace_duration(h.start, h.end, origin_, cap);
@@ -23761,13 +24788,16 @@ void write_chrome_trace_to(json_writer& out, const record_store& records, std::u
                                  .values_not_streamed = std::nullopt};
     write_trace_head(out, head, info);
     std::uint64_t id = first_id;
+    std::uint64_t not_finite = 0;
     for (const record_store::thread_records& t : records.threads()) {
         if (t.events == 0) continue;
         thread_trace_writer thread(out, records.calibration, info.pid, t.counts.os_tid,
                                    chrome_records_detail::origin_of(records, t));
         records.for_each_record(t, [&](const record& r, const record_payload& p) { thread.add(r, p, id++); });
         thread.flush();
+        not_finite += thread.not_finite_samples();
     }
+    write_not_finite_note(out, not_finite, info.pid, 0);
     write_trace_end(out, records.calibration.anchor.system_ns);
 }
 
@@ -25026,20 +26056,29 @@ flight_mode::flight_mode(const flight_recorder_options& options, session& ring, 
     const auto span_ns = static_cast<double>(options.span.count());
     const ring_options ring_shape{
         .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
-    ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false}, false,
-              ring_shape);
-    last_step_ns_ = steady_now_ns();
-    last_step_ticks_ = read_ticks();
+    // Asked before the ring opens: each thread that records in it gets its signal stack at its first
+    // record (recording/signal_stack.hpp). The dump itself needs the session's clock: installed after.
+    if (!options.crash_dump_path.empty()) the_registry().want_signal_stacks(true);
+    try {
+        ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false},
+                  false, ring_shape);
+    } catch (...) {
+        the_registry().want_signal_stacks(false);
+        throw;
+    }
     if (!options.crash_dump_path.empty()) {
         try {
             crash_dump::install(options.crash_dump_path, ring.calibration());
         } catch (...) {
+            the_registry().want_signal_stacks(false);
             record_store discarded;  // refused at start: the session closes unrecorded
             (void)ring.close_records(discarded);
             throw;
         }
         crash_dump_installed_ = true;
     }
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
     if (options.hang_timeout.count() > 0) {
         watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
     }
@@ -25072,6 +26111,12 @@ std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t 
         .open_scopes = {}};
 }
 
+void flight_mode::restart_step(std::int64_t step_num) noexcept {
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
+    if (watchdog_) watchdog_->note_step(step_num);
+}
+
 flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int64_t silent_ns,
                                                     const tick_calibration& clock) const {
     dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
@@ -25084,7 +26129,8 @@ flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int6
     // Every thread's open scopes (the step's annotation among them), as the threads noted them.
     std::uint64_t not_kept = 0;
     for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
-        request.open_scopes.push_back({o.os_tid, o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
+        request.open_scopes.push_back({o.os_tid, o.thread_name.empty() ? fmt::format("thread {}", o.os_tid) : o.thread_name,
+                                        o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
     }
     if (not_kept != 0) {
         request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
@@ -25159,8 +26205,10 @@ std::string flight_window::json() const {
     }
     fmt::format_to(std::back_inserter(out), "], \"open_scopes\": [");
     for (std::size_t i = 0; i < open_scopes.size(); ++i) {
-        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"thread\": ", i == 0 ? "" : ", ",
                        open_scopes[i].os_tid);
+        append_json_string(out, open_scopes[i].thread_name);
+        fmt::format_to(std::back_inserter(out), ", \"name\": ");
         append_json_string(out, open_scopes[i].name);
         fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
                        trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
@@ -25186,8 +26234,8 @@ std::string flight_window::text() const {
                            t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
     }
     for (const open_scope& o : open_scopes) {
-        out += fmt::format("  still open on thread {}: {:{}}{} since {:.3f} ms\n", o.os_tid, "", 2 * o.depth,
-                           o.name, static_cast<double>(o.start_ns) / 1e6);
+        out += fmt::format("  still open on thread {} ({}): {:{}}{} since {:.3f} ms\n", o.os_tid, o.thread_name, "",
+                           2 * o.depth, o.name, static_cast<double>(o.start_ns) / 1e6);
     }
     for (const last_seen& l : last_records) {
         out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
@@ -25305,15 +26353,21 @@ void check_dump_dir(const std::string& dir) {
 flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
                               const flight_window& window) {
     flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
+    // Both files or neither: each is written beside its place and finished (synced, closed) before
+    // either is renamed into place, so a failure keeps the previous trace and table together.
+    output_file table(result.table_path, 1, "flight recorder table");
+    output_file trace(path);
     if (dump_format_of(path) == dump_format::perfetto) {
-        write_perfetto_trace_file(path, events, window.perfetto_info(info.pid, info.truncated_names));
+        write_perfetto_trace(trace, events, window.perfetto_info(info.pid, info.truncated_names));
     } else {
         info.metadata_json.emplace_back("flightRecorder", window.json());
-        write_chrome_trace_file(path, events, info);
+        write_chrome_trace(trace, events, info);
     }
-    output_file table(result.table_path);
     table.write(window.text());
     table.write(key_averages(events).table());
+    table.finish();
+    trace.finish();
+    trace.commit();
     table.commit();
     return result;
 }
@@ -25321,6 +26375,61 @@ flight_dump write_flight_dump(const std::string& path, const event_list& events,
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
 // ---- end stint/profiler/impl/flight_recorder.ipp ----
+
+// ---- begin stint/recording/impl/signal_stack.ipp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_IMPL_SIGNAL_STACK_IPP
+#define STINT_SINGLE_STINT_RECORDING_IMPL_SIGNAL_STACK_IPP
+// The bodies of recording/signal_stack.hpp.
+
+#include <algorithm>  // std::max
+
+#include <signal.h>    // sigaltstack, stack_t, SS_DISABLE
+#include <sys/mman.h>  // mmap, mprotect, munmap
+#include <unistd.h>    // sysconf, _SC_SIGSTKSZ, _SC_PAGESIZE
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+std::size_t signal_stack_bytes() noexcept {
+    long minimum = 0;
+#if defined(_SC_SIGSTKSZ)
+    minimum = ::sysconf(_SC_SIGSTKSZ);  // the kernel's figure for this CPU's signal frame (AVX-512 is large)
+#endif
+    return std::max<std::size_t>(64 * 1024, 4 * static_cast<std::size_t>(std::max(minimum, 0L)));
+}
+
+void ensure_signal_stack(thread_node& node) noexcept {
+    if (node.signal_stack != nullptr) return;
+    stack_t current{};
+    if (::sigaltstack(nullptr, &current) != 0 || (current.ss_flags & SS_DISABLE) == 0) return;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t usable = (signal_stack_bytes() + page - 1) / page * page;
+    void* memory = ::mmap(nullptr, usable + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return;
+    ::mprotect(memory, page, PROT_NONE);  // a handler that overflows faults instead of writing below
+    stack_t ours{};
+    ours.ss_sp = static_cast<char*>(memory) + page;
+    ours.ss_size = usable;
+    ours.ss_flags = 0;
+    if (::sigaltstack(&ours, nullptr) != 0) {
+        ::munmap(memory, usable + page);
+        return;
+    }
+    node.signal_stack = memory;
+    node.signal_stack_bytes = usable + page;
+}
+
+void free_signal_stack(thread_node& node) noexcept {
+    if (node.signal_stack == nullptr) return;
+    ::munmap(node.signal_stack, node.signal_stack_bytes);
+    node.signal_stack = nullptr;
+    node.signal_stack_bytes = 0;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_IMPL_SIGNAL_STACK_IPP
+// ---- end stint/recording/impl/signal_stack.ipp ----
 
 // ---- begin stint/drain/impl/device_join.ipp ----
 #ifndef STINT_SINGLE_STINT_DRAIN_IMPL_DEVICE_JOIN_IPP

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -58,12 +59,32 @@ struct training {
 // One op as both profilers saw it: name, input shapes, sequence number, forward thread.
 using op_key = std::tuple<std::string, std::vector<std::vector<std::int64_t>>, std::int64_t, std::uint64_t>;
 
+// The legacy profiler's ops, with what libtorch's Kineto API adds when it collects them (torch 1.13,
+// profiler/collection.cpp): an "autograd::engine::evaluate_function: X" scope takes the sequence number
+// and forward thread of the autograd node that begins right after it on its thread.
 std::multiset<op_key> legacy_ops(const legacy::thread_event_lists& lists) {
     std::multiset<op_key> ops;
+    const auto function = static_cast<std::uint8_t>(at::RecordScope::FUNCTION);
+    const auto backward_function = static_cast<std::uint8_t>(at::RecordScope::BACKWARD_FUNCTION);
     for (const auto& list : lists) {
+        const legacy::LegacyEvent* previous = nullptr;
         for (const legacy::LegacyEvent& e : list) {
             if (e.kindStr() != "push") continue;
-            ops.insert({e.name(), e.shapes(), e.sequenceNr(), e.sequenceNr() >= 0 ? e.fwdThreadId() : 0});
+            if (previous != nullptr) {
+                std::int64_t sequence = previous->sequenceNr();
+                std::uint64_t forward_thread = sequence >= 0 ? previous->fwdThreadId() : 0;
+                if (previous->scope() == function && e.scope() == backward_function && e.sequenceNr() >= 0 &&
+                    std::string(previous->name()).rfind("autograd::engine::evaluate_function: ", 0) == 0) {
+                    sequence = e.sequenceNr();
+                    forward_thread = e.fwdThreadId();
+                }
+                ops.insert({previous->name(), previous->shapes(), sequence, forward_thread});
+            }
+            previous = &e;
+        }
+        if (previous != nullptr) {
+            ops.insert({previous->name(), previous->shapes(), previous->sequenceNr(),
+                        previous->sequenceNr() >= 0 ? previous->fwdThreadId() : 0});
         }
     }
     return ops;
@@ -166,6 +187,25 @@ TEST_CASE("a training loop: every op with libtorch's own name, shapes, sequence 
     const stint::named_arg* backward_sequence = prof.events().args(*backward)->find_arg("Sequence number");
     REQUIRE(backward_sequence != nullptr);
     DOCTEST_CHECK(backward_sequence->integer == sequence);
+    // The engine's scope around the node carries the node's sequence number and forward thread, as
+    // libtorch's Kineto API puts them on it (so tools that link backward to forward find it).
+    const stint::event_list& list = prof.events();
+    std::size_t evaluates = 0;
+    for (const stint::event& e : list) {
+        if (e.name != "autograd::engine::evaluate_function: AddmmBackward0") continue;
+        ++evaluates;
+        std::optional<stint::event> node;  // the list makes its events as it is read: kept by value
+        for (const stint::event& child : list) {
+            if (child.parent == e.index && child.name == "AddmmBackward0") node = child;
+        }
+        REQUIRE(node.has_value());
+        const stint::named_arg* own = list.args(e) != nullptr ? list.args(e)->find_arg("Sequence number") : nullptr;
+        REQUIRE(own != nullptr);
+        DOCTEST_CHECK(own->integer == list.args(*node)->find_arg("Sequence number")->integer);
+        DOCTEST_CHECK(list.args(e)->find_arg("Fwd thread id")->integer ==
+                      list.args(*node)->find_arg("Fwd thread id")->integer);
+    }
+    DOCTEST_CHECK(evaluates == 3);
 
     // The Chrome trace as torch's: cat cpu_op, Input Dims, Sequence number, Fwd thread id.
     const stint_test::temp_dir dir;
@@ -258,4 +298,25 @@ TEST_CASE("an execution trace of libtorch's ops keeps their sequence numbers as 
     const std::int64_t backward = *seq["MmBackward0"].begin();
     DOCTEST_CHECK(backward >= 0);
     DOCTEST_CHECK(seq["aten::mm"] == std::multiset<std::int64_t>{-1, -1, backward});  // only the forward has one
+}
+
+void with_single_header_observer(void (*body)());  // single_header_adapter.cpp
+
+TEST_CASE("the adapter from single_include/ records libtorch's ops; a second observer throws, whichever header made the first") {
+    static stint::profiler<stint::config<stint::record_shapes>>* prof = nullptr;
+    stint::profiler<stint::config<stint::record_shapes>> profiler;
+    prof = &profiler;
+    with_single_header_observer([] {
+        // One observer per process: the single header's and this file's share the flag.
+        DOCTEST_CHECK_THROWS_WITH_AS(stint::torch_observer<>(),
+                                     "stint: torch_observer: one exists already (two would record every op twice)",
+                                     std::logic_error);
+        const torch::Tensor a = torch::ones({2, 3});
+        prof->start();
+        (void)torch::mm(a, a.t());
+        prof->stop();
+    });
+    DOCTEST_CHECK(stint_test::count_named(profiler.events(), "aten::mm") == 1);
+    stint::torch_observer<> again;  // the first is gone: one may be made again
+    DOCTEST_CHECK_FALSE(again.installed());
 }

@@ -12,7 +12,7 @@
 //     stint::profiler<stint::config<stint::record_shapes>> prof;            // then profile as usual
 
 #if !defined(NDEBUG)
-#error "stint/adapters/torch.hpp needs NDEBUG: libtorch 1.13's RecordFunction::inputs() asserts outside its start callback unless NDEBUG is set. Fix: build with -DNDEBUG (meson's buildtype=release or b_ndebug=true, CMake's Release), or leave the adapter out of debug builds."
+#error "stint/adapters/torch.hpp needs NDEBUG, as libtorch itself does: libtorch 1.13's at::RecordFunction has a member that exists only without NDEBUG (inputs_valid_, in ATen/record_function.h), so a file built without NDEBUG against a release libtorch (every packaged build) sees a RecordFunction of another layout than the library's, and its inline accessors (inputs(), seqNr()) read the wrong fields: a debug build of your code against a release libtorch cannot work, with or without stint. Fix: 1. build with -DNDEBUG (meson's buildtype=release or b_ndebug=true, CMake's Release), as libtorch was; or 2. leave the adapter out of debug builds."
 #endif
 
 #include <atomic>       // std::atomic, std::memory_order
@@ -144,6 +144,13 @@ struct torch_op_context final : at::ObserverContext {
     event_token event;
 };
 
+/// The autograd engine's scope around one node ("autograd::engine::evaluate_function: MmBackward0"),
+/// begun last on this thread, until the next RecordFunction begins or it ends: the node that begins
+/// right after it gives it its sequence number (libtorch 1.13's Kineto API does the same when it
+/// collects its events).
+inline constexpr std::string_view evaluate_prefix = "autograd::engine::evaluate_function: ";
+inline thread_local torch_op_context* pending_evaluate = nullptr;
+
 /// One observer in the process at a time: two would record every op twice.
 inline std::atomic<bool> torch_observer_exists{false};
 
@@ -222,14 +229,24 @@ private:
         // torch links a backward op to its forward op by these two (its traces carry them when set).
         if (fn.seqNr() >= 0) {
             context->event.add_args({{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
+            // As libtorch's Kineto API does: the engine's "autograd::engine::evaluate_function: X" scope
+            // takes the two from the autograd node X that begins right after it on its thread.
+            if (detail::pending_evaluate != nullptr && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+                detail::pending_evaluate->event.add_args(
+                    {{"Sequence number", fn.seqNr()}, {"Fwd thread id", fn.forwardThreadId()}});
+            }
         }
+        const bool evaluate = fn.scope() == at::RecordScope::FUNCTION && name.starts_with(detail::evaluate_prefix);
+        detail::pending_evaluate = evaluate ? context.get() : nullptr;
         return context;
     } catch (...) {
         return nullptr;
     }
 
     static void on_end(const at::RecordFunction&, at::ObserverContext* context) {
-        if (context != nullptr) static_cast<detail::torch_op_context*>(context)->event.end();
+        if (context == nullptr) return;
+        if (context == detail::pending_evaluate) detail::pending_evaluate = nullptr;
+        static_cast<detail::torch_op_context*>(context)->event.end();
     }
 
     std::atomic<bool> installed_{false};

@@ -44,18 +44,18 @@ struct recording_hook_table {
 };
 STINT_DETAIL_EXPORT inline constinit recording_hook_table recording_hooks{};
 
-/// Tells every hook that recording started (true) or stopped (false); a repeat of the last word is not
-/// passed on. Called by the session (drain/session.hpp).
-inline void run_recording_hooks(bool recording) {
-    recording_hook_table& table = recording_hooks;
+/// Tells every hook of `table` that recording started (true) or stopped (false); a repeat of the last
+/// word is not passed on. Called by the session (drain/session.hpp), for this object's table and for
+/// each linked object's (recording/object_links.hpp).
+inline void run_recording_hooks(recording_hook_table& table, bool on) {
     table.lock();
-    if (table.recording != recording) {
-        table.recording = recording;
+    if (table.recording != on) {
+        table.recording = on;
         for (std::size_t i = 0; i < recording_hook_table::capacity; ++i) {
             const recording_hook_function fn = table.functions[i].load(std::memory_order_relaxed);
             if (fn == nullptr) continue;
             try {
-                fn(recording, table.contexts[i].load(std::memory_order_relaxed));
+                fn(on, table.contexts[i].load(std::memory_order_relaxed));
             } catch (...) {  // a framework's failure must not stop a session half-way
             }
         }

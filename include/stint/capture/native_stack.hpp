@@ -78,7 +78,8 @@ STINT_DETAIL_NOINLINE inline std::size_t unwind_native_stack(std::byte* out, std
         count = static_cast<std::uint32_t>(found < depth ? found : depth);
     }
     for (std::uint32_t i = 0; i < count; ++i) {
-        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frames[first + i]));
+        const void* frame = frames[static_cast<std::uint32_t>(first) + i];
+        const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(frame));
         std::memcpy(out + native_stack_header_bytes + i * sizeof(std::uint64_t), &address, sizeof(address));
     }
 #else

@@ -16,6 +16,7 @@
 #include "stint/recording/detail/impl/named_site_table.ipp"
 #include "stint/recording/impl/ring.ipp"
 #include "stint/recording/impl/signal_stack.ipp"
+#include "stint/recording/impl/object_links.ipp"
 #include "stint/recording/impl/registry.ipp"
 #include "stint/annotations/impl/region_counters.ipp"
 #include "stint/analysis/detail/impl/event_store.ipp"

@@ -19,6 +19,7 @@
 #include "stint/recording/buffer.hpp"
 #include "stint/recording/chunk_pool.hpp"
 #include "stint/recording/clock.hpp"
+#include "stint/recording/object_links.hpp"
 #include "stint/recording/detail/dynamic_name_table.hpp"  // the slow path's tables of interned sites
 #include "stint/recording/detail/named_site_table.hpp"
 #include "stint/recording/open_scopes.hpp"
@@ -196,6 +197,14 @@ public:
     /// Threads (per shared object) registered that have not exited.
     STINT_DECL std::size_t live_threads();
 
+    /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
+    /// when a session began: the session writes its capture switches, memory state and hooks into each.
+    STINT_DECL std::vector<const object_link*> linked_objects();
+    /// Links the objects loaded since the last session began (called when one stopped): the names of
+    /// those with copies of their own, loaded while it recorded (their events start with the next
+    /// session). Outside the registry's lock.
+    STINT_DECL std::vector<std::string> link_objects_loaded_since();
+
     /// Whether `state` is the session currently recording.
     STINT_DECL bool is_active(std::uint32_t state);
 
@@ -279,6 +288,7 @@ private:
     STINT_DECL void after_fork_in_child() noexcept;
 
     std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    object_links links_;  // its own lock, taken after mutex_ when both are held
     std::vector<thread_node*> nodes_;
     chunk_pool pool_;
     // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next

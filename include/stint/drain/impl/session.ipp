@@ -14,6 +14,7 @@
 #include "stint/capture/native_stack.hpp"
 #include "stint/drain/device_join.hpp"
 #include "stint/memory/report.hpp"
+#include "stint/common/warning.hpp"
 
 namespace stint::detail {
 
@@ -160,20 +161,42 @@ void session::open(std::size_t budget_bytes, std::size_t reserve_bytes, bool rec
     }
     capture_state.outputs.store(capture.outputs && record_cpu, std::memory_order_relaxed);
     capture_state.identities.store(capture.tensor_identities && record_cpu, std::memory_order_relaxed);
+    // Objects with copies of their own (recording/object_links.hpp) get the same switches.
+    const std::vector<const object_link*> linked = record_cpu ? reg.linked_objects() : std::vector<const object_link*>{};
+    for (const object_link* link : linked) {
+        if (track_memory) link->memory_state->store(state_, std::memory_order_relaxed);
+        link->capture->outputs.store(capture.outputs, std::memory_order_relaxed);
+        link->capture->identities.store(capture.tensor_identities, std::memory_order_relaxed);
+    }
     stats_ = {};
     stats_.profiler_prepare_call_duration_us = prepare_us_;
     stats_.profiler_enable_call_duration_us = microseconds_between(t1, t2);
-    if (record_cpu) run_recording_hooks(true);  // last: a framework's first op finds all set
+    if (record_cpu) {  // last: a framework's first op finds all set
+        run_recording_hooks(recording_hooks, true);
+        for (const object_link* link : linked) run_recording_hooks(*link->hooks, true);
+    }
 }
 
 bool session::close_records(record_store& out) {
     if (state_ == 0) return false;
-    if (state_ != device_only_state) run_recording_hooks(false);  // a framework stops feeding it first
+    registry& reg = the_registry();
+    const std::vector<const object_link*> linked =
+        state_ != device_only_state ? reg.linked_objects() : std::vector<const object_link*>{};
+    if (state_ != device_only_state) {  // a framework stops feeding it first
+        run_recording_hooks(recording_hooks, false);
+        for (const object_link* link : linked) run_recording_hooks(*link->hooks, false);
+    }
     // First: the drain below allocates, and no report may land in a session being drained.
     if (memory_state.load(std::memory_order_relaxed) == state_) memory_state.store(0, std::memory_order_relaxed);
     capture_state.outputs.store(false, std::memory_order_relaxed);
     capture_state.identities.store(false, std::memory_order_relaxed);
-    registry& reg = the_registry();
+    for (const object_link* link : linked) {
+        if (link->memory_state->load(std::memory_order_relaxed) == state_) {
+            link->memory_state->store(0, std::memory_order_relaxed);
+        }
+        link->capture->outputs.store(false, std::memory_order_relaxed);
+        link->capture->identities.store(false, std::memory_order_relaxed);
+    }
     record_store store;
     const std::int64_t disable_start = steady_now_ns();
     std::int64_t disabled_at = 0;
@@ -191,6 +214,12 @@ bool session::close_records(record_store& out) {
                                                     : reg.end_session(state_, on_disabled, on_taken);
     state_ = 0;
     if (!closed) return false;
+    // Objects loaded while it recorded kept their flags clear: linked now, for the next session.
+    for (const std::string& name : reg.link_objects_loaded_since()) {
+        warn("'" + name + "' includes stint and was loaded while a session recorded, with copies of its own "
+             "of stint's state (a library loaded RTLD_LOCAL into a program not linked with -rdynamic): its "
+             "events start with the next session (docs/guide/06-embedding.md)");
+    }
     store.calibration = calibration_;
     store.memory_dropped = memory_events_dropped.exchange(0, std::memory_order_relaxed);
     const std::int64_t taken_at = steady_now_ns();

@@ -19,6 +19,7 @@ namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, ring_options ring) {
+    link_objects_loaded_since();  // before the lock: dlopen takes the loader's (object_links.hpp)
     std::lock_guard lock(mutex_);
     if (active_ != 0) {
         throw std::logic_error("stint: start(): a profiler is already recording in this process; stop it first");
@@ -38,6 +39,7 @@ std::uint32_t registry::begin_session(std::size_t budget_bytes, bool streamed, r
     if (limit == chunk_pool::largest_class) pool_.start_prefaulting();
     // release: a thread that sees the new state also sees the budget.
     recording.value.store(active_, std::memory_order_release);
+    links_.set_recording(active_, std::memory_order_release);
     return active_;
 }
 
@@ -46,6 +48,7 @@ bool registry::end_session_erased(std::uint32_t state, registry_callback<void(st
     std::lock_guard lock(mutex_);
     if (active_ != state || state == 0) return false;
     recording.value.store(state & ~1U, std::memory_order_release);
+    links_.set_recording(state & ~1U, std::memory_order_release);
     const std::uint64_t stop_ticks = read_ticks();
     active_ = 0;
     last_stopped_state_ = state;
@@ -474,6 +477,7 @@ void registry::release_chain(thread_node& node) noexcept {
 
 void registry::before_fork() noexcept {
     mutex_.lock();
+    links_.mutex().lock();
     pool_.mutex().lock();
     pool_.memory_mutex().lock();
     forking_tid_ = current_os_tid();
@@ -482,6 +486,7 @@ void registry::before_fork() noexcept {
 void registry::after_fork_in_parent() noexcept {
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
 
@@ -489,6 +494,7 @@ void registry::after_fork_in_child() noexcept {
     serial_ = (serial_ + 1) & serial_mask;
     active_ = 0;
     recording.value.store(serial_ << 2, std::memory_order_relaxed);
+    links_.set_recording_locked(serial_ << 2, std::memory_order_relaxed);  // before_fork() holds its lock
     const std::uint64_t child_tid = current_os_tid();
     for (thread_node* node : nodes_) {
         if (node->os_tid == forking_tid_) {
@@ -500,8 +506,16 @@ void registry::after_fork_in_child() noexcept {
     pool_.forget_prefaulting_after_fork();
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.mutex().unlock();
     mutex_.unlock();
 }
+
+std::vector<std::string> registry::link_objects_loaded_since() {
+    const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
+    return links_.refresh(&recording.value, path != nullptr ? path : &registry_slow_path());
+}
+
+std::vector<const object_link*> registry::linked_objects() { return links_.linked(); }
 
 registry& the_registry() {
     static registry* const instance = (install_registry_slow_path(), new registry());

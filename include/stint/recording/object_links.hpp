@@ -1,0 +1,85 @@
+#pragma once
+// Shared objects with copies of their own of stint's process-wide state, linked to the profiler's.
+//
+// A library built with hidden visibility and loaded with dlopen(..., RTLD_LOCAL) by a program not
+// linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
+// symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
+// left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
+// table of where its copies are (object_link, under a C name carrying the ABI tag:
+// <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
+// dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
+// into) and writes each change of the flag into every copy. The hot path still reads its own object's
+// flag, one relaxed load: nothing on it changes.
+
+#include <atomic>   // std::atomic
+#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <mutex>    // std::mutex
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include "stint/detail/export_macros.hpp"
+#include "stint/detail/separate_compilation.hpp"
+#include "stint/recording/slow_path.hpp"
+
+#define STINT_DETAIL_LINK_CAT_(a, b) a##b
+#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
+#define STINT_DETAIL_LINK_STRING_(a) #a
+#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
+/// The C name of an object's link table: one per stint ABI, so two versions never link.
+#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct recording_hook_table;  // annotations/recording_hook.hpp
+struct capture_switches;      // capture/inputs.hpp
+
+/// Where one object's copies of the process-wide state are (the ones its own code reads).
+struct object_link {
+    std::uint32_t size;                                 ///< sizeof(object_link) where it was compiled
+    std::atomic<std::uint32_t>* recording;              ///< recording/state.hpp
+    std::atomic<const slow_path*>* installed_path;     ///< recording/slow_path.hpp
+    recording_hook_table* hooks;                        ///< annotations/recording_hook.hpp
+    capture_switches* capture;                          ///< capture/inputs.hpp
+    std::atomic<std::uint32_t>* memory_state;           ///< memory/report.hpp
+    std::atomic<std::uint64_t>* next_point_id;          ///< annotations/detail/point_record.hpp
+};
+
+/// The objects found with copies other than this object's, each pinned (kept loaded: its records
+/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
+/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
+/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
+class object_links {
+public:
+    /// Looks for objects loaded since the last call (all of them at the first), linking those whose
+    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
+    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
+    /// one dl_iterate_phdr step.
+    STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
+                                                const slow_path* path);
+    /// Writes `state` into every linked object's recording flag.
+    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
+    /// The linked objects' tables.
+    STINT_DECL std::vector<const object_link*> linked();
+    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
+    std::mutex& mutex() noexcept { return mutex_; }
+    /// set_recording() by a caller that holds mutex() (the child after fork).
+    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
+        for (const object_link* link : links_) link->recording->store(state, order);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<const object_link*> links_;
+    std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
+    unsigned long long adds_ = 0;       // the loader's counters at the last refresh
+    unsigned long long subs_ = 0;
+    bool scanned_ = false;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/recording/impl/object_links.ipp"
+#endif
