@@ -300,6 +300,41 @@ TEST_CASE("an execution trace of libtorch's ops keeps their sequence numbers as 
     DOCTEST_CHECK(seq["aten::mm"] == std::multiset<std::int64_t>{-1, -1, backward});  // only the forward has one
 }
 
+TEST_CASE("a trace written by libtorch 1.13's own profiler reads: each op's count and time as the file holds them") {
+    // Debian's libtorch has no Kineto: its legacy profiler writes the Chrome trace (a top-level array,
+    // "pid": "CPU Functions"), the form torch.autograd.profiler's export_chrome_trace gives too.
+    const stint_test::temp_dir dir;
+    const std::string path = dir.file("torch.trace.json");
+    {
+        torch::autograd::profiler::RecordProfile guard(path);
+        const torch::Tensor w = torch::ones({16, 16}, torch::requires_grad());
+        for (int i = 0; i < 5; ++i) {
+            torch::Tensor loss = torch::mm(w, w).sum();
+            loss.backward();
+        }
+    }
+    // The reference: each name's count and total duration, read with nlohmann-json.
+    std::map<std::string, std::pair<std::uint64_t, double>> expected;
+    for (const nlohmann::json& e : stint_test::read_json(path)) {
+        if (e.value("ph", "") != "X") continue;
+        auto& [count, total_us] = expected[e["name"].get<std::string>()];
+        ++count;
+        total_us += e["dur"].get<double>();
+    }
+    DOCTEST_REQUIRE(expected.count("aten::mm") == 1);
+    const stint::trace_profile profile = stint::trace_profile::from_file(path);
+    std::size_t compared = 0;
+    for (const stint::op_stat& op : profile.op_stats()) {
+        DOCTEST_CAPTURE(op.name);
+        DOCTEST_REQUIRE(expected.count(op.name) == 1);
+        DOCTEST_CHECK(op.count == expected.at(op.name).first);
+        DOCTEST_CHECK(static_cast<double>(op.total_ns) / 1e3 == doctest::Approx(expected.at(op.name).second).epsilon(1e-3));
+        ++compared;
+    }
+    DOCTEST_CHECK(compared == expected.size());
+    DOCTEST_CHECK(expected.at("aten::mm").first >= 5);
+}
+
 void with_single_header_observer(void (*body)());  // single_header_adapter.cpp
 
 TEST_CASE("the adapter from single_include/ records libtorch's ops; a second observer throws, whichever header made the first") {

@@ -17,7 +17,7 @@ namespace stint {
 /// What a trace event is, from its category (and, for kernels, its name): the classes the analyses
 /// of analysis/trace_analysis.hpp count.
 enum class trace_activity : std::uint8_t {
-    cpu_op,         ///< "cpu_op", "operator": an op on a CPU thread
+    cpu_op,         ///< "cpu_op", "operator", or no category (torch's legacy profiler): an op on a CPU thread
     annotation,     ///< "user_annotation", "python_function", stint's scopes: a range on a CPU thread
     kernel,         ///< "kernel": device computation (or communication, by its name)
     memcpy,         ///< "gpu_memcpy", "Memcpy": a device copy

@@ -503,7 +503,11 @@ trace_activity classify_trace_event(std::string_view category, std::string_view 
         if (name.starts_with("Memset")) return trace_activity::memset;
         return trace_activity::kernel;
     }
-    if (iequals(category, "cpu_op") || iequals(category, "operator")) return trace_activity::cpu_op;
+    // No category: torch's legacy profiler (libtorch without Kineto, export_chrome_trace of
+    // torch.autograd.profiler) writes its ops so.
+    if (iequals(category, "cpu_op") || iequals(category, "operator") || category.empty()) {
+        return trace_activity::cpu_op;
+    }
     if (iequals(category, "user_annotation") || iequals(category, "python_function") ||
         iequals(category, "cpu")) {
         return trace_activity::annotation;
@@ -520,7 +524,7 @@ trace_activity classify_trace_event(std::string_view category, std::string_view 
         iequals(category, "trace") || iequals(category, "cpu_instant_event") || iequals(category, "ac2g") ||
         iequals(category, "flow") || iequals(category, "python_function_event") || iequals(category, "async") ||
         iequals(category, "stint") || iequals(category, "fwdbwd") || iequals(category, "external_correlation") ||
-        iequals(category, "cuda_profiler_range") || iequals(category, "")) {
+        iequals(category, "cuda_profiler_range")) {
         return trace_activity::ignored;
     }
     return trace_activity::unknown;
