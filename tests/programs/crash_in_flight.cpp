@@ -127,8 +127,11 @@ int forked(const std::string& path) {
     }
     int status = 0;
     ::waitpid(child, &status, 0);
-    std::printf("child %s by signal %d\n", WIFSIGNALED(status) ? "died" : "exited",
-                WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (WIFSIGNALED(status)) {
+        std::printf("child crashed: signal %d\n", WTERMSIG(status));
+    } else {
+        std::printf("child %s: exit status %d\n", WEXITSTATUS(status) != 0 ? "crashed" : "exited", WEXITSTATUS(status));
+    }
     prof.stop();
     return 0;
 }

@@ -123,13 +123,14 @@ public:
         if (options_.flight_recorder) the_running_flight_recorder().set(this, &dump_for);
     }
 
-    void stop() {
+    /// `asked`: the program's stop(), not the one a destructor or the process's exit runs.
+    void stop(bool asked = true) {
         if (!active()) return;
         const own_allocation_scope own;  // the profiler's own memory is not the program's
         the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
-        if (!ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
+        if (asked && !ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
             // A stop() whose start() was forgotten would print and export an empty result without a
             // word; say so once per profiler (torch's Python warnings show a text once, too). A
             // schedule's step() opens windows without start(): a profiler that stepped is not warned.
@@ -599,7 +600,7 @@ private:
         auto& prof = *static_cast<profiler_state*>(self);
         const bool unfinished = prof.is_running();
         try {
-            prof.stop();
+            prof.stop(false);
         } catch (const std::exception& e) {
             warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
                                      "threw and cannot rethrow: {}", e.what()));
