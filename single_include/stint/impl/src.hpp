@@ -7551,7 +7551,7 @@ namespace stint {
 /// What a trace event is, from its category (and, for kernels, its name): the classes the analyses
 /// of analysis/trace_analysis.hpp count.
 enum class trace_activity : std::uint8_t {
-    cpu_op,         ///< "cpu_op", "operator": an op on a CPU thread
+    cpu_op,         ///< "cpu_op", "operator", or no category (torch's legacy profiler): an op on a CPU thread
     annotation,     ///< "user_annotation", "python_function", stint's scopes: a range on a CPU thread
     kernel,         ///< "kernel": device computation (or communication, by its name)
     memcpy,         ///< "gpu_memcpy", "Memcpy": a device copy
@@ -15522,7 +15522,11 @@ trace_activity classify_trace_event(std::string_view category, std::string_view 
         if (name.starts_with("Memset")) return trace_activity::memset;
         return trace_activity::kernel;
     }
-    if (iequals(category, "cpu_op") || iequals(category, "operator")) return trace_activity::cpu_op;
+    // No category: torch's legacy profiler (libtorch without Kineto, export_chrome_trace of
+    // torch.autograd.profiler) writes its ops so.
+    if (iequals(category, "cpu_op") || iequals(category, "operator") || category.empty()) {
+        return trace_activity::cpu_op;
+    }
     if (iequals(category, "user_annotation") || iequals(category, "python_function") ||
         iequals(category, "cpu")) {
         return trace_activity::annotation;
@@ -15539,7 +15543,7 @@ trace_activity classify_trace_event(std::string_view category, std::string_view 
         iequals(category, "trace") || iequals(category, "cpu_instant_event") || iequals(category, "ac2g") ||
         iequals(category, "flow") || iequals(category, "python_function_event") || iequals(category, "async") ||
         iequals(category, "stint") || iequals(category, "fwdbwd") || iequals(category, "external_correlation") ||
-        iequals(category, "cuda_profiler_range") || iequals(category, "")) {
+        iequals(category, "cuda_profiler_range")) {
         return trace_activity::ignored;
     }
     return trace_activity::unknown;
@@ -24432,13 +24436,14 @@ public:
         if (options_.flight_recorder) the_running_flight_recorder().set(this, &dump_for);
     }
 
-    void stop() {
+    /// `asked`: the program's stop(), not the one a destructor or the process's exit runs.
+    void stop(bool asked = true) {
         if (!active()) return;
         const own_allocation_scope own;  // the profiler's own memory is not the program's
         the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
-        if (!ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
+        if (asked && !ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
             // A stop() whose start() was forgotten would print and export an empty result without a
             // word; say so once per profiler (torch's Python warnings show a text once, too). A
             // schedule's step() opens windows without start(): a profiler that stepped is not warned.
@@ -24908,7 +24913,7 @@ private:
         auto& prof = *static_cast<profiler_state*>(self);
         const bool unfinished = prof.is_running();
         try {
-            prof.stop();
+            prof.stop(false);
         } catch (const std::exception& e) {
             warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
                                      "threw and cannot rethrow: {}", e.what()));
