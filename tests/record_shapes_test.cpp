@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory_resource>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -172,6 +173,10 @@ static_assert(stint::tensor_like<fake_tensor>);
 static_assert(stint::tensor_like<shape_only>);
 static_assert(!stint::tensor_like<image>);
 static_assert(!stint::tensor_like<std::vector<int>>);
+// std::vector is a list by its shape (inputs.hpp names no std::vector, so annotate.hpp needs no <vector>).
+static_assert(stint::detail::vector_like<std::vector<int>> && stint::detail::vector_like<std::vector<bool>>);
+static_assert(stint::detail::vector_like<std::pmr::vector<double>>);
+static_assert(!stint::detail::vector_like<std::string> && !stint::detail::vector_like<std::array<int, 2>>);
 static_assert(stint::config<stint::with_flops>::has<stint::record_shapes>, "with_flops implies record_shapes");
 static_assert(stint::config<stint::record_shapes_limits<2, 3, 64>>::has<stint::record_shapes>);
 static_assert(!stint::config<>::has<stint::record_shapes>);
@@ -243,7 +248,8 @@ TEST_CASE("scalars, lists, strings and absent inputs are encoded as torch prints
                  std::numeric_limits<std::uint64_t>::max(), true, false, layout::sparse, 'A');
         STINT_OP(shapes, "lists", std::vector<double>{1.5, 2.0}, std::array<bool, 2>{true, false},
                  std::vector<int>{}, std::vector<layout>{layout::sparse, layout::strided},
-                 std::vector<std::uint64_t>{std::numeric_limits<std::uint64_t>::max()});
+                 std::vector<std::uint64_t>{std::numeric_limits<std::uint64_t>::max()}, std::vector<bool>{false, true},
+                 std::pmr::vector<std::int64_t>{64, 32});
         const std::string s = "text";
         const fake_tensor t = contiguous({3});
         const fake_tensor* null_tensor = nullptr;
@@ -264,8 +270,9 @@ TEST_CASE("scalars, lists, strings and absent inputs are encoded as torch prints
           json({"-9223372036854775808", "18446744073709551615", "True", "False", "1", "65"}));
 
     const json lists = trace.one("lists").at("args");
-    CHECK(lists.at("Input type") == json(std::vector<std::string>(5, "ScalarList")));
-    CHECK(lists.at("Concrete Inputs") == json({"[1.5, 2.]", "[True, False]", "[]", "[1, 0]", "[18446744073709551615]"}));
+    CHECK(lists.at("Input type") == json(std::vector<std::string>(7, "ScalarList")));
+    CHECK(lists.at("Concrete Inputs") == json({"[1.5, 2.]", "[True, False]", "[]", "[1, 0]", "[18446744073709551615]",
+                                               "[False, True]", "[64, 32]"}));
 
     const json others = trace.one("others").at("args");
     CHECK(others.at("Input type") == json({"String", "String", "String", "", "Scalar", "", "", "float", ""}));

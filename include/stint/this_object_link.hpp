@@ -1,5 +1,5 @@
 #pragma once
-// This object's link table (recording/object_links.hpp): where its copies of stint's process-wide state
+// This object's link table (recording/object_link.hpp): where its copies of stint's process-wide state
 // are, exported under a C name, so that a profiler in another object finds them with dlsym even when
 // this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
 // initialized: it costs an object nothing at load and nothing when it records.
@@ -9,7 +9,7 @@
 #include "stint/annotations/recording_hook.hpp"
 #include "stint/capture/inputs.hpp"
 #include "stint/memory/report.hpp"
-#include "stint/recording/object_links.hpp"
+#include "stint/recording/object_link.hpp"
 #include "stint/recording/slow_path.hpp"
 #include "stint/recording/state.hpp"
 

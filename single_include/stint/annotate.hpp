@@ -1317,7 +1317,9 @@ inline void set_thread_name(std::string_view name) {
 // watchdog, the crash handler) reads it without a lock.
 //
 // Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
-// already holds in a register, so any other session pays one untaken branch.
+// already holds in a register, so any other session pays one untaken branch. That branch carries no
+// likely/unlikely hint: in a flight session every scope takes it, and hinted cold, the noting was laid
+// out of line behind three taken jumps, which cost about 1 ns a scope (bench: the ring-wrap rows).
 
 #include <atomic>       // std::memory_order
 #include <cstddef>      // std::size_t
@@ -1356,7 +1358,7 @@ STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
 /// a reader then knows the entry is being rewritten (open_scope_stack::read_entry).
 STINT_DETAIL_ALWAYS_INLINE open_scope_stack::entry* begin_noting_scope(std::uint32_t state,
                                                                       open_scope_stack*& open) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return nullptr;
+    if (!notes_open_scopes(state)) return nullptr;
     open = tls_buffer.open;
     if (open == nullptr) [[unlikely]] {
         open = make_open_scope_stack();
@@ -1386,7 +1388,7 @@ STINT_DETAIL_ALWAYS_INLINE void note_scope_entered(std::uint32_t state, const si
                                                    std::uint64_t begin) noexcept {
     open_scope_stack* open = nullptr;
     open_scope_stack::entry* e = begin_noting_scope(state, open);
-    if (e == nullptr) [[likely]] return;
+    if (e == nullptr) return;
     e->where.store(where, std::memory_order_relaxed);
     end_noting_scope(*open, *e, begin);
 }
@@ -1410,7 +1412,7 @@ inline void note_named_scope_entered(std::uint32_t state, const site* where, std
 
 /// A scope noted by note_scope_entered() left, leaving `depth` scopes open on this thread.
 STINT_DETAIL_ALWAYS_INLINE void note_scope_left(std::uint32_t state, std::uint32_t depth) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return;
+    if (!notes_open_scopes(state)) return;
     if (open_scope_stack* open = tls_buffer.open) open->depth.store(depth, std::memory_order_relaxed);
 }
 
@@ -1640,9 +1642,11 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 //   4. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
 //   5. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   6. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
+//   6. std::vector and containers shaped like it (an allocator, capacity(), a sized random-access
+//      range): a list, as std::array (known by shape, so that this header needs no <vector>);
+//   7. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
-//   7. anything else is a compile error naming the type.
+//   8. anything else is a compile error naming the type.
 
 #include <array>     // std::array
 #include <atomic>    // std::atomic, std::memory_order_relaxed
@@ -1660,7 +1664,6 @@ constexpr flop_formula op_flop_formula(flop_formula formula) noexcept {
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <type_traits>  // std::is_same_v, std::remove_cv_t, std::remove_cvref_t, std::is_floating_point_v
-#include <vector>       // std::vector
 
 
 // ---- begin stint/capture/detail/input_encoding.hpp ----
@@ -2107,6 +2110,16 @@ concept eigen_like = requires(const T& m) {
     { m.cols() } -> std::convertible_to<std::int64_t>;
     { T::IsRowMajor } -> std::convertible_to<bool>;
 };
+
+// std::vector (any allocator, vector<bool> too) and containers shaped like it (boost's, small vectors),
+// known by their shape rather than a specialisation: naming std::vector here would need <vector>, about
+// a sixth of <iostream>'s cost to compile, in every file that includes annotate.hpp.
+template <class T>
+concept vector_like = std::ranges::random_access_range<const T> && std::ranges::sized_range<const T> &&
+                      requires(const T& v) {
+                          typename T::allocator_type;
+                          { v.capacity() } -> std::convertible_to<std::size_t>;
+                      } && !requires { typename T::traits_type; };  // strings are text, not lists
 
 template <class T>
 inline constexpr bool is_aggregate_input = std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
@@ -2630,6 +2643,8 @@ void input_writer::value(const T& v) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {
         detail::capture_eigen(*this, v);
+    } else if constexpr (detail::vector_like<U>) {
+        detail::capture_sequence(*this, v);
     } else if constexpr (detail::is_aggregate_input<U>) {
         static_assert(detail::aggregate_capture<U>::available,
                       "stint: to capture a struct field by field, include <stint/capture/aggregates.hpp> (Boost.PFR; "
@@ -2716,11 +2731,8 @@ struct input_traits<char[N]> {
     }
 };
 
-/// std::vector and std::array: of numbers a "ScalarList" ("[64, 32]"), of tensors a "TensorList".
-template <class T, class A>
-struct input_traits<std::vector<T, A>> {
-    static void capture(input_writer& w, const std::vector<T, A>& v) { detail::capture_sequence(w, v); }
-};
+/// std::array (and std::vector, detail::vector_like): of numbers a "ScalarList" ("[64, 32]"), of tensors a
+/// "TensorList".
 template <class T, std::size_t N>
 struct input_traits<std::array<T, N>> {
     static void capture(input_writer& w, const std::array<T, N>& v) { detail::capture_sequence(w, v); }
@@ -2788,6 +2800,7 @@ inline void set_record_concrete_inputs(bool enabled) noexcept {
 #include <cstddef>  // std::size_t, std::byte
 #include <cstdint>  // std::uintptr_t, std::uint32_t, std::uint64_t
 #include <cstring>  // std::memcpy
+
 
 #if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
 #include <pthread.h>  // ::pthread_getattr_np, ::pthread_attr_getstack, ::pthread_self
@@ -5333,83 +5346,24 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 // ---- begin stint/this_object_link.hpp ----
 #ifndef STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
 #define STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
-// This object's link table (recording/object_links.hpp): where its copies of stint's process-wide state
+// This object's link table (recording/object_link.hpp): where its copies of stint's process-wide state
 // are, exported under a C name, so that a profiler in another object finds them with dlsym even when
 // this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
 // initialized: it costs an object nothing at load and nothing when it records.
 
 
-// ---- begin stint/recording/object_links.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
-#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
-// Shared objects with copies of their own of stint's process-wide state, linked to the profiler's.
-//
-// A library built with hidden visibility and loaded with dlopen(..., RTLD_LOCAL) by a program not
-// linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
-// symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
-// left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
-// table of where its copies are (object_link, under a C name carrying the ABI tag:
-// <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
-// dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
-// into) and writes each change of the flag into every copy. The hot path still reads its own object's
-// flag, one relaxed load: nothing on it changes.
+// ---- begin stint/recording/object_link.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+// One object's link table: where its copies of stint's process-wide state are, the record that
+// <stint/this_object_link.hpp> exports from every object that records and that the registry's object
+// links (recording/object_links.hpp) read. Kept apart from object_links.hpp so that every file that
+// includes annotate.hpp reads only this struct, not the session side's <mutex>, <vector> and loader
+// headers.
 
 #include <atomic>   // std::atomic
 #include <cstdint>  // std::uint32_t, std::uint64_t
-#include <mutex>    // std::mutex
-#include <string>   // std::string
-#include <vector>   // std::vector
 
-
-// ---- begin stint/detail/separate_compilation.hpp ----
-#ifndef STINT_SINGLE_STINT_DETAIL_SEPARATE_COMPILATION_HPP
-#define STINT_SINGLE_STINT_DETAIL_SEPARATE_COMPILATION_HPP
-// Header-only (the default) or compiled once, as Boost.Asio does it.
-//
-// Header-only: every session-side function is `inline` and its body comes with its header (the header
-// includes its `impl/*.ipp` file at its end), so one file that includes <stint/stint.hpp> builds and
-// links with nothing else.
-//
-// Compiled once: a program defines STINT_SEPARATE_COMPILATION in every one of its files (a build flag)
-// and includes <stint/impl/src.hpp> in exactly one of them (or links stint::compiled, which does). The
-// headers then give declarations only, and the session side (profiler core, drain, analysis,
-// exporters, flight recorder, on-demand, MPI glue) is compiled in that one file.
-//
-// The recording side (scopes, ops, the thread buffers: what <stint/annotate.hpp> gives) is the same
-// in both: it stays inline, and links safely between files built either way.
-
-
-#if defined(STINT_SEPARATE_COMPILATION) && defined(STINT_HEADER_ONLY)
-#error "stint: STINT_SEPARATE_COMPILATION and STINT_HEADER_ONLY are both defined. Fix: 1. define STINT_SEPARATE_COMPILATION in every file of the program and include <stint/impl/src.hpp> in one, or 2. define neither (header-only)"
-#endif
-
-#if defined(STINT_SEPARATE_COMPILATION)
-/// Declares a session-side function whose body <stint/impl/src.hpp> compiles once.
-#define STINT_DECL
-/// The inline namespace of the types whose members <stint/impl/src.hpp> compiles (the profiler and its
-/// core): a file built header-only and one built with STINT_SEPARATE_COMPILATION name them apart, so a
-/// program that mixes the two fails to link, naming this namespace, instead of mixing two builds.
-#define STINT_DETAIL_BUILD_NAMESPACE compiled
-#else
-#define STINT_HEADER_ONLY 1
-#define STINT_DECL inline
-#define STINT_DETAIL_BUILD_NAMESPACE header_only
-#endif
-
-#if defined(STINT_SEPARATE_COMPILATION)
-namespace stint::detail {
-/// Defined only by <stint/impl/src.hpp>. A program built with STINT_SEPARATE_COMPILATION that never
-/// compiles that file fails to link with this name in the error, rather than running without a session
-/// side.
-void stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STINT_SEPARATE_COMPILATION() noexcept;
-}  // namespace stint::detail
-#define STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE() \
-    ::stint::detail::stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STINT_SEPARATE_COMPILATION()
-#else
-#define STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE() static_cast<void>(0)
-#endif
-#endif  // STINT_SINGLE_STINT_DETAIL_SEPARATE_COMPILATION_HPP
-// ---- end stint/detail/separate_compilation.hpp ----
 
 #define STINT_DETAIL_LINK_CAT_(a, b) a##b
 #define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
@@ -5421,59 +5375,25 @@ void stint_impl_src_hpp_must_be_included_in_one_file_of_a_program_built_with_STI
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
+struct slow_path;             // recording/slow_path.hpp
 struct recording_hook_table;  // annotations/recording_hook.hpp
 struct capture_switches;      // capture/inputs.hpp
 
 /// Where one object's copies of the process-wide state are (the ones its own code reads).
 struct object_link {
-    std::uint32_t size;                                 ///< sizeof(object_link) where it was compiled
-    std::atomic<std::uint32_t>* recording;              ///< recording/state.hpp
-    std::atomic<const slow_path*>* installed_path;     ///< recording/slow_path.hpp
-    recording_hook_table* hooks;                        ///< annotations/recording_hook.hpp
-    capture_switches* capture;                          ///< capture/inputs.hpp
-    std::atomic<std::uint32_t>* memory_state;           ///< memory/report.hpp
-    std::atomic<std::uint64_t>* next_point_id;          ///< annotations/detail/point_record.hpp
-};
-
-/// The objects found with copies other than this object's, each pinned (kept loaded: its records
-/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
-/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
-/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
-class object_links {
-public:
-    /// Looks for objects loaded since the last call (all of them at the first), linking those whose
-    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
-    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
-    /// one dl_iterate_phdr step.
-    STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
-                                                const slow_path* path);
-    /// Writes `state` into every linked object's recording flag.
-    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
-    /// The linked objects' tables.
-    STINT_DECL std::vector<const object_link*> linked();
-    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
-    std::mutex& mutex() noexcept { return mutex_; }
-    /// set_recording() by a caller that holds mutex() (the child after fork).
-    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
-        for (const object_link* link : links_) link->recording->store(state, order);
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<const object_link*> links_;
-    std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
-    unsigned long long adds_ = 0;       // the loader's counters at the last refresh
-    unsigned long long subs_ = 0;
-    bool scanned_ = false;
+    std::uint32_t size;                              ///< sizeof(object_link) where it was compiled
+    std::atomic<std::uint32_t>* recording;           ///< recording/state.hpp
+    std::atomic<const slow_path*>* installed_path;   ///< recording/slow_path.hpp
+    recording_hook_table* hooks;                     ///< annotations/recording_hook.hpp
+    capture_switches* capture;                       ///< capture/inputs.hpp
+    std::atomic<std::uint32_t>* memory_state;        ///< memory/report.hpp
+    std::atomic<std::uint64_t>* next_point_id;       ///< annotations/detail/point_record.hpp
 };
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
-// ---- end stint/recording/object_links.hpp ----
+#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+// ---- end stint/recording/object_link.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -5493,128 +5413,3 @@ STINT_DETAIL_EXPORT inline constinit const object_link STINT_DETAIL_OBJECT_LINK{
 #endif
 #endif  // STINT_SINGLE_STINT_ANNOTATE_HPP
 // ---- end stint/annotate.hpp ----
-
-// ---- the session side's bodies, inline in a header-only build ----
-#if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/recording/impl/object_links.ipp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
-#define STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
-// Finding the objects with copies of their own of stint's process-wide state (object_links.hpp).
-
-
-#include <algorithm>  // std::find, std::none_of
-#include <cstddef>    // std::size_t, offsetof
-
-#if defined(__linux__)
-#include <dlfcn.h>  // dlopen, dlsym, dlclose, RTLD_NOLOAD
-#include <link.h>   // dl_iterate_phdr
-#endif
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-#if defined(__linux__)
-namespace object_links_detail {
-
-struct loader_counters {
-    unsigned long long adds = 0;
-    unsigned long long subs = 0;
-};
-
-// The loader's counts of objects loaded and unloaded, from the first object it reports.
-inline loader_counters read_loader_counters() {
-    loader_counters out;
-    ::dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t size, void* data) -> int {
-            if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-                auto* counters = static_cast<loader_counters*>(data);
-                counters->adds = info->dlpi_adds;
-                counters->subs = info->dlpi_subs;
-            }
-            return 1;  // one is enough
-        },
-        &out);
-    return out;
-}
-
-}  // namespace object_links_detail
-#endif
-
-std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
-                                               const slow_path* path) {
-    std::vector<std::string> linked_now;
-    std::lock_guard lock(mutex_);
-#if defined(__linux__)
-    const auto counters = object_links_detail::read_loader_counters();
-    if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
-    // An object unloaded since: a name looked at may now be another object (linked ones stay pinned).
-    if (scanned_ && counters.subs != subs_) checked_.clear();
-    std::vector<std::string> names;
-    // The names first: dlopen is not called from inside the loader's iteration.
-    ::dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t, void* data) -> int {
-            // The program itself has no name here, and its symbols are what a follower cannot reach.
-            if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
-                static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
-            }
-            return 0;
-        },
-        &names);
-    for (const std::string& name : names) {
-        if (std::find(checked_.begin(), checked_.end(), name) != checked_.end()) continue;
-        checked_.push_back(name);
-        // RTLD_NOLOAD: a handle to the loaded object, never a load (nor a change of its scope).
-        void* handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-        if (handle == nullptr) continue;
-        const auto* link =
-            static_cast<const object_link*>(::dlsym(handle, STINT_DETAIL_LINK_STRING(STINT_DETAIL_OBJECT_LINK)));
-        // gcc makes inline variables unique symbols, which the loader may bind across RTLD_LOCAL objects one
-        // by one: an object whose flag is the program's may still have a slow path of its own. Writing a
-        // copy that is the program's is harmless (the same values; a hook table told twice passes it on once).
-        const bool follower =
-            link != nullptr && link->size == sizeof(object_link) &&
-            (link->recording != own_recording || link->installed_path != &installed_slow_path) &&
-            std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
-                return known->recording == link->recording && known->installed_path == link->installed_path;
-            });
-        if (!follower) {
-            ::dlclose(handle);
-            continue;
-        }
-        // Kept open (pinned): the follower's records point at its sites until they are drained, and
-        // its copies are written at every start and stop.
-        link->installed_path->store(path, std::memory_order_release);  // release: the table is built
-        // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
-        const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
-        std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
-        while (id < block && !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
-        }
-        links_.push_back(link);
-        linked_now.push_back(name);
-    }
-    adds_ = counters.adds;
-    subs_ = counters.subs;
-    scanned_ = true;
-#else
-    (void)own_recording;
-    (void)path;
-#endif
-    return linked_now;
-}
-
-void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
-    std::lock_guard lock(mutex_);
-    set_recording_locked(state, order);
-}
-
-std::vector<const object_link*> object_links::linked() {
-    std::lock_guard lock(mutex_);
-    return links_;
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_RECORDING_IMPL_OBJECT_LINKS_IPP
-// ---- end stint/recording/impl/object_links.ipp ----
-#endif  // STINT_HEADER_ONLY

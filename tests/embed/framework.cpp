@@ -3,10 +3,11 @@
 #include "framework.hpp"
 
 // What the annotation header must leave out (issue 31): each is a cost every framework file would pay.
-#if defined(FMT_VERSION) || defined(_GLIBCXX_IOSTREAM) || defined(_GLIBCXX_FILESYSTEM) || defined(ZLIB_H) ||      \
-    defined(_GLIBCXX_THREAD) || defined(_GLIBCXX_CONDITION_VARIABLE) || defined(BOOST_PFR_HPP) ||                  \
-    defined(BOOST_PFR_CORE_HPP) || defined(_GLIBCXX_SSTREAM) || defined(_GLIBCXX_LOCALE)
-#error "stint/annotate.hpp included fmt, iostreams, locales, <filesystem>, zlib, <thread>, <condition_variable> or Boost.PFR"
+#if defined(FMT_VERSION) || defined(_GLIBCXX_IOSTREAM) || defined(_GLIBCXX_FILESYSTEM) || defined(ZLIB_H) ||         \
+    defined(_GLIBCXX_THREAD) || defined(_GLIBCXX_CONDITION_VARIABLE) || defined(BOOST_PFR_HPP) ||                    \
+    defined(BOOST_PFR_CORE_HPP) || defined(_GLIBCXX_SSTREAM) || defined(_GLIBCXX_LOCALE) ||                          \
+    defined(_GLIBCXX_MUTEX) || defined(_GLIBCXX_ALGORITHM) || defined(_LINK_H) || defined(_DLFCN_H)
+#error "stint/annotate.hpp included a header it must leave out (the list above): each costs every framework file"
 #endif
 
 #include <thread>

@@ -10,9 +10,11 @@
 //   4. mdspan-like views of numbers (rank(), extent(r), element_type; stride(r) if present);
 //   5. Eigen-like matrices (rows(), cols(), Scalar, IsRowMajor; innerStride()/outerStride() if
 //      present), so Eigen types are captured with no Eigen dependency in stint;
-//   6. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
+//   6. std::vector and containers shaped like it (an allocator, capacity(), a sized random-access
+//      range): a list, as std::array (known by shape, so that this header needs no <vector>);
+//   7. aggregates (plain structs), field by field, where <stint/capture/aggregates.hpp> (Boost.PFR) is
 //      included (stint.hpp includes it when Boost.PFR is found; the light annotate.hpp does not);
-//   7. anything else is a compile error naming the type.
+//   8. anything else is a compile error naming the type.
 
 #include <array>     // std::array
 #include <atomic>    // std::atomic, std::memory_order_relaxed
@@ -30,7 +32,6 @@
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <type_traits>  // std::is_same_v, std::remove_cv_t, std::remove_cvref_t, std::is_floating_point_v
-#include <vector>       // std::vector
 
 #include "stint/capture/detail/input_encoding.hpp"
 #include "stint/capture/dlpack.hpp"
@@ -153,6 +154,16 @@ concept eigen_like = requires(const T& m) {
     { m.cols() } -> std::convertible_to<std::int64_t>;
     { T::IsRowMajor } -> std::convertible_to<bool>;
 };
+
+// std::vector (any allocator, vector<bool> too) and containers shaped like it (boost's, small vectors),
+// known by their shape rather than a specialisation: naming std::vector here would need <vector>, about
+// a sixth of <iostream>'s cost to compile, in every file that includes annotate.hpp.
+template <class T>
+concept vector_like = std::ranges::random_access_range<const T> && std::ranges::sized_range<const T> &&
+                      requires(const T& v) {
+                          typename T::allocator_type;
+                          { v.capacity() } -> std::convertible_to<std::size_t>;
+                      } && !requires { typename T::traits_type; };  // strings are text, not lists
 
 template <class T>
 inline constexpr bool is_aggregate_input = std::is_class_v<T> && std::is_aggregate_v<T> && !std::is_union_v<T>;
@@ -761,6 +772,8 @@ STINT_DETAIL_ALWAYS_INLINE void input_writer::value(const T& v) {
         detail::capture_mdspan(*this, v);
     } else if constexpr (detail::eigen_like<U>) {
         detail::capture_eigen(*this, v);
+    } else if constexpr (detail::vector_like<U>) {
+        detail::capture_sequence(*this, v);
     } else if constexpr (detail::is_aggregate_input<U>) {
         static_assert(detail::aggregate_capture<U>::available,
                       "stint: to capture a struct field by field, include <stint/capture/aggregates.hpp> (Boost.PFR; "
@@ -847,11 +860,8 @@ struct input_traits<char[N]> {
     }
 };
 
-/// std::vector and std::array: of numbers a "ScalarList" ("[64, 32]"), of tensors a "TensorList".
-template <class T, class A>
-struct input_traits<std::vector<T, A>> {
-    static void capture(input_writer& w, const std::vector<T, A>& v) { detail::capture_sequence(w, v); }
-};
+/// std::array (and std::vector, detail::vector_like): of numbers a "ScalarList" ("[64, 32]"), of tensors a
+/// "TensorList".
 template <class T, std::size_t N>
 struct input_traits<std::array<T, N>> {
     static void capture(input_writer& w, const std::array<T, N>& v) { detail::capture_sequence(w, v); }

@@ -5,45 +5,25 @@
 // linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
 // symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
 // left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
-// table of where its copies are (object_link, under a C name carrying the ABI tag:
+// table of where its copies are (object_link.hpp, under a C name carrying the ABI tag:
 // <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
 // dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
 // into) and writes each change of the flag into every copy. The hot path still reads its own object's
 // flag, one relaxed load: nothing on it changes.
 
-#include <atomic>   // std::atomic
-#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <atomic>   // std::atomic, std::memory_order
+#include <cstdint>  // std::uint32_t
 #include <mutex>    // std::mutex
 #include <string>   // std::string
 #include <vector>   // std::vector
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/separate_compilation.hpp"
+#include "stint/recording/object_link.hpp"
 #include "stint/recording/slow_path.hpp"
-
-#define STINT_DETAIL_LINK_CAT_(a, b) a##b
-#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
-#define STINT_DETAIL_LINK_STRING_(a) #a
-#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
-/// The C name of an object's link table: one per stint ABI, so two versions never link.
-#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-struct recording_hook_table;  // annotations/recording_hook.hpp
-struct capture_switches;      // capture/inputs.hpp
-
-/// Where one object's copies of the process-wide state are (the ones its own code reads).
-struct object_link {
-    std::uint32_t size;                                 ///< sizeof(object_link) where it was compiled
-    std::atomic<std::uint32_t>* recording;              ///< recording/state.hpp
-    std::atomic<const slow_path*>* installed_path;     ///< recording/slow_path.hpp
-    recording_hook_table* hooks;                        ///< annotations/recording_hook.hpp
-    capture_switches* capture;                          ///< capture/inputs.hpp
-    std::atomic<std::uint32_t>* memory_state;           ///< memory/report.hpp
-    std::atomic<std::uint64_t>* next_point_id;          ///< annotations/detail/point_record.hpp
-};
 
 /// The objects found with copies other than this object's, each pinned (kept loaded: its records
 /// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()

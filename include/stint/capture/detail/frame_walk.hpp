@@ -10,6 +10,8 @@
 #include <cstdint>  // std::uintptr_t, std::uint32_t, std::uint64_t
 #include <cstring>  // std::memcpy
 
+#include "stint/detail/export_macros.hpp"  // STINT_DETAIL_COLD
+
 #if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
 #include <pthread.h>  // ::pthread_getattr_np, ::pthread_attr_getstack, ::pthread_self
 #define STINT_DETAIL_HAS_FRAME_WALK 1

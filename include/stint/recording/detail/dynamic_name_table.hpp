@@ -20,6 +20,7 @@
 
 #include "stint/detail/export_macros.hpp"
 #include "stint/detail/separate_compilation.hpp"
+#include "stint/recording/site.hpp"
 
 namespace stint::detail {
 
