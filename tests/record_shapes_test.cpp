@@ -395,6 +395,40 @@ TEST_CASE("dims and strides beyond 32 bits are kept exactly") {
     CHECK(args.at("Input Strides") == json::parse("[[2, 1], [1099511627779, 1], [-1]]"));
 }
 
+TEST_CASE("tensors at the edges of the inline encoding read back exactly") {
+    // The common tensor (int64 arrays, values within 32 bits, at most 4 dims, dtype of 4 to 8 bytes) is
+    // encoded inline; one step past any edge takes the general encoder. Both must read back the same.
+    stint::profiler<shapes> prof;
+    const std::int64_t lo = std::numeric_limits<std::int32_t>::min();
+    const std::int64_t hi = std::numeric_limits<std::int32_t>::max();
+    prof.start();
+    {
+        const fake_tensor fits{{hi, 1}, {lo, hi}};
+        const fake_tensor past_hi{{hi + 1, 1}, {1, 1}};
+        const fake_tensor past_lo{{1, 1}, {1, lo - 1}};
+        const fake_tensor rank4 = contiguous({2, 3, 4, 5});
+        const fake_tensor rank5 = contiguous({2, 3, 4, 5, 6});
+        const fake_tensor stride_count_differs{{2, 3}, {1}};
+        const fake_tensor no_dims{{}, {}};
+        STINT_OP(shapes, "edges", fits, past_hi, past_lo, rank4, rank5, stride_count_differs, no_dims);
+        const std::vector<fake_tensor> list{fits, rank4};
+        STINT_OP(shapes, "in_list", list, fits);
+    }
+    prof.stop();
+    const auto trace = export_and_read(prof);
+    const json args = trace.one("edges").at("args");
+    CHECK(args.at("Input Dims") ==
+          json::parse("[[2147483647, 1], [2147483648, 1], [1, 1], [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3], []]"));
+    CHECK(args.at("Input Strides") ==
+          json::parse("[[-2147483648, 2147483647], [1, 1], [1, -2147483649], [60, 20, 5, 1], [360, 120, 30, 6, 1], "
+                      "[], []]"));
+    CHECK(args.at("Input type") == json(std::vector<std::string>(7, "float")));
+    const json listed = trace.one("in_list").at("args");
+    CHECK(listed.at("Input Dims") == json::parse("[[[2147483647, 1], [2, 3, 4, 5]], [2147483647, 1]]"));
+    CHECK(listed.at("Input Strides") ==
+          json::parse("[[[-2147483648, 2147483647], [60, 20, 5, 1]], [-2147483648, 2147483647]]"));
+}
+
 TEST_CASE("dtype names of every length from 0 to 12 bytes read back exactly") {
     // 4 to 8 bytes are copied as two overlapping 4-byte words, others byte by byte.
     stint::profiler<shapes> prof;
