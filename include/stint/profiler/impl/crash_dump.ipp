@@ -315,8 +315,10 @@ void crash_dump::write_file(int sig) noexcept {
     });
     reg.for_each_node_in_crash([&](thread_node& node) {
         // The node's ring settles: a thread inside its ring lock (overwriting a chunk) finishes, and any
-        // later one sees the freeze (both seq_cst: the freeze is stored before this load). The lock is
-        // only watched, never taken: releasing it would have to wake a waiter, which is no signal-safe call.
+        // later one sees the freeze. A handshake: here the freeze is stored, then the lock loaded (seq_cst);
+        // a thread takes the lock, then a seq_cst fence, then loads the freeze (ring.ipp); so one of the two
+        // sees the other. The lock is only watched, never taken: releasing it would have to wake a waiter,
+        // which is no signal-safe call.
         const std::int64_t deadline = crash_clock_ns() + wait_for_ring_lock_ns;
         bool settled = true;
         while (node.ring_lock.test(std::memory_order_seq_cst)) {
