@@ -11,6 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+
 #include "stint/stint.hpp"
 #include "stint/profiler/flight_recorder.hpp"
 #include "test_util.hpp"
@@ -34,6 +38,40 @@ nlohmann::json flight_thread_entry(const nlohmann::json& trace, std::uint64_t ti
 }
 
 std::uint64_t flight_this_tid() { return stint::detail::current_os_tid(); }
+
+/// A key whose value, set by a thread, gets the thread's alternate signal stack as the thread ends: a
+/// key's destructor runs after every thread_local object's (stint's exit guard among them).
+pthread_key_t flight_stack_at_exit_key() {
+    static const pthread_key_t key = [] {
+        pthread_key_t made{};
+        ::pthread_key_create(&made, [](void* seen) { ::sigaltstack(nullptr, static_cast<stack_t*>(seen)); });
+        return made;
+    }();
+    return key;
+}
+
+struct flight_thread_stacks {
+    stack_t while_recording{};
+    stack_t at_exit{};
+};
+
+/// Runs a thread that records a scope, then calls `after_recording`: its alternate signal stack as it
+/// records and once stint's exit guard has run.
+template <class After>
+flight_thread_stacks flight_stacks_of_thread(After after_recording) {
+    flight_thread_stacks seen;
+    std::thread([&] {
+        // A sanitizer may give each thread a stack of its own (ASan does): this one starts with none.
+        stack_t off{};
+        off.ss_flags = SS_DISABLE;
+        ::sigaltstack(&off, nullptr);
+        ::pthread_setspecific(flight_stack_at_exit_key(), &seen.at_exit);
+        { STINT_SCOPE("flight.stack"); }
+        ::sigaltstack(nullptr, &seen.while_recording);
+        after_recording();
+    }).join();
+    return seen;
+}
 
 stint::profiler_options<> flight_options(std::size_t budget, std::string dir = {}) {
     stint::profiler_options<> options;
@@ -558,6 +596,36 @@ TEST_CASE("a crash dump path that cannot be written is refused at start") {
     ::sigaction(SIGSEGV, nullptr, &now);
     CHECK((now.sa_flags & SA_SIGINFO) == 0);
     CHECK_FALSE(std::filesystem::exists(dir / "crash.stint"));
+}
+
+TEST_CASE("a recording thread's signal stack is turned off as it ends; a stack the program set since is kept") {
+    stint_test::temp_dir dir;
+    stint::profiler_options<> options = flight_options(16 * flight_chunk);
+    options.flight_recorder->crash_dump_path = dir / "crash.stint";
+    stint::profiler<> prof(options);
+    prof.start();
+    // stint's stack: on while the thread records, off before a drain may free it with the node.
+    const flight_thread_stacks stints = flight_stacks_of_thread([] {});
+    CHECK((stints.while_recording.ss_flags & SS_DISABLE) == 0);
+    CHECK((stints.at_exit.ss_flags & SS_DISABLE) != 0);
+    // The program's own stack, set after stint's: left on, as the program left it. Mapped and never
+    // unmapped here: under ASan the thread's end unmaps whatever stack the thread has then.
+    constexpr std::size_t own_bytes = 256 * 1024;
+    void* const own = ::mmap(nullptr, own_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(own != MAP_FAILED);
+    bool set = false;
+    const flight_thread_stacks owns = flight_stacks_of_thread([&] {
+        stack_t mine{};
+        mine.ss_sp = own;
+        mine.ss_size = own_bytes;
+        set = ::sigaltstack(&mine, nullptr) == 0;
+    });
+    REQUIRE(set);
+    CHECK((owns.while_recording.ss_flags & SS_DISABLE) == 0);
+    CHECK(owns.while_recording.ss_sp != own);
+    CHECK((owns.at_exit.ss_flags & SS_DISABLE) == 0);
+    CHECK(owns.at_exit.ss_sp == own);
+    prof.stop();
 }
 
 TEST_CASE("a slow step with no interval dumps once: the dump's own time is no step's") {

@@ -102,7 +102,8 @@ struct thread_node {
     /// read by the hang watchdog under the registry mutex and by the crash handler.
     open_scope_stack* open = nullptr;
     /// The alternate signal stack the owner runs a crash handler on (recording/signal_stack.hpp), made
-    /// while a crash dump is installed; freed with the node, after its thread exited.
+    /// while a crash dump is installed; turned off by the owner as it ends (thread_exit_guard), then freed
+    /// with the node.
     void* signal_stack = nullptr;
     std::size_t signal_stack_bytes = 0;
 };

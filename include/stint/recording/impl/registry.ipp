@@ -575,9 +575,10 @@ open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
 }
 
 const slow_path& registry_slow_path() noexcept {
-    static constexpr slow_path table{&make_room_in_registry,             &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table,    &intern_named_site_in_table,
-                                     &intern_text_site_in_table,       &make_open_scope_stack_in_registry};
+    static constexpr slow_path table{&make_room_in_registry,          &set_thread_name_in_registry,
+                                     &intern_dynamic_site_in_table, &intern_named_site_in_table,
+                                     &intern_text_site_in_table,    &make_open_scope_stack_in_registry,
+                                     &leave_signal_stack};
     return table;
 }
 
