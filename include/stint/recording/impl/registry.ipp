@@ -506,6 +506,7 @@ void registry::after_fork_in_child() noexcept {
     pool_.forget_prefaulting_after_fork();
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.after_fork_in_child();
     links_.mutex().unlock();
     mutex_.unlock();
 }
