@@ -628,6 +628,28 @@ TEST_CASE("a recording thread's signal stack is turned off as it ends; a stack t
     prof.stop();
 }
 
+TEST_CASE("a second flight recorder that fails to start leaves the first one's signal stacks on") {
+    stint_test::temp_dir dir;
+    stint::profiler_options<> options = flight_options(16 * flight_chunk);
+    options.flight_recorder->crash_dump_path = dir / "a.stint";
+    stint::profiler<> first(options);
+    first.start();
+    options.flight_recorder->crash_dump_path = dir / "b.stint";
+    stint::profiler<> second(options);
+    CHECK_THROWS(second.start());  // one recording profiler at a time
+    CHECK(first.is_running());
+    // A thread that begins to record in the first one's session still gets its stack.
+    const flight_thread_stacks seen = flight_stacks_of_thread([] {});
+    CHECK((seen.while_recording.ss_flags & SS_DISABLE) == 0);
+    first.stop();
+    // Both requests gone: a thread of a session with no crash dump gets none.
+    stint::profiler<> plain(flight_options(16 * flight_chunk));
+    plain.start();
+    const flight_thread_stacks none = flight_stacks_of_thread([] {});
+    CHECK((none.while_recording.ss_flags & SS_DISABLE) != 0);
+    plain.stop();
+}
+
 TEST_CASE("a slow step with no interval dumps once: the dump's own time is no step's") {
     stint_test::temp_dir dir;
     auto options = flight_options(16 << 20, dir.path().string());

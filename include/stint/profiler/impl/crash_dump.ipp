@@ -63,8 +63,6 @@ void crash_dump::install(const std::string& given_path, const tick_calibration& 
     self.calibration_ = calibration;
     self.pid_ = current_pid();
     self.writer_.store(0, std::memory_order_relaxed);
-    // Each thread that records from now on gets a stack to run the handler on: a stack overflow dumps.
-    the_registry().want_signal_stacks(true);
     struct sigaction ours {};
     ours.sa_sigaction = &on_signal;
     ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
@@ -95,7 +93,6 @@ std::vector<std::string> crash_dump::overridden() {
 void crash_dump::uninstall() noexcept {
     crash_dump& self = instance();
     if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
-    the_registry().want_signal_stacks(false);
     for (std::size_t i = 0; i < signals.size(); ++i) {
         struct sigaction now {};
         ::sigaction(signals[i], nullptr, &now);

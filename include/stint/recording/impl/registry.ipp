@@ -261,7 +261,7 @@ registry::session_start registry::reset_for_session(thread_buffer& buffer, std::
         }
     }
     // A crash dump is installed: this thread's crash must find a stack to run its handler on.
-    if (signal_stacks_wanted_.load(std::memory_order_relaxed)) ensure_signal_stack(node);
+    if (signal_stack_requests_.load(std::memory_order_relaxed) != 0) ensure_signal_stack(node);
     // release: pairs with the acquire in end_session(); the chunk above is visible before the state.
     node.state.store(state, std::memory_order_release);
     return result;
