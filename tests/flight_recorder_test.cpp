@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -72,6 +73,10 @@ flight_thread_stacks flight_stacks_of_thread(After after_recording) {
     }).join();
     return seen;
 }
+
+/// errno as a handler stint's crash handler chains to saw it.
+std::atomic<int> flight_errno_in_chained{-1};
+void flight_chained_handler(int, siginfo_t*, void*) { flight_errno_in_chained.store(errno); }
 
 stint::profiler_options<> flight_options(std::size_t budget, std::string dir = {}) {
     stint::profiler_options<> options;
@@ -648,6 +653,30 @@ TEST_CASE("a second flight recorder that fails to start leaves the first one's s
     const flight_thread_stacks none = flight_stacks_of_thread([] {});
     CHECK((none.while_recording.ss_flags & SS_DISABLE) != 0);
     plain.stop();
+}
+
+TEST_CASE("a crash handler leaves errno as the interrupted code had it, to the handler it chains to and after") {
+    stint_test::temp_dir dir;
+    const std::filesystem::path gone = std::filesystem::path(dir.path()) / "gone";
+    std::filesystem::create_directory(gone);
+    struct sigaction mine {};
+    mine.sa_sigaction = &flight_chained_handler;
+    mine.sa_flags = SA_SIGINFO;
+    sigemptyset(&mine.sa_mask);
+    struct sigaction before {};
+    REQUIRE(::sigaction(SIGBUS, &mine, &before) == 0);
+    stint::profiler_options<> options = flight_options(16 * flight_chunk);
+    options.flight_recorder->crash_dump_path = (gone / "crash.stint").string();
+    stint::profiler<> prof(options);
+    prof.start();
+    std::filesystem::remove(gone);  // the dump's open() fails, setting errno
+    errno = EDOM;
+    ::raise(SIGBUS);  // stint's handler, then mine, then back here
+    const int after = errno;
+    prof.stop();
+    ::sigaction(SIGBUS, &before, nullptr);
+    CHECK(flight_errno_in_chained.load() == EDOM);
+    CHECK(after == EDOM);
 }
 
 TEST_CASE("a slow step with no interval dumps once: the dump's own time is no step's") {

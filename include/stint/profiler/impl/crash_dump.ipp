@@ -137,8 +137,13 @@ crash_dump& crash_dump::instance() noexcept {
 }
 
 void crash_dump::on_signal(int sig, siginfo_t* info, void* context) {
+    // The interrupted code's errno: the handler chained to, and the code when the handler returns (a signal
+    // raised by the program, a handler that recovers), see it as it was, whatever the dump's calls set.
+    const int interrupted_errno = errno;
     write_now(sig);
+    errno = interrupted_errno;
     chain(sig, info, context);
+    errno = interrupted_errno;
 }
 
 void crash_dump::on_terminate() {
