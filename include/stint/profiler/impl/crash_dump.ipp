@@ -19,20 +19,17 @@
 
 namespace stint::detail {
 
-namespace {
-
-// Async-signal-safe clock and sleep for the handler's bounded waits.
-std::int64_t crash_clock_ns() noexcept {
+// Async-signal-safe clock and sleep for the handler's bounded waits. Inline, not in an unnamed namespace:
+// the inline (header-only) functions below call them, and must call the same ones in every file.
+inline std::int64_t crash_clock_ns() noexcept {
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
-void crash_pause(long ns) noexcept {
+inline void crash_pause(long ns) noexcept {
     const timespec pause{0, ns};
     ::nanosleep(&pause, nullptr);
 }
-
-}  // namespace
 
 void crash_dump::install(const std::string& given_path, const tick_calibration& calibration) {
     crash_dump& self = instance();
