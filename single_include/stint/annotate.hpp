@@ -975,11 +975,13 @@ STINT_DETAIL_ALWAYS_INLINE std::uint64_t read_ticks() noexcept {
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope
-/// is not noted: the depth still counts it, and a reader says how many were left out. (Slots are not
-/// reused modulo the capacity: a deep recursion that came back would leave its closed scopes in the
-/// slots of open ones.) Written only by the owning thread; read by others with relaxed loads after an
-/// acquire of `depth`, so a reader racing the owner may see a scope that has just ended, never garbage.
+/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost
+/// `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope is not noted:
+/// the depth still counts it, and a reader says how many were left out. (Slots are not reused modulo
+/// the capacity: a deep recursion that came back would leave its closed scopes in the slots of open
+/// ones.) Written only by the owning thread; read by others below an acquire of `depth`, each entry
+/// through read_entry(), a seqlock on its begin_ticks: a reader racing the owner may see a scope that
+/// has just ended, or drop an entry being rewritten, never mix two scopes' fields.
 struct open_scope_stack {
     static constexpr std::uint32_t capacity = 64;
     /// The first bytes of a name given at run time (STINT_SCOPE_NAMED, record_function), copied at entry:
@@ -1064,7 +1066,8 @@ struct thread_node {
     /// read by the hang watchdog under the registry mutex and by the crash handler.
     open_scope_stack* open = nullptr;
     /// The alternate signal stack the owner runs a crash handler on (recording/signal_stack.hpp), made
-    /// while a crash dump is installed; freed with the node, after its thread exited.
+    /// while a crash dump is installed; turned off by the owner as it ends (thread_exit_guard), then freed
+    /// with the node.
     void* signal_stack = nullptr;
     std::size_t signal_stack_bytes = 0;
 };
@@ -1129,6 +1132,9 @@ struct slow_path {
     /// The buffer's stack of open scopes (recording/open_scopes.hpp), made and registered the first time.
     /// May throw std::bad_alloc.
     open_scope_stack* (*make_open_scope_stack)(thread_buffer& buffer);
+    /// Turns off the calling thread's alternate signal stack if it is the node's (recording/signal_stack.hpp),
+    /// before the thread's end marks the node exited and a drain frees the stack.
+    void (*leave_signal_stack)(thread_node& node) noexcept;
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -1147,6 +1153,10 @@ struct thread_exit_guard {
         buffer->cursor = nullptr;
         buffer->open = nullptr;  // the node's, freed with it
         if (buffer->node != nullptr) {
+            // Made by the registry (through the installed table), whose table takes the stack off again.
+            if (buffer->node->signal_stack != nullptr) {
+                installed_slow_path.load(std::memory_order_acquire)->leave_signal_stack(*buffer->node);
+            }
             // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
             buffer->node->exited.store(true, std::memory_order_release);
         }
@@ -1312,12 +1322,17 @@ inline void set_thread_name(std::string_view name) {
 #define STINT_SINGLE_STINT_RECORDING_OPEN_SCOPES_HPP
 // A thread's open scopes, noted while a flight recorder records (design §7 "Open scopes"): a record is
 // written at a scope's end, so without these a hang's or a crash's dump could not say which scopes the
-// program was inside. Each scope's entry stores its site and begin tick at its depth, and its exit
-// lowers the depth: three stores in, one out, on the thread's own stack; another thread (the hang
-// watchdog, the crash handler) reads it without a lock.
+// program was inside. A scope's entry is written at its depth like a seqlock, with begin_ticks as the
+// sequence: begin_ticks set to 0 (a release fence after it), then the site (and a run-time name's first
+// bytes), then begin_ticks (release), then the depth (release); its exit lowers the depth (one store).
+// Another thread (the hang watchdog, the crash handler) reads without a lock: read_entry() reads
+// begin_ticks, the fields, begin_ticks again, and keeps the entry only when both are the same nonzero
+// tick (thread_node.hpp).
 //
 // Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
-// already holds in a register, so any other session pays one untaken branch.
+// already holds in a register, so any other session pays one untaken branch. That branch carries no
+// likely/unlikely hint: in a flight session every scope takes it, and hinted cold, the noting was laid
+// out of line behind three taken jumps, which cost about 1 ns a scope (bench: the ring-wrap rows).
 
 #include <atomic>       // std::memory_order
 #include <cstddef>      // std::size_t
@@ -1356,7 +1371,7 @@ STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
 /// a reader then knows the entry is being rewritten (open_scope_stack::read_entry).
 STINT_DETAIL_ALWAYS_INLINE open_scope_stack::entry* begin_noting_scope(std::uint32_t state,
                                                                       open_scope_stack*& open) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return nullptr;
+    if (!notes_open_scopes(state)) return nullptr;
     open = tls_buffer.open;
     if (open == nullptr) [[unlikely]] {
         open = make_open_scope_stack();
@@ -1386,7 +1401,7 @@ STINT_DETAIL_ALWAYS_INLINE void note_scope_entered(std::uint32_t state, const si
                                                    std::uint64_t begin) noexcept {
     open_scope_stack* open = nullptr;
     open_scope_stack::entry* e = begin_noting_scope(state, open);
-    if (e == nullptr) [[likely]] return;
+    if (e == nullptr) return;
     e->where.store(where, std::memory_order_relaxed);
     end_noting_scope(*open, *e, begin);
 }
@@ -1410,7 +1425,7 @@ inline void note_named_scope_entered(std::uint32_t state, const site* where, std
 
 /// A scope noted by note_scope_entered() left, leaving `depth` scopes open on this thread.
 STINT_DETAIL_ALWAYS_INLINE void note_scope_left(std::uint32_t state, std::uint32_t depth) noexcept {
-    if (!notes_open_scopes(state)) [[likely]] return;
+    if (!notes_open_scopes(state)) return;
     if (open_scope_stack* open = tls_buffer.open) open->depth.store(depth, std::memory_order_relaxed);
 }
 
@@ -5436,9 +5451,11 @@ struct object_link {
 };
 
 /// The objects found with copies other than this object's, each pinned (kept loaded: its records
-/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
-/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
-/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
+/// point at its sites). Two locks, neither held on the hot path: refresh() calls dl_iterate_phdr and
+/// dlopen, which take the loader's locks, so it runs outside the registry's lock (a library's static
+/// initializer may hold the loader's lock and name its thread, which takes the registry's), under a
+/// lock of its own (scan_mutex_); mutex() guards the list of links, which the registry's callers take
+/// under the registry's lock: it is never held across a loader call.
 class object_links {
 public:
     /// Looks for objects loaded since the last call (all of them at the first), linking those whose
@@ -5453,14 +5470,17 @@ public:
     STINT_DECL std::vector<const object_link*> linked();
     /// Held across fork() (the registry's fork handlers), so that the child finds it free.
     std::mutex& mutex() noexcept { return mutex_; }
+    /// In the child after fork (mutex() held across the fork): a scan the parent was making is dropped.
+    STINT_DECL void after_fork_in_child() noexcept;
     /// set_recording() by a caller that holds mutex() (the child after fork).
     void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
         for (const object_link* link : links_) link->recording->store(state, order);
     }
 
 private:
-    std::mutex mutex_;
+    std::mutex mutex_;  // links_
     std::vector<const object_link*> links_;
+    std::mutex scan_mutex_;  // refresh(): the members below
     std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
     unsigned long long adds_ = 0;       // the loader's counters at the last refresh
     unsigned long long subs_ = 0;
@@ -5505,6 +5525,7 @@ STINT_DETAIL_EXPORT inline constinit const object_link STINT_DETAIL_OBJECT_LINK{
 
 #include <algorithm>  // std::find, std::none_of
 #include <cstddef>    // std::size_t, offsetof
+#include <memory>     // std::construct_at
 
 #if defined(__linux__)
 #include <dlfcn.h>  // dlopen, dlsym, dlclose, RTLD_NOLOAD
@@ -5544,7 +5565,9 @@ inline loader_counters read_loader_counters() {
 std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
                                                const slow_path* path) {
     std::vector<std::string> linked_now;
-    std::lock_guard lock(mutex_);
+    // One scan at a time, across the loader's calls; mutex_ only for the short reads and the linking,
+    // never across a loader call (a thread holding the loader's lock may be waiting for it).
+    std::lock_guard scanning(scan_mutex_);
 #if defined(__linux__)
     const auto counters = object_links_detail::read_loader_counters();
     if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
@@ -5572,25 +5595,30 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
         // gcc makes inline variables unique symbols, which the loader may bind across RTLD_LOCAL objects one
         // by one: an object whose flag is the program's may still have a slow path of its own. Writing a
         // copy that is the program's is harmless (the same values; a hook table told twice passes it on once).
-        const bool follower =
-            link != nullptr && link->size == sizeof(object_link) &&
-            (link->recording != own_recording || link->installed_path != &installed_slow_path) &&
-            std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
+        bool follower = link != nullptr && link->size == sizeof(object_link) &&
+                        (link->recording != own_recording || link->installed_path != &installed_slow_path);
+        if (follower) {
+            const std::lock_guard lock(mutex_);
+            follower = std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
                 return known->recording == link->recording && known->installed_path == link->installed_path;
             });
+            if (follower) {
+                // Kept open (pinned): the follower's records point at its sites until they are drained,
+                // and its copies are written at every start and stop.
+                link->installed_path->store(path, std::memory_order_release);  // release: the table is built
+                // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
+                const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
+                std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
+                while (id < block &&
+                       !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
+                }
+                links_.push_back(link);
+            }
+        }
         if (!follower) {
             ::dlclose(handle);
             continue;
         }
-        // Kept open (pinned): the follower's records point at its sites until they are drained, and
-        // its copies are written at every start and stop.
-        link->installed_path->store(path, std::memory_order_release);  // release: the table is built
-        // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
-        const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
-        std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
-        while (id < block && !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
-        }
-        links_.push_back(link);
         linked_now.push_back(name);
     }
     adds_ = counters.adds;
@@ -5601,6 +5629,19 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
     (void)path;
 #endif
     return linked_now;
+}
+
+void object_links::after_fork_in_child() noexcept {
+    if (scan_mutex_.try_lock()) {
+        scan_mutex_.unlock();
+        return;
+    }
+    // A thread of the parent's was scanning: it is gone, its lock held for ever and what it was changing
+    // half changed. A fresh lock and a scan from nothing (a linked object is known by links_, which
+    // mutex_ kept whole: before_fork() held it). The old list is left, not freed: it may be torn.
+    std::construct_at(&scan_mutex_);
+    std::construct_at(&checked_);
+    scanned_ = false;
 }
 
 void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {
