@@ -231,6 +231,128 @@ TEST_CASE("a dump cut short is read as far as it goes, and both readers say what
     CHECK(help.output.find("stint-crashdump CRASH_DUMP OUT.pt.trace.json") != std::string::npos);
 }
 
+/// A crash dump (version 3) made by hand, a section at a time (profiler/crash_dump.hpp has the layout).
+class handmade_dump {
+public:
+    static constexpr std::uint64_t anchor = 1'000'000;
+    static constexpr std::uint64_t crashed = 1'000'000'000;
+    handmade_dump() {
+        text("STINTCRASH");
+        put(std::uint16_t{3});
+        put(std::uint64_t{42});  // pid
+        put(std::uint64_t{11});  // signal
+        put(std::uint64_t{7});   // the crashed thread
+        put(anchor);
+        put(std::uint64_t{0});  // the anchor on the system clock
+        put(1.0);  // ns per tick
+        put(crashed);
+    }
+    /// A 'T' section with one span record (its run and its 'X').
+    void thread(std::uint64_t tid, const std::string& name, std::uint64_t site, std::uint64_t begin,
+                std::uint64_t end) {
+        bytes_ += 'T';
+        for (const std::uint64_t v : {tid, std::uint64_t{0}, std::uint64_t{0}, std::uint64_t{0}}) put(v);
+        put(static_cast<std::uint32_t>(name.size()));
+        text(name);
+        bytes_ += 'R';
+        put(std::uint64_t{24});
+        for (const std::uint64_t v : {site, begin, end}) put(v);
+        bytes_ += 'X';
+        put(std::uint64_t{1});
+        put(std::uint64_t{0});
+        put(std::uint8_t{0});
+    }
+    /// An 'O' section: `depth` scopes open, of which one kept.
+    void open(std::uint64_t tid, const std::string& name, std::uint32_t depth, std::uint64_t site,
+              std::uint64_t begin) {
+        bytes_ += 'O';
+        put(tid);
+        put(static_cast<std::uint32_t>(name.size()));
+        text(name);
+        put(depth);
+        put(std::uint32_t{1});
+        for (const std::uint64_t v : {site, begin, std::uint64_t{0}}) put(v);
+        bytes_.append(24, '\0');
+    }
+    void site(std::uint64_t address, const std::string& name) {
+        bytes_ += 'S';
+        put(address);
+        put(std::uint8_t{0});  // a span
+        put(std::uint8_t{0});  // no payload
+        put(static_cast<std::uint32_t>(name.size()));
+        text(name);
+    }
+    void raw(char tag) { bytes_ += tag; }
+    void write(const std::string& path) {
+        std::ofstream out(path, std::ios::binary);
+        out << bytes_ << 'E';
+    }
+
+private:
+    template <class T>
+    void put(T value) {
+        bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+    }
+    void text(const std::string& s) { bytes_ += s; }
+    std::string bytes_;
+};
+
+TEST_CASE("a thread recorded by two shared objects is one thread, its open scopes from both, in both readers") {
+    // Each object with copies of its own writes an 'O' and a 'T' section for the thread.
+    stint_test::temp_dir dir;
+    const std::string dump = dir / "two_objects.stint";
+    handmade_dump d;
+    d.open(9, "worker", 3, 0x1000, handmade_dump::anchor + 100);
+    d.thread(9, "worker", 0x2000, handmade_dump::anchor + 200, handmade_dump::anchor + 300);
+    d.open(9, "", 2, 0x3000, handmade_dump::anchor + 400);
+    d.thread(9, "", 0x4000, handmade_dump::anchor + 500, handmade_dump::anchor + 600);
+    for (const auto& [address, name] : std::map<std::uint64_t, std::string>{
+             {0x1000, "a.open"}, {0x2000, "a.done"}, {0x3000, "b.open"}, {0x4000, "b.done"}}) {
+        d.site(address, name);
+    }
+    d.write(dump);
+    const stint::crash_dump_contents read = stint::read_crash_dump(dump);
+    CHECK(read.complete);
+    REQUIRE(read.threads.size() == 1);
+    CHECK(read.threads[0].name == "worker");
+    CHECK(read.threads[0].inside == std::vector<std::string>{"a.open", "b.open"});
+    CHECK(read.threads[0].deeper_not_kept == 3);  // 2 under a.open, 1 under b.open
+    const nlohmann::json trace = python_trace(dump, dir / "two_objects.pt.trace.json");
+    const nlohmann::json& threads = trace.at("crash").at("threads");
+    REQUIRE(threads.size() == 1);
+    CHECK(threads[0].at("name") == "worker");
+    CHECK(threads[0].at("inside") == nlohmann::json::array({"a.open", "b.open"}));
+    CHECK(threads[0].at("deeper_not_kept") == 3);
+    std::vector<std::string> names;
+    int thread_names = 0;
+    for (const auto& e : trace.at("traceEvents")) {
+        if (e.at("ph") == "M") ++thread_names;
+        if (e.at("ph") == "X") names.push_back(e.at("name"));
+    }
+    CHECK(thread_names == 1);
+    CHECK(names == std::vector<std::string>{"a.done", "b.done", "a.open", "b.open"});
+    check_trace(trace);
+}
+
+TEST_CASE("a dump whose records come before any thread is refused by both readers, with a message") {
+    stint_test::temp_dir dir;
+    const std::string dump = dir / "orphan.stint";
+    for (const char tag : {'R', 'X'}) {
+        CAPTURE(tag);
+        handmade_dump d;
+        d.raw(tag);
+        d.write(dump);
+        CHECK_THROWS_WITH_AS(stint::read_crash_dump(dump), doctest::Contains("comes before any thread ('T')"),
+                             std::runtime_error);
+        const stint_test::program_result decoded = stint_test::run_program(
+            "python3 " + std::string(STINT_TEST_CRASHDUMP_TOOL) + " " + dump + " " + (dir / "orphan.json"));
+        INFO(decoded.output);
+        CHECK(decoded.status == 1);
+        CHECK(decoded.output.find("comes before any thread ('T')") != std::string::npos);
+        CHECK(decoded.output.find("Traceback") == std::string::npos);
+    }
+}
+
 #if defined(STINT_TEST_FLIGHT_EXAMPLE)
 TEST_CASE("the flight recorder example's crash mode leaves a dump that says where it died") {
     stint_test::temp_dir dir;

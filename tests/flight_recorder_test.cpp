@@ -4,12 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
 
 #include "stint/stint.hpp"
 #include "stint/profiler/flight_recorder.hpp"
@@ -34,6 +39,44 @@ nlohmann::json flight_thread_entry(const nlohmann::json& trace, std::uint64_t ti
 }
 
 std::uint64_t flight_this_tid() { return stint::detail::current_os_tid(); }
+
+/// A key whose value, set by a thread, gets the thread's alternate signal stack as the thread ends: a
+/// key's destructor runs after every thread_local object's (stint's exit guard among them).
+pthread_key_t flight_stack_at_exit_key() {
+    static const pthread_key_t key = [] {
+        pthread_key_t made{};
+        ::pthread_key_create(&made, [](void* seen) { ::sigaltstack(nullptr, static_cast<stack_t*>(seen)); });
+        return made;
+    }();
+    return key;
+}
+
+struct flight_thread_stacks {
+    stack_t while_recording{};
+    stack_t at_exit{};
+};
+
+/// Runs a thread that records a scope, then calls `after_recording`: its alternate signal stack as it
+/// records and once stint's exit guard has run.
+template <class After>
+flight_thread_stacks flight_stacks_of_thread(After after_recording) {
+    flight_thread_stacks seen;
+    std::thread([&] {
+        // A sanitizer may give each thread a stack of its own (ASan does): this one starts with none.
+        stack_t off{};
+        off.ss_flags = SS_DISABLE;
+        ::sigaltstack(&off, nullptr);
+        ::pthread_setspecific(flight_stack_at_exit_key(), &seen.at_exit);
+        { STINT_SCOPE("flight.stack"); }
+        ::sigaltstack(nullptr, &seen.while_recording);
+        after_recording();
+    }).join();
+    return seen;
+}
+
+/// errno as a handler stint's crash handler chains to saw it.
+std::atomic<int> flight_errno_in_chained{-1};
+void flight_chained_handler(int, siginfo_t*, void*) { flight_errno_in_chained.store(errno); }
 
 stint::profiler_options<> flight_options(std::size_t budget, std::string dir = {}) {
     stint::profiler_options<> options;
@@ -558,6 +601,82 @@ TEST_CASE("a crash dump path that cannot be written is refused at start") {
     ::sigaction(SIGSEGV, nullptr, &now);
     CHECK((now.sa_flags & SA_SIGINFO) == 0);
     CHECK_FALSE(std::filesystem::exists(dir / "crash.stint"));
+}
+
+TEST_CASE("a recording thread's signal stack is turned off as it ends; a stack the program set since is kept") {
+    stint_test::temp_dir dir;
+    stint::profiler_options<> options = flight_options(16 * flight_chunk);
+    options.flight_recorder->crash_dump_path = dir / "crash.stint";
+    stint::profiler<> prof(options);
+    prof.start();
+    // stint's stack: on while the thread records, off before a drain may free it with the node.
+    const flight_thread_stacks stints = flight_stacks_of_thread([] {});
+    CHECK((stints.while_recording.ss_flags & SS_DISABLE) == 0);
+    CHECK((stints.at_exit.ss_flags & SS_DISABLE) != 0);
+    // The program's own stack, set after stint's: left on, as the program left it. Mapped and never
+    // unmapped here: under ASan the thread's end unmaps whatever stack the thread has then.
+    constexpr std::size_t own_bytes = 256 * 1024;
+    void* const own = ::mmap(nullptr, own_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(own != MAP_FAILED);
+    bool set = false;
+    const flight_thread_stacks owns = flight_stacks_of_thread([&] {
+        stack_t mine{};
+        mine.ss_sp = own;
+        mine.ss_size = own_bytes;
+        set = ::sigaltstack(&mine, nullptr) == 0;
+    });
+    REQUIRE(set);
+    CHECK((owns.while_recording.ss_flags & SS_DISABLE) == 0);
+    CHECK(owns.while_recording.ss_sp != own);
+    CHECK((owns.at_exit.ss_flags & SS_DISABLE) == 0);
+    CHECK(owns.at_exit.ss_sp == own);
+    prof.stop();
+}
+
+TEST_CASE("a second flight recorder that fails to start leaves the first one's signal stacks on") {
+    stint_test::temp_dir dir;
+    stint::profiler_options<> options = flight_options(16 * flight_chunk);
+    options.flight_recorder->crash_dump_path = dir / "a.stint";
+    stint::profiler<> first(options);
+    first.start();
+    options.flight_recorder->crash_dump_path = dir / "b.stint";
+    stint::profiler<> second(options);
+    CHECK_THROWS(second.start());  // one recording profiler at a time
+    CHECK(first.is_running());
+    // A thread that begins to record in the first one's session still gets its stack.
+    const flight_thread_stacks seen = flight_stacks_of_thread([] {});
+    CHECK((seen.while_recording.ss_flags & SS_DISABLE) == 0);
+    first.stop();
+    // Both requests gone: a thread of a session with no crash dump gets none.
+    stint::profiler<> plain(flight_options(16 * flight_chunk));
+    plain.start();
+    const flight_thread_stacks none = flight_stacks_of_thread([] {});
+    CHECK((none.while_recording.ss_flags & SS_DISABLE) != 0);
+    plain.stop();
+}
+
+TEST_CASE("a crash handler leaves errno as the interrupted code had it, to the handler it chains to and after") {
+    stint_test::temp_dir dir;
+    const std::filesystem::path gone = std::filesystem::path(dir.path()) / "gone";
+    std::filesystem::create_directory(gone);
+    struct sigaction mine {};
+    mine.sa_sigaction = &flight_chained_handler;
+    mine.sa_flags = SA_SIGINFO;
+    sigemptyset(&mine.sa_mask);
+    struct sigaction before {};
+    REQUIRE(::sigaction(SIGBUS, &mine, &before) == 0);
+    stint::profiler_options<> options = flight_options(16 * flight_chunk);
+    options.flight_recorder->crash_dump_path = (gone / "crash.stint").string();
+    stint::profiler<> prof(options);
+    prof.start();
+    std::filesystem::remove(gone);  // the dump's open() fails, setting errno
+    errno = EDOM;
+    ::raise(SIGBUS);  // stint's handler, then mine, then back here
+    const int after = errno;
+    prof.stop();
+    ::sigaction(SIGBUS, &before, nullptr);
+    CHECK(flight_errno_in_chained.load() == EDOM);
+    CHECK(after == EDOM);
 }
 
 TEST_CASE("a slow step with no interval dumps once: the dump's own time is no step's") {

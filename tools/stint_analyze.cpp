@@ -10,9 +10,10 @@
 
 #include <algorithm>    // std::max
 #include <cerrno>       // errno
-#include <cmath>        // std::isfinite
+#include <cmath>        // std::isfinite, std::ldexp
 #include <cstdio>       // std::FILE, std::fopen, std::fwrite, std::fclose
 #include <exception>    // std::exception
+#include <limits>       // std::numeric_limits
 #include <optional>     // std::optional
 #include <string>       // std::string, std::stod, std::stoll
 #include <string_view>  // std::string_view
@@ -84,6 +85,17 @@ double number_of(const std::string& flag, const std::string& text) {
     }
 }
 
+/// number_of, for a count or a length: within what T holds (a cast of a larger double is undefined).
+template <class T>
+T whole_number_of(const std::string& flag, const std::string& text) {
+    const double v = number_of(flag, text);
+    // 2^digits, a double exactly: the first value past T's range.
+    if (v >= std::ldexp(1.0, std::numeric_limits<T>::digits)) {
+        throw usage_error{fmt::format("{} wants a number up to {}, not '{}'", flag, std::numeric_limits<T>::max(), text)};
+    }
+    return static_cast<T>(v);
+}
+
 arguments parse(int argc, char** argv) {
     arguments a;
     for (int i = 1; i < argc; ++i) {
@@ -94,8 +106,8 @@ arguments parse(int argc, char** argv) {
         };
         if (arg == "--json") a.json = true;
         else if (arg == "--by-shape") a.by_shape = true;
-        else if (arg == "--top") a.top = static_cast<std::size_t>(number_of(arg, value()));
-        else if (arg == "--kernel-wait-ns") a.kernel_wait_ns = static_cast<std::int64_t>(number_of(arg, value()));
+        else if (arg == "--top") a.top = whole_number_of<std::size_t>(arg, value());
+        else if (arg == "--kernel-wait-ns") a.kernel_wait_ns = whole_number_of<std::int64_t>(arg, value());
         else if (arg == "--short-us") a.short_us = number_of(arg, value());
         else if (arg == "--counter-trace") a.counter_trace = value();
         else if (arg == "--noise-us") a.noise_us = number_of(arg, value());

@@ -127,6 +127,9 @@ TEST_CASE("stint-analyze: --help, bad usage and unreadable traces") {
     CHECK(run_tool("frobnicate x.json").status == 2);
     CHECK(run_tool("diff only_one.json").status == 2);
     CHECK(run_tool("breakdown --top").status == 2);
+    // Past what the option's type holds: a usage error, not a cast that is undefined.
+    CHECK(run_tool("breakdown --top 1e30 /nonexistent/stint.json").status == 2);
+    CHECK(run_tool("launches --kernel-wait-ns 1e19 /nonexistent/stint.json").status == 2);
     const std::string cut = write_temp("cut.json", trace(10, 2).substr(0, 200));
     CHECK(run_tool("breakdown " + cut).status == 3);
     CHECK(run_tool("breakdown /nonexistent/stint.json").status == 3);

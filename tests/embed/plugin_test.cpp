@@ -4,16 +4,21 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <stint/stint.hpp>
+#include <stint/recording/registry.hpp>  // the_registry(): a scan and the list of links, driven directly
 
 namespace {
 
@@ -183,4 +188,39 @@ TEST_CASE("a child after fork profiles a linked plugin") {
     REQUIRE(::waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("the list of linked objects stays free while a scan for new ones waits for the loader") {
+    // A thread inside dl_iterate_phdr holds the loader's lock, as a library's static initializer does
+    // inside dlopen, and a scan (a session's start) waits for that lock. What takes the list of links
+    // under the registry's lock (a start, a stop, a fork) must not wait for the scan: the thread holding
+    // the loader's lock may be waiting for the registry's (naming its thread).
+    struct held {
+        std::thread scan;
+        std::thread reader;
+        std::atomic<bool> read{false};
+        bool read_while_held = false;
+    } state;
+    (void)stint::detail::the_registry();  // made before the loader's lock is held
+    ::dl_iterate_phdr(
+        [](dl_phdr_info*, std::size_t, void* data) -> int {
+            auto& s = *static_cast<held*>(data);
+            s.scan = std::thread([] { (void)stint::detail::the_registry().link_objects_loaded_since(); });
+            // Time for the scan to reach the loader's lock (with the fault, holding the list's lock).
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            s.reader = std::thread([&s] {
+                (void)stint::detail::the_registry().linked_objects();
+                s.read.store(true);
+            });
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (!s.read.load() && std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            s.read_while_held = s.read.load();
+            return 1;  // the loader's lock is let go: the scan, and a reader it held, go on
+        },
+        &state);
+    state.scan.join();
+    state.reader.join();
+    CHECK(state.read_while_held);
 }

@@ -26,9 +26,11 @@ namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
 /// The objects found with copies other than this object's, each pinned (kept loaded: its records
-/// point at its sites). Its own lock, never held by the registry's callers on the hot path: refresh()
-/// calls dlopen, which takes the loader's lock, so it runs outside the registry's lock (a library's
-/// static initializer may hold the loader's lock and name its thread, which takes the registry's).
+/// point at its sites). Two locks, neither held on the hot path: refresh() calls dl_iterate_phdr and
+/// dlopen, which take the loader's locks, so it runs outside the registry's lock (a library's static
+/// initializer may hold the loader's lock and name its thread, which takes the registry's), under a
+/// lock of its own (scan_mutex_); mutex() guards the list of links, which the registry's callers take
+/// under the registry's lock: it is never held across a loader call.
 class object_links {
 public:
     /// Looks for objects loaded since the last call (all of them at the first), linking those whose
@@ -43,14 +45,17 @@ public:
     STINT_DECL std::vector<const object_link*> linked();
     /// Held across fork() (the registry's fork handlers), so that the child finds it free.
     std::mutex& mutex() noexcept { return mutex_; }
+    /// In the child after fork (mutex() held across the fork): a scan the parent was making is dropped.
+    STINT_DECL void after_fork_in_child() noexcept;
     /// set_recording() by a caller that holds mutex() (the child after fork).
     void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
         for (const object_link* link : links_) link->recording->store(state, order);
     }
 
 private:
-    std::mutex mutex_;
+    std::mutex mutex_;  // links_
     std::vector<const object_link*> links_;
+    std::mutex scan_mutex_;  // refresh(): the members below
     std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
     unsigned long long adds_ = 0;       // the loader's counters at the last refresh
     unsigned long long subs_ = 0;

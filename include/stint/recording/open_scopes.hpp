@@ -1,9 +1,12 @@
 #pragma once
 // A thread's open scopes, noted while a flight recorder records (design §7 "Open scopes"): a record is
 // written at a scope's end, so without these a hang's or a crash's dump could not say which scopes the
-// program was inside. Each scope's entry stores its site and begin tick at its depth, and its exit
-// lowers the depth: three stores in, one out, on the thread's own stack; another thread (the hang
-// watchdog, the crash handler) reads it without a lock.
+// program was inside. A scope's entry is written at its depth like a seqlock, with begin_ticks as the
+// sequence: begin_ticks set to 0 (a release fence after it), then the site (and a run-time name's first
+// bytes), then begin_ticks (release), then the depth (release); its exit lowers the depth (one store).
+// Another thread (the hang watchdog, the crash handler) reads without a lock: read_entry() reads
+// begin_ticks, the fields, begin_ticks again, and keeps the entry only when both are the same nonzero
+// tick (thread_node.hpp).
 //
 // Only a flight recorder's session notes them: its state has `open_scopes_bit` set, which every scope
 // already holds in a register, so any other session pays one untaken branch. That branch carries no

@@ -157,9 +157,17 @@ public:
     /// (recording/ring.hpp); a thread that would need one drops its record, counted as a drop.
     void freeze_ring(bool on) noexcept { pool_.ring_frozen.store(on, std::memory_order_seq_cst); }
 
-    /// While `on` (a crash dump is installed), each thread that begins to record in a session gets an
-    /// alternate signal stack (recording/signal_stack.hpp), so that a stack overflow still dumps.
-    void want_signal_stacks(bool on) noexcept { signal_stacks_wanted_.store(on, std::memory_order_relaxed); }
+    /// A request for signal stacks (`on`), or its end (`!on`), one of each per crash dump a flight recorder
+    /// installs: while any stands, each thread that begins to record in a session gets an alternate signal
+    /// stack (recording/signal_stack.hpp), so that a stack overflow still dumps. Counted: a second recorder
+    /// that fails to start takes back its own request only.
+    void want_signal_stacks(bool on) noexcept {
+        if (on) {
+            signal_stack_requests_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            signal_stack_requests_.fetch_sub(1, std::memory_order_relaxed);
+        }
+    }
 
     /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
     /// hang watchdog reads the pointer under it.
@@ -297,7 +305,7 @@ private:
     std::atomic<bool> streamed_{false};
     std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
     std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
-    std::atomic<bool> signal_stacks_wanted_{false};  // a crash dump is installed (want_signal_stacks)
+    std::atomic<std::uint32_t> signal_stack_requests_{0};  // crash dumps installed (want_signal_stacks)
     std::atomic<std::uint64_t> ring_span_ticks_{0};
     std::uint32_t serial_ = 0;
     static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits

@@ -21,7 +21,12 @@ STINT_DECL std::size_t signal_stack_bytes() noexcept;
 /// when the memory cannot be had: the thread's crash then runs on its own stack, as before.
 STINT_DECL void ensure_signal_stack(thread_node& node) noexcept;
 
-/// Frees the stack of a node whose thread has exited.
+/// Run by the owner of `node` as its thread ends, before the node is marked exited (the stack is freed
+/// after that, while the thread may still run): turns the thread's alternate stack off if it is still
+/// the node's. A stack the program installed since stays, as the program left it.
+STINT_DECL void leave_signal_stack(thread_node& node) noexcept;
+
+/// Frees the stack of a node whose thread has exited (and left it: leave_signal_stack).
 STINT_DECL void free_signal_stack(thread_node& node) noexcept;
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE

@@ -56,6 +56,9 @@ struct slow_path {
     /// The buffer's stack of open scopes (recording/open_scopes.hpp), made and registered the first time.
     /// May throw std::bad_alloc.
     open_scope_stack* (*make_open_scope_stack)(thread_buffer& buffer);
+    /// Turns off the calling thread's alternate signal stack if it is the node's (recording/signal_stack.hpp),
+    /// before the thread's end marks the node exited and a drain frees the stack.
+    void (*leave_signal_stack)(thread_node& node) noexcept;
 };
 /// The installed table; null until an object that can run a profiler is loaded.
 STINT_DETAIL_EXPORT inline constinit std::atomic<const slow_path*> installed_slow_path{nullptr};
@@ -74,6 +77,10 @@ struct thread_exit_guard {
         buffer->cursor = nullptr;
         buffer->open = nullptr;  // the node's, freed with it
         if (buffer->node != nullptr) {
+            // Made by the registry (through the installed table), whose table takes the stack off again.
+            if (buffer->node->signal_stack != nullptr) {
+                installed_slow_path.load(std::memory_order_acquire)->leave_signal_stack(*buffer->node);
+            }
             // release: pairs with the acquire in free_exited_nodes(); the node's last writes happen-before.
             buffer->node->exited.store(true, std::memory_order_release);
         }

@@ -13,11 +13,13 @@
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope
-/// is not noted: the depth still counts it, and a reader says how many were left out. (Slots are not
-/// reused modulo the capacity: a deep recursion that came back would leave its closed scopes in the
-/// slots of open ones.) Written only by the owning thread; read by others with relaxed loads after an
-/// acquire of `depth`, so a reader racing the owner may see a scope that has just ended, never garbage.
+/// A thread's open scopes while a flight recorder records (recording/open_scopes.hpp): the outermost
+/// `capacity` scopes open on a thread (per shared object, like its buffer). A deeper scope is not noted:
+/// the depth still counts it, and a reader says how many were left out. (Slots are not reused modulo
+/// the capacity: a deep recursion that came back would leave its closed scopes in the slots of open
+/// ones.) Written only by the owning thread; read by others below an acquire of `depth`, each entry
+/// through read_entry(), a seqlock on its begin_ticks: a reader racing the owner may see a scope that
+/// has just ended, or drop an entry being rewritten, never mix two scopes' fields.
 struct open_scope_stack {
     static constexpr std::uint32_t capacity = 64;
     /// The first bytes of a name given at run time (STINT_SCOPE_NAMED, record_function), copied at entry:
@@ -102,7 +104,8 @@ struct thread_node {
     /// read by the hang watchdog under the registry mutex and by the crash handler.
     open_scope_stack* open = nullptr;
     /// The alternate signal stack the owner runs a crash handler on (recording/signal_stack.hpp), made
-    /// while a crash dump is installed; freed with the node, after its thread exited.
+    /// while a crash dump is installed; turned off by the owner as it ends (thread_exit_guard), then freed
+    /// with the node.
     void* signal_stack = nullptr;
     std::size_t signal_stack_bytes = 0;
 };

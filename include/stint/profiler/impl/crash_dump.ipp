@@ -19,20 +19,17 @@
 
 namespace stint::detail {
 
-namespace {
-
-// Async-signal-safe clock and sleep for the handler's bounded waits.
-std::int64_t crash_clock_ns() noexcept {
+// Async-signal-safe clock and sleep for the handler's bounded waits. Inline, not in an unnamed namespace:
+// the inline (header-only) functions below call them, and must call the same ones in every file.
+inline std::int64_t crash_clock_ns() noexcept {
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
-void crash_pause(long ns) noexcept {
+inline void crash_pause(long ns) noexcept {
     const timespec pause{0, ns};
     ::nanosleep(&pause, nullptr);
 }
-
-}  // namespace
 
 void crash_dump::install(const std::string& given_path, const tick_calibration& calibration) {
     crash_dump& self = instance();
@@ -63,8 +60,6 @@ void crash_dump::install(const std::string& given_path, const tick_calibration& 
     self.calibration_ = calibration;
     self.pid_ = current_pid();
     self.writer_.store(0, std::memory_order_relaxed);
-    // Each thread that records from now on gets a stack to run the handler on: a stack overflow dumps.
-    the_registry().want_signal_stacks(true);
     struct sigaction ours {};
     ours.sa_sigaction = &on_signal;
     ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
@@ -95,7 +90,6 @@ std::vector<std::string> crash_dump::overridden() {
 void crash_dump::uninstall() noexcept {
     crash_dump& self = instance();
     if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
-    the_registry().want_signal_stacks(false);
     for (std::size_t i = 0; i < signals.size(); ++i) {
         struct sigaction now {};
         ::sigaction(signals[i], nullptr, &now);
@@ -140,8 +134,13 @@ crash_dump& crash_dump::instance() noexcept {
 }
 
 void crash_dump::on_signal(int sig, siginfo_t* info, void* context) {
+    // The interrupted code's errno: the handler chained to, and the code when the handler returns (a signal
+    // raised by the program, a handler that recovers), see it as it was, whatever the dump's calls set.
+    const int interrupted_errno = errno;
     write_now(sig);
+    errno = interrupted_errno;
     chain(sig, info, context);
+    errno = interrupted_errno;
 }
 
 void crash_dump::on_terminate() {
@@ -315,8 +314,10 @@ void crash_dump::write_file(int sig) noexcept {
     });
     reg.for_each_node_in_crash([&](thread_node& node) {
         // The node's ring settles: a thread inside its ring lock (overwriting a chunk) finishes, and any
-        // later one sees the freeze (both seq_cst: the freeze is stored before this load). The lock is
-        // only watched, never taken: releasing it would have to wake a waiter, which is no signal-safe call.
+        // later one sees the freeze. A handshake: here the freeze is stored, then the lock loaded (seq_cst);
+        // a thread takes the lock, then a seq_cst fence, then loads the freeze (ring.ipp); so one of the two
+        // sees the other. The lock is only watched, never taken: releasing it would have to wake a waiter,
+        // which is no signal-safe call.
         const std::int64_t deadline = crash_clock_ns() + wait_for_ring_lock_ns;
         bool settled = true;
         while (node.ring_lock.test(std::memory_order_seq_cst)) {

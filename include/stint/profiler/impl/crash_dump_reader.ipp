@@ -125,9 +125,12 @@ crash_dump_contents read_crash_dump(const std::string& path) {
                 t.dropped = r.value<std::uint64_t>();
                 t.name = r.take(r.value<std::uint32_t>());
                 threads.push_back(std::move(t));
-            } else if (tag == 'R' && !threads.empty()) {
+            } else if ((tag == 'R' || tag == 'X') && threads.empty()) {
+                throw std::runtime_error(fmt::format("stint: crash dump '{}': section '{}' at byte {} comes before "
+                                                     "any thread ('T')", path, tag, r.at() - 1));
+            } else if (tag == 'R') {
                 threads.back().records += r.take(r.value<std::uint64_t>());
-            } else if (tag == 'X' && !threads.empty()) {
+            } else if (tag == 'X') {
                 (void)r.value<std::uint64_t>();  // records written: the runs hold them
                 threads.back().after_crash = r.value<std::uint64_t>();
                 threads.back().unsettled = r.value<std::uint8_t>() == 1;
@@ -253,7 +256,7 @@ crash_dump_contents read_crash_dump(const std::string& path) {
             t.inside.push_back(e.name);
             t.events.push_back(std::move(e));
         }
-        t.deeper_not_kept = s.depth > s.entries.size() ? s.depth - s.entries.size() : 0;
+        t.deeper_not_kept += s.depth > s.entries.size() ? s.depth - s.entries.size() : 0;  // per object's stack
     }
     for (crash_dump_contents::thread& t : dump.threads) {
         if (t.name.empty()) t.name = fmt::format("thread {}", t.tid);

@@ -101,15 +101,17 @@ flight_mode::flight_mode(const flight_recorder_options& options, session& ring, 
         .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
     // Asked before the ring opens: each thread that records in it gets its signal stack at its first
     // record (recording/signal_stack.hpp). The dump itself needs the session's clock: installed after.
-    if (!options.crash_dump_path.empty()) the_registry().want_signal_stacks(true);
+    // This recorder's request, held with its crash dump (finish() takes it back), or taken back here.
+    const bool crash_dump_asked = !options.crash_dump_path.empty();
+    if (crash_dump_asked) the_registry().want_signal_stacks(true);
     try {
         ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false},
                   false, ring_shape);
     } catch (...) {
-        the_registry().want_signal_stacks(false);
+        if (crash_dump_asked) the_registry().want_signal_stacks(false);
         throw;
     }
-    if (!options.crash_dump_path.empty()) {
+    if (crash_dump_asked) {
         try {
             crash_dump::install(options.crash_dump_path, ring.calibration());
         } catch (...) {
@@ -123,7 +125,12 @@ flight_mode::flight_mode(const flight_recorder_options& options, session& ring, 
     last_step_ns_ = steady_now_ns();
     last_step_ticks_ = read_ticks();
     if (options.hang_timeout.count() > 0) {
-        watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
+        try {
+            watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
+        } catch (...) {
+            finish();  // no destructor runs for a constructor that throws: the crash dump goes now
+            throw;
+        }
     }
 }
 
@@ -192,6 +199,7 @@ void flight_mode::finish() noexcept {
         // Out of memory while saying so: the dump is uninstalled all the same.
     }
     crash_dump::uninstall();
+    the_registry().want_signal_stacks(false);  // this recorder's request (the constructor's)
 }
 
 void flight_window::note_last_records(const event_list& events) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>  // std::find, std::none_of
 #include <cstddef>    // std::size_t, offsetof
+#include <memory>     // std::construct_at
 
 #if defined(__linux__)
 #include <dlfcn.h>  // dlopen, dlsym, dlclose, RTLD_NOLOAD
@@ -44,7 +45,9 @@ inline loader_counters read_loader_counters() {
 std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>* own_recording,
                                                const slow_path* path) {
     std::vector<std::string> linked_now;
-    std::lock_guard lock(mutex_);
+    // One scan at a time, across the loader's calls; mutex_ only for the short reads and the linking,
+    // never across a loader call (a thread holding the loader's lock may be waiting for it).
+    std::lock_guard scanning(scan_mutex_);
 #if defined(__linux__)
     const auto counters = object_links_detail::read_loader_counters();
     if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
@@ -72,25 +75,30 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
         // gcc makes inline variables unique symbols, which the loader may bind across RTLD_LOCAL objects one
         // by one: an object whose flag is the program's may still have a slow path of its own. Writing a
         // copy that is the program's is harmless (the same values; a hook table told twice passes it on once).
-        const bool follower =
-            link != nullptr && link->size == sizeof(object_link) &&
-            (link->recording != own_recording || link->installed_path != &installed_slow_path) &&
-            std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
+        bool follower = link != nullptr && link->size == sizeof(object_link) &&
+                        (link->recording != own_recording || link->installed_path != &installed_slow_path);
+        if (follower) {
+            const std::lock_guard lock(mutex_);
+            follower = std::none_of(links_.begin(), links_.end(), [&](const object_link* known) {
                 return known->recording == link->recording && known->installed_path == link->installed_path;
             });
+            if (follower) {
+                // Kept open (pinned): the follower's records point at its sites until they are drained,
+                // and its copies are written at every start and stop.
+                link->installed_path->store(path, std::memory_order_release);  // release: the table is built
+                // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
+                const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
+                std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
+                while (id < block &&
+                       !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
+                }
+                links_.push_back(link);
+            }
+        }
         if (!follower) {
             ::dlclose(handle);
             continue;
         }
-        // Kept open (pinned): the follower's records point at its sites until they are drained, and
-        // its copies are written at every start and stop.
-        link->installed_path->store(path, std::memory_order_release);  // release: the table is built
-        // Flow ids of its own: the high 16 bits name the object (the program's count from 1).
-        const std::uint64_t block = static_cast<std::uint64_t>(links_.size() + 1) << 48;
-        std::uint64_t id = link->next_point_id->load(std::memory_order_relaxed);
-        while (id < block && !link->next_point_id->compare_exchange_weak(id, block, std::memory_order_relaxed)) {
-        }
-        links_.push_back(link);
         linked_now.push_back(name);
     }
     adds_ = counters.adds;
@@ -101,6 +109,19 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
     (void)path;
 #endif
     return linked_now;
+}
+
+void object_links::after_fork_in_child() noexcept {
+    if (scan_mutex_.try_lock()) {
+        scan_mutex_.unlock();
+        return;
+    }
+    // A thread of the parent's was scanning: it is gone, its lock held for ever and what it was changing
+    // half changed. A fresh lock and a scan from nothing (a linked object is known by links_, which
+    // mutex_ kept whole: before_fork() held it). The old list is left, not freed: it may be torn.
+    std::construct_at(&scan_mutex_);
+    std::construct_at(&checked_);
+    scanned_ = false;
 }
 
 void object_links::set_recording(std::uint32_t state, std::memory_order order) noexcept {

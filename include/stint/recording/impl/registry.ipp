@@ -261,7 +261,7 @@ registry::session_start registry::reset_for_session(thread_buffer& buffer, std::
         }
     }
     // A crash dump is installed: this thread's crash must find a stack to run its handler on.
-    if (signal_stacks_wanted_.load(std::memory_order_relaxed)) ensure_signal_stack(node);
+    if (signal_stack_requests_.load(std::memory_order_relaxed) != 0) ensure_signal_stack(node);
     // release: pairs with the acquire in end_session(); the chunk above is visible before the state.
     node.state.store(state, std::memory_order_release);
     return result;
@@ -506,6 +506,7 @@ void registry::after_fork_in_child() noexcept {
     pool_.forget_prefaulting_after_fork();
     pool_.memory_mutex().unlock();
     pool_.mutex().unlock();
+    links_.after_fork_in_child();
     links_.mutex().unlock();
     mutex_.unlock();
 }
@@ -575,9 +576,10 @@ open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer) {
 }
 
 const slow_path& registry_slow_path() noexcept {
-    static constexpr slow_path table{&make_room_in_registry,             &set_thread_name_in_registry,
-                                     &intern_dynamic_site_in_table,    &intern_named_site_in_table,
-                                     &intern_text_site_in_table,       &make_open_scope_stack_in_registry};
+    static constexpr slow_path table{&make_room_in_registry,          &set_thread_name_in_registry,
+                                     &intern_dynamic_site_in_table, &intern_named_site_in_table,
+                                     &intern_text_site_in_table,    &make_open_scope_stack_in_registry,
+                                     &leave_signal_stack};
     return table;
 }
 

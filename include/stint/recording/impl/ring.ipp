@@ -110,7 +110,10 @@ void read_ring_counts(const thread_node& node, taken_records& taken) noexcept {
 chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than) noexcept {
     thread_node& node = *buffer.node;
     const ring_guard hold(node);  // another thread may be taking this head (take_richest_oldest)
-    // seq_cst, under the lock: a crash dump stores it, then waits until it sees each node's lock free.
+    // A crash dump stores ring_frozen, then waits until it sees each node's lock free (both seq_cst); here
+    // the lock is taken, then the freeze read. That handshake needs seq_cst on this side too: the lock's
+    // acquire alone lets the load pass the lock's store (ARM), and both sides would go on. Once a chunk.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;
     chunk* head = node.head.load(std::memory_order_relaxed);
     if (head == nullptr) return nullptr;
@@ -169,7 +172,8 @@ chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t s
 
 chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held, std::size_t min_data) noexcept {
     const ring_guard hold(richest);
-    if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;  // as in unlink_oldest
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // as in unlink_oldest
+    if (pool.ring_frozen.load(std::memory_order_seq_cst)) return nullptr;
     chunk* head = richest.head.load(std::memory_order_acquire);
     if (head == nullptr || static_cast<std::size_t>(head->data_end() - head->data()) < min_data) return nullptr;
     // Only a chunk its owner has moved past: it then writes only after node.current (registry.hpp).

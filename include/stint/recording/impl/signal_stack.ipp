@@ -40,6 +40,17 @@ void ensure_signal_stack(thread_node& node) noexcept {
     node.signal_stack_bytes = usable + page;
 }
 
+void leave_signal_stack(thread_node& node) noexcept {
+    if (node.signal_stack == nullptr) return;
+    stack_t current{};
+    if (::sigaltstack(nullptr, &current) != 0 || (current.ss_flags & SS_DISABLE) != 0) return;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (current.ss_sp != static_cast<char*>(node.signal_stack) + page) return;  // the program's own
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    ::sigaltstack(&off, nullptr);  // fails (EPERM) only on that stack, which a thread's end never runs on
+}
+
 void free_signal_stack(thread_node& node) noexcept {
     if (node.signal_stack == nullptr) return;
     ::munmap(node.signal_stack, node.signal_stack_bytes);
