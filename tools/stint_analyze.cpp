@@ -24,6 +24,7 @@
 
 #include "stint/analysis/trace_analysis.hpp"
 #include "stint/analysis/trace_diff.hpp"
+#include "stint/common/utf8.hpp"
 
 namespace {
 
@@ -157,16 +158,15 @@ std::string quoted(std::string_view s) {
             out += static_cast<char>(c);
             ++i;
         } else {
-            std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-            for (std::size_t k = 1; n != 0 && k < n; ++k) {
-                if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) n = 0;
-            }
-            if (n == 0) {
+            // Each ill-formed part (common/utf8.hpp's rule) becomes one U+FFFD, as the exporters write it.
+            const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + i;
+            const int n = stint::detail::utf8_sequence(p, reinterpret_cast<const unsigned char*>(s.data()) + s.size());
+            if (n < 0) {
                 out += "\\ufffd";
-                ++i;
+                i += static_cast<std::size_t>(-n);
             } else {
-                out.append(s.substr(i, n));
-                i += n;
+                out.append(s.substr(i, static_cast<std::size_t>(n)));
+                i += static_cast<std::size_t>(n);
             }
         }
     }

@@ -135,3 +135,21 @@ TEST_CASE("stint-analyze: --help, bad usage and unreadable traces") {
     CHECK(run_tool("breakdown /nonexistent/stint.json").status == 3);
     std::filesystem::remove(cut);
 }
+
+TEST_CASE("stint-analyze --json replaces what is not UTF-8 by Unicode's table with U+FFFD, one per ill-formed part") {
+    // A surrogate (ED A0 80), an overlong form (E0 80 80) and a code point past U+10FFFF (F4 90 80 80)
+    // pass a check of lead and continuation bytes alone; each of their bytes is an ill-formed part.
+    const std::string name = "k\xed\xa0\x80\xe0\x80\x80\xf4\x90\x80\x80\xc3\xa9";
+    const std::string text = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + name +
+                             "\", \"pid\": 0, \"tid\": 7, \"ts\": 0, \"dur\": 10, \"args\": {\"device\": 0, \"stream\": 7}}]}";
+    const std::string path = write_temp("utf8.json", text);
+    const run_result r = run_tool("kernels --json " + path);
+    CHECK(r.status == 0);
+    REQUIRE(nlohmann::json::accept(r.out));
+    const std::string dumped = nlohmann::json::parse(r.out).dump();
+    std::string expected = "k";
+    for (int i = 0; i < 10; ++i) expected += "\xef\xbf\xbd";
+    expected += "\xc3\xa9";
+    CHECK(dumped.find(expected) != std::string::npos);
+    std::filesystem::remove(path);
+}

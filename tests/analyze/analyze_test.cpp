@@ -527,6 +527,38 @@ TEST_CASE("malformed traces give an error with the byte offset, or are skipped a
         CHECK((ops[0].name == "esc\xc3\xa9\xf0\x9f\x98\x80" || ops[1].name == "esc\xc3\xa9\xf0\x9f\x98\x80"));
         CHECK_FALSE(p.has_device_work());
     }
+    SUBCASE("names with a surrogate, an overlong form or a code point past U+10FFFF are not UTF-8") {
+        std::string text = "{\"traceEvents\": [";
+        for (const char* bytes : {"\xed\xa0\x80", "\xe0\x80\x80", "\xf4\x90\x80\x80", "\xf0\x9f\x98\x80"}) {
+            text += std::string("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"n") + bytes +
+                    "\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 3},";
+        }
+        text.back() = ']';
+        text += "}";
+        const auto p = stint::trace_profile::from_text(text);
+        CHECK(p.read_stats().events == 4);
+        CHECK(p.read_stats().invalid_utf8_names == 3);  // the emoji (F0 9F 98 80) is well formed
+    }
+    SUBCASE("\\u escapes: pairs joined, lone halves U+FFFD, an escape after a lone half kept") {
+        const std::string fffd = "\xef\xbf\xbd";
+        const std::pair<const char*, std::string> cases[] = {
+            {R"(a\ud83d\ude00)", "a\xf0\x9f\x98\x80"},
+            {R"(a\ud800\n)", "a" + fffd + "\n"},
+            {R"(a\ud800\u0041)", "a" + fffd + "A"},
+            {R"(a\ud800\ud83d\ude00)", "a" + fffd + "\xf0\x9f\x98\x80"},
+            {R"(a\ude00b)", "a" + fffd + "b"},
+            {R"(a\ud800)", "a" + fffd},
+        };
+        for (const auto& [escaped, expected] : cases) {
+            CAPTURE(escaped);
+            const std::string text = std::string(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")") + escaped +
+                                     R"(", "pid": 1, "tid": 1, "ts": 1, "dur": 3}]})";
+            const auto p = stint::trace_profile::from_text(text);
+            const auto ops = p.op_stats();
+            REQUIRE(ops.size() == 1);
+            CHECK(ops[0].name == expected);
+        }
+    }
     SUBCASE("gzip, whole and cut short") {
         const std::string path = temp_path("t.json.gz");
         gzFile f = gzopen(path.c_str(), "wb");

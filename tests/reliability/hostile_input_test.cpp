@@ -1,7 +1,7 @@
 // Hostile input: names, thread names, metadata and op inputs with every byte value, invalid and
 // overlong UTF-8, encoded surrogates, NULs and 1 MiB strings. Every JSON export parses as strict
 // JSON (nlohmann-json rejects invalid UTF-8), each invalid UTF-8 subpart reads back as one U+FFFD
-// (export/utf8.hpp), valid UTF-8 reads back unchanged, and collapsed stacks keep one line per event.
+// (common/utf8.hpp), valid UTF-8 reads back unchanged, and collapsed stacks keep one line per event.
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -15216,6 +15216,48 @@ std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { r
 // refilled by zlib (which reads gzip and plain files alike).
 
 
+// ---- begin stint/common/utf8.hpp ----
+#ifndef STINT_SINGLE_STINT_COMMON_UTF8_HPP
+#define STINT_SINGLE_STINT_COMMON_UTF8_HPP
+
+namespace stint::detail {
+
+/// The UTF-8 sequence that starts at `p` (`p < end`): its length when it is well formed (1 to 4,
+/// Unicode Table 3-7), or minus the length of its maximal ill-formed subpart. Replacing each such
+/// subpart with one U+FFFD is the Unicode §3.9 practice that browsers and Python follow, so a
+/// replaced name reads the same in every tool.
+///     bytes C3 A9 (é) -> 2;   E4 B8 'x' (中 cut short) -> -2;   C0 AF (overlong '/') -> -1
+constexpr int utf8_sequence(const unsigned char* p, const unsigned char* end) noexcept {
+    const unsigned char lead = p[0];
+    if (lead < 0x80) return 1;
+    int length = 0;
+    unsigned char low = 0x80;   // range of the second byte; the others are always 80..BF
+    unsigned char high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        if (lead == 0xE0) low = 0xA0;        // below: overlong
+        else if (lead == 0xED) high = 0x9F;  // above: surrogates D800..DFFF
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        if (lead == 0xF0) low = 0x90;        // below: overlong
+        else if (lead == 0xF4) high = 0x8F;  // above: beyond U+10FFFF
+    } else {
+        return -1;  // stray continuation byte, C0/C1 (always overlong) or F5..FF
+    }
+    const auto available = end - p;
+    if (available < 2 || p[1] < low || p[1] > high) return -1;
+    for (int i = 2; i < length; ++i) {
+        if (available <= i || p[i] < 0x80 || p[i] > 0xBF) return -i;
+    }
+    return length;
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_COMMON_UTF8_HPP
+// ---- end stint/common/utf8.hpp ----
+
 #include <algorithm>     // std::min, std::copy_n
 #include <cerrno>        // errno
 #include <charconv>      // std::from_chars
@@ -15242,21 +15284,15 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
     return true;
 }
 
+// Well-formed UTF-8 by the exporters' rule (common/utf8.hpp): no overlong form, surrogate or code point
+// past U+10FFFF.
 bool valid_utf8(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        std::size_t n = 0;
-        if (c < 0x80) n = 0;
-        else if (c >= 0xC2 && c <= 0xDF) n = 1;
-        else if (c >= 0xE0 && c <= 0xEF) n = 2;
-        else if (c >= 0xF0 && c <= 0xF4) n = 3;
-        else return false;
-        if (i + n >= s.size() && n != 0) return false;
-        for (std::size_t k = 1; k <= n; ++k) {
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-        }
-        i += n + 1;
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* end = p + s.size();
+    while (p < end) {
+        const int n = utf8_sequence(p, end);
+        if (n < 0) return false;
+        p += n;
     }
     return true;
 }
@@ -15411,36 +15447,41 @@ private:
             if (n == avail) continue;
             const char c = next_char("the end of a string");
             if (c == '"') return;
-            const char e = next_char("an escape");
-            switch (e) {
-                case '"': out.push_back('"'); break;
-                case '\\': out.push_back('\\'); break;
-                case '/': out.push_back('/'); break;
-                case 'b': out.push_back('\b'); break;
-                case 'f': out.push_back('\f'); break;
-                case 'n': out.push_back('\n'); break;
-                case 'r': out.push_back('\r'); break;
-                case 't': out.push_back('\t'); break;
-                case 'u': {
-                    std::uint32_t cp = read_hex4();
-                    if (cp >= 0xD800 && cp <= 0xDBFF) {
-                        // A surrogate pair's second half follows; a lone half becomes U+FFFD.
-                        if (peek("a string") == '\\') {
-                            next();
-                            if (next_char("an escape") != 'u') fail("expected a \\u low surrogate", 1);
-                            const std::uint32_t lo = read_hex4();
-                            cp = (lo >= 0xDC00 && lo <= 0xDFFF) ? 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00) : 0xFFFD;
-                        } else {
-                            cp = 0xFFFD;
-                        }
-                    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                        cp = 0xFFFD;
-                    }
-                    append_utf8(out, cp);
-                    break;
-                }
-                default: fail("bad escape in a string", 1);
+            read_escape(out, next_char("an escape"));
+        }
+    }
+
+    // One escape after its backslash (`e` its letter). A UTF-16 surrogate pair becomes one code point;
+    // a half without its other half becomes U+FFFD (RFC 8259 allows them, Unicode does not), and an
+    // escape that follows a lone high half is read as its own.
+    void read_escape(std::string& out, char e) {
+        switch (e) {
+            case '"': out.push_back('"'); return;
+            case '\\': out.push_back('\\'); return;
+            case '/': out.push_back('/'); return;
+            case 'b': out.push_back('\b'); return;
+            case 'f': out.push_back('\f'); return;
+            case 'n': out.push_back('\n'); return;
+            case 'r': out.push_back('\r'); return;
+            case 't': out.push_back('\t'); return;
+            case 'u': break;
+            default: fail("bad escape in a string", 1);
+        }
+        std::uint32_t cp = read_hex4();
+        for (;;) {
+            if (cp >= 0xDC00 && cp <= 0xDFFF) return append_utf8(out, 0xFFFD);
+            if (cp < 0xD800 || cp > 0xDBFF) return append_utf8(out, cp);
+            if (peek("a string") != '\\') return append_utf8(out, 0xFFFD);
+            next();
+            const char next_escape = next_char("an escape");
+            if (next_escape != 'u') {
+                append_utf8(out, 0xFFFD);
+                return read_escape(out, next_escape);
             }
+            const std::uint32_t lo = read_hex4();
+            if (lo >= 0xDC00 && lo <= 0xDFFF) return append_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+            append_utf8(out, 0xFFFD);
+            cp = lo;  // read as its own: a code point, or a high half that the next escape may complete
         }
     }
 
@@ -18631,48 +18672,6 @@ std::int64_t session::evaluate_flops(const site& where, const op_inputs& inputs,
 
 #include <fmt/compile.h>  // FMT_COMPILE
 
-
-// ---- begin stint/export/utf8.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_UTF8_HPP
-#define STINT_SINGLE_STINT_EXPORT_UTF8_HPP
-
-namespace stint::detail {
-
-/// The UTF-8 sequence that starts at `p` (`p < end`): its length when it is well formed (1 to 4,
-/// Unicode Table 3-7), or minus the length of its maximal ill-formed subpart. Replacing each such
-/// subpart with one U+FFFD is the Unicode §3.9 practice that browsers and Python follow, so a
-/// replaced name reads the same in every tool.
-///     bytes C3 A9 (é) -> 2;   E4 B8 'x' (中 cut short) -> -2;   C0 AF (overlong '/') -> -1
-constexpr int utf8_sequence(const unsigned char* p, const unsigned char* end) noexcept {
-    const unsigned char lead = p[0];
-    if (lead < 0x80) return 1;
-    int length = 0;
-    unsigned char low = 0x80;   // range of the second byte; the others are always 80..BF
-    unsigned char high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-        length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-        length = 3;
-        if (lead == 0xE0) low = 0xA0;        // below: overlong
-        else if (lead == 0xED) high = 0x9F;  // above: surrogates D800..DFFF
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-        length = 4;
-        if (lead == 0xF0) low = 0x90;        // below: overlong
-        else if (lead == 0xF4) high = 0x8F;  // above: beyond U+10FFFF
-    } else {
-        return -1;  // stray continuation byte, C0/C1 (always overlong) or F5..FF
-    }
-    const auto available = end - p;
-    if (available < 2 || p[1] < low || p[1] > high) return -1;
-    for (int i = 2; i < length; ++i) {
-        if (available <= i || p[i] < 0x80 || p[i] > 0xBF) return -i;
-    }
-    return length;
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_UTF8_HPP
-// ---- end stint/export/utf8.hpp ----
 
 namespace stint::detail {
 

@@ -3,6 +3,7 @@
 // refilled by zlib (which reads gzip and plain files alike).
 
 #include "stint/analysis/trace_reader.hpp"
+#include "stint/common/utf8.hpp"
 
 #include <algorithm>     // std::min, std::copy_n
 #include <cerrno>        // errno
@@ -30,21 +31,15 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
     return true;
 }
 
+// Well-formed UTF-8 by the exporters' rule (common/utf8.hpp): no overlong form, surrogate or code point
+// past U+10FFFF.
 bool valid_utf8(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        std::size_t n = 0;
-        if (c < 0x80) n = 0;
-        else if (c >= 0xC2 && c <= 0xDF) n = 1;
-        else if (c >= 0xE0 && c <= 0xEF) n = 2;
-        else if (c >= 0xF0 && c <= 0xF4) n = 3;
-        else return false;
-        if (i + n >= s.size() && n != 0) return false;
-        for (std::size_t k = 1; k <= n; ++k) {
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-        }
-        i += n + 1;
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* end = p + s.size();
+    while (p < end) {
+        const int n = utf8_sequence(p, end);
+        if (n < 0) return false;
+        p += n;
     }
     return true;
 }
@@ -199,36 +194,41 @@ private:
             if (n == avail) continue;
             const char c = next_char("the end of a string");
             if (c == '"') return;
-            const char e = next_char("an escape");
-            switch (e) {
-                case '"': out.push_back('"'); break;
-                case '\\': out.push_back('\\'); break;
-                case '/': out.push_back('/'); break;
-                case 'b': out.push_back('\b'); break;
-                case 'f': out.push_back('\f'); break;
-                case 'n': out.push_back('\n'); break;
-                case 'r': out.push_back('\r'); break;
-                case 't': out.push_back('\t'); break;
-                case 'u': {
-                    std::uint32_t cp = read_hex4();
-                    if (cp >= 0xD800 && cp <= 0xDBFF) {
-                        // A surrogate pair's second half follows; a lone half becomes U+FFFD.
-                        if (peek("a string") == '\\') {
-                            next();
-                            if (next_char("an escape") != 'u') fail("expected a \\u low surrogate", 1);
-                            const std::uint32_t lo = read_hex4();
-                            cp = (lo >= 0xDC00 && lo <= 0xDFFF) ? 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00) : 0xFFFD;
-                        } else {
-                            cp = 0xFFFD;
-                        }
-                    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                        cp = 0xFFFD;
-                    }
-                    append_utf8(out, cp);
-                    break;
-                }
-                default: fail("bad escape in a string", 1);
+            read_escape(out, next_char("an escape"));
+        }
+    }
+
+    // One escape after its backslash (`e` its letter). A UTF-16 surrogate pair becomes one code point;
+    // a half without its other half becomes U+FFFD (RFC 8259 allows them, Unicode does not), and an
+    // escape that follows a lone high half is read as its own.
+    void read_escape(std::string& out, char e) {
+        switch (e) {
+            case '"': out.push_back('"'); return;
+            case '\\': out.push_back('\\'); return;
+            case '/': out.push_back('/'); return;
+            case 'b': out.push_back('\b'); return;
+            case 'f': out.push_back('\f'); return;
+            case 'n': out.push_back('\n'); return;
+            case 'r': out.push_back('\r'); return;
+            case 't': out.push_back('\t'); return;
+            case 'u': break;
+            default: fail("bad escape in a string", 1);
+        }
+        std::uint32_t cp = read_hex4();
+        for (;;) {
+            if (cp >= 0xDC00 && cp <= 0xDFFF) return append_utf8(out, 0xFFFD);
+            if (cp < 0xD800 || cp > 0xDBFF) return append_utf8(out, cp);
+            if (peek("a string") != '\\') return append_utf8(out, 0xFFFD);
+            next();
+            const char next_escape = next_char("an escape");
+            if (next_escape != 'u') {
+                append_utf8(out, 0xFFFD);
+                return read_escape(out, next_escape);
             }
+            const std::uint32_t lo = read_hex4();
+            if (lo >= 0xDC00 && lo <= 0xDFFF) return append_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+            append_utf8(out, 0xFFFD);
+            cp = lo;  // read as its own: a code point, or a high half that the next escape may complete
         }
     }
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>  // fmt::format
 
-#include "stint/export/utf8.hpp"
+#include "stint/common/utf8.hpp"
 
 namespace stint::detail {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/compile.h>  // FMT_COMPILE
 
-#include "stint/export/utf8.hpp"
+#include "stint/common/utf8.hpp"
 
 namespace stint::detail {
 

@@ -13,7 +13,7 @@
 
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
-#include "stint/export/utf8.hpp"
+#include "stint/common/utf8.hpp"
 
 namespace stint::detail {
 

@@ -6,7 +6,7 @@
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 
-#include "stint/export/utf8.hpp"
+#include "stint/common/utf8.hpp"
 
 namespace stint::detail::protobuf {
 
