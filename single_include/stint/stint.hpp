@@ -16619,6 +16619,10 @@ STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, co
 /// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
 /// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
 STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
+/// A global instant ("s": "g", drawn across the whole timeline) named "stint: <count> <what>", so that the
+/// trace itself says what it lacks. `what` is written as it is: constant text with nothing to escape.
+STINT_DECL void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
+                                  std::int64_t ts_ns);
 
 /// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
@@ -24639,15 +24643,23 @@ void write_counter_sample(json_writer& out, std::string_view name, const counter
     out.raw("}}");
 }
 
-void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns) {
-    if (count == 0) return;
+void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
+                       std::int64_t ts_ns) {
     out.raw(",\n    {\"ph\": \"i\", \"s\": \"g\", \"name\": \"stint: ");
     out.number(count);
-    out.raw(" counter samples not finite: NaN left out, infinity written as the largest finite value\", \"pid\": ");
+    out.raw(" ");
+    out.raw(what);
+    out.raw("\", \"pid\": ");
     out.number(pid);
     out.raw(", \"tid\": 0, \"ts\": ");
     out.microseconds(ts_ns);
     out.raw("}");
+}
+
+void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns) {
+    if (count == 0) return;
+    write_global_note(out, count, "counter samples not finite: NaN left out, infinity written as the largest finite value",
+                      pid, ts_ns);
 }
 
 void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
@@ -24729,16 +24741,9 @@ void write_trace_events(json_writer& out, const event_list& events, const chrome
     }
     write_not_finite_note(out, not_finite, info.pid, 0);  // at the session's start, as from the records
     if (const std::uint64_t lost = events.device().loss.lost(); lost != 0) {
-        // A global instant, so that the timeline itself says device work is missing.
         std::int64_t first_ns = events.empty() ? 0 : events[0].start_ns;
         for (const event& e : events) first_ns = std::min(first_ns, e.start_ns);
-        out.raw(",\n    {\"ph\": \"i\", \"s\": \"g\", \"name\": \"stint: ");
-        out.number(lost);
-        out.raw(" device records lost\", \"pid\": ");
-        out.number(info.pid);
-        out.raw(", \"tid\": 0, \"ts\": ");
-        out.microseconds(first_ns);
-        out.raw("}");
+        write_global_note(out, lost, "device records lost", info.pid, first_ns);
     }
 }
 

@@ -147,6 +147,10 @@ STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, co
 /// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
 /// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
 STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
+/// A global instant ("s": "g", drawn across the whole timeline) named "stint: <count> <what>", so that the
+/// trace itself says what it lacks. `what` is written as it is: constant text with nothing to escape.
+STINT_DECL void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
+                                  std::int64_t ts_ns);
 
 /// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
 /// then its events, each element after a ",\n" (but the very first of the array, when `first`).
