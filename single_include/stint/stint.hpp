@@ -19891,6 +19891,7 @@ bool chunk_pool::cache_largest(std::span<chunk* const> faulted) noexcept {
 
 #include <algorithm>  // std::find, std::none_of
 #include <cstddef>    // std::size_t, offsetof
+#include <exception>  // std::exception_ptr, std::current_exception, std::rethrow_exception
 #include <memory>     // std::construct_at
 
 #if defined(__linux__)
@@ -19939,17 +19940,27 @@ std::vector<std::string> object_links::refresh(const std::atomic<std::uint32_t>*
     if (scanned_ && counters.adds == adds_ && counters.subs == subs_) return linked_now;
     // An object unloaded since: a name looked at may now be another object (linked ones stay pinned).
     if (scanned_ && counters.subs != subs_) checked_.clear();
-    std::vector<std::string> names;
+    struct walk {
+        std::vector<std::string> names;
+        std::exception_ptr error;  // an exception must not unwind through the loader's C frames
+    } w;
     // The names first: dlopen is not called from inside the loader's iteration.
     ::dl_iterate_phdr(
         [](dl_phdr_info* info, std::size_t, void* data) -> int {
-            // The program itself has no name here, and its symbols are what a follower cannot reach.
-            if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
-                static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+            try {
+                // The program itself has no name here, and its symbols are what a follower cannot reach.
+                if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+                    static_cast<walk*>(data)->names.emplace_back(info->dlpi_name);
+                }
+                return 0;
+            } catch (...) {
+                static_cast<walk*>(data)->error = std::current_exception();
+                return 1;
             }
-            return 0;
         },
-        &names);
+        &w);
+    if (w.error) std::rethrow_exception(w.error);
+    const std::vector<std::string>& names = w.names;
     for (const std::string& name : names) {
         if (std::find(checked_.begin(), checked_.end(), name) != checked_.end()) continue;
         checked_.push_back(name);

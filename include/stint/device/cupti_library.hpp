@@ -10,6 +10,7 @@
 #include <algorithm>    // std::find
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint32_t
+#include <exception>    // std::exception_ptr, std::current_exception, std::rethrow_exception
 #include <cstdlib>      // std::getenv
 #include <string>       // std::string
 #include <string_view>  // std::string_view
@@ -31,31 +32,42 @@ struct loaded_object {
 /// Every object the dynamic loader has loaded, in load order (dl_iterate_phdr). Read at a session's
 /// start or stop, never on the hot path.
 inline std::vector<loaded_object> loaded_objects() {
-    std::vector<loaded_object> objects;
+    struct walk {
+        std::vector<loaded_object> objects;
+        std::exception_ptr error;  // an exception must not unwind through the loader's C frames
+    } w;
     ::dl_iterate_phdr(
         [](::dl_phdr_info* info, std::size_t, void* out) -> int {
-            loaded_object object;
-            object.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-            for (int i = 0; i < info->dlpi_phnum; ++i) {
-                if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
-                const auto* dynamic = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-                ElfW(Addr) strings = 0;
-                for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
-                    if (d->d_tag == DT_STRTAB) strings = d->d_un.d_ptr;
+            try {
+                loaded_object object;
+                object.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+                for (int i = 0; i < info->dlpi_phnum; ++i) {
+                    if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+                    const auto* dynamic =
+                        reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+                    ElfW(Addr) strings = 0;
+                    for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
+                        if (d->d_tag == DT_STRTAB) strings = d->d_un.d_ptr;
+                    }
+                    if (strings == 0) break;
+                    // glibc relocates the dynamic section in place for most objects; the vDSO keeps offsets.
+                    if (strings < info->dlpi_addr) strings += info->dlpi_addr;
+                    for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
+                        if (d->d_tag != DT_NEEDED) continue;
+                        object.needed.emplace_back(reinterpret_cast<const char*>(strings + d->d_un.d_val));
+                    }
+                    break;
                 }
-                if (strings == 0) break;
-                // glibc relocates the dynamic section in place for most objects; the vDSO keeps offsets.
-                if (strings < info->dlpi_addr) strings += info->dlpi_addr;
-                for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
-                    if (d->d_tag == DT_NEEDED) object.needed.emplace_back(reinterpret_cast<const char*>(strings + d->d_un.d_val));
-                }
-                break;
+                static_cast<walk*>(out)->objects.push_back(std::move(object));
+                return 0;
+            } catch (...) {
+                static_cast<walk*>(out)->error = std::current_exception();
+                return 1;
             }
-            static_cast<std::vector<loaded_object>*>(out)->push_back(std::move(object));
-            return 0;
         },
-        &objects);
-    return objects;
+        &w);
+    if (w.error) std::rethrow_exception(w.error);
+    return std::move(w.objects);
 }
 
 /// The major version in a libcupti file name ("/x/libcupti.so.12.4.127" -> 12), or 0 when it is none.
