@@ -23080,10 +23080,12 @@ std::vector<std::string> check_crash_handlers() { return detail::crash_dump::ove
 #include <cstring>        // std::memcpy
 #include <fstream>        // std::ifstream
 #include <iterator>       // std::istreambuf_iterator
+#include <map>            // std::map
+#include <set>            // std::set
 #include <stdexcept>      // std::runtime_error
 #include <string_view>    // std::string_view
 #include <unordered_map>  // std::unordered_map
-#include <unordered_set>  // std::unordered_set
+#include <utility>        // std::pair
 
 #include <fmt/format.h>  // fmt::format
 
@@ -23256,12 +23258,17 @@ crash_dump_contents read_crash_dump(const std::string& path) {
         t.crashed = tid == dump.crashed_tid;
         return t;
     };
-    // Each thread's records by (site address, begin ticks): a scope that ended by the crash but had not left
-    // its stack when the handler read it is drawn once, as its record.
-    std::unordered_map<std::uint64_t, std::unordered_set<std::uint64_t>> recorded;
+    // A scope that ended by the crash but had not left its stack when the handler read it is drawn once,
+    // as its record: the open scopes' (site address, begin ticks) per thread, and those a record matches.
+    using scope_key = std::pair<std::uint64_t, std::uint64_t>;
+    std::map<std::uint64_t, std::set<scope_key>> open_keys;
+    for (const raw_stack& s : stacks) {
+        for (const raw_open& o : s.entries) open_keys[s.tid].insert({o.address, o.begin});
+    }
+    std::map<std::uint64_t, std::set<scope_key>> recorded;
     for (const raw_thread& raw : threads) {
         crash_dump_contents::thread& t = thread_for(raw.tid, raw.name);
-        std::unordered_set<std::uint64_t>& mine = recorded[raw.tid];
+        const auto open_here = open_keys.find(raw.tid);
         t.overwritten += raw.overwritten;
         t.dropped += raw.dropped;
         t.after_crash += raw.after_crash;
@@ -23275,7 +23282,9 @@ crash_dump_contents read_crash_dump(const std::string& path) {
             std::memcpy(&end, d.data() + at + 16, 8);
             const std::uint64_t address = word & ((std::uint64_t{1} << 48) - 1);
             const detail::crash_site site = site_of(address);
-            mine.insert(address ^ (begin * 0x9e3779b97f4a7c15ULL));
+            if (open_here != open_keys.end() && open_here->second.count({address, begin}) != 0) {
+                recorded[raw.tid].insert({address, begin});
+            }
             std::size_t size = 24;
             std::string name = site.name;
             if (site.payload != 0) {
@@ -23312,7 +23321,7 @@ crash_dump_contents read_crash_dump(const std::string& path) {
             // while the dump was written, after the snapshot.
             if (o.address == 0 || o.begin < anchor || o.begin > crash_ticks) continue;
             if (const auto found = recorded.find(s.tid);
-                found != recorded.end() && found->second.count(o.address ^ (o.begin * 0x9e3779b97f4a7c15ULL)) != 0) {
+                found != recorded.end() && found->second.count({o.address, o.begin}) != 0) {
                 continue;  // ended by the crash: its record is drawn
             }
             detail::crash_site site = site_of(o.address);
