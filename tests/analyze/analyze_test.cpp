@@ -549,7 +549,9 @@ TEST_CASE("malformed traces give an error with the byte offset, or are skipped a
             {R"(a\ude00b)", "a" + fffd + "b"},
             {R"(a\ud800)", "a" + fffd},
         };
-        for (const auto& [escaped, expected] : cases) {
+        for (const auto& c : cases) {
+            const char* escaped = c.first;  // not a structured binding: clang 14's CAPTURE cannot name one
+            const std::string& expected = c.second;
             CAPTURE(escaped);
             const std::string text = std::string(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")") + escaped +
                                      R"(", "pid": 1, "tid": 1, "ts": 1, "dur": 3}]})";
