@@ -6,10 +6,12 @@ its target (issues 31 and 42), PASS or FAIL:
 - the annotation header opening one scope (with and without STINT_DISABLE), and `<stint/stint.hpp>`;
 - the README's example, the file a program runs its profiler from: built the separate way
   (STINT_SEPARATE_COMPILATION: declarations only), and header-only (the whole session side inline);
-- the implementation unit, `<stint/impl/src.hpp>`, which a separately compiled program builds once
-  (beside Tracy's whole client, TracyClient.cpp, when a Tracy checkout is found: --tracy DIR or
-  $TRACY_DIR);
-- the profiler file's object size and function count, both ways.
+- the session side, `<stint/impl/src.hpp>`, which a separately compiled program builds once, as the six
+  units stint_compiled_dep and stint::compiled build (STINT_COMPILED_PART 1 to 6): their sum and the
+  slowest, beside Tracy's whole client, TracyClient.cpp, when a Tracy checkout is found (--tracy DIR or
+  $TRACY_DIR): the header-only README file, the sum and the slowest unit then have targets as ratios to it;
+- the profiler file's object size and function count, both ways, the header-only one's code (.text)
+  against its target (design §16, "pay for what you name").
 
     bench/compile_cost.py                       # g++ and clang++, 5 runs each
     bench/compile_cost.py --runs 3 --compilers g++
@@ -33,6 +35,15 @@ def readme_example():
         return re.search(r"```cpp\n(.*?)```", f.read(), re.S).group(1)
 
 
+PARTS = 6  # include/stint/impl/src.hpp's STINT_COMPILED_PART
+README_TEXT_TARGET = 250 * 1024  # bytes of code README's example emits header-only
+TRACY_TARGETS = {  # ratio to TracyClient.cpp in the same run
+    "profiler's file (README), header-only": 1.5,
+    "session side, summed over its units": 3.0,
+    "session side, its slowest unit": 1.0,
+}
+
+
 # name, source, extra flags, target ratio to <iostream>, target CPU s (None: informative), needed header
 def cases():
     scope = 'int main() { STINT_SCOPE("x"); }\n'
@@ -46,10 +57,9 @@ def cases():
         ("<stint/scope.hpp>", "#include <stint/scope.hpp>\n" + scope, [], None, None, "scope.hpp"),
         ("<stint/stint.hpp>, separate", "#include <stint/stint.hpp>\n" + scope, SEPARATE, 2.5, None, "stint.hpp"),
         ("profiler's file (README), separate", readme, SEPARATE, 2.5, None, "stint.hpp"),
-        ("profiler's file (README), header-only", readme, [], None, 10.0, "stint.hpp"),
-        ("<stint/impl/src.hpp>, once per program", "#include <stint/impl/src.hpp>\n", SEPARATE, None, 7.5,
-         "impl/src.hpp"),
-    ]
+        ("profiler's file (README), header-only", readme, [], 40.0, None, "stint.hpp"),
+    ] + [(f"session side, unit {part} of {PARTS}", "#include <stint/impl/src.hpp>\n",
+          SEPARATE + [f"-DSTINT_COMPILED_PART={part}"], None, None, "impl/src.hpp") for part in range(1, PARTS + 1)]
 
 
 def cpu_seconds(command):
@@ -104,6 +114,12 @@ def measure(compilers, runs, include, tracy_dir=None):
                     targets.append((name, None, None))
                 except subprocess.CalledProcessError:
                     print(f"{compiler}: {client} did not compile; its row is left out", file=sys.stderr)
+            units = [seconds[n] for n in seconds if n.startswith("session side, unit")]
+            if units:
+                for name, value in (("session side, summed over its units", sum(units)),
+                                    ("session side, its slowest unit", max(units))):
+                    seconds[name], facts[name] = value, None
+                    targets.append((name, None, None))
             base = seconds["<iostream>"]
             rows += [(compiler, name, seconds[name], seconds[name] / base, ratio_target, seconds_target, facts[name])
                      for name, ratio_target, seconds_target in targets]
@@ -129,19 +145,29 @@ def main():
     rows = measure(args.compilers.split(","), args.runs, include, args.tracy)
     failed = 0
     for compiler in args.compilers.split(","):
-        print(f"\n{compiler} -O2, CPU s per file (least of {args.runs}), ratio to <iostream>")
-        print("| file | CPU s | x <iostream> | target | | object .text, functions |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        src_seconds = None
-        for _, name, seconds, ratio, ratio_target, seconds_target, facts in (r for r in rows if r[0] == compiler):
+        mine = [r for r in rows if r[0] == compiler]
+        tracy = next((r[2] for r in mine if r[1].startswith("TracyClient.cpp")), None)
+        print(f"\n{compiler} -O2, CPU s per file (least of {args.runs}), ratio to <iostream>"
+              + (", and to TracyClient.cpp" if tracy else ""))
+        print("| file | CPU s | x <iostream> | x TracyClient.cpp | target | | object .text, functions |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for _, name, seconds, ratio, ratio_target, seconds_target, facts in mine:
             shown, verdict = verdict_of(ratio, seconds, ratio_target, seconds_target)
+            versus = ""
+            if tracy and not name.startswith("TracyClient.cpp"):
+                versus = f"{seconds / tracy:.2f}"
+                if name in TRACY_TARGETS:
+                    ok = seconds / tracy <= TRACY_TARGETS[name] and verdict != "FAIL"
+                    shown = ", ".join(t for t in (shown, f"<= {TRACY_TARGETS[name]:g} x Tracy") if t)
+                    verdict = "PASS" if ok else "FAIL"
             failed += verdict == "FAIL"
-            if name.startswith("<stint/impl/src.hpp>"):
-                src_seconds = seconds
             extra = f"{facts[0]} B, {facts[1]}" if facts else ""
-            if name.startswith("TracyClient.cpp") and src_seconds:
-                extra = f"stint's implementation unit: {src_seconds / seconds:.2f} x this"
-            print(f"| {name} | {seconds:.2f} | {ratio:.2f} | {shown} | {verdict} | {extra} |")
+            print(f"| {name} | {seconds:.2f} | {ratio:.2f} | {versus} | {shown} | {verdict} | {extra} |")
+            if name == "profiler's file (README), header-only" and facts:
+                ok = facts[0] <= README_TEXT_TARGET
+                failed += not ok
+                print(f"| its code (.text) | {facts[0] / 1024:.0f} KB | | | <= {README_TEXT_TARGET // 1024} KB | "
+                      f"{'PASS' if ok else 'FAIL'} | |")
     print(f"\ncompile cost: {failed} over target")
     return 0
 

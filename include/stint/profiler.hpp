@@ -14,6 +14,9 @@
 
 #include <fmt/core.h>  // fmt::formatter, fmt::formatter<std::string_view>
 
+#include "stint/analysis/detail/call_stacks.hpp"        // with_stack's builder, named by the config
+#include "stint/analysis/detail/module_hierarchy.hpp"   // with_modules's
+#include "stint/drain/device_join.hpp"                  // a device backend's join
 #include "stint/analysis/event_list.hpp"
 #include "stint/analysis/key_averages.hpp"
 #include "stint/analysis/table.hpp"
@@ -22,10 +25,14 @@
 #include "stint/device/device_link.hpp"
 #include "stint/drain/profiler_stats.hpp"
 #include "stint/export/collapsed_stacks.hpp"
+#include "stint/export/json_validate.hpp"
+#include "stint/export/memory_timeline.hpp"
+#include "stint/export/perfetto_trace_info.hpp"
 #include "stint/policies.hpp"
 #include "stint/common/activities.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/flight_recorder_options.hpp"
+#include "stint/export/stream_target.hpp"
 #include "stint/profiler/profiler_core.hpp"
 #include "stint/schedule.hpp"
 
@@ -102,7 +109,7 @@ struct profiler_options {
     /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
     /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
     /// records not written as the window: events() and the exports read them.
-    std::string stream_to{};
+    stream_target stream_to{};
     /// Records all the time into a bounded ring from start() to stop() (stint::flight_recorder_options):
     /// each thread overwrites its oldest records when the ring's budget is spent, and dump() writes the
     /// window it holds while recording continues; triggers write it when a step runs slow. Its budget
@@ -223,7 +230,9 @@ public:
     /// About a fifth of the JSON's size; ui.perfetto.dev and trace_processor open it.
     ///
     ///     prof.export_perfetto_trace("run.pftrace");
-    void export_perfetto_trace(const std::string& path) const { core_.export_perfetto_trace(path); }
+    void export_perfetto_trace(const std::string& path) const {
+        core_.export_perfetto_trace(path, &detail::write_perfetto_trace_file);
+    }
 
     /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
     /// export_memory_timeline: `.json` / `.json.gz` in torch's `[times, sizes]` shape, or `.html`, a
@@ -235,7 +244,7 @@ public:
         static_assert(Config::template has<profile_memory>,
                       "stint: export_memory_timeline() needs memory events. Fix: add stint::profile_memory to the "
                       "profiler's config");
-        core_.export_memory_timeline(path, device);
+        core_.export_memory_timeline(path, device, &stint::export_memory_timeline);
     }
 
     /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
@@ -250,7 +259,9 @@ public:
     /// double's range) is refused with std::invalid_argument, and never written.
     ///
     ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
-    void add_metadata_json(std::string_view key, std::string_view json) { core_.add_metadata_json(key, json); }
+    void add_metadata_json(std::string_view key, std::string_view json) {
+        core_.add_metadata_json(key, json, &detail::validate_json);
+    }
 
     /// Writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per event with
     /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
@@ -266,7 +277,7 @@ public:
         static_assert(Config::template has<with_stack<>>,
                       "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
                       "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
-        core_.export_stacks(path, metric, frames);
+        core_.export_stacks(path, metric, frames, &detail::write_collapsed_stacks_file);
     }
 
 private:
@@ -276,6 +287,8 @@ private:
         t.enabled = Config::enabled;
         t.has_stacks = Config::template has<with_stack<>>;
         t.has_modules = Config::template has<with_modules>;
+        if constexpr (Config::template has<with_stack<>>) t.call_stacks = &detail::assign_call_stacks;
+        if constexpr (Config::template has<with_modules>) t.module_hierarchy = &detail::assign_module_hierarchy;
         t.has_memory = Config::template has<profile_memory>;
         t.has_shapes = Config::template has<record_shapes>;
         if constexpr (detail::has_device_backend<Config>) {
@@ -284,6 +297,7 @@ private:
             t.device_start = &backend::start;
             t.device_stop = &backend::stop;
             t.device_unavailable = &backend::unavailable;
+            t.join_device = &detail::join_device_activity;
         }
         return t;
     }

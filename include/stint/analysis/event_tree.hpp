@@ -90,11 +90,17 @@ public:
     /// Native return addresses an event recorded (with_stack<native>), innermost first; build() names
     /// them when stacks are built.
     STINT_DECL void set_native_frames(event_index i, std::vector<std::uint64_t> frames);
+    /// What builds the stacks, and what the module paths (a drain's options: the profiler's config names them).
+    using call_stack_builder = void (*)(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
+                                        stack_tree& stacks);
+    using module_hierarchy_builder = void (*)(event_store& events, std::vector<event_args>& args);
     /// build() gives every event a stack (with_stack): its location and its ancestors', or its native
-    /// frames.
-    void build_call_stacks() { call_stacks_ = true; }
+    /// frames. A pointer, so that only a program whose config names with_stack emits the builder.
+    void build_call_stacks(call_stack_builder builder = &assign_call_stacks) { call_stacks_ = builder; }
     /// build() gives every op inside module scopes its "Module Hierarchy" (with_modules).
-    void build_module_hierarchy() { module_hierarchy_ = true; }
+    void build_module_hierarchy(module_hierarchy_builder builder = &assign_module_hierarchy) {
+        module_hierarchy_ = builder;
+    }
     void set_totals(std::uint64_t recorded, std::uint64_t dropped, std::uint64_t late = 0) {
         list_.recorded_ = recorded;
         list_.dropped_ = dropped;
@@ -247,8 +253,8 @@ private:
     // per counter sample: as added, its value
     std::vector<std::pair<event_index, counter_value>> counter_values_;
     std::vector<std::vector<std::uint64_t>> native_frames_;
-    bool call_stacks_ = false;
-    bool module_hierarchy_ = false;
+    call_stack_builder call_stacks_ = nullptr;
+    module_hierarchy_builder module_hierarchy_ = nullptr;
 };
 
 }  // namespace stint::detail

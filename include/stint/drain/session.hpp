@@ -17,6 +17,7 @@
 #include "stint/capture/op_inputs.hpp"
 #include "stint/detail/separate_compilation.hpp"
 #include "stint/device/device_capture.hpp"
+#include "stint/drain/device_join.hpp"
 #include "stint/drain/profiler_stats.hpp"
 #include "stint/drain/record_store.hpp"
 #include "stint/recording/clock.hpp"
@@ -29,11 +30,17 @@ inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noe
     return static_cast<double>(to_ns - from_ns) / 1e3;
 }
 
-/// What a drain builds beyond the event tree (from the profiler's policies).
+/// What a drain builds beyond the event tree (from the profiler's policies). The builders are pointers the
+/// profiler's config fills, so that a program emits them only where its config names their policy.
 struct drain_options {
-    bool call_stacks = false;       ///< with_stack
-    bool module_hierarchy = false;  ///< with_modules
-    bool input_values = false;      ///< keep each op's inputs whole in event_args::inputs (an execution trace)
+    event_list_builder::call_stack_builder call_stacks = nullptr;  ///< with_stack: &assign_call_stacks
+    event_list_builder::module_hierarchy_builder module_hierarchy = nullptr;  ///< with_modules: &assign_module_hierarchy
+    bool input_values = false;  ///< keep each op's inputs whole in event_args::inputs (an execution trace)
+    /// What joins device activity to the scopes (cuda_activities: &join_device_activity); needed when
+    /// build_events() is given a device capture.
+    void (*join_device)(event_list_builder& builder, device_capture& capture,
+                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
+                        thread_of_tid_ref thread_of_tid) = nullptr;
 };
 
 /// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).

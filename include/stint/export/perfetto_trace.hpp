@@ -25,23 +25,9 @@
 #include "stint/detail/separate_compilation.hpp"
 #include "stint/export/counter_tracks.hpp"
 #include "stint/export/detail/protobuf.hpp"
+#include "stint/export/perfetto_trace_info.hpp"
 
 namespace stint::detail {
-
-/// What a Perfetto trace carries besides the events.
-struct perfetto_trace_info {
-    std::uint64_t pid = 0;
-    std::uint64_t truncated_names = 0;
-    /// A flight recorder's dump (profiler/flight_recorder.hpp): records overwritten before the window,
-    /// in total and per thread, with the time (ns on the trace's clock) from which each thread is complete.
-    struct overwritten_thread {
-        std::uint64_t os_tid = 0;
-        std::uint64_t overwritten = 0;
-        std::int64_t complete_from_ns = 0;
-    };
-    std::optional<std::uint64_t> overwritten{};
-    std::vector<overwritten_thread> overwritten_threads{};
-};
 
 /// Field numbers and enum values of perfetto.protos (protos/perfetto/trace/), as the schema defines them.
 namespace perfetto_schema {
@@ -245,10 +231,7 @@ void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_t
     perfetto_writer(sink, events, info).write();
 }
 
-/// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
-/// place; throws std::system_error naming the path and the OS reason.
-STINT_DECL void write_perfetto_trace_file(const std::string& path, const event_list& events,
-                                          const perfetto_trace_info& info);
+// write_perfetto_trace_file(path, events, info): declared with perfetto_trace_info.
 
 }  // namespace stint::detail
 

@@ -25,6 +25,7 @@
 #include "stint/export/chrome_trace_records.hpp"
 #include "stint/export/json_writer.hpp"
 #include "stint/export/output_file.hpp"
+#include "stint/export/stream_target.hpp"
 
 namespace stint::detail {
 
@@ -138,6 +139,47 @@ private:
     std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
     record_store unwritten_;        // the batch the writer failed on
     std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
+};
+
+/// The streaming writer's code as the profiler's core calls it: plain function pointers (as the flight
+/// recorder's, profiler/flight_recorder_options.hpp), reached only through a stream_target made from a path.
+struct trace_stream_code {
+    trace_stream* (*open)(const std::string& path, std::uint64_t pid);  ///< the caller owns it: `destroy`
+    void (*start)(trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
+                  std::uint64_t first_id);
+    void (*stop)(trace_stream& stream) noexcept;
+    streamed_totals (*finish)(trace_stream& stream, record_store& rest, const chrome_trace_info& info);
+    void (*destroy)(trace_stream* stream) noexcept;
+};
+
+/// A streamed window while it records, as the profiler's core holds it: its stream_target's writer,
+/// called through that target's code. Destroyed before finish() completed the file, it discards it.
+class streaming_session {
+public:
+    streaming_session(const stream_target& target, std::uint64_t pid)
+        : code_(target.code()), stream_(code_->open(target.path(), pid)) {}
+    ~streaming_session() {
+        if (stream_ != nullptr) code_->destroy(stream_);
+    }
+    streaming_session(const streaming_session&) = delete;
+    streaming_session& operator=(const streaming_session&) = delete;
+
+    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+        code_->start(*stream_, state, calibration, first_id);
+    }
+    /// Whether this process is a fork of the one that started it.
+    [[nodiscard]] bool inherited() const noexcept { return stream_->inherited(); }
+    /// A forked child: the writer thread and the file are the parent's; forget both.
+    void abandon() noexcept { stream_ = nullptr; }
+    void stop() noexcept { code_->stop(*stream_); }
+    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
+        return code_->finish(*stream_, rest, info);
+    }
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return stream_->next_id(); }
+
+private:
+    const trace_stream_code* code_;
+    trace_stream* stream_;
 };
 
 }  // namespace stint::detail

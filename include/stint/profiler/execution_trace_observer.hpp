@@ -99,7 +99,7 @@ private:
     // ---- what an attached profiler calls ----
 
     /// Attaches to `owner`, which `forget` tells when the observer goes first.
-    STINT_DECL void attach(void* owner, void (*forget)(void*));
+    void attach(void* owner, void (*forget)(void*)) { attached_calls_->attach(*this, owner, forget); }
 
     /// Whether the profiler's next window is recorded for the trace (the observer is still registered).
     bool wants_window() const {
@@ -111,18 +111,31 @@ private:
         attached_running_ = running;
     }
     /// Appends one saved window of the profiler.
-    STINT_DECL void append_window(const event_list& events);
+    void append_window(const event_list& events) { attached_calls_->append_window(*this, events); }
     /// A profiler whose construction failed lets go; the file stays open.
     void release(void* owner) noexcept {
         const std::lock_guard lock(mutex_);
         if (owner_ == owner) owner_ = nullptr;
     }
     /// The profiler is going: the file is finished (torch's cleanup at profile.__exit__).
-    STINT_DECL void detach(void* owner);
+    void detach(void* owner) { attached_calls_->detach(*this, owner); }
+
+    // The calls above, through pointers the constructor sets: a profiler reaches the execution trace's
+    // writer only in a program that makes an observer (design §16, "pay for what you name").
+    struct attached_calls {
+        void (*attach)(execution_trace_observer& self, void* owner, void (*forget)(void*));
+        void (*append_window)(execution_trace_observer& self, const event_list& events);
+        void (*detach)(execution_trace_observer& self, void* owner);
+    };
+    STINT_DECL static const attached_calls& attached_calls_table() noexcept;
+    STINT_DECL void attach_now(void* owner, void (*forget)(void*));
+    STINT_DECL void append_window_now(const event_list& events);
+    STINT_DECL void detach_now(void* owner);
 
     STINT_DECL void stop_locked();
     STINT_DECL void finish_locked();
 
+    const attached_calls* attached_calls_;
     mutable std::mutex mutex_;
     execution_trace_options options_;
     std::string path_;

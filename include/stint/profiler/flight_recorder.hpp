@@ -32,6 +32,8 @@
 // check_crash_handlers(), which stint.hpp gives through this header.
 #include "stint/profiler/crash_dump.hpp"
 #include "stint/profiler/flight_recorder_options.hpp"
+#include "stint/profiler/flight_session.hpp"
+#include "stint/profiler/running_flight_recorder.hpp"
 #include "stint/recording/clock.hpp"
 
 namespace stint::detail {
@@ -142,21 +144,10 @@ private:
 };
 
 /// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
-/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called;
-/// the profiler's core writes it (a copy of the ring, drained and exported with the core's metadata).
+/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called,
+/// and writes it: a copy of the ring, built into events and given the metadata by the profiler (its host).
 class flight_mode {
 public:
-    /// A dump a trigger asks for.
-    struct dump_request {
-        std::string path;
-        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
-        std::string trigger;           ///< "slow step", "hang"
-        std::string why;
-        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
-    };
-    /// Called from the watchdog's thread when no step() came for the hang timeout.
-    using hang_callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
-
     /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
     /// flags say what else the profiler's options ask for.
     STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
@@ -166,27 +157,39 @@ public:
     /// directory that cannot be written, is refused now rather than when a dump is due), installs the
     /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
     STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
-                           bool memory, bool shapes, std::int64_t step, hang_callback on_hang);
+                           bool memory, bool shapes, std::int64_t step, flight_host& host);
     /// finish() if not done yet.
     STINT_DECL ~flight_mode();
     flight_mode(const flight_mode&) = delete;
     flight_mode& operator=(const flight_mode&) = delete;
 
-    /// A step ended and `step_num` began: noted for the last-steps window; a slow step asks for a dump of
-    /// the steps the trigger keeps.
-    STINT_DECL std::optional<dump_request> observe_step(std::int64_t step_num);
-    /// A slow step's dump was written during step() of `step_num`: that step begins now, so that the dump's own time is never
-    /// a step's (it would make the next step slow, and its dump the next: a dump per step for good).
-    STINT_DECL void restart_step(std::int64_t step_num) noexcept;
-    /// What the hang trigger writes: the whole ring, with every thread's open scopes as the threads noted them.
-    [[nodiscard]] STINT_DECL dump_request hang_request(std::int64_t step, std::int64_t silent_ns,
-                                                       const tick_calibration& clock) const;
+    /// A step ended and `step_num` began: noted for the last-steps window; a slow step writes the steps
+    /// the trigger keeps, then that step begins anew, so that the dump's own time is never a step's (it
+    /// would make the next step slow, and its dump the next: a dump per step for good).
+    STINT_DECL std::optional<flight_dump> observe_step(std::int64_t step_num);
+    STINT_DECL flight_dump dump(const std::string& path);
+    /// The whole ring, with every thread's open scopes as the threads noted them.
+    STINT_DECL flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns);
     /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
     /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
     STINT_DECL void finish() noexcept;
+    [[nodiscard]] STINT_DECL flight_window_summary summary(const record_store& records) const;
 
 private:
+    /// A dump a trigger or a request asks for.
+    struct dump_request {
+        std::string path;
+        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
+        std::string trigger;           ///< "request", "slow step", "hang"
+        std::string why;
+        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
+    };
+    /// Copies the ring's records that ended since the request's `from_ticks` (0: all) and writes them.
+    STINT_DECL flight_dump write(dump_request request);
+
     flight_recorder_options options_;
+    session& ring_;
+    flight_host& host_;
     slow_step_detector detector_;
     std::int64_t last_step_ns_;
     std::uint64_t last_step_ticks_;
@@ -194,35 +197,6 @@ private:
     std::unique_ptr<hang_watchdog> watchdog_;
     bool crash_dump_installed_ = false;
 };
-
-/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
-/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
-/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
-class running_flight_recorder {
-public:
-    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
-
-    STINT_DECL void set(void* profiler, dump_function dumper);
-    /// Waits for a dump of `profiler` in progress.
-    STINT_DECL void clear(const void* profiler) noexcept;
-    /// Dumps the running flight recorder to `path`; nullopt when none records.
-    STINT_DECL std::optional<flight_dump> dump(const std::string& path);
-
-private:
-    std::mutex mutex_;
-    void* profiler_ = nullptr;
-    dump_function dump_ = nullptr;
-};
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
-/// profiler may stop during exit.
-STINT_DECL STINT_DETAIL_EXPORT running_flight_recorder& the_running_flight_recorder();
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The kinds of trace a dump writes, by the path's ending.
-enum class dump_format { chrome, perfetto };
-STINT_DECL std::optional<dump_format> dump_format_of(std::string_view path) noexcept;
-STINT_DECL void require_dump_format(std::string_view call, std::string_view path);
 
 /// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
 /// ("x.pt.trace.json" -> "x.pt.trace.txt").

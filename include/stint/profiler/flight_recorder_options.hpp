@@ -3,10 +3,57 @@
 
 #include <chrono>   // std::chrono::nanoseconds, std::chrono::milliseconds, std::chrono::seconds
 #include <cstddef>  // std::size_t
-#include <cstdint>  // std::uint64_t
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <optional>  // std::optional
 #include <string>   // std::string
 
+#include "stint/detail/separate_compilation.hpp"
+
 namespace stint {
+
+struct flight_recorder_options;
+
+/// What a flight recorder's dump wrote.
+struct flight_dump {
+    std::string path;             ///< the trace
+    std::string table_path;       ///< the key_averages table beside it
+    std::uint64_t events = 0;     ///< events in the trace
+    std::uint64_t overwritten = 0;  ///< records overwritten before the window, over all threads
+};
+
+namespace detail {
+
+class session;                 // drain/session.hpp
+class record_store;            // drain/record_store.hpp
+class flight_mode;             // profiler/flight_recorder.hpp
+class flight_host;             // profiler/flight_session.hpp
+struct flight_window_summary;  // profiler/flight_session.hpp
+
+/// The flight recorder's code as the profiler's core calls it: plain function pointers, never virtual
+/// calls (a compiler that sees the one implementation of an interface calls it directly, and so emits
+/// it). The core reaches this table only through the pointer a flight_recorder_options carries, so a
+/// program that never makes one emits none of the flight recorder (design §16, "pay for what you name").
+struct flight_recorder_code {
+    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to.
+    void (*check_options)(const flight_recorder_options& options, bool schedule, bool stream, bool accumulate_events,
+                          bool execution_trace);
+    /// Opens the ring on `ring` and starts its triggers (flight_mode's constructor says what it refuses);
+    /// the caller owns the result and gives it to `destroy`.
+    flight_mode* (*open)(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                         bool shapes, std::int64_t step, flight_host& host);
+    std::optional<flight_dump> (*observe_step)(flight_mode& mode, std::int64_t step_num);
+    flight_dump (*dump)(flight_mode& mode, const std::string& path);
+    flight_dump (*dump_hang)(flight_mode& mode, std::int64_t step, std::int64_t silent_ns);
+    void (*finish)(flight_mode& mode) noexcept;
+    flight_window_summary (*summary)(const flight_mode& mode, const record_store& records);
+    void (*destroy)(flight_mode* mode) noexcept;
+};
+
+/// The table a flight_recorder_options points to (profiler/impl/flight_recorder.ipp): taking its
+/// address is what emits the flight recorder.
+STINT_DECL const flight_recorder_code& flight_recorder_code_table() noexcept;
+
+}  // namespace detail
 
 /// When a step runs slow, dump the steps before it: a step that takes more than `factor` times the
 /// running median of the steps before it (and at least `min_duration`) writes the last `steps` steps,
@@ -42,14 +89,14 @@ struct flight_recorder_options {
     /// are written here (checked writable at start()), then the previous handler runs; empty: off.
     /// tools/stint-crashdump turns the file into a trace.
     std::string crash_dump_path{};
+    /// The flight recorder's code: set here, where the program makes its options, so that only a program
+    /// that makes them emits it. Leave it as it is.
+    const detail::flight_recorder_code* code = &detail::flight_recorder_code_table();
 };
 
-/// What a flight recorder's dump wrote.
-struct flight_dump {
-    std::string path;             ///< the trace
-    std::string table_path;       ///< the key_averages table beside it
-    std::uint64_t events = 0;     ///< events in the trace
-    std::uint64_t overwritten = 0;  ///< records overwritten before the window, over all threads
-};
 
 }  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#include "stint/profiler/flight_recorder.hpp"  // the bodies the table points to
+#endif

@@ -12,6 +12,7 @@
 #include <optional>     // std::optional
 #include <string>       // std::string
 #include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map
 #include <vector>       // std::vector
 
 #include "stint/analysis/event_list.hpp"
@@ -20,8 +21,10 @@
 #include "stint/detail/separate_compilation.hpp"
 #include "stint/drain/profiler_stats.hpp"
 #include "stint/export/collapsed_stacks.hpp"
+#include "stint/export/perfetto_trace_info.hpp"
 #include "stint/common/activities.hpp"
 #include "stint/profiler/flight_recorder_options.hpp"
+#include "stint/export/stream_target.hpp"
 #include "stint/schedule.hpp"
 
 namespace stint {
@@ -30,6 +33,10 @@ class execution_trace_observer;  // profiler/execution_trace_observer.hpp
 
 namespace detail {
 
+class event_store;              // analysis/detail/event_store.hpp
+class event_list_builder;       // analysis/event_tree.hpp
+struct device_join_window;      // drain/device_join.hpp
+struct thread_of_tid_ref;       // drain/device_join.hpp
 struct device_capture;          // device/device_capture.hpp
 struct device_session_options;  // device/device_capture.hpp
 
@@ -39,6 +46,15 @@ struct profiler_traits {
     bool enabled = true;  ///< Config::enabled: false, every call is a no-op
     bool has_stacks = false;
     bool has_modules = false;
+    /// with_stack's and with_modules's builders (assign_call_stacks, assign_module_hierarchy), null without
+    /// the policy: a program emits them only where its config names it.
+    void (*call_stacks)(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
+                        stack_tree& stacks) = nullptr;
+    void (*module_hierarchy)(event_store& events, std::vector<event_args>& args) = nullptr;
+    /// The config's device backend's join of its activity to the scopes (join_device_activity).
+    void (*join_device)(event_list_builder& builder, device_capture& capture,
+                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
+                        thread_of_tid_ref thread_of_tid) = nullptr;
     bool has_memory = false;
     bool has_shapes = false;
     bool has_device = false;
@@ -60,7 +76,7 @@ struct profiler_settings {
     bool enable_cuda_sync_events = false;
     bool teardown_cupti_on_stop = true;
     stint::execution_trace_observer* execution_trace_observer = nullptr;
-    std::string stream_to{};
+    stream_target stream_to{};
     std::optional<flight_recorder_options> flight_recorder{};
 };
 
@@ -91,11 +107,20 @@ public:
     [[nodiscard]] STINT_DECL double self_cpu_time_total() const;
     [[nodiscard]] STINT_DECL profiler_stats stats() const;
     STINT_DECL void export_chrome_trace(const std::string& path) const;
-    STINT_DECL void export_perfetto_trace(const std::string& path) const;
-    STINT_DECL void export_memory_timeline(const std::string& path, device where) const;
+    // The writers below come from the profiler<Config> member that the program calls (profiler.hpp), so
+    // that a program emits, and links, only the writers it calls (design §16, "pay for what you name").
+    using perfetto_writer_fn = void (*)(const std::string& path, const event_list& events,
+                                        const perfetto_trace_info& info);
+    using memory_timeline_fn = void (*)(const event_list& events, const std::string& path, device where);
+    using json_validator_fn = std::optional<std::string> (*)(std::string_view text);
+    using stacks_writer_fn = void (*)(const std::string& path, const event_list& events, std::string_view metric,
+                                      stack_frames frames);
+    STINT_DECL void export_perfetto_trace(const std::string& path, perfetto_writer_fn writer) const;
+    STINT_DECL void export_memory_timeline(const std::string& path, device where, memory_timeline_fn writer) const;
     STINT_DECL void add_metadata(std::string_view key, std::string_view value);
-    STINT_DECL void add_metadata_json(std::string_view key, std::string_view json);
-    STINT_DECL void export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const;
+    STINT_DECL void add_metadata_json(std::string_view key, std::string_view json, json_validator_fn validate);
+    STINT_DECL void export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
+                                  stacks_writer_fn writer) const;
 
 private:
     std::unique_ptr<profiler_state> state_;

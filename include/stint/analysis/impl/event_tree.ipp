@@ -113,14 +113,14 @@ event_list event_list_builder::build() && {
     if (!counter_values_.empty()) place_counter_values(original);
     if (!list_.device_args_.empty()) link_device_events();
     if (!list_.memory_records_.empty()) resolve_memory();
-    if (call_stacks_) {
-        assign_call_stacks(ev(), native_frames_, list_.stacks_);
+    if (call_stacks_ != nullptr) {
+        call_stacks_(ev(), native_frames_, list_.stacks_);
     } else if (!native_frames_.empty()) {
         for (event_index i = 0; i < ev().size(); ++i) {  // frames recorded, stacks not asked for
             if (ev().row(i).extra != no_index) ev().extra_to_write(i).stack = no_index;
         }
     }
-    if (module_hierarchy_) assign_module_hierarchy(ev(), list_.args_);
+    if (module_hierarchy_ != nullptr) module_hierarchy_(ev(), list_.args_);
     list_.arenas_.push_back(std::move(arena_));
     return std::move(list_);
 }

@@ -5,12 +5,12 @@
 
 #include <algorithm>  // std::count_if, std::max, std::min, std::clamp, std::stable_sort
 #include <cmath>      // std::log10, std::floor, std::pow
-#include <iterator>   // std::back_inserter
 #include <stdexcept>  // std::invalid_argument
 #include <utility>    // std::exchange
 
-#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::join
+#include <fmt/core.h>  // fmt::format
 
+#include "stint/common/number_text.hpp"
 #include "stint/capture/detail/native_symbols.hpp"
 
 namespace stint {
@@ -166,19 +166,14 @@ time_unit_kind parse_time_unit(std::string_view unit) {
 }
 
 void append_time(std::string& out, double us, time_unit_kind unit) {
-    auto to = std::back_inserter(out);
-    switch (unit) {
-        case time_unit_kind::s: fmt::format_to(to, "{:.3f}s", us / 1e6); return;
-        case time_unit_kind::ms: fmt::format_to(to, "{:.3f}ms", us / 1e3); return;
-        case time_unit_kind::us: fmt::format_to(to, "{:.3f}us", us); return;
-        case time_unit_kind::automatic: break;
+    if (unit == time_unit_kind::automatic) {
+        unit = us >= 1e6 ? time_unit_kind::s : us >= 1e3 ? time_unit_kind::ms : time_unit_kind::us;
     }
-    if (us >= 1e6) {
-        fmt::format_to(to, "{:.3f}s", us / 1e6);
-    } else if (us >= 1e3) {
-        fmt::format_to(to, "{:.3f}ms", us / 1e3);
-    } else {
-        fmt::format_to(to, "{:.3f}us", us);
+    switch (unit) {
+        case time_unit_kind::s: append_fixed(out, us / 1e6, 3); out += 's'; return;
+        case time_unit_kind::ms: append_fixed(out, us / 1e3, 3); out += "ms"; return;
+        case time_unit_kind::us:
+        case time_unit_kind::automatic: append_fixed(out, us, 3); out += "us"; return;
     }
 }
 
@@ -187,7 +182,8 @@ void append_share(std::string& out, double part, double total) {
         out += "NaN";
         return;
     }
-    fmt::format_to(std::back_inserter(out), "{:.2f}%", part * 100.0 / total);
+    append_fixed(out, part * 100.0 / total, 2);
+    out += '%';
 }
 
 void append_memory(std::string& out, std::int64_t bytes) {
@@ -197,15 +193,18 @@ void append_memory(std::string& out, std::int64_t bytes) {
     const std::uint64_t magnitude =
         bytes < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
     const double value = static_cast<double>(bytes);
-    auto to = std::back_inserter(out);
     if (magnitude >= gb) {
-        fmt::format_to(to, "{:.2f} Gb", value / static_cast<double>(gb));
+        append_fixed(out, value / static_cast<double>(gb), 2);
+        out += " Gb";
     } else if (magnitude >= mb) {
-        fmt::format_to(to, "{:.2f} Mb", value / static_cast<double>(mb));
+        append_fixed(out, value / static_cast<double>(mb), 2);
+        out += " Mb";
     } else if (magnitude >= kb) {
-        fmt::format_to(to, "{:.2f} Kb", value / static_cast<double>(kb));
+        append_fixed(out, value / static_cast<double>(kb), 2);
+        out += " Kb";
     } else {
-        fmt::format_to(to, "{} b", bytes);
+        append_integer(out, bytes);
+        out += " b";
     }
 }
 
@@ -220,7 +219,12 @@ void append_shapes(std::string& out, const std::vector<std::vector<std::int64_t>
     if (shapes != nullptr) {
         for (std::size_t i = 0; i < shapes->size(); ++i) {
             if (i != 0) out += ", ";
-            fmt::format_to(std::back_inserter(out), "[{}]", fmt::join((*shapes)[i], ", "));
+            out += '[';
+            for (std::size_t d = 0; d < (*shapes)[i].size(); ++d) {
+                if (d != 0) out += ", ";
+                append_integer(out, (*shapes)[i][d]);
+            }
+            out += ']';
         }
     }
     out += ']';
@@ -441,7 +445,7 @@ std::string build_table(std::vector<table_row> rows, const table_options& option
             append_memory(cells[++c], r.device_memory_usage);
             append_memory(cells[++c], r.self_device_memory_usage);
         }
-        fmt::format_to(std::back_inserter(cells[++c]), "{}", r.count);
+        append_integer(cells[++c], r.count);
         if (has_input_shapes) cells[++c] = first_points(shapes_text[i], shapes_width);
         if (has_stack && !r.frames.empty()) cells[++c] = trim_path(r.frames.front(), src_width);
         else if (has_stack && !r.stack.empty()) cells[++c] = trim_path(r.stack.front(), src_width);
@@ -450,7 +454,7 @@ std::string build_table(std::vector<table_row> rows, const table_options& option
             if (r.flops <= 0) {
                 cells[++c] = "--";
             } else {
-                fmt::format_to(std::back_inserter(cells[++c]), "{:8.3f}", static_cast<double>(r.flops) * flops_scale);
+                append_fixed(cells[++c], static_cast<double>(r.flops) * flops_scale, 3, 8);
             }
         }
         writer.row(out, cells);

@@ -6,6 +6,7 @@
 #include <algorithm>  // std::min, std::max, std::find_if
 #include <cstring>  // std::memcpy
 #include <iterator>  // std::make_move_iterator
+#include <stdexcept>  // std::logic_error
 #include <utility>  // std::move
 
 #include "stint/annotations/event_args.hpp"
@@ -273,8 +274,8 @@ void session::build_events(record_store& records, event_list& out, std::uint64_t
     event_list_builder builder;
     builder.set_first_id(first_id);
     builder.reserve(records.events());
-    if (options.call_stacks) builder.build_call_stacks();
-    if (options.module_hierarchy) builder.build_module_hierarchy();
+    if (options.call_stacks != nullptr) builder.build_call_stacks(options.call_stacks);
+    if (options.module_hierarchy != nullptr) builder.build_module_hierarchy(options.module_hierarchy);
     std::unordered_map<std::uint64_t, std::uint32_t> thread_index;
     const auto thread_for = [&](const drained_thread& t) {
         auto [it, added] = thread_index.try_emplace(t.os_tid, 0);
@@ -400,13 +401,19 @@ void session::build_events(record_store& records, event_list& out, std::uint64_t
         records.release(t);
     }
     if (device != nullptr) {
-        const auto thread_of_tid = [&](std::uint64_t tid) {
+        auto thread_of_tid = [&](std::uint64_t tid) -> std::uint32_t {
             auto [it, added] = thread_index.try_emplace(tid, 0);
             if (added) it->second = builder.add_thread({tid, {}, 0, 0});
             return it->second;
         };
-        join_device_activity(builder, *device, links,
-                             {calibration.anchor.ticks, records.stop_ticks, calibration}, thread_of_tid);
+        using thread_of = decltype(thread_of_tid);
+        if (options.join_device == nullptr) {
+            throw std::logic_error("stint: a drain was given device activity without drain_options::join_device");
+        }
+        options.join_device(builder, *device, links, {calibration.anchor.ticks, records.stop_ticks, calibration},
+                     thread_of_tid_ref{&thread_of_tid, [](void* callback, std::uint64_t tid) -> std::uint32_t {
+                                           return (*static_cast<thread_of*>(callback))(tid);
+                                       }});
         stats.device_status = device->report.status;
         stats.device_loss = device->report.loss;
     }

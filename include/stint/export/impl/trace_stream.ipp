@@ -14,6 +14,19 @@
 
 namespace stint::detail {
 
+const trace_stream_code& trace_stream_code_table() noexcept {
+    static constexpr trace_stream_code table{
+        .open = [](const std::string& path, std::uint64_t pid) { return new trace_stream(path, pid); },
+        .start = [](trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
+                    std::uint64_t first_id) { stream.start(state, calibration, first_id); },
+        .stop = [](trace_stream& stream) noexcept { stream.stop(); },
+        .finish = [](trace_stream& stream, record_store& rest, const chrome_trace_info& info) {
+            return stream.finish(rest, info);
+        },
+        .destroy = [](trace_stream* stream) noexcept { delete stream; }};
+    return table;
+}
+
 trace_stream::trace_stream(const std::string& path, std::uint64_t pid)
     : file_(path), out_(file_), pid_(pid) {
     file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off

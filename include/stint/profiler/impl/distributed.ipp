@@ -8,7 +8,9 @@
 #include <stdexcept>  // std::invalid_argument
 #include <utility>    // std::move
 
-#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
+#include <fmt/format.h>  // fmt::format, fmt::memory_buffer
+
+#include "stint/common/number_text.hpp"
 
 #include "stint/export/json_writer.hpp"
 #include "stint/common/warning.hpp"
@@ -61,11 +63,16 @@ std::optional<distributed_info> distributed_info_from_env() {
 }
 
 std::string distributed_info_json(const distributed_info& info) {
-    fmt::memory_buffer out;
-    fmt::format_to(std::back_inserter(out), "{{\"backend\": ");
-    append_json_string(out, info.backend);
-    fmt::format_to(std::back_inserter(out), ", \"rank\": {}, \"world_size\": {}}}", info.rank, info.world_size);
-    return fmt::to_string(out);
+    fmt::memory_buffer backend;
+    append_json_string(backend, info.backend);
+    std::string out = "{\"backend\": ";
+    out.append(backend.data(), backend.size());
+    out += ", \"rank\": ";
+    append_integer(out, info.rank);
+    out += ", \"world_size\": ";
+    append_integer(out, info.world_size);
+    out += '}';
+    return out;
 }
 
 }  // namespace stint::detail

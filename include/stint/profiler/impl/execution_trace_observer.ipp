@@ -18,7 +18,15 @@
 namespace stint {
 
 execution_trace_observer::execution_trace_observer(execution_trace_options options)
-    : options_(options), session_(std::make_unique<detail::session>()) {}
+    : attached_calls_(&attached_calls_table()), options_(options), session_(std::make_unique<detail::session>()) {}
+
+const execution_trace_observer::attached_calls& execution_trace_observer::attached_calls_table() noexcept {
+    static constexpr attached_calls calls{
+        .attach = [](execution_trace_observer& self, void* owner, void (*forget)(void*)) { self.attach_now(owner, forget); },
+        .append_window = [](execution_trace_observer& self, const event_list& events) { self.append_window_now(events); },
+        .detach = [](execution_trace_observer& self, void* owner) { self.detach_now(owner); }};
+    return calls;
+}
 
 bool execution_trace_observer::is_running() const {
     const std::lock_guard lock(mutex_);
@@ -83,7 +91,7 @@ void execution_trace_observer::unregister_callback() {
     finish_locked();
 }
 
-void execution_trace_observer::attach(void* owner, void (*forget)(void*)) {
+void execution_trace_observer::attach_now(void* owner, void (*forget)(void*)) {
     const std::lock_guard lock(mutex_);
     if (writer_ == nullptr) {
         throw std::invalid_argument("stint: profiler_options::execution_trace_observer: the observer has no "
@@ -101,12 +109,12 @@ void execution_trace_observer::attach(void* owner, void (*forget)(void*)) {
     forget_ = forget;
 }
 
-void execution_trace_observer::append_window(const event_list& events) {
+void execution_trace_observer::append_window_now(const event_list& events) {
     const std::lock_guard lock(mutex_);
     if (writer_ != nullptr) writer_->append(events);
 }
 
-void execution_trace_observer::detach(void* owner) {
+void execution_trace_observer::detach_now(void* owner) {
     const std::lock_guard lock(mutex_);
     if (owner_ != owner) return;
     owner_ = nullptr;

@@ -6,7 +6,7 @@
 #include <climits>       // INT64_MIN
 #include <exception>     // std::exception
 #include <iterator>      // std::back_inserter
-#include <stdexcept>     // std::invalid_argument
+#include <stdexcept>     // std::invalid_argument, std::logic_error
 #include <string_view>   // std::string_view
 #include <system_error>  // std::system_error
 #include <utility>       // std::move
@@ -80,9 +80,29 @@ void flight_mode::check_options(const flight_recorder_options& options, bool sch
     }
 }
 
+const flight_recorder_code& flight_recorder_code_table() noexcept {
+    static constexpr flight_recorder_code table{
+        .check_options = &flight_mode::check_options,
+        .open = [](const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                   bool shapes, std::int64_t step, flight_host& host) -> flight_mode* {
+            return new flight_mode(options, ring, reserve_bytes, memory, shapes, step, host);
+        },
+        .observe_step = [](flight_mode& mode, std::int64_t step_num) { return mode.observe_step(step_num); },
+        .dump = [](flight_mode& mode, const std::string& path) { return mode.dump(path); },
+        .dump_hang = [](flight_mode& mode, std::int64_t step, std::int64_t silent_ns) {
+            return mode.dump_hang(step, silent_ns);
+        },
+        .finish = [](flight_mode& mode) noexcept { mode.finish(); },
+        .summary = [](const flight_mode& mode, const record_store& records) { return mode.summary(records); },
+        .destroy = [](flight_mode* mode) noexcept { delete mode; }};
+    return table;
+}
+
 flight_mode::flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
-                         bool shapes, std::int64_t step, hang_callback on_hang)
+                         bool shapes, std::int64_t step, flight_host& host)
     : options_(options),
+      ring_(ring),
+      host_(host),
       detector_(options.slow_step.factor, options.slow_step.min_duration.count(), options.slow_step.interval.count()),
       last_step_ns_(0), last_step_ticks_(0) {
     const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
@@ -126,7 +146,11 @@ flight_mode::flight_mode(const flight_recorder_options& options, session& ring, 
     last_step_ticks_ = read_ticks();
     if (options.hang_timeout.count() > 0) {
         try {
-            watchdog_ = std::make_unique<hang_watchdog>(options.hang_timeout, step, std::move(on_hang));
+            watchdog_ = std::make_unique<hang_watchdog>(
+                options.hang_timeout, step,
+                [this](std::int64_t hung_step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                    host_.on_hang(hung_step, silent_ns, stopping);
+                });
         } catch (...) {
             finish();  // no destructor runs for a constructor that throws: the crash dump goes now
             throw;
@@ -136,7 +160,7 @@ flight_mode::flight_mode(const flight_recorder_options& options, session& ring, 
 
 flight_mode::~flight_mode() { finish(); }
 
-std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t step_num) {
+std::optional<flight_dump> flight_mode::observe_step(std::int64_t step_num) {
     const std::uint64_t now_ticks = read_ticks();
     const std::int64_t now_ns = steady_now_ns();
     const std::int64_t duration = now_ns - last_step_ns_;
@@ -149,7 +173,7 @@ std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t 
     if (!detector_.observe(duration, now_ns)) return std::nullopt;
     const std::int64_t step = step_num - 1;  // the step that just ended
     const std::int64_t median = detector_.median_ns();
-    return dump_request{
+    dump_request request{
         .path = fmt::format("{}{}slow_step_{}{}", options_.dump_dir, options_.dump_dir.empty() ? "" : "/", step,
                             options_.dump_extension),
         .from_ticks = begins_.front(),
@@ -159,16 +183,26 @@ std::optional<flight_mode::dump_request> flight_mode::observe_step(std::int64_t 
                            static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(median, 1)),
                            static_cast<double>(median) / 1e6),
         .open_scopes = {}};
-}
-
-void flight_mode::restart_step(std::int64_t step_num) noexcept {
+    std::optional<flight_dump> written;
+    try {
+        written = write(std::move(request));
+    } catch (const std::exception& e) {
+        // The program's step must not fail for a dump: say it instead.
+        warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
+    }
+    // The step begins now: the dump's time is no step's.
     last_step_ns_ = steady_now_ns();
     last_step_ticks_ = read_ticks();
     if (watchdog_) watchdog_->note_step(step_num);
+    return written;
 }
 
-flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int64_t silent_ns,
-                                                    const tick_calibration& clock) const {
+flight_dump flight_mode::dump(const std::string& path) {
+    return write({.path = path, .from_ticks = 0, .trigger = "request", .why = {}, .open_scopes = {}});
+}
+
+flight_dump flight_mode::dump_hang(std::int64_t step, std::int64_t silent_ns) {
+    const tick_calibration& clock = ring_.calibration();
     dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
                                              options_.dump_dir.empty() ? "" : "/", step, options_.dump_extension),
                          .from_ticks = 0,
@@ -185,7 +219,27 @@ flight_mode::dump_request flight_mode::hang_request(std::int64_t step, std::int6
     if (not_kept != 0) {
         request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
     }
-    return request;
+    return write(std::move(request));
+}
+
+flight_dump flight_mode::write(dump_request request) {
+    record_store records;
+    if (!ring_.copy_records(records, request.from_ticks)) {
+        throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
+    }
+    flight_window window = flight_window::of(records, request.from_ticks, std::move(request.trigger));
+    window.detail = std::move(request.why);
+    window.open_scopes = std::move(request.open_scopes);
+    event_list events;
+    std::uint64_t truncated_names = 0;
+    host_.build_events(records, events, truncated_names);
+    if (!window.open_scopes.empty()) window.note_last_records(events);
+    return write_flight_dump(request.path, events, host_.trace_info(truncated_names), window);
+}
+
+flight_window_summary flight_mode::summary(const record_store& records) const {
+    const flight_window window = flight_window::of(records, 0, "stop");
+    return {window.json(), window.perfetto_info(0, 0)};
 }
 
 void flight_mode::finish() noexcept {
@@ -344,44 +398,6 @@ void hang_watchdog::run() {
             warn("flight recorder: the hang's dump failed");
         }
         lock.lock();
-    }
-}
-
-void running_flight_recorder::set(void* profiler, dump_function dumper) {
-    const std::lock_guard lock(mutex_);
-    profiler_ = profiler;
-    dump_ = dumper;
-}
-
-void running_flight_recorder::clear(const void* profiler) noexcept {
-    const std::lock_guard lock(mutex_);
-    if (profiler_ == profiler) profiler_ = nullptr;
-}
-
-std::optional<flight_dump> running_flight_recorder::dump(const std::string& path) {
-    const std::lock_guard lock(mutex_);
-    if (profiler_ == nullptr) return std::nullopt;
-    return dump_(profiler_, path);
-}
-
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-running_flight_recorder& the_running_flight_recorder() {
-    static auto* const running = new running_flight_recorder();
-    return *running;
-}
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-std::optional<dump_format> dump_format_of(std::string_view path) noexcept {
-    if (path.ends_with(".json") || path.ends_with(".json.gz")) return dump_format::chrome;
-    if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) return dump_format::perfetto;
-    return std::nullopt;
-}
-
-void require_dump_format(std::string_view call, std::string_view path) {
-    if (!dump_format_of(path)) {
-        throw std::invalid_argument(fmt::format("stint: {}(\"{}\"): the trace format is chosen by the path's ending; "
-                                                "give .json, .json.gz or .pftrace",
-                                                call, path));
     }
 }
 

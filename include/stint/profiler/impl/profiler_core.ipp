@@ -2,7 +2,6 @@
 // profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
 // header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
 
-#include <array>         // std::array
 #include <atomic>        // std::atomic
 #include <chrono>        // std::chrono::milliseconds
 #include <exception>     // std::exception_ptr, std::terminate
@@ -16,7 +15,7 @@
 #include <utility>       // std::move, std::exchange, std::pair
 #include <vector>        // std::vector
 
-#include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string, fmt::format_to_n
+#include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string
 
 #include "stint/profiler/profiler_core.hpp"
 #include "stint/analysis/key_averages.hpp"
@@ -37,8 +36,10 @@
 #include "stint/profiler/distributed.hpp"
 #include "stint/profiler/execution_trace_observer.hpp"
 #include "stint/profiler/exit_trace.hpp"
-#include "stint/profiler/flight_recorder.hpp"
+#include "stint/profiler/running_flight_recorder.hpp"
+#include "stint/profiler/flight_session.hpp"
 #include "stint/profiler/step_tracker.hpp"
+#include "stint/common/number_text.hpp"
 #include "stint/common/warning.hpp"
 #include "stint/recording/registry.hpp"
 #include "stint/scope.hpp"
@@ -46,7 +47,7 @@
 namespace stint::detail {
 inline namespace STINT_DETAIL_BUILD_NAMESPACE {
 
-class profiler_state {
+class profiler_state final : public flight_host {
 public:
     profiler_state(profiler_settings settings, const profiler_traits& traits, void* owner, void (*on_trace_ready)(void*))
         : options_(std::move(settings)), traits_(traits), owner_(owner), on_trace_ready_(on_trace_ready) {
@@ -60,9 +61,9 @@ public:
         }
         if (!options_.stream_to.empty()) refuse_streaming_with_options();
         if (options_.flight_recorder) {
-            flight_mode::check_options(*options_.flight_recorder, static_cast<bool>(options_.schedule),
-                                       !options_.stream_to.empty(), options_.accumulate_events,
-                                       options_.execution_trace_observer != nullptr);
+            options_.flight_recorder->code->check_options(
+                *options_.flight_recorder, static_cast<bool>(options_.schedule), !options_.stream_to.empty(),
+                options_.accumulate_events, options_.execution_trace_observer != nullptr);
         }
         if (options_.execution_trace_observer != nullptr) {
             options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
@@ -87,7 +88,8 @@ public:
     /// calls it before it frees this state).
     void close() noexcept {
         if (!active()) return;
-        the_running_flight_recorder().clear(this);  // before the lock: a dump from outside holds its own first
+        // Before the lock: a dump from outside holds its own first.
+        if (options_.flight_recorder) the_running_flight_recorder().clear(this);
         if (in_callback_) {
             // The step() or stop() that called on_trace_ready is still running on this profiler: it
             // would touch freed memory when the callback returns. Stop here rather than corrupt.
@@ -127,7 +129,7 @@ public:
     void stop(bool asked = true) {
         if (!active()) return;
         const own_allocation_scope own;  // the profiler's own memory is not the program's
-        the_running_flight_recorder().clear(this);
+        if (options_.flight_recorder) the_running_flight_recorder().clear(this);
         const std::lock_guard lock(mutex_);
         refuse_in_callback("stop()");
         if (asked && !ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
@@ -159,7 +161,11 @@ public:
         std::exception_ptr error;
         transit(previous, next, error);
         step_tracker::increment_step(step_tracker::profiler_step_name);
-        if (flight_) observe_flight_step();
+        if (flight_) {
+            if (std::optional<flight_dump> written = flight_->observe_step(step_num_)) {
+                triggered_dumps_.push_back(std::move(*written));
+            }
+        }
         open_step_annotation();
         if (error) std::rethrow_exception(error);
     }
@@ -179,7 +185,7 @@ public:
                                        : "stint: dump(): this profiler is not a flight recorder; set "
                                          "profiler_options::flight_recorder");
         }
-        return dump_window({.path = path, .from_ticks = 0, .trigger = "request", .why = {}, .open_scopes = {}});
+        return flight_->dump(path);
     }
 
     [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
@@ -231,7 +237,7 @@ public:
         }
     }
 
-    void export_perfetto_trace(const std::string& path) const {
+    void export_perfetto_trace(const std::string& path, profiler_core::perfetto_writer_fn writer) const {
         const own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_perfetto_trace()");
@@ -239,16 +245,20 @@ public:
         perfetto_trace_info info;
         info.pid = current_pid();
         info.truncated_names = window_stats_.truncated_names;
-        if (window_flight_) info = window_flight_->perfetto_info(info.pid, info.truncated_names);
-        write_perfetto_trace_file(path, window_events(), info);
+        if (window_flight_) {
+            info.overwritten = window_flight_->perfetto.overwritten;
+            info.overwritten_threads = window_flight_->perfetto.overwritten_threads;
+        }
+        writer(path, window_events(), info);
     }
 
-    void export_memory_timeline(const std::string& path, stint::device device) const {
+    void export_memory_timeline(const std::string& path, stint::device device,
+                                profiler_core::memory_timeline_fn writer) const {
         const own_allocation_scope own;
         const std::lock_guard lock(mutex_);
         require_finished("export_memory_timeline()");
         require_kept("export_memory_timeline()");
-        stint::export_memory_timeline(window_events(), path, device);
+        writer(window_events(), path, device);
     }
 
     void add_metadata(std::string_view key, std::string_view value) {
@@ -260,22 +270,23 @@ public:
         set_metadata(key, fmt::to_string(json));
     }
 
-    void add_metadata_json(std::string_view key, std::string_view json) {
+    void add_metadata_json(std::string_view key, std::string_view json, profiler_core::json_validator_fn validate) {
         if (!active()) return;
         refuse_reserved("add_metadata_json", key);
         const std::lock_guard lock(mutex_);
-        if (std::optional<std::string> reason = validate_json(json)) {
+        if (std::optional<std::string> reason = validate(json)) {
             throw std::invalid_argument(
                 fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
         }
         set_metadata(key, std::string(json));
     }
 
-    void export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const {
+    void export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
+                       profiler_core::stacks_writer_fn writer) const {
         const std::lock_guard lock(mutex_);
         require_finished("export_stacks()");
         require_kept("export_stacks()");
-        write_collapsed_stacks_file(path, events(), metric, frames);
+        writer(path, events(), metric, frames);
     }
 
 private:
@@ -326,7 +337,7 @@ private:
     /// stream_to, the stream first (a path it cannot write opens nothing).
     void open_session() {
         if (!options_.stream_to.empty()) {
-            stream_ = std::make_unique<trace_stream>(options_.stream_to, current_pid());
+            stream_ = std::make_unique<streaming_session>(options_.stream_to, current_pid());
             try {
                 session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
             } catch (...) {
@@ -364,20 +375,17 @@ private:
         }
     }
 
-    /// Opens a flight recorder's session (flight_mode): the ring, its triggers, its crash dump.
+    /// Opens a flight recorder's session: the ring, its triggers, its crash dump.
     void open_flight_session() {
-        flight_.emplace(*options_.flight_recorder, session_, options_.reserve_buffer_bytes, traits_.has_memory,
-                        traits_.has_shapes, step_num_.load(),
-                        [this](std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
-                            dump_hang(step, silent_ns, stopping);
-                        });
+        flight_ = std::make_unique<flight_session>(*options_.flight_recorder, session_, options_.reserve_buffer_bytes,
+                                                   traits_.has_memory, traits_.has_shapes, step_num_.load(), *this);
     }
 
     static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler_state*>(self)->dump(path); }
 
     /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
     /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
-    void dump_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+    void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) override {
         std::unique_lock lock(mutex_, std::try_to_lock);
         while (!lock.owns_lock()) {
             if (stopping.load(std::memory_order_relaxed)) return;
@@ -386,36 +394,14 @@ private:
         }
         if (!flight_) return;
         const own_allocation_scope own;
-        triggered_dumps_.push_back(dump_window(flight_->hang_request(step, silent_ns, session_.calibration())));
+        triggered_dumps_.push_back(flight_->dump_hang(step, silent_ns));
     }
 
-    /// A flight recorder's step: noted for the last-steps window; a slow one dumps them.
-    void observe_flight_step() {
-        std::optional<flight_mode::dump_request> request = flight_->observe_step(step_num_);
-        if (!request) return;
-        try {
-            triggered_dumps_.push_back(dump_window(std::move(*request)));
-        } catch (const std::exception& e) {
-            // The program's step must not fail for a dump: say it instead.
-            warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
-        }
-        flight_->restart_step(step_num_);  // the dump's time is no step's
-    }
-
-    /// Copies the flight recorder's records that ended since `from_ticks` (0: all) and writes them.
-    flight_dump dump_window(flight_mode::dump_request request) {
-        record_store records;
-        if (!session_.copy_records(records, request.from_ticks)) {
-            throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
-        }
-        flight_window window = flight_window::of(records, request.from_ticks, std::move(request.trigger));
-        window.detail = std::move(request.why);
-        window.open_scopes = std::move(request.open_scopes);
-        event_list events;
+    /// A flight recorder's dump: records built as a window of this profiler is.
+    void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const override {
         profiler_stats stats;
         session::build_events(records, events, 1, what_to_drain(false), nullptr, stats);
-        if (!window.open_scopes.empty()) window.note_last_records(events);
-        return write_flight_dump(request.path, events, trace_info(stats.truncated_names), window);
+        truncated_names = stats.truncated_names;
     }
 
     /// Drains the session into the window's results; false when none was recording. The event list is
@@ -445,7 +431,7 @@ private:
         window_first_id_ = next_id_;
         forget_window();
         if (flight_) {
-            window_flight_ = flight_window::of(records, 0, "stop");
+            window_flight_ = flight_->summary(records);
             flight_.reset();
         }
         bool timing_only = true;
@@ -478,12 +464,13 @@ private:
         record_store records;
         if (stream_->inherited()) {
             // A forked child: the writer thread and the file are the parent's. Abandon both.
-            (void)stream_.release();
+            stream_->abandon();
+            stream_.reset();
             (void)session_.close_records(records);
             return false;
         }
         struct reset_stream {
-            std::unique_ptr<trace_stream>& stream;
+            std::unique_ptr<streaming_session>& stream;
             ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
         } reset{stream_};
         stream_->stop();
@@ -513,7 +500,10 @@ private:
     }
 
     [[nodiscard]] drain_options what_to_drain(bool input_values) const noexcept {
-        return {.call_stacks = traits_.has_stacks, .module_hierarchy = traits_.has_modules, .input_values = input_values};
+        return {.call_stacks = traits_.call_stacks,
+                .module_hierarchy = traits_.module_hierarchy,
+                .input_values = input_values,
+                .join_device = traits_.join_device};
     }
 
     /// The last window's events, built from its records the first time they are asked for. A build that
@@ -634,9 +624,9 @@ private:
     /// record_steps); it ends at the next step() or stop(), so it spans the step.
     void open_step_annotation() {
         if ((!options_.schedule && !options_.flight_recorder) || !session_.is_open()) return;
-        std::array<char, 48> name{};  // "ProfilerStep#" and at most 20 digits
-        const auto written = fmt::format_to_n(name.data(), name.size(), "ProfilerStep#{}", step_num_.load());
-        step_annotation_.emplace(std::string_view(name.data(), written.size));
+        std::string name = "ProfilerStep#";
+        append_integer(name, step_num_.load());
+        step_annotation_.emplace(name);
     }
     void close_step_annotation() noexcept { step_annotation_.reset(); }
 
@@ -651,7 +641,7 @@ private:
         if (streamed_window_) {
             throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
                                                "(profiler_options::stream_to); its events are in that file, not kept",
-                                               call, options_.stream_to));
+                                               call, options_.stream_to.path()));
         }
     }
 
@@ -667,7 +657,8 @@ private:
             refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
                    "the event list writes; stream with stint::config<>");
         }
-        if (options_.stream_to.ends_with(".pftrace") || options_.stream_to.ends_with(".perfetto-trace")) {
+        const std::string& path = options_.stream_to.path();
+        if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) {
             refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
                    "format after a normal stop");
         }
@@ -690,12 +681,12 @@ private:
 
     /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
     /// distributed job, "distributedInfo".
-    [[nodiscard]] chrome_trace_info trace_info(std::uint64_t truncated_names) const {
+    [[nodiscard]] chrome_trace_info trace_info(std::uint64_t truncated_names) const override {
         chrome_trace_info info;
         info.pid = current_pid();
         info.truncated_names = truncated_names;
         info.metadata_json = metadata_;
-        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json());
+        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json);
         if (find_metadata("distributedInfo") == nullptr) {
             if (std::optional<distributed_info> dist = current_distributed_info()) {
                 info.metadata_json.emplace_back("distributedInfo", distributed_info_json(*dist));
@@ -758,10 +749,10 @@ private:
     std::uint64_t window_first_id_ = 0;
     event_list all_events_;
     mutable profiler_stats window_stats_;
-    std::optional<flight_mode> flight_;         // while a flight recorder records
+    std::unique_ptr<flight_session> flight_;    // while a flight recorder records
     std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
-    mutable std::optional<flight_window> window_flight_;  // the last window was a flight recorder's
-    std::unique_ptr<trace_stream> stream_;  // while a streamed window records
+    mutable std::optional<flight_window_summary> window_flight_;  // the last window was a flight recorder's
+    std::unique_ptr<streaming_session> stream_;  // while a streamed window records
     bool streamed_window_ = false;                 // the last window was streamed: nothing kept
     std::vector<std::pair<std::string, std::string>> metadata_;
     // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
@@ -789,16 +780,19 @@ averaged_event_list profiler_core::key_averages(const key_averages_options& opti
 double profiler_core::self_cpu_time_total() const { return state_->self_cpu_time_total(); }
 profiler_stats profiler_core::stats() const { return state_->stats(); }
 void profiler_core::export_chrome_trace(const std::string& path) const { state_->export_chrome_trace(path); }
-void profiler_core::export_perfetto_trace(const std::string& path) const { state_->export_perfetto_trace(path); }
-void profiler_core::export_memory_timeline(const std::string& path, device where) const {
-    state_->export_memory_timeline(path, where);
+void profiler_core::export_perfetto_trace(const std::string& path, perfetto_writer_fn writer) const {
+    state_->export_perfetto_trace(path, writer);
+}
+void profiler_core::export_memory_timeline(const std::string& path, device where, memory_timeline_fn writer) const {
+    state_->export_memory_timeline(path, where, writer);
 }
 void profiler_core::add_metadata(std::string_view key, std::string_view value) { state_->add_metadata(key, value); }
-void profiler_core::add_metadata_json(std::string_view key, std::string_view json) {
-    state_->add_metadata_json(key, json);
+void profiler_core::add_metadata_json(std::string_view key, std::string_view json, json_validator_fn validate) {
+    state_->add_metadata_json(key, json, validate);
 }
-void profiler_core::export_stacks(const std::string& path, std::string_view metric, stack_frames frames) const {
-    state_->export_stacks(path, metric, frames);
+void profiler_core::export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
+                                  stacks_writer_fn writer) const {
+    state_->export_stacks(path, metric, frames, writer);
 }
 
 }  // namespace STINT_DETAIL_BUILD_NAMESPACE

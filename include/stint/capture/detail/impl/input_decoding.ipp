@@ -4,10 +4,9 @@
 #include "stint/capture/detail/input_decoding.hpp"
 
 #include <cmath>  // std::fpclassify, std::isinf, std::isnan, std::signbit
-#include <iterator>  // std::back_inserter
 #include <utility>  // std::move
 
-#include <fmt/format.h>  // fmt::format_to
+#include "stint/common/number_text.hpp"
 
 namespace stint::detail {
 
@@ -152,7 +151,8 @@ void append_real(std::string& out, double d) {
     if ((c == FP_NORMAL || c == FP_ZERO) && d > -9.2e18 && d < 9.2e18) {
         const auto i = static_cast<std::int64_t>(d);
         if (static_cast<double>(i) == d) {
-            fmt::format_to(std::back_inserter(out), "{}.", i);
+            append_integer(out, i);
+            out += '.';
             return;
         }
     }
@@ -164,15 +164,13 @@ void append_real(std::string& out, double d) {
         out += d < 0 ? "-inf" : "inf";
         return;
     }
-    fmt::format_to(std::back_inserter(out), "{:.17g}", d);
+    append_general(out, d, 17);
 }
 
 void append_scalar_value(std::string& out, const op_input& in, std::size_t i) {
     switch (in.values_type) {
-        case scalar_type::integer: fmt::format_to(std::back_inserter(out), "{}", in.integers[i]); return;
-        case scalar_type::unsigned_integer:
-            fmt::format_to(std::back_inserter(out), "{}", static_cast<std::uint64_t>(in.integers[i]));
-            return;
+        case scalar_type::integer: append_integer(out, in.integers[i]); return;
+        case scalar_type::unsigned_integer: append_integer(out, static_cast<std::uint64_t>(in.integers[i])); return;
         case scalar_type::boolean: out += in.integers[i] != 0 ? "True" : "False"; return;
         case scalar_type::real: append_real(out, in.reals[i]); return;
     }
