@@ -125,8 +125,7 @@ inline std::size_t encode_args(const arg* args, std::size_t size, std::byte* out
 
 /// Appends the args record at `depth` (one more than its event's): the drain gives it to the first later
 /// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
+STINT_DETAIL_NOINLINE inline void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
                                           const arg* args, std::size_t size) noexcept {
     alignas(8) std::byte buffer[max_args_bytes];
     std::uint32_t aux = 0;
@@ -134,8 +133,7 @@ STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t dep
     append_record_payload(&args_site, depth, ticks, ticks, state, aux, payload_bytes{buffer, used});
 }
 
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
+STINT_DETAIL_NOINLINE inline void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
     append_args_at(state, depth, read_ticks(), args, size);

@@ -67,8 +67,7 @@ inline thread_local named_site_slot named_site_cache[named_site_slots];
 
 /// The slow half of named_site(): the process's table through the installed slow path. Null when none
 /// is installed or the table could not grow (the caller then copies the name instead).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
                                                 named_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -122,8 +121,7 @@ inline std::uint64_t hash_text(std::string_view text) noexcept {
     return hash ^ (hash >> 32);
 }
 
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
                                                std::uint64_t hash, text_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;

@@ -142,8 +142,9 @@ struct own_allocation_scope {
 };
 
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. Defined in
-/// slow_path.hpp, after the append that calls it: a template, so that its definition may follow its
-/// callers and a file that never appends compiles none of it.
+/// slow_path.hpp, after the append that calls it: a template, the one of the recording side (design §16),
+/// because gcc 12 warns (-Wattributes) on an inline function whose cold, noinline definition follows an
+/// earlier declaration, and a template's declaration may precede its definition without it.
 template <int = 0>
 STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
                                           std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;

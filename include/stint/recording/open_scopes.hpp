@@ -37,8 +37,7 @@ constexpr bool notes_open_scopes(std::uint32_t state) noexcept {
 
 /// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
 /// in the process yet or memory ran out. Cold: once per thread and object.
-template <int = 0>
-STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
+STINT_DETAIL_COLD inline open_scope_stack* make_open_scope_stack() noexcept {
     thread_buffer& buffer = tls_buffer;
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr || buffer.dead) return nullptr;

@@ -91,8 +91,7 @@ inline thread_local thread_exit_guard tls_exit_guard;
 
 /// make_room through the installed table, this object's exit guard set on the buffer it registers. Cold
 /// and out of line: inlined, its thread_local guard would weigh on the callers' common path.
-template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+STINT_DETAIL_COLD inline buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
                                         std::uint64_t end) {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return {.discarded = true};  // no profiler can have started: no session to record into
@@ -163,8 +162,7 @@ struct payload_bytes {
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
 /// Returns false when the record was dropped (and counted); true when written, or discarded because the
 /// session ended meanwhile.
-template <int = 0>
-STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+STINT_DETAIL_NOINLINE inline bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  payload_bytes first, payload_bytes second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;

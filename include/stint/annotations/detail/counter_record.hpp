@@ -84,8 +84,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
 /// The site of a counter named at run time (a name that lives for the process), made once through the
 /// installed slow path (recording/detail/named_site_table.hpp). Null when it cannot be made: the sample
 /// is then counted as dropped on this thread (a session records, so a profiler installed the path).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
+STINT_DETAIL_COLD inline const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path != nullptr) {
         try {
