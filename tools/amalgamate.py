@@ -29,6 +29,8 @@ SOURCE_ENTRY = "impl/src.hpp"
 DEFAULT_OUTPUT_DIR = ROOT / "single_include" / "stint"
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(stint/[^"]+)"\s*(//.*)?$')
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$")
+HEADER_ONLY_IF = re.compile(r"^\s*#\s*if\s+defined\(STINT_HEADER_ONLY\)\s*$")
+ENDIF = re.compile(r"^\s*#\s*endif\b")
 
 BANNER = """\
 // stint — single-header edition.
@@ -50,15 +52,23 @@ def inline(relative: str, seen: set, out: list, deferred: list, immediate_bodies
         sys.exit(f"amalgamate: {relative} is included but {path} does not exist")
     guard = "STINT_SINGLE_" + re.sub(r"[^A-Za-z0-9]", "_", relative).upper()
     out.append(f"\n// ---- begin {relative} ----\n#ifndef {guard}\n#define {guard}\n")
+    header_only_block = False  # inside `#if defined(STINT_HEADER_ONLY)`: what it includes is a body
     for line in path.read_text(encoding="utf-8").splitlines():
         if PRAGMA_ONCE.match(line):
             continue
+        if HEADER_ONLY_IF.match(line):
+            header_only_block = True
+        elif header_only_block and ENDIF.match(line):
+            header_only_block = False
         match = LOCAL_INCLUDE.match(line)
         if match:
             target = match.group(1)
             if target in kept:
                 out.append(line + "\n")
-            elif target.endswith(".ipp") and not immediate_bodies:
+            elif (target.endswith(".ipp") or header_only_block) and not immediate_bodies:
+                # A body, or a header included only for the bodies it brings (a feature's code that a
+                # light header's value points to): gathered at the end, so that no declaration is hidden
+                # inside the condition.
                 deferred.append(target)
             else:
                 inline(target, seen, out, deferred, kept=kept)

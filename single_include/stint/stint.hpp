@@ -2944,8 +2944,9 @@ struct own_allocation_scope {
 };
 
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. Defined in
-/// slow_path.hpp, after the append that calls it: a template, so that its definition may follow its
-/// callers and a file that never appends compiles none of it.
+/// slow_path.hpp, after the append that calls it: a template, the one of the recording side (design §16),
+/// because gcc 12 warns (-Wattributes) on an inline function whose cold, noinline definition follows an
+/// earlier declaration, and a template's declaration may precede its definition without it.
 template <int = 0>
 STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
                                           std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;
@@ -3302,8 +3303,7 @@ inline thread_local thread_exit_guard tls_exit_guard;
 
 /// make_room through the installed table, this object's exit guard set on the buffer it registers. Cold
 /// and out of line: inlined, its thread_local guard would weigh on the callers' common path.
-template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+STINT_DETAIL_COLD inline buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
                                         std::uint64_t end) {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return {.discarded = true};  // no profiler can have started: no session to record into
@@ -3374,8 +3374,7 @@ struct payload_bytes {
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
 /// Returns false when the record was dropped (and counted); true when written, or discarded because the
 /// session ended meanwhile.
-template <int = 0>
-STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+STINT_DETAIL_NOINLINE inline bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  payload_bytes first, payload_bytes second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
@@ -3626,8 +3625,7 @@ constexpr bool notes_open_scopes(std::uint32_t state) noexcept {
 
 /// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
 /// in the process yet or memory ran out. Cold: once per thread and object.
-template <int = 0>
-STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
+STINT_DETAIL_COLD inline open_scope_stack* make_open_scope_stack() noexcept {
     thread_buffer& buffer = tls_buffer;
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr || buffer.dead) return nullptr;
@@ -5891,8 +5889,7 @@ inline std::size_t encode_args(const arg* args, std::size_t size, std::byte* out
 
 /// Appends the args record at `depth` (one more than its event's): the drain gives it to the first later
 /// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
+STINT_DETAIL_NOINLINE inline void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
                                           const arg* args, std::size_t size) noexcept {
     alignas(8) std::byte buffer[max_args_bytes];
     std::uint32_t aux = 0;
@@ -5900,8 +5897,7 @@ STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t dep
     append_record_payload(&args_site, depth, ticks, ticks, state, aux, payload_bytes{buffer, used});
 }
 
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
+STINT_DETAIL_NOINLINE inline void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
     append_args_at(state, depth, read_ticks(), args, size);
@@ -5975,8 +5971,7 @@ inline thread_local named_site_slot named_site_cache[named_site_slots];
 
 /// The slow half of named_site(): the process's table through the installed slow path. Null when none
 /// is installed or the table could not grow (the caller then copies the name instead).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
                                                 named_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -6030,8 +6025,7 @@ inline std::uint64_t hash_text(std::string_view text) noexcept {
     return hash ^ (hash >> 32);
 }
 
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
                                                std::uint64_t hash, text_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -6393,8 +6387,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
 /// The site of a counter named at run time (a name that lives for the process), made once through the
 /// installed slow path (recording/detail/named_site_table.hpp). Null when it cannot be made: the sample
 /// is then counted as dropped on this thread (a session records, so a profiler installed the path).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
+STINT_DETAIL_COLD inline const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path != nullptr) {
         try {
@@ -9593,394 +9586,6 @@ STINT_DECL void write_perfetto_trace_file(const std::string& path, const event_l
 }  // namespace stint::detail
 
 #if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/export/perfetto_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
-#define STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
-// Perfetto's native trace: a protobuf `Trace`, a series of TracePackets, written from an event list
-// and streamed through one buffer (design §4). ui.perfetto.dev and trace_processor open it far beyond
-// the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
-//
-// Layout: a process track and one thread track per thread (device streams get tracks of their own,
-// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, a
-// counter track per counter name and per device's memory total (export/counter_tracks.hpp), then
-// one packet sequence per track: each event is a SLICE_BEGIN and a SLICE_END (instants one
-// TYPE_INSTANT), its name and category interned on that sequence, its track given once by the
-// sequence's defaults. A "stint stats" instant on the process track carries the counts of the Chrome
-// trace's "stint" block.
-
-#include <array>          // std::array
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::uint64_t, std::int64_t, std::uint32_t
-#include <memory>         // std::unique_ptr
-#include <optional>       // std::optional
-#include <string>         // std::string
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <vector>         // std::vector
-
-
-// ---- begin stint/export/counter_tracks.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
-#define STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
-// What the traces draw as counter tracks, one per name in the process: each counter's samples
-// (STINT_COUNTER, stint::counter), and the memory totals that profile_memory's events carry, "Total
-// Allocated (cpu)" and "Total Reserved (cpu)" (one pair per device), so that the memory curve shows
-// under the ops. The Chrome and Perfetto traces read them here, so both draw the same tracks.
-
-#include <deque>        // std::deque
-#include <optional>     // std::optional
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-
-
-namespace stint::detail {
-
-/// The counter samples of an event list's events, event by event. Names of memory tracks are made
-/// once per device and stay valid for the object's life.
-class counter_samples {
-public:
-    /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
-    /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
-    /// Total Reserved, just after it (in_bytes). Other events add none.
-    template <class OnSample>
-    void of(const event_list& events, const event& e, OnSample&& on_sample) {
-        if (e.kind == event_kind::counter) {
-            if (const std::optional<counter_value> value = events.counter_of(e)) on_sample(e.name, *value, false);
-            return;
-        }
-        const memory_record* memory = events.memory_of(e);
-        if (memory == nullptr) return;
-        const memory_names& names = names_of(memory->device);
-        on_sample(std::string_view(names.allocated), counter_value{.integer = memory->total_allocated}, true);
-        on_sample(std::string_view(names.reserved), counter_value{.integer = memory->total_reserved}, true);
-    }
-
-private:
-    struct memory_names {
-        stint::device where;
-        std::string allocated;  // "Total Allocated (cpu)", "Total Allocated (cuda:0)"
-        std::string reserved;
-    };
-
-    STINT_DECL const memory_names& names_of(stint::device where);
-
-    std::deque<memory_names> memory_names_;  // a deque never moves its strings: views stay valid
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
-// ---- end stint/export/counter_tracks.hpp ----
-
-// ---- begin stint/export/detail/protobuf.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
-#define STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
-// The protobuf wire format, as much of it as the Perfetto writer needs: varints and length-delimited
-// fields. A field is a key (field number << 3 | wire type) then its value; a nested message or string
-// is a length then its bytes, so a message's size is known before it is written (computed for the
-// per-event packets, built in a proto_message for the rare ones).
-
-#include <bit>          // std::bit_width
-#include <cstddef>      // std::size_t
-#include <cstdint>      // std::uint64_t
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-
-
-namespace stint::detail::protobuf {
-
-enum class wire : std::uint8_t { varint = 0, fixed64 = 1, length = 2 };
-
-/// Bytes of `v` as a varint: 7 bits a byte, 1 to 10.
-constexpr std::size_t varint_size(std::uint64_t v) noexcept {
-    return 1 + static_cast<std::size_t>(std::bit_width(v | 1) - 1) / 7;
-}
-
-constexpr std::uint64_t key(std::uint32_t field, wire type) noexcept {
-    return (std::uint64_t{field} << 3) | static_cast<std::uint64_t>(type);
-}
-
-inline char* put_varint(char* o, std::uint64_t v) noexcept {
-    while (v >= 0x80) {
-        *o++ = static_cast<char>(v | 0x80);
-        v >>= 7;
-    }
-    *o++ = static_cast<char>(v);
-    return o;
-}
-
-/// A varint field; int32/int64 values are written as their 64-bit two's complement (10 bytes when
-/// negative), as protobuf does.
-inline char* put_uint(char* o, std::uint32_t field, std::uint64_t v) noexcept {
-    return put_varint(put_varint(o, key(field, wire::varint)), v);
-}
-constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
-    return varint_size(key(field, wire::varint)) + varint_size(v);
-}
-
-/// A fixed64 field (little-endian, as protobuf's wire format is).
-inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
-    o = put_varint(o, key(field, wire::fixed64));
-    for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
-    return o;
-}
-
-/// The key and length of a length-delimited field; its `size` bytes follow.
-inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
-    return put_varint(put_varint(o, key(field, wire::length)), size);
-}
-constexpr std::size_t length_size(std::uint32_t field, std::size_t size) noexcept {
-    return varint_size(key(field, wire::length)) + varint_size(size) + size;
-}
-
-/// Appends `text` with each ill-formed UTF-8 subpart replaced by U+FFFD (protobuf strings must be
-/// UTF-8; the JSON writer replaces the same way, so a name reads the same in both traces).
-STINT_DECL void append_utf8(std::string& out, std::string_view text);
-
-/// A message built field by field, for the packets written once per trace, track or name.
-///     proto_message thread;
-///     thread.uint(1, pid).uint(2, tid).string(5, "main");
-///     descriptor.message(4, thread);
-class proto_message {
-public:
-    STINT_DECL proto_message& uint(std::uint32_t field, std::uint64_t v);
-    proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
-    STINT_DECL proto_message& fixed64(std::uint32_t field, std::uint64_t v);
-    /// A string field, made valid UTF-8.
-    STINT_DECL proto_message& string(std::uint32_t field, std::string_view text);
-    STINT_DECL proto_message& bytes(std::uint32_t field, std::string_view data);
-    proto_message& message(std::uint32_t field, const proto_message& child) { return bytes(field, child.bytes_); }
-
-    [[nodiscard]] std::string_view view() const noexcept { return bytes_; }
-    [[nodiscard]] bool empty() const noexcept { return bytes_.empty(); }
-    void clear() noexcept { bytes_.clear(); }
-
-private:
-    std::string bytes_;
-};
-
-}  // namespace stint::detail::protobuf
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
-// ---- end stint/export/detail/protobuf.hpp ----
-
-namespace stint::detail {
-
-/// Field numbers and enum values of perfetto.protos (protos/perfetto/trace/), as the schema defines them.
-namespace perfetto_schema {
-inline constexpr std::uint32_t trace_packet = 1;  // Trace.packet
-namespace packet {
-inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
-                               sequence_flags = 13, defaults = 59, track_descriptor = 60,
-                               first_on_sequence = 87;
-}  // namespace packet
-namespace track_event {
-inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                               counter_value = 30, double_counter_value = 44, flow_ids = 47,
-                               terminating_flow_ids = 48;
-inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
-}  // namespace track_event
-namespace annotation {
-inline constexpr std::uint32_t name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
-                               string_value = 6, name = 10, dict_entries = 11, array_values = 12;
-}  // namespace annotation
-namespace descriptor {
-inline constexpr std::uint32_t uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
-inline constexpr std::uint32_t pid = 1, tid = 2, thread_name = 5, process_name = 6;  // Process/ThreadDescriptor
-inline constexpr std::uint32_t unit_name = 6;                                        // CounterDescriptor
-}  // namespace descriptor
-namespace interned {
-inline constexpr std::uint32_t event_categories = 1, event_names = 2, debug_annotation_names = 3;
-inline constexpr std::uint32_t iid = 1, name = 2;  // EventCategory, EventName, DebugAnnotationName
-}  // namespace interned
-namespace defaults {
-inline constexpr std::uint32_t track_event_defaults = 11, track_uuid = 11;
-}  // namespace defaults
-// SequenceFlags: the reader drops earlier interned data; the packet needs the sequence's interned data.
-inline constexpr std::uint64_t incremental_state_cleared = 1, needs_incremental_state = 2;
-}  // namespace perfetto_schema
-
-/// Debug annotation names, interned with these iids (index + 1) on each sequence that uses them.
-inline constexpr std::array<std::string_view, 7> perfetto_annotation_names{
-    "Record function id", "Total Reserved", "Total Allocated", "Bytes", "Addr", "Device Id", "Device Type"};
-
-/// Writes the trace to any sink with `write(std::string_view)`.
-class perfetto_writer {
-    // The sink, seen through a pointer by the compiled writer.
-    struct sink_ref {
-        void* target;
-        void (*write_bytes)(void* target, std::string_view bytes);
-        void write(std::string_view bytes) const { write_bytes(target, bytes); }
-    };
-
-public:
-    template <class Sink>
-    perfetto_writer(Sink& sink, const event_list& events, const perfetto_trace_info& info)
-        : perfetto_writer(sink_ref{&sink,
-                                   [](void* target, std::string_view bytes) { static_cast<Sink*>(target)->write(bytes); }},
-                          events, info) {}
-
-    STINT_DECL void write();
-
-private:
-    STINT_DECL perfetto_writer(sink_ref sink, const event_list& events, const perfetto_trace_info& info);
-
-    using proto_message = protobuf::proto_message;
-    static constexpr std::size_t capacity_ = std::size_t{1} << 20;
-    static constexpr std::size_t annotation_count = perfetto_annotation_names.size();
-
-    struct open_slice {
-        event_index index;
-        std::int64_t end_ns;  // kept here: the event itself is no longer in cache when its slice ends
-    };
-
-    // One track and its packet sequence: what it has interned, its open slices, its last timestamp
-    // (kept non-decreasing, so a reader's sort by time keeps each track's packets in file order).
-    struct lane {
-        std::uint64_t uuid = 0;
-        std::uint32_t sequence = 0;
-        std::array<char, 8> sequence_field{};  // trusted_packet_sequence_id's key and value
-        std::size_t sequence_field_size = 0;
-        bool started = false;
-        bool described = false;
-        std::uint64_t last_ts = 0;
-        std::uint32_t categories_sent = 0;
-        std::uint32_t annotation_names_sent = 0;
-        std::vector<std::uint64_t> names_sent;  // a bit per iid
-        std::vector<open_slice> open;
-    };
-
-    // Names by iid (1-based), found first by where the text is (a site's static name is the same
-    // pointer in every event), then by the text.
-    class name_table {
-    public:
-        name_table() : cache_(cache_slots) {}
-        STINT_DECL std::uint64_t iid(std::string_view name);
-        std::string_view text(std::uint64_t iid) const { return texts_[iid - 1]; }
-
-    private:
-        static constexpr std::size_t cache_slots = 4096;
-        struct slot {
-            const char* data = nullptr;
-            std::size_t size = 0;
-            std::uint64_t iid = 0;
-        };
-        std::vector<slot> cache_;
-        std::unordered_map<std::string_view, std::uint64_t> by_text_;
-        std::vector<std::string_view> texts_;
-    };
-
-    STINT_DECL static std::uint64_t mix(std::uint64_t x) noexcept;
-
-    STINT_DECL void index_categories();
-    STINT_DECL std::uint64_t category_iid(std::string_view name);
-
-    // ---- output
-
-    STINT_DECL char* reserve(std::size_t size);
-    STINT_DECL void commit(char* end);
-    STINT_DECL void flush();
-
-    STINT_DECL void write_packet(const proto_message& packet);
-
-    // A TrackEvent packet on `l`'s sequence: `body` is the TrackEvent's bytes, `extra` whole fields
-    // of the packet (interned data, sequence flags, defaults) when it needs any.
-    STINT_DECL void write_event_packet(lane& l, std::uint64_t ts, std::string_view body, std::string_view extra);
-
-    STINT_DECL std::uint64_t timestamp(lane& l, std::int64_t ns) noexcept;
-
-    // The fields a packet on `l` needs before it may use these iids: on the sequence's first packet
-    // "cleared" (a reader starts each sequence with no interned state) and the defaults that name its
-    // track; the names, category and annotation names the sequence has not seen yet.
-    STINT_DECL std::string_view state_fields(lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations);
-
-    STINT_DECL static bool sent(const lane& l, std::uint64_t name) noexcept;
-
-    STINT_DECL bool knows(const lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations) const noexcept;
-
-    // ---- descriptors and stats
-
-    STINT_DECL void write_descriptor(const proto_message& descriptor);
-
-    STINT_DECL void write_descriptors();
-
-    STINT_DECL static std::string device_track_name(const thread_info& track, bool sync);
-
-    std::uint64_t counter_uuid() const noexcept { return uuid_base_ + 1 + lanes_.size(); }
-    lane& process_lane() noexcept { return lanes_.back(); }
-
-    // The "stint stats" instant on the process track (the Chrome trace's "stint" block as debug
-    // annotations) and the dropped records on the counter track, both at the session's start.
-    STINT_DECL void write_stats();
-
-    // ---- events
-
-    STINT_DECL lane& lane_of(const event& e);
-
-    // The one-byte keys of the per-event packets' fields (field numbers below 16).
-    static constexpr char key_byte(std::uint32_t field, protobuf::wire type) noexcept {
-        return static_cast<char>(protobuf::key(field, type));
-    }
-
-    STINT_DECL void end_slice(lane& l);
-
-    // The usual event, a scope or an op whose names its sequence knows: written in place, every
-    // length below 128 (one byte) as each varint is at most 10 bytes.
-    STINT_DECL void write_known(lane& l, const event& e, bool instant, std::uint64_t name, std::uint64_t category);
-
-    STINT_DECL static char* put_annotation(char* o, std::size_t name, std::uint32_t field, std::uint64_t value) noexcept;
-
-    // A counter's sample, or a memory event's totals, on the process's counter track of each name: a
-    // TYPE_COUNTER packet on the process's sequence, its track named by uuid (no interned state used).
-    STINT_DECL void write_counter_samples(const event& e);
-
-    // The uuid of the counter track `name`, described the first time (after the dropped records' track).
-    STINT_DECL std::uint64_t counter_track(std::string_view name, bool in_bytes);
-
-    STINT_DECL void write_event(const event& e);
-
-    // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
-    // are few per trace's events; their names are not interned).
-    STINT_DECL std::string_view with_named_args(std::string_view body, const event_args& args);
-
-    sink_ref sink_;
-    const event_list& events_;
-    const perfetto_trace_info& info_;
-    std::unique_ptr<char[]> buffer_;
-    std::unique_ptr<char[]> spill_;
-    std::string named_body_;  // with_named_args' result
-    std::size_t used_ = 0;
-    std::int64_t origin_ = 0;
-    std::uint64_t uuid_base_ = 0;
-    std::vector<lane> lanes_;  // threads, then their sync rows, then the process
-    name_table names_;
-    std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
-    std::uint64_t stats_category_ = 0;
-    std::string scratch_;
-    counter_samples counters_;
-    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
-};
-
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_trace_info& info) {
-    perfetto_writer(sink, events, info).write();
-}
-
-// write_perfetto_trace_file(path, events, info): declared with perfetto_trace_info.
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
-// ---- end stint/export/perfetto_trace.hpp ----
 #endif
 #endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_INFO_HPP
 // ---- end stint/export/perfetto_trace_info.hpp ----
@@ -10129,46 +9734,1326 @@ struct flight_recorder_options {
 }  // namespace stint
 
 #if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_OPTIONS_HPP
+// ---- end stint/profiler/flight_recorder_options.hpp ----
 
-// ---- begin stint/profiler/flight_recorder.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
-#define STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
-// The flight recorder (design §7 "Flight recorder"): a session that records all the time into a bounded
-// ring and writes the window it holds when asked, when a step runs slow, or when the program hangs.
-// Here: the slow-step detector, and a dump's files (a trace chosen by the path's
-// extension, the key_averages table beside it, and what was overwritten, shown in both); its options
-// are in profiler/flight_recorder_options.hpp.
+// ---- begin stint/export/stream_target.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
+#define STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
+// stint::stream_target: where profiler_options::stream_to streams a session (export/trace_stream.hpp).
+// Made from a path where the program names one, and only there does it reach the streaming writer's code,
+// so a program that never streams emits none of it (design §16, "pay for what you name").
 
-#include <atomic>              // std::atomic
-#include <chrono>              // std::chrono::nanoseconds
-#include <condition_variable>  // std::condition_variable
-#include <cstddef>             // std::size_t
-#include <cstdint>             // std::int64_t, std::uint64_t
-#include <deque>               // std::deque
-#include <functional>          // std::function
-#include <memory>              // std::unique_ptr
-#include <mutex>               // std::mutex
-#include <optional>            // std::optional
-#include <string>              // std::string
-#include <string_view>         // std::string_view
-#include <thread>              // std::thread
-#include <vector>              // std::vector
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
 
 
-// ---- begin stint/drain/record_store.hpp ----
-#ifndef STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
-#define STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
-// A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
-// thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
-// trace of timing-only records is written from them directly, so that stopping and exporting a big
-// session needs no memory beyond the records' own.
+namespace stint {
+namespace detail {
 
-#include <cstddef>  // std::byte, std::size_t
-#include <cstdint>  // std::uint64_t
-#include <limits>  // std::numeric_limits
-#include <span>  // std::span
-#include <utility>  // std::exchange, std::move, std::pair
-#include <vector>  // std::vector
+struct trace_stream_code;  // export/trace_stream.hpp
+
+/// The table a stream_target made from a path points to (export/impl/trace_stream.ipp).
+STINT_DECL const trace_stream_code& trace_stream_code_table() noexcept;
+
+}  // namespace detail
+
+/// A Chrome trace file (".json", or ".json.gz" for gzip) to stream a session to; empty: no streaming.
+///
+///     stint::profiler<> prof({.stream_to = "run.pt.trace.json.gz"});
+class stream_target {
+public:
+    stream_target() = default;
+    // Implicit, so that a path is the option's spelling: .stream_to = "run.json".
+    stream_target(std::string path)  // NOLINT(google-explicit-constructor)
+        : path_(std::move(path)), code_(path_.empty() ? nullptr : &detail::trace_stream_code_table()) {}
+    stream_target(std::string_view path) : stream_target(std::string(path)) {}  // NOLINT(google-explicit-constructor)
+    stream_target(const char* path) : stream_target(std::string(path)) {}  // NOLINT(google-explicit-constructor)
+
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+    [[nodiscard]] bool empty() const noexcept { return path_.empty(); }
+    /// The streaming writer's code (null when empty).
+    [[nodiscard]] const detail::trace_stream_code* code() const noexcept { return code_; }
+
+private:
+    std::string path_;
+    const detail::trace_stream_code* code_ = nullptr;
+};
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
+// ---- end stint/export/stream_target.hpp ----
+
+// ---- begin stint/profiler/profiler_core.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
+#define STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
+// The profiler's plain core: everything a stint::profiler<Config> does that does not depend on Config,
+// behind one pointer. profiler<Config> (profiler.hpp) is a thin template that hands the core its
+// options and what the config decides (profiler_traits), as fmt's format hands its arguments to vformat.
+// The bodies are in impl/profiler_core.ipp: inline in a header-only build, compiled once by
+// <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
+
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <functional>   // std::function
+#include <memory>       // std::unique_ptr
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>       // std::vector
+
+
+namespace stint {
+
+class execution_trace_observer;  // profiler/execution_trace_observer.hpp
+
+namespace detail {
+
+class event_store;              // analysis/detail/event_store.hpp
+class event_list_builder;       // analysis/event_tree.hpp
+struct device_join_window;      // drain/device_join.hpp
+struct thread_of_tid_ref;       // drain/device_join.hpp
+struct device_capture;          // device/device_capture.hpp
+struct device_session_options;  // device/device_capture.hpp
+
+/// What a profiler's config decides, as values: the core branches on them where the template used
+/// `if constexpr`. The device functions are the config's device backend's (null without one).
+struct profiler_traits {
+    bool enabled = true;  ///< Config::enabled: false, every call is a no-op
+    bool has_stacks = false;
+    bool has_modules = false;
+    /// with_stack's and with_modules's builders (assign_call_stacks, assign_module_hierarchy), null without
+    /// the policy: a program emits them only where its config names it.
+    void (*call_stacks)(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
+                        stack_tree& stacks) = nullptr;
+    void (*module_hierarchy)(event_store& events, std::vector<event_args>& args) = nullptr;
+    /// The config's device backend's join of its activity to the scopes (join_device_activity).
+    void (*join_device)(event_list_builder& builder, device_capture& capture,
+                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
+                        thread_of_tid_ref thread_of_tid) = nullptr;
+    bool has_memory = false;
+    bool has_shapes = false;
+    bool has_device = false;
+    bool (*device_start)(const device_session_options& options) = nullptr;
+    device_capture (*device_stop)(bool sync) = nullptr;
+    device_capture (*device_unavailable)() = nullptr;
+};
+
+/// profiler_options<Config> without its one typed member (on_trace_ready, which the template keeps).
+struct profiler_settings {
+    std::function<profiler_action(std::int64_t)> schedule{};
+    bool accumulate_events = false;
+    bool enabled = true;
+    std::size_t buffer_budget_bytes = 0;
+    std::size_t reserve_buffer_bytes = 0;
+    activity_set activities{};
+    bool sync_device_on_stop = true;
+    std::size_t device_buffer_budget_bytes = 0;
+    bool enable_cuda_sync_events = false;
+    bool teardown_cupti_on_stop = true;
+    stint::execution_trace_observer* execution_trace_observer = nullptr;
+    stream_target stream_to{};
+    std::optional<flight_recorder_options> flight_recorder{};
+};
+
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+
+class profiler_state;  // impl/profiler_core.ipp
+
+/// The profiler's sessions, windows and results (profiler.hpp documents each call). `owner` is the
+/// profiler<Config> handed to `on_trace_ready` (null: no callback).
+class profiler_core {
+public:
+    STINT_DECL profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
+                             void (*on_trace_ready)(void* owner));
+    STINT_DECL ~profiler_core();
+    profiler_core(const profiler_core&) = delete;
+    profiler_core& operator=(const profiler_core&) = delete;
+
+    STINT_DECL void start();
+    STINT_DECL void stop();
+    STINT_DECL void step();
+    [[nodiscard]] STINT_DECL std::vector<flight_dump> triggered_dumps() const;
+    STINT_DECL flight_dump dump(const std::string& path);
+    [[nodiscard]] STINT_DECL std::int64_t step_num() const noexcept;
+    [[nodiscard]] STINT_DECL profiler_action current_action() const noexcept;
+    [[nodiscard]] STINT_DECL bool is_running() const noexcept;
+    [[nodiscard]] STINT_DECL const event_list& events() const;
+    [[nodiscard]] STINT_DECL averaged_event_list key_averages(const key_averages_options& options) const;
+    [[nodiscard]] STINT_DECL double self_cpu_time_total() const;
+    [[nodiscard]] STINT_DECL profiler_stats stats() const;
+    STINT_DECL void export_chrome_trace(const std::string& path) const;
+    // The writers below come from the profiler<Config> member that the program calls (profiler.hpp), so
+    // that a program emits, and links, only the writers it calls (design §16, "pay for what you name").
+    using perfetto_writer_fn = void (*)(const std::string& path, const event_list& events,
+                                        const perfetto_trace_info& info);
+    using memory_timeline_fn = void (*)(const event_list& events, const std::string& path, device where);
+    using json_validator_fn = std::optional<std::string> (*)(std::string_view text);
+    using stacks_writer_fn = void (*)(const std::string& path, const event_list& events, std::string_view metric,
+                                      stack_frames frames);
+    STINT_DECL void export_perfetto_trace(const std::string& path, perfetto_writer_fn writer) const;
+    STINT_DECL void export_memory_timeline(const std::string& path, device where, memory_timeline_fn writer) const;
+    STINT_DECL void add_metadata(std::string_view key, std::string_view value);
+    STINT_DECL void add_metadata_json(std::string_view key, std::string_view json, json_validator_fn validate);
+    STINT_DECL void export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
+                                  stacks_writer_fn writer) const;
+
+private:
+    std::unique_ptr<profiler_state> state_;
+};
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace detail
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
+// ---- end stint/profiler/profiler_core.hpp ----
+
+namespace stint {
+// The build namespace (detail/separate_compilation.hpp): a program that mixes header-only files with
+// separately compiled ones fails to link where they share a profiler.
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+
+template <configuration Config = config<>>
+class profiler;
+
+/// Options of a `profiler<Config>`; name only what differs from the defaults.
+///
+///     stint::profiler<> prof({
+///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}),
+///         .on_trace_ready = [](stint::profiler<>& p) { std::cout << p.key_averages().table(); },
+///     });
+template <configuration Config = config<>>
+struct profiler_options {
+    /// What each step does, from the profiler's step number (0 at construction, +1 per step()):
+    /// `stint::schedule(...)` or any callable. Empty: record from start() to stop(), one window.
+    std::function<profiler_action(std::int64_t)> schedule{};
+    /// Called with the profiler when a window is saved: at the end of a RECORD_AND_SAVE step, and at
+    /// stop() in a record step (or without a schedule). Inside it, events(), key_averages(), stats()
+    /// and export_chrome_trace() give that window. What it throws propagates from step() or stop().
+    std::function<void(profiler<Config>&)> on_trace_ready{};
+    /// Keep earlier windows in events() and key_averages() (torch's acc_events). Exports and stats()
+    /// still give the last window.
+    bool accumulate_events = false;
+    /// false: every call is a no-op that records nothing and costs one branch.
+    bool enabled = true;
+    /// Bytes of record buffers a window may use, over all threads. Records beyond it are dropped and
+    /// counted exactly, per window (stats().dropped, every export's "stint" block).
+    std::size_t buffer_budget_bytes = std::size_t{512} << 20;
+    /// Bytes of record buffers allocated and faulted in before recording (at start(), or during a
+    /// schedule's warmup). Rarely needed: while a session records, a thread of stint's faults buffers
+    /// in ahead of the recording threads; a reserve also covers a burst faster than that thread. With
+    /// a schedule, each window keeps the buffers the previous one used; all of them go back to the
+    /// system with the profiler.
+    std::size_t reserve_buffer_bytes = 0;
+    /// What sessions profile (torch's `activities`). A config with stint::cuda_activities records the CPU
+    /// and the devices by default; {activity::cpu} leaves the devices alone, {activity::cuda} records
+    /// only device activity and the CUDA calls that launched it (no scopes: the device events are then
+    /// linked to no op). A config without the policy records the CPU whatever this says.
+    activity_set activities = {activity::cpu, activity::cuda};
+    /// Device sessions: wait at stop for the work queued on every device, so that kernels still
+    /// running are captured whole (torch synchronises the device at exit too).
+    bool sync_device_on_stop = true;
+    /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
+    /// beyond them.
+    std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
+    /// Device sessions: collect CUDA synchronisations (stream, event, context syncs) as device events,
+    /// charged to the op that waited (torch's `enable_cuda_sync_events`, off by default as there).
+    /// stint's own synchronisation at stop is never collected.
+    bool enable_cuda_sync_events = false;
+    /// Device sessions that synchronise at stop: detach CUPTI afterwards (cuptiFinalize), so that the
+    /// program's launches cost what they cost before profiling (CUPTI left attached slows them down);
+    /// the next session attaches it again. Kept attached while another CUPTI client shares the process.
+    bool teardown_cupti_on_stop = true;
+    /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
+    /// registered (register_callback) before the profiler is made, and living longer than it or
+    /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
+    /// the same op in this profiler's Chrome trace. The profiler's destruction finishes the file.
+    stint::execution_trace_observer* execution_trace_observer = nullptr;
+    /// Streams the session to this Chrome trace file (".json", or ".json.gz" for gzip) while it records:
+    /// a thread of stint's writes the records threads have filled and gives their buffers back, so a
+    /// session of any length records within `buffer_budget_bytes` (a record is dropped, and counted,
+    /// only when recording outruns the writer and the budget is spent). At stop() the file is
+    /// completed; the events are in it, not kept: events(), key_averages() and the exports then throw.
+    /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
+    /// config that captures nothing (values that sites of other configs capture are left out of the
+    /// stream, and counted in the trace's "stint" block as "values_not_streamed").
+    /// When a write fails (a full disk), a warning says so at once and the session records on into its
+    /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
+    /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
+    /// records not written as the window: events() and the exports read them.
+    stream_target stream_to{};
+    /// Records all the time into a bounded ring from start() to stop() (stint::flight_recorder_options):
+    /// each thread overwrites its oldest records when the ring's budget is spent, and dump() writes the
+    /// window it holds while recording continues; triggers write it when a step runs slow. Its budget
+    /// replaces `buffer_budget_bytes`. No schedule, stream or accumulate_events with it.
+    std::optional<flight_recorder_options> flight_recorder{};
+};
+
+/// Records the events of every thread, and gives them as events, tables and traces; one profiler
+/// records at a time in a process. Its calls (start, stop, step, the exports and queries) may come
+/// from several threads: they take turns on the profiler's lock (on_trace_ready runs under it, and
+/// may call back into the profiler). A reference that events() returns stays valid until the next
+/// start(), stop() or step() of the profiler.
+///
+/// Without a schedule it records from start() to stop():
+///
+///     stint::profiler<> prof;
+///     prof.start();
+///     work();
+///     prof.stop();
+///     prof.export_chrome_trace("work.pt.trace.json");
+///
+/// With a schedule, step() at the end of each iteration moves through torch's actions, whether or
+/// not start() was called: wait steps (NONE) do nothing, warmup steps prepare a session without
+/// recording, record steps record, and the last step of each active window saves it: the session is
+/// drained and `on_trace_ready` gets the profiler. Each step is annotated as `ProfilerStep#N`.
+///
+///     stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
+///                             .on_trace_ready = stint::tensorboard_trace_handler("./log")});
+///     for (int i = 0; i < 8; ++i) { train_step(); prof.step(); }   // two windows, two files
+template <configuration Config>
+class profiler {
+public:
+    using config_type = Config;
+    using options_type = profiler_options<Config>;
+
+    /// A profiler destroyed while recording stops first (a window in progress is delivered to
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
+    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
+    explicit profiler(options_type options = {})
+        : on_trace_ready_(std::move(options.on_trace_ready)),
+          core_(settings_of(std::move(options)), traits(), this, on_trace_ready_ ? &call_on_trace_ready : nullptr) {
+        STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE();
+    }
+    profiler(const profiler&) = delete;
+    profiler& operator=(const profiler&) = delete;
+    /// A profiler destroyed while recording stops first (a window in progress is delivered to
+    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
+    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
+    ~profiler() = default;
+
+    /// Starts profiling: without a schedule, recording begins; with one, the current step's action
+    /// takes effect (torch's start()). Throws std::logic_error if this profiler already started, or
+    /// when it must record while another profiler records.
+    void start() { core_.start(); }
+
+    /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
+    /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
+    void stop() { core_.stop(); }
+
+    /// Ends the current step and begins the next (torch's step()): the schedule's next action takes
+    /// effect (a window may be saved and on_trace_ready called), the global step of
+    /// `stint::step_tracker` advances, and the new step's `ProfilerStep#N` annotation opens. Works
+    /// whether or not start() was called. When on_trace_ready throws, the step still completes
+    /// (the next window opens on schedule) and the exception then propagates.
+    void step() { core_.step(); }
+
+    /// The dumps a flight recorder's triggers wrote (slow steps, hangs), oldest first.
+    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const { return core_.triggered_dumps(); }
+
+    /// A flight recorder's window, written now while recording continues: the trace (Chrome JSON for
+    /// ".json" or ".json.gz", Perfetto for ".pftrace") and the key_averages table beside it (the path's
+    /// ending replaced by ".txt"), each saying how many records every thread had overwritten and from
+    /// when it is complete. Callable from any thread. Throws std::logic_error unless a flight recorder
+    /// records, std::invalid_argument for another ending, std::system_error when a file cannot be written.
+    ///
+    ///     stint::flight_dump d = prof.dump("dumps/now.pt.trace.json");   // and dumps/now.pt.trace.txt
+    flight_dump dump(const std::string& path) { return core_.dump(path); }
+
+    /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
+    [[nodiscard]] std::int64_t step_num() const noexcept { return core_.step_num(); }
+
+    /// What the current step does (always RECORD without a schedule).
+    [[nodiscard]] profiler_action current_action() const noexcept { return core_.current_action(); }
+
+    /// Whether this profiler's session is recording now (a record step, or between start and stop
+    /// without a schedule).
+    [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
+
+    /// The events of the last saved window, or of every window with `accumulate_events` (torch's
+    /// `prof.events()`). Without a schedule, reading while recording is an error.
+    ///
+    ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
+    [[nodiscard]] const event_list& events() const { return core_.events(); }
+
+    /// events() grouped by name (and by shapes or stack frames when asked), as torch's
+    /// `prof.key_averages()`; every `ProfilerStep#N` joins one `ProfilerStep*` row.
+    ///
+    ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
+    [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
+        return core_.key_averages(options);
+    }
+
+    /// Sum of every event's self time in events(), in microseconds (torch's
+    /// `prof.self_cpu_time_total`).
+    [[nodiscard]] double self_cpu_time_total() const { return core_.self_cpu_time_total(); }
+
+    /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
+    [[nodiscard]] profiler_stats stats() const { return core_.stats(); }
+
+    /// Writes the last window as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz"), with the
+    /// metadata added so far and, in a distributed job, "distributedInfo".
+    ///
+    ///     prof.export_chrome_trace("run.pt.trace.json.gz");
+    void export_chrome_trace(const std::string& path) const { core_.export_chrome_trace(path); }
+
+    /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
+    /// thread tracks, interned names, stint's counts on a "stint stats" instant and a counter track.
+    /// About a fifth of the JSON's size; ui.perfetto.dev and trace_processor open it.
+    ///
+    ///     prof.export_perfetto_trace("run.pftrace");
+    void export_perfetto_trace(const std::string& path) const {
+        core_.export_perfetto_trace(path, &detail::write_perfetto_trace_file);
+    }
+
+    /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
+    /// export_memory_timeline: `.json` / `.json.gz` in torch's `[times, sizes]` shape, or `.html`, a
+    /// self-contained plot with the peak and the op that was running then. Needs profile_memory.
+    ///
+    ///     prof.export_memory_timeline("memory.html");
+    ///     prof.export_memory_timeline("gpu0.json.gz", {stint::device_type::cuda, 0});
+    void export_memory_timeline(const std::string& path, stint::device device = {}) const {
+        static_assert(Config::template has<profile_memory>,
+                      "stint: export_memory_timeline() needs memory events. Fix: add stint::profile_memory to the "
+                      "profiler's config");
+        core_.export_memory_timeline(path, device, &stint::export_memory_timeline);
+    }
+
+    /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
+    /// added again takes the new value. Keys the trace format uses ("traceEvents", ...) are refused
+    /// with std::invalid_argument.
+    ///
+    ///     prof.add_metadata("run", "baseline");    // "run": "baseline"
+    void add_metadata(std::string_view key, std::string_view value) { core_.add_metadata(key, value); }
+
+    /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
+    /// that is not exactly one valid JSON value (RFC 8259, nesting at most 512 deep, no number past a
+    /// double's range) is refused with std::invalid_argument, and never written.
+    ///
+    ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
+    void add_metadata_json(std::string_view key, std::string_view json) {
+        core_.add_metadata_json(key, json, &detail::validate_json);
+    }
+
+    /// Writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per event with
+    /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
+    /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
+    /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
+    /// them. `frames`: source locations `file(line): function` (torch's form), or the names of the
+    /// scopes and ops. An unwritable path throws std::system_error and leaves nothing behind.
+    ///
+    ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
+    ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
+    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total",
+                       stack_frames frames = stack_frames::locations) const {
+        static_assert(Config::template has<with_stack<>>,
+                      "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
+                      "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
+        core_.export_stacks(path, metric, frames, &detail::write_collapsed_stacks_file);
+    }
+
+private:
+    /// What the config decides, for the core.
+    static detail::profiler_traits traits() noexcept {
+        detail::profiler_traits t;
+        t.enabled = Config::enabled;
+        t.has_stacks = Config::template has<with_stack<>>;
+        t.has_modules = Config::template has<with_modules>;
+        if constexpr (Config::template has<with_stack<>>) t.call_stacks = &detail::assign_call_stacks;
+        if constexpr (Config::template has<with_modules>) t.module_hierarchy = &detail::assign_module_hierarchy;
+        t.has_memory = Config::template has<profile_memory>;
+        t.has_shapes = Config::template has<record_shapes>;
+        if constexpr (detail::has_device_backend<Config>) {
+            using backend = detail::device_backend_t<Config>;
+            t.has_device = true;
+            t.device_start = &backend::start;
+            t.device_stop = &backend::stop;
+            t.device_unavailable = &backend::unavailable;
+            t.join_device = &detail::join_device_activity;
+        }
+        return t;
+    }
+
+    static detail::profiler_settings settings_of(options_type&& o) {
+        return {.schedule = std::move(o.schedule),
+                .accumulate_events = o.accumulate_events,
+                .enabled = o.enabled,
+                .buffer_budget_bytes = o.buffer_budget_bytes,
+                .reserve_buffer_bytes = o.reserve_buffer_bytes,
+                .activities = o.activities,
+                .sync_device_on_stop = o.sync_device_on_stop,
+                .device_buffer_budget_bytes = o.device_buffer_budget_bytes,
+                .enable_cuda_sync_events = o.enable_cuda_sync_events,
+                .teardown_cupti_on_stop = o.teardown_cupti_on_stop,
+                .execution_trace_observer = o.execution_trace_observer,
+                .stream_to = std::move(o.stream_to),
+                .flight_recorder = std::move(o.flight_recorder)};
+    }
+
+    static void call_on_trace_ready(void* self) {
+        auto& prof = *static_cast<profiler*>(self);
+        prof.on_trace_ready_(prof);
+    }
+
+    std::function<void(profiler&)> on_trace_ready_;  // before core_: alive while the core closes
+    detail::profiler_core core_;
+};
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+
+/// Prints the key-averages table, as `str(prof)` does in torch.
+template <class Config>
+std::ostream& operator<<(std::ostream& out, const profiler<Config>& prof) {
+    return out << prof.key_averages().table();
+}
+
+}  // namespace stint
+
+template <class Config>
+struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(const stint::profiler<Config>& prof, FormatContext& ctx) const {
+        const std::string text = prof.key_averages().table();
+        return fmt::formatter<std::string_view>::format(text, ctx);
+    }
+};
+#endif  // STINT_SINGLE_STINT_PROFILER_HPP
+// ---- end stint/profiler.hpp ----
+
+// ---- begin stint/profiler/crash_dump.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+// A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
+// and from std::terminate, the raw records of every thread and the table of the sites they point to are
+// written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
+// everything it uses was allocated at install (the path, a write buffer, the site set); it calls no
+// stdio, allocates nothing and takes no lock: open, write, close.
+//
+// What a dump holds while other threads keep running (they do: a signal stops only its own thread):
+// - The ring stands still while it is copied: no thread overwrites or hands over a chunk until the
+//   dump is written (a thread that would need one drops its records, counted as drops); appending to a
+//   thread's current chunk goes on, and only what was published is copied. A thread caught holding its
+//   ring lock for 100 ms (crashed while overwriting a chunk) has its records left out, and said so.
+// - It is a snapshot at the crash: the crash's tick is read first, then every thread's open scopes,
+//   then the records; records that ended after the crash tick are left out and counted, so every scope
+//   drawn ends at or before the crash, and an open scope (drawn ending at the crash) holds its children.
+// - Two threads crashing at once write one dump: the second waits (up to 60 s) for the first to finish
+//   before its own fault ends the process. A fault inside the handler leaves the file cut short.
+// - A forked child does not write: its session ended at the fork (recording/registry.hpp), and the file
+//   is the parent's.
+// - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
+//   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
+// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
+// into a trace.
+//
+// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
+// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
+//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
+//     time); entries that began after the crash tick are stale;
+// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
+// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
+// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
+//     the records were left out because its ring lock was held);
+// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
+//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
+// 'E' the end: a file without it was cut short.
+
+#include <array>      // std::array
+#include <atomic>     // std::atomic
+#include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
+#include <cstddef>    // std::size_t, std::byte
+#include <cstdint>    // std::int64_t, std::uint8_t, std::uint64_t
+#include <exception>  // std::terminate_handler
+#include <string>     // std::string
+#include <vector>     // std::vector
+
+
+namespace stint::detail {
+
+/// The process's crash dump writer: at most one installed (one flight recorder records at a time).
+class crash_dump {
+public:
+    static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+    /// Installs the handlers, checking now that `path` can be written (a file made there and removed). A
+    /// relative path is taken against the working directory now, not at the crash (a daemon may chdir).
+    /// Throws std::system_error when it cannot, std::logic_error when another is installed.
+    STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
+
+    /// The signals whose handler is no longer stint's (another crash handler installed over it), and
+    /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
+    STINT_DECL static std::vector<std::string> overridden();
+
+    /// Puts the previous handlers back where stint's are still installed (a handler installed over
+    /// stint's stays, and overridden() named it).
+    STINT_DECL static void uninstall() noexcept;
+
+    /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
+    /// A second thread that calls it while the first writes waits for the dump to be complete.
+    STINT_DECL static void write_now(int sig) noexcept;
+
+    /// The path the dump goes to, made absolute at install (empty when none is installed).
+    STINT_DECL static std::string path();
+
+    /// How long a crashing thread waits for another's dump to finish, and for a thread's ring lock.
+    static constexpr std::int64_t wait_for_writer_ns = 60'000'000'000;
+    static constexpr std::int64_t wait_for_ring_lock_ns = 100'000'000;
+
+private:
+    static constexpr std::size_t buffer_bytes = 64 * 1024;
+    static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
+
+    STINT_DECL static crash_dump& instance() noexcept;
+    crash_dump() = default;
+
+    STINT_DECL static void on_signal(int sig, siginfo_t* info, void* context);
+    STINT_DECL static void on_terminate();
+
+    /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
+    /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
+    STINT_DECL static void chain(int sig, siginfo_t* info, void* context);
+
+    // --- the writer: fixed buffers only ---
+    STINT_DECL void put(const void* data, std::size_t size) noexcept;
+    template <class T>
+    void put_value(T value) noexcept {
+        put(&value, sizeof value);
+    }
+    STINT_DECL void flush() noexcept;
+    /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
+    STINT_DECL void note_site(const site* where) noexcept;
+    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
+    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
+
+    STINT_DECL void write_file(int sig) noexcept;
+    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
+    STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                                  std::uint64_t& written, std::uint64_t& after_crash) noexcept;
+
+    /// writer_: none yet, the tid of the thread writing, or done.
+    static constexpr std::uint64_t dump_done = ~std::uint64_t{0};
+
+    std::atomic<bool> installed_{false};
+    std::atomic<std::uint64_t> writer_{0};
+    std::vector<char> path_;
+    std::vector<std::byte> buffer_;
+    std::vector<const site*> sites_;
+    std::size_t used_ = 0;
+    int fd_ = -1;
+    std::uint64_t pid_ = 0;
+    tick_calibration calibration_;
+    std::array<struct sigaction, signals.size()> previous_{};
+    std::terminate_handler previous_terminate_ = nullptr;
+};
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Whether another crash handler was installed over a flight recorder's crash dump (signals or
+/// std::terminate): one line per handler replaced, empty when stint's are all in place.
+///
+///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
+STINT_DECL std::vector<std::string> check_crash_handlers();
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+// ---- end stint/profiler/crash_dump.hpp ----
+
+// ---- begin stint/profiler/crash_dump_reader.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
+#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
+// Reading a crash dump back (profiler/crash_dump.hpp writes it): the C++ twin of tools/stint-crashdump,
+// for a service that must read its own dump without Python. It decodes the threads' records by the dump's
+// own site table (the dead process's addresses mean nothing here), draws each scope still open at the
+// crash as ending there, and says what the dump could not hold.
+
+#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+
+namespace stint {
+
+/// A crash dump, read back.
+struct crash_dump_contents {
+    struct event {
+        std::string name;
+        bool overhead = false;    ///< stint's own work (category "overhead")
+        bool instant = false;     ///< a point in time (no duration)
+        std::int64_t start_ns = 0;  ///< since the session's anchor
+        std::int64_t end_ns = 0;
+        bool still_open = false;  ///< a scope open at the crash, drawn ending there
+        std::uint32_t depth = 0;  ///< an open scope's nesting depth on its thread
+    };
+    struct thread {
+        std::uint64_t tid = 0;
+        std::string name;          ///< as the thread was named, else "thread <tid>"
+        bool crashed = false;      ///< the thread whose signal wrote the dump
+        std::vector<event> events;  ///< its records, oldest first, then its open scopes, outermost first
+        std::vector<std::string> inside;  ///< the open scopes' names, outermost first
+        std::uint64_t deeper_not_kept = 0;  ///< open scopes deeper than the dump keeps
+        std::uint64_t overwritten = 0;      ///< older records the ring overwrote before the crash
+        std::uint64_t dropped = 0;          ///< records dropped (the budget, or the ring standing still)
+        std::uint64_t after_crash = 0;      ///< records that ended after the crash, left out
+        bool records_left_out = false;      ///< it held its ring lock at the crash: no records written
+        std::int64_t complete_from_ns = 0;  ///< its records are complete from here (0: from the start)
+    };
+    std::uint64_t pid = 0;
+    std::uint64_t signal = 0;  ///< 0: std::terminate
+    std::uint64_t crashed_tid = 0;
+    std::uint64_t base_time_ns = 0;  ///< the anchor on the system clock (the trace's baseTimeNanoseconds)
+    std::int64_t crash_ns = 0;       ///< the crash, since the anchor
+    bool complete = false;           ///< false: the file was cut short (a full disk, a fault in the handler)
+    std::uint64_t bytes = 0;         ///< the file's size
+    std::uint64_t bytes_read = 0;    ///< what could be decoded
+    std::vector<thread> threads;
+    std::vector<std::string> lost;   ///< what the dump could not hold, one line each
+};
+
+/// Reads a crash dump (version 3, what this stint writes). Throws std::runtime_error naming the path and
+/// the byte offset when the file is not one, or is cut inside its header; a dump cut short later is read
+/// as far as it goes (`complete` false, `lost` says what is missing).
+STINT_DECL crash_dump_contents read_crash_dump(const std::string& path);
+
+/// Writes the dump as a Chrome trace, as tools/stint-crashdump does ("crash" in its metadata).
+STINT_DECL void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path);
+
+/// The lines stint-crashdump prints: how the process died, where each thread was, what was lost.
+STINT_DECL std::string crash_dump_summary(const crash_dump_contents& dump);
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
+// ---- end stint/profiler/crash_dump_reader.hpp ----
+
+// ---- begin stint/memory/report.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_REPORT_HPP
+#define STINT_SINGLE_STINT_MEMORY_REPORT_HPP
+// Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
+// report_alloc / report_free / report_oom; the adapters in this folder call them for you.
+
+#include <atomic>   // std::atomic, std::memory_order_relaxed
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t, std::uint32_t, std::uint8_t, std::uint64_t
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The recording state of the live memory-profiling session, 0 when none is: the one relaxed load
+/// report_* pay outside such a session. Set by the session after it opens, cleared before it drains.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint32_t> memory_state{0};
+/// Orders memory events across threads (a relaxed fetch_add: its modification order agrees with
+/// happens-before), so the drain can size a free from its allocation even when another thread freed it.
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> memory_sequence{0};
+/// Memory events lost to the buffer budget in the live session (they are also in the thread's drops).
+STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> memory_events_dropped{0};
+
+/// A memory event's payload after its record (begin = end = when it was reported).
+struct memory_payload {
+    std::uint64_t addr = 0;
+    std::int64_t bytes = 0;
+    std::int64_t total_allocated = 0;
+    std::int64_t total_reserved = 0;
+    std::uint64_t sequence = 0;
+    std::int32_t device_index = -1;
+    std::uint8_t device_type = 0;
+    std::uint8_t flags = 0;  // memory_free, memory_size_known, memory_totals_given
+    std::uint16_t unused = 0;
+};
+static_assert(sizeof(memory_payload) == 48);
+inline constexpr std::uint8_t memory_free = 1;
+inline constexpr std::uint8_t memory_size_known = 2;
+inline constexpr std::uint8_t memory_totals_given = 4;
+
+inline constexpr site memory_site{"[memory]", event_kind::memory, payload_kind::memory, {}};
+inline constexpr site out_of_memory_site{"[OutOfMemory]", event_kind::out_of_memory, payload_kind::memory, {}};
+
+/// Appends one memory event for session `state` on this thread, unless the allocation is stint's own
+/// (own_allocation_scope: a buffer chunk, a thread's registration, this very append).
+STINT_DETAIL_NOINLINE inline void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
+    if (own_allocations != 0) return;
+    const own_allocation_scope own;
+    payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t now = read_ticks();
+    if (!append_record_payload(&where, current_depth(), now, now, state, 0,
+                               payload_bytes{&payload, sizeof payload})) {
+        memory_events_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+inline memory_payload make_memory_payload(const void* ptr, std::int64_t bytes, device where,
+                                          std::uint8_t flags) noexcept {
+    memory_payload p;
+    p.addr = reinterpret_cast<std::uintptr_t>(ptr);
+    p.bytes = bytes;
+    p.device_index = where.index;
+    p.device_type = static_cast<std::uint8_t>(where.type);
+    p.flags = flags;
+    return p;
+}
+
+/// An OOM seen by an adapter, which knows no totals: the drain fills them with the session's live bytes.
+inline void report_oom_without_totals(std::size_t bytes_requested, device where) noexcept {
+    const std::uint32_t state = memory_state.load(std::memory_order_relaxed);
+    if (state == 0) return;
+    record_memory(out_of_memory_site, state,
+                  make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where, 0));
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+namespace stint {
+
+/// An allocator's own view of a device's memory, when it has one (a caching allocator reserves more
+/// than it hands out): what the trace writes as "Total Allocated" and "Total Reserved".
+struct memory_totals {
+    std::int64_t allocated = 0;
+    std::int64_t reserved = 0;
+};
+
+/// Reports that `bytes` at `ptr` were allocated on `where` (the CPU unless said). Costs one relaxed load
+/// when no profile_memory session is live. Without `totals`, the trace's totals are the bytes allocated
+/// during the session and still live on that device.
+///
+///     void* p = my_pool.allocate(n);
+///     stint::report_alloc(p, n);                                   // host memory
+///     stint::report_alloc(d, n, {stint::device_type::cuda, 0});    // device memory
+inline void report_alloc(const void* ptr, std::size_t bytes, device where = {}) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0) [[likely]] return;
+    detail::record_memory(detail::memory_site, state,
+                          detail::make_memory_payload(ptr, static_cast<std::int64_t>(bytes), where,
+                                                      detail::memory_size_known));
+}
+inline void report_alloc(const void* ptr, std::size_t bytes, device where, memory_totals totals) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0) [[likely]] return;
+    detail::memory_payload p = detail::make_memory_payload(ptr, static_cast<std::int64_t>(bytes), where,
+                                                           detail::memory_size_known | detail::memory_totals_given);
+    p.total_allocated = totals.allocated;
+    p.total_reserved = totals.reserved;
+    detail::record_memory(detail::memory_site, state, p);
+}
+
+/// Reports that the block at `ptr` on `where` was freed. Its size is found from its allocation when
+/// the session is drained (the trace shows it as negative "Bytes", as torch does); a block allocated
+/// before the session started shows 0 bytes and leaves the totals alone. Null is ignored.
+inline void report_free(const void* ptr, device where = {}) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0 || ptr == nullptr) [[likely]] return;
+    detail::record_memory(detail::memory_site, state, detail::make_memory_payload(ptr, 0, where, detail::memory_free));
+}
+/// The same for an allocator that knows the size (a sized deallocate): a block from before the session
+/// then still shows its negative bytes, and still leaves the totals alone.
+inline void report_free(const void* ptr, std::size_t bytes, device where = {}) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0 || ptr == nullptr) [[likely]] return;
+    detail::record_memory(detail::memory_site, state,
+                          detail::make_memory_payload(ptr, -static_cast<std::int64_t>(bytes), where,
+                                                      detail::memory_free | detail::memory_size_known));
+}
+
+/// Reports an allocation of `bytes_requested` on `where` that failed, with the allocator's totals then:
+/// an "[OutOfMemory]" instant (torch's OUT_OF_MEMORY_EVENT_NAME). Call it before throwing.
+inline void report_oom(std::size_t bytes_requested, device where, std::int64_t total_allocated,
+                       std::int64_t total_reserved) noexcept {
+    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
+    if (state == 0) [[likely]] return;
+    detail::memory_payload p = detail::make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where,
+                                                           detail::memory_totals_given);
+    p.total_allocated = total_allocated;
+    p.total_reserved = total_reserved;
+    detail::record_memory(detail::out_of_memory_site, state, p);
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_REPORT_HPP
+// ---- end stint/memory/report.hpp ----
+
+// ---- begin stint/this_object_link.hpp ----
+#ifndef STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+#define STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+// This object's link table (recording/object_link.hpp): where its copies of stint's process-wide state
+// are, exported under a C name, so that a profiler in another object finds them with dlsym even when
+// this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
+// initialized: it costs an object nothing at load and nothing when it records.
+
+
+// ---- begin stint/recording/object_link.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+// One object's link table: where its copies of stint's process-wide state are, the record that
+// <stint/this_object_link.hpp> exports from every object that records and that the registry's object
+// links (recording/object_links.hpp) read. Kept apart from object_links.hpp so that every file that
+// includes annotate.hpp reads only this struct, not the session side's <mutex>, <vector> and loader
+// headers.
+
+#include <atomic>   // std::atomic
+#include <cstdint>  // std::uint32_t, std::uint64_t
+
+
+#define STINT_DETAIL_LINK_CAT_(a, b) a##b
+#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
+#define STINT_DETAIL_LINK_STRING_(a) #a
+#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
+/// The C name of an object's link table: one per stint ABI, so two versions never link.
+#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct slow_path;             // recording/slow_path.hpp
+struct recording_hook_table;  // annotations/recording_hook.hpp
+struct capture_switches;      // capture/inputs.hpp
+
+/// Where one object's copies of the process-wide state are (the ones its own code reads).
+struct object_link {
+    std::uint32_t size;                              ///< sizeof(object_link) where it was compiled
+    std::atomic<std::uint32_t>* recording;           ///< recording/state.hpp
+    std::atomic<const slow_path*>* installed_path;   ///< recording/slow_path.hpp
+    recording_hook_table* hooks;                     ///< annotations/recording_hook.hpp
+    capture_switches* capture;                       ///< capture/inputs.hpp
+    std::atomic<std::uint32_t>* memory_state;        ///< memory/report.hpp
+    std::atomic<std::uint64_t>* next_point_id;       ///< annotations/detail/point_record.hpp
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+// ---- end stint/recording/object_link.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+extern "C" {
+// `used`: emitted in every file that includes this header, though nothing in it refers to the table.
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((used))
+#endif
+STINT_DETAIL_EXPORT inline constinit const object_link STINT_DETAIL_OBJECT_LINK{
+    sizeof(object_link), &recording.value, &installed_slow_path, &recording_hooks, &capture_state,
+    &memory_state,       &next_point_id};
+}
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
+// ---- end stint/this_object_link.hpp ----
+
+// ---- begin stint/memory/out_of_memory.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
+#define STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
+// The error stint's tracking adapters throw when their allocator fails: a std::bad_alloc that says
+// what it tried to allocate (torch's "Tried to allocate ..." message).
+
+#include <cstddef>      // std::size_t
+#include <cstdio>       // std::snprintf
+#include <new>          // std::bad_alloc
+#include <string_view>  // std::string_view
+
+
+namespace stint {
+
+/// Thrown by tracking_allocator, tracking_resource and STINT_TRACK_GLOBAL_NEW when the allocator under
+/// them fails, after an "[OutOfMemory]" event was recorded. Catch it as std::bad_alloc. Its text is
+/// built without allocating (there may be no memory left).
+///
+///     catch (const stint::out_of_memory& e) { log(e.what()); }  // "stint: tried to allocate 4.00 GiB..."
+class out_of_memory : public std::bad_alloc {
+public:
+    out_of_memory(std::size_t bytes_requested, device where, const char* by) noexcept
+        : bytes_(bytes_requested), device_(where) {
+        // snprintf, not fmt: a non-template body that named fmt would make every file that includes
+        // stint.hpp instantiate fmt's formatting core (0.27 s with clang 14).
+        const std::string_view type = device_type_name(where.type);
+        const int type_size = static_cast<int>(type.size());
+        char where_text[24] = {};
+        if (where.index >= 0) {
+            std::snprintf(where_text, sizeof(where_text), "%.*s:%d", type_size, type.data(), static_cast<int>(where.index));
+        } else {
+            std::snprintf(where_text, sizeof(where_text), "%.*s", type_size, type.data());
+        }
+        std::snprintf(text_, sizeof(text_),
+                      "stint: tried to allocate %zu bytes (%.2f MiB) on %s through %s, and the allocator under it failed",
+                      bytes_requested, static_cast<double>(bytes_requested) / 1048576.0, where_text, by);
+    }
+    [[nodiscard]] const char* what() const noexcept override { return text_; }
+    [[nodiscard]] std::size_t bytes_requested() const noexcept { return bytes_; }
+    [[nodiscard]] stint::device device() const noexcept { return device_; }
+
+private:
+    std::size_t bytes_;
+    stint::device device_;
+    char text_[192] = {};
+};
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
+// ---- end stint/memory/out_of_memory.hpp ----
+
+// ---- begin stint/memory/tracking_allocator.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
+#define STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
+// A standard allocator that reports what it allocates and frees to a profile_memory session.
+
+#include <cstddef>      // std::size_t
+#include <memory>       // std::allocator, std::allocator_traits
+#include <new>          // std::bad_alloc
+#include <type_traits>  // std::is_nothrow_copy_constructible_v
+
+
+namespace stint {
+
+/// Wraps `Base` (std::allocator<T> unless said) and reports each allocation and deallocation to a
+/// profile_memory session as host memory; outside such a session it costs one relaxed load per call.
+/// When `Base` throws std::bad_alloc it records an "[OutOfMemory]" event and throws
+/// stint::out_of_memory (a std::bad_alloc that names the size).
+///
+///     std::vector<float, stint::tracking_allocator<float>> buffer(100);  // a 400-byte [memory] event
+template <class T, class Base = std::allocator<T>>
+class tracking_allocator {
+    using base_traits = std::allocator_traits<Base>;
+
+public:
+    using value_type = T;
+    using size_type = typename base_traits::size_type;
+    using difference_type = typename base_traits::difference_type;
+    using propagate_on_container_copy_assignment = typename base_traits::propagate_on_container_copy_assignment;
+    using propagate_on_container_move_assignment = typename base_traits::propagate_on_container_move_assignment;
+    using propagate_on_container_swap = typename base_traits::propagate_on_container_swap;
+    using is_always_equal = typename base_traits::is_always_equal;
+    template <class U>
+    struct rebind {
+        using other = tracking_allocator<U, typename base_traits::template rebind_alloc<U>>;
+    };
+
+    tracking_allocator() = default;
+    explicit tracking_allocator(const Base& base) noexcept(std::is_nothrow_copy_constructible_v<Base>) : base_(base) {}
+    template <class U, class OtherBase>
+    tracking_allocator(const tracking_allocator<U, OtherBase>& other) noexcept  // NOLINT: rebinding converts
+        : base_(other.base()) {}
+
+    [[nodiscard]] T* allocate(std::size_t n) {
+        T* p = nullptr;
+        try {
+            p = base_traits::allocate(base_, n);
+        } catch (const std::bad_alloc&) {
+            detail::report_oom_without_totals(n * sizeof(T), {});
+            throw out_of_memory(n * sizeof(T), {}, "stint::tracking_allocator");
+        }
+        report_alloc(p, n * sizeof(T));
+        return p;
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        report_free(p, n * sizeof(T));
+        base_traits::deallocate(base_, p, n);
+    }
+
+    [[nodiscard]] const Base& base() const noexcept { return base_; }
+
+    template <class U, class OtherBase>
+    friend bool operator==(const tracking_allocator& a, const tracking_allocator<U, OtherBase>& b) noexcept {
+        return a.base() == b.base();
+    }
+
+private:
+    [[no_unique_address]] Base base_{};
+};
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
+// ---- end stint/memory/tracking_allocator.hpp ----
+
+// ---- begin stint/memory/tracking_resource.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
+#define STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
+// A std::pmr::memory_resource that reports what it allocates and frees to a profile_memory session.
+
+#include <cstddef>          // std::size_t
+#include <memory_resource>  // std::pmr::memory_resource, std::pmr::get_default_resource
+#include <new>              // std::bad_alloc
+
+
+namespace stint {
+
+/// Forwards to `upstream` (the default resource unless said) and reports each allocation and
+/// deallocation as host memory; one relaxed load per call outside a profile_memory session. An upstream
+/// std::bad_alloc becomes an "[OutOfMemory]" event and a stint::out_of_memory.
+///
+///     stint::tracking_resource tracked;                    // over std::pmr::get_default_resource()
+///     std::pmr::vector<int> v(&tracked);
+///     std::pmr::monotonic_buffer_resource arena(&tracked);  // reports the arena's blocks
+class tracking_resource : public std::pmr::memory_resource {
+public:
+    explicit tracking_resource(std::pmr::memory_resource* upstream = std::pmr::get_default_resource()) noexcept
+        : upstream_(upstream) {}
+    [[nodiscard]] std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
+
+private:
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+        void* p = nullptr;
+        try {
+            p = upstream_->allocate(bytes, alignment);
+        } catch (const std::bad_alloc&) {
+            detail::report_oom_without_totals(bytes, {});
+            throw out_of_memory(bytes, {}, "stint::tracking_resource");
+        }
+        report_alloc(p, bytes);
+        return p;
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+        report_free(p, bytes);
+        upstream_->deallocate(p, bytes, alignment);
+    }
+    [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+
+    std::pmr::memory_resource* upstream_;
+};
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
+// ---- end stint/memory/tracking_resource.hpp ----
+
+// ---- begin stint/memory/global_new.hpp ----
+#ifndef STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
+#define STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
+// STINT_TRACK_GLOBAL_NEW(): the program's global operator new and delete, replaced by ones that report
+// to a profile_memory session. Opt-in, in exactly one translation unit.
+//
+// Why it is a macro and not automatic: a replacement operator new is an ordinary, non-inline
+// definition ([replacement.functions]: it must not be inline), so a header that defined it would
+// define it again in every translation unit that includes it, and the link fails; and a library must
+// not take the program's allocator over without being asked. Write the macro once, at namespace
+// scope, in one .cpp of the executable.
+
+#include <cstddef>  // std::size_t, std::max_align_t
+#include <cstdlib>  // std::malloc, std::aligned_alloc, std::free
+#include <new>      // std::nothrow_t, std::align_val_t, std::get_new_handler
+
+
+namespace stint::detail {
+
+// malloc for fundamental alignments, aligned_alloc (whose size must be a multiple of the alignment)
+// beyond; free releases both.
+inline void* allocate_from_system(std::size_t bytes, std::size_t alignment) noexcept {
+    if (bytes == 0) bytes = 1;
+    if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes);
+    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    return rounded < bytes ? nullptr : std::aligned_alloc(alignment, rounded);
+}
+
+/// operator new's contract: retry through the new-handler; with none, an [OutOfMemory] event and
+/// stint::out_of_memory (a std::bad_alloc).
+inline void* tracked_new(std::size_t bytes, std::size_t alignment) {
+    for (;;) {
+        if (void* p = allocate_from_system(bytes, alignment)) {
+            stint::report_alloc(p, bytes);
+            return p;
+        }
+        const std::new_handler handler = std::get_new_handler();
+        if (handler == nullptr) {
+            report_oom_without_totals(bytes, {});
+            throw stint::out_of_memory(bytes, {}, "STINT_TRACK_GLOBAL_NEW's operator new");
+        }
+        handler();
+    }
+}
+inline void* tracked_new_nothrow(std::size_t bytes, std::size_t alignment) noexcept {
+    try {
+        return tracked_new(bytes, alignment);
+    } catch (...) {
+        return nullptr;
+    }
+}
+// The free is reported before the block goes back: once freed, another thread may get the address.
+inline void tracked_delete(void* p) noexcept {
+    stint::report_free(p);
+    std::free(p);
+}
+inline void tracked_delete_sized(void* p, std::size_t bytes) noexcept {
+    stint::report_free(p, bytes);
+    std::free(p);
+}
+
+}  // namespace stint::detail
+
+/// Replaces the global operator new and delete (all sixteen forms) with ones that report to a
+/// profile_memory session. Put it in exactly one .cpp of the executable, at namespace scope:
+///
+///     #include <stint/stint.hpp>
+///     STINT_TRACK_GLOBAL_NEW();
+/// Compiled out (STINT_DISABLE) it replaces nothing: the program keeps its own operator new.
+#if defined(STINT_DISABLE)
+#define STINT_TRACK_GLOBAL_NEW() static_assert(true, "")
+#else
+// NOLINTBEGIN: the replacements must have exactly these signatures.
+#define STINT_TRACK_GLOBAL_NEW()                                                                               \
+    void* operator new(std::size_t n) { return ::stint::detail::tracked_new(n, 0); }                           \
+    void* operator new[](std::size_t n) { return ::stint::detail::tracked_new(n, 0); }                         \
+    void* operator new(std::size_t n, const std::nothrow_t&) noexcept {                                        \
+        return ::stint::detail::tracked_new_nothrow(n, 0);                                                     \
+    }                                                                                                          \
+    void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {                                      \
+        return ::stint::detail::tracked_new_nothrow(n, 0);                                                     \
+    }                                                                                                          \
+    void* operator new(std::size_t n, std::align_val_t a) {                                                    \
+        return ::stint::detail::tracked_new(n, static_cast<std::size_t>(a));                                   \
+    }                                                                                                          \
+    void* operator new[](std::size_t n, std::align_val_t a) {                                                  \
+        return ::stint::detail::tracked_new(n, static_cast<std::size_t>(a));                                   \
+    }                                                                                                          \
+    void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {                    \
+        return ::stint::detail::tracked_new_nothrow(n, static_cast<std::size_t>(a));                           \
+    }                                                                                                          \
+    void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {                  \
+        return ::stint::detail::tracked_new_nothrow(n, static_cast<std::size_t>(a));                           \
+    }                                                                                                          \
+    void operator delete(void* p) noexcept { ::stint::detail::tracked_delete(p); }                             \
+    void operator delete[](void* p) noexcept { ::stint::detail::tracked_delete(p); }                           \
+    void operator delete(void* p, std::size_t n) noexcept { ::stint::detail::tracked_delete_sized(p, n); }     \
+    void operator delete[](void* p, std::size_t n) noexcept { ::stint::detail::tracked_delete_sized(p, n); }   \
+    void operator delete(void* p, std::align_val_t) noexcept { ::stint::detail::tracked_delete(p); }           \
+    void operator delete[](void* p, std::align_val_t) noexcept { ::stint::detail::tracked_delete(p); }         \
+    void operator delete(void* p, std::size_t n, std::align_val_t) noexcept {                                  \
+        ::stint::detail::tracked_delete_sized(p, n);                                                           \
+    }                                                                                                          \
+    void operator delete[](void* p, std::size_t n, std::align_val_t) noexcept {                                \
+        ::stint::detail::tracked_delete_sized(p, n);                                                           \
+    }                                                                                                          \
+    void operator delete(void* p, const std::nothrow_t&) noexcept { ::stint::detail::tracked_delete(p); }      \
+    void operator delete[](void* p, const std::nothrow_t&) noexcept { ::stint::detail::tracked_delete(p); }    \
+    void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {                          \
+        ::stint::detail::tracked_delete(p);                                                                    \
+    }                                                                                                          \
+    void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {                        \
+        ::stint::detail::tracked_delete(p);                                                                    \
+    }                                                                                                          \
+    static_assert(true, "")
+// NOLINTEND
+#endif
+#endif  // STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
+// ---- end stint/memory/global_new.hpp ----
+
+// ---- begin stint/export/tensorboard.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
+#define STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
+// torch.profiler.tensorboard_trace_handler: an on_trace_ready callback that writes each schedule
+// window as `<dir>/<worker>.<ms since epoch>.pt.trace.json[.gz]`, the layout the TensorBoard profiler
+// plugin reads.
+
+#include <cstdint>       // std::int64_t
+#include <mutex>         // std::mutex
+#include <string>        // std::string
+#include <system_error>  // std::error_code
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The last time stamp a trace handler used in this process: each new file takes a later one, so
+/// two windows saved within one millisecond still get distinct names.
+struct trace_stamp_state {
+    std::mutex mutex;
+    std::int64_t last_ms = 0;
+};
+
+STINT_DETAIL_EXPORT inline trace_stamp_state& the_trace_stamp_state() {
+    static trace_stamp_state* const instance = new trace_stamp_state();
+    return *instance;
+}
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// Milliseconds since the Unix epoch, strictly greater than every earlier result in this process.
+STINT_DECL std::int64_t next_trace_stamp_ms();
+
+/// Makes `dir` and its missing parents (mkdir -p); an error when it is not a directory after.
+STINT_DECL std::error_code make_directories(const std::string& dir);
+
+/// Whether anything is at `path`.
+STINT_DECL bool path_exists(const std::string& path);
+
+/// The host's name ("localhost" when the OS does not say).
+STINT_DECL std::string current_host_name();
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// An `on_trace_ready` callback that writes each saved window into `dir` as
+/// `<worker_name>.<ms since epoch>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), the file
+/// layout of torch.profiler.tensorboard_trace_handler, which the TensorBoard profiler plugin reads.
+/// `dir` is created when a window is saved, if needed. `worker_name` defaults to
+/// `<host name>_<pid>`. File names never repeat within a process, even for two windows saved in
+/// the same millisecond, and a name already on disk is skipped.
+///
+///     stint::profiler<> prof({
+///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
+///         .on_trace_ready = stint::tensorboard_trace_handler("./log"),
+///     });
+class tensorboard_trace_handler {
+public:
+    /// Throws std::invalid_argument when `dir` is empty.
+    STINT_DECL explicit tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false);
+
+    /// Writes the profiler's current window (`prof.export_chrome_trace`) under a new name in the
+    /// directory. Throws std::system_error when the directory cannot be created or the file written.
+    template <class Profiler>
+    void operator()(Profiler& prof) const {
+        prof.export_chrome_trace(next_path());
+    }
+
+    /// A new file path in the directory, creating the directory if needed (what operator() writes to).
+    ///
+    ///     std::string path = handler.next_path();   // "./log/host_1234.1718000000000.pt.trace.json"
+    [[nodiscard]] STINT_DECL std::string next_path() const;
+
+    /// The directory the files go to.
+    [[nodiscard]] const std::string& dir() const noexcept { return dir_; }
+
+private:
+    std::string dir_;
+    std::string worker_name_;
+    bool use_gzip_;
+};
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
+// ---- end stint/export/tensorboard.hpp ----
+#endif  // STINT_SINGLE_STINT_STINT_HPP
+// ---- end stint/stint.hpp ----
+
+// ---- the session side's bodies, inline in a header-only build ----
+#if defined(STINT_HEADER_ONLY)
+
+// ---- begin stint/annotations/impl/region_counters.ipp ----
+#ifndef STINT_SINGLE_STINT_ANNOTATIONS_IMPL_REGION_COUNTERS_IPP
+#define STINT_SINGLE_STINT_ANNOTATIONS_IMPL_REGION_COUNTERS_IPP
+// The body of annotations/region_counters.hpp: a region kind's counters summed by name.
+
+
+#include <algorithm>  // std::find_if, std::sort
 
 
 // ---- begin stint/recording/registry.hpp ----
@@ -10587,49 +11472,6 @@ private:
 #include <string>   // std::string
 #include <vector>   // std::vector
 
-
-// ---- begin stint/recording/object_link.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
-#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
-// One object's link table: where its copies of stint's process-wide state are, the record that
-// <stint/this_object_link.hpp> exports from every object that records and that the registry's object
-// links (recording/object_links.hpp) read. Kept apart from object_links.hpp so that every file that
-// includes annotate.hpp reads only this struct, not the session side's <mutex>, <vector> and loader
-// headers.
-
-#include <atomic>   // std::atomic
-#include <cstdint>  // std::uint32_t, std::uint64_t
-
-
-#define STINT_DETAIL_LINK_CAT_(a, b) a##b
-#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
-#define STINT_DETAIL_LINK_STRING_(a) #a
-#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
-/// The C name of an object's link table: one per stint ABI, so two versions never link.
-#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-struct slow_path;             // recording/slow_path.hpp
-struct recording_hook_table;  // annotations/recording_hook.hpp
-struct capture_switches;      // capture/inputs.hpp
-
-/// Where one object's copies of the process-wide state are (the ones its own code reads).
-struct object_link {
-    std::uint32_t size;                              ///< sizeof(object_link) where it was compiled
-    std::atomic<std::uint32_t>* recording;           ///< recording/state.hpp
-    std::atomic<const slow_path*>* installed_path;   ///< recording/slow_path.hpp
-    recording_hook_table* hooks;                     ///< annotations/recording_hook.hpp
-    capture_switches* capture;                       ///< capture/inputs.hpp
-    std::atomic<std::uint32_t>* memory_state;        ///< memory/report.hpp
-    std::atomic<std::uint64_t>* next_point_id;       ///< annotations/detail/point_record.hpp
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
-// ---- end stint/recording/object_link.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -11359,3150 +12201,6 @@ STINT_DECL bool install_registry_slow_path() noexcept;
 #endif
 #endif  // STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
 // ---- end stint/recording/registry.hpp ----
-
-namespace stint::detail {
-
-/// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
-/// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
-STINT_DECL counter_value read_counter(const record_payload& payload) noexcept;
-
-/// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
-/// a flight recorder's dump of the last steps.
-STINT_DECL void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to);
-
-/// The records of one closed session, per thread buffer (a thread and a shared object), in the order
-/// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
-class record_store {
-public:
-    /// One buffer's records and what a drain reports of them.
-    struct thread_records {
-        const void* node = nullptr;    ///< which buffer it was (taken_records::node)
-        drained_thread counts;
-        chunk* chunks = nullptr;       ///< full chunks, linked by chunk::next
-        std::vector<std::byte> tail;   ///< the records of the chunk its owner kept writing into
-        std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
-        /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
-        std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
-        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name or
-                                       ///< a counter's value
-    };
-
-    record_store() = default;
-    record_store(const record_store&) = delete;
-    record_store& operator=(const record_store&) = delete;
-    record_store(record_store&& other) noexcept { *this = std::move(other); }
-    STINT_DECL record_store& operator=(record_store&& other) noexcept;
-    ~record_store() { release_all(); }
-
-    /// Takes one buffer's records (from registry::end_session) and counts them.
-    STINT_DECL void add(taken_records&& taken);
-
-    [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
-    [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
-
-    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
-    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
-    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
-    /// Buffers whose records `earlier` no longer holds (given back) are left out.
-    STINT_DECL void prepend(record_store&& earlier);
-
-    /// Records that become events, over all buffers.
-    [[nodiscard]] STINT_DECL std::uint64_t events() const noexcept;
-
-    /// Calls `on_record(record, payload)` for each of the buffer's records of the window (scopes that
-    /// ended after the stop belong to none), in the order the thread wrote them.
-    template <class OnRecord>
-    void for_each_record(const thread_records& t, OnRecord&& on_record) const {
-        const auto in_window = [&](const record& r, const record_payload& payload) {
-            if (r.end_ticks <= stop_ticks) on_record(r, payload);
-        };
-        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
-            stint::detail::for_each_record(c->data(), c->published.load(std::memory_order_acquire), in_window);
-        }
-        stint::detail::for_each_record(t.tail.data(), t.tail.data() + t.tail.size(), in_window);
-    }
-
-    /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
-    [[nodiscard]] STINT_DECL std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const;
-
-    /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
-    [[nodiscard]] STINT_DECL chunk* take_chunks(thread_records& t) noexcept;
-
-    /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
-    STINT_DECL void release(thread_records& t) noexcept;
-
-    std::uint64_t stop_ticks = 0;       ///< records that ended after it belong to no window
-    tick_calibration calibration;       ///< ticks to ns since the window's start
-    std::uint64_t late = 0;             ///< late records of earlier sessions found by this drain
-    std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
-    std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
-
-    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
-    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
-
-private:
-    STINT_DECL void release_all() noexcept;
-
-    std::vector<thread_records> threads_;
-    bool partly_released_ = false;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
-// ---- end stint/drain/record_store.hpp ----
-
-// ---- begin stint/drain/session.hpp ----
-#ifndef STINT_SINGLE_STINT_DRAIN_SESSION_HPP
-#define STINT_SINGLE_STINT_DRAIN_SESSION_HPP
-// One recording session from start to drain: the untemplated core behind stint::profiler.
-
-#include <cstddef>  // std::byte, std::size_t
-#include <cstdint>  // std::int64_t, std::uint32_t, std::uint64_t
-#include <span>  // std::span
-#include <string>  // std::string
-#include <string_view>  // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <vector>  // std::vector
-
-
-// ---- begin stint/capture/detail/input_decoding.hpp ----
-#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
-#define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
-// Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
-// and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
-
-#include <cstddef>  // std::byte, std::size_t
-#include <cstdint>  // std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
-#include <cstring>  // std::memcpy
-#include <span>  // std::span
-#include <string>  // std::string
-#include <string_view>  // std::string_view
-#include <vector>  // std::vector
-
-
-namespace stint::detail {
-
-// A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-class wire_reader {
-public:
-    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
-    [[nodiscard]] bool ok() const noexcept { return ok_; }
-    [[nodiscard]] bool has(std::size_t n) noexcept {
-        if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
-        return ok_;
-    }
-    std::uint8_t u8() noexcept {
-        if (!has(1)) return 0;
-        return static_cast<std::uint8_t>(*at_++);
-    }
-    std::uint16_t u16() noexcept { return read<std::uint16_t>(); }
-    template <class T>
-    T read() noexcept {
-        T v{};
-        if (!has(sizeof(T))) return v;
-        std::memcpy(&v, at_, sizeof(T));
-        at_ += sizeof(T);
-        return v;
-    }
-    std::string_view text(std::size_t n) noexcept {
-        if (!has(n)) return {};
-        std::string_view s(reinterpret_cast<const char*>(at_), n);
-        at_ += n;
-        return s;
-    }
-    STINT_DECL void int64s(std::vector<std::int64_t>& out, std::size_t n);
-    STINT_DECL void int32s(std::vector<std::int64_t>& out, std::size_t n);
-
-private:
-    const std::byte* at_;
-    const std::byte* end_;
-    bool ok_ = true;
-};
-
-// A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
-STINT_DECL tensor_identity read_identity(wire_reader& in, std::uint8_t flags);
-
-STINT_DECL bool decode_entry(wire_reader& in, op_input& out, bool in_list);
-
-/// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
-/// truncated.
-STINT_DECL op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux);
-
-/// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
-/// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-STINT_DECL void append_real(std::string& out, double d);
-
-STINT_DECL void append_scalar_value(std::string& out, const op_input& in, std::size_t i);
-
-/// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
-/// cut), a string's text, "" for tensors and absent inputs.
-STINT_DECL std::string concrete_text(const op_input& in);
-
-/// The "Input type" text of one input.
-STINT_DECL std::string type_text(const op_input& in);
-
-/// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-STINT_DECL void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
-// ---- end stint/capture/detail/input_decoding.hpp ----
-
-namespace stint::detail {
-
-inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
-    return static_cast<double>(to_ns - from_ns) / 1e3;
-}
-
-/// What a drain builds beyond the event tree (from the profiler's policies). The builders are pointers the
-/// profiler's config fills, so that a program emits them only where its config names their policy.
-struct drain_options {
-    event_list_builder::call_stack_builder call_stacks = nullptr;  ///< with_stack: &assign_call_stacks
-    event_list_builder::module_hierarchy_builder module_hierarchy = nullptr;  ///< with_modules: &assign_module_hierarchy
-    bool input_values = false;  ///< keep each op's inputs whole in event_args::inputs (an execution trace)
-    /// What joins device activity to the scopes (cuda_activities: &join_device_activity); needed when
-    /// build_events() is given a device capture.
-    void (*join_device)(event_list_builder& builder, device_capture& capture,
-                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
-                        thread_of_tid_ref thread_of_tid) = nullptr;
-};
-
-/// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).
-struct capture_options {
-    bool outputs = false;            ///< stint::record_outputs records (record_shapes, or an execution trace)
-    bool tensor_identities = false;  ///< tensors carry their identity (an execution trace)
-};
-
-/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
-/// (disable + drain + build), and the result.
-class session {
-public:
-    session() = default;
-    session(const session&) = delete;
-    session& operator=(const session&) = delete;
-    /// The buffers kept warm for this session's successors go back to the system with it.
-    STINT_DECL ~session();
-
-    /// Does the set-up that opening needs without recording anything: the process's tick calibration
-    /// (10 ms of spinning the first time), a first clock anchor (open() re-takes it), and
-    /// `reserve_bytes` of record buffers faulted in (at most the budget). Preparing twice does
-    /// nothing.
-    STINT_DECL void prepare(std::size_t budget_bytes, std::size_t reserve_bytes = 0);
-
-    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
-    void discard_preparation() noexcept { prepared_ = false; }
-
-    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
-
-    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
-    /// Throws std::logic_error if another session records in this process.
-    /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
-    /// records, only the device activity that close() is given.
-    /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
-    /// `capture`: what captured ops keep besides their inputs while it records.
-    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
-    /// `ring`: a flight recorder's session (records on within its budget; copy_records() reads it).
-    STINT_DECL void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-                         bool track_memory = false, capture_options capture = {}, bool streamed = false,
-                         ring_options ring = {});
-
-    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
-    /// The open session's recording state (registry::begin_session's), for a streaming writer.
-    [[nodiscard]] std::uint32_t recording_state() const noexcept { return state_; }
-    /// Ticks to ns since the open session's start, as measured when it opened.
-    [[nodiscard]] const tick_calibration& calibration() const noexcept { return calibration_; }
-
-    /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
-    void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
-
-    /// Closes the session and takes its records out of the thread buffers into `out` (built into events
-    /// later by build_events, or written by an exporter directly). Returns false (and changes nothing)
-    /// when the session was not open or a fork ended it. Fills stats() but for what only the event
-    /// list knows (number_of_events counts the records that become events).
-    STINT_DECL bool close_records(record_store& out);
-
-    /// A flight recorder's dump: copies the open session's records that ended since `from_ticks` into
-    /// `out` while the session records on (registry::copy_ring), on the session's clock with its rate
-    /// measured over the whole session so far. Each thread's records run until its copy was made: a
-    /// common end would cut off the newest records of the threads copied last, while their oldest
-    /// were being overwritten. False (and nothing copied) when no session records.
-    STINT_DECL bool copy_records(record_store& out, std::uint64_t from_ticks = 0);
-
-    /// Fills the counts of `stats` that a store of records gives before any event is built.
-    STINT_DECL static void count_records(const record_store& store, profiler_stats& stats) noexcept;
-
-    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
-    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
-    STINT_DECL bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
-                          device_capture* device = nullptr);
-
-    /// Turns a closed session's records into an event list whose ids start at `first_id` (each record's
-    /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
-    /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
-    /// with what only the event list knows.
-    STINT_DECL static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
-                                        const drain_options& options, device_capture* device, profiler_stats& stats);
-
-    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
-
-private:
-    // Flop formulas resolved once per site and session (a registry lookup takes a lock).
-    using flop_cache = std::unordered_map<const site*, flop_callable>;
-
-    // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
-    STINT_DECL static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes);
-
-    STINT_DECL static std::string_view runtime_name_of(const record_payload& payload) noexcept;
-
-    // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
-    // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
-    // `record_args`: the inputs are record_function's args.
-    STINT_DECL static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
-                                               std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
-                                               bool keep_values, bool record_args = false);
-
-    // record_outputs and add_args records waiting for the event around them (drain/impl/session.ipp).
-    class pending_attachments;
-
-    STINT_DECL static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache);
-
-    // A recording state the registry never hands out (its states have bit 0 set): a device-only session.
-    static constexpr std::uint32_t device_only_state = 2;
-
-    std::uint32_t state_ = 0;
-    bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
-    bool prepared_ = false;
-    bool keep_buffers_ = false;
-    double prepare_us_ = 0;
-    tick_calibration calibration_;
-    profiler_stats stats_;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_DRAIN_SESSION_HPP
-// ---- end stint/drain/session.hpp ----
-// What a dump writes, and what stint.hpp has always given through this header (tests use them).
-
-// ---- begin stint/export/chrome_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
-#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
-// Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
-// in memory, and it lands under its final name only when complete.
-
-#include <array>        // std::array
-#include <cstdint>      // std::int64_t, std::uint64_t
-#include <optional>     // std::optional
-#include <span>         // std::span
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <utility>      // std::pair
-#include <vector>       // std::vector
-
-
-// ---- begin stint/export/device_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
-#define STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
-// The device part of a Chrome trace, in Kineto's shape (design §4): where device events are drawn,
-// their args, the `ac2g` flows from each CUDA API call to the work it launched, the metadata of
-// devices and streams, and the device collection's report.
-
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::int32_t, std::int64_t, std::uint64_t
-#include <string>         // std::string
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <unordered_set>  // std::unordered_set
-#include <vector>         // std::vector
-
-
-// ---- begin stint/export/json_writer.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
-#define STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
-
-#include <array>        // std::array
-#include <concepts>     // std::integral, std::same_as
-#include <cstddef>      // std::size_t
-#include <cstdint>      // std::int64_t, std::uint64_t
-#include <cstring>      // std::memcpy
-#include <string_view>  // std::string_view
-#include <type_traits>  // std::is_signed_v
-
-#include <fmt/format.h>  // fmt::memory_buffer
-
-
-namespace stint::detail {
-
-// Bytes that go through a JSON string unchanged: printable ASCII except '"' and '\'.
-inline constexpr std::array<bool, 256> json_plain_byte = [] {
-    std::array<bool, 256> plain{};
-    for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = true;
-    plain['"'] = false;
-    plain['\\'] = false;
-    return plain;
-}();
-
-// Whether any of 8 bytes needs more than a copy (control, '"', backslash, non-ASCII); the usual
-// "has a byte less than n" bit tricks, exact for "any".
-constexpr bool json_special_in(std::uint64_t bytes) noexcept {
-    constexpr std::uint64_t ones = 0x0101010101010101ULL;
-    constexpr std::uint64_t highs = 0x8080808080808080ULL;
-    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
-    return ((bytes | ((bytes - ones * 0x20) & ~bytes)) & highs) != 0 ||
-           has_zero(bytes ^ (ones * '"')) != 0 || has_zero(bytes ^ (ones * '\\')) != 0;
-}
-
-/// Most bytes write_json_string can produce for `size` input bytes: no input byte becomes more than
-/// 6 output bytes (\u00XX; a UTF-8 sequence or U+FFFD never outgrows its input), plus the quotes.
-constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * size + 2; }
-
-namespace json_detail {
-// Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
-STINT_DECL char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept;
-}  // namespace json_detail
-
-/// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
-/// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
-/// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
-STINT_DECL char* write_json_string(char* o, std::string_view s) noexcept;
-
-/// Appends `s` escaped as write_json_string escapes it, without the quotes.
-STINT_DECL void append_json_escaped(fmt::memory_buffer& out, std::string_view s);
-
-/// Appends `s` as a quoted JSON string (see write_json_string).
-///     fmt::memory_buffer out;
-///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-STINT_DECL void append_json_string(fmt::memory_buffer& out, std::string_view s);
-
-/// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
-/// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
-STINT_DECL char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept;
-
-/// Writes a string literal's bytes (without its terminator) at `o`.
-template <std::size_t N>
-char* write_literal(char* o, const char (&text)[N]) noexcept {
-    std::memcpy(o, text, N - 1);
-    return o + N - 1;
-}
-
-/// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
-/// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
-/// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
-///     output_file file("trace.json");
-///     json_writer out(file);
-///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
-class json_writer {
-public:
-    /// Buffer size at which the buffer is handed to the sink.
-    static constexpr std::size_t flush_threshold = 64 * 1024;
-
-    /// Writes to memory only; read the text with buffered().
-    json_writer() = default;
-
-    /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
-    /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
-    template <class Sink>
-        requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
-    explicit json_writer(Sink& sink)
-        : sink_(&sink), write_([](void* target, std::string_view bytes) {
-              static_cast<Sink*>(target)->write(bytes);
-          }) {
-        buffer_.reserve(flush_threshold + flush_threshold / 4);
-    }
-
-    json_writer(const json_writer&) = delete;
-    json_writer& operator=(const json_writer&) = delete;
-
-    /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
-    STINT_DECL void raw(std::string_view text);
-
-    /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
-    STINT_DECL void string(std::string_view s);
-
-    /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
-    /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
-    /// that sequence replaced (write_json_string's rule, applied to each part alone).
-    ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
-    STINT_DECL void string_part(std::string_view s);
-
-    /// Appends an integer in decimal.
-    STINT_DECL void number(std::int64_t value);
-
-    /// Appends an unsigned integer in decimal.
-    STINT_DECL void number(std::uint64_t value);
-
-    /// Appends any other integer type (int, unsigned, long long …) in decimal.
-    template <std::integral Integer>
-        requires(!std::same_as<Integer, bool>)
-    void number(Integer value) {
-        if constexpr (std::is_signed_v<Integer>) {
-            number(static_cast<std::int64_t>(value));
-        } else {
-            number(static_cast<std::uint64_t>(value));
-        }
-    }
-
-    /// Appends the shortest decimal that reads back as `value`. JSON has no NaN or infinity, so
-    /// those are written as the strings "nan", "inf" and "-inf", as PyTorch's execution trace does.
-    STINT_DECL void number(double value);
-
-    /// Appends `true` or `false`.
-    void boolean(bool value) { raw(value ? "true" : "false"); }
-
-    /// Appends `null`.
-    void null() { raw("null"); }
-
-    /// Appends a nanosecond count as microseconds with exactly three decimals (write_microseconds).
-    void microseconds(std::int64_t nanoseconds) { finish(write_microseconds(extend(25), nanoseconds)); }
-
-    /// Room for `count` bytes to write directly (with write_* functions); end with commit(end).
-    /// One capacity check for a whole record instead of one per value.
-    char* reserve(std::size_t count) { return extend(count); }
-    /// Ends a write begun with reserve() at `end`.
-    void commit(char* end) { finish(end); }
-
-    /// Hands everything buffered to the sink. Without a sink, does nothing.
-    STINT_DECL void flush();
-
-    /// The text not yet handed to a sink: with no sink, all of it.
-    std::string_view buffered() const noexcept {
-        return std::string_view(buffer_.data(), buffer_.size());
-    }
-
-private:
-    // Grows the buffer by `count` bytes and returns where they start: one capacity check.
-    STINT_DECL char* extend(std::size_t count);
-
-    // Ends a write begun with extend() at `end`, giving back the room not used.
-    STINT_DECL void finish(char* end);
-
-    void flush_if_full() {
-        if (buffer_.size() >= flush_threshold) flush();
-    }
-
-    fmt::memory_buffer buffer_;
-    void* sink_ = nullptr;
-    void (*write_)(void*, std::string_view) = nullptr;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
-// ---- end stint/export/json_writer.hpp ----
-
-namespace stint::detail {
-
-/// Kineto's tid offset of a stream's sync row (output_json.h, kSyncStreamTidOffset): "Stream Sync"
-/// events are drawn there, so that they do not overlap the kernels of their stream.
-inline constexpr std::uint64_t sync_row_tid_offset = 1'000'000;
-/// CUPTI's stream id of a record that applies to no stream (CUPTI_SYNCHRONIZATION_INVALID_VALUE).
-inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
-/// Kineto's process_sort_index of GPU n is n + this (kExceedMaxPid): GPUs below the host processes.
-inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
-
-/// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
-STINT_DECL bool on_sync_row(const event_list& events, const event& e) noexcept;
-
-/// The tid of a device track: its stream id; 1 for work on no stream, as Kineto writes it (its -1,
-/// made positive).
-inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
-    return track.os_tid == cupti_no_stream ? 1 : track.os_tid;
-}
-
-/// Writes the device events of one event list: built once per trace, then asked per event.
-///
-/// Device tracks go on `pid` = device index and `tid` = stream, as Kineto writes them. A host process
-/// whose pid is below 16 (pid 1 in a container) then shares its pid with a GPU, and viewers merge the
-/// two; Kineto has the same collision, and tools group device work by that pid, so it is kept.
-///
-///     device_trace device(events, pid);
-///     device.write_metadata(out, "stint");  // inside traceEvents
-///     device.write_args(out, kernel);       // after "args": {
-///     device.write_flows(out, kernel);      // after the kernel's event
-class device_trace {
-public:
-    /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
-    /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
-    STINT_DECL device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
-                            std::uint64_t flow_id_base = 0);
-
-    /// ", "pid": P, "tid": T, "ts": " of the row an event is drawn on.
-    [[nodiscard]] const std::string& where(const event& e) const noexcept {
-        return e.on_device() && on_sync_row(events_, e) ? sync_where_[e.thread] : where_[e.thread];
-    }
-
-    /// Kineto's metadata of the devices and streams that events were drawn on: per device
-    /// process_name, process_labels "GPU <n>", process_sort_index n + 5000000; per stream thread_name
-    /// "stream <id> " (Kineto's "stream {} {}" with an empty postfix) and thread_sort_index <id>; a
-    /// sync row "stream <id> (sync)"; work on no stream "Device <n>" (sort index -1).
-    STINT_DECL void write_metadata(json_writer& out, std::string_view process_name) const;
-
-    /// The args of a device event or CUDA API call, in Kineto's names and order, written after
-    /// "args": {. "External id" is the launcher's id, left out when none was recorded (Kineto PR
-    /// #1001: an id of its own would link it to an unrelated op) and when it is 0, which the launcher
-    /// does not write either.
-    STINT_DECL void write_args(json_writer& out, const event& e) const;
-
-    /// Kineto's `ac2g` flow from the API call that launched device event `e` to `e`: "s" on the call
-    /// at its start, "f" with "bp": "e" on `e` at its start. Nothing when no recorded call shares its
-    /// correlation.
-    STINT_DECL void write_flows(json_writer& out, const event& e);
-
-private:
-    [[nodiscard]] std::int64_t device_pid(std::int32_t index) const noexcept {
-        return static_cast<std::int64_t>(device_pid_base_) + index;
-    }
-    STINT_DECL static std::string where_text(std::int64_t pid, std::uint64_t tid);
-    STINT_DECL static std::string where_text(std::uint64_t pid, std::uint64_t tid);
-
-    STINT_DECL const device_properties* properties(std::int32_t index) const noexcept;
-
-    STINT_DECL static void write_triple(json_writer& out, const std::int32_t (&values)[3]);
-
-    STINT_DECL static void write_thread(json_writer& out, std::int64_t pid, std::uint64_t tid, const std::string& name,
-                                        std::int64_t sort_index);
-
-    const event_list& events_;
-    std::uint64_t device_pid_base_ = 0;
-    std::uint64_t flow_id_base_ = 0;
-    std::vector<std::string> where_;       // per track: its pid and tid
-    std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
-    std::vector<bool> drawn_;              // per track: device events drawn on it
-    std::vector<bool> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
-    std::unordered_map<std::uint32_t, event_index> api_call_;  // correlation -> its API call
-    std::unordered_set<std::uint32_t> flowed_;  // correlations whose id a flow has taken
-    std::uint64_t max_correlation_ = 0;
-    std::uint64_t next_flow_id_ = 1;
-};
-
-/// Kineto's "deviceProperties" entries (DeviceProperties.cpp keys), written inside the array.
-STINT_DECL void write_device_properties(json_writer& out, const std::vector<device_properties>& devices);
-
-/// The "device" object of the "stint" block: the collection's status and every loss counter by name.
-STINT_DECL void write_device_report(json_writer& out, const device_report& report);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
-// ---- end stint/export/device_trace.hpp ----
-
-// ---- begin stint/export/trace_time.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
-#define STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
-// The times a Chrome trace writes, chosen so that viewers nest events as the program ran.
-//
-// A trace holds "ts" and "dur" in microseconds; viewers read both as doubles and draw an event's end
-// at ts + dur, some (speedscope) after subtracting the thread's first ts from every ts. Written as
-// exact decimals, 8439.165 + 0.010 is 8439.175000000001 in IEEE double, past 8439.175, the end of the
-// parent that ends in the same nanosecond: the viewer then sees a child that outlives its parent. So
-// "ts" stays exact, and "dur" is the double (in its shortest round-trip form) that makes both sums
-// land on the double nearest end_ns / 1000: equal integer ends read back equal, and ordered ends
-// stay ordered. It moves no time by more than a few units in the last place (far below 1 ns).
-
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::int64_t
-#include <limits>         // std::numeric_limits
-#include <unordered_map>  // std::unordered_map
-#include <vector>         // std::vector
-
-
-namespace stint::detail {
-
-/// A nanosecond count as the double a viewer reads from its microsecond text: ns / 1000 correctly
-/// rounded, which is what strtod or JSON.parse make of "1234.567" (exact for |ns| < 2^53).
-inline double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
-
-/// Where viewers draw an event's end: ts + dur as written (plain), and after subtracting the thread's
-/// first ts from ts (shifted, as speedscope does before adding dur).
-struct trace_end {
-    double plain = std::numeric_limits<double>::infinity();
-    double shifted = std::numeric_limits<double>::infinity();
-};
-
-/// The "dur" of one event: the double to write, whether the three-decimal text of the integer
-/// duration reads back as it, and the ends it gives.
-struct trace_duration {
-    double value = 0;
-    bool three_decimals = true;
-    trace_end end;
-};
-
-namespace trace_time_detail {
-
-// The largest d >= 0 with s + d <= cap in double (0 when s > cap): a binary search over the bit
-// patterns of non-negative doubles, which are ordered as the values are. The answer is within a few
-// units in the last place of cap - s, so the search starts from that neighbourhood.
-STINT_DECL double largest_addend(double s, double cap) noexcept;
-
-}  // namespace trace_time_detail
-
-/// Chooses the "dur" of an event [start_ns, end_ns] on a thread whose first complete event starts at
-/// `origin` (µs, as read back). Aims at ends equal to the doubles nearest end_ns / 1000 (plain) and
-/// that minus origin (shifted), never above `cap` (the parent's ends, when it ends in the same
-/// nanosecond). Where no double reaches those ends (ts + dur then lands exactly half-way between two
-/// doubles, and the tie rounds away), it takes the largest dur whose ends stay at or below them.
-///     trace_duration d = choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
-///     // 8439.165 + d.value == 8439.175 as doubles; d.three_decimals is false
-STINT_DECL trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
-                                                trace_end cap) noexcept;
-
-/// Writes a duration chosen by choose_trace_duration: three decimals when they read back as its
-/// value, else the value's shortest round-trip form. Needs 25 bytes of room.
-STINT_DECL char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept;
-
-/// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
-/// stream's sync row), and the ends of events that others end with (a child that ends in its
-/// parent's nanosecond is held at or below the parent's ends).
-///     trace_timeline timeline(events);
-///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
-class trace_timeline {
-public:
-    STINT_DECL explicit trace_timeline(const event_list& events);
-
-    /// The "dur" of events[i], a complete event.
-    trace_duration duration(event_index i) { return choose(i, cap_of(i)); }
-
-private:
-    STINT_DECL trace_duration choose(event_index i, trace_end cap) const;
-
-    // The row a viewer draws an event on: its thread or device stream, or that stream's sync row
-    // (device_trace.hpp), each with its own origin.
-    STINT_DECL std::size_t row(const event& e) const noexcept;
-
-    // The parent's ends when it ends in the same nanosecond as events[i]; no bound otherwise. Ends
-    // of such parents are kept, computed down each chain of equal ends from its top, so the order of
-    // the list does not matter.
-    STINT_DECL trace_end cap_of(event_index i);
-
-    const event_list& events_;
-    std::vector<double> origins_;
-    std::unordered_map<event_index, trace_end> decided_;
-    std::vector<event_index> chain_;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
-// ---- end stint/export/trace_time.hpp ----
-
-namespace stint::detail {
-
-/// What a trace carries besides the events.
-struct chrome_trace_info {
-    std::uint64_t pid = 0;
-    std::uint64_t truncated_names = 0;
-    /// The process's name in viewers, and its place among processes (its pid when not said).
-    std::string process_name = "stint";
-    std::optional<std::int64_t> sort_index{};
-    /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
-    /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
-    std::uint64_t device_pid_base = 0;
-    /// Added to every flow's and async span's id (ids wrap): a job's trace keeps each rank's apart.
-    std::uint64_t flow_id_base = 0;
-    /// Top-level keys in insertion order; values are JSON text already validated.
-    std::vector<std::pair<std::string, std::string>> metadata_json;
-};
-
-/// The keys one side of an op's values is written under.
-struct value_keys {
-    std::string_view dims, strides, types, concrete, truncated;
-};
-inline constexpr value_keys input_keys{", \"Input Dims\": ", ", \"Input Strides\": ", ", \"Input type\": ",
-                                       ", \"Concrete Inputs\": ", ", \"Inputs truncated\": true"};
-inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strides\": ", ", \"Output type\": ",
-                                        ", \"Concrete Outputs\": ", ""};
-
-/// Captured values as Kineto writes an op's inputs: dims (a TensorList nests one list per tensor),
-/// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
-/// capture hit a bound.
-STINT_DECL void write_values(json_writer& out, const event_args& args, const value_keys& keys);
-
-/// The keys an event's "args" may hold besides stint::add_args' names: a named arg called so is written
-/// as "<name> (arg)" (a JSON object's keys must be unique).
-inline constexpr std::array<std::string_view, 15> event_arg_keys{
-    "External id",        "Record function id", "Input Dims",      "Input Strides",    "Input type",
-    "Concrete Inputs",    "Inputs truncated",   "Output Dims",     "Output Strides",   "Output type",
-    "Concrete Outputs",   "Module Hierarchy",   "Call stack",      "Args truncated",   "Source Location",
-};
-
-/// stint::add_args' arguments, each `, "name": value`, then "Args truncated": true when a call gave more
-/// than its record held.
-STINT_DECL void write_named_args(json_writer& out, const event_args& args);
-
-/// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
-/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
-/// stint::add_args' arguments.
-STINT_DECL void write_event_args(json_writer& out, const event_args& args);
-
-/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
-/// unique).
-inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
-    "schemaVersion", "deviceProperties", "stint",           "WARNING",
-    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
-};
-
-STINT_DECL bool is_reserved_trace_key(std::string_view key) noexcept;
-
-/// A [memory] or [OutOfMemory] event's args in Kineto's names and order (an OOM has no "Addr").
-STINT_DECL void write_memory_args(json_writer& out, const event& e, const memory_record& memory);
-
-/// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
-STINT_DECL void write_memory_summary(json_writer& out, std::uint64_t dropped, std::span<const memory_peak> peaks);
-
-/// What a trace's head says besides the events: the session's counts and summaries, and its threads.
-struct chrome_trace_head {
-    std::uint64_t recorded = 0;
-    std::uint64_t dropped = 0;
-    std::uint64_t late = 0;
-    const device_report* device = nullptr;
-    std::uint64_t memory_dropped = 0;
-    std::span<const memory_peak> memory_peaks;
-    std::span<const thread_info> threads;
-    bool no_events = false;
-    /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
-    std::optional<std::uint64_t> values_not_streamed;
-    /// Flow and async span points without a partner.
-    unmatched_points unmatched = {};
-
-    STINT_DECL static chrome_trace_head of(const event_list& events) noexcept;
-};
-
-/// Writes the trace's top-level keys but traceEvents and the closing ones (write_trace_end), each line
-/// ending in ",\n": deviceProperties, the metadata, the "stint" block, and a WARNING when there are no
-/// events.
-STINT_DECL void write_trace_keys(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
-
-/// The "stint" block: stint's version, what the session recorded, and every count of what it lost
-/// (dropped records, device and memory losses, unmatched points), in total and per thread.
-STINT_DECL void write_stint_block(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
-
-/// The process's metadata events (process_name, process_sort_index), the first elements of
-/// traceEvents when `first` (no comma before them).
-STINT_DECL void write_process_metadata(json_writer& out, const chrome_trace_info& info, bool first);
-
-/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
-STINT_DECL void write_trace_events_opening(json_writer& out, const chrome_trace_info& info);
-
-/// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
-STINT_DECL void write_thread_metadata(json_writer& out, std::span<const thread_info> threads,
-                                      const chrome_trace_info& info);
-
-/// Writes a trace's head: the top-level keys, the "stint" block, and the opening of traceEvents with
-/// the process's and threads' metadata events. Events follow, each starting with ",\n".
-STINT_DECL void write_trace_head(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
-
-/// Writes the trace's closing keys, after traceEvents has been closed.
-STINT_DECL void write_trace_closing_keys(json_writer& out, std::int64_t base_time_ns);
-
-/// Writes a trace's end after its events.
-STINT_DECL void write_trace_end(json_writer& out, std::int64_t base_time_ns);
-
-/// Writes a flow's or async span's point as Chrome writes them: a flow's begin "s" and end "f" (with
-/// "bp": "e", so that both bind to the slice enclosing them on their thread), an async span's "b" and
-/// "e" (drawn on a track of their own). `where` is `, "pid": P, "tid": T, "ts": `. Ids beyond 2^53 are
-/// written as hex strings, which JavaScript viewers keep exact.
-STINT_DECL void write_point(json_writer& out, event_kind kind, std::string_view name, std::uint64_t id,
-                            std::string_view where, std::int64_t ts_ns);
-
-/// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
-/// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
-/// `, "pid": P, "tid": T, "ts": `. JSON has no NaN or infinity and a counter track plots only numbers:
-/// an infinity is written as the largest finite double of its sign, a NaN sample is left out (the track
-/// keeps its previous value); each is counted in `not_finite`, which write_not_finite_note reports.
-STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value,
-                                     std::string_view where, std::int64_t ts_ns, std::uint64_t& not_finite);
-
-/// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
-/// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
-STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
-/// A global instant ("s": "g", drawn across the whole timeline) named "stint: <count> <what>", so that the
-/// trace itself says what it lacks. `what` is written as it is: constant text with nothing to escape.
-STINT_DECL void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
-                                  std::int64_t ts_ns);
-
-/// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
-/// then its events, each element after a ",\n" (but the very first of the array, when `first`).
-/// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
-STINT_DECL void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
-                                   bool first);
-
-/// write_chrome_trace's body: the whole trace of `events`, through `out` (flushed at its end).
-STINT_DECL void write_chrome_trace_to(json_writer& out, const event_list& events, const chrome_trace_info& info);
-
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
-    json_writer out(sink);
-    write_chrome_trace_to(out, events, info);
-}
-
-/// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
-/// place; throws std::system_error naming the path and the OS reason.
-STINT_DECL void write_chrome_trace_file(const std::string& path, const event_list& events,
-                                        const chrome_trace_info& info);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
-// ---- end stint/export/chrome_trace.hpp ----
-// The flight recorder's crash dump (flight_recorder_options::crash_dump_path) and its public
-// check_crash_handlers(), which stint.hpp gives through this header.
-
-// ---- begin stint/profiler/crash_dump.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-// A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
-// and from std::terminate, the raw records of every thread and the table of the sites they point to are
-// written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
-// everything it uses was allocated at install (the path, a write buffer, the site set); it calls no
-// stdio, allocates nothing and takes no lock: open, write, close.
-//
-// What a dump holds while other threads keep running (they do: a signal stops only its own thread):
-// - The ring stands still while it is copied: no thread overwrites or hands over a chunk until the
-//   dump is written (a thread that would need one drops its records, counted as drops); appending to a
-//   thread's current chunk goes on, and only what was published is copied. A thread caught holding its
-//   ring lock for 100 ms (crashed while overwriting a chunk) has its records left out, and said so.
-// - It is a snapshot at the crash: the crash's tick is read first, then every thread's open scopes,
-//   then the records; records that ended after the crash tick are left out and counted, so every scope
-//   drawn ends at or before the crash, and an open scope (drawn ending at the crash) holds its children.
-// - Two threads crashing at once write one dump: the second waits (up to 60 s) for the first to finish
-//   before its own fault ends the process. A fault inside the handler leaves the file cut short.
-// - A forked child does not write: its session ended at the fork (recording/registry.hpp), and the file
-//   is the parent's.
-// - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
-//   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
-// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
-// into a trace.
-//
-// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
-// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
-//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
-//     time); entries that began after the crash tick are stale;
-// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
-// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
-// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
-//     the records were left out because its ring lock was held);
-// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
-//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
-// 'E' the end: a file without it was cut short.
-
-#include <array>      // std::array
-#include <atomic>     // std::atomic
-#include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
-#include <cstddef>    // std::size_t, std::byte
-#include <cstdint>    // std::int64_t, std::uint8_t, std::uint64_t
-#include <exception>  // std::terminate_handler
-#include <string>     // std::string
-#include <vector>     // std::vector
-
-
-namespace stint::detail {
-
-/// The process's crash dump writer: at most one installed (one flight recorder records at a time).
-class crash_dump {
-public:
-    static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-
-    /// Installs the handlers, checking now that `path` can be written (a file made there and removed). A
-    /// relative path is taken against the working directory now, not at the crash (a daemon may chdir).
-    /// Throws std::system_error when it cannot, std::logic_error when another is installed.
-    STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
-
-    /// The signals whose handler is no longer stint's (another crash handler installed over it), and
-    /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
-    STINT_DECL static std::vector<std::string> overridden();
-
-    /// Puts the previous handlers back where stint's are still installed (a handler installed over
-    /// stint's stays, and overridden() named it).
-    STINT_DECL static void uninstall() noexcept;
-
-    /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
-    /// A second thread that calls it while the first writes waits for the dump to be complete.
-    STINT_DECL static void write_now(int sig) noexcept;
-
-    /// The path the dump goes to, made absolute at install (empty when none is installed).
-    STINT_DECL static std::string path();
-
-    /// How long a crashing thread waits for another's dump to finish, and for a thread's ring lock.
-    static constexpr std::int64_t wait_for_writer_ns = 60'000'000'000;
-    static constexpr std::int64_t wait_for_ring_lock_ns = 100'000'000;
-
-private:
-    static constexpr std::size_t buffer_bytes = 64 * 1024;
-    static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
-
-    STINT_DECL static crash_dump& instance() noexcept;
-    crash_dump() = default;
-
-    STINT_DECL static void on_signal(int sig, siginfo_t* info, void* context);
-    STINT_DECL static void on_terminate();
-
-    /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
-    /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
-    STINT_DECL static void chain(int sig, siginfo_t* info, void* context);
-
-    // --- the writer: fixed buffers only ---
-    STINT_DECL void put(const void* data, std::size_t size) noexcept;
-    template <class T>
-    void put_value(T value) noexcept {
-        put(&value, sizeof value);
-    }
-    STINT_DECL void flush() noexcept;
-    /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
-    STINT_DECL void note_site(const site* where) noexcept;
-    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
-    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
-
-    STINT_DECL void write_file(int sig) noexcept;
-    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
-    STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
-                                  std::uint64_t& written, std::uint64_t& after_crash) noexcept;
-
-    /// writer_: none yet, the tid of the thread writing, or done.
-    static constexpr std::uint64_t dump_done = ~std::uint64_t{0};
-
-    std::atomic<bool> installed_{false};
-    std::atomic<std::uint64_t> writer_{0};
-    std::vector<char> path_;
-    std::vector<std::byte> buffer_;
-    std::vector<const site*> sites_;
-    std::size_t used_ = 0;
-    int fd_ = -1;
-    std::uint64_t pid_ = 0;
-    tick_calibration calibration_;
-    std::array<struct sigaction, signals.size()> previous_{};
-    std::terminate_handler previous_terminate_ = nullptr;
-};
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Whether another crash handler was installed over a flight recorder's crash dump (signals or
-/// std::terminate): one line per handler replaced, empty when stint's are all in place.
-///
-///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
-STINT_DECL std::vector<std::string> check_crash_handlers();
-
-}  // namespace stint
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-// ---- end stint/profiler/crash_dump.hpp ----
-
-// ---- begin stint/profiler/flight_session.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
-#define STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
-// The flight recorder as the profiler's core sees it while it records, and what the core offers the
-// recorder in turn. The code behind it is reached only through the table a flight_recorder_options points
-// to (profiler/flight_recorder_options.hpp).
-
-#include <atomic>   // std::atomic
-#include <cstddef>  // std::size_t
-#include <cstdint>  // std::int64_t, std::uint64_t
-#include <optional> // std::optional
-#include <string>   // std::string
-
-
-namespace stint {
-class event_list;  // analysis/event_list.hpp
-}  // namespace stint
-
-namespace stint::detail {
-
-class record_store;        // drain/record_store.hpp
-class session;             // drain/session.hpp
-struct chrome_trace_info;  // export/chrome_trace.hpp
-
-/// What a flight recorder asks of the profiler that runs it.
-class flight_host {
-public:
-    /// Records built into events as the profiler's config drains them; the names cut short, counted.
-    virtual void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const = 0;
-    /// What the profiler's traces carry besides events.
-    [[nodiscard]] virtual chrome_trace_info trace_info(std::uint64_t truncated_names) const = 0;
-    /// From the hang watchdog's thread: no step() came for the hang timeout. The profiler takes its lock
-    /// (giving up when `stopping` is set) and calls flight_session::dump_hang.
-    virtual void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) = 0;
-
-protected:
-    flight_host() = default;
-    flight_host(const flight_host&) = default;
-    flight_host& operator=(const flight_host&) = default;
-    ~flight_host() = default;
-};
-
-/// What a flight recorder's last window adds to the exports after stop(): the "flightRecorder" metadata of
-/// a Chrome trace, and the losses a Perfetto trace shows.
-struct flight_window_summary {
-    std::string json;
-    perfetto_trace_info perfetto;
-};
-
-/// A flight recorder from start() to stop(), as the profiler's core holds it: the flight_mode its
-/// options' code opened (profiler/flight_recorder.hpp), called through that code. The core calls it under
-/// its lock.
-class flight_session {
-public:
-    flight_session(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
-                   bool shapes, std::int64_t step, flight_host& host)
-        : code_(options.code), mode_(code_->open(options, ring, reserve_bytes, memory, shapes, step, host)) {}
-    ~flight_session() { code_->destroy(mode_); }
-    flight_session(const flight_session&) = delete;
-    flight_session& operator=(const flight_session&) = delete;
-
-    /// A step ended and `step_num` began: a slow step's dump, written (nullopt: none due). A dump that
-    /// fails is a warning: the program's step must not fail for it.
-    std::optional<flight_dump> observe_step(std::int64_t step_num) { return code_->observe_step(*mode_, step_num); }
-    /// The ring's window, written now while recording continues (prof.dump(path)).
-    flight_dump dump(const std::string& path) { return code_->dump(*mode_, path); }
-    /// The watchdog saw no step() for `silent_ns` during `step`: the whole ring, with the scopes still open.
-    flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns) { return code_->dump_hang(*mode_, step, silent_ns); }
-    /// Before the ring is drained: the watchdog joined, the crash dump uninstalled.
-    void finish() noexcept { code_->finish(*mode_); }
-    /// The window that stop() drained out of the ring (`records`).
-    [[nodiscard]] flight_window_summary summary(const record_store& records) const {
-        return code_->summary(*mode_, records);
-    }
-
-private:
-    const flight_recorder_code* code_;
-    flight_mode* mode_;
-};
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
-// ---- end stint/profiler/flight_session.hpp ----
-
-// ---- begin stint/profiler/running_flight_recorder.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
-#define STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
-// The flight recorder that records now, as a process-wide slot (a dump asked from outside reaches it), and
-// the trace formats a dump writes, by a path's ending: what the profiler's core and the on-demand server
-// need of the flight recorder without its code (profiler/flight_recorder.hpp).
-
-#include <mutex>        // std::mutex
-#include <optional>     // std::optional
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-
-
-namespace stint::detail {
-
-/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
-/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
-/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
-class running_flight_recorder {
-public:
-    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
-
-    STINT_DECL void set(void* profiler, dump_function dumper);
-    /// Waits for a dump of `profiler` in progress.
-    STINT_DECL void clear(const void* profiler) noexcept;
-    /// Dumps the running flight recorder to `path`; nullopt when none records.
-    STINT_DECL std::optional<flight_dump> dump(const std::string& path);
-
-private:
-    std::mutex mutex_;
-    void* profiler_ = nullptr;
-    dump_function dump_ = nullptr;
-};
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
-/// profiler may stop during exit.
-STINT_DECL STINT_DETAIL_EXPORT running_flight_recorder& the_running_flight_recorder();
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The kinds of trace a dump writes, by the path's ending.
-enum class dump_format { chrome, perfetto };
-STINT_DECL std::optional<dump_format> dump_format_of(std::string_view path) noexcept;
-STINT_DECL void require_dump_format(std::string_view call, std::string_view path);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
-// ---- end stint/profiler/running_flight_recorder.hpp ----
-
-namespace stint::detail {
-
-/// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
-/// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
-/// so that its decisions are tested exactly.
-class slow_step_detector {
-public:
-    static constexpr std::size_t window = 101;   ///< steps the median is taken over
-    static constexpr std::size_t min_steps = 8;  ///< steps seen before any is called slow
-
-    slow_step_detector() = default;
-    STINT_DECL slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns);
-
-    /// One step of `duration_ns` that ended at `now_ns`: true when it is slow and a dump is due.
-    STINT_DECL bool observe(std::int64_t duration_ns, std::int64_t now_ns);
-
-    /// The median of the steps seen (the last `window`), 0 before any.
-    [[nodiscard]] STINT_DECL std::int64_t median_ns();
-
-private:
-    double factor_ = 0;
-    std::int64_t min_ns_ = 0;
-    std::int64_t interval_ns_ = 0;
-    std::vector<std::int64_t> durations_;
-    std::vector<std::int64_t> scratch_;
-    std::size_t next_ = 0;
-    std::optional<std::int64_t> last_fired_ns_;
-};
-
-/// A flight recorder's steps while it records: when the last began, the beginnings of the last
-/// `slow_step.steps`, the detector, and the dumps the trigger wrote.
-/// A dump's window: why it was written, the times it spans, and what each thread lost before it.
-struct flight_window {
-    struct thread {
-        std::uint64_t os_tid = 0;
-        std::string name;
-        std::uint64_t overwritten = 0;
-        /// From when the thread's records are complete (ns on the trace's clock): the latest end among
-        /// its overwritten records, or the window's start. Every event that began after it is kept.
-        std::int64_t complete_from_ns = 0;
-    };
-    std::string trigger;  ///< "request", "slow step", "hang", "stop"
-    std::int64_t from_ns = 0;
-    std::int64_t to_ns = 0;
-    std::uint64_t overwritten = 0;
-    std::vector<thread> threads;
-    std::string detail;  ///< a line about the trigger (the slow step's time and the median)
-    /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
-    /// first on each thread; `depth` is the scope's nesting depth on its thread.
-    struct open_scope {
-        std::uint64_t os_tid = 0;
-        std::string thread_name;  ///< a thread with no record in the window is named only here
-        std::string name;
-        std::int64_t start_ns = 0;
-        std::uint32_t depth = 0;
-    };
-    std::vector<open_scope> open_scopes;
-    /// Each thread's newest record in the window: where it was last seen (a hang's dump).
-    struct last_seen {
-        std::uint64_t os_tid = 0;
-        std::string name;
-        std::int64_t end_ns = 0;
-    };
-    std::vector<last_seen> last_records;
-
-    /// Notes each thread's newest event of `events` as where it was last seen.
-    STINT_DECL void note_last_records(const event_list& events);
-
-    /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
-    STINT_DECL static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger);
-
-    /// The trace's "flightRecorder" metadata: every loss shown, per thread.
-    [[nodiscard]] STINT_DECL std::string json() const;
-
-    /// The same as lines above the table.
-    [[nodiscard]] STINT_DECL std::string text() const;
-
-    [[nodiscard]] STINT_DECL perfetto_trace_info perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const;
-};
-
-/// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
-/// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
-/// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
-class hang_watchdog {
-public:
-    using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
-    STINT_DECL hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang);
-    STINT_DECL ~hang_watchdog();
-    hang_watchdog(const hang_watchdog&) = delete;
-    hang_watchdog& operator=(const hang_watchdog&) = delete;
-
-    /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
-    STINT_DECL void note_step(std::int64_t step) noexcept;
-
-private:
-    STINT_DECL void run();
-
-    std::int64_t timeout_ns_;
-    callback on_hang_;
-    std::atomic<std::int64_t> last_step_ns_{0};
-    std::atomic<std::int64_t> step_{0};
-    std::atomic<bool> stopping_{false};
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::thread thread_;
-};
-
-/// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
-/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called,
-/// and writes it: a copy of the ring, built into events and given the metadata by the profiler (its host).
-class flight_mode {
-public:
-    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
-    /// flags say what else the profiler's options ask for.
-    STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
-                                         bool accumulate_events, bool execution_trace);
-
-    /// Opens the ring's session on `ring` (a budget that cannot hold a chunk per thread, or a dump
-    /// directory that cannot be written, is refused now rather than when a dump is due), installs the
-    /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
-    STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
-                           bool memory, bool shapes, std::int64_t step, flight_host& host);
-    /// finish() if not done yet.
-    STINT_DECL ~flight_mode();
-    flight_mode(const flight_mode&) = delete;
-    flight_mode& operator=(const flight_mode&) = delete;
-
-    /// A step ended and `step_num` began: noted for the last-steps window; a slow step writes the steps
-    /// the trigger keeps, then that step begins anew, so that the dump's own time is never a step's (it
-    /// would make the next step slow, and its dump the next: a dump per step for good).
-    STINT_DECL std::optional<flight_dump> observe_step(std::int64_t step_num);
-    STINT_DECL flight_dump dump(const std::string& path);
-    /// The whole ring, with every thread's open scopes as the threads noted them.
-    STINT_DECL flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns);
-    /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
-    /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
-    STINT_DECL void finish() noexcept;
-    [[nodiscard]] STINT_DECL flight_window_summary summary(const record_store& records) const;
-
-private:
-    /// A dump a trigger or a request asks for.
-    struct dump_request {
-        std::string path;
-        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
-        std::string trigger;           ///< "request", "slow step", "hang"
-        std::string why;
-        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
-    };
-    /// Copies the ring's records that ended since the request's `from_ticks` (0: all) and writes them.
-    STINT_DECL flight_dump write(dump_request request);
-
-    flight_recorder_options options_;
-    session& ring_;
-    flight_host& host_;
-    slow_step_detector detector_;
-    std::int64_t last_step_ns_;
-    std::uint64_t last_step_ticks_;
-    std::deque<std::uint64_t> begins_;  // the kept steps' first ticks
-    std::unique_ptr<hang_watchdog> watchdog_;
-    bool crash_dump_installed_ = false;
-};
-
-/// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
-/// ("x.pt.trace.json" -> "x.pt.trace.txt").
-STINT_DECL std::string table_path_for(std::string_view path);
-
-/// Refuses a dump directory that cannot be written, when the mode starts rather than when a dump is due:
-/// a file is created in it and removed.
-STINT_DECL void check_dump_dir(const std::string& dir);
-
-/// Writes a dump's trace (by `path`'s ending) and its table, both through temporaries renamed into place.
-STINT_DECL flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
-                                         const flight_window& window);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
-// ---- end stint/profiler/flight_recorder.hpp ----
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_OPTIONS_HPP
-// ---- end stint/profiler/flight_recorder_options.hpp ----
-
-// ---- begin stint/export/stream_target.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
-#define STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
-// stint::stream_target: where profiler_options::stream_to streams a session (export/trace_stream.hpp).
-// Made from a path where the program names one, and only there does it reach the streaming writer's code,
-// so a program that never streams emits none of it (design §16, "pay for what you name").
-
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <utility>      // std::move
-
-
-namespace stint {
-namespace detail {
-
-struct trace_stream_code;  // export/trace_stream.hpp
-
-/// The table a stream_target made from a path points to (export/impl/trace_stream.ipp).
-STINT_DECL const trace_stream_code& trace_stream_code_table() noexcept;
-
-}  // namespace detail
-
-/// A Chrome trace file (".json", or ".json.gz" for gzip) to stream a session to; empty: no streaming.
-///
-///     stint::profiler<> prof({.stream_to = "run.pt.trace.json.gz"});
-class stream_target {
-public:
-    stream_target() = default;
-    // Implicit, so that a path is the option's spelling: .stream_to = "run.json".
-    stream_target(std::string path)  // NOLINT(google-explicit-constructor)
-        : path_(std::move(path)), code_(path_.empty() ? nullptr : &detail::trace_stream_code_table()) {}
-    stream_target(std::string_view path) : stream_target(std::string(path)) {}  // NOLINT(google-explicit-constructor)
-    stream_target(const char* path) : stream_target(std::string(path)) {}  // NOLINT(google-explicit-constructor)
-
-    [[nodiscard]] const std::string& path() const noexcept { return path_; }
-    [[nodiscard]] bool empty() const noexcept { return path_.empty(); }
-    /// The streaming writer's code (null when empty).
-    [[nodiscard]] const detail::trace_stream_code* code() const noexcept { return code_; }
-
-private:
-    std::string path_;
-    const detail::trace_stream_code* code_ = nullptr;
-};
-
-}  // namespace stint
-
-#if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/export/trace_stream.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
-// takes the chunks that recording threads have filled, writes their events and gives the chunks back
-// to the pool and their bytes back to the budget, so that a session of any length records in the
-// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
-// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
-
-#include <chrono>              // std::chrono::milliseconds
-#include <condition_variable>  // std::condition_variable
-#include <cstddef>             // std::size_t
-#include <cstdint>             // std::uint64_t, std::int64_t, std::uint32_t
-#include <exception>           // std::exception_ptr
-#include <mutex>               // std::mutex
-#include <optional>            // std::optional
-#include <string>              // std::string
-#include <thread>              // std::thread
-#include <unordered_map>       // std::unordered_map
-#include <vector>              // std::vector
-
-
-// ---- begin stint/export/chrome_trace_records.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
-// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
-// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
-// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
-// memory their records already take (design §8).
-
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::int64_t, std::uint16_t, std::uint32_t, std::uint64_t
-#include <memory>         // std::unique_ptr
-#include <string>         // std::string
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <utility>        // std::pair
-#include <vector>         // std::vector
-
-
-namespace stint::detail {
-
-/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
-/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
-/// object, are merged by the event list's linking).
-STINT_DECL bool chrome_trace_from_records(const record_store& records);
-
-namespace chrome_records_detail {
-
-// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
-constexpr bool drawn_as_instant(event_kind kind) noexcept {
-    return kind == event_kind::instant || is_memory_kind(kind);
-}
-
-// The fixed start of an event of `kind`, up to its name.
-constexpr std::string_view event_opening(event_kind kind) {
-    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
-                                  : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
-}
-
-}  // namespace chrome_records_detail
-
-/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
-/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
-/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
-/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
-/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
-/// last child); each group of such records is written parent first, so viewers nest equal times as the
-/// program did.
-class thread_trace_writer {
-public:
-    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
-    /// row (chrome_records_detail::origin_of).
-    STINT_DECL thread_trace_writer(json_writer& out, const tick_calibration& calibration, std::uint64_t pid,
-                                   std::uint64_t tid, double origin);
-
-    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
-    /// gets `id`. A record that carries more than a runtime name is written with its name and times
-    /// only (values_left_out counts it).
-    STINT_DECL void add(const record& r, const record_payload& payload, std::uint64_t id);
-
-    /// Records added and not written yet (held until a record of another end arrives).
-    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
-
-    /// Records whose captured values (inputs, native frames, memory details) were left out.
-    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
-    /// Counter samples that were not finite (write_counter_sample).
-    [[nodiscard]] std::uint64_t not_finite_samples() const noexcept { return not_finite_; }
-    /// Counts a record of the thread that made no event and whose values were left out (outputs).
-    void leave_out_values() noexcept { ++values_left_out_; }
-
-    /// Copies the runtime names of the records still held (their buffer is about to be freed).
-    STINT_DECL void own_held_names();
-
-    /// Writes what is held: the thread's last records have arrived.
-    STINT_DECL void flush();
-
-private:
-    static constexpr std::uint32_t no_parent = 0xffffffffU;
-    std::uint64_t not_finite_ = 0;
-    struct held {
-        const site* where = nullptr;
-        std::string_view name;                 // a runtime name
-        bool runtime_name = false;
-        std::unique_ptr<std::string> owned;    // ... kept across batches
-        std::int64_t start = 0;
-        std::int64_t end = 0;
-        std::int64_t level = 0;
-        std::uint64_t id = 0;
-        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
-        counter_value counter;                 // a counter's sample: its value
-        std::uint32_t parent = no_parent;      // within held_
-    };
-
-    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
-    // a group can be as deep as the program's nesting).
-    STINT_DECL void write_subtree(std::uint32_t root, trace_end cap);
-
-    STINT_DECL trace_end write_event(const held& h, trace_end cap);
-
-    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
-    STINT_DECL const std::string& prefix_of(const site& where);
-
-    json_writer& out_;
-    tick_calibration calibration_;
-    std::string where_;  // ", "pid": P, "tid": T, "ts": "
-    double origin_ = 0;
-    std::int64_t level_ = 0;
-    std::uint16_t previous_depth_ = 0;
-    bool have_previous_ = false;
-    std::int64_t held_end_ = 0;
-    std::uint64_t values_left_out_ = 0;
-    std::vector<held> held_;            // records ending in held_end_, as they arrived
-    std::vector<std::uint32_t> roots_;  // held records whose parent has not arrived
-    std::vector<std::vector<std::uint32_t>> children_;
-    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
-    std::unordered_map<const site*, std::string> prefixes_;
-    const site* last_site_ = nullptr;
-    const std::string* last_prefix_ = nullptr;
-};
-
-namespace chrome_records_detail {
-
-/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
-STINT_DECL double origin_of(const record_store& records, const record_store::thread_records& t);
-
-}  // namespace chrome_records_detail
-
-/// write_chrome_trace's body for `records`: the whole trace, through `out` (flushed at its end).
-STINT_DECL void write_chrome_trace_to(json_writer& out, const record_store& records, std::uint64_t first_id,
-                                      const chrome_trace_info& info);
-
-/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
-/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
-/// Reads the records only: an event list can still be built from them afterwards.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
-                        const chrome_trace_info& info) {
-    json_writer out(sink);
-    write_chrome_trace_to(out, records, first_id, info);
-}
-
-/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
-STINT_DECL void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
-                                        const chrome_trace_info& info);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-// ---- end stint/export/chrome_trace_records.hpp ----
-
-// ---- begin stint/export/output_file.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
-#define STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
-
-#include <cstddef>      // std::size_t
-#include <memory>       // std::unique_ptr
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <utility>      // std::move
-
-#include <sys/stat.h>   // struct stat, mode_t
-#include <sys/types.h>  // ssize_t
-
-
-// ---- begin stint/export/detail/gzip_members.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
-#define STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
-
-#include <atomic>              // std::atomic
-#include <condition_variable>  // std::condition_variable
-#include <cstddef>             // std::size_t
-#include <memory>              // std::unique_ptr, std::addressof
-#include <mutex>               // std::mutex
-#include <string_view>         // std::string_view
-#include <thread>              // std::thread
-#include <type_traits>         // std::remove_reference_t
-#include <vector>              // std::vector
-
-#include <sys/types.h>  // pid_t
-#include <zlib.h>       // z_stream, deflate
-
-
-namespace stint::detail {
-
-/// Gzip compression spread over threads: the bytes are cut into blocks of `block_size`, and each
-/// block becomes an independent gzip member. Concatenated members are one valid .gz file (RFC 1952
-/// §2.2; gzip -d, zcat, zlib's gzread, Python's gzip and Perfetto UI read them all). Members reach
-/// `emit` in order, on the writer's thread. Workers (hardware threads less one, at most
-/// `max_workers`, at least one) start with the first full block, so a file under one block starts no
-/// thread; they stop at finish() or stop(). At most `2 × (workers + 1)` blocks are in flight; when
-/// all are, the writer compresses a queued block itself rather than wait, so one core is never idle.
-/// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
-/// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
-/// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
-class gzip_members {
-public:
-    static constexpr std::size_t block_size = std::size_t{256} << 10;
-    // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
-    static constexpr unsigned max_workers = 4;
-    /// The deflate call compressors make; a test substitutes one that fails.
-    using deflate_function = int (*)(z_streamp, int);
-
-    STINT_DECL explicit gzip_members(int level, deflate_function deflate_block = &::deflate);
-
-    gzip_members(const gzip_members&) = delete;
-    gzip_members& operator=(const gzip_members&) = delete;
-
-    STINT_DECL ~gzip_members();
-
-    /// Appends `bytes`; emits the members that are finished. Returns 0, or the errno value of the
-    /// first failure (ENOMEM, EIO), a worker's included.
-    template <class Emit>
-    int write(std::string_view bytes, Emit&& emit) {
-        return write_members(bytes, emit_ref::to(emit));
-    }
-
-    /// Compresses what is left and emits every member in order (an empty gzip member if nothing was
-    /// written at all), then stops the workers. Returns 0 or the first failure's errno value.
-    template <class Emit>
-    int finish(Emit&& emit) {
-        return finish_members(emit_ref::to(emit));
-    }
-
-    /// Emits every full block written so far and joins the workers, keeping the partial block: a
-    /// file that stays open between bursts (an execution trace between spans) leaves no thread of
-    /// stint's waiting. The next full block starts workers again. Returns 0 or the errno value.
-    template <class Emit>
-    int pause(Emit&& emit) {
-        return pause_members(emit_ref::to(emit));
-    }
-
-    /// Stops and joins the workers; blocks not yet compressed are dropped. Safe to call again, and
-    /// from an `emit` that throws (no lock is held while emitting).
-    STINT_DECL void stop() noexcept;
-
-    /// Worker threads started (0 until the first full block).
-    std::size_t workers() const { return workers_.size(); }
-
-private:
-    // The `emit` of write(), finish() and pause(), seen through a pointer by the compiled core: it is
-    // called with each finished member, on the writer's thread, and may throw.
-    struct emit_ref {
-        void* target;
-        void (*call)(void* target, const unsigned char* bytes, std::size_t size);
-
-        template <class Emit>
-        static emit_ref to(Emit& emit) noexcept {
-            using callable = std::remove_reference_t<Emit>;
-            return {const_cast<void*>(static_cast<const void*>(std::addressof(emit))),
-                    [](void* t, const unsigned char* bytes, std::size_t size) {
-                        (*static_cast<callable*>(t))(bytes, size);
-                    }};
-        }
-        void operator()(const unsigned char* bytes, std::size_t size) const { call(target, bytes, size); }
-    };
-
-    STINT_DECL int write_members(std::string_view bytes, emit_ref emit);
-    STINT_DECL int finish_members(emit_ref emit);
-    STINT_DECL int pause_members(emit_ref emit);
-
-    struct block {
-        std::unique_ptr<char[]> in;
-        std::unique_ptr<unsigned char[]> out;
-        std::size_t in_size = 0;
-        std::size_t out_size = 0;
-        int error = 0;
-        bool done = false;  // under mutex_
-    };
-
-    // zlib's bound for level 0 (stored blocks) is the size plus 5 bytes per 16 KiB and 18 for the
-    // gzip header and trailer; 1/16 more leaves room for every level. Pages never written are never
-    // made resident, so the margin costs address space only.
-    static constexpr std::size_t out_capacity = block_size + block_size / 16 + 1024;
-
-    // Two slots until workers start (a small file: the writer compresses alone).
-    block& ring_slot(std::size_t sequence) { return ring_[sequence % ring_.size()]; }
-
-    STINT_DECL static int allocate(block& b);
-
-    // In a child forked while workers ran: blocks they held will never be done.
-    STINT_DECL bool forked() const;
-
-    STINT_DECL void start_workers();
-
-    STINT_DECL int submit(emit_ref emit);
-
-    STINT_DECL bool oldest_done();
-
-    // Waits for the oldest block in flight, compressing queued ones meanwhile, and emits it.
-    STINT_DECL int retire(emit_ref emit);
-
-    STINT_DECL void work();
-
-    // Under mutex_.
-    STINT_DECL void finished(block& b);
-
-    // One block into one gzip member; the stream is reused (deflateReset) from block to block.
-    STINT_DECL void compress(z_stream& stream, bool& ready, block& b) const;
-
-    const int level_;
-    const deflate_function deflate_block_;
-    std::vector<block> ring_;   // sized before any worker starts, never after
-    std::vector<std::thread> workers_;
-    bool workers_tried_ = false;
-    pid_t owner_ = 0;                  // the process that started the workers
-    z_stream own_stream_{};            // the writer's, when it compresses
-    bool own_stream_ready_ = false;
-    std::size_t written_ = 0;          // members emitted; the writer's alone
-
-    std::mutex mutex_;
-    std::condition_variable work_;     // a block was queued, or stop
-    std::condition_variable done_;     // a block was compressed
-    std::size_t submitted_ = 0;        // blocks queued; written by the writer under mutex_
-    std::size_t claimed_ = 0;          // blocks taken by a compressor, under mutex_
-    bool stopping_ = false;
-    std::atomic<int> first_error_{0};
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
-// ---- end stint/export/detail/gzip_members.hpp ----
-
-namespace stint::detail {
-
-/// A trace file, written by what is at its path:
-/// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
-///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
-///   failed write never leaves a partial file under the final name. A replaced file keeps its
-///   permission bits (and its owner where the caller may set it); a new one gets 0666 less the umask.
-/// - a symbolic link, or a chain of them: followed as open() would, a relative target read against
-///   its link's directory; the file at the end is replaced (or created) as above; the link stays.
-/// - a character device or a FIFO, or any file named by a link in /proc (/dev/stdout, /dev/fd/N):
-///   written through, with no temporary and no rename. As with open(), opening a FIFO that has no
-///   reader blocks until a reader opens it; a reader that leaves gives EPIPE, never SIGPIPE.
-/// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
-/// An existing file the caller may not write, or a directory it may not create files in, is refused
-/// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
-/// as a series of independent 256 KiB members deflated on worker threads (gzip_members); the threads
-/// start only once 256 KiB were written and are joined by idle(), commit() or the destructor. Every OS failure,
-/// and a worker's (ENOMEM, EIO), throws std::system_error naming the path and removes the temporary.
-///     output_file out("trace.json.gz");
-///     out.write("{\"traceEvents\":[]}");
-///     out.commit();
-class output_file {
-public:
-    /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
-    /// applies only to ".gz" paths. `what` names the file in errors ("cannot write trace '...'").
-    STINT_DECL explicit output_file(std::string path, int gzip_level = 1, std::string_view what = "trace");
-
-    output_file(const output_file&) = delete;
-    output_file& operator=(const output_file&) = delete;
-
-    /// Removes the temporary unless commit() succeeded.
-    ~output_file() { discard(); }
-
-    /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
-    /// pieces, as json_writer does. A worker's failure since the last call throws here.
-    STINT_DECL void write(std::string_view bytes);
-
-    /// Between bursts of writes: a ".gz" file emits its finished members and lets its compressing
-    /// threads go until the next 256 KiB arrive. A worker's failure throws here.
-    STINT_DECL void idle();
-
-    /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
-    /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
-    /// names. Written through (a device, a FIFO), it finishes the stream and closes.
-    STINT_DECL void commit();
-
-    /// What commit() does before its rename (the stream finished, synced, closed), so that two files
-    /// that must land together fail before either is renamed: finish() both, then commit() both.
-    STINT_DECL void finish();
-
-    /// The final path, as given.
-    std::string path() const { return path_; }
-
-    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
-    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
-    /// kept for a file written through (a device, a FIFO): its bytes are already out.
-    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
-
-    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
-    STINT_DECL void abandon() noexcept;
-
-    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
-    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
-    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
-    [[nodiscard]] bool written_through() const noexcept { return through_; }
-
-private:
-    enum class state { open, committed, failed };
-    // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
-    static constexpr int max_links = 40;
-
-    [[noreturn]] STINT_DECL void fail(int error);
-
-    [[noreturn]] STINT_DECL void refuse(const char* what);
-
-    STINT_DECL void check_open() const;
-
-    // "a/b/" for "a/b/c", "/" for "/c", "" for "c": what a relative link target is read against,
-    // and where the temporary goes.
-    STINT_DECL static std::string directory_of(const std::string& path);
-
-    STINT_DECL void open_destination();
-
-    STINT_DECL static bool in_proc(const struct stat& link);
-
-    // Written as open() would write it: in place, no temporary, no rename. O_TRUNC, which devices
-    // and FIFOs ignore, empties a regular file reached through /proc, as a shell's "> /dev/stdout".
-    STINT_DECL void open_through(bool regular_allowed);
-
-    // mkstemp's contract with `mode` instead of 0600: 0666 for a new file, so that the umask decides
-    // its permissions as for any new file (mkstemp plus fchmod would need the umask, which a process
-    // can only read by changing it). The name is short and not derived from the final name, so any
-    // legal file name (up to NAME_MAX) can be written.
-    STINT_DECL void open_temporary(mode_t mode);
-
-    // A write to a FIFO whose reader has gone raises SIGPIPE, which would end the program: the
-    // signal is blocked on this thread for the write and taken back if the write raised it, so the
-    // caller gets EPIPE instead. A write that the reader's leaving cut short raises it as well,
-    // though it returns what it wrote.
-    STINT_DECL ssize_t write_through(const char* bytes, std::size_t size);
-
-    STINT_DECL void write_fully(const void* data, std::size_t size);
-
-    // Where gzip_members puts each finished member, on this thread. A failed write throws from
-    // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
-    struct emitter {
-        output_file* file;
-        void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
-    };
-
-    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
-    STINT_DECL void discard(bool failed = false) noexcept;
-
-    std::string path_;
-    std::string what_;       // "trace", "table": how errors name the file
-    bool finished_ = false;  // finish() ran: commit() only renames
-    std::string target_;     // the file the path names, its links followed
-    std::string temporary_;  // empty once renamed or removed, and when written through
-    int fd_ = -1;
-    bool through_ = false;   // a device or a FIFO, written in place
-    state state_ = state::open;
-    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
-    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
-    std::string kept_partial_;  // ... once it did
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
-// ---- end stint/export/output_file.hpp ----
-
-namespace stint::detail {
-
-/// What a streamed session wrote, for its stats.
-struct streamed_totals {
-    std::uint64_t events = 0;     ///< events written
-    std::uint64_t recorded = 0;   ///< records of the program
-    std::uint64_t overhead = 0;   ///< stint's own records
-    std::uint64_t dropped = 0;
-    std::uint64_t truncated = 0;  ///< runtime names cut
-    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
-};
-
-/// One streamed session's trace file and the thread that writes it.
-///
-///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
-///     stream.start(state, calibration, first_id);  // once the session records
-///     ...
-///     stream.stop();                               // before the session closes
-///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-class trace_stream {
-public:
-    /// How often the writer looks for filled chunks.
-    static constexpr std::chrono::milliseconds period{10};
-
-    STINT_DECL trace_stream(const std::string& path, std::uint64_t pid);
-    trace_stream(const trace_stream&) = delete;
-    trace_stream& operator=(const trace_stream&) = delete;
-    ~trace_stream() { stop(); }
-
-    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
-    /// the writer reads them, and its times come from `calibration` (the session's start).
-    STINT_DECL void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id);
-
-    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
-    /// must be abandoned (leaked), never stopped or destroyed.
-    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
-
-    /// Stops the writer (joins it). What it failed with is thrown by finish().
-    STINT_DECL void stop() noexcept;
-
-    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
-    /// front of `rest` the records the writer had taken and not written, keeps what was written at
-    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
-    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
-    /// the writer held between batches, which the error counts. `rest` is read, not given back.
-    STINT_DECL streamed_totals finish(record_store& rest, const chrome_trace_info& info);
-
-    /// The id the next event written would get: the first id of records not written.
-    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
-
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        std::optional<thread_trace_writer> writer;
-    };
-
-    STINT_DECL streamed_totals write_rest(record_store& rest, const chrome_trace_info& info);
-
-    // Records the writers hold until a record of another end arrives.
-    STINT_DECL std::uint64_t held_records() const noexcept;
-
-    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
-    [[noreturn]] STINT_DECL void throw_failure();
-
-    // The reason of a failure, for the warning: the OS's when there is one.
-    STINT_DECL static std::string reason_of(const std::exception_ptr& error);
-
-    STINT_DECL void run() noexcept;
-
-    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
-    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
-    // says so now rather than at the stop.
-    STINT_DECL void fail(record_store&& batch) noexcept;
-
-    // Writes each thread's records of `batch` (its chunks stay in it).
-    STINT_DECL void write_batch(record_store& batch);
-
-    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
-    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
-    // ends follow their begins, the two count alike).
-    STINT_DECL void balance_point(event_kind kind, const record_payload& payload);
-
-    [[nodiscard]] STINT_DECL unmatched_points unmatched() const;
-
-    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
-    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
-    // earliest of the whole session, which a stream cannot wait for).
-    STINT_DECL double origin_of(const record_store& batch, const record_store::thread_records& t);
-
-    STINT_DECL thread_state& state_of(const record_store::thread_records& t);
-
-    output_file file_;
-    json_writer out_;
-    std::uint64_t pid_ = 0;
-    std::uint32_t state_ = 0;
-    tick_calibration calibration_;
-    std::uint64_t next_id_ = 0;
-    std::vector<thread_state> threads_;  // per buffer, in the order first seen
-    std::unordered_map<const void*, std::size_t> index_;
-    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
-    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
-    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
-    std::thread thread_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool stopping_ = false;
-    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
-    record_store unwritten_;        // the batch the writer failed on
-    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
-};
-
-/// The streaming writer's code as the profiler's core calls it: plain function pointers (as the flight
-/// recorder's, profiler/flight_recorder_options.hpp), reached only through a stream_target made from a path.
-struct trace_stream_code {
-    trace_stream* (*open)(const std::string& path, std::uint64_t pid);  ///< the caller owns it: `destroy`
-    void (*start)(trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
-                  std::uint64_t first_id);
-    void (*stop)(trace_stream& stream) noexcept;
-    streamed_totals (*finish)(trace_stream& stream, record_store& rest, const chrome_trace_info& info);
-    void (*destroy)(trace_stream* stream) noexcept;
-};
-
-/// A streamed window while it records, as the profiler's core holds it: its stream_target's writer,
-/// called through that target's code. Destroyed before finish() completed the file, it discards it.
-class streaming_session {
-public:
-    streaming_session(const stream_target& target, std::uint64_t pid)
-        : code_(target.code()), stream_(code_->open(target.path(), pid)) {}
-    ~streaming_session() {
-        if (stream_ != nullptr) code_->destroy(stream_);
-    }
-    streaming_session(const streaming_session&) = delete;
-    streaming_session& operator=(const streaming_session&) = delete;
-
-    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
-        code_->start(*stream_, state, calibration, first_id);
-    }
-    /// Whether this process is a fork of the one that started it.
-    [[nodiscard]] bool inherited() const noexcept { return stream_->inherited(); }
-    /// A forked child: the writer thread and the file are the parent's; forget both.
-    void abandon() noexcept { stream_ = nullptr; }
-    void stop() noexcept { code_->stop(*stream_); }
-    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
-        return code_->finish(*stream_, rest, info);
-    }
-    [[nodiscard]] std::uint64_t next_id() const noexcept { return stream_->next_id(); }
-
-private:
-    const trace_stream_code* code_;
-    trace_stream* stream_;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-// ---- end stint/export/trace_stream.hpp ----
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
-// ---- end stint/export/stream_target.hpp ----
-
-// ---- begin stint/profiler/profiler_core.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
-#define STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
-// The profiler's plain core: everything a stint::profiler<Config> does that does not depend on Config,
-// behind one pointer. profiler<Config> (profiler.hpp) is a thin template that hands the core its
-// options and what the config decides (profiler_traits), as fmt's format hands its arguments to vformat.
-// The bodies are in impl/profiler_core.ipp: inline in a header-only build, compiled once by
-// <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
-
-#include <cstddef>      // std::size_t
-#include <cstdint>      // std::int64_t
-#include <functional>   // std::function
-#include <memory>       // std::unique_ptr
-#include <optional>     // std::optional
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <vector>       // std::vector
-
-
-namespace stint {
-
-class execution_trace_observer;  // profiler/execution_trace_observer.hpp
-
-namespace detail {
-
-class event_store;              // analysis/detail/event_store.hpp
-class event_list_builder;       // analysis/event_tree.hpp
-struct device_join_window;      // drain/device_join.hpp
-struct thread_of_tid_ref;       // drain/device_join.hpp
-struct device_capture;          // device/device_capture.hpp
-struct device_session_options;  // device/device_capture.hpp
-
-/// What a profiler's config decides, as values: the core branches on them where the template used
-/// `if constexpr`. The device functions are the config's device backend's (null without one).
-struct profiler_traits {
-    bool enabled = true;  ///< Config::enabled: false, every call is a no-op
-    bool has_stacks = false;
-    bool has_modules = false;
-    /// with_stack's and with_modules's builders (assign_call_stacks, assign_module_hierarchy), null without
-    /// the policy: a program emits them only where its config names it.
-    void (*call_stacks)(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
-                        stack_tree& stacks) = nullptr;
-    void (*module_hierarchy)(event_store& events, std::vector<event_args>& args) = nullptr;
-    /// The config's device backend's join of its activity to the scopes (join_device_activity).
-    void (*join_device)(event_list_builder& builder, device_capture& capture,
-                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
-                        thread_of_tid_ref thread_of_tid) = nullptr;
-    bool has_memory = false;
-    bool has_shapes = false;
-    bool has_device = false;
-    bool (*device_start)(const device_session_options& options) = nullptr;
-    device_capture (*device_stop)(bool sync) = nullptr;
-    device_capture (*device_unavailable)() = nullptr;
-};
-
-/// profiler_options<Config> without its one typed member (on_trace_ready, which the template keeps).
-struct profiler_settings {
-    std::function<profiler_action(std::int64_t)> schedule{};
-    bool accumulate_events = false;
-    bool enabled = true;
-    std::size_t buffer_budget_bytes = 0;
-    std::size_t reserve_buffer_bytes = 0;
-    activity_set activities{};
-    bool sync_device_on_stop = true;
-    std::size_t device_buffer_budget_bytes = 0;
-    bool enable_cuda_sync_events = false;
-    bool teardown_cupti_on_stop = true;
-    stint::execution_trace_observer* execution_trace_observer = nullptr;
-    stream_target stream_to{};
-    std::optional<flight_recorder_options> flight_recorder{};
-};
-
-inline namespace STINT_DETAIL_BUILD_NAMESPACE {
-
-class profiler_state;  // impl/profiler_core.ipp
-
-/// The profiler's sessions, windows and results (profiler.hpp documents each call). `owner` is the
-/// profiler<Config> handed to `on_trace_ready` (null: no callback).
-class profiler_core {
-public:
-    STINT_DECL profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
-                             void (*on_trace_ready)(void* owner));
-    STINT_DECL ~profiler_core();
-    profiler_core(const profiler_core&) = delete;
-    profiler_core& operator=(const profiler_core&) = delete;
-
-    STINT_DECL void start();
-    STINT_DECL void stop();
-    STINT_DECL void step();
-    [[nodiscard]] STINT_DECL std::vector<flight_dump> triggered_dumps() const;
-    STINT_DECL flight_dump dump(const std::string& path);
-    [[nodiscard]] STINT_DECL std::int64_t step_num() const noexcept;
-    [[nodiscard]] STINT_DECL profiler_action current_action() const noexcept;
-    [[nodiscard]] STINT_DECL bool is_running() const noexcept;
-    [[nodiscard]] STINT_DECL const event_list& events() const;
-    [[nodiscard]] STINT_DECL averaged_event_list key_averages(const key_averages_options& options) const;
-    [[nodiscard]] STINT_DECL double self_cpu_time_total() const;
-    [[nodiscard]] STINT_DECL profiler_stats stats() const;
-    STINT_DECL void export_chrome_trace(const std::string& path) const;
-    // The writers below come from the profiler<Config> member that the program calls (profiler.hpp), so
-    // that a program emits, and links, only the writers it calls (design §16, "pay for what you name").
-    using perfetto_writer_fn = void (*)(const std::string& path, const event_list& events,
-                                        const perfetto_trace_info& info);
-    using memory_timeline_fn = void (*)(const event_list& events, const std::string& path, device where);
-    using json_validator_fn = std::optional<std::string> (*)(std::string_view text);
-    using stacks_writer_fn = void (*)(const std::string& path, const event_list& events, std::string_view metric,
-                                      stack_frames frames);
-    STINT_DECL void export_perfetto_trace(const std::string& path, perfetto_writer_fn writer) const;
-    STINT_DECL void export_memory_timeline(const std::string& path, device where, memory_timeline_fn writer) const;
-    STINT_DECL void add_metadata(std::string_view key, std::string_view value);
-    STINT_DECL void add_metadata_json(std::string_view key, std::string_view json, json_validator_fn validate);
-    STINT_DECL void export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
-                                  stacks_writer_fn writer) const;
-
-private:
-    std::unique_ptr<profiler_state> state_;
-};
-
-}  // namespace STINT_DETAIL_BUILD_NAMESPACE
-}  // namespace detail
-}  // namespace stint
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_PROFILER_CORE_HPP
-// ---- end stint/profiler/profiler_core.hpp ----
-
-namespace stint {
-// The build namespace (detail/separate_compilation.hpp): a program that mixes header-only files with
-// separately compiled ones fails to link where they share a profiler.
-inline namespace STINT_DETAIL_BUILD_NAMESPACE {
-
-template <configuration Config = config<>>
-class profiler;
-
-/// Options of a `profiler<Config>`; name only what differs from the defaults.
-///
-///     stint::profiler<> prof({
-///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}),
-///         .on_trace_ready = [](stint::profiler<>& p) { std::cout << p.key_averages().table(); },
-///     });
-template <configuration Config = config<>>
-struct profiler_options {
-    /// What each step does, from the profiler's step number (0 at construction, +1 per step()):
-    /// `stint::schedule(...)` or any callable. Empty: record from start() to stop(), one window.
-    std::function<profiler_action(std::int64_t)> schedule{};
-    /// Called with the profiler when a window is saved: at the end of a RECORD_AND_SAVE step, and at
-    /// stop() in a record step (or without a schedule). Inside it, events(), key_averages(), stats()
-    /// and export_chrome_trace() give that window. What it throws propagates from step() or stop().
-    std::function<void(profiler<Config>&)> on_trace_ready{};
-    /// Keep earlier windows in events() and key_averages() (torch's acc_events). Exports and stats()
-    /// still give the last window.
-    bool accumulate_events = false;
-    /// false: every call is a no-op that records nothing and costs one branch.
-    bool enabled = true;
-    /// Bytes of record buffers a window may use, over all threads. Records beyond it are dropped and
-    /// counted exactly, per window (stats().dropped, every export's "stint" block).
-    std::size_t buffer_budget_bytes = std::size_t{512} << 20;
-    /// Bytes of record buffers allocated and faulted in before recording (at start(), or during a
-    /// schedule's warmup). Rarely needed: while a session records, a thread of stint's faults buffers
-    /// in ahead of the recording threads; a reserve also covers a burst faster than that thread. With
-    /// a schedule, each window keeps the buffers the previous one used; all of them go back to the
-    /// system with the profiler.
-    std::size_t reserve_buffer_bytes = 0;
-    /// What sessions profile (torch's `activities`). A config with stint::cuda_activities records the CPU
-    /// and the devices by default; {activity::cpu} leaves the devices alone, {activity::cuda} records
-    /// only device activity and the CUDA calls that launched it (no scopes: the device events are then
-    /// linked to no op). A config without the policy records the CPU whatever this says.
-    activity_set activities = {activity::cpu, activity::cuda};
-    /// Device sessions: wait at stop for the work queued on every device, so that kernels still
-    /// running are captured whole (torch synchronises the device at exit too).
-    bool sync_device_on_stop = true;
-    /// Device sessions: bytes of CUPTI buffers held at once; CUPTI drops (and stint counts) records
-    /// beyond them.
-    std::size_t device_buffer_budget_bytes = std::size_t{128} << 20;
-    /// Device sessions: collect CUDA synchronisations (stream, event, context syncs) as device events,
-    /// charged to the op that waited (torch's `enable_cuda_sync_events`, off by default as there).
-    /// stint's own synchronisation at stop is never collected.
-    bool enable_cuda_sync_events = false;
-    /// Device sessions that synchronise at stop: detach CUPTI afterwards (cuptiFinalize), so that the
-    /// program's launches cost what they cost before profiling (CUPTI left attached slows them down);
-    /// the next session attaches it again. Kept attached while another CUPTI client shares the process.
-    bool teardown_cupti_on_stop = true;
-    /// An execution trace to record the active windows into (torch's `execution_trace_observer`):
-    /// registered (register_callback) before the profiler is made, and living longer than it or
-    /// destroyed first (the profiler then forgets it). Each node's rf_id is the "Record function id" of
-    /// the same op in this profiler's Chrome trace. The profiler's destruction finishes the file.
-    stint::execution_trace_observer* execution_trace_observer = nullptr;
-    /// Streams the session to this Chrome trace file (".json", or ".json.gz" for gzip) while it records:
-    /// a thread of stint's writes the records threads have filled and gives their buffers back, so a
-    /// session of any length records within `buffer_budget_bytes` (a record is dropped, and counted,
-    /// only when recording outruns the writer and the budget is spent). At stop() the file is
-    /// completed; the events are in it, not kept: events(), key_averages() and the exports then throw.
-    /// One window from start() to stop(): no schedule, no accumulate_events, no execution trace, and a
-    /// config that captures nothing (values that sites of other configs capture are left out of the
-    /// stream, and counted in the trace's "stint" block as "values_not_streamed").
-    /// When a write fails (a full disk), a warning says so at once and the session records on into its
-    /// budget, keeping its records; stop() then throws the error (std::system_error, with the OS reason),
-    /// leaves what was written at "<stream_to>.partial", cut off where the write failed, and keeps the
-    /// records not written as the window: events() and the exports read them.
-    stream_target stream_to{};
-    /// Records all the time into a bounded ring from start() to stop() (stint::flight_recorder_options):
-    /// each thread overwrites its oldest records when the ring's budget is spent, and dump() writes the
-    /// window it holds while recording continues; triggers write it when a step runs slow. Its budget
-    /// replaces `buffer_budget_bytes`. No schedule, stream or accumulate_events with it.
-    std::optional<flight_recorder_options> flight_recorder{};
-};
-
-/// Records the events of every thread, and gives them as events, tables and traces; one profiler
-/// records at a time in a process. Its calls (start, stop, step, the exports and queries) may come
-/// from several threads: they take turns on the profiler's lock (on_trace_ready runs under it, and
-/// may call back into the profiler). A reference that events() returns stays valid until the next
-/// start(), stop() or step() of the profiler.
-///
-/// Without a schedule it records from start() to stop():
-///
-///     stint::profiler<> prof;
-///     prof.start();
-///     work();
-///     prof.stop();
-///     prof.export_chrome_trace("work.pt.trace.json");
-///
-/// With a schedule, step() at the end of each iteration moves through torch's actions, whether or
-/// not start() was called: wait steps (NONE) do nothing, warmup steps prepare a session without
-/// recording, record steps record, and the last step of each active window saves it: the session is
-/// drained and `on_trace_ready` gets the profiler. Each step is annotated as `ProfilerStep#N`.
-///
-///     stint::profiler<> prof({.schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
-///                             .on_trace_ready = stint::tensorboard_trace_handler("./log")});
-///     for (int i = 0; i < 8; ++i) { train_step(); prof.step(); }   // two windows, two files
-template <configuration Config>
-class profiler {
-public:
-    using config_type = Config;
-    using options_type = profiler_options<Config>;
-
-    /// A profiler destroyed while recording stops first (a window in progress is delivered to
-    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
-    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
-    explicit profiler(options_type options = {})
-        : on_trace_ready_(std::move(options.on_trace_ready)),
-          core_(settings_of(std::move(options)), traits(), this, on_trace_ready_ ? &call_on_trace_ready : nullptr) {
-        STINT_DETAIL_REQUIRE_COMPILED_SESSION_SIDE();
-    }
-    profiler(const profiler&) = delete;
-    profiler& operator=(const profiler&) = delete;
-    /// A profiler destroyed while recording stops first (a window in progress is delivered to
-    /// on_trace_ready), then leaves the step tracker. What stop() throws here becomes a warning. Under
-    /// STINT_TRACE_ON_EXIT=path, the unfinished session's trace is also written to `path`.
-    ~profiler() = default;
-
-    /// Starts profiling: without a schedule, recording begins; with one, the current step's action
-    /// takes effect (torch's start()). Throws std::logic_error if this profiler already started, or
-    /// when it must record while another profiler records.
-    void start() { core_.start(); }
-
-    /// Stops profiling: a window being recorded is drained and delivered to on_trace_ready (a
-    /// partial one too); a warmup in progress is dropped. Stopping a stopped profiler does nothing.
-    void stop() { core_.stop(); }
-
-    /// Ends the current step and begins the next (torch's step()): the schedule's next action takes
-    /// effect (a window may be saved and on_trace_ready called), the global step of
-    /// `stint::step_tracker` advances, and the new step's `ProfilerStep#N` annotation opens. Works
-    /// whether or not start() was called. When on_trace_ready throws, the step still completes
-    /// (the next window opens on schedule) and the exception then propagates.
-    void step() { core_.step(); }
-
-    /// The dumps a flight recorder's triggers wrote (slow steps, hangs), oldest first.
-    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const { return core_.triggered_dumps(); }
-
-    /// A flight recorder's window, written now while recording continues: the trace (Chrome JSON for
-    /// ".json" or ".json.gz", Perfetto for ".pftrace") and the key_averages table beside it (the path's
-    /// ending replaced by ".txt"), each saying how many records every thread had overwritten and from
-    /// when it is complete. Callable from any thread. Throws std::logic_error unless a flight recorder
-    /// records, std::invalid_argument for another ending, std::system_error when a file cannot be written.
-    ///
-    ///     stint::flight_dump d = prof.dump("dumps/now.pt.trace.json");   // and dumps/now.pt.trace.txt
-    flight_dump dump(const std::string& path) { return core_.dump(path); }
-
-    /// The profiler's step number: 0 at construction, +1 per step() (torch's step_num).
-    [[nodiscard]] std::int64_t step_num() const noexcept { return core_.step_num(); }
-
-    /// What the current step does (always RECORD without a schedule).
-    [[nodiscard]] profiler_action current_action() const noexcept { return core_.current_action(); }
-
-    /// Whether this profiler's session is recording now (a record step, or between start and stop
-    /// without a schedule).
-    [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
-
-    /// The events of the last saved window, or of every window with `accumulate_events` (torch's
-    /// `prof.events()`). Without a schedule, reading while recording is an error.
-    ///
-    ///     for (const stint::event& e : prof.events()) fmt::print("{}\n", e.name);
-    [[nodiscard]] const event_list& events() const { return core_.events(); }
-
-    /// events() grouped by name (and by shapes or stack frames when asked), as torch's
-    /// `prof.key_averages()`; every `ProfilerStep#N` joins one `ProfilerStep*` row.
-    ///
-    ///     std::cout << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
-    [[nodiscard]] averaged_event_list key_averages(key_averages_options options = {}) const {
-        return core_.key_averages(options);
-    }
-
-    /// Sum of every event's self time in events(), in microseconds (torch's
-    /// `prof.self_cpu_time_total`).
-    [[nodiscard]] double self_cpu_time_total() const { return core_.self_cpu_time_total(); }
-
-    /// The profiler's own timings and the record accounting (kept, dropped) of the last window.
-    [[nodiscard]] profiler_stats stats() const { return core_.stats(); }
-
-    /// Writes the last window as Chrome/Perfetto trace JSON (gzip if `path` ends in ".gz"), with the
-    /// metadata added so far and, in a distributed job, "distributedInfo".
-    ///
-    ///     prof.export_chrome_trace("run.pt.trace.json.gz");
-    void export_chrome_trace(const std::string& path) const { core_.export_chrome_trace(path); }
-
-    /// Writes the last window as Perfetto's native protobuf trace (gzip if `path` ends in ".gz"):
-    /// thread tracks, interned names, stint's counts on a "stint stats" instant and a counter track.
-    /// About a fifth of the JSON's size; ui.perfetto.dev and trace_processor open it.
-    ///
-    ///     prof.export_perfetto_trace("run.pftrace");
-    void export_perfetto_trace(const std::string& path) const {
-        core_.export_perfetto_trace(path, &detail::write_perfetto_trace_file);
-    }
-
-    /// Writes the last window's live memory of `device` (the CPU unless said) over time, as torch's
-    /// export_memory_timeline: `.json` / `.json.gz` in torch's `[times, sizes]` shape, or `.html`, a
-    /// self-contained plot with the peak and the op that was running then. Needs profile_memory.
-    ///
-    ///     prof.export_memory_timeline("memory.html");
-    ///     prof.export_memory_timeline("gpu0.json.gz", {stint::device_type::cuda, 0});
-    void export_memory_timeline(const std::string& path, stint::device device = {}) const {
-        static_assert(Config::template has<profile_memory>,
-                      "stint: export_memory_timeline() needs memory events. Fix: add stint::profile_memory to the "
-                      "profiler's config");
-        core_.export_memory_timeline(path, device, &stint::export_memory_timeline);
-    }
-
-    /// Adds `"key": "value"` at the top level of every trace this profiler exports from now on; a key
-    /// added again takes the new value. Keys the trace format uses ("traceEvents", ...) are refused
-    /// with std::invalid_argument.
-    ///
-    ///     prof.add_metadata("run", "baseline");    // "run": "baseline"
-    void add_metadata(std::string_view key, std::string_view value) { core_.add_metadata(key, value); }
-
-    /// Adds `"key": <json>` at the top level of every trace this profiler exports from now on. Text
-    /// that is not exactly one valid JSON value (RFC 8259, nesting at most 512 deep, no number past a
-    /// double's range) is refused with std::invalid_argument, and never written.
-    ///
-    ///     prof.add_metadata_json("layers", "[1, 2, 3]");   // "layers": [1, 2, 3]
-    void add_metadata_json(std::string_view key, std::string_view json) {
-        core_.add_metadata_json(key, json, &detail::validate_json);
-    }
-
-    /// Writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per event with
-    /// a stack, `root;...;innermost <metric>`, the metric an integer number of microseconds, rows
-    /// that round to 0 left out (torch's export_stacks). Needs with_stack in the config. `metric`:
-    /// "self_cpu_time_total" or "self_cuda_time_total"; another throws std::invalid_argument listing
-    /// them. `frames`: source locations `file(line): function` (torch's form), or the names of the
-    /// scopes and ops. An unwritable path throws std::system_error and leaves nothing behind.
-    ///
-    ///     prof.export_stacks("cpu.stacks");   // flamegraph.pl cpu.stacks > cpu.svg
-    ///     prof.export_stacks("names.stacks", "self_cpu_time_total", stint::stack_frames::names);
-    void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total",
-                       stack_frames frames = stack_frames::locations) const {
-        static_assert(Config::template has<with_stack<>>,
-                      "stint: export_stacks() needs stacks. Fix: add stint::with_stack<> to the profiler's config, "
-                      "e.g. stint::profiler<stint::config<stint::with_stack<>>>.");
-        core_.export_stacks(path, metric, frames, &detail::write_collapsed_stacks_file);
-    }
-
-private:
-    /// What the config decides, for the core.
-    static detail::profiler_traits traits() noexcept {
-        detail::profiler_traits t;
-        t.enabled = Config::enabled;
-        t.has_stacks = Config::template has<with_stack<>>;
-        t.has_modules = Config::template has<with_modules>;
-        if constexpr (Config::template has<with_stack<>>) t.call_stacks = &detail::assign_call_stacks;
-        if constexpr (Config::template has<with_modules>) t.module_hierarchy = &detail::assign_module_hierarchy;
-        t.has_memory = Config::template has<profile_memory>;
-        t.has_shapes = Config::template has<record_shapes>;
-        if constexpr (detail::has_device_backend<Config>) {
-            using backend = detail::device_backend_t<Config>;
-            t.has_device = true;
-            t.device_start = &backend::start;
-            t.device_stop = &backend::stop;
-            t.device_unavailable = &backend::unavailable;
-            t.join_device = &detail::join_device_activity;
-        }
-        return t;
-    }
-
-    static detail::profiler_settings settings_of(options_type&& o) {
-        return {.schedule = std::move(o.schedule),
-                .accumulate_events = o.accumulate_events,
-                .enabled = o.enabled,
-                .buffer_budget_bytes = o.buffer_budget_bytes,
-                .reserve_buffer_bytes = o.reserve_buffer_bytes,
-                .activities = o.activities,
-                .sync_device_on_stop = o.sync_device_on_stop,
-                .device_buffer_budget_bytes = o.device_buffer_budget_bytes,
-                .enable_cuda_sync_events = o.enable_cuda_sync_events,
-                .teardown_cupti_on_stop = o.teardown_cupti_on_stop,
-                .execution_trace_observer = o.execution_trace_observer,
-                .stream_to = std::move(o.stream_to),
-                .flight_recorder = std::move(o.flight_recorder)};
-    }
-
-    static void call_on_trace_ready(void* self) {
-        auto& prof = *static_cast<profiler*>(self);
-        prof.on_trace_ready_(prof);
-    }
-
-    std::function<void(profiler&)> on_trace_ready_;  // before core_: alive while the core closes
-    detail::profiler_core core_;
-};
-
-}  // namespace STINT_DETAIL_BUILD_NAMESPACE
-
-/// Prints the key-averages table, as `str(prof)` does in torch.
-template <class Config>
-std::ostream& operator<<(std::ostream& out, const profiler<Config>& prof) {
-    return out << prof.key_averages().table();
-}
-
-}  // namespace stint
-
-template <class Config>
-struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view> {
-    template <class FormatContext>
-    auto format(const stint::profiler<Config>& prof, FormatContext& ctx) const {
-        const std::string text = prof.key_averages().table();
-        return fmt::formatter<std::string_view>::format(text, ctx);
-    }
-};
-#endif  // STINT_SINGLE_STINT_PROFILER_HPP
-// ---- end stint/profiler.hpp ----
-
-// ---- begin stint/profiler/crash_dump_reader.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
-#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
-// Reading a crash dump back (profiler/crash_dump.hpp writes it): the C++ twin of tools/stint-crashdump,
-// for a service that must read its own dump without Python. It decodes the threads' records by the dump's
-// own site table (the dead process's addresses mean nothing here), draws each scope still open at the
-// crash as ending there, and says what the dump could not hold.
-
-#include <cstdint>  // std::uint32_t, std::uint64_t
-#include <string>   // std::string
-#include <vector>   // std::vector
-
-
-namespace stint {
-
-/// A crash dump, read back.
-struct crash_dump_contents {
-    struct event {
-        std::string name;
-        bool overhead = false;    ///< stint's own work (category "overhead")
-        bool instant = false;     ///< a point in time (no duration)
-        std::int64_t start_ns = 0;  ///< since the session's anchor
-        std::int64_t end_ns = 0;
-        bool still_open = false;  ///< a scope open at the crash, drawn ending there
-        std::uint32_t depth = 0;  ///< an open scope's nesting depth on its thread
-    };
-    struct thread {
-        std::uint64_t tid = 0;
-        std::string name;          ///< as the thread was named, else "thread <tid>"
-        bool crashed = false;      ///< the thread whose signal wrote the dump
-        std::vector<event> events;  ///< its records, oldest first, then its open scopes, outermost first
-        std::vector<std::string> inside;  ///< the open scopes' names, outermost first
-        std::uint64_t deeper_not_kept = 0;  ///< open scopes deeper than the dump keeps
-        std::uint64_t overwritten = 0;      ///< older records the ring overwrote before the crash
-        std::uint64_t dropped = 0;          ///< records dropped (the budget, or the ring standing still)
-        std::uint64_t after_crash = 0;      ///< records that ended after the crash, left out
-        bool records_left_out = false;      ///< it held its ring lock at the crash: no records written
-        std::int64_t complete_from_ns = 0;  ///< its records are complete from here (0: from the start)
-    };
-    std::uint64_t pid = 0;
-    std::uint64_t signal = 0;  ///< 0: std::terminate
-    std::uint64_t crashed_tid = 0;
-    std::uint64_t base_time_ns = 0;  ///< the anchor on the system clock (the trace's baseTimeNanoseconds)
-    std::int64_t crash_ns = 0;       ///< the crash, since the anchor
-    bool complete = false;           ///< false: the file was cut short (a full disk, a fault in the handler)
-    std::uint64_t bytes = 0;         ///< the file's size
-    std::uint64_t bytes_read = 0;    ///< what could be decoded
-    std::vector<thread> threads;
-    std::vector<std::string> lost;   ///< what the dump could not hold, one line each
-};
-
-/// Reads a crash dump (version 3, what this stint writes). Throws std::runtime_error naming the path and
-/// the byte offset when the file is not one, or is cut inside its header; a dump cut short later is read
-/// as far as it goes (`complete` false, `lost` says what is missing).
-STINT_DECL crash_dump_contents read_crash_dump(const std::string& path);
-
-/// Writes the dump as a Chrome trace, as tools/stint-crashdump does ("crash" in its metadata).
-STINT_DECL void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path);
-
-/// The lines stint-crashdump prints: how the process died, where each thread was, what was lost.
-STINT_DECL std::string crash_dump_summary(const crash_dump_contents& dump);
-
-}  // namespace stint
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
-// ---- end stint/profiler/crash_dump_reader.hpp ----
-
-// ---- begin stint/memory/report.hpp ----
-#ifndef STINT_SINGLE_STINT_MEMORY_REPORT_HPP
-#define STINT_SINGLE_STINT_MEMORY_REPORT_HPP
-// Reporting allocations to a memory-profiling session (stint::profile_memory): any allocator calls
-// report_alloc / report_free / report_oom; the adapters in this folder call them for you.
-
-#include <atomic>   // std::atomic, std::memory_order_relaxed
-#include <cstddef>  // std::size_t
-#include <cstdint>  // std::int64_t, std::uint32_t, std::uint8_t, std::uint64_t
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// The recording state of the live memory-profiling session, 0 when none is: the one relaxed load
-/// report_* pay outside such a session. Set by the session after it opens, cleared before it drains.
-STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint32_t> memory_state{0};
-/// Orders memory events across threads (a relaxed fetch_add: its modification order agrees with
-/// happens-before), so the drain can size a free from its allocation even when another thread freed it.
-STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> memory_sequence{0};
-/// Memory events lost to the buffer budget in the live session (they are also in the thread's drops).
-STINT_DETAIL_EXPORT inline constinit std::atomic<std::uint64_t> memory_events_dropped{0};
-
-/// A memory event's payload after its record (begin = end = when it was reported).
-struct memory_payload {
-    std::uint64_t addr = 0;
-    std::int64_t bytes = 0;
-    std::int64_t total_allocated = 0;
-    std::int64_t total_reserved = 0;
-    std::uint64_t sequence = 0;
-    std::int32_t device_index = -1;
-    std::uint8_t device_type = 0;
-    std::uint8_t flags = 0;  // memory_free, memory_size_known, memory_totals_given
-    std::uint16_t unused = 0;
-};
-static_assert(sizeof(memory_payload) == 48);
-inline constexpr std::uint8_t memory_free = 1;
-inline constexpr std::uint8_t memory_size_known = 2;
-inline constexpr std::uint8_t memory_totals_given = 4;
-
-inline constexpr site memory_site{"[memory]", event_kind::memory, payload_kind::memory, {}};
-inline constexpr site out_of_memory_site{"[OutOfMemory]", event_kind::out_of_memory, payload_kind::memory, {}};
-
-/// Appends one memory event for session `state` on this thread, unless the allocation is stint's own
-/// (own_allocation_scope: a buffer chunk, a thread's registration, this very append).
-STINT_DETAIL_NOINLINE inline void record_memory(const site& where, std::uint32_t state, memory_payload payload) noexcept {
-    if (own_allocations != 0) return;
-    const own_allocation_scope own;
-    payload.sequence = memory_sequence.fetch_add(1, std::memory_order_relaxed);
-    const std::uint64_t now = read_ticks();
-    if (!append_record_payload(&where, current_depth(), now, now, state, 0,
-                               payload_bytes{&payload, sizeof payload})) {
-        memory_events_dropped.fetch_add(1, std::memory_order_relaxed);
-    }
-}
-
-inline memory_payload make_memory_payload(const void* ptr, std::int64_t bytes, device where,
-                                          std::uint8_t flags) noexcept {
-    memory_payload p;
-    p.addr = reinterpret_cast<std::uintptr_t>(ptr);
-    p.bytes = bytes;
-    p.device_index = where.index;
-    p.device_type = static_cast<std::uint8_t>(where.type);
-    p.flags = flags;
-    return p;
-}
-
-/// An OOM seen by an adapter, which knows no totals: the drain fills them with the session's live bytes.
-inline void report_oom_without_totals(std::size_t bytes_requested, device where) noexcept {
-    const std::uint32_t state = memory_state.load(std::memory_order_relaxed);
-    if (state == 0) return;
-    record_memory(out_of_memory_site, state,
-                  make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where, 0));
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-namespace stint {
-
-/// An allocator's own view of a device's memory, when it has one (a caching allocator reserves more
-/// than it hands out): what the trace writes as "Total Allocated" and "Total Reserved".
-struct memory_totals {
-    std::int64_t allocated = 0;
-    std::int64_t reserved = 0;
-};
-
-/// Reports that `bytes` at `ptr` were allocated on `where` (the CPU unless said). Costs one relaxed load
-/// when no profile_memory session is live. Without `totals`, the trace's totals are the bytes allocated
-/// during the session and still live on that device.
-///
-///     void* p = my_pool.allocate(n);
-///     stint::report_alloc(p, n);                                   // host memory
-///     stint::report_alloc(d, n, {stint::device_type::cuda, 0});    // device memory
-inline void report_alloc(const void* ptr, std::size_t bytes, device where = {}) noexcept {
-    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
-    if (state == 0) [[likely]] return;
-    detail::record_memory(detail::memory_site, state,
-                          detail::make_memory_payload(ptr, static_cast<std::int64_t>(bytes), where,
-                                                      detail::memory_size_known));
-}
-inline void report_alloc(const void* ptr, std::size_t bytes, device where, memory_totals totals) noexcept {
-    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
-    if (state == 0) [[likely]] return;
-    detail::memory_payload p = detail::make_memory_payload(ptr, static_cast<std::int64_t>(bytes), where,
-                                                           detail::memory_size_known | detail::memory_totals_given);
-    p.total_allocated = totals.allocated;
-    p.total_reserved = totals.reserved;
-    detail::record_memory(detail::memory_site, state, p);
-}
-
-/// Reports that the block at `ptr` on `where` was freed. Its size is found from its allocation when
-/// the session is drained (the trace shows it as negative "Bytes", as torch does); a block allocated
-/// before the session started shows 0 bytes and leaves the totals alone. Null is ignored.
-inline void report_free(const void* ptr, device where = {}) noexcept {
-    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
-    if (state == 0 || ptr == nullptr) [[likely]] return;
-    detail::record_memory(detail::memory_site, state, detail::make_memory_payload(ptr, 0, where, detail::memory_free));
-}
-/// The same for an allocator that knows the size (a sized deallocate): a block from before the session
-/// then still shows its negative bytes, and still leaves the totals alone.
-inline void report_free(const void* ptr, std::size_t bytes, device where = {}) noexcept {
-    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
-    if (state == 0 || ptr == nullptr) [[likely]] return;
-    detail::record_memory(detail::memory_site, state,
-                          detail::make_memory_payload(ptr, -static_cast<std::int64_t>(bytes), where,
-                                                      detail::memory_free | detail::memory_size_known));
-}
-
-/// Reports an allocation of `bytes_requested` on `where` that failed, with the allocator's totals then:
-/// an "[OutOfMemory]" instant (torch's OUT_OF_MEMORY_EVENT_NAME). Call it before throwing.
-inline void report_oom(std::size_t bytes_requested, device where, std::int64_t total_allocated,
-                       std::int64_t total_reserved) noexcept {
-    const std::uint32_t state = detail::memory_state.load(std::memory_order_relaxed);
-    if (state == 0) [[likely]] return;
-    detail::memory_payload p = detail::make_memory_payload(nullptr, static_cast<std::int64_t>(bytes_requested), where,
-                                                           detail::memory_totals_given);
-    p.total_allocated = total_allocated;
-    p.total_reserved = total_reserved;
-    detail::record_memory(detail::out_of_memory_site, state, p);
-}
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_MEMORY_REPORT_HPP
-// ---- end stint/memory/report.hpp ----
-
-// ---- begin stint/this_object_link.hpp ----
-#ifndef STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
-#define STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
-// This object's link table (recording/object_link.hpp): where its copies of stint's process-wide state
-// are, exported under a C name, so that a profiler in another object finds them with dlsym even when
-// this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
-// initialized: it costs an object nothing at load and nothing when it records.
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-extern "C" {
-// `used`: emitted in every file that includes this header, though nothing in it refers to the table.
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((used))
-#endif
-STINT_DETAIL_EXPORT inline constinit const object_link STINT_DETAIL_OBJECT_LINK{
-    sizeof(object_link), &recording.value, &installed_slow_path, &recording_hooks, &capture_state,
-    &memory_state,       &next_point_id};
-}
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_THIS_OBJECT_LINK_HPP
-// ---- end stint/this_object_link.hpp ----
-
-// ---- begin stint/memory/out_of_memory.hpp ----
-#ifndef STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
-#define STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
-// The error stint's tracking adapters throw when their allocator fails: a std::bad_alloc that says
-// what it tried to allocate (torch's "Tried to allocate ..." message).
-
-#include <cstddef>      // std::size_t
-#include <cstdio>       // std::snprintf
-#include <new>          // std::bad_alloc
-#include <string_view>  // std::string_view
-
-
-namespace stint {
-
-/// Thrown by tracking_allocator, tracking_resource and STINT_TRACK_GLOBAL_NEW when the allocator under
-/// them fails, after an "[OutOfMemory]" event was recorded. Catch it as std::bad_alloc. Its text is
-/// built without allocating (there may be no memory left).
-///
-///     catch (const stint::out_of_memory& e) { log(e.what()); }  // "stint: tried to allocate 4.00 GiB..."
-class out_of_memory : public std::bad_alloc {
-public:
-    out_of_memory(std::size_t bytes_requested, device where, const char* by) noexcept
-        : bytes_(bytes_requested), device_(where) {
-        // snprintf, not fmt: a non-template body that named fmt would make every file that includes
-        // stint.hpp instantiate fmt's formatting core (0.27 s with clang 14).
-        const std::string_view type = device_type_name(where.type);
-        const int type_size = static_cast<int>(type.size());
-        char where_text[24] = {};
-        if (where.index >= 0) {
-            std::snprintf(where_text, sizeof(where_text), "%.*s:%d", type_size, type.data(), static_cast<int>(where.index));
-        } else {
-            std::snprintf(where_text, sizeof(where_text), "%.*s", type_size, type.data());
-        }
-        std::snprintf(text_, sizeof(text_),
-                      "stint: tried to allocate %zu bytes (%.2f MiB) on %s through %s, and the allocator under it failed",
-                      bytes_requested, static_cast<double>(bytes_requested) / 1048576.0, where_text, by);
-    }
-    [[nodiscard]] const char* what() const noexcept override { return text_; }
-    [[nodiscard]] std::size_t bytes_requested() const noexcept { return bytes_; }
-    [[nodiscard]] stint::device device() const noexcept { return device_; }
-
-private:
-    std::size_t bytes_;
-    stint::device device_;
-    char text_[192] = {};
-};
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_MEMORY_OUT_OF_MEMORY_HPP
-// ---- end stint/memory/out_of_memory.hpp ----
-
-// ---- begin stint/memory/tracking_allocator.hpp ----
-#ifndef STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
-#define STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
-// A standard allocator that reports what it allocates and frees to a profile_memory session.
-
-#include <cstddef>      // std::size_t
-#include <memory>       // std::allocator, std::allocator_traits
-#include <new>          // std::bad_alloc
-#include <type_traits>  // std::is_nothrow_copy_constructible_v
-
-
-namespace stint {
-
-/// Wraps `Base` (std::allocator<T> unless said) and reports each allocation and deallocation to a
-/// profile_memory session as host memory; outside such a session it costs one relaxed load per call.
-/// When `Base` throws std::bad_alloc it records an "[OutOfMemory]" event and throws
-/// stint::out_of_memory (a std::bad_alloc that names the size).
-///
-///     std::vector<float, stint::tracking_allocator<float>> buffer(100);  // a 400-byte [memory] event
-template <class T, class Base = std::allocator<T>>
-class tracking_allocator {
-    using base_traits = std::allocator_traits<Base>;
-
-public:
-    using value_type = T;
-    using size_type = typename base_traits::size_type;
-    using difference_type = typename base_traits::difference_type;
-    using propagate_on_container_copy_assignment = typename base_traits::propagate_on_container_copy_assignment;
-    using propagate_on_container_move_assignment = typename base_traits::propagate_on_container_move_assignment;
-    using propagate_on_container_swap = typename base_traits::propagate_on_container_swap;
-    using is_always_equal = typename base_traits::is_always_equal;
-    template <class U>
-    struct rebind {
-        using other = tracking_allocator<U, typename base_traits::template rebind_alloc<U>>;
-    };
-
-    tracking_allocator() = default;
-    explicit tracking_allocator(const Base& base) noexcept(std::is_nothrow_copy_constructible_v<Base>) : base_(base) {}
-    template <class U, class OtherBase>
-    tracking_allocator(const tracking_allocator<U, OtherBase>& other) noexcept  // NOLINT: rebinding converts
-        : base_(other.base()) {}
-
-    [[nodiscard]] T* allocate(std::size_t n) {
-        T* p = nullptr;
-        try {
-            p = base_traits::allocate(base_, n);
-        } catch (const std::bad_alloc&) {
-            detail::report_oom_without_totals(n * sizeof(T), {});
-            throw out_of_memory(n * sizeof(T), {}, "stint::tracking_allocator");
-        }
-        report_alloc(p, n * sizeof(T));
-        return p;
-    }
-    void deallocate(T* p, std::size_t n) noexcept {
-        report_free(p, n * sizeof(T));
-        base_traits::deallocate(base_, p, n);
-    }
-
-    [[nodiscard]] const Base& base() const noexcept { return base_; }
-
-    template <class U, class OtherBase>
-    friend bool operator==(const tracking_allocator& a, const tracking_allocator<U, OtherBase>& b) noexcept {
-        return a.base() == b.base();
-    }
-
-private:
-    [[no_unique_address]] Base base_{};
-};
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_MEMORY_TRACKING_ALLOCATOR_HPP
-// ---- end stint/memory/tracking_allocator.hpp ----
-
-// ---- begin stint/memory/tracking_resource.hpp ----
-#ifndef STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
-#define STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
-// A std::pmr::memory_resource that reports what it allocates and frees to a profile_memory session.
-
-#include <cstddef>          // std::size_t
-#include <memory_resource>  // std::pmr::memory_resource, std::pmr::get_default_resource
-#include <new>              // std::bad_alloc
-
-
-namespace stint {
-
-/// Forwards to `upstream` (the default resource unless said) and reports each allocation and
-/// deallocation as host memory; one relaxed load per call outside a profile_memory session. An upstream
-/// std::bad_alloc becomes an "[OutOfMemory]" event and a stint::out_of_memory.
-///
-///     stint::tracking_resource tracked;                    // over std::pmr::get_default_resource()
-///     std::pmr::vector<int> v(&tracked);
-///     std::pmr::monotonic_buffer_resource arena(&tracked);  // reports the arena's blocks
-class tracking_resource : public std::pmr::memory_resource {
-public:
-    explicit tracking_resource(std::pmr::memory_resource* upstream = std::pmr::get_default_resource()) noexcept
-        : upstream_(upstream) {}
-    [[nodiscard]] std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
-
-private:
-    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-        void* p = nullptr;
-        try {
-            p = upstream_->allocate(bytes, alignment);
-        } catch (const std::bad_alloc&) {
-            detail::report_oom_without_totals(bytes, {});
-            throw out_of_memory(bytes, {}, "stint::tracking_resource");
-        }
-        report_alloc(p, bytes);
-        return p;
-    }
-    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-        report_free(p, bytes);
-        upstream_->deallocate(p, bytes, alignment);
-    }
-    [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-        return this == &other;
-    }
-
-    std::pmr::memory_resource* upstream_;
-};
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_MEMORY_TRACKING_RESOURCE_HPP
-// ---- end stint/memory/tracking_resource.hpp ----
-
-// ---- begin stint/memory/global_new.hpp ----
-#ifndef STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
-#define STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
-// STINT_TRACK_GLOBAL_NEW(): the program's global operator new and delete, replaced by ones that report
-// to a profile_memory session. Opt-in, in exactly one translation unit.
-//
-// Why it is a macro and not automatic: a replacement operator new is an ordinary, non-inline
-// definition ([replacement.functions]: it must not be inline), so a header that defined it would
-// define it again in every translation unit that includes it, and the link fails; and a library must
-// not take the program's allocator over without being asked. Write the macro once, at namespace
-// scope, in one .cpp of the executable.
-
-#include <cstddef>  // std::size_t, std::max_align_t
-#include <cstdlib>  // std::malloc, std::aligned_alloc, std::free
-#include <new>      // std::nothrow_t, std::align_val_t, std::get_new_handler
-
-
-namespace stint::detail {
-
-// malloc for fundamental alignments, aligned_alloc (whose size must be a multiple of the alignment)
-// beyond; free releases both.
-inline void* allocate_from_system(std::size_t bytes, std::size_t alignment) noexcept {
-    if (bytes == 0) bytes = 1;
-    if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes);
-    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    return rounded < bytes ? nullptr : std::aligned_alloc(alignment, rounded);
-}
-
-/// operator new's contract: retry through the new-handler; with none, an [OutOfMemory] event and
-/// stint::out_of_memory (a std::bad_alloc).
-inline void* tracked_new(std::size_t bytes, std::size_t alignment) {
-    for (;;) {
-        if (void* p = allocate_from_system(bytes, alignment)) {
-            stint::report_alloc(p, bytes);
-            return p;
-        }
-        const std::new_handler handler = std::get_new_handler();
-        if (handler == nullptr) {
-            report_oom_without_totals(bytes, {});
-            throw stint::out_of_memory(bytes, {}, "STINT_TRACK_GLOBAL_NEW's operator new");
-        }
-        handler();
-    }
-}
-inline void* tracked_new_nothrow(std::size_t bytes, std::size_t alignment) noexcept {
-    try {
-        return tracked_new(bytes, alignment);
-    } catch (...) {
-        return nullptr;
-    }
-}
-// The free is reported before the block goes back: once freed, another thread may get the address.
-inline void tracked_delete(void* p) noexcept {
-    stint::report_free(p);
-    std::free(p);
-}
-inline void tracked_delete_sized(void* p, std::size_t bytes) noexcept {
-    stint::report_free(p, bytes);
-    std::free(p);
-}
-
-}  // namespace stint::detail
-
-/// Replaces the global operator new and delete (all sixteen forms) with ones that report to a
-/// profile_memory session. Put it in exactly one .cpp of the executable, at namespace scope:
-///
-///     #include <stint/stint.hpp>
-///     STINT_TRACK_GLOBAL_NEW();
-/// Compiled out (STINT_DISABLE) it replaces nothing: the program keeps its own operator new.
-#if defined(STINT_DISABLE)
-#define STINT_TRACK_GLOBAL_NEW() static_assert(true, "")
-#else
-// NOLINTBEGIN: the replacements must have exactly these signatures.
-#define STINT_TRACK_GLOBAL_NEW()                                                                               \
-    void* operator new(std::size_t n) { return ::stint::detail::tracked_new(n, 0); }                           \
-    void* operator new[](std::size_t n) { return ::stint::detail::tracked_new(n, 0); }                         \
-    void* operator new(std::size_t n, const std::nothrow_t&) noexcept {                                        \
-        return ::stint::detail::tracked_new_nothrow(n, 0);                                                     \
-    }                                                                                                          \
-    void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {                                      \
-        return ::stint::detail::tracked_new_nothrow(n, 0);                                                     \
-    }                                                                                                          \
-    void* operator new(std::size_t n, std::align_val_t a) {                                                    \
-        return ::stint::detail::tracked_new(n, static_cast<std::size_t>(a));                                   \
-    }                                                                                                          \
-    void* operator new[](std::size_t n, std::align_val_t a) {                                                  \
-        return ::stint::detail::tracked_new(n, static_cast<std::size_t>(a));                                   \
-    }                                                                                                          \
-    void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {                    \
-        return ::stint::detail::tracked_new_nothrow(n, static_cast<std::size_t>(a));                           \
-    }                                                                                                          \
-    void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {                  \
-        return ::stint::detail::tracked_new_nothrow(n, static_cast<std::size_t>(a));                           \
-    }                                                                                                          \
-    void operator delete(void* p) noexcept { ::stint::detail::tracked_delete(p); }                             \
-    void operator delete[](void* p) noexcept { ::stint::detail::tracked_delete(p); }                           \
-    void operator delete(void* p, std::size_t n) noexcept { ::stint::detail::tracked_delete_sized(p, n); }     \
-    void operator delete[](void* p, std::size_t n) noexcept { ::stint::detail::tracked_delete_sized(p, n); }   \
-    void operator delete(void* p, std::align_val_t) noexcept { ::stint::detail::tracked_delete(p); }           \
-    void operator delete[](void* p, std::align_val_t) noexcept { ::stint::detail::tracked_delete(p); }         \
-    void operator delete(void* p, std::size_t n, std::align_val_t) noexcept {                                  \
-        ::stint::detail::tracked_delete_sized(p, n);                                                           \
-    }                                                                                                          \
-    void operator delete[](void* p, std::size_t n, std::align_val_t) noexcept {                                \
-        ::stint::detail::tracked_delete_sized(p, n);                                                           \
-    }                                                                                                          \
-    void operator delete(void* p, const std::nothrow_t&) noexcept { ::stint::detail::tracked_delete(p); }      \
-    void operator delete[](void* p, const std::nothrow_t&) noexcept { ::stint::detail::tracked_delete(p); }    \
-    void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {                          \
-        ::stint::detail::tracked_delete(p);                                                                    \
-    }                                                                                                          \
-    void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {                        \
-        ::stint::detail::tracked_delete(p);                                                                    \
-    }                                                                                                          \
-    static_assert(true, "")
-// NOLINTEND
-#endif
-#endif  // STINT_SINGLE_STINT_MEMORY_GLOBAL_NEW_HPP
-// ---- end stint/memory/global_new.hpp ----
-
-// ---- begin stint/export/tensorboard.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
-#define STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
-// torch.profiler.tensorboard_trace_handler: an on_trace_ready callback that writes each schedule
-// window as `<dir>/<worker>.<ms since epoch>.pt.trace.json[.gz]`, the layout the TensorBoard profiler
-// plugin reads.
-
-#include <cstdint>       // std::int64_t
-#include <mutex>         // std::mutex
-#include <string>        // std::string
-#include <system_error>  // std::error_code
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// The last time stamp a trace handler used in this process: each new file takes a later one, so
-/// two windows saved within one millisecond still get distinct names.
-struct trace_stamp_state {
-    std::mutex mutex;
-    std::int64_t last_ms = 0;
-};
-
-STINT_DETAIL_EXPORT inline trace_stamp_state& the_trace_stamp_state() {
-    static trace_stamp_state* const instance = new trace_stamp_state();
-    return *instance;
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// Milliseconds since the Unix epoch, strictly greater than every earlier result in this process.
-STINT_DECL std::int64_t next_trace_stamp_ms();
-
-/// Makes `dir` and its missing parents (mkdir -p); an error when it is not a directory after.
-STINT_DECL std::error_code make_directories(const std::string& dir);
-
-/// Whether anything is at `path`.
-STINT_DECL bool path_exists(const std::string& path);
-
-/// The host's name ("localhost" when the OS does not say).
-STINT_DECL std::string current_host_name();
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// An `on_trace_ready` callback that writes each saved window into `dir` as
-/// `<worker_name>.<ms since epoch>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), the file
-/// layout of torch.profiler.tensorboard_trace_handler, which the TensorBoard profiler plugin reads.
-/// `dir` is created when a window is saved, if needed. `worker_name` defaults to
-/// `<host name>_<pid>`. File names never repeat within a process, even for two windows saved in
-/// the same millisecond, and a name already on disk is skipped.
-///
-///     stint::profiler<> prof({
-///         .schedule = stint::schedule({.wait = 1, .warmup = 1, .active = 2}),
-///         .on_trace_ready = stint::tensorboard_trace_handler("./log"),
-///     });
-class tensorboard_trace_handler {
-public:
-    /// Throws std::invalid_argument when `dir` is empty.
-    STINT_DECL explicit tensorboard_trace_handler(std::string dir, std::string worker_name = {}, bool use_gzip = false);
-
-    /// Writes the profiler's current window (`prof.export_chrome_trace`) under a new name in the
-    /// directory. Throws std::system_error when the directory cannot be created or the file written.
-    template <class Profiler>
-    void operator()(Profiler& prof) const {
-        prof.export_chrome_trace(next_path());
-    }
-
-    /// A new file path in the directory, creating the directory if needed (what operator() writes to).
-    ///
-    ///     std::string path = handler.next_path();   // "./log/host_1234.1718000000000.pt.trace.json"
-    [[nodiscard]] STINT_DECL std::string next_path() const;
-
-    /// The directory the files go to.
-    [[nodiscard]] const std::string& dir() const noexcept { return dir_; }
-
-private:
-    std::string dir_;
-    std::string worker_name_;
-    bool use_gzip_;
-};
-
-}  // namespace stint
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_TENSORBOARD_HPP
-// ---- end stint/export/tensorboard.hpp ----
-#endif  // STINT_SINGLE_STINT_STINT_HPP
-// ---- end stint/stint.hpp ----
-
-// ---- the session side's bodies, inline in a header-only build ----
-#if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/annotations/impl/region_counters.ipp ----
-#ifndef STINT_SINGLE_STINT_ANNOTATIONS_IMPL_REGION_COUNTERS_IPP
-#define STINT_SINGLE_STINT_ANNOTATIONS_IMPL_REGION_COUNTERS_IPP
-// The body of annotations/region_counters.hpp: a region kind's counters summed by name.
-
-
-#include <algorithm>  // std::find_if, std::sort
-
 
 namespace stint::detail {
 
@@ -17598,6 +15296,182 @@ std::int64_t step_tracker::init_locked(detail::step_tracker_state& state, std::s
 
 
 
+// ---- begin stint/export/json_writer.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+#define STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+
+#include <array>        // std::array
+#include <concepts>     // std::integral, std::same_as
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::is_signed_v
+
+#include <fmt/format.h>  // fmt::memory_buffer
+
+
+namespace stint::detail {
+
+// Bytes that go through a JSON string unchanged: printable ASCII except '"' and '\'.
+inline constexpr std::array<bool, 256> json_plain_byte = [] {
+    std::array<bool, 256> plain{};
+    for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = true;
+    plain['"'] = false;
+    plain['\\'] = false;
+    return plain;
+}();
+
+// Whether any of 8 bytes needs more than a copy (control, '"', backslash, non-ASCII); the usual
+// "has a byte less than n" bit tricks, exact for "any".
+constexpr bool json_special_in(std::uint64_t bytes) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    return ((bytes | ((bytes - ones * 0x20) & ~bytes)) & highs) != 0 ||
+           has_zero(bytes ^ (ones * '"')) != 0 || has_zero(bytes ^ (ones * '\\')) != 0;
+}
+
+/// Most bytes write_json_string can produce for `size` input bytes: no input byte becomes more than
+/// 6 output bytes (\u00XX; a UTF-8 sequence or U+FFFD never outgrows its input), plus the quotes.
+constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * size + 2; }
+
+namespace json_detail {
+// Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
+STINT_DECL char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept;
+}  // namespace json_detail
+
+/// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
+/// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
+/// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
+STINT_DECL char* write_json_string(char* o, std::string_view s) noexcept;
+
+/// Appends `s` escaped as write_json_string escapes it, without the quotes.
+STINT_DECL void append_json_escaped(fmt::memory_buffer& out, std::string_view s);
+
+/// Appends `s` as a quoted JSON string (see write_json_string).
+///     fmt::memory_buffer out;
+///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
+STINT_DECL void append_json_string(fmt::memory_buffer& out, std::string_view s);
+
+/// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
+/// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
+STINT_DECL char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept;
+
+/// Writes a string literal's bytes (without its terminator) at `o`.
+template <std::size_t N>
+char* write_literal(char* o, const char (&text)[N]) noexcept {
+    std::memcpy(o, text, N - 1);
+    return o + N - 1;
+}
+
+/// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
+/// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
+/// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
+///     output_file file("trace.json");
+///     json_writer out(file);
+///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
+class json_writer {
+public:
+    /// Buffer size at which the buffer is handed to the sink.
+    static constexpr std::size_t flush_threshold = 64 * 1024;
+
+    /// Writes to memory only; read the text with buffered().
+    json_writer() = default;
+
+    /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
+    /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
+    template <class Sink>
+        requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
+    explicit json_writer(Sink& sink)
+        : sink_(&sink), write_([](void* target, std::string_view bytes) {
+              static_cast<Sink*>(target)->write(bytes);
+          }) {
+        buffer_.reserve(flush_threshold + flush_threshold / 4);
+    }
+
+    json_writer(const json_writer&) = delete;
+    json_writer& operator=(const json_writer&) = delete;
+
+    /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
+    STINT_DECL void raw(std::string_view text);
+
+    /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
+    STINT_DECL void string(std::string_view s);
+
+    /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
+    /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
+    /// that sequence replaced (write_json_string's rule, applied to each part alone).
+    ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
+    STINT_DECL void string_part(std::string_view s);
+
+    /// Appends an integer in decimal.
+    STINT_DECL void number(std::int64_t value);
+
+    /// Appends an unsigned integer in decimal.
+    STINT_DECL void number(std::uint64_t value);
+
+    /// Appends any other integer type (int, unsigned, long long …) in decimal.
+    template <std::integral Integer>
+        requires(!std::same_as<Integer, bool>)
+    void number(Integer value) {
+        if constexpr (std::is_signed_v<Integer>) {
+            number(static_cast<std::int64_t>(value));
+        } else {
+            number(static_cast<std::uint64_t>(value));
+        }
+    }
+
+    /// Appends the shortest decimal that reads back as `value`. JSON has no NaN or infinity, so
+    /// those are written as the strings "nan", "inf" and "-inf", as PyTorch's execution trace does.
+    STINT_DECL void number(double value);
+
+    /// Appends `true` or `false`.
+    void boolean(bool value) { raw(value ? "true" : "false"); }
+
+    /// Appends `null`.
+    void null() { raw("null"); }
+
+    /// Appends a nanosecond count as microseconds with exactly three decimals (write_microseconds).
+    void microseconds(std::int64_t nanoseconds) { finish(write_microseconds(extend(25), nanoseconds)); }
+
+    /// Room for `count` bytes to write directly (with write_* functions); end with commit(end).
+    /// One capacity check for a whole record instead of one per value.
+    char* reserve(std::size_t count) { return extend(count); }
+    /// Ends a write begun with reserve() at `end`.
+    void commit(char* end) { finish(end); }
+
+    /// Hands everything buffered to the sink. Without a sink, does nothing.
+    STINT_DECL void flush();
+
+    /// The text not yet handed to a sink: with no sink, all of it.
+    std::string_view buffered() const noexcept {
+        return std::string_view(buffer_.data(), buffer_.size());
+    }
+
+private:
+    // Grows the buffer by `count` bytes and returns where they start: one capacity check.
+    STINT_DECL char* extend(std::size_t count);
+
+    // Ends a write begun with extend() at `end`, giving back the room not used.
+    STINT_DECL void finish(char* end);
+
+    void flush_if_full() {
+        if (buffer_.size() >= flush_threshold) flush();
+    }
+
+    fmt::memory_buffer buffer_;
+    void* sink_ = nullptr;
+    void (*write_)(void*, std::string_view) = nullptr;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+// ---- end stint/export/json_writer.hpp ----
+
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
@@ -17706,6 +15580,354 @@ std::optional<distributed_info> current_distributed_info() {
 #include <fmt/format.h>  // fmt::format
 
 
+// ---- begin stint/drain/session.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+#define STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+// One recording session from start to drain: the untemplated core behind stint::profiler.
+
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::int64_t, std::uint32_t, std::uint64_t
+#include <span>  // std::span
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>  // std::vector
+
+
+// ---- begin stint/capture/detail/input_decoding.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+// Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
+// and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
+
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
+#include <cstring>  // std::memcpy
+#include <span>  // std::span
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <vector>  // std::vector
+
+
+namespace stint::detail {
+
+// A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
+class wire_reader {
+public:
+    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+    [[nodiscard]] bool ok() const noexcept { return ok_; }
+    [[nodiscard]] bool has(std::size_t n) noexcept {
+        if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
+        return ok_;
+    }
+    std::uint8_t u8() noexcept {
+        if (!has(1)) return 0;
+        return static_cast<std::uint8_t>(*at_++);
+    }
+    std::uint16_t u16() noexcept { return read<std::uint16_t>(); }
+    template <class T>
+    T read() noexcept {
+        T v{};
+        if (!has(sizeof(T))) return v;
+        std::memcpy(&v, at_, sizeof(T));
+        at_ += sizeof(T);
+        return v;
+    }
+    std::string_view text(std::size_t n) noexcept {
+        if (!has(n)) return {};
+        std::string_view s(reinterpret_cast<const char*>(at_), n);
+        at_ += n;
+        return s;
+    }
+    STINT_DECL void int64s(std::vector<std::int64_t>& out, std::size_t n);
+    STINT_DECL void int32s(std::vector<std::int64_t>& out, std::size_t n);
+
+private:
+    const std::byte* at_;
+    const std::byte* end_;
+    bool ok_ = true;
+};
+
+// A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
+STINT_DECL tensor_identity read_identity(wire_reader& in, std::uint8_t flags);
+
+STINT_DECL bool decode_entry(wire_reader& in, op_input& out, bool in_list);
+
+/// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
+/// truncated.
+STINT_DECL op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux);
+
+/// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
+/// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
+STINT_DECL void append_real(std::string& out, double d);
+
+STINT_DECL void append_scalar_value(std::string& out, const op_input& in, std::size_t i);
+
+/// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
+/// cut), a string's text, "" for tensors and absent inputs.
+STINT_DECL std::string concrete_text(const op_input& in);
+
+/// The "Input type" text of one input.
+STINT_DECL std::string type_text(const op_input& in);
+
+/// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
+STINT_DECL void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+// ---- end stint/capture/detail/input_decoding.hpp ----
+
+// ---- begin stint/drain/record_store.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+#define STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+// A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
+// thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
+// trace of timing-only records is written from them directly, so that stopping and exporting a big
+// session needs no memory beyond the records' own.
+
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::uint64_t
+#include <limits>  // std::numeric_limits
+#include <span>  // std::span
+#include <utility>  // std::exchange, std::move, std::pair
+#include <vector>  // std::vector
+
+
+namespace stint::detail {
+
+/// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
+/// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
+STINT_DECL counter_value read_counter(const record_payload& payload) noexcept;
+
+/// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
+/// a flight recorder's dump of the last steps.
+STINT_DECL void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to);
+
+/// The records of one closed session, per thread buffer (a thread and a shared object), in the order
+/// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
+class record_store {
+public:
+    /// One buffer's records and what a drain reports of them.
+    struct thread_records {
+        const void* node = nullptr;    ///< which buffer it was (taken_records::node)
+        drained_thread counts;
+        chunk* chunks = nullptr;       ///< full chunks, linked by chunk::next
+        std::vector<std::byte> tail;   ///< the records of the chunk its owner kept writing into
+        std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
+        /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
+        std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
+        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name or
+                                       ///< a counter's value
+    };
+
+    record_store() = default;
+    record_store(const record_store&) = delete;
+    record_store& operator=(const record_store&) = delete;
+    record_store(record_store&& other) noexcept { *this = std::move(other); }
+    STINT_DECL record_store& operator=(record_store&& other) noexcept;
+    ~record_store() { release_all(); }
+
+    /// Takes one buffer's records (from registry::end_session) and counts them.
+    STINT_DECL void add(taken_records&& taken);
+
+    [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
+    [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
+
+    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
+    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
+    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
+    /// Buffers whose records `earlier` no longer holds (given back) are left out.
+    STINT_DECL void prepend(record_store&& earlier);
+
+    /// Records that become events, over all buffers.
+    [[nodiscard]] STINT_DECL std::uint64_t events() const noexcept;
+
+    /// Calls `on_record(record, payload)` for each of the buffer's records of the window (scopes that
+    /// ended after the stop belong to none), in the order the thread wrote them.
+    template <class OnRecord>
+    void for_each_record(const thread_records& t, OnRecord&& on_record) const {
+        const auto in_window = [&](const record& r, const record_payload& payload) {
+            if (r.end_ticks <= stop_ticks) on_record(r, payload);
+        };
+        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+            stint::detail::for_each_record(c->data(), c->published.load(std::memory_order_acquire), in_window);
+        }
+        stint::detail::for_each_record(t.tail.data(), t.tail.data() + t.tail.size(), in_window);
+    }
+
+    /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
+    [[nodiscard]] STINT_DECL std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const;
+
+    /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
+    [[nodiscard]] STINT_DECL chunk* take_chunks(thread_records& t) noexcept;
+
+    /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
+    STINT_DECL void release(thread_records& t) noexcept;
+
+    std::uint64_t stop_ticks = 0;       ///< records that ended after it belong to no window
+    tick_calibration calibration;       ///< ticks to ns since the window's start
+    std::uint64_t late = 0;             ///< late records of earlier sessions found by this drain
+    std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
+    std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
+
+    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
+    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
+
+private:
+    STINT_DECL void release_all() noexcept;
+
+    std::vector<thread_records> threads_;
+    bool partly_released_ = false;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+// ---- end stint/drain/record_store.hpp ----
+
+namespace stint::detail {
+
+inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
+    return static_cast<double>(to_ns - from_ns) / 1e3;
+}
+
+/// What a drain builds beyond the event tree (from the profiler's policies). The builders are pointers the
+/// profiler's config fills, so that a program emits them only where its config names their policy.
+struct drain_options {
+    event_list_builder::call_stack_builder call_stacks = nullptr;  ///< with_stack: &assign_call_stacks
+    event_list_builder::module_hierarchy_builder module_hierarchy = nullptr;  ///< with_modules: &assign_module_hierarchy
+    bool input_values = false;  ///< keep each op's inputs whole in event_args::inputs (an execution trace)
+    /// What joins device activity to the scopes (cuda_activities: &join_device_activity); needed when
+    /// build_events() is given a device capture.
+    void (*join_device)(event_list_builder& builder, device_capture& capture,
+                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
+                        thread_of_tid_ref thread_of_tid) = nullptr;
+};
+
+/// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).
+struct capture_options {
+    bool outputs = false;            ///< stint::record_outputs records (record_shapes, or an execution trace)
+    bool tensor_identities = false;  ///< tensors carry their identity (an execution trace)
+};
+
+/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
+/// (disable + drain + build), and the result.
+class session {
+public:
+    session() = default;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    /// The buffers kept warm for this session's successors go back to the system with it.
+    STINT_DECL ~session();
+
+    /// Does the set-up that opening needs without recording anything: the process's tick calibration
+    /// (10 ms of spinning the first time), a first clock anchor (open() re-takes it), and
+    /// `reserve_bytes` of record buffers faulted in (at most the budget). Preparing twice does
+    /// nothing.
+    STINT_DECL void prepare(std::size_t budget_bytes, std::size_t reserve_bytes = 0);
+
+    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
+    void discard_preparation() noexcept { prepared_ = false; }
+
+    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
+
+    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
+    /// Throws std::logic_error if another session records in this process.
+    /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
+    /// records, only the device activity that close() is given.
+    /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
+    /// `capture`: what captured ops keep besides their inputs while it records.
+    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
+    /// `ring`: a flight recorder's session (records on within its budget; copy_records() reads it).
+    STINT_DECL void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
+                         bool track_memory = false, capture_options capture = {}, bool streamed = false,
+                         ring_options ring = {});
+
+    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+    /// The open session's recording state (registry::begin_session's), for a streaming writer.
+    [[nodiscard]] std::uint32_t recording_state() const noexcept { return state_; }
+    /// Ticks to ns since the open session's start, as measured when it opened.
+    [[nodiscard]] const tick_calibration& calibration() const noexcept { return calibration_; }
+
+    /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
+    void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
+
+    /// Closes the session and takes its records out of the thread buffers into `out` (built into events
+    /// later by build_events, or written by an exporter directly). Returns false (and changes nothing)
+    /// when the session was not open or a fork ended it. Fills stats() but for what only the event
+    /// list knows (number_of_events counts the records that become events).
+    STINT_DECL bool close_records(record_store& out);
+
+    /// A flight recorder's dump: copies the open session's records that ended since `from_ticks` into
+    /// `out` while the session records on (registry::copy_ring), on the session's clock with its rate
+    /// measured over the whole session so far. Each thread's records run until its copy was made: a
+    /// common end would cut off the newest records of the threads copied last, while their oldest
+    /// were being overwritten. False (and nothing copied) when no session records.
+    STINT_DECL bool copy_records(record_store& out, std::uint64_t from_ticks = 0);
+
+    /// Fills the counts of `stats` that a store of records gives before any event is built.
+    STINT_DECL static void count_records(const record_store& store, profiler_stats& stats) noexcept;
+
+    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
+    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
+    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
+    STINT_DECL bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
+                          device_capture* device = nullptr);
+
+    /// Turns a closed session's records into an event list whose ids start at `first_id` (each record's
+    /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
+    /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
+    /// with what only the event list knows.
+    STINT_DECL static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
+                                        const drain_options& options, device_capture* device, profiler_stats& stats);
+
+    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
+
+private:
+    // Flop formulas resolved once per site and session (a registry lookup takes a lock).
+    using flop_cache = std::unordered_map<const site*, flop_callable>;
+
+    // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
+    STINT_DECL static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes);
+
+    STINT_DECL static std::string_view runtime_name_of(const record_payload& payload) noexcept;
+
+    // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
+    // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
+    // `record_args`: the inputs are record_function's args.
+    STINT_DECL static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+                                               std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
+                                               bool keep_values, bool record_args = false);
+
+    // record_outputs and add_args records waiting for the event around them (drain/impl/session.ipp).
+    class pending_attachments;
+
+    STINT_DECL static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache);
+
+    // A recording state the registry never hands out (its states have bit 0 set): a device-only session.
+    static constexpr std::uint32_t device_only_state = 2;
+
+    std::uint32_t state_ = 0;
+    bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
+    bool prepared_ = false;
+    bool keep_buffers_ = false;
+    double prepare_us_ = 0;
+    tick_calibration calibration_;
+    profiler_stats stats_;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+// ---- end stint/drain/session.hpp ----
+
 // ---- begin stint/export/execution_trace.hpp ----
 #ifndef STINT_SINGLE_STINT_EXPORT_EXECUTION_TRACE_HPP
 #define STINT_SINGLE_STINT_EXPORT_EXECUTION_TRACE_HPP
@@ -17723,6 +15945,314 @@ std::optional<distributed_info> current_distributed_info() {
 #include <unordered_map>  // std::unordered_map
 #include <vector>         // std::vector
 
+
+// ---- begin stint/export/output_file.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+#define STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+
+#include <cstddef>      // std::size_t
+#include <memory>       // std::unique_ptr
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
+
+#include <sys/stat.h>   // struct stat, mode_t
+#include <sys/types.h>  // ssize_t
+
+
+// ---- begin stint/export/detail/gzip_members.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+
+#include <atomic>              // std::atomic
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <memory>              // std::unique_ptr, std::addressof
+#include <mutex>               // std::mutex
+#include <string_view>         // std::string_view
+#include <thread>              // std::thread
+#include <type_traits>         // std::remove_reference_t
+#include <vector>              // std::vector
+
+#include <sys/types.h>  // pid_t
+#include <zlib.h>       // z_stream, deflate
+
+
+namespace stint::detail {
+
+/// Gzip compression spread over threads: the bytes are cut into blocks of `block_size`, and each
+/// block becomes an independent gzip member. Concatenated members are one valid .gz file (RFC 1952
+/// §2.2; gzip -d, zcat, zlib's gzread, Python's gzip and Perfetto UI read them all). Members reach
+/// `emit` in order, on the writer's thread. Workers (hardware threads less one, at most
+/// `max_workers`, at least one) start with the first full block, so a file under one block starts no
+/// thread; they stop at finish() or stop(). At most `2 × (workers + 1)` blocks are in flight; when
+/// all are, the writer compresses a queued block itself rather than wait, so one core is never idle.
+/// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
+/// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
+/// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
+class gzip_members {
+public:
+    static constexpr std::size_t block_size = std::size_t{256} << 10;
+    // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
+    static constexpr unsigned max_workers = 4;
+    /// The deflate call compressors make; a test substitutes one that fails.
+    using deflate_function = int (*)(z_streamp, int);
+
+    STINT_DECL explicit gzip_members(int level, deflate_function deflate_block = &::deflate);
+
+    gzip_members(const gzip_members&) = delete;
+    gzip_members& operator=(const gzip_members&) = delete;
+
+    STINT_DECL ~gzip_members();
+
+    /// Appends `bytes`; emits the members that are finished. Returns 0, or the errno value of the
+    /// first failure (ENOMEM, EIO), a worker's included.
+    template <class Emit>
+    int write(std::string_view bytes, Emit&& emit) {
+        return write_members(bytes, emit_ref::to(emit));
+    }
+
+    /// Compresses what is left and emits every member in order (an empty gzip member if nothing was
+    /// written at all), then stops the workers. Returns 0 or the first failure's errno value.
+    template <class Emit>
+    int finish(Emit&& emit) {
+        return finish_members(emit_ref::to(emit));
+    }
+
+    /// Emits every full block written so far and joins the workers, keeping the partial block: a
+    /// file that stays open between bursts (an execution trace between spans) leaves no thread of
+    /// stint's waiting. The next full block starts workers again. Returns 0 or the errno value.
+    template <class Emit>
+    int pause(Emit&& emit) {
+        return pause_members(emit_ref::to(emit));
+    }
+
+    /// Stops and joins the workers; blocks not yet compressed are dropped. Safe to call again, and
+    /// from an `emit` that throws (no lock is held while emitting).
+    STINT_DECL void stop() noexcept;
+
+    /// Worker threads started (0 until the first full block).
+    std::size_t workers() const { return workers_.size(); }
+
+private:
+    // The `emit` of write(), finish() and pause(), seen through a pointer by the compiled core: it is
+    // called with each finished member, on the writer's thread, and may throw.
+    struct emit_ref {
+        void* target;
+        void (*call)(void* target, const unsigned char* bytes, std::size_t size);
+
+        template <class Emit>
+        static emit_ref to(Emit& emit) noexcept {
+            using callable = std::remove_reference_t<Emit>;
+            return {const_cast<void*>(static_cast<const void*>(std::addressof(emit))),
+                    [](void* t, const unsigned char* bytes, std::size_t size) {
+                        (*static_cast<callable*>(t))(bytes, size);
+                    }};
+        }
+        void operator()(const unsigned char* bytes, std::size_t size) const { call(target, bytes, size); }
+    };
+
+    STINT_DECL int write_members(std::string_view bytes, emit_ref emit);
+    STINT_DECL int finish_members(emit_ref emit);
+    STINT_DECL int pause_members(emit_ref emit);
+
+    struct block {
+        std::unique_ptr<char[]> in;
+        std::unique_ptr<unsigned char[]> out;
+        std::size_t in_size = 0;
+        std::size_t out_size = 0;
+        int error = 0;
+        bool done = false;  // under mutex_
+    };
+
+    // zlib's bound for level 0 (stored blocks) is the size plus 5 bytes per 16 KiB and 18 for the
+    // gzip header and trailer; 1/16 more leaves room for every level. Pages never written are never
+    // made resident, so the margin costs address space only.
+    static constexpr std::size_t out_capacity = block_size + block_size / 16 + 1024;
+
+    // Two slots until workers start (a small file: the writer compresses alone).
+    block& ring_slot(std::size_t sequence) { return ring_[sequence % ring_.size()]; }
+
+    STINT_DECL static int allocate(block& b);
+
+    // In a child forked while workers ran: blocks they held will never be done.
+    STINT_DECL bool forked() const;
+
+    STINT_DECL void start_workers();
+
+    STINT_DECL int submit(emit_ref emit);
+
+    STINT_DECL bool oldest_done();
+
+    // Waits for the oldest block in flight, compressing queued ones meanwhile, and emits it.
+    STINT_DECL int retire(emit_ref emit);
+
+    STINT_DECL void work();
+
+    // Under mutex_.
+    STINT_DECL void finished(block& b);
+
+    // One block into one gzip member; the stream is reused (deflateReset) from block to block.
+    STINT_DECL void compress(z_stream& stream, bool& ready, block& b) const;
+
+    const int level_;
+    const deflate_function deflate_block_;
+    std::vector<block> ring_;   // sized before any worker starts, never after
+    std::vector<std::thread> workers_;
+    bool workers_tried_ = false;
+    pid_t owner_ = 0;                  // the process that started the workers
+    z_stream own_stream_{};            // the writer's, when it compresses
+    bool own_stream_ready_ = false;
+    std::size_t written_ = 0;          // members emitted; the writer's alone
+
+    std::mutex mutex_;
+    std::condition_variable work_;     // a block was queued, or stop
+    std::condition_variable done_;     // a block was compressed
+    std::size_t submitted_ = 0;        // blocks queued; written by the writer under mutex_
+    std::size_t claimed_ = 0;          // blocks taken by a compressor, under mutex_
+    bool stopping_ = false;
+    std::atomic<int> first_error_{0};
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+// ---- end stint/export/detail/gzip_members.hpp ----
+
+namespace stint::detail {
+
+/// A trace file, written by what is at its path:
+/// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
+///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
+///   failed write never leaves a partial file under the final name. A replaced file keeps its
+///   permission bits (and its owner where the caller may set it); a new one gets 0666 less the umask.
+/// - a symbolic link, or a chain of them: followed as open() would, a relative target read against
+///   its link's directory; the file at the end is replaced (or created) as above; the link stays.
+/// - a character device or a FIFO, or any file named by a link in /proc (/dev/stdout, /dev/fd/N):
+///   written through, with no temporary and no rename. As with open(), opening a FIFO that has no
+///   reader blocks until a reader opens it; a reader that leaves gives EPIPE, never SIGPIPE.
+/// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
+/// An existing file the caller may not write, or a directory it may not create files in, is refused
+/// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
+/// as a series of independent 256 KiB members deflated on worker threads (gzip_members); the threads
+/// start only once 256 KiB were written and are joined by idle(), commit() or the destructor. Every OS failure,
+/// and a worker's (ENOMEM, EIO), throws std::system_error naming the path and removes the temporary.
+///     output_file out("trace.json.gz");
+///     out.write("{\"traceEvents\":[]}");
+///     out.commit();
+class output_file {
+public:
+    /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
+    /// applies only to ".gz" paths. `what` names the file in errors ("cannot write trace '...'").
+    STINT_DECL explicit output_file(std::string path, int gzip_level = 1, std::string_view what = "trace");
+
+    output_file(const output_file&) = delete;
+    output_file& operator=(const output_file&) = delete;
+
+    /// Removes the temporary unless commit() succeeded.
+    ~output_file() { discard(); }
+
+    /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
+    /// pieces, as json_writer does. A worker's failure since the last call throws here.
+    STINT_DECL void write(std::string_view bytes);
+
+    /// Between bursts of writes: a ".gz" file emits its finished members and lets its compressing
+    /// threads go until the next 256 KiB arrive. A worker's failure throws here.
+    STINT_DECL void idle();
+
+    /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
+    /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
+    /// names. Written through (a device, a FIFO), it finishes the stream and closes.
+    STINT_DECL void commit();
+
+    /// What commit() does before its rename (the stream finished, synced, closed), so that two files
+    /// that must land together fail before either is renamed: finish() both, then commit() both.
+    STINT_DECL void finish();
+
+    /// The final path, as given.
+    std::string path() const { return path_; }
+
+    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
+    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
+    /// kept for a file written through (a device, a FIFO): its bytes are already out.
+    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
+
+    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
+    STINT_DECL void abandon() noexcept;
+
+    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
+    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
+    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
+    [[nodiscard]] bool written_through() const noexcept { return through_; }
+
+private:
+    enum class state { open, committed, failed };
+    // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
+    static constexpr int max_links = 40;
+
+    [[noreturn]] STINT_DECL void fail(int error);
+
+    [[noreturn]] STINT_DECL void refuse(const char* what);
+
+    STINT_DECL void check_open() const;
+
+    // "a/b/" for "a/b/c", "/" for "/c", "" for "c": what a relative link target is read against,
+    // and where the temporary goes.
+    STINT_DECL static std::string directory_of(const std::string& path);
+
+    STINT_DECL void open_destination();
+
+    STINT_DECL static bool in_proc(const struct stat& link);
+
+    // Written as open() would write it: in place, no temporary, no rename. O_TRUNC, which devices
+    // and FIFOs ignore, empties a regular file reached through /proc, as a shell's "> /dev/stdout".
+    STINT_DECL void open_through(bool regular_allowed);
+
+    // mkstemp's contract with `mode` instead of 0600: 0666 for a new file, so that the umask decides
+    // its permissions as for any new file (mkstemp plus fchmod would need the umask, which a process
+    // can only read by changing it). The name is short and not derived from the final name, so any
+    // legal file name (up to NAME_MAX) can be written.
+    STINT_DECL void open_temporary(mode_t mode);
+
+    // A write to a FIFO whose reader has gone raises SIGPIPE, which would end the program: the
+    // signal is blocked on this thread for the write and taken back if the write raised it, so the
+    // caller gets EPIPE instead. A write that the reader's leaving cut short raises it as well,
+    // though it returns what it wrote.
+    STINT_DECL ssize_t write_through(const char* bytes, std::size_t size);
+
+    STINT_DECL void write_fully(const void* data, std::size_t size);
+
+    // Where gzip_members puts each finished member, on this thread. A failed write throws from
+    // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
+    struct emitter {
+        output_file* file;
+        void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
+    };
+
+    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
+    STINT_DECL void discard(bool failed = false) noexcept;
+
+    std::string path_;
+    std::string what_;       // "trace", "table": how errors name the file
+    bool finished_ = false;  // finish() ran: commit() only renames
+    std::string target_;     // the file the path names, its links followed
+    std::string temporary_;  // empty once renamed or removed, and when written through
+    int fd_ = -1;
+    bool through_ = false;   // a device or a FIFO, written in place
+    state state_ = state::open;
+    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
+    std::string kept_partial_;  // ... once it did
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+// ---- end stint/export/output_file.hpp ----
 
 namespace stint::detail {
 
@@ -19413,88 +17943,390 @@ void export_memory_timeline(const event_list& events, const std::string& path, s
 #endif  // STINT_SINGLE_STINT_EXPORT_IMPL_MEMORY_TIMELINE_IPP
 // ---- end stint/export/impl/memory_timeline.ipp ----
 
-// ---- begin stint/export/impl/counter_tracks.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_COUNTER_TRACKS_IPP
-#define STINT_SINGLE_STINT_EXPORT_IMPL_COUNTER_TRACKS_IPP
-// The bodies of counter_tracks.hpp: the names of the memory counter tracks.
+// ---- begin stint/export/perfetto_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+// Perfetto's native trace: a protobuf `Trace`, a series of TracePackets, written from an event list
+// and streamed through one buffer (design §4). ui.perfetto.dev and trace_processor open it far beyond
+// the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
+//
+// Layout: a process track and one thread track per thread (device streams get tracks of their own,
+// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, a
+// counter track per counter name and per device's memory total (export/counter_tracks.hpp), then
+// one packet sequence per track: each event is a SLICE_BEGIN and a SLICE_END (instants one
+// TYPE_INSTANT), its name and category interned on that sequence, its track given once by the
+// sequence's defaults. A "stint stats" instant on the process track carries the counts of the Chrome
+// trace's "stint" block.
+
+#include <array>          // std::array
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::uint64_t, std::int64_t, std::uint32_t
+#include <memory>         // std::unique_ptr
+#include <optional>       // std::optional
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>         // std::vector
+
+
+// ---- begin stint/export/counter_tracks.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+#define STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+// What the traces draw as counter tracks, one per name in the process: each counter's samples
+// (STINT_COUNTER, stint::counter), and the memory totals that profile_memory's events carry, "Total
+// Allocated (cpu)" and "Total Reserved (cpu)" (one pair per device), so that the memory curve shows
+// under the ops. The Chrome and Perfetto traces read them here, so both draw the same tracks.
+
+#include <deque>        // std::deque
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
 
 
 namespace stint::detail {
 
-const counter_samples::memory_names& counter_samples::names_of(stint::device where) {
-    for (const memory_names& n : memory_names_) {
-        if (n.where == where) return n;
+/// The counter samples of an event list's events, event by event. Names of memory tracks are made
+/// once per device and stay valid for the object's life.
+class counter_samples {
+public:
+    /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
+    /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
+    /// Total Reserved, just after it (in_bytes). Other events add none.
+    template <class OnSample>
+    void of(const event_list& events, const event& e, OnSample&& on_sample) {
+        if (e.kind == event_kind::counter) {
+            if (const std::optional<counter_value> value = events.counter_of(e)) on_sample(e.name, *value, false);
+            return;
+        }
+        const memory_record* memory = events.memory_of(e);
+        if (memory == nullptr) return;
+        const memory_names& names = names_of(memory->device);
+        on_sample(std::string_view(names.allocated), counter_value{.integer = memory->total_allocated}, true);
+        on_sample(std::string_view(names.reserved), counter_value{.integer = memory->total_reserved}, true);
     }
-    std::string device(device_type_name(where.type));
-    if (where.type != device_type::cpu) device += ":" + std::to_string(where.index);
-    memory_names_.push_back({where, "Total Allocated (" + device + ")", "Total Reserved (" + device + ")"});
-    return memory_names_.back();
-}
+
+private:
+    struct memory_names {
+        stint::device where;
+        std::string allocated;  // "Total Allocated (cpu)", "Total Allocated (cuda:0)"
+        std::string reserved;
+    };
+
+    STINT_DECL const memory_names& names_of(stint::device where);
+
+    std::deque<memory_names> memory_names_;  // a deque never moves its strings: views stay valid
+};
 
 }  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_COUNTER_TRACKS_IPP
-// ---- end stint/export/impl/counter_tracks.ipp ----
 
-// ---- begin stint/export/detail/impl/protobuf.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_PROTOBUF_IPP
-#define STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_PROTOBUF_IPP
-// The protobuf writer's bodies: UTF-8 repair and proto_message's fields.
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+// ---- end stint/export/counter_tracks.hpp ----
 
+// ---- begin stint/export/detail/protobuf.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+// The protobuf wire format, as much of it as the Perfetto writer needs: varints and length-delimited
+// fields. A field is a key (field number << 3 | wire type) then its value; a nested message or string
+// is a length then its bytes, so a message's size is known before it is written (computed for the
+// per-event packets, built in a proto_message for the rare ones).
+
+#include <bit>          // std::bit_width
 #include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 
 
 namespace stint::detail::protobuf {
 
-void append_utf8(std::string& out, std::string_view text) {
-    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    const auto* end = p + text.size();
-    while (p < end) {
-        const auto* run = p;
-        while (p < end && *p < 0x80) ++p;
-        out.append(reinterpret_cast<const char*>(run), static_cast<std::size_t>(p - run));
-        if (p == end) break;
-        const int length = utf8_sequence(p, end);
-        if (length > 0) {
-            out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(length));
-            p += length;
-        } else {
-            out.append("\xEF\xBF\xBD");
-            p += -length;
-        }
+enum class wire : std::uint8_t { varint = 0, fixed64 = 1, length = 2 };
+
+/// Bytes of `v` as a varint: 7 bits a byte, 1 to 10.
+constexpr std::size_t varint_size(std::uint64_t v) noexcept {
+    return 1 + static_cast<std::size_t>(std::bit_width(v | 1) - 1) / 7;
+}
+
+constexpr std::uint64_t key(std::uint32_t field, wire type) noexcept {
+    return (std::uint64_t{field} << 3) | static_cast<std::uint64_t>(type);
+}
+
+inline char* put_varint(char* o, std::uint64_t v) noexcept {
+    while (v >= 0x80) {
+        *o++ = static_cast<char>(v | 0x80);
+        v >>= 7;
     }
+    *o++ = static_cast<char>(v);
+    return o;
 }
 
-proto_message& proto_message::uint(std::uint32_t field, std::uint64_t v) {
-    char bytes[20];
-    bytes_.append(bytes, static_cast<std::size_t>(put_uint(bytes, field, v) - bytes));
-    return *this;
+/// A varint field; int32/int64 values are written as their 64-bit two's complement (10 bytes when
+/// negative), as protobuf does.
+inline char* put_uint(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+    return put_varint(put_varint(o, key(field, wire::varint)), v);
+}
+constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
+    return varint_size(key(field, wire::varint)) + varint_size(v);
 }
 
-proto_message& proto_message::fixed64(std::uint32_t field, std::uint64_t v) {
-    char bytes[20];
-    bytes_.append(bytes, static_cast<std::size_t>(put_fixed64(bytes, field, v) - bytes));
-    return *this;
+/// A fixed64 field (little-endian, as protobuf's wire format is).
+inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+    o = put_varint(o, key(field, wire::fixed64));
+    for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
+    return o;
 }
 
-proto_message& proto_message::string(std::uint32_t field, std::string_view text) {
-    std::string valid;
-    append_utf8(valid, text);
-    return bytes(field, valid);
+/// The key and length of a length-delimited field; its `size` bytes follow.
+inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
+    return put_varint(put_varint(o, key(field, wire::length)), size);
+}
+constexpr std::size_t length_size(std::uint32_t field, std::size_t size) noexcept {
+    return varint_size(key(field, wire::length)) + varint_size(size) + size;
 }
 
-proto_message& proto_message::bytes(std::uint32_t field, std::string_view data) {
-    char head[20];
-    bytes_.append(head, static_cast<std::size_t>(put_length(head, field, data.size()) - head));
-    bytes_.append(data);
-    return *this;
-}
+/// Appends `text` with each ill-formed UTF-8 subpart replaced by U+FFFD (protobuf strings must be
+/// UTF-8; the JSON writer replaces the same way, so a name reads the same in both traces).
+STINT_DECL void append_utf8(std::string& out, std::string_view text);
 
+/// A message built field by field, for the packets written once per trace, track or name.
+///     proto_message thread;
+///     thread.uint(1, pid).uint(2, tid).string(5, "main");
+///     descriptor.message(4, thread);
+class proto_message {
+public:
+    STINT_DECL proto_message& uint(std::uint32_t field, std::uint64_t v);
+    proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
+    STINT_DECL proto_message& fixed64(std::uint32_t field, std::uint64_t v);
+    /// A string field, made valid UTF-8.
+    STINT_DECL proto_message& string(std::uint32_t field, std::string_view text);
+    STINT_DECL proto_message& bytes(std::uint32_t field, std::string_view data);
+    proto_message& message(std::uint32_t field, const proto_message& child) { return bytes(field, child.bytes_); }
+
+    [[nodiscard]] std::string_view view() const noexcept { return bytes_; }
+    [[nodiscard]] bool empty() const noexcept { return bytes_.empty(); }
+    void clear() noexcept { bytes_.clear(); }
+
+private:
+    std::string bytes_;
+};
 
 }  // namespace stint::detail::protobuf
-#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_PROTOBUF_IPP
-// ---- end stint/export/detail/impl/protobuf.ipp ----
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+// ---- end stint/export/detail/protobuf.hpp ----
+
+namespace stint::detail {
+
+/// Field numbers and enum values of perfetto.protos (protos/perfetto/trace/), as the schema defines them.
+namespace perfetto_schema {
+inline constexpr std::uint32_t trace_packet = 1;  // Trace.packet
+namespace packet {
+inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
+                               sequence_flags = 13, defaults = 59, track_descriptor = 60,
+                               first_on_sequence = 87;
+}  // namespace packet
+namespace track_event {
+inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
+                               counter_value = 30, double_counter_value = 44, flow_ids = 47,
+                               terminating_flow_ids = 48;
+inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
+}  // namespace track_event
+namespace annotation {
+inline constexpr std::uint32_t name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
+                               string_value = 6, name = 10, dict_entries = 11, array_values = 12;
+}  // namespace annotation
+namespace descriptor {
+inline constexpr std::uint32_t uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
+inline constexpr std::uint32_t pid = 1, tid = 2, thread_name = 5, process_name = 6;  // Process/ThreadDescriptor
+inline constexpr std::uint32_t unit_name = 6;                                        // CounterDescriptor
+}  // namespace descriptor
+namespace interned {
+inline constexpr std::uint32_t event_categories = 1, event_names = 2, debug_annotation_names = 3;
+inline constexpr std::uint32_t iid = 1, name = 2;  // EventCategory, EventName, DebugAnnotationName
+}  // namespace interned
+namespace defaults {
+inline constexpr std::uint32_t track_event_defaults = 11, track_uuid = 11;
+}  // namespace defaults
+// SequenceFlags: the reader drops earlier interned data; the packet needs the sequence's interned data.
+inline constexpr std::uint64_t incremental_state_cleared = 1, needs_incremental_state = 2;
+}  // namespace perfetto_schema
+
+/// Debug annotation names, interned with these iids (index + 1) on each sequence that uses them.
+inline constexpr std::array<std::string_view, 7> perfetto_annotation_names{
+    "Record function id", "Total Reserved", "Total Allocated", "Bytes", "Addr", "Device Id", "Device Type"};
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+class perfetto_writer {
+    // The sink, seen through a pointer by the compiled writer.
+    struct sink_ref {
+        void* target;
+        void (*write_bytes)(void* target, std::string_view bytes);
+        void write(std::string_view bytes) const { write_bytes(target, bytes); }
+    };
+
+public:
+    template <class Sink>
+    perfetto_writer(Sink& sink, const event_list& events, const perfetto_trace_info& info)
+        : perfetto_writer(sink_ref{&sink,
+                                   [](void* target, std::string_view bytes) { static_cast<Sink*>(target)->write(bytes); }},
+                          events, info) {}
+
+    STINT_DECL void write();
+
+private:
+    STINT_DECL perfetto_writer(sink_ref sink, const event_list& events, const perfetto_trace_info& info);
+
+    using proto_message = protobuf::proto_message;
+    static constexpr std::size_t capacity_ = std::size_t{1} << 20;
+    static constexpr std::size_t annotation_count = perfetto_annotation_names.size();
+
+    struct open_slice {
+        event_index index;
+        std::int64_t end_ns;  // kept here: the event itself is no longer in cache when its slice ends
+    };
+
+    // One track and its packet sequence: what it has interned, its open slices, its last timestamp
+    // (kept non-decreasing, so a reader's sort by time keeps each track's packets in file order).
+    struct lane {
+        std::uint64_t uuid = 0;
+        std::uint32_t sequence = 0;
+        std::array<char, 8> sequence_field{};  // trusted_packet_sequence_id's key and value
+        std::size_t sequence_field_size = 0;
+        bool started = false;
+        bool described = false;
+        std::uint64_t last_ts = 0;
+        std::uint32_t categories_sent = 0;
+        std::uint32_t annotation_names_sent = 0;
+        std::vector<std::uint64_t> names_sent;  // a bit per iid
+        std::vector<open_slice> open;
+    };
+
+    // Names by iid (1-based), found first by where the text is (a site's static name is the same
+    // pointer in every event), then by the text.
+    class name_table {
+    public:
+        name_table() : cache_(cache_slots) {}
+        STINT_DECL std::uint64_t iid(std::string_view name);
+        std::string_view text(std::uint64_t iid) const { return texts_[iid - 1]; }
+
+    private:
+        static constexpr std::size_t cache_slots = 4096;
+        struct slot {
+            const char* data = nullptr;
+            std::size_t size = 0;
+            std::uint64_t iid = 0;
+        };
+        std::vector<slot> cache_;
+        std::unordered_map<std::string_view, std::uint64_t> by_text_;
+        std::vector<std::string_view> texts_;
+    };
+
+    STINT_DECL static std::uint64_t mix(std::uint64_t x) noexcept;
+
+    STINT_DECL void index_categories();
+    STINT_DECL std::uint64_t category_iid(std::string_view name);
+
+    // ---- output
+
+    STINT_DECL char* reserve(std::size_t size);
+    STINT_DECL void commit(char* end);
+    STINT_DECL void flush();
+
+    STINT_DECL void write_packet(const proto_message& packet);
+
+    // A TrackEvent packet on `l`'s sequence: `body` is the TrackEvent's bytes, `extra` whole fields
+    // of the packet (interned data, sequence flags, defaults) when it needs any.
+    STINT_DECL void write_event_packet(lane& l, std::uint64_t ts, std::string_view body, std::string_view extra);
+
+    STINT_DECL std::uint64_t timestamp(lane& l, std::int64_t ns) noexcept;
+
+    // The fields a packet on `l` needs before it may use these iids: on the sequence's first packet
+    // "cleared" (a reader starts each sequence with no interned state) and the defaults that name its
+    // track; the names, category and annotation names the sequence has not seen yet.
+    STINT_DECL std::string_view state_fields(lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations);
+
+    STINT_DECL static bool sent(const lane& l, std::uint64_t name) noexcept;
+
+    STINT_DECL bool knows(const lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations) const noexcept;
+
+    // ---- descriptors and stats
+
+    STINT_DECL void write_descriptor(const proto_message& descriptor);
+
+    STINT_DECL void write_descriptors();
+
+    STINT_DECL static std::string device_track_name(const thread_info& track, bool sync);
+
+    std::uint64_t counter_uuid() const noexcept { return uuid_base_ + 1 + lanes_.size(); }
+    lane& process_lane() noexcept { return lanes_.back(); }
+
+    // The "stint stats" instant on the process track (the Chrome trace's "stint" block as debug
+    // annotations) and the dropped records on the counter track, both at the session's start.
+    STINT_DECL void write_stats();
+
+    // ---- events
+
+    STINT_DECL lane& lane_of(const event& e);
+
+    // The one-byte keys of the per-event packets' fields (field numbers below 16).
+    static constexpr char key_byte(std::uint32_t field, protobuf::wire type) noexcept {
+        return static_cast<char>(protobuf::key(field, type));
+    }
+
+    STINT_DECL void end_slice(lane& l);
+
+    // The usual event, a scope or an op whose names its sequence knows: written in place, every
+    // length below 128 (one byte) as each varint is at most 10 bytes.
+    STINT_DECL void write_known(lane& l, const event& e, bool instant, std::uint64_t name, std::uint64_t category);
+
+    STINT_DECL static char* put_annotation(char* o, std::size_t name, std::uint32_t field, std::uint64_t value) noexcept;
+
+    // A counter's sample, or a memory event's totals, on the process's counter track of each name: a
+    // TYPE_COUNTER packet on the process's sequence, its track named by uuid (no interned state used).
+    STINT_DECL void write_counter_samples(const event& e);
+
+    // The uuid of the counter track `name`, described the first time (after the dropped records' track).
+    STINT_DECL std::uint64_t counter_track(std::string_view name, bool in_bytes);
+
+    STINT_DECL void write_event(const event& e);
+
+    // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
+    // are few per trace's events; their names are not interned).
+    STINT_DECL std::string_view with_named_args(std::string_view body, const event_args& args);
+
+    sink_ref sink_;
+    const event_list& events_;
+    const perfetto_trace_info& info_;
+    std::unique_ptr<char[]> buffer_;
+    std::unique_ptr<char[]> spill_;
+    std::string named_body_;  // with_named_args' result
+    std::size_t used_ = 0;
+    std::int64_t origin_ = 0;
+    std::uint64_t uuid_base_ = 0;
+    std::vector<lane> lanes_;  // threads, then their sync rows, then the process
+    name_table names_;
+    std::vector<std::string_view> categories_;  // by iid - 1
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
+    std::uint64_t stats_category_ = 0;
+    std::string scratch_;
+    counter_samples counters_;
+    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
+};
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_trace_info& info) {
+    perfetto_writer(sink, events, info).write();
+}
+
+// write_perfetto_trace_file(path, events, info): declared with perfetto_trace_info.
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
 
 // ---- begin stint/export/impl/perfetto_trace.ipp ----
 #ifndef STINT_SINGLE_STINT_EXPORT_IMPL_PERFETTO_TRACE_IPP
@@ -19505,6 +18337,120 @@ proto_message& proto_message::bytes(std::uint32_t field, std::string_view data) 
 #include <bit>        // std::bit_cast
 #include <cstring>    // std::memcpy
 
+
+// ---- begin stint/export/device_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+// The device part of a Chrome trace, in Kineto's shape (design §4): where device events are drawn,
+// their args, the `ac2g` flows from each CUDA API call to the work it launched, the metadata of
+// devices and streams, and the device collection's report.
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int32_t, std::int64_t, std::uint64_t
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <unordered_set>  // std::unordered_set
+#include <vector>         // std::vector
+
+
+namespace stint::detail {
+
+/// Kineto's tid offset of a stream's sync row (output_json.h, kSyncStreamTidOffset): "Stream Sync"
+/// events are drawn there, so that they do not overlap the kernels of their stream.
+inline constexpr std::uint64_t sync_row_tid_offset = 1'000'000;
+/// CUPTI's stream id of a record that applies to no stream (CUPTI_SYNCHRONIZATION_INVALID_VALUE).
+inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
+/// Kineto's process_sort_index of GPU n is n + this (kExceedMaxPid): GPUs below the host processes.
+inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
+
+/// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
+STINT_DECL bool on_sync_row(const event_list& events, const event& e) noexcept;
+
+/// The tid of a device track: its stream id; 1 for work on no stream, as Kineto writes it (its -1,
+/// made positive).
+inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
+    return track.os_tid == cupti_no_stream ? 1 : track.os_tid;
+}
+
+/// Writes the device events of one event list: built once per trace, then asked per event.
+///
+/// Device tracks go on `pid` = device index and `tid` = stream, as Kineto writes them. A host process
+/// whose pid is below 16 (pid 1 in a container) then shares its pid with a GPU, and viewers merge the
+/// two; Kineto has the same collision, and tools group device work by that pid, so it is kept.
+///
+///     device_trace device(events, pid);
+///     device.write_metadata(out, "stint");  // inside traceEvents
+///     device.write_args(out, kernel);       // after "args": {
+///     device.write_flows(out, kernel);      // after the kernel's event
+class device_trace {
+public:
+    /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
+    /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
+    STINT_DECL device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+                            std::uint64_t flow_id_base = 0);
+
+    /// ", "pid": P, "tid": T, "ts": " of the row an event is drawn on.
+    [[nodiscard]] const std::string& where(const event& e) const noexcept {
+        return e.on_device() && on_sync_row(events_, e) ? sync_where_[e.thread] : where_[e.thread];
+    }
+
+    /// Kineto's metadata of the devices and streams that events were drawn on: per device
+    /// process_name, process_labels "GPU <n>", process_sort_index n + 5000000; per stream thread_name
+    /// "stream <id> " (Kineto's "stream {} {}" with an empty postfix) and thread_sort_index <id>; a
+    /// sync row "stream <id> (sync)"; work on no stream "Device <n>" (sort index -1).
+    STINT_DECL void write_metadata(json_writer& out, std::string_view process_name) const;
+
+    /// The args of a device event or CUDA API call, in Kineto's names and order, written after
+    /// "args": {. "External id" is the launcher's id, left out when none was recorded (Kineto PR
+    /// #1001: an id of its own would link it to an unrelated op) and when it is 0, which the launcher
+    /// does not write either.
+    STINT_DECL void write_args(json_writer& out, const event& e) const;
+
+    /// Kineto's `ac2g` flow from the API call that launched device event `e` to `e`: "s" on the call
+    /// at its start, "f" with "bp": "e" on `e` at its start. Nothing when no recorded call shares its
+    /// correlation.
+    STINT_DECL void write_flows(json_writer& out, const event& e);
+
+private:
+    [[nodiscard]] std::int64_t device_pid(std::int32_t index) const noexcept {
+        return static_cast<std::int64_t>(device_pid_base_) + index;
+    }
+    STINT_DECL static std::string where_text(std::int64_t pid, std::uint64_t tid);
+    STINT_DECL static std::string where_text(std::uint64_t pid, std::uint64_t tid);
+
+    STINT_DECL const device_properties* properties(std::int32_t index) const noexcept;
+
+    STINT_DECL static void write_triple(json_writer& out, const std::int32_t (&values)[3]);
+
+    STINT_DECL static void write_thread(json_writer& out, std::int64_t pid, std::uint64_t tid, const std::string& name,
+                                        std::int64_t sort_index);
+
+    const event_list& events_;
+    std::uint64_t device_pid_base_ = 0;
+    std::uint64_t flow_id_base_ = 0;
+    std::vector<std::string> where_;       // per track: its pid and tid
+    std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
+    std::vector<bool> drawn_;              // per track: device events drawn on it
+    std::vector<bool> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
+    std::unordered_map<std::uint32_t, event_index> api_call_;  // correlation -> its API call
+    std::unordered_set<std::uint32_t> flowed_;  // correlations whose id a flow has taken
+    std::uint64_t max_correlation_ = 0;
+    std::uint64_t next_flow_id_ = 1;
+};
+
+/// Kineto's "deviceProperties" entries (DeviceProperties.cpp keys), written inside the array.
+STINT_DECL void write_device_properties(json_writer& out, const std::vector<device_properties>& devices);
+
+/// The "device" object of the "stint" block: the collection's status and every loss counter by name.
+STINT_DECL void write_device_report(json_writer& out, const device_report& report);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+// ---- end stint/export/device_trace.hpp ----
 
 namespace stint::detail {
 
@@ -20008,6 +18954,3396 @@ void write_perfetto_trace_file(const std::string& path, const event_list& events
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_EXPORT_IMPL_PERFETTO_TRACE_IPP
 // ---- end stint/export/impl/perfetto_trace.ipp ----
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+// ---- end stint/export/perfetto_trace.hpp ----
+
+// ---- begin stint/profiler/flight_recorder.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
+#define STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
+// The flight recorder (design §7 "Flight recorder"): a session that records all the time into a bounded
+// ring and writes the window it holds when asked, when a step runs slow, or when the program hangs.
+// Here: the slow-step detector, and a dump's files (a trace chosen by the path's
+// extension, the key_averages table beside it, and what was overwritten, shown in both); its options
+// are in profiler/flight_recorder_options.hpp.
+
+#include <atomic>              // std::atomic
+#include <chrono>              // std::chrono::nanoseconds
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <cstdint>             // std::int64_t, std::uint64_t
+#include <deque>               // std::deque
+#include <functional>          // std::function
+#include <memory>              // std::unique_ptr
+#include <mutex>               // std::mutex
+#include <optional>            // std::optional
+#include <string>              // std::string
+#include <string_view>         // std::string_view
+#include <thread>              // std::thread
+#include <vector>              // std::vector
+
+// What a dump writes, and what stint.hpp has always given through this header (tests use them).
+
+// ---- begin stint/export/chrome_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+// Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
+// in memory, and it lands under its final name only when complete.
+
+#include <array>        // std::array
+#include <cstdint>      // std::int64_t, std::uint64_t
+#include <optional>     // std::optional
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::pair
+#include <vector>       // std::vector
+
+
+// ---- begin stint/export/trace_time.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+// The times a Chrome trace writes, chosen so that viewers nest events as the program ran.
+//
+// A trace holds "ts" and "dur" in microseconds; viewers read both as doubles and draw an event's end
+// at ts + dur, some (speedscope) after subtracting the thread's first ts from every ts. Written as
+// exact decimals, 8439.165 + 0.010 is 8439.175000000001 in IEEE double, past 8439.175, the end of the
+// parent that ends in the same nanosecond: the viewer then sees a child that outlives its parent. So
+// "ts" stays exact, and "dur" is the double (in its shortest round-trip form) that makes both sums
+// land on the double nearest end_ns / 1000: equal integer ends read back equal, and ordered ends
+// stay ordered. It moves no time by more than a few units in the last place (far below 1 ns).
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t
+#include <limits>         // std::numeric_limits
+#include <unordered_map>  // std::unordered_map
+#include <vector>         // std::vector
+
+
+namespace stint::detail {
+
+/// A nanosecond count as the double a viewer reads from its microsecond text: ns / 1000 correctly
+/// rounded, which is what strtod or JSON.parse make of "1234.567" (exact for |ns| < 2^53).
+inline double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
+
+/// Where viewers draw an event's end: ts + dur as written (plain), and after subtracting the thread's
+/// first ts from ts (shifted, as speedscope does before adding dur).
+struct trace_end {
+    double plain = std::numeric_limits<double>::infinity();
+    double shifted = std::numeric_limits<double>::infinity();
+};
+
+/// The "dur" of one event: the double to write, whether the three-decimal text of the integer
+/// duration reads back as it, and the ends it gives.
+struct trace_duration {
+    double value = 0;
+    bool three_decimals = true;
+    trace_end end;
+};
+
+namespace trace_time_detail {
+
+// The largest d >= 0 with s + d <= cap in double (0 when s > cap): a binary search over the bit
+// patterns of non-negative doubles, which are ordered as the values are. The answer is within a few
+// units in the last place of cap - s, so the search starts from that neighbourhood.
+STINT_DECL double largest_addend(double s, double cap) noexcept;
+
+}  // namespace trace_time_detail
+
+/// Chooses the "dur" of an event [start_ns, end_ns] on a thread whose first complete event starts at
+/// `origin` (µs, as read back). Aims at ends equal to the doubles nearest end_ns / 1000 (plain) and
+/// that minus origin (shifted), never above `cap` (the parent's ends, when it ends in the same
+/// nanosecond). Where no double reaches those ends (ts + dur then lands exactly half-way between two
+/// doubles, and the tie rounds away), it takes the largest dur whose ends stay at or below them.
+///     trace_duration d = choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
+///     // 8439.165 + d.value == 8439.175 as doubles; d.three_decimals is false
+STINT_DECL trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
+                                                trace_end cap) noexcept;
+
+/// Writes a duration chosen by choose_trace_duration: three decimals when they read back as its
+/// value, else the value's shortest round-trip form. Needs 25 bytes of room.
+STINT_DECL char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept;
+
+/// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
+/// stream's sync row), and the ends of events that others end with (a child that ends in its
+/// parent's nanosecond is held at or below the parent's ends).
+///     trace_timeline timeline(events);
+///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
+class trace_timeline {
+public:
+    STINT_DECL explicit trace_timeline(const event_list& events);
+
+    /// The "dur" of events[i], a complete event.
+    trace_duration duration(event_index i) { return choose(i, cap_of(i)); }
+
+private:
+    STINT_DECL trace_duration choose(event_index i, trace_end cap) const;
+
+    // The row a viewer draws an event on: its thread or device stream, or that stream's sync row
+    // (device_trace.hpp), each with its own origin.
+    STINT_DECL std::size_t row(const event& e) const noexcept;
+
+    // The parent's ends when it ends in the same nanosecond as events[i]; no bound otherwise. Ends
+    // of such parents are kept, computed down each chain of equal ends from its top, so the order of
+    // the list does not matter.
+    STINT_DECL trace_end cap_of(event_index i);
+
+    const event_list& events_;
+    std::vector<double> origins_;
+    std::unordered_map<event_index, trace_end> decided_;
+    std::vector<event_index> chain_;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+// ---- end stint/export/trace_time.hpp ----
+
+namespace stint::detail {
+
+/// What a trace carries besides the events.
+struct chrome_trace_info {
+    std::uint64_t pid = 0;
+    std::uint64_t truncated_names = 0;
+    /// The process's name in viewers, and its place among processes (its pid when not said).
+    std::string process_name = "stint";
+    std::optional<std::int64_t> sort_index{};
+    /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
+    /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
+    std::uint64_t device_pid_base = 0;
+    /// Added to every flow's and async span's id (ids wrap): a job's trace keeps each rank's apart.
+    std::uint64_t flow_id_base = 0;
+    /// Top-level keys in insertion order; values are JSON text already validated.
+    std::vector<std::pair<std::string, std::string>> metadata_json;
+};
+
+/// The keys one side of an op's values is written under.
+struct value_keys {
+    std::string_view dims, strides, types, concrete, truncated;
+};
+inline constexpr value_keys input_keys{", \"Input Dims\": ", ", \"Input Strides\": ", ", \"Input type\": ",
+                                       ", \"Concrete Inputs\": ", ", \"Inputs truncated\": true"};
+inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strides\": ", ", \"Output type\": ",
+                                        ", \"Concrete Outputs\": ", ""};
+
+/// Captured values as Kineto writes an op's inputs: dims (a TensorList nests one list per tensor),
+/// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
+/// capture hit a bound.
+STINT_DECL void write_values(json_writer& out, const event_args& args, const value_keys& keys);
+
+/// The keys an event's "args" may hold besides stint::add_args' names: a named arg called so is written
+/// as "<name> (arg)" (a JSON object's keys must be unique).
+inline constexpr std::array<std::string_view, 15> event_arg_keys{
+    "External id",        "Record function id", "Input Dims",      "Input Strides",    "Input type",
+    "Concrete Inputs",    "Inputs truncated",   "Output Dims",     "Output Strides",   "Output type",
+    "Concrete Outputs",   "Module Hierarchy",   "Call stack",      "Args truncated",   "Source Location",
+};
+
+/// stint::add_args' arguments, each `, "name": value`, then "Args truncated": true when a call gave more
+/// than its record held.
+STINT_DECL void write_named_args(json_writer& out, const event_args& args);
+
+/// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
+/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
+/// stint::add_args' arguments.
+STINT_DECL void write_event_args(json_writer& out, const event_args& args);
+
+/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
+/// unique).
+inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
+    "schemaVersion", "deviceProperties", "stint",           "WARNING",
+    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
+};
+
+STINT_DECL bool is_reserved_trace_key(std::string_view key) noexcept;
+
+/// A [memory] or [OutOfMemory] event's args in Kineto's names and order (an OOM has no "Addr").
+STINT_DECL void write_memory_args(json_writer& out, const event& e, const memory_record& memory);
+
+/// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
+STINT_DECL void write_memory_summary(json_writer& out, std::uint64_t dropped, std::span<const memory_peak> peaks);
+
+/// What a trace's head says besides the events: the session's counts and summaries, and its threads.
+struct chrome_trace_head {
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    std::uint64_t late = 0;
+    const device_report* device = nullptr;
+    std::uint64_t memory_dropped = 0;
+    std::span<const memory_peak> memory_peaks;
+    std::span<const thread_info> threads;
+    bool no_events = false;
+    /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
+    std::optional<std::uint64_t> values_not_streamed;
+    /// Flow and async span points without a partner.
+    unmatched_points unmatched = {};
+
+    STINT_DECL static chrome_trace_head of(const event_list& events) noexcept;
+};
+
+/// Writes the trace's top-level keys but traceEvents and the closing ones (write_trace_end), each line
+/// ending in ",\n": deviceProperties, the metadata, the "stint" block, and a WARNING when there are no
+/// events.
+STINT_DECL void write_trace_keys(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
+
+/// The "stint" block: stint's version, what the session recorded, and every count of what it lost
+/// (dropped records, device and memory losses, unmatched points), in total and per thread.
+STINT_DECL void write_stint_block(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
+
+/// The process's metadata events (process_name, process_sort_index), the first elements of
+/// traceEvents when `first` (no comma before them).
+STINT_DECL void write_process_metadata(json_writer& out, const chrome_trace_info& info, bool first);
+
+/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+STINT_DECL void write_trace_events_opening(json_writer& out, const chrome_trace_info& info);
+
+/// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
+STINT_DECL void write_thread_metadata(json_writer& out, std::span<const thread_info> threads,
+                                      const chrome_trace_info& info);
+
+/// Writes a trace's head: the top-level keys, the "stint" block, and the opening of traceEvents with
+/// the process's and threads' metadata events. Events follow, each starting with ",\n".
+STINT_DECL void write_trace_head(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
+
+/// Writes the trace's closing keys, after traceEvents has been closed.
+STINT_DECL void write_trace_closing_keys(json_writer& out, std::int64_t base_time_ns);
+
+/// Writes a trace's end after its events.
+STINT_DECL void write_trace_end(json_writer& out, std::int64_t base_time_ns);
+
+/// Writes a flow's or async span's point as Chrome writes them: a flow's begin "s" and end "f" (with
+/// "bp": "e", so that both bind to the slice enclosing them on their thread), an async span's "b" and
+/// "e" (drawn on a track of their own). `where` is `, "pid": P, "tid": T, "ts": `. Ids beyond 2^53 are
+/// written as hex strings, which JavaScript viewers keep exact.
+STINT_DECL void write_point(json_writer& out, event_kind kind, std::string_view name, std::uint64_t id,
+                            std::string_view where, std::int64_t ts_ns);
+
+/// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
+/// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
+/// `, "pid": P, "tid": T, "ts": `. JSON has no NaN or infinity and a counter track plots only numbers:
+/// an infinity is written as the largest finite double of its sign, a NaN sample is left out (the track
+/// keeps its previous value); each is counted in `not_finite`, which write_not_finite_note reports.
+STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value,
+                                     std::string_view where, std::int64_t ts_ns, std::uint64_t& not_finite);
+
+/// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
+/// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
+STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
+/// A global instant ("s": "g", drawn across the whole timeline) named "stint: <count> <what>", so that the
+/// trace itself says what it lacks. `what` is written as it is: constant text with nothing to escape.
+STINT_DECL void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
+                                  std::int64_t ts_ns);
+
+/// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
+/// then its events, each element after a ",\n" (but the very first of the array, when `first`).
+/// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
+STINT_DECL void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
+                                   bool first);
+
+/// write_chrome_trace's body: the whole trace of `events`, through `out` (flushed at its end).
+STINT_DECL void write_chrome_trace_to(json_writer& out, const event_list& events, const chrome_trace_info& info);
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
+    json_writer out(sink);
+    write_chrome_trace_to(out, events, info);
+}
+
+/// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
+/// place; throws std::system_error naming the path and the OS reason.
+STINT_DECL void write_chrome_trace_file(const std::string& path, const event_list& events,
+                                        const chrome_trace_info& info);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+// ---- end stint/export/chrome_trace.hpp ----
+// The flight recorder's crash dump (flight_recorder_options::crash_dump_path) and its public
+// check_crash_handlers(), which stint.hpp gives through this header.
+
+// ---- begin stint/profiler/flight_session.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
+#define STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
+// The flight recorder as the profiler's core sees it while it records, and what the core offers the
+// recorder in turn. The code behind it is reached only through the table a flight_recorder_options points
+// to (profiler/flight_recorder_options.hpp).
+
+#include <atomic>   // std::atomic
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <optional> // std::optional
+#include <string>   // std::string
+
+
+namespace stint {
+class event_list;  // analysis/event_list.hpp
+}  // namespace stint
+
+namespace stint::detail {
+
+class record_store;        // drain/record_store.hpp
+class session;             // drain/session.hpp
+struct chrome_trace_info;  // export/chrome_trace.hpp
+
+/// What a flight recorder asks of the profiler that runs it.
+class flight_host {
+public:
+    /// Records built into events as the profiler's config drains them; the names cut short, counted.
+    virtual void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const = 0;
+    /// What the profiler's traces carry besides events.
+    [[nodiscard]] virtual chrome_trace_info trace_info(std::uint64_t truncated_names) const = 0;
+    /// From the hang watchdog's thread: no step() came for the hang timeout. The profiler takes its lock
+    /// (giving up when `stopping` is set) and calls flight_session::dump_hang.
+    virtual void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) = 0;
+
+protected:
+    flight_host() = default;
+    flight_host(const flight_host&) = default;
+    flight_host& operator=(const flight_host&) = default;
+    ~flight_host() = default;
+};
+
+/// What a flight recorder's last window adds to the exports after stop(): the "flightRecorder" metadata of
+/// a Chrome trace, and the losses a Perfetto trace shows.
+struct flight_window_summary {
+    std::string json;
+    perfetto_trace_info perfetto;
+};
+
+/// A flight recorder from start() to stop(), as the profiler's core holds it: the flight_mode its
+/// options' code opened (profiler/flight_recorder.hpp), called through that code. The core calls it under
+/// its lock.
+class flight_session {
+public:
+    flight_session(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                   bool shapes, std::int64_t step, flight_host& host)
+        : code_(options.code), mode_(code_->open(options, ring, reserve_bytes, memory, shapes, step, host)) {}
+    ~flight_session() { code_->destroy(mode_); }
+    flight_session(const flight_session&) = delete;
+    flight_session& operator=(const flight_session&) = delete;
+
+    /// A step ended and `step_num` began: a slow step's dump, written (nullopt: none due). A dump that
+    /// fails is a warning: the program's step must not fail for it.
+    std::optional<flight_dump> observe_step(std::int64_t step_num) { return code_->observe_step(*mode_, step_num); }
+    /// The ring's window, written now while recording continues (prof.dump(path)).
+    flight_dump dump(const std::string& path) { return code_->dump(*mode_, path); }
+    /// The watchdog saw no step() for `silent_ns` during `step`: the whole ring, with the scopes still open.
+    flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns) { return code_->dump_hang(*mode_, step, silent_ns); }
+    /// Before the ring is drained: the watchdog joined, the crash dump uninstalled.
+    void finish() noexcept { code_->finish(*mode_); }
+    /// The window that stop() drained out of the ring (`records`).
+    [[nodiscard]] flight_window_summary summary(const record_store& records) const {
+        return code_->summary(*mode_, records);
+    }
+
+private:
+    const flight_recorder_code* code_;
+    flight_mode* mode_;
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
+// ---- end stint/profiler/flight_session.hpp ----
+
+// ---- begin stint/profiler/running_flight_recorder.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
+#define STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
+// The flight recorder that records now, as a process-wide slot (a dump asked from outside reaches it), and
+// the trace formats a dump writes, by a path's ending: what the profiler's core and the on-demand server
+// need of the flight recorder without its code (profiler/flight_recorder.hpp).
+
+#include <mutex>        // std::mutex
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+
+
+namespace stint::detail {
+
+/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
+/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
+/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
+class running_flight_recorder {
+public:
+    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
+
+    STINT_DECL void set(void* profiler, dump_function dumper);
+    /// Waits for a dump of `profiler` in progress.
+    STINT_DECL void clear(const void* profiler) noexcept;
+    /// Dumps the running flight recorder to `path`; nullopt when none records.
+    STINT_DECL std::optional<flight_dump> dump(const std::string& path);
+
+private:
+    std::mutex mutex_;
+    void* profiler_ = nullptr;
+    dump_function dump_ = nullptr;
+};
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
+/// profiler may stop during exit.
+STINT_DECL STINT_DETAIL_EXPORT running_flight_recorder& the_running_flight_recorder();
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The kinds of trace a dump writes, by the path's ending.
+enum class dump_format { chrome, perfetto };
+STINT_DECL std::optional<dump_format> dump_format_of(std::string_view path) noexcept;
+STINT_DECL void require_dump_format(std::string_view call, std::string_view path);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
+// ---- end stint/profiler/running_flight_recorder.hpp ----
+
+namespace stint::detail {
+
+/// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
+/// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
+/// so that its decisions are tested exactly.
+class slow_step_detector {
+public:
+    static constexpr std::size_t window = 101;   ///< steps the median is taken over
+    static constexpr std::size_t min_steps = 8;  ///< steps seen before any is called slow
+
+    slow_step_detector() = default;
+    STINT_DECL slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns);
+
+    /// One step of `duration_ns` that ended at `now_ns`: true when it is slow and a dump is due.
+    STINT_DECL bool observe(std::int64_t duration_ns, std::int64_t now_ns);
+
+    /// The median of the steps seen (the last `window`), 0 before any.
+    [[nodiscard]] STINT_DECL std::int64_t median_ns();
+
+private:
+    double factor_ = 0;
+    std::int64_t min_ns_ = 0;
+    std::int64_t interval_ns_ = 0;
+    std::vector<std::int64_t> durations_;
+    std::vector<std::int64_t> scratch_;
+    std::size_t next_ = 0;
+    std::optional<std::int64_t> last_fired_ns_;
+};
+
+/// A flight recorder's steps while it records: when the last began, the beginnings of the last
+/// `slow_step.steps`, the detector, and the dumps the trigger wrote.
+/// A dump's window: why it was written, the times it spans, and what each thread lost before it.
+struct flight_window {
+    struct thread {
+        std::uint64_t os_tid = 0;
+        std::string name;
+        std::uint64_t overwritten = 0;
+        /// From when the thread's records are complete (ns on the trace's clock): the latest end among
+        /// its overwritten records, or the window's start. Every event that began after it is kept.
+        std::int64_t complete_from_ns = 0;
+    };
+    std::string trigger;  ///< "request", "slow step", "hang", "stop"
+    std::int64_t from_ns = 0;
+    std::int64_t to_ns = 0;
+    std::uint64_t overwritten = 0;
+    std::vector<thread> threads;
+    std::string detail;  ///< a line about the trigger (the slow step's time and the median)
+    /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
+    /// first on each thread; `depth` is the scope's nesting depth on its thread.
+    struct open_scope {
+        std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< a thread with no record in the window is named only here
+        std::string name;
+        std::int64_t start_ns = 0;
+        std::uint32_t depth = 0;
+    };
+    std::vector<open_scope> open_scopes;
+    /// Each thread's newest record in the window: where it was last seen (a hang's dump).
+    struct last_seen {
+        std::uint64_t os_tid = 0;
+        std::string name;
+        std::int64_t end_ns = 0;
+    };
+    std::vector<last_seen> last_records;
+
+    /// Notes each thread's newest event of `events` as where it was last seen.
+    STINT_DECL void note_last_records(const event_list& events);
+
+    /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
+    STINT_DECL static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger);
+
+    /// The trace's "flightRecorder" metadata: every loss shown, per thread.
+    [[nodiscard]] STINT_DECL std::string json() const;
+
+    /// The same as lines above the table.
+    [[nodiscard]] STINT_DECL std::string text() const;
+
+    [[nodiscard]] STINT_DECL perfetto_trace_info perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const;
+};
+
+/// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
+/// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
+/// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
+class hang_watchdog {
+public:
+    using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
+    STINT_DECL hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang);
+    STINT_DECL ~hang_watchdog();
+    hang_watchdog(const hang_watchdog&) = delete;
+    hang_watchdog& operator=(const hang_watchdog&) = delete;
+
+    /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
+    STINT_DECL void note_step(std::int64_t step) noexcept;
+
+private:
+    STINT_DECL void run();
+
+    std::int64_t timeout_ns_;
+    callback on_hang_;
+    std::atomic<std::int64_t> last_step_ns_{0};
+    std::atomic<std::int64_t> step_{0};
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::thread thread_;
+};
+
+/// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
+/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called,
+/// and writes it: a copy of the ring, built into events and given the metadata by the profiler (its host).
+class flight_mode {
+public:
+    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
+    /// flags say what else the profiler's options ask for.
+    STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                         bool accumulate_events, bool execution_trace);
+
+    /// Opens the ring's session on `ring` (a budget that cannot hold a chunk per thread, or a dump
+    /// directory that cannot be written, is refused now rather than when a dump is due), installs the
+    /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
+    STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
+                           bool memory, bool shapes, std::int64_t step, flight_host& host);
+    /// finish() if not done yet.
+    STINT_DECL ~flight_mode();
+    flight_mode(const flight_mode&) = delete;
+    flight_mode& operator=(const flight_mode&) = delete;
+
+    /// A step ended and `step_num` began: noted for the last-steps window; a slow step writes the steps
+    /// the trigger keeps, then that step begins anew, so that the dump's own time is never a step's (it
+    /// would make the next step slow, and its dump the next: a dump per step for good).
+    STINT_DECL std::optional<flight_dump> observe_step(std::int64_t step_num);
+    STINT_DECL flight_dump dump(const std::string& path);
+    /// The whole ring, with every thread's open scopes as the threads noted them.
+    STINT_DECL flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns);
+    /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
+    /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
+    STINT_DECL void finish() noexcept;
+    [[nodiscard]] STINT_DECL flight_window_summary summary(const record_store& records) const;
+
+private:
+    /// A dump a trigger or a request asks for.
+    struct dump_request {
+        std::string path;
+        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
+        std::string trigger;           ///< "request", "slow step", "hang"
+        std::string why;
+        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
+    };
+    /// Copies the ring's records that ended since the request's `from_ticks` (0: all) and writes them.
+    STINT_DECL flight_dump write(dump_request request);
+
+    flight_recorder_options options_;
+    session& ring_;
+    flight_host& host_;
+    slow_step_detector detector_;
+    std::int64_t last_step_ns_;
+    std::uint64_t last_step_ticks_;
+    std::deque<std::uint64_t> begins_;  // the kept steps' first ticks
+    std::unique_ptr<hang_watchdog> watchdog_;
+    bool crash_dump_installed_ = false;
+};
+
+/// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
+/// ("x.pt.trace.json" -> "x.pt.trace.txt").
+STINT_DECL std::string table_path_for(std::string_view path);
+
+/// Refuses a dump directory that cannot be written, when the mode starts rather than when a dump is due:
+/// a file is created in it and removed.
+STINT_DECL void check_dump_dir(const std::string& dir);
+
+/// Writes a dump's trace (by `path`'s ending) and its table, both through temporaries renamed into place.
+STINT_DECL flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
+                                         const flight_window& window);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+
+// ---- begin stint/profiler/impl/flight_recorder.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
+// The bodies of profiler/flight_recorder.hpp: the slow-step detector, a dump's window and files, the hang watchdog.
+
+#include <algorithm>     // std::find_if, std::max, std::nth_element
+#include <climits>       // INT64_MIN
+#include <exception>     // std::exception
+#include <iterator>      // std::back_inserter
+#include <stdexcept>     // std::invalid_argument, std::logic_error
+#include <string_view>   // std::string_view
+#include <system_error>  // std::system_error
+#include <utility>       // std::move
+
+#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
+
+
+namespace stint::detail {
+
+slow_step_detector::slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
+    : factor_(factor), min_ns_(min_ns), interval_ns_(interval_ns) {
+    durations_.reserve(window);
+    scratch_.reserve(window);
+}
+
+bool slow_step_detector::observe(std::int64_t duration_ns, std::int64_t now_ns) {
+    bool fire = false;
+    if (factor_ > 0 && durations_.size() >= min_steps && duration_ns >= min_ns_ &&
+        static_cast<double>(duration_ns) > factor_ * static_cast<double>(median_ns()) &&
+        (!last_fired_ns_ || now_ns - *last_fired_ns_ >= interval_ns_)) {
+        fire = true;
+        last_fired_ns_ = now_ns;
+    }
+    if (durations_.size() < window) {
+        durations_.push_back(duration_ns);
+    } else {
+        durations_[next_] = duration_ns;
+        next_ = (next_ + 1) % window;
+    }
+    return fire;
+}
+
+std::int64_t slow_step_detector::median_ns() {
+    if (durations_.empty()) return 0;
+    scratch_.assign(durations_.begin(), durations_.end());
+    const auto middle = scratch_.begin() + static_cast<std::ptrdiff_t>(scratch_.size() / 2);
+    std::nth_element(scratch_.begin(), middle, scratch_.end());
+    return *middle;
+}
+
+void flight_mode::check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                bool accumulate_events, bool execution_trace) {
+    const auto refuse = [](std::string_view why) {
+        throw std::invalid_argument(
+            fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
+    };
+    if (schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
+    if (stream) refuse("it keeps the last records in memory, which stream_to writes away");
+    if (accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
+    if (execution_trace) refuse("an execution trace needs every op, which a ring overwrites");
+    const slow_step_trigger& slow = options.slow_step;
+    if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
+        throw std::invalid_argument(fmt::format(
+            "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
+            "give a factor above 1 (or 0: off)", slow.factor));
+    }
+    if (!dump_format_of(options.dump_extension)) {
+        throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
+                                                ".pt.trace.json.gz or .pftrace",
+                                                options.dump_extension));
+    }
+}
+
+const flight_recorder_code& flight_recorder_code_table() noexcept {
+    static constexpr flight_recorder_code table{
+        .check_options = &flight_mode::check_options,
+        .open = [](const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                   bool shapes, std::int64_t step, flight_host& host) -> flight_mode* {
+            return new flight_mode(options, ring, reserve_bytes, memory, shapes, step, host);
+        },
+        .observe_step = [](flight_mode& mode, std::int64_t step_num) { return mode.observe_step(step_num); },
+        .dump = [](flight_mode& mode, const std::string& path) { return mode.dump(path); },
+        .dump_hang = [](flight_mode& mode, std::int64_t step, std::int64_t silent_ns) {
+            return mode.dump_hang(step, silent_ns);
+        },
+        .finish = [](flight_mode& mode) noexcept { mode.finish(); },
+        .summary = [](const flight_mode& mode, const record_store& records) { return mode.summary(records); },
+        .destroy = [](flight_mode* mode) noexcept { delete mode; }};
+    return table;
+}
+
+flight_mode::flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                         bool shapes, std::int64_t step, flight_host& host)
+    : options_(options),
+      ring_(ring),
+      host_(host),
+      detector_(options.slow_step.factor, options.slow_step.min_duration.count(), options.slow_step.interval.count()),
+      last_step_ns_(0), last_step_ticks_(0) {
+    const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
+    const std::size_t minimum = threads * chunk::total_bytes;
+    if (options.budget_bytes < minimum) {
+        throw std::invalid_argument(fmt::format(
+            "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
+            "of the {} threads that record, at least {} bytes",
+            options.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
+    }
+    if (options.slow_step.factor > 0 || options.hang_timeout.count() > 0) check_dump_dir(options.dump_dir);
+    ring.prepare(options.budget_bytes, reserve_bytes);
+    const double ns_per_tick = ring.calibration().ns_per_tick;
+    const auto span_ns = static_cast<double>(options.span.count());
+    const ring_options ring_shape{
+        .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
+    // Asked before the ring opens: each thread that records in it gets its signal stack at its first
+    // record (recording/signal_stack.hpp). The dump itself needs the session's clock: installed after.
+    // This recorder's request, held with its crash dump (finish() takes it back), or taken back here.
+    const bool crash_dump_asked = !options.crash_dump_path.empty();
+    if (crash_dump_asked) the_registry().want_signal_stacks(true);
+    try {
+        ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false},
+                  false, ring_shape);
+    } catch (...) {
+        if (crash_dump_asked) the_registry().want_signal_stacks(false);
+        throw;
+    }
+    if (crash_dump_asked) {
+        try {
+            crash_dump::install(options.crash_dump_path, ring.calibration());
+        } catch (...) {
+            the_registry().want_signal_stacks(false);
+            record_store discarded;  // refused at start: the session closes unrecorded
+            (void)ring.close_records(discarded);
+            throw;
+        }
+        crash_dump_installed_ = true;
+    }
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
+    if (options.hang_timeout.count() > 0) {
+        try {
+            watchdog_ = std::make_unique<hang_watchdog>(
+                options.hang_timeout, step,
+                [this](std::int64_t hung_step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
+                    host_.on_hang(hung_step, silent_ns, stopping);
+                });
+        } catch (...) {
+            finish();  // no destructor runs for a constructor that throws: the crash dump goes now
+            throw;
+        }
+    }
+}
+
+flight_mode::~flight_mode() { finish(); }
+
+std::optional<flight_dump> flight_mode::observe_step(std::int64_t step_num) {
+    const std::uint64_t now_ticks = read_ticks();
+    const std::int64_t now_ns = steady_now_ns();
+    const std::int64_t duration = now_ns - last_step_ns_;
+    const std::uint64_t began = last_step_ticks_;
+    last_step_ns_ = now_ns;
+    last_step_ticks_ = now_ticks;
+    if (watchdog_) watchdog_->note_step(step_num);
+    begins_.push_back(began);
+    while (begins_.size() > std::max<std::size_t>(options_.slow_step.steps, 1)) begins_.pop_front();
+    if (!detector_.observe(duration, now_ns)) return std::nullopt;
+    const std::int64_t step = step_num - 1;  // the step that just ended
+    const std::int64_t median = detector_.median_ns();
+    dump_request request{
+        .path = fmt::format("{}{}slow_step_{}{}", options_.dump_dir, options_.dump_dir.empty() ? "" : "/", step,
+                            options_.dump_extension),
+        .from_ticks = begins_.front(),
+        .trigger = "slow step",
+        .why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
+                           static_cast<double>(duration) / 1e6,
+                           static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(median, 1)),
+                           static_cast<double>(median) / 1e6),
+        .open_scopes = {}};
+    std::optional<flight_dump> written;
+    try {
+        written = write(std::move(request));
+    } catch (const std::exception& e) {
+        // The program's step must not fail for a dump: say it instead.
+        warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
+    }
+    // The step begins now: the dump's time is no step's.
+    last_step_ns_ = steady_now_ns();
+    last_step_ticks_ = read_ticks();
+    if (watchdog_) watchdog_->note_step(step_num);
+    return written;
+}
+
+flight_dump flight_mode::dump(const std::string& path) {
+    return write({.path = path, .from_ticks = 0, .trigger = "request", .why = {}, .open_scopes = {}});
+}
+
+flight_dump flight_mode::dump_hang(std::int64_t step, std::int64_t silent_ns) {
+    const tick_calibration& clock = ring_.calibration();
+    dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
+                                             options_.dump_dir.empty() ? "" : "/", step, options_.dump_extension),
+                         .from_ticks = 0,
+                         .trigger = "hang",
+                         .why = fmt::format("no step() for {:.3f} ms during step {}",
+                                            static_cast<double>(silent_ns) / 1e6, step),
+                         .open_scopes = {}};
+    // Every thread's open scopes (the step's annotation among them), as the threads noted them.
+    std::uint64_t not_kept = 0;
+    for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
+        request.open_scopes.push_back({o.os_tid, o.thread_name.empty() ? fmt::format("thread {}", o.os_tid) : o.thread_name,
+                                        o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
+    }
+    if (not_kept != 0) {
+        request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
+    }
+    return write(std::move(request));
+}
+
+flight_dump flight_mode::write(dump_request request) {
+    record_store records;
+    if (!ring_.copy_records(records, request.from_ticks)) {
+        throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
+    }
+    flight_window window = flight_window::of(records, request.from_ticks, std::move(request.trigger));
+    window.detail = std::move(request.why);
+    window.open_scopes = std::move(request.open_scopes);
+    event_list events;
+    std::uint64_t truncated_names = 0;
+    host_.build_events(records, events, truncated_names);
+    if (!window.open_scopes.empty()) window.note_last_records(events);
+    return write_flight_dump(request.path, events, host_.trace_info(truncated_names), window);
+}
+
+flight_window_summary flight_mode::summary(const record_store& records) const {
+    const flight_window window = flight_window::of(records, 0, "stop");
+    return {window.json(), window.perfetto_info(0, 0)};
+}
+
+void flight_mode::finish() noexcept {
+    watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
+    if (!std::exchange(crash_dump_installed_, false)) return;
+    try {
+        for (const std::string& line : crash_dump::overridden()) {
+            warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
+        }
+    } catch (...) {
+        // Out of memory while saying so: the dump is uninstalled all the same.
+    }
+    crash_dump::uninstall();
+    the_registry().want_signal_stacks(false);  // this recorder's request (the constructor's)
+}
+
+void flight_window::note_last_records(const event_list& events) {
+    for (const event& e : events) {
+        if (e.kind == event_kind::overhead || e.on_device()) continue;
+        const std::uint64_t tid = events.threads()[e.thread].os_tid;
+        auto same = std::find_if(last_records.begin(), last_records.end(),
+                                 [&](const last_seen& l) { return l.os_tid == tid; });
+        if (same == last_records.end()) same = last_records.insert(last_records.end(), last_seen{tid, {}, INT64_MIN});
+        if (e.end_ns >= same->end_ns) {
+            same->end_ns = e.end_ns;
+            same->name = e.name;
+        }
+    }
+}
+
+flight_window flight_window::of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
+    flight_window w;
+    w.trigger = std::move(trigger);
+    const tick_calibration& clock = store.calibration;
+    w.from_ns = from_ticks == 0 ? 0 : clock.to_ns_since_anchor(from_ticks);
+    w.to_ns = clock.to_ns_since_anchor(store.stop_ticks);
+    for (const record_store::thread_records& t : store.threads()) {
+        w.overwritten += t.counts.overwritten;
+        // Buffers of one OS thread (one per shared object) are one thread in the trace.
+        auto same = std::find_if(w.threads.begin(), w.threads.end(),
+                                 [&](const thread& e) { return e.os_tid == t.counts.os_tid; });
+        if (same == w.threads.end()) {
+            same = w.threads.insert(w.threads.end(), thread{t.counts.os_tid, t.counts.name, 0, w.from_ns});
+        }
+        same->overwritten += t.counts.overwritten;
+        if (t.counts.overwritten_until != 0 && t.counts.overwritten_until > from_ticks) {
+            same->complete_from_ns =
+                std::max(same->complete_from_ns, clock.to_ns_since_anchor(t.counts.overwritten_until));
+        }
+    }
+    return w;
+}
+
+std::string flight_window::json() const {
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out), "{{\"trigger\": ");
+    append_json_string(out, trigger);
+    fmt::format_to(std::back_inserter(out), ", \"detail\": ");
+    append_json_string(out, detail);
+    fmt::format_to(std::back_inserter(out), ", \"from_us\": {}, \"to_us\": {}, \"overwritten\": {}, \"threads\": [",
+                   trace_microseconds(from_ns), trace_microseconds(to_ns), overwritten);
+    for (std::size_t i = 0; i < threads.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                       threads[i].os_tid);
+        append_json_string(out, threads[i].name);
+        fmt::format_to(std::back_inserter(out), ", \"overwritten\": {}, \"complete_from_us\": {}}}",
+                       threads[i].overwritten, trace_microseconds(threads[i].complete_from_ns));
+    }
+    fmt::format_to(std::back_inserter(out), "], \"open_scopes\": [");
+    for (std::size_t i = 0; i < open_scopes.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"thread\": ", i == 0 ? "" : ", ",
+                       open_scopes[i].os_tid);
+        append_json_string(out, open_scopes[i].thread_name);
+        fmt::format_to(std::back_inserter(out), ", \"name\": ");
+        append_json_string(out, open_scopes[i].name);
+        fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
+                       trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
+    }
+    fmt::format_to(std::back_inserter(out), "], \"last_seen\": [");
+    for (std::size_t i = 0; i < last_records.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
+                       last_records[i].os_tid);
+        append_json_string(out, last_records[i].name);
+        fmt::format_to(std::back_inserter(out), ", \"end_us\": {}}}", trace_microseconds(last_records[i].end_ns));
+    }
+    fmt::format_to(std::back_inserter(out), "]}}");
+    return fmt::to_string(out);
+}
+
+std::string flight_window::text() const {
+    std::string out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
+                                  "{} records overwritten before it\n",
+                                  trigger, detail.empty() ? "" : ": ", detail, static_cast<double>(from_ns) / 1e6,
+                                  static_cast<double>(to_ns) / 1e6, overwritten);
+    for (const thread& t : threads) {
+        out += fmt::format("  thread {} ({}): complete from {:.3f} ms, {} records overwritten\n", t.os_tid,
+                           t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
+    }
+    for (const open_scope& o : open_scopes) {
+        out += fmt::format("  still open on thread {} ({}): {:{}}{} since {:.3f} ms\n", o.os_tid, o.thread_name, "",
+                           2 * o.depth, o.name, static_cast<double>(o.start_ns) / 1e6);
+    }
+    for (const last_seen& l : last_records) {
+        out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
+                           static_cast<double>(l.end_ns) / 1e6);
+    }
+    return out;
+}
+
+perfetto_trace_info flight_window::perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const {
+    perfetto_trace_info info;
+    info.pid = pid;
+    info.truncated_names = truncated_names;
+    info.overwritten = overwritten;
+    for (const thread& t : threads) info.overwritten_threads.push_back({t.os_tid, t.overwritten, t.complete_from_ns});
+    return info;
+}
+
+hang_watchdog::hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
+    : timeout_ns_(timeout.count()), on_hang_(std::move(on_hang)) {
+    note_step(step);
+    thread_ = std::thread([this] { run(); });
+}
+
+hang_watchdog::~hang_watchdog() {
+    {
+        const std::lock_guard lock(mutex_);  // the loop is waiting, or checks stopping_ before it waits
+        stopping_.store(true, std::memory_order_relaxed);
+    }
+    wake_.notify_one();
+    thread_.join();
+}
+
+void hang_watchdog::note_step(std::int64_t step) noexcept {
+    last_step_ns_.store(steady_now_ns(), std::memory_order_relaxed);
+    step_.store(step, std::memory_order_relaxed);
+}
+
+void hang_watchdog::run() {
+    name_this_thread("stint watchdog");
+    std::int64_t fired_for = -1;
+    std::unique_lock lock(mutex_);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        wake_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(timeout_ns_ / 4, 1'000'000)));
+        if (stopping_.load(std::memory_order_relaxed)) break;
+        const std::int64_t step = step_.load(std::memory_order_relaxed);
+        const std::int64_t silent = steady_now_ns() - last_step_ns_.load(std::memory_order_relaxed);
+        if (silent < timeout_ns_ || step == fired_for) continue;
+        fired_for = step;
+        lock.unlock();
+        try {
+            on_hang_(step, silent, stopping_);
+        } catch (const std::exception& e) {
+            warn(fmt::format("flight recorder: the hang's dump failed: {}", e.what()));
+        } catch (...) {
+            warn("flight recorder: the hang's dump failed");
+        }
+        lock.lock();
+    }
+}
+
+std::string table_path_for(std::string_view path) {
+    for (std::string_view ending : {".json.gz", ".json", ".pftrace", ".perfetto-trace"}) {
+        if (path.ends_with(ending)) return std::string(path.substr(0, path.size() - ending.size())) + ".txt";
+    }
+    return std::string(path) + ".txt";
+}
+
+void check_dump_dir(const std::string& dir) {
+    const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.stint-flight-recorder-probe";
+    try {
+        output_file file(probe);  // a temporary beside `probe`, removed unless committed
+    } catch (const std::system_error& e) {
+        throw std::system_error(e.code(), fmt::format("stint: flight_recorder.dump_dir \"{}\" cannot be written", dir));
+    }
+}
+
+flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
+                              const flight_window& window) {
+    flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
+    // Both files or neither: each is written beside its place and finished (synced, closed) before
+    // either is renamed into place, so a failure keeps the previous trace and table together.
+    output_file table(result.table_path, 1, "flight recorder table");
+    output_file trace(path);
+    if (dump_format_of(path) == dump_format::perfetto) {
+        write_perfetto_trace(trace, events, window.perfetto_info(info.pid, info.truncated_names));
+    } else {
+        info.metadata_json.emplace_back("flightRecorder", window.json());
+        write_chrome_trace(trace, events, info);
+    }
+    table.write(window.text());
+    table.write(key_averages(events).table());
+    table.finish();
+    trace.finish();
+    trace.commit();
+    table.commit();
+    return result;
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
+// ---- end stint/profiler/impl/flight_recorder.ipp ----
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
+// ---- end stint/profiler/flight_recorder.hpp ----
+
+// ---- begin stint/export/trace_stream.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
+// takes the chunks that recording threads have filled, writes their events and gives the chunks back
+// to the pool and their bytes back to the budget, so that a session of any length records in the
+// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
+
+#include <chrono>              // std::chrono::milliseconds
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <cstdint>             // std::uint64_t, std::int64_t, std::uint32_t
+#include <exception>           // std::exception_ptr
+#include <mutex>               // std::mutex
+#include <optional>            // std::optional
+#include <string>              // std::string
+#include <thread>              // std::thread
+#include <unordered_map>       // std::unordered_map
+#include <vector>              // std::vector
+
+
+// ---- begin stint/export/chrome_trace_records.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
+// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
+// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
+// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
+// memory their records already take (design §8).
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t, std::uint16_t, std::uint32_t, std::uint64_t
+#include <memory>         // std::unique_ptr
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::pair
+#include <vector>         // std::vector
+
+
+namespace stint::detail {
+
+/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
+/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// object, are merged by the event list's linking).
+STINT_DECL bool chrome_trace_from_records(const record_store& records);
+
+namespace chrome_records_detail {
+
+// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
+constexpr bool drawn_as_instant(event_kind kind) noexcept {
+    return kind == event_kind::instant || is_memory_kind(kind);
+}
+
+// The fixed start of an event of `kind`, up to its name.
+constexpr std::string_view event_opening(event_kind kind) {
+    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                                  : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
+}
+
+}  // namespace chrome_records_detail
+
+/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
+/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
+/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
+/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
+/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
+/// last child); each group of such records is written parent first, so viewers nest equal times as the
+/// program did.
+class thread_trace_writer {
+public:
+    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
+    /// row (chrome_records_detail::origin_of).
+    STINT_DECL thread_trace_writer(json_writer& out, const tick_calibration& calibration, std::uint64_t pid,
+                                   std::uint64_t tid, double origin);
+
+    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
+    /// gets `id`. A record that carries more than a runtime name is written with its name and times
+    /// only (values_left_out counts it).
+    STINT_DECL void add(const record& r, const record_payload& payload, std::uint64_t id);
+
+    /// Records added and not written yet (held until a record of another end arrives).
+    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
+
+    /// Records whose captured values (inputs, native frames, memory details) were left out.
+    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
+    /// Counter samples that were not finite (write_counter_sample).
+    [[nodiscard]] std::uint64_t not_finite_samples() const noexcept { return not_finite_; }
+    /// Counts a record of the thread that made no event and whose values were left out (outputs).
+    void leave_out_values() noexcept { ++values_left_out_; }
+
+    /// Copies the runtime names of the records still held (their buffer is about to be freed).
+    STINT_DECL void own_held_names();
+
+    /// Writes what is held: the thread's last records have arrived.
+    STINT_DECL void flush();
+
+private:
+    static constexpr std::uint32_t no_parent = 0xffffffffU;
+    std::uint64_t not_finite_ = 0;
+    struct held {
+        const site* where = nullptr;
+        std::string_view name;                 // a runtime name
+        bool runtime_name = false;
+        std::unique_ptr<std::string> owned;    // ... kept across batches
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::int64_t level = 0;
+        std::uint64_t id = 0;
+        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
+        counter_value counter;                 // a counter's sample: its value
+        std::uint32_t parent = no_parent;      // within held_
+    };
+
+    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
+    // a group can be as deep as the program's nesting).
+    STINT_DECL void write_subtree(std::uint32_t root, trace_end cap);
+
+    STINT_DECL trace_end write_event(const held& h, trace_end cap);
+
+    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
+    STINT_DECL const std::string& prefix_of(const site& where);
+
+    json_writer& out_;
+    tick_calibration calibration_;
+    std::string where_;  // ", "pid": P, "tid": T, "ts": "
+    double origin_ = 0;
+    std::int64_t level_ = 0;
+    std::uint16_t previous_depth_ = 0;
+    bool have_previous_ = false;
+    std::int64_t held_end_ = 0;
+    std::uint64_t values_left_out_ = 0;
+    std::vector<held> held_;            // records ending in held_end_, as they arrived
+    std::vector<std::uint32_t> roots_;  // held records whose parent has not arrived
+    std::vector<std::vector<std::uint32_t>> children_;
+    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
+    std::unordered_map<const site*, std::string> prefixes_;
+    const site* last_site_ = nullptr;
+    const std::string* last_prefix_ = nullptr;
+};
+
+namespace chrome_records_detail {
+
+/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
+STINT_DECL double origin_of(const record_store& records, const record_store::thread_records& t);
+
+}  // namespace chrome_records_detail
+
+/// write_chrome_trace's body for `records`: the whole trace, through `out` (flushed at its end).
+STINT_DECL void write_chrome_trace_to(json_writer& out, const record_store& records, std::uint64_t first_id,
+                                      const chrome_trace_info& info);
+
+/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
+/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
+/// Reads the records only: an event list can still be built from them afterwards.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
+                        const chrome_trace_info& info) {
+    json_writer out(sink);
+    write_chrome_trace_to(out, records, first_id, info);
+}
+
+/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
+STINT_DECL void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
+                                        const chrome_trace_info& info);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+// ---- end stint/export/chrome_trace_records.hpp ----
+
+namespace stint::detail {
+
+/// What a streamed session wrote, for its stats.
+struct streamed_totals {
+    std::uint64_t events = 0;     ///< events written
+    std::uint64_t recorded = 0;   ///< records of the program
+    std::uint64_t overhead = 0;   ///< stint's own records
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
+};
+
+/// One streamed session's trace file and the thread that writes it.
+///
+///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
+///     stream.start(state, calibration, first_id);  // once the session records
+///     ...
+///     stream.stop();                               // before the session closes
+///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
+class trace_stream {
+public:
+    /// How often the writer looks for filled chunks.
+    static constexpr std::chrono::milliseconds period{10};
+
+    STINT_DECL trace_stream(const std::string& path, std::uint64_t pid);
+    trace_stream(const trace_stream&) = delete;
+    trace_stream& operator=(const trace_stream&) = delete;
+    ~trace_stream() { stop(); }
+
+    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
+    /// the writer reads them, and its times come from `calibration` (the session's start).
+    STINT_DECL void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id);
+
+    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
+    /// must be abandoned (leaked), never stopped or destroyed.
+    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
+
+    /// Stops the writer (joins it). What it failed with is thrown by finish().
+    STINT_DECL void stop() noexcept;
+
+    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
+    STINT_DECL streamed_totals finish(record_store& rest, const chrome_trace_info& info);
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer> writer;
+    };
+
+    STINT_DECL streamed_totals write_rest(record_store& rest, const chrome_trace_info& info);
+
+    // Records the writers hold until a record of another end arrives.
+    STINT_DECL std::uint64_t held_records() const noexcept;
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] STINT_DECL void throw_failure();
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    STINT_DECL static std::string reason_of(const std::exception_ptr& error);
+
+    STINT_DECL void run() noexcept;
+
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    STINT_DECL void fail(record_store&& batch) noexcept;
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    STINT_DECL void write_batch(record_store& batch);
+
+    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
+    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
+    // ends follow their begins, the two count alike).
+    STINT_DECL void balance_point(event_kind kind, const record_payload& payload);
+
+    [[nodiscard]] STINT_DECL unmatched_points unmatched() const;
+
+    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
+    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
+    // earliest of the whole session, which a stream cannot wait for).
+    STINT_DECL double origin_of(const record_store& batch, const record_store::thread_records& t);
+
+    STINT_DECL thread_state& state_of(const record_store::thread_records& t);
+
+    output_file file_;
+    json_writer out_;
+    std::uint64_t pid_ = 0;
+    std::uint32_t state_ = 0;
+    tick_calibration calibration_;
+    std::uint64_t next_id_ = 0;
+    std::vector<thread_state> threads_;  // per buffer, in the order first seen
+    std::unordered_map<const void*, std::size_t> index_;
+    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
+    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
+    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
+};
+
+/// The streaming writer's code as the profiler's core calls it: plain function pointers (as the flight
+/// recorder's, profiler/flight_recorder_options.hpp), reached only through a stream_target made from a path.
+struct trace_stream_code {
+    trace_stream* (*open)(const std::string& path, std::uint64_t pid);  ///< the caller owns it: `destroy`
+    void (*start)(trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
+                  std::uint64_t first_id);
+    void (*stop)(trace_stream& stream) noexcept;
+    streamed_totals (*finish)(trace_stream& stream, record_store& rest, const chrome_trace_info& info);
+    void (*destroy)(trace_stream* stream) noexcept;
+};
+
+/// A streamed window while it records, as the profiler's core holds it: its stream_target's writer,
+/// called through that target's code. Destroyed before finish() completed the file, it discards it.
+class streaming_session {
+public:
+    streaming_session(const stream_target& target, std::uint64_t pid)
+        : code_(target.code()), stream_(code_->open(target.path(), pid)) {}
+    ~streaming_session() {
+        if (stream_ != nullptr) code_->destroy(stream_);
+    }
+    streaming_session(const streaming_session&) = delete;
+    streaming_session& operator=(const streaming_session&) = delete;
+
+    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+        code_->start(*stream_, state, calibration, first_id);
+    }
+    /// Whether this process is a fork of the one that started it.
+    [[nodiscard]] bool inherited() const noexcept { return stream_->inherited(); }
+    /// A forked child: the writer thread and the file are the parent's; forget both.
+    void abandon() noexcept { stream_ = nullptr; }
+    void stop() noexcept { code_->stop(*stream_); }
+    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
+        return code_->finish(*stream_, rest, info);
+    }
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return stream_->next_id(); }
+
+private:
+    const trace_stream_code* code_;
+    trace_stream* stream_;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+
+// ---- begin stint/export/impl/trace_stream.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_TRACE_STREAM_IPP
+#define STINT_SINGLE_STINT_EXPORT_IMPL_TRACE_STREAM_IPP
+// trace_stream's bodies: the writer thread, its batches, a failure kept and the trace's end.
+
+#include <algorithm>      // std::min
+#include <cstdlib>        // std::abs
+#include <limits>         // std::numeric_limits
+#include <stdexcept>      // std::runtime_error
+#include <system_error>   // std::system_error
+#include <unordered_set>  // std::unordered_set
+#include <utility>        // std::move
+
+
+namespace stint::detail {
+
+const trace_stream_code& trace_stream_code_table() noexcept {
+    static constexpr trace_stream_code table{
+        .open = [](const std::string& path, std::uint64_t pid) { return new trace_stream(path, pid); },
+        .start = [](trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
+                    std::uint64_t first_id) { stream.start(state, calibration, first_id); },
+        .stop = [](trace_stream& stream) noexcept { stream.stop(); },
+        .finish = [](trace_stream& stream, record_store& rest, const chrome_trace_info& info) {
+            return stream.finish(rest, info);
+        },
+        .destroy = [](trace_stream* stream) noexcept { delete stream; }};
+    return table;
+}
+
+trace_stream::trace_stream(const std::string& path, std::uint64_t pid)
+    : file_(path), out_(file_), pid_(pid) {
+    file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
+    chrome_trace_info info;
+    info.pid = pid;
+    out_.raw("{\n  \"schemaVersion\": 1,\n");
+    write_trace_events_opening(out_, info);
+}
+
+void trace_stream::start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+    state_ = state;
+    calibration_ = calibration;
+    next_id_ = first_id;
+    thread_ = std::thread([this] { run(); });
+}
+
+void trace_stream::stop() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+}
+
+streamed_totals trace_stream::finish(record_store& rest, const chrome_trace_info& info) {
+    stop();
+    if (!error_) {
+        try {
+            held_before_batch_ = held_records();
+            return write_rest(rest, info);
+        } catch (...) {
+            error_ = std::current_exception();
+        }
+    }
+    rest.prepend(std::move(unwritten_));
+    throw_failure();
+}
+
+streamed_totals trace_stream::write_rest(record_store& rest, const chrome_trace_info& info) {
+    write_batch(rest);
+    for (const record_store::thread_records& t : rest.threads()) {
+        thread_state& s = state_of(t);
+        s.counts.dropped = t.counts.dropped;
+        s.counts.truncated = t.counts.truncated;
+        s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
+    }
+    // The threads in the order the close found them (every thread of the session is there), as a
+    // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
+    std::vector<thread_info> threads;
+    std::unordered_set<const void*> listed;
+    std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
+    const auto list = [&](const thread_state& s) {
+        if (!listed.insert(s.node).second) return;
+        const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
+        if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
+        thread_info& t = threads[at->second];
+        if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
+        t.recorded += s.counts.recorded;
+        t.dropped += s.counts.dropped;
+    };
+    for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
+    streamed_totals totals;
+    for (thread_state& s : threads_) {
+        if (s.writer) s.writer->flush();
+        list(s);
+        totals.events += s.events;
+        totals.values_not_streamed += s.writer ? s.writer->values_left_out() : 0;
+        totals.recorded += s.counts.recorded;
+        totals.overhead += s.counts.overhead;
+        totals.dropped += s.counts.dropped;
+        totals.truncated += s.counts.truncated;
+    }
+    write_thread_metadata(out_, threads, info);
+    out_.raw("\n  ],\n");
+    const device_report no_device;
+    const chrome_trace_head head{.recorded = totals.recorded,
+                                 .dropped = totals.dropped,
+                                 .late = rest.late,
+                                 .device = &no_device,
+                                 .memory_dropped = rest.memory_dropped,
+                                 .memory_peaks = {},
+                                 .threads = threads,
+                                 .no_events = totals.events == 0,
+                                 .values_not_streamed = totals.values_not_streamed,
+                                 .unmatched = unmatched()};
+    write_trace_keys(out_, head, info);
+    write_trace_closing_keys(out_, calibration_.anchor.system_ns);
+    file_.commit();
+    return totals;
+}
+
+std::uint64_t trace_stream::held_records() const noexcept {
+    std::uint64_t held = 0;
+    for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
+    return held;
+}
+
+void trace_stream::throw_failure() {
+    file_.abandon();
+    std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
+    if (!file_.kept_partial().empty()) {
+        text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
+    } else if (file_.written_through()) {
+        text += "what it wrote went through to it";
+    } else {
+        text += "nothing it wrote could be kept";
+    }
+    text += "; the records it had not written are kept by the profiler: events() and the exports read them";
+    if (held_before_batch_ != 0) {
+        text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
+    }
+    text += ")";
+    try {
+        std::rethrow_exception(error_);
+    } catch (const std::system_error& e) {
+        throw std::system_error(e.code(), text);  // what(): text, then the OS reason
+    } catch (const std::exception& e) {
+        throw std::runtime_error(text + ": " + e.what());
+    } catch (...) {
+        throw std::runtime_error(text);
+    }
+}
+
+std::string trace_stream::reason_of(const std::exception_ptr& error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const std::system_error& e) {
+        return e.code().message();
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "an exception of unknown type";
+    }
+}
+
+void trace_stream::run() noexcept {
+    const own_allocation_scope own;  // the writer's memory is not the program's
+    name_this_thread("stint stream");
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        wake_.wait_for(lock, period, [this] { return stopping_; });
+        if (stopping_) break;
+        lock.unlock();
+        record_store batch;
+        try {
+            held_before_batch_ = held_records();
+            batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
+            the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
+            write_batch(batch);
+            // In the file before the chunks go back: a write that fails keeps the whole batch.
+            out_.flush();
+        } catch (...) {
+            fail(std::move(batch));
+            return;
+        }
+        for (record_store::thread_records& t : batch.threads()) {
+            the_registry().give_back_streamed(state_, batch.take_chunks(t));
+        }
+        lock.lock();
+    }
+}
+
+void trace_stream::fail(record_store&& batch) noexcept {
+    error_ = std::current_exception();
+    unwritten_ = std::move(batch);
+    try {
+        warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
+             "): the session records on into its buffer budget (records beyond it are dropped and counted), "
+             "and stop() throws, keeping what was written and the records not written");
+    } catch (...) {
+        // out of memory: stop() still reports it
+    }
+}
+
+void trace_stream::write_batch(record_store& batch) {
+    batch.calibration = calibration_;  // the stream's times all come from the session's start
+    for (record_store::thread_records& t : batch.threads()) {
+        thread_state& s = state_of(t);
+        s.counts.recorded += t.counts.recorded;
+        s.counts.overhead += t.counts.overhead;
+        if (t.events != 0 || !t.timing_only) {  // (outputs and args records make no event, but are counted)
+            if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
+            batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
+                const payload_kind kind = r.where()->payload;
+                if (kind == payload_kind::outputs || kind == payload_kind::args) {
+                    s.writer->leave_out_values();
+                } else if (kind != payload_kind::device_link) {  // part of the scope before it
+                    if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
+                    s.writer->add(r, payload, next_id_++);
+                }
+            });
+            s.events += t.events;
+            s.writer->own_held_names();  // the records' chunks go back after the batch
+        }
+    }
+}
+
+void trace_stream::balance_point(event_kind kind, const record_payload& payload) {
+    const std::uint64_t id = read_point(payload).id;
+    const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
+    const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
+    auto& open = flow ? open_flows_ : open_spans_;
+    const auto at = open.try_emplace(id, 0).first;
+    at->second += begin ? 1 : -1;
+    if (at->second == 0) open.erase(at);
+}
+
+unmatched_points trace_stream::unmatched() const {
+    unmatched_points u;
+    const auto count = [](std::int64_t balance) { return static_cast<std::uint64_t>(std::abs(balance)); };
+    for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += count(balance);
+    for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += count(balance);
+    return u;
+}
+
+double trace_stream::origin_of(const record_store& batch, const record_store::thread_records& t) {
+    const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
+    if (added) {
+        std::uint64_t first = t.first_start_ticks;
+        for (const record_store::thread_records& other : batch.threads()) {
+            if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
+        }
+        at->second = first == std::numeric_limits<std::uint64_t>::max()
+                         ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
+                         : trace_microseconds(calibration_.to_ns_since_anchor(first));
+    }
+    return at->second;
+}
+
+trace_stream::thread_state& trace_stream::state_of(const record_store::thread_records& t) {
+    const auto [at, added] = index_.try_emplace(t.node, threads_.size());
+    if (!added) return threads_[at->second];
+    thread_state& s = threads_.emplace_back();
+    s.node = t.node;
+    s.counts.os_tid = t.counts.os_tid;
+    s.counts.name = t.counts.name;
+    return s;
+}
+
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_TRACE_STREAM_IPP
+// ---- end stint/export/impl/trace_stream.ipp ----
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+// ---- end stint/export/trace_stream.hpp ----
+
+// ---- begin stint/profiler/impl/profiler_core.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
+// profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
+// header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
+
+#include <atomic>        // std::atomic
+#include <chrono>        // std::chrono::milliseconds
+#include <exception>     // std::exception_ptr, std::terminate
+#include <memory>        // std::unique_ptr, std::make_unique
+#include <mutex>         // std::recursive_mutex, std::lock_guard, std::unique_lock
+#include <optional>      // std::optional
+#include <stdexcept>     // std::logic_error, std::invalid_argument, std::runtime_error
+#include <string>        // std::string
+#include <string_view>   // std::string_view
+#include <thread>        // std::this_thread::sleep_for
+#include <utility>       // std::move, std::exchange, std::pair
+#include <vector>        // std::vector
+
+#include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string
+
+
+// ---- begin stint/profiler/exit_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+#define STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+// STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
+// (return from main, exit()) is written to `path`, so a program that never reaches its stop() still
+// leaves its trace. Read once per process; without it, nothing is registered and nothing costs.
+// quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
+
+#include <condition_variable>  // std::condition_variable
+#include <mutex>               // std::mutex
+#include <string>              // std::string
+#include <thread>              // std::thread::id
+#include <utility>             // std::pair
+#include <vector>              // std::vector
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+class exit_trace;
+/// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
+STINT_DECL STINT_DETAIL_EXPORT exit_trace& the_exit_trace();
+
+/// The profilers that write their unfinished session at exit. A profiler arms itself at construction
+/// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
+/// this registry's lock, so no lock order links it with the profilers' own locks.
+class exit_trace {
+public:
+    /// Stops the profiler if it still records and writes its trace to `path`; never throws.
+    using writer = void (*)(void* profiler, const std::string& path) noexcept;
+
+    STINT_DECL exit_trace();
+
+    /// The path STINT_TRACE_ON_EXIT named; empty when it is unset or empty.
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+    STINT_DECL void arm(void* profiler, writer write);
+    /// Forgets `profiler`; when the exit handler is writing it on another thread, waits until it is done.
+    STINT_DECL void disarm(void* profiler) noexcept;
+
+private:
+    STINT_DECL void write_unfinished() noexcept;
+
+    std::mutex mutex_;
+    std::condition_variable idle_;
+    std::string path_;
+    std::vector<std::pair<void*, writer>> armed_;
+    void* busy_ = nullptr;            // the profiler the exit handler is writing
+    std::thread::id busy_thread_;     // ... on this thread
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
+// ---- end stint/profiler/exit_trace.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_BUILD_NAMESPACE {
+
+class profiler_state final : public flight_host {
+public:
+    profiler_state(profiler_settings settings, const profiler_traits& traits, void* owner, void (*on_trace_ready)(void*))
+        : options_(std::move(settings)), traits_(traits), owner_(owner), on_trace_ready_(on_trace_ready) {
+        if (!active()) return;
+        install_registry_slow_path();  // threads named from now on are named in the registry
+        const bool records_device = traits_.has_device && options_.activities.contains(activity::cuda);
+        if (!options_.activities.contains(activity::cpu) && !records_device) {
+            throw std::invalid_argument(
+                "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
+                "activity::cuda with stint::cuda_activities in the config");
+        }
+        if (!options_.stream_to.empty()) refuse_streaming_with_options();
+        if (options_.flight_recorder) {
+            options_.flight_recorder->code->check_options(
+                *options_.flight_recorder, static_cast<bool>(options_.schedule), !options_.stream_to.empty(),
+                options_.accumulate_events, options_.execution_trace_observer != nullptr);
+        }
+        if (options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
+        }
+        try {
+            session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
+            if (options_.schedule) current_action_ = options_.schedule(0);
+            step_tracker::init_step_count(step_tracker::profiler_step_name);
+            the_exit_trace().arm(this, &write_unfinished_trace);
+        } catch (...) {
+            // No destructor will run: the observer must not keep pointing here.
+            if (options_.execution_trace_observer != nullptr) options_.execution_trace_observer->release(this);
+            throw;
+        }
+    }
+    profiler_state(const profiler_state&) = delete;
+    profiler_state& operator=(const profiler_state&) = delete;
+
+    ~profiler_state() = default;
+
+    /// What destroying a profiler does, while the profiler and its callback are still whole (its core
+    /// calls it before it frees this state).
+    void close() noexcept {
+        if (!active()) return;
+        // Before the lock: a dump from outside holds its own first.
+        if (options_.flight_recorder) the_running_flight_recorder().clear(this);
+        if (in_callback_) {
+            // The step() or stop() that called on_trace_ready is still running on this profiler: it
+            // would touch freed memory when the callback returns. Stop here rather than corrupt.
+            warn("a profiler was destroyed inside its own on_trace_ready; destroy it after the step() or "
+                         "stop() that called the callback returns");
+            std::terminate();
+        }
+        the_exit_trace().disarm(this);
+        write_unfinished_trace(this, the_exit_trace().path());
+        finish_execution_trace();
+        try {
+            step_tracker::erase_step_count(step_tracker::profiler_step_name);
+        } catch (...) {
+            // Out of memory while locking or erasing: the tracker keeps a stale count, nothing worse.
+        }
+    }
+
+    void start() {
+        if (!active()) return;
+        const own_allocation_scope own;  // the profiler's own memory is not the program's
+        {
+            const std::lock_guard lock(mutex_);
+            refuse_in_callback("start()");
+            if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
+            std::exception_ptr error;
+            transit(profiler_action::none, current_action_, error);
+            if (error) std::rethrow_exception(error);
+            started_ = true;
+            ever_started_ = true;
+            open_step_annotation();
+        }
+        // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
+        if (options_.flight_recorder) the_running_flight_recorder().set(this, &dump_for);
+    }
+
+    /// `asked`: the program's stop(), not the one a destructor or the process's exit runs.
+    void stop(bool asked = true) {
+        if (!active()) return;
+        const own_allocation_scope own;  // the profiler's own memory is not the program's
+        if (options_.flight_recorder) the_running_flight_recorder().clear(this);
+        const std::lock_guard lock(mutex_);
+        refuse_in_callback("stop()");
+        if (asked && !ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
+            // A stop() whose start() was forgotten would print and export an empty result without a
+            // word; say so once per profiler (torch's Python warnings show a text once, too). A
+            // schedule's step() opens windows without start(): a profiler that stepped is not warned.
+            warned_stop_without_start_ = true;
+            warn("stop() without start(): the profiler didn't run, so its results (table, trace, events) are "
+                 "empty; call start() before the code to profile");
+        }
+        close_step_annotation();
+        started_ = false;
+        std::exception_ptr error;
+        transit(current_action_, std::nullopt, error);
+        if (error) std::rethrow_exception(error);
+    }
+
+    void step() {
+        if (!active()) return;
+        const own_allocation_scope own;  // the profiler's own memory is not the program's
+        const std::lock_guard lock(mutex_);
+        refuse_in_callback("step()");
+        const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
+        close_step_annotation();
+        const profiler_action previous = current_action_;
+        ++step_num_;
+        current_action_ = next;
+        if (options_.schedule) checker_.observe(previous, next);
+        std::exception_ptr error;
+        transit(previous, next, error);
+        step_tracker::increment_step(step_tracker::profiler_step_name);
+        if (flight_) {
+            if (std::optional<flight_dump> written = flight_->observe_step(step_num_)) {
+                triggered_dumps_.push_back(std::move(*written));
+            }
+        }
+        open_step_annotation();
+        if (error) std::rethrow_exception(error);
+    }
+
+    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const {
+        const std::lock_guard lock(mutex_);
+        return triggered_dumps_;
+    }
+
+    flight_dump dump(const std::string& path) {
+        require_dump_format("dump", path);
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        if (!options_.flight_recorder || !flight_) {
+            throw std::logic_error(options_.flight_recorder
+                                       ? "stint: dump(): the flight recorder is not recording; call start() first"
+                                       : "stint: dump(): this profiler is not a flight recorder; set "
+                                         "profiler_options::flight_recorder");
+        }
+        return flight_->dump(path);
+    }
+
+    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
+
+    [[nodiscard]] profiler_action current_action() const noexcept {
+        return current_action_.load(std::memory_order_relaxed);
+    }
+
+    [[nodiscard]] bool is_running() const noexcept { return running_.load(std::memory_order_relaxed); }
+
+    [[nodiscard]] const event_list& events() const {
+        const std::lock_guard lock(mutex_);
+        require_finished("events()");
+        require_kept("events()");
+        return options_.accumulate_events ? all_events_ : window_events();
+    }
+
+    [[nodiscard]] averaged_event_list key_averages(const key_averages_options& options) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("key_averages()");
+        return stint::key_averages(events(), options);
+    }
+
+    [[nodiscard]] double self_cpu_time_total() const {
+        const std::lock_guard lock(mutex_);
+        require_finished("self_cpu_time_total()");
+        std::int64_t total = 0;
+        for (const event& e : events()) total += e.self_ns;
+        return static_cast<double>(total) / 1e3;
+    }
+
+    [[nodiscard]] profiler_stats stats() const {
+        const std::lock_guard lock(mutex_);
+        require_finished("stats()");
+        return window_stats_;
+    }
+
+    void export_chrome_trace(const std::string& path) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_chrome_trace()");
+        require_kept("export_chrome_trace()");
+        const chrome_trace_info info = trace_info(window_stats_.truncated_names);
+        if (window_records_ && !traits_.has_stacks && !traits_.has_modules && chrome_trace_from_records(*window_records_)) {
+            write_chrome_trace_file(path, *window_records_, window_first_id_, info);
+        } else {
+            write_chrome_trace_file(path, window_events(), info);
+        }
+    }
+
+    void export_perfetto_trace(const std::string& path, profiler_core::perfetto_writer_fn writer) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_perfetto_trace()");
+        require_kept("export_perfetto_trace()");
+        perfetto_trace_info info;
+        info.pid = current_pid();
+        info.truncated_names = window_stats_.truncated_names;
+        if (window_flight_) {
+            info.overwritten = window_flight_->perfetto.overwritten;
+            info.overwritten_threads = window_flight_->perfetto.overwritten_threads;
+        }
+        writer(path, window_events(), info);
+    }
+
+    void export_memory_timeline(const std::string& path, stint::device device,
+                                profiler_core::memory_timeline_fn writer) const {
+        const own_allocation_scope own;
+        const std::lock_guard lock(mutex_);
+        require_finished("export_memory_timeline()");
+        require_kept("export_memory_timeline()");
+        writer(window_events(), path, device);
+    }
+
+    void add_metadata(std::string_view key, std::string_view value) {
+        if (!active()) return;
+        refuse_reserved("add_metadata", key);
+        const std::lock_guard lock(mutex_);
+        fmt::memory_buffer json;
+        append_json_string(json, value);
+        set_metadata(key, fmt::to_string(json));
+    }
+
+    void add_metadata_json(std::string_view key, std::string_view json, profiler_core::json_validator_fn validate) {
+        if (!active()) return;
+        refuse_reserved("add_metadata_json", key);
+        const std::lock_guard lock(mutex_);
+        if (std::optional<std::string> reason = validate(json)) {
+            throw std::invalid_argument(
+                fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
+        }
+        set_metadata(key, std::string(json));
+    }
+
+    void export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
+                       profiler_core::stacks_writer_fn writer) const {
+        const std::lock_guard lock(mutex_);
+        require_finished("export_stacks()");
+        require_kept("export_stacks()");
+        writer(path, events(), metric, frames);
+    }
+
+private:
+    [[nodiscard]] bool active() const noexcept { return traits_.enabled && options_.enabled; }
+
+    /// Runs torch's action_map entry for `previous` -> `next` (nullopt: stopping). Every operation
+    /// runs even when an earlier one threw; the first exception is left in `error`.
+    void transit(profiler_action previous, std::optional<profiler_action> next, std::exception_ptr& error) {
+        const session_ops ops = transition_actions(previous, next);
+        bool saved = false;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            try {
+                switch (ops[i]) {
+                    case session_op::prepare_trace:
+                        if (traits_.has_stacks) warm_native_stacks();
+                        session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
+                        break;
+                    case session_op::start_trace:
+                        // A warmup that ends without recording: torch starts and stops an empty trace
+                        // (replacing its results); stint drops the preparation and keeps the last window.
+                        if (i + 1 < ops.size() && ops[i + 1] == session_op::stop_trace) {
+                            session_.discard_preparation();
+                            ++i;
+                        } else {
+                            if (session_.is_open()) {
+                                throw std::logic_error("stint: start(): this profiler is already recording");
+                            }
+                            if (traits_.has_stacks) warm_native_stacks();
+                            settle_last_window();
+                            open_session();
+                        }
+                        break;
+                    case session_op::stop_trace:
+                        saved = close_window();
+                        break;
+                    case session_op::trace_ready:
+                        if (saved) trace_ready();
+                        break;
+                }
+            } catch (...) {
+                if (!error) error = std::current_exception();
+            }
+            running_.store(session_.is_open(), std::memory_order_relaxed);
+        }
+    }
+
+    /// Opens the CPU session and, when asked for and compiled in, the device session beside it; with
+    /// stream_to, the stream first (a path it cannot write opens nothing).
+    void open_session() {
+        if (!options_.stream_to.empty()) {
+            stream_ = std::make_unique<streaming_session>(options_.stream_to, current_pid());
+            try {
+                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
+            } catch (...) {
+                stream_.reset();  // nothing opened; the unfinished file is removed
+                throw;
+            }
+            try {
+                stream_->start(session_.recording_state(), session_.calibration(), next_id_);
+            } catch (...) {
+                record_store discarded;  // no writer: the session closes unrecorded
+                (void)session_.close_records(discarded);
+                stream_.reset();
+                throw;
+            }
+            return;
+        }
+        if (options_.flight_recorder) {
+            open_flight_session();
+            return;
+        }
+        const bool device = traits_.has_device && options_.activities.contains(activity::cuda);
+        stint::execution_trace_observer* et = options_.execution_trace_observer;
+        execution_trace_window_ = et != nullptr && et->wants_window();
+        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
+                      options_.activities.contains(activity::cpu) || !device, traits_.has_memory,
+                      {.outputs = traits_.has_shapes || execution_trace_window_, .tensor_identities = execution_trace_window_});
+        if (execution_trace_window_) et->set_window_running(true);
+        if (traits_.has_device) {
+            if (device) {
+                device_requested_ = true;
+                device_started_ = traits_.device_start({.budget_bytes = options_.device_buffer_budget_bytes,
+                                                        .sync_events = options_.enable_cuda_sync_events,
+                                                        .teardown = options_.teardown_cupti_on_stop});
+            }
+        }
+    }
+
+    /// Opens a flight recorder's session: the ring, its triggers, its crash dump.
+    void open_flight_session() {
+        flight_ = std::make_unique<flight_session>(*options_.flight_recorder, session_, options_.reserve_buffer_bytes,
+                                                   traits_.has_memory, traits_.has_shapes, step_num_.load(), *this);
+    }
+
+    static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler_state*>(self)->dump(path); }
+
+    /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
+    /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
+    void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) override {
+        std::unique_lock lock(mutex_, std::try_to_lock);
+        while (!lock.owns_lock()) {
+            if (stopping.load(std::memory_order_relaxed)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            (void)lock.try_lock();
+        }
+        if (!flight_) return;
+        const own_allocation_scope own;
+        triggered_dumps_.push_back(flight_->dump_hang(step, silent_ns));
+    }
+
+    /// A flight recorder's dump: records built as a window of this profiler is.
+    void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const override {
+        profiler_stats stats;
+        session::build_events(records, events, 1, what_to_drain(false), nullptr, stats);
+        truncated_names = stats.truncated_names;
+    }
+
+    /// Drains the session into the window's results; false when none was recording. The event list is
+    /// built now when something needs it at once (earlier windows kept, an execution trace, device
+    /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
+    /// and built into events when first asked for, and a timing-only trace is written from them.
+    bool close_window() {
+        std::optional<device_capture> device;
+        if (traits_.has_device) {
+            // The device session ends first: its records must all be in before the CPU side is drained.
+            if (device_requested_) {
+                device = device_started_ ? traits_.device_stop(options_.sync_device_on_stop)
+                                         : traits_.device_unavailable();
+                device_requested_ = device_started_ = false;
+            }
+        }
+        if (stream_) return close_streamed_window();
+        if (flight_) flight_->finish();  // the watchdog joined, the crash dump uninstalled, before the drain
+        const bool et_window = std::exchange(execution_trace_window_, false);
+        record_store records;
+        const bool closed = session_.close_records(records);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->set_window_running(false);
+        }
+        if (!closed) return false;
+        window_stats_ = session_.stats();
+        window_first_id_ = next_id_;
+        forget_window();
+        if (flight_) {
+            window_flight_ = flight_->summary(records);
+            flight_.reset();
+        }
+        bool timing_only = true;
+        for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
+        if (timing_only && !options_.accumulate_events && !et_window && !device) {
+            next_id_ += records.events();
+            window_records_.emplace(std::move(records));
+            return true;
+        }
+        try {
+            session::build_events(records, window_events_, window_first_id_, what_to_drain(et_window),
+                                          device ? &*device : nullptr, window_stats_);
+        } catch (const std::exception& e) {
+            lose_window(e.what());  // its records went back to the pool as they were read
+            throw;
+        } catch (...) {
+            lose_window("an exception of unknown type");
+            throw;
+        }
+        next_id_ += window_events_.size();
+        if (options_.accumulate_events) all_events_.append(window_events_);
+        if (et_window && options_.execution_trace_observer != nullptr) {
+            options_.execution_trace_observer->append_window(window_events_);
+        }
+        return true;
+    }
+
+    /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
+    bool close_streamed_window() {
+        record_store records;
+        if (stream_->inherited()) {
+            // A forked child: the writer thread and the file are the parent's. Abandon both.
+            stream_->abandon();
+            stream_.reset();
+            (void)session_.close_records(records);
+            return false;
+        }
+        struct reset_stream {
+            std::unique_ptr<streaming_session>& stream;
+            ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
+        } reset{stream_};
+        stream_->stop();
+        if (!session_.close_records(records)) return false;
+        window_stats_ = session_.stats();
+        forget_window();
+        streamed_window_ = false;
+        streamed_totals totals;
+        try {
+            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
+        } catch (...) {
+            // Writing failed: the records the stream had not written are the window, as a stop without
+            // a stream would keep them, and stop() throws what failed.
+            window_first_id_ = stream_->next_id();
+            session::count_records(records, window_stats_);
+            next_id_ = window_first_id_ + records.events();
+            window_records_.emplace(std::move(records));
+            throw;
+        }
+        streamed_window_ = true;
+        window_stats_.number_of_events = totals.events;
+        window_stats_.recorded = totals.recorded;
+        window_stats_.overhead_events = totals.overhead;
+        window_stats_.dropped = totals.dropped;
+        next_id_ += totals.events;
+        return true;
+    }
+
+    [[nodiscard]] drain_options what_to_drain(bool input_values) const noexcept {
+        return {.call_stacks = traits_.call_stacks,
+                .module_hierarchy = traits_.module_hierarchy,
+                .input_values = input_values,
+                .join_device = traits_.join_device};
+    }
+
+    /// The last window's events, built from its records the first time they are asked for. A build that
+    /// fails (out of memory) before giving any record back leaves the records for a retry; one that
+    /// fails after loses the window, and every later call throws rather than return part of it.
+    const event_list& window_events() const {
+        if (window_lost_) {
+            throw std::runtime_error(fmt::format("stint: the last window's events are lost: building them failed "
+                                                 "({}) after its records had begun to go back to the pool; stats() "
+                                                 "still counts them",
+                                                 window_lost_reason_));
+        }
+        if (window_records_) {
+            try {
+                session::build_events(*window_records_, window_events_, window_first_id_,
+                                              what_to_drain(false), nullptr, window_stats_);
+            } catch (const std::exception& e) {
+                if (window_records_->partly_released()) lose_window(e.what());
+                throw;
+            } catch (...) {
+                if (window_records_->partly_released()) lose_window("an exception of unknown type");
+                throw;
+            }
+            window_records_.reset();
+        }
+        return window_events_;
+    }
+
+    /// Forgets the last window: a new one replaces it.
+    void forget_window() const noexcept {
+        window_flight_.reset();
+        window_records_.reset();
+        window_events_ = event_list{};
+        window_lost_ = false;
+    }
+
+    /// The last window's events cannot be built: its records are gone (given back as they were read).
+    void lose_window(const char* why) const noexcept {
+        forget_window();
+        window_lost_ = true;
+        try {
+            window_lost_reason_ = why;
+        } catch (...) {
+            window_lost_reason_.clear();  // out of memory: the error says less, but still says it
+        }
+    }
+
+    /// Before a new window records: the last one's records go back to the pool (the new window reuses
+    /// the chunks). With a schedule its events stay readable, so they are built first; without one
+    /// they can no longer be read (the next stop replaces them).
+    void settle_last_window() {
+        if (!window_records_) return;
+        if (options_.schedule) {
+            (void)window_events();
+        } else {
+            forget_window();
+        }
+    }
+
+    /// The observer went first: stop using it.
+    static void forget_execution_trace_observer(void* self) noexcept {
+        auto& prof = *static_cast<profiler_state*>(self);
+        const std::lock_guard lock(prof.mutex_);
+        prof.options_.execution_trace_observer = nullptr;
+    }
+
+    /// At destruction: the attached observer's file is finished (torch's cleanup at profile.__exit__);
+    /// a failure becomes a warning.
+    void finish_execution_trace() noexcept {
+        stint::execution_trace_observer* et = std::exchange(options_.execution_trace_observer, nullptr);
+        if (et == nullptr) return;
+        try {
+            et->detach(this);
+        } catch (const std::exception& e) {
+            warn(fmt::format("the profiler's execution trace could not be finished: {}", e.what()));
+        } catch (...) {
+            warn("the profiler's execution trace could not be finished");
+        }
+    }
+
+    /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
+    /// there (STINT_TRACE_ON_EXIT). Failures become warnings: it runs in a destructor or at exit.
+    static void write_unfinished_trace(void* self, const std::string& path) noexcept {
+        auto& prof = *static_cast<profiler_state*>(self);
+        const bool unfinished = prof.is_running();
+        try {
+            prof.stop(false);
+        } catch (const std::exception& e) {
+            warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
+                                     "threw and cannot rethrow: {}", e.what()));
+        } catch (...) {
+            warn("stopping an unfinished session (profiler destroyed, or process exit): stop() threw and "
+                         "cannot rethrow");
+        }
+        if (!unfinished || path.empty()) return;
+        try {
+            prof.export_chrome_trace(path);
+        } catch (const std::exception& e) {
+            warn(fmt::format("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace: {}", e.what()));
+        } catch (...) {
+            warn("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace");
+        }
+    }
+
+    void trace_ready() {
+        if (on_trace_ready_ == nullptr) return;
+        struct in_callback_guard {
+            bool& flag;
+            explicit in_callback_guard(bool& f) : flag(f) { flag = true; }
+            ~in_callback_guard() { flag = false; }
+            in_callback_guard(const in_callback_guard&) = delete;
+            in_callback_guard& operator=(const in_callback_guard&) = delete;
+        } guard(in_callback_);
+        on_trace_ready_(owner_);
+    }
+
+    /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
+    /// record_steps); it ends at the next step() or stop(), so it spans the step.
+    void open_step_annotation() {
+        if ((!options_.schedule && !options_.flight_recorder) || !session_.is_open()) return;
+        std::string name = "ProfilerStep#";
+        append_integer(name, step_num_.load());
+        step_annotation_.emplace(name);
+    }
+    void close_step_annotation() noexcept { step_annotation_.reset(); }
+
+    void refuse_in_callback(std::string_view call) const {
+        if (in_callback_) {
+            throw std::logic_error("stint: " + std::string(call) +
+                                   ": called from on_trace_ready; return from the callback first");
+        }
+    }
+
+    void require_kept(std::string_view call) const {
+        if (streamed_window_) {
+            throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
+                                               "(profiler_options::stream_to); its events are in that file, not kept",
+                                               call, options_.stream_to.path()));
+        }
+    }
+
+    void refuse_streaming_with_options() const {
+        const auto refuse = [](std::string_view why) {
+            throw std::invalid_argument(fmt::format("stint: profiler_options::stream_to streams one window of "
+                                                    "timing-only records; {}", why));
+        };
+        if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
+        if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
+        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
+        if (traits_.has_device || traits_.has_memory || traits_.has_shapes || traits_.has_stacks || traits_.has_modules) {
+            refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
+                   "the event list writes; stream with stint::config<>");
+        }
+        const std::string& path = options_.stream_to.path();
+        if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) {
+            refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
+                   "format after a normal stop");
+        }
+    }
+
+    void require_finished(std::string_view call) const {
+        // With a schedule the results are the last saved window's, readable while the next records.
+        if (session_.is_open() && !options_.schedule) {
+            throw std::logic_error("stint: " + std::string(call) +
+                                   ": the profiler didn't finish running; call stop() first");
+        }
+    }
+
+    static void refuse_reserved(std::string_view call, std::string_view key) {
+        if (is_reserved_trace_key(key)) {
+            throw std::invalid_argument(
+                fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
+        }
+    }
+
+    /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
+    /// distributed job, "distributedInfo".
+    [[nodiscard]] chrome_trace_info trace_info(std::uint64_t truncated_names) const override {
+        chrome_trace_info info;
+        info.pid = current_pid();
+        info.truncated_names = truncated_names;
+        info.metadata_json = metadata_;
+        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json);
+        if (find_metadata("distributedInfo") == nullptr) {
+            if (std::optional<distributed_info> dist = current_distributed_info()) {
+                info.metadata_json.emplace_back("distributedInfo", distributed_info_json(*dist));
+            }
+        }
+        return info;
+    }
+
+    [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
+        for (const auto& [k, v] : metadata_) {
+            if (k == key) return &v;
+        }
+        return nullptr;
+    }
+    /// A key as the trace writes it (invalid UTF-8 as U+FFFD): keys that read back alike are one key.
+    static std::string written_key(std::string_view key) {
+        fmt::memory_buffer json;
+        append_json_string(json, key);
+        return fmt::to_string(json);
+    }
+    void set_metadata(std::string_view key, std::string json) {
+        const std::string written = written_key(key);
+        for (auto& [k, v] : metadata_) {
+            if (written_key(k) == written) {
+                k.assign(key);
+                v = std::move(json);
+                return;
+            }
+        }
+        metadata_.emplace_back(std::string(key), std::move(json));
+    }
+
+    // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
+    // can read and export the window.
+    mutable std::recursive_mutex mutex_;
+    profiler_settings options_;
+    profiler_traits traits_;
+    void* owner_;                          // the profiler<Config> that on_trace_ready receives
+    void (*on_trace_ready_)(void* owner);  // null: no callback
+    session session_;
+    schedule_checker checker_;
+    // Atomic so that the queries that return them need no lock; written under the lock.
+    std::atomic<profiler_action> current_action_{profiler_action::record};
+    std::atomic<std::int64_t> step_num_{0};
+    std::atomic<bool> running_{false};
+    bool started_ = false;
+    bool ever_started_ = false;               // start() was called once: a stop() before it warns
+    bool warned_stop_without_start_ = false;  // ... once
+    bool in_callback_ = false;
+    bool device_requested_ = false;  // the open session asked for device activity
+    bool device_started_ = false;    // ... and the device collector started
+    bool execution_trace_window_ = false;  // the open session records for the execution trace observer
+    std::optional<record_function> step_annotation_;
+    // The last window: its records until its events are asked for, then its events (mutable: built by
+    // the const queries, under the lock).
+    mutable std::optional<record_store> window_records_;
+    mutable event_list window_events_;
+    mutable bool window_lost_ = false;  // its events could not be built and its records are gone
+    mutable std::string window_lost_reason_;
+    std::uint64_t window_first_id_ = 0;
+    event_list all_events_;
+    mutable profiler_stats window_stats_;
+    std::unique_ptr<flight_session> flight_;    // while a flight recorder records
+    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
+    mutable std::optional<flight_window_summary> window_flight_;  // the last window was a flight recorder's
+    std::unique_ptr<streaming_session> stream_;  // while a streamed window records
+    bool streamed_window_ = false;                 // the last window was streamed: nothing kept
+    std::vector<std::pair<std::string, std::string>> metadata_;
+    // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
+    std::uint64_t next_id_ = 1;
+};
+
+profiler_core::profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
+                             void (*on_trace_ready)(void* owner))
+    : state_(std::make_unique<profiler_state>(std::move(settings), traits, owner, on_trace_ready)) {}
+
+profiler_core::~profiler_core() { state_->close(); }
+
+void profiler_core::start() { state_->start(); }
+void profiler_core::stop() { state_->stop(); }
+void profiler_core::step() { state_->step(); }
+std::vector<flight_dump> profiler_core::triggered_dumps() const { return state_->triggered_dumps(); }
+flight_dump profiler_core::dump(const std::string& path) { return state_->dump(path); }
+std::int64_t profiler_core::step_num() const noexcept { return state_->step_num(); }
+profiler_action profiler_core::current_action() const noexcept { return state_->current_action(); }
+bool profiler_core::is_running() const noexcept { return state_->is_running(); }
+const event_list& profiler_core::events() const { return state_->events(); }
+averaged_event_list profiler_core::key_averages(const key_averages_options& options) const {
+    return state_->key_averages(options);
+}
+double profiler_core::self_cpu_time_total() const { return state_->self_cpu_time_total(); }
+profiler_stats profiler_core::stats() const { return state_->stats(); }
+void profiler_core::export_chrome_trace(const std::string& path) const { state_->export_chrome_trace(path); }
+void profiler_core::export_perfetto_trace(const std::string& path, perfetto_writer_fn writer) const {
+    state_->export_perfetto_trace(path, writer);
+}
+void profiler_core::export_memory_timeline(const std::string& path, device where, memory_timeline_fn writer) const {
+    state_->export_memory_timeline(path, where, writer);
+}
+void profiler_core::add_metadata(std::string_view key, std::string_view value) { state_->add_metadata(key, value); }
+void profiler_core::add_metadata_json(std::string_view key, std::string_view json, json_validator_fn validate) {
+    state_->add_metadata_json(key, json, validate);
+}
+void profiler_core::export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
+                                  stacks_writer_fn writer) const {
+    state_->export_stacks(path, metric, frames, writer);
+}
+
+}  // namespace STINT_DETAIL_BUILD_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
+// ---- end stint/profiler/impl/profiler_core.ipp ----
+
+// ---- begin stint/profiler/impl/crash_dump.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
+// The bodies of profiler/crash_dump.hpp: the crash handlers and the async-signal-safe writer of the dump.
+
+#include <algorithm>     // std::min
+#include <cerrno>        // errno, EINTR
+#include <cstring>       // std::memcpy
+#include <ctime>         // clock_gettime, nanosleep, timespec
+#include <filesystem>    // std::filesystem::absolute
+#include <stdexcept>     // std::logic_error
+#include <system_error>  // std::system_error, std::generic_category
+
+#include <fcntl.h>   // ::open, O_WRONLY, O_CREAT, O_CLOEXEC
+#include <unistd.h>  // ::write, ::close, ::access, ::unlink, ::getpid
+
+#include <fmt/format.h>  // fmt::format
+
+
+namespace stint::detail {
+
+// Async-signal-safe clock and sleep for the handler's bounded waits. Inline, not in an unnamed namespace:
+// the inline (header-only) functions below call them, and must call the same ones in every file.
+inline std::int64_t crash_clock_ns() noexcept {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+inline void crash_pause(long ns) noexcept {
+    const timespec pause{0, ns};
+    ::nanosleep(&pause, nullptr);
+}
+
+void crash_dump::install(const std::string& given_path, const tick_calibration& calibration) {
+    crash_dump& self = instance();
+    if (self.installed_.load(std::memory_order_acquire)) {
+        throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
+    }
+    // Resolved now: the program may change its working directory before it crashes.
+    std::error_code resolved;
+    const std::string path = std::filesystem::absolute(given_path, resolved).string();
+    if (resolved) {
+        throw std::system_error(resolved, fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written",
+                                                      given_path));
+    }
+    // A file left by an earlier crash may be there: it stays until a crash overwrites it.
+    const bool existed = ::access(path.c_str(), F_OK) == 0;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        const int error = errno;
+        throw std::system_error(error, std::generic_category(),
+                                fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", given_path));
+    }
+    ::close(fd);
+    if (!existed) ::unlink(path.c_str());
+    self.path_.assign(path.begin(), path.end());
+    self.path_.push_back('\0');
+    self.buffer_.assign(buffer_bytes, std::byte{0});
+    self.sites_.assign(site_slots, nullptr);
+    self.calibration_ = calibration;
+    self.pid_ = current_pid();
+    self.writer_.store(0, std::memory_order_relaxed);
+    struct sigaction ours {};
+    ours.sa_sigaction = &on_signal;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
+    self.previous_terminate_ = std::set_terminate(&on_terminate);
+    self.installed_.store(true, std::memory_order_release);
+}
+
+std::vector<std::string> crash_dump::overridden() {
+    std::vector<std::string> out;
+    crash_dump& self = instance();
+    if (!self.installed_.load(std::memory_order_acquire)) return out;
+    for (int sig : signals) {
+        struct sigaction now {};
+        ::sigaction(sig, nullptr, &now);
+        if ((now.sa_flags & SA_SIGINFO) == 0 || now.sa_sigaction != &on_signal) {
+            out.push_back(fmt::format("signal {} ({}): another handler replaced stint's crash dump", sig,
+                                      sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "?"));
+        }
+    }
+    if (std::get_terminate() != &on_terminate) {
+        out.emplace_back("std::terminate: another terminate handler replaced stint's crash dump");
+    }
+    return out;
+}
+
+void crash_dump::uninstall() noexcept {
+    crash_dump& self = instance();
+    if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
+    for (std::size_t i = 0; i < signals.size(); ++i) {
+        struct sigaction now {};
+        ::sigaction(signals[i], nullptr, &now);
+        if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_signal) {
+            ::sigaction(signals[i], &self.previous_[i], nullptr);
+        }
+    }
+    if (std::get_terminate() == &on_terminate) std::set_terminate(self.previous_terminate_);
+}
+
+void crash_dump::write_now(int sig) noexcept {
+    crash_dump& self = instance();
+    if (!self.installed_.load(std::memory_order_acquire)) return;
+    // A forked child's session ended at the fork, and the file is its parent's: the child writes none.
+    if (static_cast<std::uint64_t>(::getpid()) != self.pid_) return;
+    const std::uint64_t me = current_os_tid();
+    std::uint64_t writer = 0;
+    if (self.writer_.compare_exchange_strong(writer, me, std::memory_order_acq_rel)) {
+        self.write_file(sig);
+        self.writer_.store(dump_done, std::memory_order_release);
+        return;
+    }
+    if (writer == me) return;  // a fault in the writer itself: the file stays cut short
+    // Another thread writes the dump. This thread's fault ends the process when its handler returns,
+    // so it waits for the dump to be complete (or for so long that the writer must be stuck).
+    const std::int64_t deadline = crash_clock_ns() + wait_for_writer_ns;
+    while (self.writer_.load(std::memory_order_acquire) != dump_done && crash_clock_ns() < deadline) {
+        crash_pause(1'000'000);
+    }
+}
+
+std::string crash_dump::path() {
+    crash_dump& self = instance();
+    if (!self.installed_.load(std::memory_order_acquire) || self.path_.empty()) return {};
+    return std::string(self.path_.data());
+}
+
+crash_dump& crash_dump::instance() noexcept {
+    // Made at the first use and never destroyed (leaked): a crash may come during exit.
+    static crash_dump* const dump = new crash_dump();
+    return *dump;
+}
+
+void crash_dump::on_signal(int sig, siginfo_t* info, void* context) {
+    // The interrupted code's errno: the handler chained to, and the code when the handler returns (a signal
+    // raised by the program, a handler that recovers), see it as it was, whatever the dump's calls set.
+    const int interrupted_errno = errno;
+    write_now(sig);
+    errno = interrupted_errno;
+    chain(sig, info, context);
+    errno = interrupted_errno;
+}
+
+void crash_dump::on_terminate() {
+    write_now(0);
+    std::terminate_handler previous = instance().previous_terminate_;
+    if (previous != nullptr) previous();
+    std::abort();
+}
+
+void crash_dump::chain(int sig, siginfo_t* info, void* context) {
+    crash_dump& self = instance();
+    std::size_t i = 0;
+    while (i < signals.size() && signals[i] != sig) ++i;
+    if (i == signals.size()) return;
+    const struct sigaction& previous = self.previous_[i];
+    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+        previous.sa_sigaction(sig, info, context);
+        return;
+    }
+    if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+        previous.sa_handler(sig);
+        return;
+    }
+    ::sigaction(sig, &previous, nullptr);
+    if (info == nullptr || info->si_code <= 0) ::raise(sig);  // delivered when this handler returns
+}
+
+void crash_dump::put(const void* data, std::size_t size) noexcept {
+    const auto* bytes = static_cast<const std::byte*>(data);
+    while (size > 0) {
+        if (used_ == buffer_.size()) flush();
+        const std::size_t n = std::min(size, buffer_.size() - used_);
+        std::memcpy(buffer_.data() + used_, bytes, n);
+        used_ += n;
+        bytes += n;
+        size -= n;
+    }
+}
+
+void crash_dump::flush() noexcept {
+    const std::byte* at = buffer_.data();
+    while (used_ > 0 && fd_ >= 0) {
+        const ssize_t n = ::write(fd_, at, used_);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            break;  // a full disk: the rest is lost, the file stays a prefix
+        }
+        at += n;
+        used_ -= static_cast<std::size_t>(n);
+    }
+    used_ = 0;
+}
+
+void crash_dump::note_site(const site* where) noexcept {
+    std::size_t slot = (reinterpret_cast<std::uintptr_t>(where) >> 3) & (site_slots - 1);
+    for (std::size_t probe = 0; probe < site_slots; ++probe, slot = (slot + 1) & (site_slots - 1)) {
+        if (sites_[slot] == where) return;
+        if (sites_[slot] == nullptr) {
+            sites_[slot] = where;
+            return;
+        }
+    }
+}
+
+std::uint8_t crash_dump::shape_of(const site& where) noexcept {
+    if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
+        where.payload == payload_kind::args) {
+        return 3;
+    }
+    if (where.kind == event_kind::overhead) return 2;
+    if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
+        where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
+        return 1;
+    }
+    return 0;
+}
+
+std::uint8_t crash_dump::payload_of(const site& where) noexcept {
+    switch (where.payload) {
+        case payload_kind::none:
+        case payload_kind::device_link: return 0;
+        case payload_kind::runtime_name:
+        case payload_kind::runtime_name_inputs: return 1;
+        case payload_kind::point: return 2;
+        default: return 3;
+    }
+}
+
+void crash_dump::write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                               std::uint64_t& written, std::uint64_t& after_crash) noexcept {
+    const auto write_run = [&](const std::byte* run, const std::byte* to) {
+        if (to <= run) return;
+        put_value(std::uint8_t{'R'});
+        put_value(static_cast<std::uint64_t>(to - run));
+        put(run, static_cast<std::size_t>(to - run));
+    };
+    const std::byte* run = from;  // kept records not yet written: [run, at)
+    const std::byte* at = from;
+    while (at + sizeof(record) <= end) {
+        record r;
+        std::memcpy(&r, at, sizeof r);
+        const site* where = r.where();
+        if (where == nullptr) break;  // not a record: the end of what was published
+        std::size_t bytes = sizeof(record);
+        if (has_payload(where->payload)) {
+            if (at + sizeof(record) + sizeof(payload_header) > end) break;
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof header);
+            bytes += header.bytes;
+        }
+        if (at + bytes > end) break;
+        if (r.end_ticks > crash_ticks) {
+            // Ended after the crash (its thread kept running while this one wrote): not in the snapshot.
+            write_run(run, at);
+            run = at + bytes;
+            ++after_crash;
+        } else {
+            note_site(where);
+            ++written;
+        }
+        at += bytes;
+    }
+    write_run(run, at);
+}
+
+void crash_dump::write_file(int sig) noexcept {
+    const std::uint64_t crash_ticks = read_ticks();
+    registry& reg = the_registry();
+    // From here no thread overwrites or hands over a chunk (recording/ring.hpp), so nothing copied below
+    // changes under the copy; appending to a thread's current chunk goes on.
+    reg.freeze_ring(true);
+    fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+        reg.freeze_ring(false);
+        return;
+    }
+    used_ = 0;
+    put("STINTCRASH", 10);
+    put_value(std::uint16_t{3});
+    put_value(static_cast<std::uint64_t>(::getpid()));
+    put_value(static_cast<std::uint64_t>(sig));
+    put_value(current_os_tid());
+    put_value(calibration_.anchor.ticks);
+    put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
+    put_value(calibration_.ns_per_tick);
+    put_value(crash_ticks);
+    // Where each thread was, read before the records: a scope open at the crash and ending while the
+    // records are read is then drawn open, and its record (ended after the crash) is left out.
+    reg.for_each_open_stack_in_crash([&](const thread_node& node) {
+        if (node.exited.load(std::memory_order_acquire)) return;
+        const open_scope_stack& open = *node.open;
+        const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
+        const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
+        put_value(std::uint8_t{'O'});
+        put_value(node.os_tid);
+        put_value(static_cast<std::uint32_t>(node.name.size()));
+        put(node.name.data(), node.name.size());
+        put_value(depth);
+        put_value(kept);
+        for (std::uint32_t i = 0; i < kept; ++i) {
+            // An entry its thread rewrote while it was read held a scope that ended after the crash: its
+            // site is written as 0, which the readers skip (its record, ended after the crash, is left out).
+            open_scope_stack::snapshot e;
+            const site* where = open.read_entry(i, e) ? e.where : nullptr;
+            if (where != nullptr) note_site(where);
+            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
+            put_value(e.begin_ticks);
+            put_value(e.name_size);
+            for (const std::uint64_t word : e.name) put_value(word);
+        }
+    });
+    reg.for_each_node_in_crash([&](thread_node& node) {
+        // The node's ring settles: a thread inside its ring lock (overwriting a chunk) finishes, and any
+        // later one sees the freeze. A handshake: here the freeze is stored, then the lock loaded (seq_cst);
+        // a thread takes the lock, then a seq_cst fence, then loads the freeze (ring.ipp); so one of the two
+        // sees the other. The lock is only watched, never taken: releasing it would have to wake a waiter,
+        // which is no signal-safe call.
+        const std::int64_t deadline = crash_clock_ns() + wait_for_ring_lock_ns;
+        bool settled = true;
+        while (node.ring_lock.test(std::memory_order_seq_cst)) {
+            if (crash_clock_ns() >= deadline) {
+                settled = false;
+                break;
+            }
+            crash_pause(10'000);
+        }
+        put_value(std::uint8_t{'T'});
+        put_value(node.os_tid);
+        put_value(node.overwritten);
+        put_value(node.overwritten_until);
+        put_value(node.dropped.load(std::memory_order_relaxed));
+        put_value(static_cast<std::uint32_t>(node.name.size()));
+        put(node.name.data(), node.name.size());
+        std::uint64_t written = 0;
+        std::uint64_t after_crash = 0;
+        if (settled) {
+            const chunk* const current = node.current.load(std::memory_order_acquire);
+            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
+                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
+                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
+                write_records(data, c->published.load(std::memory_order_acquire), crash_ticks, written, after_crash);
+            }
+        }
+        put_value(std::uint8_t{'X'});
+        put_value(written);
+        put_value(after_crash);
+        put_value(static_cast<std::uint8_t>(settled ? 0 : 1));
+    });
+    for (const site* where : sites_) {
+        if (where == nullptr) continue;
+        put_value(std::uint8_t{'S'});
+        put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
+        put_value(shape_of(*where));
+        put_value(payload_of(*where));
+        put_value(static_cast<std::uint32_t>(where->name.size()));
+        put(where->name.data(), where->name.size());
+    }
+    put_value(std::uint8_t{'E'});
+    flush();
+    ::close(fd_);
+    fd_ = -1;
+    reg.freeze_ring(false);  // a handler chained to may recover: the ring turns again
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
+// ---- end stint/profiler/impl/crash_dump.ipp ----
+
+// ---- begin stint/profiler/impl/crash_dump_reader.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
+// The bodies of profiler/crash_dump_reader.hpp.
+
+#include <algorithm>      // std::max, std::min
+#include <cstring>        // std::memcpy
+#include <fstream>        // std::ifstream
+#include <iterator>       // std::istreambuf_iterator
+#include <map>            // std::map
+#include <set>            // std::set
+#include <stdexcept>      // std::runtime_error
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::pair
+
+#include <fmt/format.h>  // fmt::format
+
+
+namespace stint {
+
+namespace detail {
+
+/// Reads the dump's little-endian fields; `cut` is set when the file ends inside one.
+class crash_dump_bytes {
+public:
+    explicit crash_dump_bytes(std::string_view data) : data_(data) {}
+    template <class T>
+    T value() {
+        T v{};
+        if (at_ + sizeof v > data_.size()) throw cut_short{};
+        std::memcpy(&v, data_.data() + at_, sizeof v);
+        at_ += sizeof v;
+        return v;
+    }
+    std::string_view take(std::uint64_t n) {
+        if (n > data_.size() - at_) throw cut_short{};
+        const std::string_view out = data_.substr(at_, n);
+        at_ += n;
+        return out;
+    }
+    std::size_t at() const noexcept { return at_; }
+    struct cut_short {};
+
+private:
+    std::string_view data_;
+    std::size_t at_ = 0;
+};
+
+struct crash_site {
+    std::uint8_t shape = 0;  // 0 a span, 1 a point, 2 stint's own, 3 no event
+    std::uint8_t payload = 0;  // 0 none, 1 a runtime name first, 2 a point's id then a name, 3 other
+    std::string name;
+};
+
+}  // namespace detail
+
+crash_dump_contents read_crash_dump(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(fmt::format("stint: cannot read crash dump '{}'", path));
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    detail::crash_dump_bytes r(data);
+    crash_dump_contents dump;
+    dump.bytes = data.size();
+    std::uint64_t anchor = 0;
+    double ns_per_tick = 0;
+    std::uint64_t crash_ticks = 0;
+    try {
+        if (r.take(10) != "STINTCRASH") {
+            throw std::runtime_error(fmt::format("stint: '{}' is not a stint crash dump (byte 0)", path));
+        }
+        const auto version = r.value<std::uint16_t>();
+        if (version != 3) {
+            throw std::runtime_error(fmt::format(
+                "stint: '{}' is a crash dump of version {} (byte 10); this reader reads version 3 "
+                "(tools/stint-crashdump reads 1 to 3)", path, version));
+        }
+        dump.pid = r.value<std::uint64_t>();
+        dump.signal = r.value<std::uint64_t>();
+        dump.crashed_tid = r.value<std::uint64_t>();
+        anchor = r.value<std::uint64_t>();
+        dump.base_time_ns = r.value<std::uint64_t>();
+        ns_per_tick = r.value<double>();
+        crash_ticks = r.value<std::uint64_t>();
+    } catch (const detail::crash_dump_bytes::cut_short&) {
+        throw std::runtime_error(
+            fmt::format("stint: crash dump '{}' is cut short inside its header (byte {})", path, r.at()));
+    }
+    const auto to_ns = [&](std::uint64_t ticks) {
+        return static_cast<std::int64_t>((static_cast<double>(ticks) - static_cast<double>(anchor)) * ns_per_tick);
+    };
+    dump.crash_ns = to_ns(crash_ticks);
+
+    struct raw_thread {
+        std::uint64_t tid = 0;
+        std::string name;
+        std::uint64_t overwritten = 0, until = 0, dropped = 0, after_crash = 0;
+        bool unsettled = false;
+        std::string records;
+    };
+    struct raw_open {
+        std::uint64_t address, begin, name_size;
+        std::string name;  // 24 bytes
+    };
+    struct raw_stack {
+        std::uint64_t tid = 0;
+        std::string name;
+        std::uint32_t depth = 0;
+        std::vector<raw_open> entries;
+    };
+    std::vector<raw_thread> threads;
+    std::vector<raw_stack> stacks;
+    std::unordered_map<std::uint64_t, detail::crash_site> sites;
+    try {
+        for (;;) {
+            const auto tag = r.value<char>();
+            if (tag == 'E') {
+                dump.complete = true;
+                break;
+            }
+            if (tag == 'T') {
+                raw_thread t;
+                t.tid = r.value<std::uint64_t>();
+                t.overwritten = r.value<std::uint64_t>();
+                t.until = r.value<std::uint64_t>();
+                t.dropped = r.value<std::uint64_t>();
+                t.name = r.take(r.value<std::uint32_t>());
+                threads.push_back(std::move(t));
+            } else if ((tag == 'R' || tag == 'X') && threads.empty()) {
+                throw std::runtime_error(fmt::format("stint: crash dump '{}': section '{}' at byte {} comes before "
+                                                     "any thread ('T')", path, tag, r.at() - 1));
+            } else if (tag == 'R') {
+                threads.back().records += r.take(r.value<std::uint64_t>());
+            } else if (tag == 'X') {
+                (void)r.value<std::uint64_t>();  // records written: the runs hold them
+                threads.back().after_crash = r.value<std::uint64_t>();
+                threads.back().unsettled = r.value<std::uint8_t>() == 1;
+            } else if (tag == 'O') {
+                raw_stack s;
+                s.tid = r.value<std::uint64_t>();
+                s.name = r.take(r.value<std::uint32_t>());
+                s.depth = r.value<std::uint32_t>();
+                const auto kept = r.value<std::uint32_t>();
+                for (std::uint32_t i = 0; i < kept; ++i) {
+                    raw_open e{};
+                    e.address = r.value<std::uint64_t>();
+                    e.begin = r.value<std::uint64_t>();
+                    e.name_size = r.value<std::uint64_t>();
+                    e.name = r.take(24);
+                    s.entries.push_back(std::move(e));
+                }
+                stacks.push_back(std::move(s));
+            } else if (tag == 'S') {
+                const auto address = r.value<std::uint64_t>();
+                detail::crash_site site;
+                site.shape = r.value<std::uint8_t>();
+                site.payload = r.value<std::uint8_t>();
+                site.name = r.take(r.value<std::uint32_t>());
+                sites[address] = std::move(site);
+            } else {
+                throw std::runtime_error(fmt::format("stint: crash dump '{}': unknown section '{}' at byte {}", path,
+                                                     tag, r.at() - 1));
+            }
+        }
+    } catch (const detail::crash_dump_bytes::cut_short&) {
+        dump.complete = false;
+    }
+    dump.bytes_read = r.at();
+
+    const auto site_of = [&](std::uint64_t address) -> detail::crash_site {
+        const auto found = sites.find(address);
+        if (found != sites.end()) return found->second;
+        return {0, 0, fmt::format("[unknown site {:#x}]", address)};
+    };
+    const auto thread_for = [&](std::uint64_t tid, const std::string& name) -> crash_dump_contents::thread& {
+        for (crash_dump_contents::thread& t : dump.threads) {
+            if (t.tid == tid) {
+                if (t.name.empty()) t.name = name;
+                return t;
+            }
+        }
+        crash_dump_contents::thread& t = dump.threads.emplace_back();
+        t.tid = tid;
+        t.name = name;
+        t.crashed = tid == dump.crashed_tid;
+        return t;
+    };
+    // A scope that ended by the crash but had not left its stack when the handler read it is drawn once,
+    // as its record: the open scopes' (site address, begin ticks) per thread, and those a record matches.
+    using scope_key = std::pair<std::uint64_t, std::uint64_t>;
+    std::map<std::uint64_t, std::set<scope_key>> open_keys;
+    for (const raw_stack& s : stacks) {
+        for (const raw_open& o : s.entries) open_keys[s.tid].insert({o.address, o.begin});
+    }
+    std::map<std::uint64_t, std::set<scope_key>> recorded;
+    for (const raw_thread& raw : threads) {
+        crash_dump_contents::thread& t = thread_for(raw.tid, raw.name);
+        const auto open_here = open_keys.find(raw.tid);
+        t.overwritten += raw.overwritten;
+        t.dropped += raw.dropped;
+        t.after_crash += raw.after_crash;
+        t.records_left_out = t.records_left_out || raw.unsettled;
+        if (raw.until != 0) t.complete_from_ns = std::max(t.complete_from_ns, to_ns(raw.until));
+        const std::string& d = raw.records;
+        for (std::size_t at = 0; at + 24 <= d.size();) {
+            std::uint64_t word = 0, begin = 0, end = 0;
+            std::memcpy(&word, d.data() + at, 8);
+            std::memcpy(&begin, d.data() + at + 8, 8);
+            std::memcpy(&end, d.data() + at + 16, 8);
+            const std::uint64_t address = word & ((std::uint64_t{1} << 48) - 1);
+            const detail::crash_site site = site_of(address);
+            if (open_here != open_keys.end() && open_here->second.count({address, begin}) != 0) {
+                recorded[raw.tid].insert({address, begin});
+            }
+            std::size_t size = 24;
+            std::string name = site.name;
+            if (site.payload != 0) {
+                if (at + 32 > d.size()) break;
+                std::uint32_t bytes = 0, aux = 0;
+                std::memcpy(&bytes, d.data() + at + 24, 4);
+                std::memcpy(&aux, d.data() + at + 28, 4);
+                const std::size_t body_size = bytes >= 8 ? std::min<std::size_t>(bytes - 8, d.size() - at - 32) : 0;
+                const std::string_view body(d.data() + at + 32, body_size);
+                if (site.payload == 1) {
+                    name = std::string(body.substr(0, aux));
+                } else if (site.payload == 2 && aux != 0 && body.size() >= 8) {
+                    name = std::string(body.substr(8, aux));
+                }
+                size += std::max<std::size_t>(bytes, 8);
+            }
+            at += size;
+            if (site.shape == 3) continue;
+            crash_dump_contents::event e;
+            e.name = std::move(name);
+            e.overhead = site.shape == 2;
+            e.instant = site.shape == 1;
+            e.start_ns = to_ns(begin);
+            e.end_ns = e.instant ? e.start_ns : std::max(to_ns(end), e.start_ns);
+            t.events.push_back(std::move(e));
+        }
+    }
+    for (const raw_stack& s : stacks) {
+        crash_dump_contents::thread& t = thread_for(s.tid, s.name);
+        std::uint32_t depth = 0;
+        for (const raw_open& o : s.entries) {
+            const std::uint32_t here = depth++;
+            // Older than the session: entered before it, not noted by it; newer than the crash: entered
+            // while the dump was written, after the snapshot.
+            if (o.address == 0 || o.begin < anchor || o.begin > crash_ticks) continue;
+            if (const auto found = recorded.find(s.tid);
+                found != recorded.end() && found->second.count({o.address, o.begin}) != 0) {
+                continue;  // ended by the crash: its record is drawn
+            }
+            detail::crash_site site = site_of(o.address);
+            if (site.payload == 1) {
+                site.name = o.name.substr(0, std::min<std::uint64_t>(o.name_size, 24)) + (o.name_size > 24 ? "..." : "");
+            }
+            crash_dump_contents::event e;
+            e.name = site.name;
+            e.start_ns = to_ns(o.begin);
+            e.end_ns = std::max(dump.crash_ns, e.start_ns);
+            e.still_open = true;
+            e.depth = here;
+            t.inside.push_back(e.name);
+            t.events.push_back(std::move(e));
+        }
+        t.deeper_not_kept += s.depth > s.entries.size() ? s.depth - s.entries.size() : 0;  // per object's stack
+    }
+    for (crash_dump_contents::thread& t : dump.threads) {
+        if (t.name.empty()) t.name = fmt::format("thread {}", t.tid);
+    }
+    if (!dump.complete) {
+        dump.lost.push_back(fmt::format(
+            "the dump was cut short after {} of {} bytes (a full disk, or a fault in the handler): threads, "
+            "records and names after that point are lost; events of sites it had not named yet are named "
+            "[unknown site]", dump.bytes_read, dump.bytes));
+    }
+    for (const crash_dump_contents::thread& t : dump.threads) {
+        if (t.records_left_out) dump.lost.push_back(fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
+        if (t.after_crash != 0) {
+            dump.lost.push_back(fmt::format("thread {}: {} records that ended after the crash left out (the snapshot "
+                                            "is the crash's instant)", t.tid, t.after_crash));
+        }
+        if (t.dropped != 0) {
+            dump.lost.push_back(fmt::format("thread {}: {} records dropped (the ring stood still while the dump "
+                                            "was written)", t.tid, t.dropped));
+        }
+        if (t.overwritten != 0) {
+            dump.lost.push_back(fmt::format("thread {}: {} older records overwritten by the ring before the crash",
+                                            t.tid, t.overwritten));
+        }
+    }
+    return dump;
+}
+
+void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path) {
+    detail::output_file file(path);
+    detail::json_writer out(file);
+    const std::string pid = std::to_string(dump.pid);
+    out.raw("{\"schemaVersion\": 1, \"traceName\": \"stint crash dump\", \"displayTimeUnit\": \"ms\", "
+            "\"baseTimeNanoseconds\": ");
+    out.number(dump.base_time_ns);
+    out.raw(",\n\"traceEvents\": [");
+    bool first = true;
+    const auto begin_event = [&] {
+        out.raw(first ? "\n  {" : ",\n  {");
+        first = false;
+    };
+    for (const crash_dump_contents::thread& t : dump.threads) {
+        begin_event();
+        out.raw("\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + std::to_string(t.tid) +
+                ", \"args\": {\"name\": ");
+        out.string(t.name);
+        out.raw("}}");
+        for (const crash_dump_contents::event& e : t.events) {
+            begin_event();
+            out.raw("\"name\": ");
+            out.string(e.name);
+            out.raw(", \"cat\": ");
+            out.raw(e.overhead ? "\"overhead\"" : "\"user_annotation\"");
+            out.raw(", \"pid\": " + pid + ", \"tid\": " + std::to_string(t.tid) + ", \"ts\": ");
+            out.microseconds(e.start_ns);
+            if (e.instant) {
+                out.raw(", \"ph\": \"i\", \"s\": \"t\"}");
+                continue;
+            }
+            out.raw(", \"ph\": \"X\", \"dur\": ");
+            out.microseconds(e.end_ns - e.start_ns);
+            if (e.still_open) {
+                out.raw(", \"args\": {\"still open at the crash\": true, \"depth\": ");
+                out.number(std::uint64_t{e.depth});
+                out.raw("}");
+            }
+            out.raw("}");
+        }
+    }
+    out.raw("\n],\n\"crash\": {\"signal\": ");
+    out.number(dump.signal);
+    out.raw(", \"tid\": ");
+    out.number(dump.crashed_tid);
+    out.raw(", \"pid\": ");
+    out.number(dump.pid);
+    out.raw(dump.complete ? ", \"complete\": true" : ", \"complete\": false");
+    out.raw(", \"threads\": [");
+    for (std::size_t i = 0; i < dump.threads.size(); ++i) {
+        const crash_dump_contents::thread& t = dump.threads[i];
+        out.raw(i == 0 ? "{\"tid\": " : ", {\"tid\": ");
+        out.number(t.tid);
+        out.raw(", \"name\": ");
+        out.string(t.name);
+        out.raw(t.crashed ? ", \"crashed\": true, \"inside\": [" : ", \"crashed\": false, \"inside\": [");
+        for (std::size_t k = 0; k < t.inside.size(); ++k) {
+            if (k != 0) out.raw(", ");
+            out.string(t.inside[k]);
+        }
+        out.raw("], \"deeper_not_kept\": ");
+        out.number(t.deeper_not_kept);
+        out.raw(", \"overwritten\": ");
+        out.number(t.overwritten);
+        out.raw(", \"dropped\": ");
+        out.number(t.dropped);
+        out.raw(", \"after_crash\": ");
+        out.number(t.after_crash);
+        out.raw(t.records_left_out ? ", \"records_left_out\": true}" : ", \"records_left_out\": false}");
+    }
+    out.raw("], \"lost\": [");
+    for (std::size_t i = 0; i < dump.lost.size(); ++i) {
+        if (i != 0) out.raw(", ");
+        out.string(dump.lost[i]);
+    }
+    out.raw("]}}\n");
+    out.flush();
+    file.commit();
+}
+
+std::string crash_dump_summary(const crash_dump_contents& dump) {
+    std::string out = fmt::format("process {} died of {} on thread {}{}\n", dump.pid,
+                                  dump.signal != 0 ? fmt::format("signal {}", dump.signal) : "std::terminate",
+                                  dump.crashed_tid, dump.complete ? "" : " (dump cut short)");
+    for (const crash_dump_contents::thread& t : dump.threads) {
+        std::string inside;
+        for (const std::string& name : t.inside) inside += (inside.empty() ? "" : " > ") + name;
+        if (t.deeper_not_kept != 0) inside += fmt::format(" (and {} deeper)", t.deeper_not_kept);
+        std::string last;
+        std::size_t shown = 0;
+        for (auto e = t.events.rbegin(); e != t.events.rend() && shown < 3; ++e) {
+            if (e->overhead || e->still_open) continue;
+            last = e->name + (last.empty() ? "" : ", ") + last;
+            ++shown;
+        }
+        out += fmt::format("  thread {} {}{}: inside {}; last {}\n", t.tid, t.name, t.crashed ? " (crashed)" : "",
+                           inside.empty() ? "no scope" : inside, last.empty() ? "nothing" : last);
+    }
+    for (const std::string& line : dump.lost) out += "  lost: " + line + "\n";
+    return out;
+}
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
+// ---- end stint/profiler/impl/crash_dump_reader.ipp ----
+
+// ---- begin stint/export/impl/tensorboard.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
+#define STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
+// tensorboard_trace_handler's bodies: unique file names in a directory made on demand.
+
+#include <algorithm>     // std::max
+#include <cerrno>        // errno, EEXIST
+#include <chrono>        // std::chrono::system_clock
+#include <cstddef>       // std::size_t
+#include <stdexcept>     // std::invalid_argument
+#include <system_error>  // std::system_error, std::generic_category
+#include <utility>       // std::move
+
+
+// POSIX calls instead of <filesystem>, which costs every file that includes stint.hpp.
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/stat.h>  // mkdir, stat
+#include <unistd.h>    // gethostname
+#else
+#include <filesystem>  // std::filesystem::create_directories
+#endif
+
+namespace stint::detail {
+
+std::int64_t next_trace_stamp_ms() {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    trace_stamp_state& state = the_trace_stamp_state();
+    std::lock_guard lock(state.mutex);
+    state.last_ms = std::max(now, state.last_ms + 1);
+    return state.last_ms;
+}
+
+std::error_code make_directories(const std::string& dir) {
+#if defined(__unix__) || defined(__APPLE__)
+    for (std::size_t end = 1; end <= dir.size(); ++end) {
+        if (end != dir.size() && dir[end] != '/') continue;
+        if (::mkdir(dir.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) {
+            return {errno, std::generic_category()};
+        }
+    }
+    struct stat info = {};
+    if (::stat(dir.c_str(), &info) != 0) return {errno, std::generic_category()};
+    if (!S_ISDIR(info.st_mode)) return std::make_error_code(std::errc::not_a_directory);
+    return {};
+#else
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (!error && !std::filesystem::is_directory(dir)) error = std::make_error_code(std::errc::not_a_directory);
+    return error;
+#endif
+}
+
+bool path_exists(const std::string& path) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct stat info = {};
+    return ::stat(path.c_str(), &info) == 0;
+#else
+    std::error_code error;
+    return std::filesystem::exists(path, error);
+#endif
+}
+
+std::string current_host_name() {
+#if defined(__unix__) || defined(__APPLE__)
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
+#endif
+    return "localhost";
+}
+
+}  // namespace stint::detail
+
+namespace stint {
+
+tensorboard_trace_handler::tensorboard_trace_handler(std::string dir, std::string worker_name, bool use_gzip)
+    : dir_(std::move(dir)), worker_name_(std::move(worker_name)), use_gzip_(use_gzip) {
+    if (dir_.empty()) throw std::invalid_argument("stint: tensorboard_trace_handler(): the directory is empty");
+}
+
+std::string tensorboard_trace_handler::next_path() const {
+    if (const std::error_code error = detail::make_directories(dir_)) {
+        throw std::system_error(error, "stint: tensorboard_trace_handler: can't create directory '" + dir_ + "'");
+    }
+    const std::string worker = worker_name_.empty()
+                                   ? detail::current_host_name() + "_" + std::to_string(detail::current_pid())
+                                   : worker_name_;
+    const char* suffix = use_gzip_ ? ".pt.trace.json.gz" : ".pt.trace.json";
+    for (;;) {
+        const std::string path = dir_ + (dir_.back() == '/' ? "" : "/") + worker + "." +
+                                 std::to_string(detail::next_trace_stamp_ms()) + suffix;
+        if (!detail::path_exists(path)) return path;
+    }
+}
+
+
+}  // namespace stint
+#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
+// ---- end stint/export/impl/tensorboard.ipp ----
 
 // ---- begin stint/recording/impl/chunk_pool.ipp ----
 #ifndef STINT_SINGLE_STINT_RECORDING_IMPL_CHUNK_POOL_IPP
@@ -21386,167 +23722,329 @@ bool install_registry_slow_path() noexcept {
 #endif  // STINT_SINGLE_STINT_RECORDING_IMPL_REGISTRY_IPP
 // ---- end stint/recording/impl/registry.ipp ----
 
-// ---- begin stint/drain/impl/record_store.ipp ----
-#ifndef STINT_SINGLE_STINT_DRAIN_IMPL_RECORD_STORE_IPP
-#define STINT_SINGLE_STINT_DRAIN_IMPL_RECORD_STORE_IPP
-// The bodies of drain/record_store.hpp: reading a counter's payload, a flight recorder's cut, the store.
+// ---- begin stint/capture/detail/impl/native_symbols.ipp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_NATIVE_SYMBOLS_IPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_NATIVE_SYMBOLS_IPP
+// The bodies of capture/detail/native_symbols.hpp: demangling, and native addresses named from ELF symbols.
 
 
-#include <algorithm>  // std::min
-#include <bit>  // std::bit_cast
-#include <cstring>  // std::memcpy, std::memmove
+#include <algorithm>  // std::max, std::sort, std::upper_bound
+#include <cstdlib>  // std::free
+#include <cstring>  // std::memcmp, std::strcmp
+#include <memory>  // std::unique_ptr
+#include <string_view>  // std::string_view
+
+#include <fmt/format.h>  // fmt::format
+
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+#include <cxxabi.h>  // abi::__cxa_demangle
+#include <elf.h>     // Elf64_Ehdr, Elf64_Shdr, Elf64_Sym
+#include <fcntl.h>   // ::open, O_RDONLY, O_CLOEXEC
+#include <link.h>    // ::dl_iterate_phdr, dl_phdr_info
+#include <unistd.h>  // ::pread, ::close
+#endif
 
 namespace stint::detail {
 
-counter_value read_counter(const record_payload& payload) noexcept {
-    counter_value value;
-    std::uint64_t bits = 0;
-    if (payload.bytes.size() < sizeof(bits)) return value;
-    std::memcpy(&bits, payload.bytes.data(), sizeof(bits));
-    value.is_real = payload.aux == counter_real;
-    if (value.is_real) {
-        value.real = std::bit_cast<double>(bits);
-    } else {
-        value.integer = static_cast<std::int64_t>(bits);
+std::string demangle(const char* name) {
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+    if (status == 0 && out) return out.get();
+#endif
+    return name;
+}
+
+const std::string& native_symbolizer::name_of(std::uint64_t address) {
+    auto [it, added] = names_.try_emplace(address);
+    if (added) it->second = look_up(address);
+    return it->second;
+}
+
+std::string native_symbolizer::look_up(std::uint64_t address) {
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+    // A return address follows its call: look up the call instruction's last byte.
+    const std::uint64_t at = address - 1;
+    Dl_info info{};
+    void* const where = reinterpret_cast<void*>(static_cast<std::uintptr_t>(at));
+    if (::dladdr(where, &info) == 0 || info.dli_fbase == nullptr) {
+        return fmt::format("0x{:x}", address);
     }
-    return value;
-}
-
-void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
-    std::byte* out = bytes.data();
-    const std::byte* const end = bytes.data() + bytes.size();
-    for (std::byte* at = bytes.data(); at < end;) {
-        record r;
-        std::memcpy(&r, at, sizeof(r));
-        std::size_t size = sizeof(record);
-        if (has_payload(r.where()->payload)) {
-            payload_header header;
-            std::memcpy(&header, at + sizeof(record), sizeof(header));
-            size += header.bytes;
+    const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+    const std::string path = object_path(info);
+    const object_symbols& object = symbols_of(path);
+    const std::uint64_t key = object.relative ? at - base : at;
+    auto next = std::upper_bound(object.symbols.begin(), object.symbols.end(), key,
+                                 [](std::uint64_t k, const symbol& s) { return k < s.begin; });
+    if (next != object.symbols.begin()) {
+        const symbol& s = *(next - 1);
+        if (key < s.begin + std::max<std::uint64_t>(s.size, 1) && s.name < object.strings.size()) {
+            return demangle(object.strings.c_str() + s.name);
         }
-        if (r.end_ticks >= from && r.end_ticks <= to) {
-            if (out != at) std::memmove(out, at, size);
-            out += size;
-        }
-        at += size;
     }
-    bytes.resize(static_cast<std::size_t>(out - bytes.data()));
+    if (info.dli_sname != nullptr) return demangle(info.dli_sname);  // the nearest exported symbol
+    const std::string_view file = path;
+    return fmt::format("{}+0x{:x}", file.substr(file.rfind('/') + 1), at - base);
+#else
+    return fmt::format("0x{:x}", address);
+#endif
 }
 
-record_store& record_store::operator=(record_store&& other) noexcept {
-    if (this != &other) {
-        release_all();
-        threads_ = std::move(other.threads_);
-        other.threads_.clear();
-        stop_ticks = other.stop_ticks;
-        calibration = other.calibration;
-        late = other.late;
-        buffer_bytes = other.buffer_bytes;
-        memory_dropped = other.memory_dropped;
-        partly_released_ = other.partly_released_;
+#if STINT_DETAIL_HAS_ELF_SYMBOLS
+std::string native_symbolizer::object_path(const Dl_info& info) {
+    static const void* main_base = [] {
+        const void* found = nullptr;
+        ::dl_iterate_phdr(
+            [](dl_phdr_info* phdr, std::size_t, void* out) {
+                *static_cast<const void**>(out) = reinterpret_cast<const void*>(phdr->dlpi_addr);
+                return 1;  // the first object is the main program
+            },
+            &found);
+        return found;
+    }();
+    const bool is_main = info.dli_fbase == main_base ||
+                         (info.dli_fname != nullptr && std::strcmp(info.dli_fname, "") == 0);
+    if (is_main || info.dli_fname == nullptr) return "/proc/self/exe";
+    return info.dli_fname;
+}
+
+const native_symbolizer::object_symbols& native_symbolizer::symbols_of(const std::string& path) {
+    auto [it, added] = objects_.try_emplace(path);
+    if (added) read_symbols(path, it->second);
+    return it->second;
+}
+
+bool native_symbolizer::read_at(int fd, void* out, std::size_t bytes, std::uint64_t offset) {
+    auto* to = static_cast<char*>(out);
+    while (bytes > 0) {
+        const ssize_t n = ::pread(fd, to, bytes, static_cast<off_t>(offset));
+        if (n <= 0) return false;
+        to += n;
+        bytes -= static_cast<std::size_t>(n);
+        offset += static_cast<std::uint64_t>(n);
     }
-    return *this;
+    return true;
 }
 
-void record_store::add(taken_records&& taken) {
-    thread_records& t = threads_.emplace_back();
-    t.node = taken.node;
-    t.counts.os_tid = taken.os_tid;
-    t.counts.name = std::move(taken.name);
-    t.counts.dropped = taken.dropped;
-    t.counts.truncated = taken.truncated;
-    t.counts.overwritten = taken.overwritten;
-    t.counts.overwritten_until = taken.overwritten_until;
-    t.chunks = taken.chunks;
-    t.tail = std::move(taken.tail);
-    for_each_record(t, [&](const record& r, const record_payload&) {
-        const site& where = *r.where();
-        // A device link is part of the scope record before it, not a record of its own; outputs
-        // and args are the program's records but make no event.
-        const bool attached = where.payload == payload_kind::outputs || where.payload == payload_kind::args;
-        if (where.payload != payload_kind::device_link) {
-            const bool own = where.kind == event_kind::overhead && !attached;
-            ++(own ? t.counts.overhead : t.counts.recorded);
+void native_symbolizer::read_symbols(const std::string& path, object_symbols& out) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_at_exit{fd};
+    Elf64_Ehdr header{};
+    if (!read_at(fd, &header, sizeof(header), 0) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+        header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr)) {
+        return;
+    }
+    out.relative = header.e_type == ET_DYN;
+    std::vector<Elf64_Shdr> sections(header.e_shnum);
+    if (sections.empty() ||
+        !read_at(fd, sections.data(), sections.size() * sizeof(Elf64_Shdr), header.e_shoff)) {
+        return;
+    }
+    // .symtab has every function; stripped objects keep only the exported ones in .dynsym.
+    const Elf64_Shdr* table = nullptr;
+    for (const Elf64_Shdr& s : sections) {
+        if (s.sh_type == SHT_SYMTAB) table = &s;
+    }
+    if (table == nullptr) {
+        for (const Elf64_Shdr& s : sections) {
+            if (s.sh_type == SHT_DYNSYM) table = &s;
         }
-        if (where.payload == payload_kind::device_link || attached) {
-            t.timing_only = false;
-            return;
+    }
+    if (table == nullptr || table->sh_link >= sections.size() || table->sh_entsize != sizeof(Elf64_Sym)) return;
+    const Elf64_Shdr& strings = sections[table->sh_link];
+    std::vector<Elf64_Sym> symbols(table->sh_size / sizeof(Elf64_Sym));
+    out.strings.resize(strings.sh_size);
+    if (!read_at(fd, symbols.data(), symbols.size() * sizeof(Elf64_Sym), table->sh_offset) ||
+        !read_at(fd, out.strings.data(), out.strings.size(), strings.sh_offset)) {
+        out.strings.clear();
+        return;
+    }
+    for (const Elf64_Sym& s : symbols) {
+        const unsigned type = ELF64_ST_TYPE(s.st_info);
+        if ((type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_value != 0 && s.st_name < out.strings.size()) {
+            out.symbols.push_back({s.st_value, s.st_size, s.st_name});
         }
-        ++t.events;
-        // A counter's value is written from the records too (chrome_trace_records.hpp).
-        if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name &&
-            where.payload != payload_kind::counter) {
-            t.timing_only = false;
-        }
-        if (where.kind != event_kind::instant && !is_point_kind(where.kind) &&
-            where.kind != event_kind::counter) {
-            t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
-        }
-    });
+    }
+    std::sort(out.symbols.begin(), out.symbols.end(),
+              [](const symbol& a, const symbol& b) { return a.begin < b.begin; });
 }
+#endif
 
-void record_store::prepend(record_store&& earlier) {
-    for (thread_records& e : earlier.threads_) {
-        if (e.chunks == nullptr) continue;  // given back, or never any
-        thread_records* t = nullptr;
-        for (thread_records& mine : threads_) {
-            if (mine.node == e.node) t = &mine;
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_NATIVE_SYMBOLS_IPP
+// ---- end stint/capture/detail/impl/native_symbols.ipp ----
+
+// ---- begin stint/export/impl/json_writer.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_JSON_WRITER_IPP
+#define STINT_SINGLE_STINT_EXPORT_IMPL_JSON_WRITER_IPP
+// The bodies of json_writer.hpp: JSON string escaping, microsecond text and json_writer's members.
+
+
+#include <algorithm>  // std::min
+#include <cmath>      // std::isfinite, std::isnan
+
+#include <fmt/compile.h>  // FMT_COMPILE
+
+
+namespace stint::detail {
+
+namespace json_detail {
+char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
+    static constexpr char hex[] = "0123456789abcdef";
+    while (p < stop) {
+        while (stop - p >= 8) {
+            std::uint64_t bytes;
+            std::memcpy(&bytes, p, 8);
+            if (json_special_in(bytes)) break;
+            std::memcpy(o, p, 8);
+            o += 8;
+            p += 8;
         }
-        if (t == nullptr) {
-            threads_.push_back(std::move(e));
-            e.chunks = nullptr;  // the store here owns them now
+        if (p >= stop) break;
+        const unsigned char c = *p;
+        if (json_plain_byte[c]) {
+            *o++ = static_cast<char>(c);
+            ++p;
             continue;
         }
-        chunk* last = e.chunks;
-        while (last->next.load(std::memory_order_relaxed) != nullptr) last = last->next.load(std::memory_order_relaxed);
-        last->next.store(t->chunks, std::memory_order_relaxed);
-        t->chunks = std::exchange(e.chunks, nullptr);
-        t->counts.recorded += e.counts.recorded;
-        t->counts.overhead += e.counts.overhead;
-        t->events += e.events;
-        t->first_start_ticks = std::min(t->first_start_ticks, e.first_start_ticks);
-        t->timing_only = t->timing_only && e.timing_only;
+        if (c < 0x80) {
+            *o++ = '\\';
+            switch (c) {
+                case '"': *o++ = '"'; break;
+                case '\\': *o++ = '\\'; break;
+                case '\n': *o++ = 'n'; break;
+                case '\t': *o++ = 't'; break;
+                case '\r': *o++ = 'r'; break;
+                case '\b': *o++ = 'b'; break;
+                case '\f': *o++ = 'f'; break;
+                default:
+                    std::memcpy(o, "u00", 3);
+                    o[3] = hex[c >> 4];
+                    o[4] = hex[c & 0xF];
+                    o += 5;
+                    break;
+            }
+            ++p;
+            continue;
+        }
+        const int length = utf8_sequence(p, end);
+        if (length > 0) {
+            std::memcpy(o, p, static_cast<std::size_t>(length));
+            o += length;
+            p += length;
+        } else {
+            std::memcpy(o, "\xEF\xBF\xBD", 3);  // U+FFFD
+            o += 3;
+            p += -length;
+        }
+    }
+    return o;
+}
+}  // namespace json_detail
+
+char* write_json_string(char* o, std::string_view s) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* const end = p + s.size();
+    *o++ = '"';
+    o = json_detail::escape(o, p, end, end);
+    *o++ = '"';
+    return o;
+}
+
+void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
+    // In pieces, so that a long string never reserves six times its size at once.
+    constexpr std::size_t piece_size = 16 * 1024;
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* const end = p + s.size();
+    while (p < end) {
+        const std::size_t size = out.size();
+        const auto piece = std::min(static_cast<std::size_t>(end - p), piece_size);
+        out.resize(size + 6 * piece + 6);  // + a sequence that crosses the piece's end
+        char* const o = json_detail::escape(out.data() + size, p, p + piece, end);
+        out.resize(static_cast<std::size_t>(o - out.data()));
     }
 }
 
-std::uint64_t record_store::events() const noexcept {
-    std::uint64_t n = 0;
-    for (const thread_records& t : threads_) n += t.events;
-    return n;
+void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+    out.push_back('"');
+    append_json_escaped(out, s);
+    out.push_back('"');
 }
 
-std::vector<std::pair<const std::byte*, const std::byte*>> record_store::ranges(const thread_records& t) const {
-    std::vector<std::pair<const std::byte*, const std::byte*>> out;
-    for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
-        out.emplace_back(c->data(), c->published.load(std::memory_order_acquire));
+char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
+    auto magnitude = static_cast<std::uint64_t>(nanoseconds);
+    if (nanoseconds < 0) {
+        *o++ = '-';
+        magnitude = 0 - magnitude;  // modular negation: exact for INT64_MIN
     }
-    out.emplace_back(t.tail.data(), t.tail.data() + t.tail.size());
-    return out;
+    o = fmt::format_to(o, FMT_COMPILE("{}"), magnitude / 1000);
+    const auto fraction = static_cast<unsigned>(magnitude % 1000);
+    o[0] = '.';
+    o[1] = static_cast<char>('0' + fraction / 100);
+    o[2] = static_cast<char>('0' + fraction / 10 % 10);
+    o[3] = static_cast<char>('0' + fraction % 10);
+    return o + 4;
 }
 
-chunk* record_store::take_chunks(thread_records& t) noexcept {
-    partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
-    std::vector<std::byte>().swap(t.tail);
-    return std::exchange(t.chunks, nullptr);
+void json_writer::raw(std::string_view text) {
+    if (text.empty()) return;  // a default string_view's null data() must not reach memcpy
+    std::memcpy(extend(text.size()), text.data(), text.size());
+    flush_if_full();
 }
 
-void record_store::release(thread_records& t) noexcept {
-    partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
-    for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
-        chunk* next = c->next.load(std::memory_order_relaxed);
-        the_registry().release_chunk(c);
-        c = next;
+void json_writer::string(std::string_view s) {
+    append_json_string(buffer_, s);
+    flush_if_full();
+}
+
+void json_writer::string_part(std::string_view s) {
+    append_json_escaped(buffer_, s);
+    flush_if_full();
+}
+
+void json_writer::number(std::int64_t value) {
+    finish(fmt::format_to(extend(20), FMT_COMPILE("{}"), value));
+}
+
+void json_writer::number(std::uint64_t value) {
+    finish(fmt::format_to(extend(20), FMT_COMPILE("{}"), value));
+}
+
+void json_writer::number(double value) {
+    if (std::isfinite(value)) {
+        fmt::format_to(fmt::appender(buffer_), FMT_COMPILE("{}"), value);
+        flush_if_full();
+    } else if (std::isnan(value)) {
+        raw(R"("nan")");
+    } else {
+        raw(value > 0 ? R"("inf")" : R"("-inf")");
     }
-    std::vector<std::byte>().swap(t.tail);
 }
 
-void record_store::release_all() noexcept {
-    for (thread_records& t : threads_) release(t);
+void json_writer::flush() {
+    if (write_ == nullptr || buffer_.size() == 0) return;
+    write_(sink_, std::string_view(buffer_.data(), buffer_.size()));
+    buffer_.clear();
+}
+
+char* json_writer::extend(std::size_t count) {
+    const std::size_t size = buffer_.size();
+    buffer_.resize(size + count);
+    return buffer_.data() + size;
+}
+
+void json_writer::finish(char* end) {
+    buffer_.resize(static_cast<std::size_t>(end - buffer_.data()));
+    flush_if_full();
 }
 
 }  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_DRAIN_IMPL_RECORD_STORE_IPP
-// ---- end stint/drain/impl/record_store.ipp ----
+#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_JSON_WRITER_IPP
+// ---- end stint/export/impl/json_writer.ipp ----
 
 // ---- begin stint/capture/detail/impl/input_decoding.ipp ----
 #ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_INPUT_DECODING_IPP
@@ -21795,6 +24293,168 @@ void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_INPUT_DECODING_IPP
 // ---- end stint/capture/detail/impl/input_decoding.ipp ----
+
+// ---- begin stint/drain/impl/record_store.ipp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_IMPL_RECORD_STORE_IPP
+#define STINT_SINGLE_STINT_DRAIN_IMPL_RECORD_STORE_IPP
+// The bodies of drain/record_store.hpp: reading a counter's payload, a flight recorder's cut, the store.
+
+
+#include <algorithm>  // std::min
+#include <bit>  // std::bit_cast
+#include <cstring>  // std::memcpy, std::memmove
+
+namespace stint::detail {
+
+counter_value read_counter(const record_payload& payload) noexcept {
+    counter_value value;
+    std::uint64_t bits = 0;
+    if (payload.bytes.size() < sizeof(bits)) return value;
+    std::memcpy(&bits, payload.bytes.data(), sizeof(bits));
+    value.is_real = payload.aux == counter_real;
+    if (value.is_real) {
+        value.real = std::bit_cast<double>(bits);
+    } else {
+        value.integer = static_cast<std::int64_t>(bits);
+    }
+    return value;
+}
+
+void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to) {
+    std::byte* out = bytes.data();
+    const std::byte* const end = bytes.data() + bytes.size();
+    for (std::byte* at = bytes.data(); at < end;) {
+        record r;
+        std::memcpy(&r, at, sizeof(r));
+        std::size_t size = sizeof(record);
+        if (has_payload(r.where()->payload)) {
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof(header));
+            size += header.bytes;
+        }
+        if (r.end_ticks >= from && r.end_ticks <= to) {
+            if (out != at) std::memmove(out, at, size);
+            out += size;
+        }
+        at += size;
+    }
+    bytes.resize(static_cast<std::size_t>(out - bytes.data()));
+}
+
+record_store& record_store::operator=(record_store&& other) noexcept {
+    if (this != &other) {
+        release_all();
+        threads_ = std::move(other.threads_);
+        other.threads_.clear();
+        stop_ticks = other.stop_ticks;
+        calibration = other.calibration;
+        late = other.late;
+        buffer_bytes = other.buffer_bytes;
+        memory_dropped = other.memory_dropped;
+        partly_released_ = other.partly_released_;
+    }
+    return *this;
+}
+
+void record_store::add(taken_records&& taken) {
+    thread_records& t = threads_.emplace_back();
+    t.node = taken.node;
+    t.counts.os_tid = taken.os_tid;
+    t.counts.name = std::move(taken.name);
+    t.counts.dropped = taken.dropped;
+    t.counts.truncated = taken.truncated;
+    t.counts.overwritten = taken.overwritten;
+    t.counts.overwritten_until = taken.overwritten_until;
+    t.chunks = taken.chunks;
+    t.tail = std::move(taken.tail);
+    for_each_record(t, [&](const record& r, const record_payload&) {
+        const site& where = *r.where();
+        // A device link is part of the scope record before it, not a record of its own; outputs
+        // and args are the program's records but make no event.
+        const bool attached = where.payload == payload_kind::outputs || where.payload == payload_kind::args;
+        if (where.payload != payload_kind::device_link) {
+            const bool own = where.kind == event_kind::overhead && !attached;
+            ++(own ? t.counts.overhead : t.counts.recorded);
+        }
+        if (where.payload == payload_kind::device_link || attached) {
+            t.timing_only = false;
+            return;
+        }
+        ++t.events;
+        // A counter's value is written from the records too (chrome_trace_records.hpp).
+        if (where.payload != payload_kind::none && where.payload != payload_kind::runtime_name &&
+            where.payload != payload_kind::counter) {
+            t.timing_only = false;
+        }
+        if (where.kind != event_kind::instant && !is_point_kind(where.kind) &&
+            where.kind != event_kind::counter) {
+            t.first_start_ticks = std::min(t.first_start_ticks, r.begin_ticks);
+        }
+    });
+}
+
+void record_store::prepend(record_store&& earlier) {
+    for (thread_records& e : earlier.threads_) {
+        if (e.chunks == nullptr) continue;  // given back, or never any
+        thread_records* t = nullptr;
+        for (thread_records& mine : threads_) {
+            if (mine.node == e.node) t = &mine;
+        }
+        if (t == nullptr) {
+            threads_.push_back(std::move(e));
+            e.chunks = nullptr;  // the store here owns them now
+            continue;
+        }
+        chunk* last = e.chunks;
+        while (last->next.load(std::memory_order_relaxed) != nullptr) last = last->next.load(std::memory_order_relaxed);
+        last->next.store(t->chunks, std::memory_order_relaxed);
+        t->chunks = std::exchange(e.chunks, nullptr);
+        t->counts.recorded += e.counts.recorded;
+        t->counts.overhead += e.counts.overhead;
+        t->events += e.events;
+        t->first_start_ticks = std::min(t->first_start_ticks, e.first_start_ticks);
+        t->timing_only = t->timing_only && e.timing_only;
+    }
+}
+
+std::uint64_t record_store::events() const noexcept {
+    std::uint64_t n = 0;
+    for (const thread_records& t : threads_) n += t.events;
+    return n;
+}
+
+std::vector<std::pair<const std::byte*, const std::byte*>> record_store::ranges(const thread_records& t) const {
+    std::vector<std::pair<const std::byte*, const std::byte*>> out;
+    for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+        out.emplace_back(c->data(), c->published.load(std::memory_order_acquire));
+    }
+    out.emplace_back(t.tail.data(), t.tail.data() + t.tail.size());
+    return out;
+}
+
+chunk* record_store::take_chunks(thread_records& t) noexcept {
+    partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
+    std::vector<std::byte>().swap(t.tail);
+    return std::exchange(t.chunks, nullptr);
+}
+
+void record_store::release(thread_records& t) noexcept {
+    partly_released_ = partly_released_ || t.chunks != nullptr || !t.tail.empty();
+    for (chunk* c = std::exchange(t.chunks, nullptr); c != nullptr;) {
+        chunk* next = c->next.load(std::memory_order_relaxed);
+        the_registry().release_chunk(c);
+        c = next;
+    }
+    std::vector<std::byte>().swap(t.tail);
+}
+
+void record_store::release_all() noexcept {
+    for (thread_records& t : threads_) release(t);
+}
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_DRAIN_IMPL_RECORD_STORE_IPP
+// ---- end stint/drain/impl/record_store.ipp ----
 
 // ---- begin stint/drain/impl/session.ipp ----
 #ifndef STINT_SINGLE_STINT_DRAIN_IMPL_SESSION_IPP
@@ -22282,173 +24942,931 @@ std::int64_t session::evaluate_flops(const site& where, const op_inputs& inputs,
 #endif  // STINT_SINGLE_STINT_DRAIN_IMPL_SESSION_IPP
 // ---- end stint/drain/impl/session.ipp ----
 
-// ---- begin stint/export/impl/json_writer.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_JSON_WRITER_IPP
-#define STINT_SINGLE_STINT_EXPORT_IMPL_JSON_WRITER_IPP
-// The bodies of json_writer.hpp: JSON string escaping, microsecond text and json_writer's members.
+// ---- begin stint/export/detail/impl/gzip_members.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_GZIP_MEMBERS_IPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_GZIP_MEMBERS_IPP
+// gzip_members' bodies: blocks deflated on worker threads into gzip members, emitted in order.
+
+#include <algorithm>  // std::min, std::clamp
+#include <cerrno>     // ENOMEM, EIO
+#include <cstring>    // std::memcpy
+#include <exception>  // std::exception
+#include <new>        // std::nothrow
+
+#include <unistd.h>  // getpid
+
+namespace stint::detail {
+
+gzip_members::gzip_members(int level, deflate_function deflate_block)
+    : level_(level), deflate_block_(deflate_block), ring_(2) {}
+
+gzip_members::~gzip_members() {
+    stop();
+    if (own_stream_ready_) deflateEnd(&own_stream_);
+}
+
+int gzip_members::write_members(std::string_view bytes, emit_ref emit) {
+    if (forked()) return EIO;
+    // acquire: pairs with the release in finished(); a worker's failure shows at the next write.
+    if (const int error = first_error_.load(std::memory_order_acquire)) return error;
+    while (!bytes.empty()) {
+        block& current = ring_slot(submitted_);
+        if (!current.in) {
+            if (const int error = allocate(current)) return error;
+        }
+        const std::size_t piece = std::min(bytes.size(), block_size - current.in_size);
+        std::memcpy(current.in.get() + current.in_size, bytes.data(), piece);
+        current.in_size += piece;
+        bytes.remove_prefix(piece);
+        if (current.in_size == block_size) {
+            if (workers_.empty() && !workers_tried_) start_workers();
+            if (const int error = submit(emit)) return error;
+        }
+    }
+    return 0;
+}
+
+int gzip_members::finish_members(emit_ref emit) {
+    if (forked()) return EIO;
+    if (const int error = first_error_.load(std::memory_order_acquire)) return error;
+    block& current = ring_slot(submitted_);
+    if (current.in_size > 0 || submitted_ == 0) {
+        if (!current.in) {
+            if (const int error = allocate(current)) return error;
+        }
+        if (const int error = submit(emit)) return error;
+    }
+    while (written_ < submitted_) {
+        if (const int error = retire(emit)) return error;
+    }
+    stop();
+    return 0;
+}
+
+int gzip_members::pause_members(emit_ref emit) {
+    if (forked()) return EIO;
+    if (const int error = first_error_.load(std::memory_order_acquire)) return error;
+    while (written_ < submitted_) {
+        if (const int error = retire(emit)) return error;
+    }
+    if (workers_.empty()) return 0;
+    stop();
+    stopping_ = false;  // no worker left to read it
+    workers_tried_ = false;
+    return 0;
+}
+
+void gzip_members::stop() noexcept {
+    if (forked()) {
+        // A forked child has none of the workers, and a worker may have held mutex_ at the fork:
+        // their handles are let go unjoined (joining would wait forever, dropping them would
+        // call std::terminate).
+        const auto* kept = new (std::nothrow) std::vector<std::thread>(std::move(workers_));
+        if (kept == nullptr) {
+            for (std::thread& worker : workers_) worker.detach();
+        }
+        workers_.clear();
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+    workers_.clear();
+}
+
+int gzip_members::allocate(block& b) {
+    // new[] without value-initialization: zeroing a block would cost as much as copying it.
+    b.in.reset(new (std::nothrow) char[block_size]);
+    b.out.reset(new (std::nothrow) unsigned char[out_capacity]);
+    if (b.in && b.out) return 0;
+    b.in.reset();  // both or neither: a later write allocates again
+    b.out.reset();
+    return ENOMEM;
+}
+
+bool gzip_members::forked() const { return !workers_.empty() && ::getpid() != owner_; }
+
+void gzip_members::start_workers() {
+    workers_tried_ = true;
+    owner_ = ::getpid();
+    const unsigned hardware = std::thread::hardware_concurrency();
+    const unsigned wanted = std::clamp(hardware > 1 ? hardware - 1 : 1u, 1u, max_workers);
+    try {
+        // Before any block is queued (only block 0 is filled, at index 0 in either size): a
+        // worker never sees the ring resized under it.
+        ring_.resize(2 * (wanted + 1));
+        workers_.reserve(wanted);
+        for (unsigned i = 0; i < wanted; ++i) workers_.emplace_back([this] { work(); });
+    } catch (const std::exception&) {
+        // No memory or no thread to be had (EAGAIN): the writer compresses what the others do not.
+    }
+}
+
+int gzip_members::submit(emit_ref emit) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++submitted_;
+    }
+    if (!workers_.empty()) work_.notify_one();
+    // Members already finished go out now; a full ring waits for (and helps with) its oldest.
+    while (written_ < submitted_ && (submitted_ - written_ == ring_.size() || oldest_done())) {
+        if (const int error = retire(emit)) return error;
+    }
+    return 0;
+}
+
+bool gzip_members::oldest_done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ring_slot(written_).done;
+}
+
+int gzip_members::retire(emit_ref emit) {
+    block& oldest = ring_slot(written_);
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!oldest.done) {
+            if (claimed_ < submitted_) {
+                block& queued = ring_slot(claimed_++);
+                lock.unlock();
+                compress(own_stream_, own_stream_ready_, queued);
+                lock.lock();
+                finished(queued);
+            } else {
+                done_.wait(lock);
+            }
+        }
+        oldest.done = false;
+    }
+    ++written_;
+    if (oldest.error != 0) return oldest.error;
+    emit(oldest.out.get(), oldest.out_size);
+    oldest.in_size = 0;
+    return 0;
+}
+
+void gzip_members::work() {
+    z_stream stream{};
+    bool ready = false;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        work_.wait(lock, [this] { return stopping_ || claimed_ < submitted_; });
+        if (stopping_) break;
+        block& queued = ring_slot(claimed_++);
+        lock.unlock();
+        compress(stream, ready, queued);
+        lock.lock();
+        finished(queued);
+    }
+    lock.unlock();
+    if (ready) deflateEnd(&stream);
+}
+
+void gzip_members::finished(block& b) {
+    b.done = true;
+    if (b.error != 0) {
+        int none = 0;
+        // release: pairs with the acquire in write() and finish().
+        first_error_.compare_exchange_strong(none, b.error, std::memory_order_release,
+                                             std::memory_order_relaxed);
+    }
+    done_.notify_all();
+}
+
+void gzip_members::compress(z_stream& stream, bool& ready, block& b) const {
+    if (!ready) {
+        // windowBits 15 + 16: a gzip header and trailer instead of a raw zlib stream.
+        const int rc = deflateInit2(&stream, level_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+        if (rc != Z_OK) {
+            b.error = rc == Z_MEM_ERROR ? ENOMEM : EIO;
+            return;
+        }
+        ready = true;
+    } else if (deflateReset(&stream) != Z_OK) {
+        b.error = EIO;
+        return;
+    }
+    // zlib's API is not const-correct without ZLIB_CONST; deflate only reads next_in.
+    stream.next_in = reinterpret_cast<Bytef*>(b.in.get());
+    stream.avail_in = static_cast<uInt>(b.in_size);
+    stream.next_out = b.out.get();
+    stream.avail_out = static_cast<uInt>(out_capacity);
+    // One call: the output has room for the whole member, so anything but the end is a failure.
+    if (deflate_block_(&stream, Z_FINISH) != Z_STREAM_END) {
+        b.error = EIO;
+        return;
+    }
+    b.out_size = out_capacity - stream.avail_out;
+}
 
 
-#include <algorithm>  // std::min
-#include <cmath>      // std::isfinite, std::isnan
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_GZIP_MEMBERS_IPP
+// ---- end stint/export/detail/impl/gzip_members.ipp ----
 
-#include <fmt/compile.h>  // FMT_COMPILE
+// ---- begin stint/export/impl/output_file.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_OUTPUT_FILE_IPP
+#define STINT_SINGLE_STINT_EXPORT_IMPL_OUTPUT_FILE_IPP
+// output_file's bodies: the destination's kind, the temporary beside it, the writes and the commit.
+
+#include <algorithm>     // std::min
+#include <atomic>        // std::atomic
+#include <cerrno>        // errno, EISDIR, ENOENT, ELOOP, ENAMETOOLONG, EINTR, EAGAIN, EEXIST, EINVAL, EIO
+#include <chrono>        // std::chrono::steady_clock
+#include <climits>       // PATH_MAX
+#include <cstdint>       // std::uint64_t
+#include <cstdio>        // std::rename
+#include <stdexcept>     // std::invalid_argument, std::logic_error
+#include <system_error>  // std::system_error, std::generic_category
+
+#include <fcntl.h>    // open, O_*, AT_FDCWD
+#include <pthread.h>  // pthread_sigmask
+#include <signal.h>   // sigset_t, sigtimedwait, SIGPIPE
+#include <time.h>     // timespec
+#include <unistd.h>   // write, close, fsync, readlink, faccessat, fchown, unlink, getpid
+
+namespace stint::detail {
+
+output_file::output_file(std::string path, int gzip_level, std::string_view what)
+    : path_(std::move(path)), what_(what) {
+    if (path_.empty()) {
+        throw std::invalid_argument("stint: cannot write " + what_ + " '': the path is empty");
+    }
+    if (gzip_level < 0 || gzip_level > 9) {
+        throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': gzip level " +
+                                    std::to_string(gzip_level) + " is not in 0..9");
+    }
+    open_destination();
+    if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
+}
+
+void output_file::write(std::string_view bytes) {
+    check_open();
+    if (gzip_) {
+        if (const int error = gzip_->write(bytes, emitter{this})) fail(error);
+    } else {
+        write_fully(bytes.data(), bytes.size());
+    }
+}
+
+void output_file::idle() {
+    check_open();
+    if (gzip_) {
+        if (const int error = gzip_->pause(emitter{this})) fail(error);
+    }
+}
+
+void output_file::finish() {
+    check_open();
+    if (finished_) return;
+    if (gzip_) {
+        if (const int error = gzip_->finish(emitter{this})) fail(error);
+    }
+    // fsync before rename: otherwise a power loss can leave the new name on an empty file.
+    // EINVAL only says the file system has nothing to sync.
+    if (!through_ && ::fsync(fd_) != 0 && errno != EINVAL) fail(errno);
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail(errno);
+    finished_ = true;
+}
+
+void output_file::commit() {
+    finish();
+    if (!through_ && std::rename(temporary_.c_str(), target_.c_str()) != 0) fail(errno);
+    temporary_.clear();
+    state_ = state::committed;
+}
+
+void output_file::abandon() noexcept {
+    if (state_ == state::committed) return;
+    discard(true);
+    state_ = state::failed;
+}
+
+void output_file::fail(int error) {
+    discard(true);
+    state_ = state::failed;
+    throw std::system_error(error, std::generic_category(),
+                            "stint: cannot write " + what_ + " '" + path_ + "'");
+}
+
+void output_file::refuse(const char* what) {
+    state_ = state::failed;
+    throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': it is " + what +
+                                "; a trace goes to a file, a character device or a FIFO");
+}
+
+void output_file::check_open() const {
+    if (state_ == state::committed) {
+        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
+                               "': it was already committed");
+    }
+    if (state_ == state::failed) {
+        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
+                               "': an earlier write failed");
+    }
+}
+
+std::string output_file::directory_of(const std::string& path) {
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
+void output_file::open_destination() {
+    // What is there, as open() sees it: through every link, /proc's included.
+    struct stat info {};
+    const bool exists = ::stat(path_.c_str(), &info) == 0;
+    if (!exists && errno != ENOENT) fail(errno);
+    if (exists) {
+        // Refused now rather than at the final rename, after the whole trace was written.
+        if (S_ISDIR(info.st_mode)) fail(EISDIR);
+        if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return open_through(false);
+        if (S_ISBLK(info.st_mode)) refuse("a block device");
+        if (!S_ISREG(info.st_mode)) refuse("a socket");
+    } else if (path_.ends_with('/')) {
+        fail(EISDIR);  // as open("new/", O_CREAT) says
+    }
+    // A regular file or nothing: the links at the end of the path are followed here only to
+    // learn which name the rename must replace. Whether the caller may follow them and write is
+    // the kernel's answer for the path as given (faccessat below), so fs.protected_symlinks and
+    // the like apply as they do to open().
+    target_ = path_;
+    for (int links = 0;; ++links) {
+        struct stat link {};
+        if (::lstat(target_.c_str(), &link) != 0) {
+            if (errno != ENOENT) fail(errno);
+            break;  // the end of a dangling link, or a new file
+        }
+        if (!S_ISLNK(link.st_mode)) break;
+        // /dev/stdout -> /proc/self/fd/1, /dev/fd/N: a link in /proc names an open file, and its
+        // text is no name to rename over, so the file is written in place as open() would.
+        if (in_proc(link)) return open_through(true);
+        if (links == max_links) fail(ELOOP);
+        char text[PATH_MAX];
+        const ssize_t size = ::readlink(target_.c_str(), text, sizeof text);
+        if (size < 0) fail(errno);
+        if (static_cast<std::size_t>(size) == sizeof text) fail(ENAMETOOLONG);
+        std::string next(text, static_cast<std::size_t>(size));
+        if (!next.starts_with('/')) next.insert(0, directory_of(target_));
+        target_ = std::move(next);
+    }
+    // rename() asks only for the directory's permission: a file the caller could not open for
+    // writing must not be replaced behind its back. A dangling link passes (ENOENT): the file
+    // it names is created, as open(O_CREAT) would.
+    if (::faccessat(AT_FDCWD, path_.c_str(), W_OK, AT_EACCESS) != 0 && (exists || errno != ENOENT)) {
+        fail(errno);
+    }
+    open_temporary(exists ? 0600 : 0666);
+    if (exists) {
+        // The replacement keeps the file's owner where the caller may set it (root) and its
+        // permission bits; where the file system refuses them it stays 0600, never wider.
+        [[maybe_unused]] const int owner_kept = ::fchown(fd_, info.st_uid, info.st_gid);
+        [[maybe_unused]] const int mode_kept = ::fchmod(fd_, info.st_mode & 0777);
+    }
+}
+
+bool output_file::in_proc(const struct stat& link) {
+    struct stat proc {};
+    return ::lstat("/proc/self", &proc) == 0 && link.st_dev == proc.st_dev;
+}
+
+void output_file::open_through(bool regular_allowed) {
+    do {
+        fd_ = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+    } while (fd_ < 0 && errno == EINTR);  // a signal while a FIFO waits for its reader
+    if (fd_ < 0) fail(errno);
+    through_ = true;
+    // Something else put there since stat would be written in place, not atomically.
+    struct stat info {};
+    if (::fstat(fd_, &info) != 0) fail(errno);
+    if (!S_ISCHR(info.st_mode) && !S_ISFIFO(info.st_mode) && !(regular_allowed && S_ISREG(info.st_mode))) {
+        fail(EAGAIN);
+    }
+}
+
+void output_file::open_temporary(mode_t mode) {
+    static constexpr char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static std::atomic<std::uint64_t> counter{0};
+    temporary_ = directory_of(target_) + ".stint-XXXXXX";
+    const std::size_t suffix = temporary_.size() - 6;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        // splitmix64 of time, pid and a counter: unique enough, and O_EXCL settles collisions.
+        std::uint64_t x =
+            static_cast<std::uint64_t>(
+                std::chrono::steady_clock::now().time_since_epoch().count()) ^
+            (static_cast<std::uint64_t>(::getpid()) << 32) ^
+            (counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ULL);
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+        x ^= x >> 31;
+        for (std::size_t i = 0; i < 6; ++i) {
+            temporary_[suffix + i] = alphabet[x % 62];
+            x /= 62;
+        }
+        fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+        if (fd_ >= 0) return;
+        if (errno != EEXIST) break;
+    }
+    const int error = errno;
+    temporary_.clear();  // not ours: never unlink it
+    fail(error);
+}
+
+ssize_t output_file::write_through(const char* bytes, std::size_t size) {
+    sigset_t pipe_signal;
+    sigset_t saved;
+    sigset_t pending;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, &saved);
+    sigpending(&pending);
+    const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+    const ssize_t written = ::write(fd_, bytes, size);
+    const int error = errno;
+    if (!was_pending) {
+        const timespec none{};
+        while (sigtimedwait(&pipe_signal, nullptr, &none) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    errno = error;
+    return written;
+}
+
+void output_file::write_fully(const void* data, std::size_t size) {
+    const auto* bytes = static_cast<const char*>(data);
+    while (size > 0) {
+        const std::size_t piece = std::min<std::size_t>(size, 1u << 30);
+        const ssize_t written = through_ ? write_through(bytes, piece) : ::write(fd_, bytes, piece);
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            fail(errno);
+        }
+        if (written == 0) fail(EIO);  // a file, a device or a FIFO never takes nothing; do not spin
+        bytes += written;
+        size -= static_cast<std::size_t>(written);
+    }
+}
+
+void output_file::discard(bool failed) noexcept {
+    // Joined, not destroyed: discard() may run inside gzip_->write(), through an emitter.
+    if (gzip_) gzip_->stop();
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+    if (!temporary_.empty()) {
+        if (failed && !partial_path_.empty() && std::rename(temporary_.c_str(), partial_path_.c_str()) == 0) {
+            kept_partial_.swap(partial_path_);
+        } else {
+            ::unlink(temporary_.c_str());
+        }
+        temporary_.clear();
+    }
+}
+
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_OUTPUT_FILE_IPP
+// ---- end stint/export/impl/output_file.ipp ----
+
+// ---- begin stint/export/impl/execution_trace.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_EXECUTION_TRACE_IPP
+#define STINT_SINGLE_STINT_EXPORT_IMPL_EXECUTION_TRACE_IPP
+// execution_trace_writer's bodies: the ET header, each span's op nodes, the root node and the end.
+
+#include <algorithm>  // std::reverse, std::min
+#include <chrono>     // std::chrono::steady_clock
+#include <cstddef>    // std::ptrdiff_t
+#include <ctime>      // std::time, std::tm, std::strftime, localtime_r
+#include <utility>    // std::pair
 
 
 namespace stint::detail {
 
-namespace json_detail {
-char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept {
-    static constexpr char hex[] = "0123456789abcdef";
-    while (p < stop) {
-        while (stop - p >= 8) {
-            std::uint64_t bytes;
-            std::memcpy(&bytes, p, 8);
-            if (json_special_in(bytes)) break;
-            std::memcpy(o, p, 8);
-            o += 8;
-            p += 8;
-        }
-        if (p >= stop) break;
-        const unsigned char c = *p;
-        if (json_plain_byte[c]) {
-            *o++ = static_cast<char>(c);
-            ++p;
-            continue;
-        }
-        if (c < 0x80) {
-            *o++ = '\\';
-            switch (c) {
-                case '"': *o++ = '"'; break;
-                case '\\': *o++ = '\\'; break;
-                case '\n': *o++ = 'n'; break;
-                case '\t': *o++ = 't'; break;
-                case '\r': *o++ = 'r'; break;
-                case '\b': *o++ = 'b'; break;
-                case '\f': *o++ = 'f'; break;
-                default:
-                    std::memcpy(o, "u00", 3);
-                    o[3] = hex[c >> 4];
-                    o[4] = hex[c & 0xF];
-                    o += 5;
-                    break;
+execution_trace_writer::execution_trace_writer(const std::string& path)
+    : file_(path), out_(file_) {
+    out_.raw("{\n  \"schema\": \"");
+    out_.raw(et_schema);
+    out_.raw("\", \"pid\": ");
+    out_.number(current_pid());
+    out_.raw(", \"time\": ");
+    out_.string(local_time_text());
+    out_.raw(", \"start_ts\": ");
+    out_.number(steady_milliseconds());
+    out_.raw(",\n  \"nodes\": [");
+    guarded([&] { out_.flush(); });
+}
+
+void execution_trace_writer::append(const event_list& events) {
+    if (failed_) return;  // an earlier write failed and threw; the file is already lost
+    guarded([&] {
+        ++spans_;
+        recorded_ += events.recorded();
+        dropped_ += events.dropped();
+        late_ += events.late();
+        // (event, its parent's node id; 0: the thread's node, made when its first op is written)
+        std::vector<std::pair<event_index, std::uint64_t>> stack;
+        for (const event& top : events) {
+            if (!top.is_top_level() || events.threads()[top.thread].is_device_track()) continue;
+            const std::uint64_t tid = events.threads()[top.thread].os_tid;
+            stack.emplace_back(events.index_of(top), 0);
+            while (!stack.empty()) {
+                auto [i, parent] = stack.back();
+                stack.pop_back();
+                const event& e = events[i];
+                std::uint64_t id = parent;  // a non-node (an instant, an API call) passes its parent on
+                if (is_execution_trace_node(e.kind)) {
+                    if (parent == 0) parent = thread_node(tid);
+                    id = next_id_++;
+                    write_op_node(e, id, parent, tid, events.args(e));
+                }
+                // Children in reverse onto the stack, so that they are written in order.
+                const std::size_t first = stack.size();
+                for (event_index c = e.first_child; c != no_index; c = events[c].next_sibling) {
+                    stack.emplace_back(c, id);
+                }
+                std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
             }
-            ++p;
-            continue;
         }
-        const int length = utf8_sequence(p, end);
-        if (length > 0) {
-            std::memcpy(o, p, static_cast<std::size_t>(length));
-            o += length;
-            p += length;
+        out_.flush();
+        file_.idle();  // no compressing thread waits between spans
+    });
+}
+
+void execution_trace_writer::finish() {
+    if (failed_) return;
+    guarded([&] {
+        write_bare_node(et_process_node, et_root_id, et_root_id, 0);
+        out_.raw("}\n  ],\n  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"spans\": ");
+        out_.number(spans_);
+        out_.raw(", \"nodes\": ");
+        out_.number(nodes_);
+        out_.raw(", \"recorded\": ");
+        out_.number(recorded_);
+        out_.raw(", \"dropped\": ");
+        out_.number(dropped_);
+        out_.raw(", \"late\": ");
+        out_.number(late_);
+        out_.raw("},\n  \"finish_ts\": ");
+        out_.number(steady_milliseconds());
+        out_.raw("\n}\n");
+        out_.flush();
+        file_.commit();
+    });
+}
+
+std::int64_t execution_trace_writer::steady_milliseconds() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string execution_trace_writer::local_time_text() {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    if (localtime_r(&now, &local) == nullptr) return {};
+    char text[64];
+    const std::size_t n = std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
+    return {text, n};
+}
+
+std::uint64_t execution_trace_writer::thread_node(std::uint64_t tid) {
+    auto [it, added] = thread_nodes_.try_emplace(tid, 0);
+    if (!added) return it->second;
+    it->second = next_id_++;
+    write_bare_node(et_thread_node, it->second, et_root_id, tid);
+    out_.raw("},");
+    return it->second;
+}
+
+void execution_trace_writer::write_bare_node(std::string_view name, std::uint64_t id, std::uint64_t parent, std::uint64_t tid) {
+    write_node_start(name, id, parent);
+    out_.raw(R"(, "inputs": {"values": [], "shapes": [], "types": [], "strides": []})");
+    out_.raw(R"(, "outputs": {"values": [], "shapes": [], "types": [], "strides": []})");
+    write_attrs(0, -1, et_scope_user, tid);
+}
+
+void execution_trace_writer::write_node_start(std::string_view name, std::uint64_t id, std::uint64_t parent) {
+    ++nodes_;
+    out_.raw("\n    {\"id\": ");
+    out_.number(id);
+    out_.raw(", \"name\": ");
+    out_.string(name);
+    out_.raw(", \"ctrl_deps\": ");
+    out_.number(parent);
+}
+
+void execution_trace_writer::write_attrs(std::uint64_t rf_id,
+                                         std::int64_t seq_id,
+                                         std::uint64_t scope,
+                                         std::uint64_t tid,
+                                         std::uint64_t fw_tid) {
+    out_.raw(R"(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )");
+    out_.number(rf_id);
+    out_.raw(R"(}, {"name": "fw_parent", "type": "uint64", "value": 0}, {"name": "seq_id", "type": "int64", )"
+             R"("value": )");
+    out_.number(seq_id);
+    out_.raw(R"(}, {"name": "scope", "type": "uint64", "value": )");
+    out_.number(scope);
+    out_.raw(R"(}, {"name": "tid", "type": "uint64", "value": )");
+    out_.number(tid);
+    out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": )");
+    out_.number(fw_tid);
+    out_.raw(R"(}, )"
+             R"({"name": "op_schema", "type": "string", "value": ""}, )"
+             R"({"name": "kernel_backend", "type": "string", "value": ""}, )"
+             R"({"name": "kernel_file", "type": "string", "value": ""}])");
+}
+
+std::optional<std::int64_t> execution_trace_writer::integer_arg(const event_args* args, std::string_view name) {
+    const named_arg* a = args != nullptr ? args->find_arg(name) : nullptr;
+    if (a == nullptr || (a->type != arg_type::integer && a->type != arg_type::unsigned_integer)) return std::nullopt;
+    return a->integer;
+}
+
+void execution_trace_writer::write_op_node(const event& e,
+                                           std::uint64_t id,
+                                           std::uint64_t parent,
+                                           std::uint64_t tid,
+                                           const event_args* args) {
+    write_node_start(e.name, id, parent);
+    static const std::vector<op_input> none;
+    out_.raw(", \"inputs\": ");
+    write_values(args != nullptr ? args->inputs : none);
+    out_.raw(", \"outputs\": ");
+    write_values(args != nullptr ? args->outputs : none);
+    write_attrs(e.id, integer_arg(args, "Sequence number").value_or(-1),
+                e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid,
+                static_cast<std::uint64_t>(integer_arg(args, "Fwd thread id").value_or(0)));
+    out_.raw("},");
+}
+
+void execution_trace_writer::write_values(const std::vector<op_input>& values) {
+    const std::size_t n = std::min(values.size(), et_max_list);
+    out_.raw("{\"values\": [");
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i != 0) out_.raw(", ");
+        write_value(values[i]);
+    }
+    out_.raw("], \"shapes\": [");
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i != 0) out_.raw(", ");
+        write_shape(values[i], false);
+    }
+    out_.raw("], \"types\": [");
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i != 0) out_.raw(", ");
+        out_.raw("\"");
+        write_type(values[i]);
+        out_.raw("\"");
+    }
+    out_.raw("], \"strides\": [");
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i != 0) out_.raw(", ");
+        write_shape(values[i], true);
+    }
+    out_.raw("]}");
+}
+
+std::size_t execution_trace_writer::list_size(const op_input& v) noexcept {
+    std::size_t n = 0;
+    if (v.kind == input_kind::tensor_list) n = v.tensors.size();
+    if (v.kind == input_kind::scalar_list) {
+        n = v.values_type == scalar_type::real ? v.reals.size() : v.integers.size();
+    }
+    return std::min(n, et_max_list);
+}
+
+void execution_trace_writer::write_int_list(const std::vector<std::int64_t>& values) {
+    out_.raw("[");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i != 0) out_.raw(",");
+        out_.number(values[i]);
+    }
+    out_.raw("]");
+}
+
+void execution_trace_writer::write_shape(const op_input& v, bool strides) {
+    if (v.kind == input_kind::tensor) return write_int_list(strides ? v.strides : v.dims);
+    if (v.kind != input_kind::tensor_list && v.kind != input_kind::scalar_list) return out_.raw("[]");
+    out_.raw("[");
+    const std::size_t n = list_size(v);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i != 0) out_.raw(",");
+        if (v.kind == input_kind::tensor_list) {
+            write_shape(v.tensors[i], strides);
         } else {
-            std::memcpy(o, "\xEF\xBF\xBD", 3);  // U+FFFD
-            o += 3;
-            p += -length;
+            out_.raw("[]");
         }
     }
-    return o;
-}
-}  // namespace json_detail
-
-char* write_json_string(char* o, std::string_view s) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const auto* const end = p + s.size();
-    *o++ = '"';
-    o = json_detail::escape(o, p, end, end);
-    *o++ = '"';
-    return o;
+    out_.raw("]");
 }
 
-void append_json_escaped(fmt::memory_buffer& out, std::string_view s) {
-    // In pieces, so that a long string never reserves six times its size at once.
-    constexpr std::size_t piece_size = 16 * 1024;
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const auto* const end = p + s.size();
-    while (p < end) {
-        const std::size_t size = out.size();
-        const auto piece = std::min(static_cast<std::size_t>(end - p), piece_size);
-        out.resize(size + 6 * piece + 6);  // + a sequence that crosses the piece's end
-        char* const o = json_detail::escape(out.data() + size, p, p + piece, end);
-        out.resize(static_cast<std::size_t>(o - out.data()));
+void execution_trace_writer::write_type(const op_input& v) {
+    switch (v.kind) {
+        case input_kind::tensor:
+            out_.raw("Tensor(");
+            out_.string_part(v.dtype);
+            out_.raw(")");
+            return;
+        case input_kind::tensor_list:
+        case input_kind::scalar_list: {
+            out_.raw("GenericList[");
+            const std::size_t n = list_size(v);
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i != 0) out_.raw(",");
+                if (v.kind == input_kind::tensor_list) {
+                    write_type(v.tensors[i]);
+                } else {
+                    out_.raw(scalar_type_name(v.values_type));
+                }
+            }
+            out_.raw("]");
+            return;
+        }
+        case input_kind::scalar: out_.raw(scalar_type_name(v.values_type)); return;
+        case input_kind::string: out_.raw("String"); return;
+        case input_kind::none: out_.raw("None"); return;
+        case input_kind::other: out_.raw("Object"); return;
     }
 }
 
-void append_json_string(fmt::memory_buffer& out, std::string_view s) {
-    out.push_back('"');
-    append_json_escaped(out, s);
-    out.push_back('"');
-}
-
-char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept {
-    auto magnitude = static_cast<std::uint64_t>(nanoseconds);
-    if (nanoseconds < 0) {
-        *o++ = '-';
-        magnitude = 0 - magnitude;  // modular negation: exact for INT64_MIN
+std::string_view execution_trace_writer::scalar_type_name(scalar_type type) noexcept {
+    switch (type) {
+        case scalar_type::integer:
+        case scalar_type::unsigned_integer: return "Int";
+        case scalar_type::real: return "Double";
+        case scalar_type::boolean: return "Bool";
     }
-    o = fmt::format_to(o, FMT_COMPILE("{}"), magnitude / 1000);
-    const auto fraction = static_cast<unsigned>(magnitude % 1000);
-    o[0] = '.';
-    o[1] = static_cast<char>('0' + fraction / 100);
-    o[2] = static_cast<char>('0' + fraction / 10 % 10);
-    o[3] = static_cast<char>('0' + fraction % 10);
-    return o + 4;
+    return "Int";
 }
 
-void json_writer::raw(std::string_view text) {
-    if (text.empty()) return;  // a default string_view's null data() must not reach memcpy
-    std::memcpy(extend(text.size()), text.data(), text.size());
-    flush_if_full();
-}
-
-void json_writer::string(std::string_view s) {
-    append_json_string(buffer_, s);
-    flush_if_full();
-}
-
-void json_writer::string_part(std::string_view s) {
-    append_json_escaped(buffer_, s);
-    flush_if_full();
-}
-
-void json_writer::number(std::int64_t value) {
-    finish(fmt::format_to(extend(20), FMT_COMPILE("{}"), value));
-}
-
-void json_writer::number(std::uint64_t value) {
-    finish(fmt::format_to(extend(20), FMT_COMPILE("{}"), value));
-}
-
-void json_writer::number(double value) {
-    if (std::isfinite(value)) {
-        fmt::format_to(fmt::appender(buffer_), FMT_COMPILE("{}"), value);
-        flush_if_full();
-    } else if (std::isnan(value)) {
-        raw(R"("nan")");
-    } else {
-        raw(value > 0 ? R"("inf")" : R"("-inf")");
+void execution_trace_writer::write_scalar(const op_input& v, std::size_t i) {
+    switch (v.values_type) {
+        case scalar_type::integer: out_.number(v.integers[i]); return;
+        case scalar_type::unsigned_integer: out_.number(static_cast<std::uint64_t>(v.integers[i])); return;
+        case scalar_type::boolean: out_.boolean(v.integers[i] != 0); return;
+        case scalar_type::real: out_.number(v.reals[i]); return;  // inf and nan as strings, as torch
     }
 }
 
-void json_writer::flush() {
-    if (write_ == nullptr || buffer_.size() == 0) return;
-    write_(sink_, std::string_view(buffer_.data(), buffer_.size()));
-    buffer_.clear();
+void execution_trace_writer::write_value(const op_input& v) {
+    switch (v.kind) {
+        case input_kind::tensor: return write_tensor(v);
+        case input_kind::tensor_list:
+        case input_kind::scalar_list: {
+            out_.raw("[");
+            const std::size_t n = list_size(v);
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i != 0) out_.raw(",");
+                if (v.kind == input_kind::tensor_list) {
+                    write_value(v.tensors[i]);
+                } else {
+                    write_scalar(v, i);
+                }
+            }
+            out_.raw("]");
+            return;
+        }
+        case input_kind::scalar:
+            if (v.integers.empty() && v.reals.empty()) return out_.raw("0");
+            return write_scalar(v, 0);
+        case input_kind::string: return out_.string(v.text);
+        case input_kind::none: return out_.raw("\"<None>\"");
+        case input_kind::other: return out_.raw("\"<Object>\"");
+    }
 }
 
-char* json_writer::extend(std::size_t count) {
-    const std::size_t size = buffer_.size();
-    buffer_.resize(size + count);
-    return buffer_.data() + size;
+void execution_trace_writer::write_tensor(const op_input& v) {
+    std::int64_t numel = 1;
+    for (std::int64_t d : v.dims) numel *= d;
+    out_.raw("[");
+    if (v.identity && v.identity->itemsize != 0) {
+        const tensor_identity& id = *v.identity;
+        out_.number(id_of(tensor_ids_, id.key));
+        out_.raw(",");
+        out_.number(id_of(storage_ids_, id.storage));
+        out_.raw(",");
+        out_.number(id.offset);
+        out_.raw(",");
+        out_.number(numel);
+        out_.raw(",");
+        out_.number(id.itemsize);
+        out_.raw(",\"");
+        out_.raw(device_type_name(id.device.type));
+        if (id.device.type != device_type::cpu) {
+            out_.raw(":");
+            out_.number(id.device.index);
+        }
+        out_.raw("\"]");
+        return;
+    }
+    // No address captured (its traits gave none): a tensor of its own, no storage, as torch writes a
+    // tensor without storage. An address without an item size keeps its tensor id, and no storage.
+    out_.number(v.identity ? id_of(tensor_ids_, v.identity->key) : next_id_++);
+    out_.raw(",0,0,");
+    out_.number(numel);
+    out_.raw(",0,\"\"]");
 }
 
-void json_writer::finish(char* end) {
-    buffer_.resize(static_cast<std::size_t>(end - buffer_.data()));
-    flush_if_full();
+std::uint64_t execution_trace_writer::id_of(std::unordered_map<std::uint64_t, std::uint64_t>& ids, std::uint64_t key) {
+    auto [it, added] = ids.try_emplace(key, 0);
+    if (added) it->second = next_id_++;
+    return it->second;
+}
+
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_EXECUTION_TRACE_IPP
+// ---- end stint/export/impl/execution_trace.ipp ----
+
+// ---- begin stint/export/impl/counter_tracks.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_COUNTER_TRACKS_IPP
+#define STINT_SINGLE_STINT_EXPORT_IMPL_COUNTER_TRACKS_IPP
+// The bodies of counter_tracks.hpp: the names of the memory counter tracks.
+
+
+namespace stint::detail {
+
+const counter_samples::memory_names& counter_samples::names_of(stint::device where) {
+    for (const memory_names& n : memory_names_) {
+        if (n.where == where) return n;
+    }
+    std::string device(device_type_name(where.type));
+    if (where.type != device_type::cpu) device += ":" + std::to_string(where.index);
+    memory_names_.push_back({where, "Total Allocated (" + device + ")", "Total Reserved (" + device + ")"});
+    return memory_names_.back();
 }
 
 }  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_JSON_WRITER_IPP
-// ---- end stint/export/impl/json_writer.ipp ----
+#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_COUNTER_TRACKS_IPP
+// ---- end stint/export/impl/counter_tracks.ipp ----
+
+// ---- begin stint/export/detail/impl/protobuf.ipp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_PROTOBUF_IPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_PROTOBUF_IPP
+// The protobuf writer's bodies: UTF-8 repair and proto_message's fields.
+
+#include <cstddef>      // std::size_t
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+
+
+namespace stint::detail::protobuf {
+
+void append_utf8(std::string& out, std::string_view text) {
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    const auto* end = p + text.size();
+    while (p < end) {
+        const auto* run = p;
+        while (p < end && *p < 0x80) ++p;
+        out.append(reinterpret_cast<const char*>(run), static_cast<std::size_t>(p - run));
+        if (p == end) break;
+        const int length = utf8_sequence(p, end);
+        if (length > 0) {
+            out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(length));
+            p += length;
+        } else {
+            out.append("\xEF\xBF\xBD");
+            p += -length;
+        }
+    }
+}
+
+proto_message& proto_message::uint(std::uint32_t field, std::uint64_t v) {
+    char bytes[20];
+    bytes_.append(bytes, static_cast<std::size_t>(put_uint(bytes, field, v) - bytes));
+    return *this;
+}
+
+proto_message& proto_message::fixed64(std::uint32_t field, std::uint64_t v) {
+    char bytes[20];
+    bytes_.append(bytes, static_cast<std::size_t>(put_fixed64(bytes, field, v) - bytes));
+    return *this;
+}
+
+proto_message& proto_message::string(std::uint32_t field, std::string_view text) {
+    std::string valid;
+    append_utf8(valid, text);
+    return bytes(field, valid);
+}
+
+proto_message& proto_message::bytes(std::uint32_t field, std::string_view data) {
+    char head[20];
+    bytes_.append(head, static_cast<std::size_t>(put_length(head, field, data.size()) - head));
+    bytes_.append(data);
+    return *this;
+}
+
+
+}  // namespace stint::detail::protobuf
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_PROTOBUF_IPP
+// ---- end stint/export/detail/impl/protobuf.ipp ----
 
 // ---- begin stint/export/impl/device_trace.ipp ----
 #ifndef STINT_SINGLE_STINT_EXPORT_IMPL_DEVICE_TRACE_IPP
@@ -23365,383 +26783,6 @@ void write_chrome_trace_file(const std::string& path, const event_list& events, 
 #endif  // STINT_SINGLE_STINT_EXPORT_IMPL_CHROME_TRACE_IPP
 // ---- end stint/export/impl/chrome_trace.ipp ----
 
-// ---- begin stint/profiler/impl/crash_dump.ipp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
-#define STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
-// The bodies of profiler/crash_dump.hpp: the crash handlers and the async-signal-safe writer of the dump.
-
-#include <algorithm>     // std::min
-#include <cerrno>        // errno, EINTR
-#include <cstring>       // std::memcpy
-#include <ctime>         // clock_gettime, nanosleep, timespec
-#include <filesystem>    // std::filesystem::absolute
-#include <stdexcept>     // std::logic_error
-#include <system_error>  // std::system_error, std::generic_category
-
-#include <fcntl.h>   // ::open, O_WRONLY, O_CREAT, O_CLOEXEC
-#include <unistd.h>  // ::write, ::close, ::access, ::unlink, ::getpid
-
-#include <fmt/format.h>  // fmt::format
-
-
-namespace stint::detail {
-
-// Async-signal-safe clock and sleep for the handler's bounded waits. Inline, not in an unnamed namespace:
-// the inline (header-only) functions below call them, and must call the same ones in every file.
-inline std::int64_t crash_clock_ns() noexcept {
-    timespec now{};
-    ::clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
-inline void crash_pause(long ns) noexcept {
-    const timespec pause{0, ns};
-    ::nanosleep(&pause, nullptr);
-}
-
-void crash_dump::install(const std::string& given_path, const tick_calibration& calibration) {
-    crash_dump& self = instance();
-    if (self.installed_.load(std::memory_order_acquire)) {
-        throw std::logic_error("stint: flight_recorder.crash_dump_path: a crash dump is already installed");
-    }
-    // Resolved now: the program may change its working directory before it crashes.
-    std::error_code resolved;
-    const std::string path = std::filesystem::absolute(given_path, resolved).string();
-    if (resolved) {
-        throw std::system_error(resolved, fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written",
-                                                      given_path));
-    }
-    // A file left by an earlier crash may be there: it stays until a crash overwrites it.
-    const bool existed = ::access(path.c_str(), F_OK) == 0;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        const int error = errno;
-        throw std::system_error(error, std::generic_category(),
-                                fmt::format("stint: flight_recorder.crash_dump_path \"{}\" cannot be written", given_path));
-    }
-    ::close(fd);
-    if (!existed) ::unlink(path.c_str());
-    self.path_.assign(path.begin(), path.end());
-    self.path_.push_back('\0');
-    self.buffer_.assign(buffer_bytes, std::byte{0});
-    self.sites_.assign(site_slots, nullptr);
-    self.calibration_ = calibration;
-    self.pid_ = current_pid();
-    self.writer_.store(0, std::memory_order_relaxed);
-    struct sigaction ours {};
-    ours.sa_sigaction = &on_signal;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-    sigemptyset(&ours.sa_mask);
-    for (std::size_t i = 0; i < signals.size(); ++i) ::sigaction(signals[i], &ours, &self.previous_[i]);
-    self.previous_terminate_ = std::set_terminate(&on_terminate);
-    self.installed_.store(true, std::memory_order_release);
-}
-
-std::vector<std::string> crash_dump::overridden() {
-    std::vector<std::string> out;
-    crash_dump& self = instance();
-    if (!self.installed_.load(std::memory_order_acquire)) return out;
-    for (int sig : signals) {
-        struct sigaction now {};
-        ::sigaction(sig, nullptr, &now);
-        if ((now.sa_flags & SA_SIGINFO) == 0 || now.sa_sigaction != &on_signal) {
-            out.push_back(fmt::format("signal {} ({}): another handler replaced stint's crash dump", sig,
-                                      sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "?"));
-        }
-    }
-    if (std::get_terminate() != &on_terminate) {
-        out.emplace_back("std::terminate: another terminate handler replaced stint's crash dump");
-    }
-    return out;
-}
-
-void crash_dump::uninstall() noexcept {
-    crash_dump& self = instance();
-    if (!self.installed_.exchange(false, std::memory_order_acq_rel)) return;
-    for (std::size_t i = 0; i < signals.size(); ++i) {
-        struct sigaction now {};
-        ::sigaction(signals[i], nullptr, &now);
-        if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_signal) {
-            ::sigaction(signals[i], &self.previous_[i], nullptr);
-        }
-    }
-    if (std::get_terminate() == &on_terminate) std::set_terminate(self.previous_terminate_);
-}
-
-void crash_dump::write_now(int sig) noexcept {
-    crash_dump& self = instance();
-    if (!self.installed_.load(std::memory_order_acquire)) return;
-    // A forked child's session ended at the fork, and the file is its parent's: the child writes none.
-    if (static_cast<std::uint64_t>(::getpid()) != self.pid_) return;
-    const std::uint64_t me = current_os_tid();
-    std::uint64_t writer = 0;
-    if (self.writer_.compare_exchange_strong(writer, me, std::memory_order_acq_rel)) {
-        self.write_file(sig);
-        self.writer_.store(dump_done, std::memory_order_release);
-        return;
-    }
-    if (writer == me) return;  // a fault in the writer itself: the file stays cut short
-    // Another thread writes the dump. This thread's fault ends the process when its handler returns,
-    // so it waits for the dump to be complete (or for so long that the writer must be stuck).
-    const std::int64_t deadline = crash_clock_ns() + wait_for_writer_ns;
-    while (self.writer_.load(std::memory_order_acquire) != dump_done && crash_clock_ns() < deadline) {
-        crash_pause(1'000'000);
-    }
-}
-
-std::string crash_dump::path() {
-    crash_dump& self = instance();
-    if (!self.installed_.load(std::memory_order_acquire) || self.path_.empty()) return {};
-    return std::string(self.path_.data());
-}
-
-crash_dump& crash_dump::instance() noexcept {
-    // Made at the first use and never destroyed (leaked): a crash may come during exit.
-    static crash_dump* const dump = new crash_dump();
-    return *dump;
-}
-
-void crash_dump::on_signal(int sig, siginfo_t* info, void* context) {
-    // The interrupted code's errno: the handler chained to, and the code when the handler returns (a signal
-    // raised by the program, a handler that recovers), see it as it was, whatever the dump's calls set.
-    const int interrupted_errno = errno;
-    write_now(sig);
-    errno = interrupted_errno;
-    chain(sig, info, context);
-    errno = interrupted_errno;
-}
-
-void crash_dump::on_terminate() {
-    write_now(0);
-    std::terminate_handler previous = instance().previous_terminate_;
-    if (previous != nullptr) previous();
-    std::abort();
-}
-
-void crash_dump::chain(int sig, siginfo_t* info, void* context) {
-    crash_dump& self = instance();
-    std::size_t i = 0;
-    while (i < signals.size() && signals[i] != sig) ++i;
-    if (i == signals.size()) return;
-    const struct sigaction& previous = self.previous_[i];
-    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
-        previous.sa_sigaction(sig, info, context);
-        return;
-    }
-    if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
-        previous.sa_handler(sig);
-        return;
-    }
-    ::sigaction(sig, &previous, nullptr);
-    if (info == nullptr || info->si_code <= 0) ::raise(sig);  // delivered when this handler returns
-}
-
-void crash_dump::put(const void* data, std::size_t size) noexcept {
-    const auto* bytes = static_cast<const std::byte*>(data);
-    while (size > 0) {
-        if (used_ == buffer_.size()) flush();
-        const std::size_t n = std::min(size, buffer_.size() - used_);
-        std::memcpy(buffer_.data() + used_, bytes, n);
-        used_ += n;
-        bytes += n;
-        size -= n;
-    }
-}
-
-void crash_dump::flush() noexcept {
-    const std::byte* at = buffer_.data();
-    while (used_ > 0 && fd_ >= 0) {
-        const ssize_t n = ::write(fd_, at, used_);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR) continue;
-            break;  // a full disk: the rest is lost, the file stays a prefix
-        }
-        at += n;
-        used_ -= static_cast<std::size_t>(n);
-    }
-    used_ = 0;
-}
-
-void crash_dump::note_site(const site* where) noexcept {
-    std::size_t slot = (reinterpret_cast<std::uintptr_t>(where) >> 3) & (site_slots - 1);
-    for (std::size_t probe = 0; probe < site_slots; ++probe, slot = (slot + 1) & (site_slots - 1)) {
-        if (sites_[slot] == where) return;
-        if (sites_[slot] == nullptr) {
-            sites_[slot] = where;
-            return;
-        }
-    }
-}
-
-std::uint8_t crash_dump::shape_of(const site& where) noexcept {
-    if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
-        where.payload == payload_kind::args) {
-        return 3;
-    }
-    if (where.kind == event_kind::overhead) return 2;
-    if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
-        where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
-        return 1;
-    }
-    return 0;
-}
-
-std::uint8_t crash_dump::payload_of(const site& where) noexcept {
-    switch (where.payload) {
-        case payload_kind::none:
-        case payload_kind::device_link: return 0;
-        case payload_kind::runtime_name:
-        case payload_kind::runtime_name_inputs: return 1;
-        case payload_kind::point: return 2;
-        default: return 3;
-    }
-}
-
-void crash_dump::write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
-                               std::uint64_t& written, std::uint64_t& after_crash) noexcept {
-    const auto write_run = [&](const std::byte* run, const std::byte* to) {
-        if (to <= run) return;
-        put_value(std::uint8_t{'R'});
-        put_value(static_cast<std::uint64_t>(to - run));
-        put(run, static_cast<std::size_t>(to - run));
-    };
-    const std::byte* run = from;  // kept records not yet written: [run, at)
-    const std::byte* at = from;
-    while (at + sizeof(record) <= end) {
-        record r;
-        std::memcpy(&r, at, sizeof r);
-        const site* where = r.where();
-        if (where == nullptr) break;  // not a record: the end of what was published
-        std::size_t bytes = sizeof(record);
-        if (has_payload(where->payload)) {
-            if (at + sizeof(record) + sizeof(payload_header) > end) break;
-            payload_header header;
-            std::memcpy(&header, at + sizeof(record), sizeof header);
-            bytes += header.bytes;
-        }
-        if (at + bytes > end) break;
-        if (r.end_ticks > crash_ticks) {
-            // Ended after the crash (its thread kept running while this one wrote): not in the snapshot.
-            write_run(run, at);
-            run = at + bytes;
-            ++after_crash;
-        } else {
-            note_site(where);
-            ++written;
-        }
-        at += bytes;
-    }
-    write_run(run, at);
-}
-
-void crash_dump::write_file(int sig) noexcept {
-    const std::uint64_t crash_ticks = read_ticks();
-    registry& reg = the_registry();
-    // From here no thread overwrites or hands over a chunk (recording/ring.hpp), so nothing copied below
-    // changes under the copy; appending to a thread's current chunk goes on.
-    reg.freeze_ring(true);
-    fd_ = ::open(path_.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
-        reg.freeze_ring(false);
-        return;
-    }
-    used_ = 0;
-    put("STINTCRASH", 10);
-    put_value(std::uint16_t{3});
-    put_value(static_cast<std::uint64_t>(::getpid()));
-    put_value(static_cast<std::uint64_t>(sig));
-    put_value(current_os_tid());
-    put_value(calibration_.anchor.ticks);
-    put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
-    put_value(calibration_.ns_per_tick);
-    put_value(crash_ticks);
-    // Where each thread was, read before the records: a scope open at the crash and ending while the
-    // records are read is then drawn open, and its record (ended after the crash) is left out.
-    reg.for_each_open_stack_in_crash([&](const thread_node& node) {
-        if (node.exited.load(std::memory_order_acquire)) return;
-        const open_scope_stack& open = *node.open;
-        const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
-        const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
-        put_value(std::uint8_t{'O'});
-        put_value(node.os_tid);
-        put_value(static_cast<std::uint32_t>(node.name.size()));
-        put(node.name.data(), node.name.size());
-        put_value(depth);
-        put_value(kept);
-        for (std::uint32_t i = 0; i < kept; ++i) {
-            // An entry its thread rewrote while it was read held a scope that ended after the crash: its
-            // site is written as 0, which the readers skip (its record, ended after the crash, is left out).
-            open_scope_stack::snapshot e;
-            const site* where = open.read_entry(i, e) ? e.where : nullptr;
-            if (where != nullptr) note_site(where);
-            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(e.begin_ticks);
-            put_value(e.name_size);
-            for (const std::uint64_t word : e.name) put_value(word);
-        }
-    });
-    reg.for_each_node_in_crash([&](thread_node& node) {
-        // The node's ring settles: a thread inside its ring lock (overwriting a chunk) finishes, and any
-        // later one sees the freeze. A handshake: here the freeze is stored, then the lock loaded (seq_cst);
-        // a thread takes the lock, then a seq_cst fence, then loads the freeze (ring.ipp); so one of the two
-        // sees the other. The lock is only watched, never taken: releasing it would have to wake a waiter,
-        // which is no signal-safe call.
-        const std::int64_t deadline = crash_clock_ns() + wait_for_ring_lock_ns;
-        bool settled = true;
-        while (node.ring_lock.test(std::memory_order_seq_cst)) {
-            if (crash_clock_ns() >= deadline) {
-                settled = false;
-                break;
-            }
-            crash_pause(10'000);
-        }
-        put_value(std::uint8_t{'T'});
-        put_value(node.os_tid);
-        put_value(node.overwritten);
-        put_value(node.overwritten_until);
-        put_value(node.dropped.load(std::memory_order_relaxed));
-        put_value(static_cast<std::uint32_t>(node.name.size()));
-        put(node.name.data(), node.name.size());
-        std::uint64_t written = 0;
-        std::uint64_t after_crash = 0;
-        if (settled) {
-            const chunk* const current = node.current.load(std::memory_order_acquire);
-            for (const chunk* c = node.head.load(std::memory_order_acquire); c != nullptr;
-                 c = c == current ? nullptr : c->next.load(std::memory_order_acquire)) {
-                const std::byte* const data = reinterpret_cast<const std::byte*>(c) + chunk::header_bytes;
-                write_records(data, c->published.load(std::memory_order_acquire), crash_ticks, written, after_crash);
-            }
-        }
-        put_value(std::uint8_t{'X'});
-        put_value(written);
-        put_value(after_crash);
-        put_value(static_cast<std::uint8_t>(settled ? 0 : 1));
-    });
-    for (const site* where : sites_) {
-        if (where == nullptr) continue;
-        put_value(std::uint8_t{'S'});
-        put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-        put_value(shape_of(*where));
-        put_value(payload_of(*where));
-        put_value(static_cast<std::uint32_t>(where->name.size()));
-        put(where->name.data(), where->name.size());
-    }
-    put_value(std::uint8_t{'E'});
-    flush();
-    ::close(fd_);
-    fd_ = -1;
-    reg.freeze_ring(false);  // a handler chained to may recover: the ring turns again
-}
-
-}  // namespace stint::detail
-
-namespace stint {
-
-std::vector<std::string> check_crash_handlers() { return detail::crash_dump::overridden(); }
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_IPP
-// ---- end stint/profiler/impl/crash_dump.ipp ----
-
 // ---- begin stint/profiler/impl/running_flight_recorder.ipp ----
 #ifndef STINT_SINGLE_STINT_PROFILER_IMPL_RUNNING_FLIGHT_RECORDER_IPP
 #define STINT_SINGLE_STINT_PROFILER_IMPL_RUNNING_FLIGHT_RECORDER_IPP
@@ -23794,442 +26835,6 @@ void require_dump_format(std::string_view call, std::string_view path) {
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_PROFILER_IMPL_RUNNING_FLIGHT_RECORDER_IPP
 // ---- end stint/profiler/impl/running_flight_recorder.ipp ----
-
-// ---- begin stint/profiler/impl/flight_recorder.ipp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
-#define STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
-// The bodies of profiler/flight_recorder.hpp: the slow-step detector, a dump's window and files, the hang watchdog.
-
-#include <algorithm>     // std::find_if, std::max, std::nth_element
-#include <climits>       // INT64_MIN
-#include <exception>     // std::exception
-#include <iterator>      // std::back_inserter
-#include <stdexcept>     // std::invalid_argument, std::logic_error
-#include <string_view>   // std::string_view
-#include <system_error>  // std::system_error
-#include <utility>       // std::move
-
-#include <fmt/format.h>  // fmt::format, fmt::format_to, fmt::memory_buffer, fmt::to_string
-
-
-namespace stint::detail {
-
-slow_step_detector::slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns)
-    : factor_(factor), min_ns_(min_ns), interval_ns_(interval_ns) {
-    durations_.reserve(window);
-    scratch_.reserve(window);
-}
-
-bool slow_step_detector::observe(std::int64_t duration_ns, std::int64_t now_ns) {
-    bool fire = false;
-    if (factor_ > 0 && durations_.size() >= min_steps && duration_ns >= min_ns_ &&
-        static_cast<double>(duration_ns) > factor_ * static_cast<double>(median_ns()) &&
-        (!last_fired_ns_ || now_ns - *last_fired_ns_ >= interval_ns_)) {
-        fire = true;
-        last_fired_ns_ = now_ns;
-    }
-    if (durations_.size() < window) {
-        durations_.push_back(duration_ns);
-    } else {
-        durations_[next_] = duration_ns;
-        next_ = (next_ + 1) % window;
-    }
-    return fire;
-}
-
-std::int64_t slow_step_detector::median_ns() {
-    if (durations_.empty()) return 0;
-    scratch_.assign(durations_.begin(), durations_.end());
-    const auto middle = scratch_.begin() + static_cast<std::ptrdiff_t>(scratch_.size() / 2);
-    std::nth_element(scratch_.begin(), middle, scratch_.end());
-    return *middle;
-}
-
-void flight_mode::check_options(const flight_recorder_options& options, bool schedule, bool stream,
-                                bool accumulate_events, bool execution_trace) {
-    const auto refuse = [](std::string_view why) {
-        throw std::invalid_argument(
-            fmt::format("stint: profiler_options::flight_recorder records one ring from start() to stop(); {}", why));
-    };
-    if (schedule) refuse("it takes no schedule (dump() and its triggers write windows)");
-    if (stream) refuse("it keeps the last records in memory, which stream_to writes away");
-    if (accumulate_events) refuse("accumulate_events keeps every window, which a ring does not");
-    if (execution_trace) refuse("an execution trace needs every op, which a ring overwrites");
-    const slow_step_trigger& slow = options.slow_step;
-    if (slow.factor < 0 || (slow.factor > 0 && slow.factor <= 1)) {
-        throw std::invalid_argument(fmt::format(
-            "stint: flight_recorder.slow_step.factor = {}: a slow step takes more than factor x the median; "
-            "give a factor above 1 (or 0: off)", slow.factor));
-    }
-    if (!dump_format_of(options.dump_extension)) {
-        throw std::invalid_argument(fmt::format("stint: flight_recorder.dump_extension \"{}\": give .pt.trace.json, "
-                                                ".pt.trace.json.gz or .pftrace",
-                                                options.dump_extension));
-    }
-}
-
-const flight_recorder_code& flight_recorder_code_table() noexcept {
-    static constexpr flight_recorder_code table{
-        .check_options = &flight_mode::check_options,
-        .open = [](const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
-                   bool shapes, std::int64_t step, flight_host& host) -> flight_mode* {
-            return new flight_mode(options, ring, reserve_bytes, memory, shapes, step, host);
-        },
-        .observe_step = [](flight_mode& mode, std::int64_t step_num) { return mode.observe_step(step_num); },
-        .dump = [](flight_mode& mode, const std::string& path) { return mode.dump(path); },
-        .dump_hang = [](flight_mode& mode, std::int64_t step, std::int64_t silent_ns) {
-            return mode.dump_hang(step, silent_ns);
-        },
-        .finish = [](flight_mode& mode) noexcept { mode.finish(); },
-        .summary = [](const flight_mode& mode, const record_store& records) { return mode.summary(records); },
-        .destroy = [](flight_mode* mode) noexcept { delete mode; }};
-    return table;
-}
-
-flight_mode::flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
-                         bool shapes, std::int64_t step, flight_host& host)
-    : options_(options),
-      ring_(ring),
-      host_(host),
-      detector_(options.slow_step.factor, options.slow_step.min_duration.count(), options.slow_step.interval.count()),
-      last_step_ns_(0), last_step_ticks_(0) {
-    const std::size_t threads = std::max<std::size_t>(the_registry().live_threads(), 1);
-    const std::size_t minimum = threads * chunk::total_bytes;
-    if (options.budget_bytes < minimum) {
-        throw std::invalid_argument(fmt::format(
-            "stint: flight_recorder.budget_bytes = {} is too small: the ring needs one {} KiB chunk for each "
-            "of the {} threads that record, at least {} bytes",
-            options.budget_bytes, chunk::total_bytes / 1024, threads, minimum));
-    }
-    if (options.slow_step.factor > 0 || options.hang_timeout.count() > 0) check_dump_dir(options.dump_dir);
-    ring.prepare(options.budget_bytes, reserve_bytes);
-    const double ns_per_tick = ring.calibration().ns_per_tick;
-    const auto span_ns = static_cast<double>(options.span.count());
-    const ring_options ring_shape{
-        .on = true, .span_ticks = span_ns > 0 ? static_cast<std::uint64_t>(span_ns / ns_per_tick) : 0};
-    // Asked before the ring opens: each thread that records in it gets its signal stack at its first
-    // record (recording/signal_stack.hpp). The dump itself needs the session's clock: installed after.
-    // This recorder's request, held with its crash dump (finish() takes it back), or taken back here.
-    const bool crash_dump_asked = !options.crash_dump_path.empty();
-    if (crash_dump_asked) the_registry().want_signal_stacks(true);
-    try {
-        ring.open(options.budget_bytes, reserve_bytes, true, memory, {.outputs = shapes, .tensor_identities = false},
-                  false, ring_shape);
-    } catch (...) {
-        if (crash_dump_asked) the_registry().want_signal_stacks(false);
-        throw;
-    }
-    if (crash_dump_asked) {
-        try {
-            crash_dump::install(options.crash_dump_path, ring.calibration());
-        } catch (...) {
-            the_registry().want_signal_stacks(false);
-            record_store discarded;  // refused at start: the session closes unrecorded
-            (void)ring.close_records(discarded);
-            throw;
-        }
-        crash_dump_installed_ = true;
-    }
-    last_step_ns_ = steady_now_ns();
-    last_step_ticks_ = read_ticks();
-    if (options.hang_timeout.count() > 0) {
-        try {
-            watchdog_ = std::make_unique<hang_watchdog>(
-                options.hang_timeout, step,
-                [this](std::int64_t hung_step, std::int64_t silent_ns, const std::atomic<bool>& stopping) {
-                    host_.on_hang(hung_step, silent_ns, stopping);
-                });
-        } catch (...) {
-            finish();  // no destructor runs for a constructor that throws: the crash dump goes now
-            throw;
-        }
-    }
-}
-
-flight_mode::~flight_mode() { finish(); }
-
-std::optional<flight_dump> flight_mode::observe_step(std::int64_t step_num) {
-    const std::uint64_t now_ticks = read_ticks();
-    const std::int64_t now_ns = steady_now_ns();
-    const std::int64_t duration = now_ns - last_step_ns_;
-    const std::uint64_t began = last_step_ticks_;
-    last_step_ns_ = now_ns;
-    last_step_ticks_ = now_ticks;
-    if (watchdog_) watchdog_->note_step(step_num);
-    begins_.push_back(began);
-    while (begins_.size() > std::max<std::size_t>(options_.slow_step.steps, 1)) begins_.pop_front();
-    if (!detector_.observe(duration, now_ns)) return std::nullopt;
-    const std::int64_t step = step_num - 1;  // the step that just ended
-    const std::int64_t median = detector_.median_ns();
-    dump_request request{
-        .path = fmt::format("{}{}slow_step_{}{}", options_.dump_dir, options_.dump_dir.empty() ? "" : "/", step,
-                            options_.dump_extension),
-        .from_ticks = begins_.front(),
-        .trigger = "slow step",
-        .why = fmt::format("step {} took {:.3f} ms, {:.1f} x the median {:.3f} ms", step,
-                           static_cast<double>(duration) / 1e6,
-                           static_cast<double>(duration) / static_cast<double>(std::max<std::int64_t>(median, 1)),
-                           static_cast<double>(median) / 1e6),
-        .open_scopes = {}};
-    std::optional<flight_dump> written;
-    try {
-        written = write(std::move(request));
-    } catch (const std::exception& e) {
-        // The program's step must not fail for a dump: say it instead.
-        warn(fmt::format("flight recorder: the slow step's dump failed: {}", e.what()));
-    }
-    // The step begins now: the dump's time is no step's.
-    last_step_ns_ = steady_now_ns();
-    last_step_ticks_ = read_ticks();
-    if (watchdog_) watchdog_->note_step(step_num);
-    return written;
-}
-
-flight_dump flight_mode::dump(const std::string& path) {
-    return write({.path = path, .from_ticks = 0, .trigger = "request", .why = {}, .open_scopes = {}});
-}
-
-flight_dump flight_mode::dump_hang(std::int64_t step, std::int64_t silent_ns) {
-    const tick_calibration& clock = ring_.calibration();
-    dump_request request{.path = fmt::format("{}{}hang_step_{}{}", options_.dump_dir,
-                                             options_.dump_dir.empty() ? "" : "/", step, options_.dump_extension),
-                         .from_ticks = 0,
-                         .trigger = "hang",
-                         .why = fmt::format("no step() for {:.3f} ms during step {}",
-                                            static_cast<double>(silent_ns) / 1e6, step),
-                         .open_scopes = {}};
-    // Every thread's open scopes (the step's annotation among them), as the threads noted them.
-    std::uint64_t not_kept = 0;
-    for (const registry::open_scope& o : the_registry().open_scopes(clock.anchor.ticks, not_kept)) {
-        request.open_scopes.push_back({o.os_tid, o.thread_name.empty() ? fmt::format("thread {}", o.os_tid) : o.thread_name,
-                                        o.name, clock.to_ns_since_anchor(o.begin_ticks), o.depth});
-    }
-    if (not_kept != 0) {
-        request.why += fmt::format("; {} open scopes deeper than {} not kept", not_kept, open_scope_stack::capacity);
-    }
-    return write(std::move(request));
-}
-
-flight_dump flight_mode::write(dump_request request) {
-    record_store records;
-    if (!ring_.copy_records(records, request.from_ticks)) {
-        throw std::logic_error("stint: dump(): the flight recorder is not recording; call start() first");
-    }
-    flight_window window = flight_window::of(records, request.from_ticks, std::move(request.trigger));
-    window.detail = std::move(request.why);
-    window.open_scopes = std::move(request.open_scopes);
-    event_list events;
-    std::uint64_t truncated_names = 0;
-    host_.build_events(records, events, truncated_names);
-    if (!window.open_scopes.empty()) window.note_last_records(events);
-    return write_flight_dump(request.path, events, host_.trace_info(truncated_names), window);
-}
-
-flight_window_summary flight_mode::summary(const record_store& records) const {
-    const flight_window window = flight_window::of(records, 0, "stop");
-    return {window.json(), window.perfetto_info(0, 0)};
-}
-
-void flight_mode::finish() noexcept {
-    watchdog_.reset();  // joined before the drain: a hang's dump reads the ring
-    if (!std::exchange(crash_dump_installed_, false)) return;
-    try {
-        for (const std::string& line : crash_dump::overridden()) {
-            warn(fmt::format("flight recorder: {}; a crash during the session would have left no dump", line));
-        }
-    } catch (...) {
-        // Out of memory while saying so: the dump is uninstalled all the same.
-    }
-    crash_dump::uninstall();
-    the_registry().want_signal_stacks(false);  // this recorder's request (the constructor's)
-}
-
-void flight_window::note_last_records(const event_list& events) {
-    for (const event& e : events) {
-        if (e.kind == event_kind::overhead || e.on_device()) continue;
-        const std::uint64_t tid = events.threads()[e.thread].os_tid;
-        auto same = std::find_if(last_records.begin(), last_records.end(),
-                                 [&](const last_seen& l) { return l.os_tid == tid; });
-        if (same == last_records.end()) same = last_records.insert(last_records.end(), last_seen{tid, {}, INT64_MIN});
-        if (e.end_ns >= same->end_ns) {
-            same->end_ns = e.end_ns;
-            same->name = e.name;
-        }
-    }
-}
-
-flight_window flight_window::of(const record_store& store, std::uint64_t from_ticks, std::string trigger) {
-    flight_window w;
-    w.trigger = std::move(trigger);
-    const tick_calibration& clock = store.calibration;
-    w.from_ns = from_ticks == 0 ? 0 : clock.to_ns_since_anchor(from_ticks);
-    w.to_ns = clock.to_ns_since_anchor(store.stop_ticks);
-    for (const record_store::thread_records& t : store.threads()) {
-        w.overwritten += t.counts.overwritten;
-        // Buffers of one OS thread (one per shared object) are one thread in the trace.
-        auto same = std::find_if(w.threads.begin(), w.threads.end(),
-                                 [&](const thread& e) { return e.os_tid == t.counts.os_tid; });
-        if (same == w.threads.end()) {
-            same = w.threads.insert(w.threads.end(), thread{t.counts.os_tid, t.counts.name, 0, w.from_ns});
-        }
-        same->overwritten += t.counts.overwritten;
-        if (t.counts.overwritten_until != 0 && t.counts.overwritten_until > from_ticks) {
-            same->complete_from_ns =
-                std::max(same->complete_from_ns, clock.to_ns_since_anchor(t.counts.overwritten_until));
-        }
-    }
-    return w;
-}
-
-std::string flight_window::json() const {
-    fmt::memory_buffer out;
-    fmt::format_to(std::back_inserter(out), "{{\"trigger\": ");
-    append_json_string(out, trigger);
-    fmt::format_to(std::back_inserter(out), ", \"detail\": ");
-    append_json_string(out, detail);
-    fmt::format_to(std::back_inserter(out), ", \"from_us\": {}, \"to_us\": {}, \"overwritten\": {}, \"threads\": [",
-                   trace_microseconds(from_ns), trace_microseconds(to_ns), overwritten);
-    for (std::size_t i = 0; i < threads.size(); ++i) {
-        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
-                       threads[i].os_tid);
-        append_json_string(out, threads[i].name);
-        fmt::format_to(std::back_inserter(out), ", \"overwritten\": {}, \"complete_from_us\": {}}}",
-                       threads[i].overwritten, trace_microseconds(threads[i].complete_from_ns));
-    }
-    fmt::format_to(std::back_inserter(out), "], \"open_scopes\": [");
-    for (std::size_t i = 0; i < open_scopes.size(); ++i) {
-        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"thread\": ", i == 0 ? "" : ", ",
-                       open_scopes[i].os_tid);
-        append_json_string(out, open_scopes[i].thread_name);
-        fmt::format_to(std::back_inserter(out), ", \"name\": ");
-        append_json_string(out, open_scopes[i].name);
-        fmt::format_to(std::back_inserter(out), ", \"start_us\": {}, \"depth\": {}, \"still_open\": true}}",
-                       trace_microseconds(open_scopes[i].start_ns), open_scopes[i].depth);
-    }
-    fmt::format_to(std::back_inserter(out), "], \"last_seen\": [");
-    for (std::size_t i = 0; i < last_records.size(); ++i) {
-        fmt::format_to(std::back_inserter(out), "{}{{\"tid\": {}, \"name\": ", i == 0 ? "" : ", ",
-                       last_records[i].os_tid);
-        append_json_string(out, last_records[i].name);
-        fmt::format_to(std::back_inserter(out), ", \"end_us\": {}}}", trace_microseconds(last_records[i].end_ns));
-    }
-    fmt::format_to(std::back_inserter(out), "]}}");
-    return fmt::to_string(out);
-}
-
-std::string flight_window::text() const {
-    std::string out = fmt::format("stint flight recorder dump ({}{}{}): {:.3f} ms to {:.3f} ms of the session; "
-                                  "{} records overwritten before it\n",
-                                  trigger, detail.empty() ? "" : ": ", detail, static_cast<double>(from_ns) / 1e6,
-                                  static_cast<double>(to_ns) / 1e6, overwritten);
-    for (const thread& t : threads) {
-        out += fmt::format("  thread {} ({}): complete from {:.3f} ms, {} records overwritten\n", t.os_tid,
-                           t.name, static_cast<double>(t.complete_from_ns) / 1e6, t.overwritten);
-    }
-    for (const open_scope& o : open_scopes) {
-        out += fmt::format("  still open on thread {} ({}): {:{}}{} since {:.3f} ms\n", o.os_tid, o.thread_name, "",
-                           2 * o.depth, o.name, static_cast<double>(o.start_ns) / 1e6);
-    }
-    for (const last_seen& l : last_records) {
-        out += fmt::format("  thread {} last seen: {} ended at {:.3f} ms\n", l.os_tid, l.name,
-                           static_cast<double>(l.end_ns) / 1e6);
-    }
-    return out;
-}
-
-perfetto_trace_info flight_window::perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const {
-    perfetto_trace_info info;
-    info.pid = pid;
-    info.truncated_names = truncated_names;
-    info.overwritten = overwritten;
-    for (const thread& t : threads) info.overwritten_threads.push_back({t.os_tid, t.overwritten, t.complete_from_ns});
-    return info;
-}
-
-hang_watchdog::hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang)
-    : timeout_ns_(timeout.count()), on_hang_(std::move(on_hang)) {
-    note_step(step);
-    thread_ = std::thread([this] { run(); });
-}
-
-hang_watchdog::~hang_watchdog() {
-    {
-        const std::lock_guard lock(mutex_);  // the loop is waiting, or checks stopping_ before it waits
-        stopping_.store(true, std::memory_order_relaxed);
-    }
-    wake_.notify_one();
-    thread_.join();
-}
-
-void hang_watchdog::note_step(std::int64_t step) noexcept {
-    last_step_ns_.store(steady_now_ns(), std::memory_order_relaxed);
-    step_.store(step, std::memory_order_relaxed);
-}
-
-void hang_watchdog::run() {
-    name_this_thread("stint watchdog");
-    std::int64_t fired_for = -1;
-    std::unique_lock lock(mutex_);
-    while (!stopping_.load(std::memory_order_relaxed)) {
-        wake_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(timeout_ns_ / 4, 1'000'000)));
-        if (stopping_.load(std::memory_order_relaxed)) break;
-        const std::int64_t step = step_.load(std::memory_order_relaxed);
-        const std::int64_t silent = steady_now_ns() - last_step_ns_.load(std::memory_order_relaxed);
-        if (silent < timeout_ns_ || step == fired_for) continue;
-        fired_for = step;
-        lock.unlock();
-        try {
-            on_hang_(step, silent, stopping_);
-        } catch (const std::exception& e) {
-            warn(fmt::format("flight recorder: the hang's dump failed: {}", e.what()));
-        } catch (...) {
-            warn("flight recorder: the hang's dump failed");
-        }
-        lock.lock();
-    }
-}
-
-std::string table_path_for(std::string_view path) {
-    for (std::string_view ending : {".json.gz", ".json", ".pftrace", ".perfetto-trace"}) {
-        if (path.ends_with(ending)) return std::string(path.substr(0, path.size() - ending.size())) + ".txt";
-    }
-    return std::string(path) + ".txt";
-}
-
-void check_dump_dir(const std::string& dir) {
-    const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.stint-flight-recorder-probe";
-    try {
-        output_file file(probe);  // a temporary beside `probe`, removed unless committed
-    } catch (const std::system_error& e) {
-        throw std::system_error(e.code(), fmt::format("stint: flight_recorder.dump_dir \"{}\" cannot be written", dir));
-    }
-}
-
-flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
-                              const flight_window& window) {
-    flight_dump result{path, table_path_for(path), events.size(), window.overwritten};
-    // Both files or neither: each is written beside its place and finished (synced, closed) before
-    // either is renamed into place, so a failure keeps the previous trace and table together.
-    output_file table(result.table_path, 1, "flight recorder table");
-    output_file trace(path);
-    if (dump_format_of(path) == dump_format::perfetto) {
-        write_perfetto_trace(trace, events, window.perfetto_info(info.pid, info.truncated_names));
-    } else {
-        info.metadata_json.emplace_back("flightRecorder", window.json());
-        write_chrome_trace(trace, events, info);
-    }
-    table.write(window.text());
-    table.write(key_averages(events).table());
-    table.finish();
-    trace.finish();
-    trace.commit();
-    table.commit();
-    return result;
-}
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
-// ---- end stint/profiler/impl/flight_recorder.ipp ----
 
 // ---- begin stint/export/impl/chrome_trace_records.ipp ----
 #ifndef STINT_SINGLE_STINT_EXPORT_IMPL_CHROME_TRACE_RECORDS_IPP
@@ -24467,2617 +27072,61 @@ void write_chrome_trace_file(const std::string& path, const record_store& record
 #endif  // STINT_SINGLE_STINT_EXPORT_IMPL_CHROME_TRACE_RECORDS_IPP
 // ---- end stint/export/impl/chrome_trace_records.ipp ----
 
-// ---- begin stint/export/detail/impl/gzip_members.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_GZIP_MEMBERS_IPP
-#define STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_GZIP_MEMBERS_IPP
-// gzip_members' bodies: blocks deflated on worker threads into gzip members, emitted in order.
-
-#include <algorithm>  // std::min, std::clamp
-#include <cerrno>     // ENOMEM, EIO
-#include <cstring>    // std::memcpy
-#include <exception>  // std::exception
-#include <new>        // std::nothrow
-
-#include <unistd.h>  // getpid
-
-namespace stint::detail {
-
-gzip_members::gzip_members(int level, deflate_function deflate_block)
-    : level_(level), deflate_block_(deflate_block), ring_(2) {}
-
-gzip_members::~gzip_members() {
-    stop();
-    if (own_stream_ready_) deflateEnd(&own_stream_);
-}
-
-int gzip_members::write_members(std::string_view bytes, emit_ref emit) {
-    if (forked()) return EIO;
-    // acquire: pairs with the release in finished(); a worker's failure shows at the next write.
-    if (const int error = first_error_.load(std::memory_order_acquire)) return error;
-    while (!bytes.empty()) {
-        block& current = ring_slot(submitted_);
-        if (!current.in) {
-            if (const int error = allocate(current)) return error;
-        }
-        const std::size_t piece = std::min(bytes.size(), block_size - current.in_size);
-        std::memcpy(current.in.get() + current.in_size, bytes.data(), piece);
-        current.in_size += piece;
-        bytes.remove_prefix(piece);
-        if (current.in_size == block_size) {
-            if (workers_.empty() && !workers_tried_) start_workers();
-            if (const int error = submit(emit)) return error;
-        }
-    }
-    return 0;
-}
-
-int gzip_members::finish_members(emit_ref emit) {
-    if (forked()) return EIO;
-    if (const int error = first_error_.load(std::memory_order_acquire)) return error;
-    block& current = ring_slot(submitted_);
-    if (current.in_size > 0 || submitted_ == 0) {
-        if (!current.in) {
-            if (const int error = allocate(current)) return error;
-        }
-        if (const int error = submit(emit)) return error;
-    }
-    while (written_ < submitted_) {
-        if (const int error = retire(emit)) return error;
-    }
-    stop();
-    return 0;
-}
-
-int gzip_members::pause_members(emit_ref emit) {
-    if (forked()) return EIO;
-    if (const int error = first_error_.load(std::memory_order_acquire)) return error;
-    while (written_ < submitted_) {
-        if (const int error = retire(emit)) return error;
-    }
-    if (workers_.empty()) return 0;
-    stop();
-    stopping_ = false;  // no worker left to read it
-    workers_tried_ = false;
-    return 0;
-}
-
-void gzip_members::stop() noexcept {
-    if (forked()) {
-        // A forked child has none of the workers, and a worker may have held mutex_ at the fork:
-        // their handles are let go unjoined (joining would wait forever, dropping them would
-        // call std::terminate).
-        const auto* kept = new (std::nothrow) std::vector<std::thread>(std::move(workers_));
-        if (kept == nullptr) {
-            for (std::thread& worker : workers_) worker.detach();
-        }
-        workers_.clear();
-        return;
-    }
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stopping_ = true;
-    }
-    work_.notify_all();
-    for (std::thread& worker : workers_) worker.join();
-    workers_.clear();
-}
-
-int gzip_members::allocate(block& b) {
-    // new[] without value-initialization: zeroing a block would cost as much as copying it.
-    b.in.reset(new (std::nothrow) char[block_size]);
-    b.out.reset(new (std::nothrow) unsigned char[out_capacity]);
-    if (b.in && b.out) return 0;
-    b.in.reset();  // both or neither: a later write allocates again
-    b.out.reset();
-    return ENOMEM;
-}
-
-bool gzip_members::forked() const { return !workers_.empty() && ::getpid() != owner_; }
-
-void gzip_members::start_workers() {
-    workers_tried_ = true;
-    owner_ = ::getpid();
-    const unsigned hardware = std::thread::hardware_concurrency();
-    const unsigned wanted = std::clamp(hardware > 1 ? hardware - 1 : 1u, 1u, max_workers);
-    try {
-        // Before any block is queued (only block 0 is filled, at index 0 in either size): a
-        // worker never sees the ring resized under it.
-        ring_.resize(2 * (wanted + 1));
-        workers_.reserve(wanted);
-        for (unsigned i = 0; i < wanted; ++i) workers_.emplace_back([this] { work(); });
-    } catch (const std::exception&) {
-        // No memory or no thread to be had (EAGAIN): the writer compresses what the others do not.
-    }
-}
-
-int gzip_members::submit(emit_ref emit) {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++submitted_;
-    }
-    if (!workers_.empty()) work_.notify_one();
-    // Members already finished go out now; a full ring waits for (and helps with) its oldest.
-    while (written_ < submitted_ && (submitted_ - written_ == ring_.size() || oldest_done())) {
-        if (const int error = retire(emit)) return error;
-    }
-    return 0;
-}
-
-bool gzip_members::oldest_done() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return ring_slot(written_).done;
-}
-
-int gzip_members::retire(emit_ref emit) {
-    block& oldest = ring_slot(written_);
-    {
-        std::unique_lock<std::mutex> lock(mutex_);
-        while (!oldest.done) {
-            if (claimed_ < submitted_) {
-                block& queued = ring_slot(claimed_++);
-                lock.unlock();
-                compress(own_stream_, own_stream_ready_, queued);
-                lock.lock();
-                finished(queued);
-            } else {
-                done_.wait(lock);
-            }
-        }
-        oldest.done = false;
-    }
-    ++written_;
-    if (oldest.error != 0) return oldest.error;
-    emit(oldest.out.get(), oldest.out_size);
-    oldest.in_size = 0;
-    return 0;
-}
-
-void gzip_members::work() {
-    z_stream stream{};
-    bool ready = false;
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-        work_.wait(lock, [this] { return stopping_ || claimed_ < submitted_; });
-        if (stopping_) break;
-        block& queued = ring_slot(claimed_++);
-        lock.unlock();
-        compress(stream, ready, queued);
-        lock.lock();
-        finished(queued);
-    }
-    lock.unlock();
-    if (ready) deflateEnd(&stream);
-}
-
-void gzip_members::finished(block& b) {
-    b.done = true;
-    if (b.error != 0) {
-        int none = 0;
-        // release: pairs with the acquire in write() and finish().
-        first_error_.compare_exchange_strong(none, b.error, std::memory_order_release,
-                                             std::memory_order_relaxed);
-    }
-    done_.notify_all();
-}
-
-void gzip_members::compress(z_stream& stream, bool& ready, block& b) const {
-    if (!ready) {
-        // windowBits 15 + 16: a gzip header and trailer instead of a raw zlib stream.
-        const int rc = deflateInit2(&stream, level_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-        if (rc != Z_OK) {
-            b.error = rc == Z_MEM_ERROR ? ENOMEM : EIO;
-            return;
-        }
-        ready = true;
-    } else if (deflateReset(&stream) != Z_OK) {
-        b.error = EIO;
-        return;
-    }
-    // zlib's API is not const-correct without ZLIB_CONST; deflate only reads next_in.
-    stream.next_in = reinterpret_cast<Bytef*>(b.in.get());
-    stream.avail_in = static_cast<uInt>(b.in_size);
-    stream.next_out = b.out.get();
-    stream.avail_out = static_cast<uInt>(out_capacity);
-    // One call: the output has room for the whole member, so anything but the end is a failure.
-    if (deflate_block_(&stream, Z_FINISH) != Z_STREAM_END) {
-        b.error = EIO;
-        return;
-    }
-    b.out_size = out_capacity - stream.avail_out;
-}
-
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_IMPL_GZIP_MEMBERS_IPP
-// ---- end stint/export/detail/impl/gzip_members.ipp ----
-
-// ---- begin stint/export/impl/output_file.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_OUTPUT_FILE_IPP
-#define STINT_SINGLE_STINT_EXPORT_IMPL_OUTPUT_FILE_IPP
-// output_file's bodies: the destination's kind, the temporary beside it, the writes and the commit.
-
-#include <algorithm>     // std::min
-#include <atomic>        // std::atomic
-#include <cerrno>        // errno, EISDIR, ENOENT, ELOOP, ENAMETOOLONG, EINTR, EAGAIN, EEXIST, EINVAL, EIO
-#include <chrono>        // std::chrono::steady_clock
-#include <climits>       // PATH_MAX
-#include <cstdint>       // std::uint64_t
-#include <cstdio>        // std::rename
-#include <stdexcept>     // std::invalid_argument, std::logic_error
-#include <system_error>  // std::system_error, std::generic_category
-
-#include <fcntl.h>    // open, O_*, AT_FDCWD
-#include <pthread.h>  // pthread_sigmask
-#include <signal.h>   // sigset_t, sigtimedwait, SIGPIPE
-#include <time.h>     // timespec
-#include <unistd.h>   // write, close, fsync, readlink, faccessat, fchown, unlink, getpid
-
-namespace stint::detail {
-
-output_file::output_file(std::string path, int gzip_level, std::string_view what)
-    : path_(std::move(path)), what_(what) {
-    if (path_.empty()) {
-        throw std::invalid_argument("stint: cannot write " + what_ + " '': the path is empty");
-    }
-    if (gzip_level < 0 || gzip_level > 9) {
-        throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': gzip level " +
-                                    std::to_string(gzip_level) + " is not in 0..9");
-    }
-    open_destination();
-    if (path_.ends_with(".gz")) gzip_ = std::make_unique<gzip_members>(gzip_level);
-}
-
-void output_file::write(std::string_view bytes) {
-    check_open();
-    if (gzip_) {
-        if (const int error = gzip_->write(bytes, emitter{this})) fail(error);
-    } else {
-        write_fully(bytes.data(), bytes.size());
-    }
-}
-
-void output_file::idle() {
-    check_open();
-    if (gzip_) {
-        if (const int error = gzip_->pause(emitter{this})) fail(error);
-    }
-}
-
-void output_file::finish() {
-    check_open();
-    if (finished_) return;
-    if (gzip_) {
-        if (const int error = gzip_->finish(emitter{this})) fail(error);
-    }
-    // fsync before rename: otherwise a power loss can leave the new name on an empty file.
-    // EINVAL only says the file system has nothing to sync.
-    if (!through_ && ::fsync(fd_) != 0 && errno != EINVAL) fail(errno);
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail(errno);
-    finished_ = true;
-}
-
-void output_file::commit() {
-    finish();
-    if (!through_ && std::rename(temporary_.c_str(), target_.c_str()) != 0) fail(errno);
-    temporary_.clear();
-    state_ = state::committed;
-}
-
-void output_file::abandon() noexcept {
-    if (state_ == state::committed) return;
-    discard(true);
-    state_ = state::failed;
-}
-
-void output_file::fail(int error) {
-    discard(true);
-    state_ = state::failed;
-    throw std::system_error(error, std::generic_category(),
-                            "stint: cannot write " + what_ + " '" + path_ + "'");
-}
-
-void output_file::refuse(const char* what) {
-    state_ = state::failed;
-    throw std::invalid_argument("stint: cannot write " + what_ + " '" + path_ + "': it is " + what +
-                                "; a trace goes to a file, a character device or a FIFO");
-}
-
-void output_file::check_open() const {
-    if (state_ == state::committed) {
-        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
-                               "': it was already committed");
-    }
-    if (state_ == state::failed) {
-        throw std::logic_error("stint: cannot write " + what_ + " '" + path_ +
-                               "': an earlier write failed");
-    }
-}
-
-std::string output_file::directory_of(const std::string& path) {
-    const std::size_t slash = path.rfind('/');
-    return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-}
-
-void output_file::open_destination() {
-    // What is there, as open() sees it: through every link, /proc's included.
-    struct stat info {};
-    const bool exists = ::stat(path_.c_str(), &info) == 0;
-    if (!exists && errno != ENOENT) fail(errno);
-    if (exists) {
-        // Refused now rather than at the final rename, after the whole trace was written.
-        if (S_ISDIR(info.st_mode)) fail(EISDIR);
-        if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return open_through(false);
-        if (S_ISBLK(info.st_mode)) refuse("a block device");
-        if (!S_ISREG(info.st_mode)) refuse("a socket");
-    } else if (path_.ends_with('/')) {
-        fail(EISDIR);  // as open("new/", O_CREAT) says
-    }
-    // A regular file or nothing: the links at the end of the path are followed here only to
-    // learn which name the rename must replace. Whether the caller may follow them and write is
-    // the kernel's answer for the path as given (faccessat below), so fs.protected_symlinks and
-    // the like apply as they do to open().
-    target_ = path_;
-    for (int links = 0;; ++links) {
-        struct stat link {};
-        if (::lstat(target_.c_str(), &link) != 0) {
-            if (errno != ENOENT) fail(errno);
-            break;  // the end of a dangling link, or a new file
-        }
-        if (!S_ISLNK(link.st_mode)) break;
-        // /dev/stdout -> /proc/self/fd/1, /dev/fd/N: a link in /proc names an open file, and its
-        // text is no name to rename over, so the file is written in place as open() would.
-        if (in_proc(link)) return open_through(true);
-        if (links == max_links) fail(ELOOP);
-        char text[PATH_MAX];
-        const ssize_t size = ::readlink(target_.c_str(), text, sizeof text);
-        if (size < 0) fail(errno);
-        if (static_cast<std::size_t>(size) == sizeof text) fail(ENAMETOOLONG);
-        std::string next(text, static_cast<std::size_t>(size));
-        if (!next.starts_with('/')) next.insert(0, directory_of(target_));
-        target_ = std::move(next);
-    }
-    // rename() asks only for the directory's permission: a file the caller could not open for
-    // writing must not be replaced behind its back. A dangling link passes (ENOENT): the file
-    // it names is created, as open(O_CREAT) would.
-    if (::faccessat(AT_FDCWD, path_.c_str(), W_OK, AT_EACCESS) != 0 && (exists || errno != ENOENT)) {
-        fail(errno);
-    }
-    open_temporary(exists ? 0600 : 0666);
-    if (exists) {
-        // The replacement keeps the file's owner where the caller may set it (root) and its
-        // permission bits; where the file system refuses them it stays 0600, never wider.
-        [[maybe_unused]] const int owner_kept = ::fchown(fd_, info.st_uid, info.st_gid);
-        [[maybe_unused]] const int mode_kept = ::fchmod(fd_, info.st_mode & 0777);
-    }
-}
-
-bool output_file::in_proc(const struct stat& link) {
-    struct stat proc {};
-    return ::lstat("/proc/self", &proc) == 0 && link.st_dev == proc.st_dev;
-}
-
-void output_file::open_through(bool regular_allowed) {
-    do {
-        fd_ = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
-    } while (fd_ < 0 && errno == EINTR);  // a signal while a FIFO waits for its reader
-    if (fd_ < 0) fail(errno);
-    through_ = true;
-    // Something else put there since stat would be written in place, not atomically.
-    struct stat info {};
-    if (::fstat(fd_, &info) != 0) fail(errno);
-    if (!S_ISCHR(info.st_mode) && !S_ISFIFO(info.st_mode) && !(regular_allowed && S_ISREG(info.st_mode))) {
-        fail(EAGAIN);
-    }
-}
-
-void output_file::open_temporary(mode_t mode) {
-    static constexpr char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    static std::atomic<std::uint64_t> counter{0};
-    temporary_ = directory_of(target_) + ".stint-XXXXXX";
-    const std::size_t suffix = temporary_.size() - 6;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-        // splitmix64 of time, pid and a counter: unique enough, and O_EXCL settles collisions.
-        std::uint64_t x =
-            static_cast<std::uint64_t>(
-                std::chrono::steady_clock::now().time_since_epoch().count()) ^
-            (static_cast<std::uint64_t>(::getpid()) << 32) ^
-            (counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ULL);
-        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-        x ^= x >> 31;
-        for (std::size_t i = 0; i < 6; ++i) {
-            temporary_[suffix + i] = alphabet[x % 62];
-            x /= 62;
-        }
-        fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-        if (fd_ >= 0) return;
-        if (errno != EEXIST) break;
-    }
-    const int error = errno;
-    temporary_.clear();  // not ours: never unlink it
-    fail(error);
-}
-
-ssize_t output_file::write_through(const char* bytes, std::size_t size) {
-    sigset_t pipe_signal;
-    sigset_t saved;
-    sigset_t pending;
-    sigemptyset(&pipe_signal);
-    sigaddset(&pipe_signal, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_signal, &saved);
-    sigpending(&pending);
-    const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-    const ssize_t written = ::write(fd_, bytes, size);
-    const int error = errno;
-    if (!was_pending) {
-        const timespec none{};
-        while (sigtimedwait(&pipe_signal, nullptr, &none) < 0 && errno == EINTR) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-    errno = error;
-    return written;
-}
-
-void output_file::write_fully(const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const char*>(data);
-    while (size > 0) {
-        const std::size_t piece = std::min<std::size_t>(size, 1u << 30);
-        const ssize_t written = through_ ? write_through(bytes, piece) : ::write(fd_, bytes, piece);
-        if (written < 0) {
-            if (errno == EINTR) continue;
-            fail(errno);
-        }
-        if (written == 0) fail(EIO);  // a file, a device or a FIFO never takes nothing; do not spin
-        bytes += written;
-        size -= static_cast<std::size_t>(written);
-    }
-}
-
-void output_file::discard(bool failed) noexcept {
-    // Joined, not destroyed: discard() may run inside gzip_->write(), through an emitter.
-    if (gzip_) gzip_->stop();
-    if (fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
-    }
-    if (!temporary_.empty()) {
-        if (failed && !partial_path_.empty() && std::rename(temporary_.c_str(), partial_path_.c_str()) == 0) {
-            kept_partial_.swap(partial_path_);
-        } else {
-            ::unlink(temporary_.c_str());
-        }
-        temporary_.clear();
-    }
-}
-
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_OUTPUT_FILE_IPP
-// ---- end stint/export/impl/output_file.ipp ----
-
-// ---- begin stint/export/impl/trace_stream.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_TRACE_STREAM_IPP
-#define STINT_SINGLE_STINT_EXPORT_IMPL_TRACE_STREAM_IPP
-// trace_stream's bodies: the writer thread, its batches, a failure kept and the trace's end.
-
-#include <algorithm>      // std::min
-#include <cstdlib>        // std::abs
-#include <limits>         // std::numeric_limits
-#include <stdexcept>      // std::runtime_error
-#include <system_error>   // std::system_error
-#include <unordered_set>  // std::unordered_set
-#include <utility>        // std::move
-
-
-namespace stint::detail {
-
-const trace_stream_code& trace_stream_code_table() noexcept {
-    static constexpr trace_stream_code table{
-        .open = [](const std::string& path, std::uint64_t pid) { return new trace_stream(path, pid); },
-        .start = [](trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
-                    std::uint64_t first_id) { stream.start(state, calibration, first_id); },
-        .stop = [](trace_stream& stream) noexcept { stream.stop(); },
-        .finish = [](trace_stream& stream, record_store& rest, const chrome_trace_info& info) {
-            return stream.finish(rest, info);
-        },
-        .destroy = [](trace_stream* stream) noexcept { delete stream; }};
-    return table;
-}
-
-trace_stream::trace_stream(const std::string& path, std::uint64_t pid)
-    : file_(path), out_(file_), pid_(pid) {
-    file_.keep_partial_at(path + ".partial");  // a long stream is worth keeping cut off
-    chrome_trace_info info;
-    info.pid = pid;
-    out_.raw("{\n  \"schemaVersion\": 1,\n");
-    write_trace_events_opening(out_, info);
-}
-
-void trace_stream::start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
-    state_ = state;
-    calibration_ = calibration;
-    next_id_ = first_id;
-    thread_ = std::thread([this] { run(); });
-}
-
-void trace_stream::stop() noexcept {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
-}
-
-streamed_totals trace_stream::finish(record_store& rest, const chrome_trace_info& info) {
-    stop();
-    if (!error_) {
-        try {
-            held_before_batch_ = held_records();
-            return write_rest(rest, info);
-        } catch (...) {
-            error_ = std::current_exception();
-        }
-    }
-    rest.prepend(std::move(unwritten_));
-    throw_failure();
-}
-
-streamed_totals trace_stream::write_rest(record_store& rest, const chrome_trace_info& info) {
-    write_batch(rest);
-    for (const record_store::thread_records& t : rest.threads()) {
-        thread_state& s = state_of(t);
-        s.counts.dropped = t.counts.dropped;
-        s.counts.truncated = t.counts.truncated;
-        s.counts.name = t.counts.name;  // as named at the stop, like a stop's trace
-    }
-    // The threads in the order the close found them (every thread of the session is there), as a
-    // normal stop lists them: one entry per OS thread, its buffers (one per shared object) merged.
-    std::vector<thread_info> threads;
-    std::unordered_set<const void*> listed;
-    std::unordered_map<std::uint64_t, std::size_t> row_of_tid;
-    const auto list = [&](const thread_state& s) {
-        if (!listed.insert(s.node).second) return;
-        const auto [at, added] = row_of_tid.try_emplace(s.counts.os_tid, threads.size());
-        if (added) threads.push_back({s.counts.os_tid, {}, 0, 0});
-        thread_info& t = threads[at->second];
-        if (t.name.empty()) t.name = s.counts.name;  // the first buffer's, as the event list names it
-        t.recorded += s.counts.recorded;
-        t.dropped += s.counts.dropped;
-    };
-    for (const record_store::thread_records& t : rest.threads()) list(state_of(t));
-    streamed_totals totals;
-    for (thread_state& s : threads_) {
-        if (s.writer) s.writer->flush();
-        list(s);
-        totals.events += s.events;
-        totals.values_not_streamed += s.writer ? s.writer->values_left_out() : 0;
-        totals.recorded += s.counts.recorded;
-        totals.overhead += s.counts.overhead;
-        totals.dropped += s.counts.dropped;
-        totals.truncated += s.counts.truncated;
-    }
-    write_thread_metadata(out_, threads, info);
-    out_.raw("\n  ],\n");
-    const device_report no_device;
-    const chrome_trace_head head{.recorded = totals.recorded,
-                                 .dropped = totals.dropped,
-                                 .late = rest.late,
-                                 .device = &no_device,
-                                 .memory_dropped = rest.memory_dropped,
-                                 .memory_peaks = {},
-                                 .threads = threads,
-                                 .no_events = totals.events == 0,
-                                 .values_not_streamed = totals.values_not_streamed,
-                                 .unmatched = unmatched()};
-    write_trace_keys(out_, head, info);
-    write_trace_closing_keys(out_, calibration_.anchor.system_ns);
-    file_.commit();
-    return totals;
-}
-
-std::uint64_t trace_stream::held_records() const noexcept {
-    std::uint64_t held = 0;
-    for (const thread_state& s : threads_) held += s.writer ? s.writer->held_count() : 0;
-    return held;
-}
-
-void trace_stream::throw_failure() {
-    file_.abandon();
-    std::string text = "stint: the trace stream to '" + file_.path() + "' failed (";
-    if (!file_.kept_partial().empty()) {
-        text += "what it wrote is in '" + file_.kept_partial() + "', cut off where the write failed";
-    } else if (file_.written_through()) {
-        text += "what it wrote went through to it";
-    } else {
-        text += "nothing it wrote could be kept";
-    }
-    text += "; the records it had not written are kept by the profiler: events() and the exports read them";
-    if (held_before_batch_ != 0) {
-        text += "; " + std::to_string(held_before_batch_) + " records it held between batches are lost";
-    }
-    text += ")";
-    try {
-        std::rethrow_exception(error_);
-    } catch (const std::system_error& e) {
-        throw std::system_error(e.code(), text);  // what(): text, then the OS reason
-    } catch (const std::exception& e) {
-        throw std::runtime_error(text + ": " + e.what());
-    } catch (...) {
-        throw std::runtime_error(text);
-    }
-}
-
-std::string trace_stream::reason_of(const std::exception_ptr& error) {
-    try {
-        std::rethrow_exception(error);
-    } catch (const std::system_error& e) {
-        return e.code().message();
-    } catch (const std::exception& e) {
-        return e.what();
-    } catch (...) {
-        return "an exception of unknown type";
-    }
-}
-
-void trace_stream::run() noexcept {
-    const own_allocation_scope own;  // the writer's memory is not the program's
-    name_this_thread("stint stream");
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-        wake_.wait_for(lock, period, [this] { return stopping_; });
-        if (stopping_) break;
-        lock.unlock();
-        record_store batch;
-        try {
-            held_before_batch_ = held_records();
-            batch.stop_ticks = std::numeric_limits<std::uint64_t>::max();  // recording: all ended in it
-            the_registry().take_written(state_, [&](taken_records&& t) { batch.add(std::move(t)); });
-            write_batch(batch);
-            // In the file before the chunks go back: a write that fails keeps the whole batch.
-            out_.flush();
-        } catch (...) {
-            fail(std::move(batch));
-            return;
-        }
-        for (record_store::thread_records& t : batch.threads()) {
-            the_registry().give_back_streamed(state_, batch.take_chunks(t));
-        }
-        lock.lock();
-    }
-}
-
-void trace_stream::fail(record_store&& batch) noexcept {
-    error_ = std::current_exception();
-    unwritten_ = std::move(batch);
-    try {
-        warn("the trace stream to '" + file_.path() + "' failed (" + reason_of(error_) +
-             "): the session records on into its buffer budget (records beyond it are dropped and counted), "
-             "and stop() throws, keeping what was written and the records not written");
-    } catch (...) {
-        // out of memory: stop() still reports it
-    }
-}
-
-void trace_stream::write_batch(record_store& batch) {
-    batch.calibration = calibration_;  // the stream's times all come from the session's start
-    for (record_store::thread_records& t : batch.threads()) {
-        thread_state& s = state_of(t);
-        s.counts.recorded += t.counts.recorded;
-        s.counts.overhead += t.counts.overhead;
-        if (t.events != 0 || !t.timing_only) {  // (outputs and args records make no event, but are counted)
-            if (!s.writer) s.writer.emplace(out_, calibration_, pid_, t.counts.os_tid, origin_of(batch, t));
-            batch.for_each_record(t, [&](const record& r, const record_payload& payload) {
-                const payload_kind kind = r.where()->payload;
-                if (kind == payload_kind::outputs || kind == payload_kind::args) {
-                    s.writer->leave_out_values();
-                } else if (kind != payload_kind::device_link) {  // part of the scope before it
-                    if (kind == payload_kind::point) balance_point(r.where()->kind, payload);
-                    s.writer->add(r, payload, next_id_++);
-                }
-            });
-            s.events += t.events;
-            s.writer->own_held_names();  // the records' chunks go back after the batch
-        }
-    }
-}
-
-void trace_stream::balance_point(event_kind kind, const record_payload& payload) {
-    const std::uint64_t id = read_point(payload).id;
-    const bool flow = kind == event_kind::flow_begin || kind == event_kind::flow_end;
-    const bool begin = kind == event_kind::flow_begin || kind == event_kind::async_begin;
-    auto& open = flow ? open_flows_ : open_spans_;
-    const auto at = open.try_emplace(id, 0).first;
-    at->second += begin ? 1 : -1;
-    if (at->second == 0) open.erase(at);
-}
-
-unmatched_points trace_stream::unmatched() const {
-    unmatched_points u;
-    const auto count = [](std::int64_t balance) { return static_cast<std::uint64_t>(std::abs(balance)); };
-    for (const auto& [id, balance] : open_flows_) (balance > 0 ? u.flow_begins : u.flow_ends) += count(balance);
-    for (const auto& [id, balance] : open_spans_) (balance > 0 ? u.async_open : u.async_ends) += count(balance);
-    return u;
-}
-
-double trace_stream::origin_of(const record_store& batch, const record_store::thread_records& t) {
-    const auto [at, added] = origins_.try_emplace(t.counts.os_tid, 0.0);
-    if (added) {
-        std::uint64_t first = t.first_start_ticks;
-        for (const record_store::thread_records& other : batch.threads()) {
-            if (other.counts.os_tid == t.counts.os_tid) first = std::min(first, other.first_start_ticks);
-        }
-        at->second = first == std::numeric_limits<std::uint64_t>::max()
-                         ? std::numeric_limits<double>::infinity()  // instants only, as origin_of says
-                         : trace_microseconds(calibration_.to_ns_since_anchor(first));
-    }
-    return at->second;
-}
-
-trace_stream::thread_state& trace_stream::state_of(const record_store::thread_records& t) {
-    const auto [at, added] = index_.try_emplace(t.node, threads_.size());
-    if (!added) return threads_[at->second];
-    thread_state& s = threads_.emplace_back();
-    s.node = t.node;
-    s.counts.os_tid = t.counts.os_tid;
-    s.counts.name = t.counts.name;
-    return s;
-}
-
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_TRACE_STREAM_IPP
-// ---- end stint/export/impl/trace_stream.ipp ----
-
-// ---- begin stint/profiler/impl/profiler_core.ipp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
-#define STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
-// profiler_core's bodies, and profiler_state: the profiler's sessions, windows and results. Inline in a
-// header-only build; compiled once by <stint/impl/src.hpp> under STINT_SEPARATE_COMPILATION.
-
-#include <atomic>        // std::atomic
-#include <chrono>        // std::chrono::milliseconds
-#include <exception>     // std::exception_ptr, std::terminate
-#include <memory>        // std::unique_ptr, std::make_unique
-#include <mutex>         // std::recursive_mutex, std::lock_guard, std::unique_lock
-#include <optional>      // std::optional
-#include <stdexcept>     // std::logic_error, std::invalid_argument, std::runtime_error
-#include <string>        // std::string
-#include <string_view>   // std::string_view
-#include <thread>        // std::this_thread::sleep_for
-#include <utility>       // std::move, std::exchange, std::pair
-#include <vector>        // std::vector
-
-#include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string
-
-
-// ---- begin stint/profiler/exit_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
-#define STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
-// STINT_TRACE_ON_EXIT=path: the trace of a session still recording when the process exits normally
-// (return from main, exit()) is written to `path`, so a program that never reaches its stop() still
-// leaves its trace. Read once per process; without it, nothing is registered and nothing costs.
-// quick_exit(), _exit(), a signal or a crash write nothing: no exit handler runs.
-
-#include <condition_variable>  // std::condition_variable
-#include <mutex>               // std::mutex
-#include <string>              // std::string
-#include <thread>              // std::thread::id
-#include <utility>             // std::pair
-#include <vector>              // std::vector
-
+// ---- begin stint/profiler/impl/exit_trace.ipp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_EXIT_TRACE_IPP
+#define STINT_SINGLE_STINT_PROFILER_IMPL_EXIT_TRACE_IPP
+// The bodies of profiler/exit_trace.hpp: the registry of profilers whose trace is written at exit.
+
+#include <cstdlib>  // std::atexit, std::getenv
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
 
-class exit_trace;
-/// The process's exit-trace registry (see export_macros.hpp for how shared objects agree on it).
-STINT_DECL STINT_DETAIL_EXPORT exit_trace& the_exit_trace();
+exit_trace::exit_trace() {
+    if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
+    if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
+}
 
-/// The profilers that write their unfinished session at exit. A profiler arms itself at construction
-/// and disarms at destruction; the exit handler calls each armed profiler's writer without holding
-/// this registry's lock, so no lock order links it with the profilers' own locks.
-class exit_trace {
-public:
-    /// Stops the profiler if it still records and writes its trace to `path`; never throws.
-    using writer = void (*)(void* profiler, const std::string& path) noexcept;
+void exit_trace::arm(void* profiler, writer write) {
+    if (path_.empty()) return;
+    const std::lock_guard lock(mutex_);
+    armed_.emplace_back(profiler, write);
+}
 
-    STINT_DECL exit_trace();
+void exit_trace::disarm(void* profiler) noexcept {
+    if (path_.empty()) return;
+    std::unique_lock lock(mutex_);
+    std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
+    idle_.wait(lock, [&] { return busy_ != profiler || busy_thread_ == std::this_thread::get_id(); });
+}
 
-    /// The path STINT_TRACE_ON_EXIT named; empty when it is unset or empty.
-    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+// Writes each armed profiler without holding the lock while it does (a writer takes the profiler's
+// lock, and on_trace_ready may construct or destroy other profilers, which arm and disarm).
+void exit_trace::write_unfinished() noexcept {
+    std::unique_lock lock(mutex_);
+    while (!armed_.empty()) {
+        const auto [profiler, write] = armed_.back();
+        armed_.pop_back();
+        busy_ = profiler;
+        busy_thread_ = std::this_thread::get_id();
+        lock.unlock();
+        write(profiler, path_);
+        lock.lock();
+        busy_ = nullptr;
+        idle_.notify_all();
+    }
+}
 
-    STINT_DECL void arm(void* profiler, writer write);
-    /// Forgets `profiler`; when the exit handler is writing it on another thread, waits until it is done.
-    STINT_DECL void disarm(void* profiler) noexcept;
-
-private:
-    STINT_DECL void write_unfinished() noexcept;
-
-    std::mutex mutex_;
-    std::condition_variable idle_;
-    std::string path_;
-    std::vector<std::pair<void*, writer>> armed_;
-    void* busy_ = nullptr;            // the profiler the exit handler is writing
-    std::thread::id busy_thread_;     // ... on this thread
-};
+/// Leaked: the exit handler may run after static destructors.
+exit_trace& the_exit_trace() {
+    static exit_trace* const instance = new exit_trace();
+    return *instance;
+}
 
 }  // namespace STINT_DETAIL_ABI_NAMESPACE
 }  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_EXIT_TRACE_HPP
-// ---- end stint/profiler/exit_trace.hpp ----
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_BUILD_NAMESPACE {
-
-class profiler_state final : public flight_host {
-public:
-    profiler_state(profiler_settings settings, const profiler_traits& traits, void* owner, void (*on_trace_ready)(void*))
-        : options_(std::move(settings)), traits_(traits), owner_(owner), on_trace_ready_(on_trace_ready) {
-        if (!active()) return;
-        install_registry_slow_path();  // threads named from now on are named in the registry
-        const bool records_device = traits_.has_device && options_.activities.contains(activity::cuda);
-        if (!options_.activities.contains(activity::cpu) && !records_device) {
-            throw std::invalid_argument(
-                "stint: profiler_options::activities names nothing this config records; give activity::cpu, or "
-                "activity::cuda with stint::cuda_activities in the config");
-        }
-        if (!options_.stream_to.empty()) refuse_streaming_with_options();
-        if (options_.flight_recorder) {
-            options_.flight_recorder->code->check_options(
-                *options_.flight_recorder, static_cast<bool>(options_.schedule), !options_.stream_to.empty(),
-                options_.accumulate_events, options_.execution_trace_observer != nullptr);
-        }
-        if (options_.execution_trace_observer != nullptr) {
-            options_.execution_trace_observer->attach(this, &forget_execution_trace_observer);
-        }
-        try {
-            session_.keep_buffers_between_sessions(static_cast<bool>(options_.schedule));
-            if (options_.schedule) current_action_ = options_.schedule(0);
-            step_tracker::init_step_count(step_tracker::profiler_step_name);
-            the_exit_trace().arm(this, &write_unfinished_trace);
-        } catch (...) {
-            // No destructor will run: the observer must not keep pointing here.
-            if (options_.execution_trace_observer != nullptr) options_.execution_trace_observer->release(this);
-            throw;
-        }
-    }
-    profiler_state(const profiler_state&) = delete;
-    profiler_state& operator=(const profiler_state&) = delete;
-
-    ~profiler_state() = default;
-
-    /// What destroying a profiler does, while the profiler and its callback are still whole (its core
-    /// calls it before it frees this state).
-    void close() noexcept {
-        if (!active()) return;
-        // Before the lock: a dump from outside holds its own first.
-        if (options_.flight_recorder) the_running_flight_recorder().clear(this);
-        if (in_callback_) {
-            // The step() or stop() that called on_trace_ready is still running on this profiler: it
-            // would touch freed memory when the callback returns. Stop here rather than corrupt.
-            warn("a profiler was destroyed inside its own on_trace_ready; destroy it after the step() or "
-                         "stop() that called the callback returns");
-            std::terminate();
-        }
-        the_exit_trace().disarm(this);
-        write_unfinished_trace(this, the_exit_trace().path());
-        finish_execution_trace();
-        try {
-            step_tracker::erase_step_count(step_tracker::profiler_step_name);
-        } catch (...) {
-            // Out of memory while locking or erasing: the tracker keeps a stale count, nothing worse.
-        }
-    }
-
-    void start() {
-        if (!active()) return;
-        const own_allocation_scope own;  // the profiler's own memory is not the program's
-        {
-            const std::lock_guard lock(mutex_);
-            refuse_in_callback("start()");
-            if (started_ || session_.is_open()) throw std::logic_error("stint: start(): this profiler is already recording");
-            std::exception_ptr error;
-            transit(profiler_action::none, current_action_, error);
-            if (error) std::rethrow_exception(error);
-            started_ = true;
-            ever_started_ = true;
-            open_step_annotation();
-        }
-        // A flight recorder answers dumps asked from outside (on_demand.hpp), outside its lock (see there).
-        if (options_.flight_recorder) the_running_flight_recorder().set(this, &dump_for);
-    }
-
-    /// `asked`: the program's stop(), not the one a destructor or the process's exit runs.
-    void stop(bool asked = true) {
-        if (!active()) return;
-        const own_allocation_scope own;  // the profiler's own memory is not the program's
-        if (options_.flight_recorder) the_running_flight_recorder().clear(this);
-        const std::lock_guard lock(mutex_);
-        refuse_in_callback("stop()");
-        if (asked && !ever_started_ && step_num_.load(std::memory_order_relaxed) == 0 && !warned_stop_without_start_) {
-            // A stop() whose start() was forgotten would print and export an empty result without a
-            // word; say so once per profiler (torch's Python warnings show a text once, too). A
-            // schedule's step() opens windows without start(): a profiler that stepped is not warned.
-            warned_stop_without_start_ = true;
-            warn("stop() without start(): the profiler didn't run, so its results (table, trace, events) are "
-                 "empty; call start() before the code to profile");
-        }
-        close_step_annotation();
-        started_ = false;
-        std::exception_ptr error;
-        transit(current_action_, std::nullopt, error);
-        if (error) std::rethrow_exception(error);
-    }
-
-    void step() {
-        if (!active()) return;
-        const own_allocation_scope own;  // the profiler's own memory is not the program's
-        const std::lock_guard lock(mutex_);
-        refuse_in_callback("step()");
-        const profiler_action next = options_.schedule ? options_.schedule(step_num_ + 1) : profiler_action::record;
-        close_step_annotation();
-        const profiler_action previous = current_action_;
-        ++step_num_;
-        current_action_ = next;
-        if (options_.schedule) checker_.observe(previous, next);
-        std::exception_ptr error;
-        transit(previous, next, error);
-        step_tracker::increment_step(step_tracker::profiler_step_name);
-        if (flight_) {
-            if (std::optional<flight_dump> written = flight_->observe_step(step_num_)) {
-                triggered_dumps_.push_back(std::move(*written));
-            }
-        }
-        open_step_annotation();
-        if (error) std::rethrow_exception(error);
-    }
-
-    [[nodiscard]] std::vector<flight_dump> triggered_dumps() const {
-        const std::lock_guard lock(mutex_);
-        return triggered_dumps_;
-    }
-
-    flight_dump dump(const std::string& path) {
-        require_dump_format("dump", path);
-        const own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        if (!options_.flight_recorder || !flight_) {
-            throw std::logic_error(options_.flight_recorder
-                                       ? "stint: dump(): the flight recorder is not recording; call start() first"
-                                       : "stint: dump(): this profiler is not a flight recorder; set "
-                                         "profiler_options::flight_recorder");
-        }
-        return flight_->dump(path);
-    }
-
-    [[nodiscard]] std::int64_t step_num() const noexcept { return step_num_.load(std::memory_order_relaxed); }
-
-    [[nodiscard]] profiler_action current_action() const noexcept {
-        return current_action_.load(std::memory_order_relaxed);
-    }
-
-    [[nodiscard]] bool is_running() const noexcept { return running_.load(std::memory_order_relaxed); }
-
-    [[nodiscard]] const event_list& events() const {
-        const std::lock_guard lock(mutex_);
-        require_finished("events()");
-        require_kept("events()");
-        return options_.accumulate_events ? all_events_ : window_events();
-    }
-
-    [[nodiscard]] averaged_event_list key_averages(const key_averages_options& options) const {
-        const own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("key_averages()");
-        return stint::key_averages(events(), options);
-    }
-
-    [[nodiscard]] double self_cpu_time_total() const {
-        const std::lock_guard lock(mutex_);
-        require_finished("self_cpu_time_total()");
-        std::int64_t total = 0;
-        for (const event& e : events()) total += e.self_ns;
-        return static_cast<double>(total) / 1e3;
-    }
-
-    [[nodiscard]] profiler_stats stats() const {
-        const std::lock_guard lock(mutex_);
-        require_finished("stats()");
-        return window_stats_;
-    }
-
-    void export_chrome_trace(const std::string& path) const {
-        const own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("export_chrome_trace()");
-        require_kept("export_chrome_trace()");
-        const chrome_trace_info info = trace_info(window_stats_.truncated_names);
-        if (window_records_ && !traits_.has_stacks && !traits_.has_modules && chrome_trace_from_records(*window_records_)) {
-            write_chrome_trace_file(path, *window_records_, window_first_id_, info);
-        } else {
-            write_chrome_trace_file(path, window_events(), info);
-        }
-    }
-
-    void export_perfetto_trace(const std::string& path, profiler_core::perfetto_writer_fn writer) const {
-        const own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("export_perfetto_trace()");
-        require_kept("export_perfetto_trace()");
-        perfetto_trace_info info;
-        info.pid = current_pid();
-        info.truncated_names = window_stats_.truncated_names;
-        if (window_flight_) {
-            info.overwritten = window_flight_->perfetto.overwritten;
-            info.overwritten_threads = window_flight_->perfetto.overwritten_threads;
-        }
-        writer(path, window_events(), info);
-    }
-
-    void export_memory_timeline(const std::string& path, stint::device device,
-                                profiler_core::memory_timeline_fn writer) const {
-        const own_allocation_scope own;
-        const std::lock_guard lock(mutex_);
-        require_finished("export_memory_timeline()");
-        require_kept("export_memory_timeline()");
-        writer(window_events(), path, device);
-    }
-
-    void add_metadata(std::string_view key, std::string_view value) {
-        if (!active()) return;
-        refuse_reserved("add_metadata", key);
-        const std::lock_guard lock(mutex_);
-        fmt::memory_buffer json;
-        append_json_string(json, value);
-        set_metadata(key, fmt::to_string(json));
-    }
-
-    void add_metadata_json(std::string_view key, std::string_view json, profiler_core::json_validator_fn validate) {
-        if (!active()) return;
-        refuse_reserved("add_metadata_json", key);
-        const std::lock_guard lock(mutex_);
-        if (std::optional<std::string> reason = validate(json)) {
-            throw std::invalid_argument(
-                fmt::format("stint: add_metadata_json(\"{}\"): the value is not valid JSON: {}", key, *reason));
-        }
-        set_metadata(key, std::string(json));
-    }
-
-    void export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
-                       profiler_core::stacks_writer_fn writer) const {
-        const std::lock_guard lock(mutex_);
-        require_finished("export_stacks()");
-        require_kept("export_stacks()");
-        writer(path, events(), metric, frames);
-    }
-
-private:
-    [[nodiscard]] bool active() const noexcept { return traits_.enabled && options_.enabled; }
-
-    /// Runs torch's action_map entry for `previous` -> `next` (nullopt: stopping). Every operation
-    /// runs even when an earlier one threw; the first exception is left in `error`.
-    void transit(profiler_action previous, std::optional<profiler_action> next, std::exception_ptr& error) {
-        const session_ops ops = transition_actions(previous, next);
-        bool saved = false;
-        for (std::size_t i = 0; i < ops.size(); ++i) {
-            try {
-                switch (ops[i]) {
-                    case session_op::prepare_trace:
-                        if (traits_.has_stacks) warm_native_stacks();
-                        session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
-                        break;
-                    case session_op::start_trace:
-                        // A warmup that ends without recording: torch starts and stops an empty trace
-                        // (replacing its results); stint drops the preparation and keeps the last window.
-                        if (i + 1 < ops.size() && ops[i + 1] == session_op::stop_trace) {
-                            session_.discard_preparation();
-                            ++i;
-                        } else {
-                            if (session_.is_open()) {
-                                throw std::logic_error("stint: start(): this profiler is already recording");
-                            }
-                            if (traits_.has_stacks) warm_native_stacks();
-                            settle_last_window();
-                            open_session();
-                        }
-                        break;
-                    case session_op::stop_trace:
-                        saved = close_window();
-                        break;
-                    case session_op::trace_ready:
-                        if (saved) trace_ready();
-                        break;
-                }
-            } catch (...) {
-                if (!error) error = std::current_exception();
-            }
-            running_.store(session_.is_open(), std::memory_order_relaxed);
-        }
-    }
-
-    /// Opens the CPU session and, when asked for and compiled in, the device session beside it; with
-    /// stream_to, the stream first (a path it cannot write opens nothing).
-    void open_session() {
-        if (!options_.stream_to.empty()) {
-            stream_ = std::make_unique<streaming_session>(options_.stream_to, current_pid());
-            try {
-                session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes, true, false, {}, true);
-            } catch (...) {
-                stream_.reset();  // nothing opened; the unfinished file is removed
-                throw;
-            }
-            try {
-                stream_->start(session_.recording_state(), session_.calibration(), next_id_);
-            } catch (...) {
-                record_store discarded;  // no writer: the session closes unrecorded
-                (void)session_.close_records(discarded);
-                stream_.reset();
-                throw;
-            }
-            return;
-        }
-        if (options_.flight_recorder) {
-            open_flight_session();
-            return;
-        }
-        const bool device = traits_.has_device && options_.activities.contains(activity::cuda);
-        stint::execution_trace_observer* et = options_.execution_trace_observer;
-        execution_trace_window_ = et != nullptr && et->wants_window();
-        session_.open(options_.buffer_budget_bytes, options_.reserve_buffer_bytes,
-                      options_.activities.contains(activity::cpu) || !device, traits_.has_memory,
-                      {.outputs = traits_.has_shapes || execution_trace_window_, .tensor_identities = execution_trace_window_});
-        if (execution_trace_window_) et->set_window_running(true);
-        if (traits_.has_device) {
-            if (device) {
-                device_requested_ = true;
-                device_started_ = traits_.device_start({.budget_bytes = options_.device_buffer_budget_bytes,
-                                                        .sync_events = options_.enable_cuda_sync_events,
-                                                        .teardown = options_.teardown_cupti_on_stop});
-            }
-        }
-    }
-
-    /// Opens a flight recorder's session: the ring, its triggers, its crash dump.
-    void open_flight_session() {
-        flight_ = std::make_unique<flight_session>(*options_.flight_recorder, session_, options_.reserve_buffer_bytes,
-                                                   traits_.has_memory, traits_.has_shapes, step_num_.load(), *this);
-    }
-
-    static flight_dump dump_for(void* self, const std::string& path) { return static_cast<profiler_state*>(self)->dump(path); }
-
-    /// The watchdog saw no step() for the timeout: the whole ring, with the step still open. The
-    /// profiler's lock may be held by a stop() that is joining the watchdog: try it, never wait on it.
-    void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) override {
-        std::unique_lock lock(mutex_, std::try_to_lock);
-        while (!lock.owns_lock()) {
-            if (stopping.load(std::memory_order_relaxed)) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            (void)lock.try_lock();
-        }
-        if (!flight_) return;
-        const own_allocation_scope own;
-        triggered_dumps_.push_back(flight_->dump_hang(step, silent_ns));
-    }
-
-    /// A flight recorder's dump: records built as a window of this profiler is.
-    void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const override {
-        profiler_stats stats;
-        session::build_events(records, events, 1, what_to_drain(false), nullptr, stats);
-        truncated_names = stats.truncated_names;
-    }
-
-    /// Drains the session into the window's results; false when none was recording. The event list is
-    /// built now when something needs it at once (earlier windows kept, an execution trace, device
-    /// activity to join, captured values whose counts stats() gives); otherwise the records are kept
-    /// and built into events when first asked for, and a timing-only trace is written from them.
-    bool close_window() {
-        std::optional<device_capture> device;
-        if (traits_.has_device) {
-            // The device session ends first: its records must all be in before the CPU side is drained.
-            if (device_requested_) {
-                device = device_started_ ? traits_.device_stop(options_.sync_device_on_stop)
-                                         : traits_.device_unavailable();
-                device_requested_ = device_started_ = false;
-            }
-        }
-        if (stream_) return close_streamed_window();
-        if (flight_) flight_->finish();  // the watchdog joined, the crash dump uninstalled, before the drain
-        const bool et_window = std::exchange(execution_trace_window_, false);
-        record_store records;
-        const bool closed = session_.close_records(records);
-        if (et_window && options_.execution_trace_observer != nullptr) {
-            options_.execution_trace_observer->set_window_running(false);
-        }
-        if (!closed) return false;
-        window_stats_ = session_.stats();
-        window_first_id_ = next_id_;
-        forget_window();
-        if (flight_) {
-            window_flight_ = flight_->summary(records);
-            flight_.reset();
-        }
-        bool timing_only = true;
-        for (const auto& t : records.threads()) timing_only = timing_only && t.timing_only;
-        if (timing_only && !options_.accumulate_events && !et_window && !device) {
-            next_id_ += records.events();
-            window_records_.emplace(std::move(records));
-            return true;
-        }
-        try {
-            session::build_events(records, window_events_, window_first_id_, what_to_drain(et_window),
-                                          device ? &*device : nullptr, window_stats_);
-        } catch (const std::exception& e) {
-            lose_window(e.what());  // its records went back to the pool as they were read
-            throw;
-        } catch (...) {
-            lose_window("an exception of unknown type");
-            throw;
-        }
-        next_id_ += window_events_.size();
-        if (options_.accumulate_events) all_events_.append(window_events_);
-        if (et_window && options_.execution_trace_observer != nullptr) {
-            options_.execution_trace_observer->append_window(window_events_);
-        }
-        return true;
-    }
-
-    /// Closes a streamed window: the stream writes what the buffers still hold and completes its file.
-    bool close_streamed_window() {
-        record_store records;
-        if (stream_->inherited()) {
-            // A forked child: the writer thread and the file are the parent's. Abandon both.
-            stream_->abandon();
-            stream_.reset();
-            (void)session_.close_records(records);
-            return false;
-        }
-        struct reset_stream {
-            std::unique_ptr<streaming_session>& stream;
-            ~reset_stream() { stream.reset(); }  // the file is discarded unless it was completed
-        } reset{stream_};
-        stream_->stop();
-        if (!session_.close_records(records)) return false;
-        window_stats_ = session_.stats();
-        forget_window();
-        streamed_window_ = false;
-        streamed_totals totals;
-        try {
-            totals = stream_->finish(records, trace_info(window_stats_.truncated_names));
-        } catch (...) {
-            // Writing failed: the records the stream had not written are the window, as a stop without
-            // a stream would keep them, and stop() throws what failed.
-            window_first_id_ = stream_->next_id();
-            session::count_records(records, window_stats_);
-            next_id_ = window_first_id_ + records.events();
-            window_records_.emplace(std::move(records));
-            throw;
-        }
-        streamed_window_ = true;
-        window_stats_.number_of_events = totals.events;
-        window_stats_.recorded = totals.recorded;
-        window_stats_.overhead_events = totals.overhead;
-        window_stats_.dropped = totals.dropped;
-        next_id_ += totals.events;
-        return true;
-    }
-
-    [[nodiscard]] drain_options what_to_drain(bool input_values) const noexcept {
-        return {.call_stacks = traits_.call_stacks,
-                .module_hierarchy = traits_.module_hierarchy,
-                .input_values = input_values,
-                .join_device = traits_.join_device};
-    }
-
-    /// The last window's events, built from its records the first time they are asked for. A build that
-    /// fails (out of memory) before giving any record back leaves the records for a retry; one that
-    /// fails after loses the window, and every later call throws rather than return part of it.
-    const event_list& window_events() const {
-        if (window_lost_) {
-            throw std::runtime_error(fmt::format("stint: the last window's events are lost: building them failed "
-                                                 "({}) after its records had begun to go back to the pool; stats() "
-                                                 "still counts them",
-                                                 window_lost_reason_));
-        }
-        if (window_records_) {
-            try {
-                session::build_events(*window_records_, window_events_, window_first_id_,
-                                              what_to_drain(false), nullptr, window_stats_);
-            } catch (const std::exception& e) {
-                if (window_records_->partly_released()) lose_window(e.what());
-                throw;
-            } catch (...) {
-                if (window_records_->partly_released()) lose_window("an exception of unknown type");
-                throw;
-            }
-            window_records_.reset();
-        }
-        return window_events_;
-    }
-
-    /// Forgets the last window: a new one replaces it.
-    void forget_window() const noexcept {
-        window_flight_.reset();
-        window_records_.reset();
-        window_events_ = event_list{};
-        window_lost_ = false;
-    }
-
-    /// The last window's events cannot be built: its records are gone (given back as they were read).
-    void lose_window(const char* why) const noexcept {
-        forget_window();
-        window_lost_ = true;
-        try {
-            window_lost_reason_ = why;
-        } catch (...) {
-            window_lost_reason_.clear();  // out of memory: the error says less, but still says it
-        }
-    }
-
-    /// Before a new window records: the last one's records go back to the pool (the new window reuses
-    /// the chunks). With a schedule its events stay readable, so they are built first; without one
-    /// they can no longer be read (the next stop replaces them).
-    void settle_last_window() {
-        if (!window_records_) return;
-        if (options_.schedule) {
-            (void)window_events();
-        } else {
-            forget_window();
-        }
-    }
-
-    /// The observer went first: stop using it.
-    static void forget_execution_trace_observer(void* self) noexcept {
-        auto& prof = *static_cast<profiler_state*>(self);
-        const std::lock_guard lock(prof.mutex_);
-        prof.options_.execution_trace_observer = nullptr;
-    }
-
-    /// At destruction: the attached observer's file is finished (torch's cleanup at profile.__exit__);
-    /// a failure becomes a warning.
-    void finish_execution_trace() noexcept {
-        stint::execution_trace_observer* et = std::exchange(options_.execution_trace_observer, nullptr);
-        if (et == nullptr) return;
-        try {
-            et->detach(this);
-        } catch (const std::exception& e) {
-            warn(fmt::format("the profiler's execution trace could not be finished: {}", e.what()));
-        } catch (...) {
-            warn("the profiler's execution trace could not be finished");
-        }
-    }
-
-    /// Stops `self` if it still records and, when `path` is not empty, writes the session's trace
-    /// there (STINT_TRACE_ON_EXIT). Failures become warnings: it runs in a destructor or at exit.
-    static void write_unfinished_trace(void* self, const std::string& path) noexcept {
-        auto& prof = *static_cast<profiler_state*>(self);
-        const bool unfinished = prof.is_running();
-        try {
-            prof.stop(false);
-        } catch (const std::exception& e) {
-            warn(fmt::format("stopping an unfinished session (profiler destroyed, or process exit): stop() "
-                                     "threw and cannot rethrow: {}", e.what()));
-        } catch (...) {
-            warn("stopping an unfinished session (profiler destroyed, or process exit): stop() threw and "
-                         "cannot rethrow");
-        }
-        if (!unfinished || path.empty()) return;
-        try {
-            prof.export_chrome_trace(path);
-        } catch (const std::exception& e) {
-            warn(fmt::format("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace: {}", e.what()));
-        } catch (...) {
-            warn("STINT_TRACE_ON_EXIT: cannot write the unfinished session's trace");
-        }
-    }
-
-    void trace_ready() {
-        if (on_trace_ready_ == nullptr) return;
-        struct in_callback_guard {
-            bool& flag;
-            explicit in_callback_guard(bool& f) : flag(f) { flag = true; }
-            ~in_callback_guard() { flag = false; }
-            in_callback_guard(const in_callback_guard&) = delete;
-            in_callback_guard& operator=(const in_callback_guard&) = delete;
-        } guard(in_callback_);
-        on_trace_ready_(owner_);
-    }
-
-    /// Opens `ProfilerStep#<step_num>` while this profiler records with a schedule (torch's
-    /// record_steps); it ends at the next step() or stop(), so it spans the step.
-    void open_step_annotation() {
-        if ((!options_.schedule && !options_.flight_recorder) || !session_.is_open()) return;
-        std::string name = "ProfilerStep#";
-        append_integer(name, step_num_.load());
-        step_annotation_.emplace(name);
-    }
-    void close_step_annotation() noexcept { step_annotation_.reset(); }
-
-    void refuse_in_callback(std::string_view call) const {
-        if (in_callback_) {
-            throw std::logic_error("stint: " + std::string(call) +
-                                   ": called from on_trace_ready; return from the callback first");
-        }
-    }
-
-    void require_kept(std::string_view call) const {
-        if (streamed_window_) {
-            throw std::logic_error(fmt::format("stint: {}: the window was streamed to \"{}\" "
-                                               "(profiler_options::stream_to); its events are in that file, not kept",
-                                               call, options_.stream_to.path()));
-        }
-    }
-
-    void refuse_streaming_with_options() const {
-        const auto refuse = [](std::string_view why) {
-            throw std::invalid_argument(fmt::format("stint: profiler_options::stream_to streams one window of "
-                                                    "timing-only records; {}", why));
-        };
-        if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
-        if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
-        if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
-        if (traits_.has_device || traits_.has_memory || traits_.has_shapes || traits_.has_stacks || traits_.has_modules) {
-            refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
-                   "the event list writes; stream with stint::config<>");
-        }
-        const std::string& path = options_.stream_to.path();
-        if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) {
-            refuse("it writes a Chrome trace (.json or .json.gz); export_perfetto_trace() writes Perfetto's "
-                   "format after a normal stop");
-        }
-    }
-
-    void require_finished(std::string_view call) const {
-        // With a schedule the results are the last saved window's, readable while the next records.
-        if (session_.is_open() && !options_.schedule) {
-            throw std::logic_error("stint: " + std::string(call) +
-                                   ": the profiler didn't finish running; call stop() first");
-        }
-    }
-
-    static void refuse_reserved(std::string_view call, std::string_view key) {
-        if (is_reserved_trace_key(key)) {
-            throw std::invalid_argument(
-                fmt::format("stint: {}(\"{}\"): the trace format uses this key; choose another", call, key));
-        }
-    }
-
-    /// What a Chrome trace of this profiler carries besides events: the metadata added so far and, in a
-    /// distributed job, "distributedInfo".
-    [[nodiscard]] chrome_trace_info trace_info(std::uint64_t truncated_names) const override {
-        chrome_trace_info info;
-        info.pid = current_pid();
-        info.truncated_names = truncated_names;
-        info.metadata_json = metadata_;
-        if (window_flight_ && !session_.is_open()) info.metadata_json.emplace_back("flightRecorder", window_flight_->json);
-        if (find_metadata("distributedInfo") == nullptr) {
-            if (std::optional<distributed_info> dist = current_distributed_info()) {
-                info.metadata_json.emplace_back("distributedInfo", distributed_info_json(*dist));
-            }
-        }
-        return info;
-    }
-
-    [[nodiscard]] const std::string* find_metadata(std::string_view key) const {
-        for (const auto& [k, v] : metadata_) {
-            if (k == key) return &v;
-        }
-        return nullptr;
-    }
-    /// A key as the trace writes it (invalid UTF-8 as U+FFFD): keys that read back alike are one key.
-    static std::string written_key(std::string_view key) {
-        fmt::memory_buffer json;
-        append_json_string(json, key);
-        return fmt::to_string(json);
-    }
-    void set_metadata(std::string_view key, std::string json) {
-        const std::string written = written_key(key);
-        for (auto& [k, v] : metadata_) {
-            if (written_key(k) == written) {
-                k.assign(key);
-                v = std::move(json);
-                return;
-            }
-        }
-        metadata_.emplace_back(std::string(key), std::move(json));
-    }
-
-    // Serialises the calls of several threads; recursive so that on_trace_ready, which runs under it,
-    // can read and export the window.
-    mutable std::recursive_mutex mutex_;
-    profiler_settings options_;
-    profiler_traits traits_;
-    void* owner_;                          // the profiler<Config> that on_trace_ready receives
-    void (*on_trace_ready_)(void* owner);  // null: no callback
-    session session_;
-    schedule_checker checker_;
-    // Atomic so that the queries that return them need no lock; written under the lock.
-    std::atomic<profiler_action> current_action_{profiler_action::record};
-    std::atomic<std::int64_t> step_num_{0};
-    std::atomic<bool> running_{false};
-    bool started_ = false;
-    bool ever_started_ = false;               // start() was called once: a stop() before it warns
-    bool warned_stop_without_start_ = false;  // ... once
-    bool in_callback_ = false;
-    bool device_requested_ = false;  // the open session asked for device activity
-    bool device_started_ = false;    // ... and the device collector started
-    bool execution_trace_window_ = false;  // the open session records for the execution trace observer
-    std::optional<record_function> step_annotation_;
-    // The last window: its records until its events are asked for, then its events (mutable: built by
-    // the const queries, under the lock).
-    mutable std::optional<record_store> window_records_;
-    mutable event_list window_events_;
-    mutable bool window_lost_ = false;  // its events could not be built and its records are gone
-    mutable std::string window_lost_reason_;
-    std::uint64_t window_first_id_ = 0;
-    event_list all_events_;
-    mutable profiler_stats window_stats_;
-    std::unique_ptr<flight_session> flight_;    // while a flight recorder records
-    std::vector<flight_dump> triggered_dumps_;  // what its triggers wrote
-    mutable std::optional<flight_window_summary> window_flight_;  // the last window was a flight recorder's
-    std::unique_ptr<streaming_session> stream_;  // while a streamed window records
-    bool streamed_window_ = false;                 // the last window was streamed: nothing kept
-    std::vector<std::pair<std::string, std::string>> metadata_;
-    // Ids start at 1, as torch's record-function handles do: 0 means "no op" in a trace's External id.
-    std::uint64_t next_id_ = 1;
-};
-
-profiler_core::profiler_core(profiler_settings settings, const profiler_traits& traits, void* owner,
-                             void (*on_trace_ready)(void* owner))
-    : state_(std::make_unique<profiler_state>(std::move(settings), traits, owner, on_trace_ready)) {}
-
-profiler_core::~profiler_core() { state_->close(); }
-
-void profiler_core::start() { state_->start(); }
-void profiler_core::stop() { state_->stop(); }
-void profiler_core::step() { state_->step(); }
-std::vector<flight_dump> profiler_core::triggered_dumps() const { return state_->triggered_dumps(); }
-flight_dump profiler_core::dump(const std::string& path) { return state_->dump(path); }
-std::int64_t profiler_core::step_num() const noexcept { return state_->step_num(); }
-profiler_action profiler_core::current_action() const noexcept { return state_->current_action(); }
-bool profiler_core::is_running() const noexcept { return state_->is_running(); }
-const event_list& profiler_core::events() const { return state_->events(); }
-averaged_event_list profiler_core::key_averages(const key_averages_options& options) const {
-    return state_->key_averages(options);
-}
-double profiler_core::self_cpu_time_total() const { return state_->self_cpu_time_total(); }
-profiler_stats profiler_core::stats() const { return state_->stats(); }
-void profiler_core::export_chrome_trace(const std::string& path) const { state_->export_chrome_trace(path); }
-void profiler_core::export_perfetto_trace(const std::string& path, perfetto_writer_fn writer) const {
-    state_->export_perfetto_trace(path, writer);
-}
-void profiler_core::export_memory_timeline(const std::string& path, device where, memory_timeline_fn writer) const {
-    state_->export_memory_timeline(path, where, writer);
-}
-void profiler_core::add_metadata(std::string_view key, std::string_view value) { state_->add_metadata(key, value); }
-void profiler_core::add_metadata_json(std::string_view key, std::string_view json, json_validator_fn validate) {
-    state_->add_metadata_json(key, json, validate);
-}
-void profiler_core::export_stacks(const std::string& path, std::string_view metric, stack_frames frames,
-                                  stacks_writer_fn writer) const {
-    state_->export_stacks(path, metric, frames, writer);
-}
-
-}  // namespace STINT_DETAIL_BUILD_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_PROFILER_CORE_IPP
-// ---- end stint/profiler/impl/profiler_core.ipp ----
-
-// ---- begin stint/profiler/impl/crash_dump_reader.ipp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
-#define STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
-// The bodies of profiler/crash_dump_reader.hpp.
-
-#include <algorithm>      // std::max, std::min
-#include <cstring>        // std::memcpy
-#include <fstream>        // std::ifstream
-#include <iterator>       // std::istreambuf_iterator
-#include <map>            // std::map
-#include <set>            // std::set
-#include <stdexcept>      // std::runtime_error
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <utility>        // std::pair
-
-#include <fmt/format.h>  // fmt::format
-
-
-namespace stint {
-
-namespace detail {
-
-/// Reads the dump's little-endian fields; `cut` is set when the file ends inside one.
-class crash_dump_bytes {
-public:
-    explicit crash_dump_bytes(std::string_view data) : data_(data) {}
-    template <class T>
-    T value() {
-        T v{};
-        if (at_ + sizeof v > data_.size()) throw cut_short{};
-        std::memcpy(&v, data_.data() + at_, sizeof v);
-        at_ += sizeof v;
-        return v;
-    }
-    std::string_view take(std::uint64_t n) {
-        if (n > data_.size() - at_) throw cut_short{};
-        const std::string_view out = data_.substr(at_, n);
-        at_ += n;
-        return out;
-    }
-    std::size_t at() const noexcept { return at_; }
-    struct cut_short {};
-
-private:
-    std::string_view data_;
-    std::size_t at_ = 0;
-};
-
-struct crash_site {
-    std::uint8_t shape = 0;  // 0 a span, 1 a point, 2 stint's own, 3 no event
-    std::uint8_t payload = 0;  // 0 none, 1 a runtime name first, 2 a point's id then a name, 3 other
-    std::string name;
-};
-
-}  // namespace detail
-
-crash_dump_contents read_crash_dump(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(fmt::format("stint: cannot read crash dump '{}'", path));
-    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    detail::crash_dump_bytes r(data);
-    crash_dump_contents dump;
-    dump.bytes = data.size();
-    std::uint64_t anchor = 0;
-    double ns_per_tick = 0;
-    std::uint64_t crash_ticks = 0;
-    try {
-        if (r.take(10) != "STINTCRASH") {
-            throw std::runtime_error(fmt::format("stint: '{}' is not a stint crash dump (byte 0)", path));
-        }
-        const auto version = r.value<std::uint16_t>();
-        if (version != 3) {
-            throw std::runtime_error(fmt::format(
-                "stint: '{}' is a crash dump of version {} (byte 10); this reader reads version 3 "
-                "(tools/stint-crashdump reads 1 to 3)", path, version));
-        }
-        dump.pid = r.value<std::uint64_t>();
-        dump.signal = r.value<std::uint64_t>();
-        dump.crashed_tid = r.value<std::uint64_t>();
-        anchor = r.value<std::uint64_t>();
-        dump.base_time_ns = r.value<std::uint64_t>();
-        ns_per_tick = r.value<double>();
-        crash_ticks = r.value<std::uint64_t>();
-    } catch (const detail::crash_dump_bytes::cut_short&) {
-        throw std::runtime_error(
-            fmt::format("stint: crash dump '{}' is cut short inside its header (byte {})", path, r.at()));
-    }
-    const auto to_ns = [&](std::uint64_t ticks) {
-        return static_cast<std::int64_t>((static_cast<double>(ticks) - static_cast<double>(anchor)) * ns_per_tick);
-    };
-    dump.crash_ns = to_ns(crash_ticks);
-
-    struct raw_thread {
-        std::uint64_t tid = 0;
-        std::string name;
-        std::uint64_t overwritten = 0, until = 0, dropped = 0, after_crash = 0;
-        bool unsettled = false;
-        std::string records;
-    };
-    struct raw_open {
-        std::uint64_t address, begin, name_size;
-        std::string name;  // 24 bytes
-    };
-    struct raw_stack {
-        std::uint64_t tid = 0;
-        std::string name;
-        std::uint32_t depth = 0;
-        std::vector<raw_open> entries;
-    };
-    std::vector<raw_thread> threads;
-    std::vector<raw_stack> stacks;
-    std::unordered_map<std::uint64_t, detail::crash_site> sites;
-    try {
-        for (;;) {
-            const auto tag = r.value<char>();
-            if (tag == 'E') {
-                dump.complete = true;
-                break;
-            }
-            if (tag == 'T') {
-                raw_thread t;
-                t.tid = r.value<std::uint64_t>();
-                t.overwritten = r.value<std::uint64_t>();
-                t.until = r.value<std::uint64_t>();
-                t.dropped = r.value<std::uint64_t>();
-                t.name = r.take(r.value<std::uint32_t>());
-                threads.push_back(std::move(t));
-            } else if ((tag == 'R' || tag == 'X') && threads.empty()) {
-                throw std::runtime_error(fmt::format("stint: crash dump '{}': section '{}' at byte {} comes before "
-                                                     "any thread ('T')", path, tag, r.at() - 1));
-            } else if (tag == 'R') {
-                threads.back().records += r.take(r.value<std::uint64_t>());
-            } else if (tag == 'X') {
-                (void)r.value<std::uint64_t>();  // records written: the runs hold them
-                threads.back().after_crash = r.value<std::uint64_t>();
-                threads.back().unsettled = r.value<std::uint8_t>() == 1;
-            } else if (tag == 'O') {
-                raw_stack s;
-                s.tid = r.value<std::uint64_t>();
-                s.name = r.take(r.value<std::uint32_t>());
-                s.depth = r.value<std::uint32_t>();
-                const auto kept = r.value<std::uint32_t>();
-                for (std::uint32_t i = 0; i < kept; ++i) {
-                    raw_open e{};
-                    e.address = r.value<std::uint64_t>();
-                    e.begin = r.value<std::uint64_t>();
-                    e.name_size = r.value<std::uint64_t>();
-                    e.name = r.take(24);
-                    s.entries.push_back(std::move(e));
-                }
-                stacks.push_back(std::move(s));
-            } else if (tag == 'S') {
-                const auto address = r.value<std::uint64_t>();
-                detail::crash_site site;
-                site.shape = r.value<std::uint8_t>();
-                site.payload = r.value<std::uint8_t>();
-                site.name = r.take(r.value<std::uint32_t>());
-                sites[address] = std::move(site);
-            } else {
-                throw std::runtime_error(fmt::format("stint: crash dump '{}': unknown section '{}' at byte {}", path,
-                                                     tag, r.at() - 1));
-            }
-        }
-    } catch (const detail::crash_dump_bytes::cut_short&) {
-        dump.complete = false;
-    }
-    dump.bytes_read = r.at();
-
-    const auto site_of = [&](std::uint64_t address) -> detail::crash_site {
-        const auto found = sites.find(address);
-        if (found != sites.end()) return found->second;
-        return {0, 0, fmt::format("[unknown site {:#x}]", address)};
-    };
-    const auto thread_for = [&](std::uint64_t tid, const std::string& name) -> crash_dump_contents::thread& {
-        for (crash_dump_contents::thread& t : dump.threads) {
-            if (t.tid == tid) {
-                if (t.name.empty()) t.name = name;
-                return t;
-            }
-        }
-        crash_dump_contents::thread& t = dump.threads.emplace_back();
-        t.tid = tid;
-        t.name = name;
-        t.crashed = tid == dump.crashed_tid;
-        return t;
-    };
-    // A scope that ended by the crash but had not left its stack when the handler read it is drawn once,
-    // as its record: the open scopes' (site address, begin ticks) per thread, and those a record matches.
-    using scope_key = std::pair<std::uint64_t, std::uint64_t>;
-    std::map<std::uint64_t, std::set<scope_key>> open_keys;
-    for (const raw_stack& s : stacks) {
-        for (const raw_open& o : s.entries) open_keys[s.tid].insert({o.address, o.begin});
-    }
-    std::map<std::uint64_t, std::set<scope_key>> recorded;
-    for (const raw_thread& raw : threads) {
-        crash_dump_contents::thread& t = thread_for(raw.tid, raw.name);
-        const auto open_here = open_keys.find(raw.tid);
-        t.overwritten += raw.overwritten;
-        t.dropped += raw.dropped;
-        t.after_crash += raw.after_crash;
-        t.records_left_out = t.records_left_out || raw.unsettled;
-        if (raw.until != 0) t.complete_from_ns = std::max(t.complete_from_ns, to_ns(raw.until));
-        const std::string& d = raw.records;
-        for (std::size_t at = 0; at + 24 <= d.size();) {
-            std::uint64_t word = 0, begin = 0, end = 0;
-            std::memcpy(&word, d.data() + at, 8);
-            std::memcpy(&begin, d.data() + at + 8, 8);
-            std::memcpy(&end, d.data() + at + 16, 8);
-            const std::uint64_t address = word & ((std::uint64_t{1} << 48) - 1);
-            const detail::crash_site site = site_of(address);
-            if (open_here != open_keys.end() && open_here->second.count({address, begin}) != 0) {
-                recorded[raw.tid].insert({address, begin});
-            }
-            std::size_t size = 24;
-            std::string name = site.name;
-            if (site.payload != 0) {
-                if (at + 32 > d.size()) break;
-                std::uint32_t bytes = 0, aux = 0;
-                std::memcpy(&bytes, d.data() + at + 24, 4);
-                std::memcpy(&aux, d.data() + at + 28, 4);
-                const std::size_t body_size = bytes >= 8 ? std::min<std::size_t>(bytes - 8, d.size() - at - 32) : 0;
-                const std::string_view body(d.data() + at + 32, body_size);
-                if (site.payload == 1) {
-                    name = std::string(body.substr(0, aux));
-                } else if (site.payload == 2 && aux != 0 && body.size() >= 8) {
-                    name = std::string(body.substr(8, aux));
-                }
-                size += std::max<std::size_t>(bytes, 8);
-            }
-            at += size;
-            if (site.shape == 3) continue;
-            crash_dump_contents::event e;
-            e.name = std::move(name);
-            e.overhead = site.shape == 2;
-            e.instant = site.shape == 1;
-            e.start_ns = to_ns(begin);
-            e.end_ns = e.instant ? e.start_ns : std::max(to_ns(end), e.start_ns);
-            t.events.push_back(std::move(e));
-        }
-    }
-    for (const raw_stack& s : stacks) {
-        crash_dump_contents::thread& t = thread_for(s.tid, s.name);
-        std::uint32_t depth = 0;
-        for (const raw_open& o : s.entries) {
-            const std::uint32_t here = depth++;
-            // Older than the session: entered before it, not noted by it; newer than the crash: entered
-            // while the dump was written, after the snapshot.
-            if (o.address == 0 || o.begin < anchor || o.begin > crash_ticks) continue;
-            if (const auto found = recorded.find(s.tid);
-                found != recorded.end() && found->second.count({o.address, o.begin}) != 0) {
-                continue;  // ended by the crash: its record is drawn
-            }
-            detail::crash_site site = site_of(o.address);
-            if (site.payload == 1) {
-                site.name = o.name.substr(0, std::min<std::uint64_t>(o.name_size, 24)) + (o.name_size > 24 ? "..." : "");
-            }
-            crash_dump_contents::event e;
-            e.name = site.name;
-            e.start_ns = to_ns(o.begin);
-            e.end_ns = std::max(dump.crash_ns, e.start_ns);
-            e.still_open = true;
-            e.depth = here;
-            t.inside.push_back(e.name);
-            t.events.push_back(std::move(e));
-        }
-        t.deeper_not_kept += s.depth > s.entries.size() ? s.depth - s.entries.size() : 0;  // per object's stack
-    }
-    for (crash_dump_contents::thread& t : dump.threads) {
-        if (t.name.empty()) t.name = fmt::format("thread {}", t.tid);
-    }
-    if (!dump.complete) {
-        dump.lost.push_back(fmt::format(
-            "the dump was cut short after {} of {} bytes (a full disk, or a fault in the handler): threads, "
-            "records and names after that point are lost; events of sites it had not named yet are named "
-            "[unknown site]", dump.bytes_read, dump.bytes));
-    }
-    for (const crash_dump_contents::thread& t : dump.threads) {
-        if (t.records_left_out) dump.lost.push_back(fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
-        if (t.after_crash != 0) {
-            dump.lost.push_back(fmt::format("thread {}: {} records that ended after the crash left out (the snapshot "
-                                            "is the crash's instant)", t.tid, t.after_crash));
-        }
-        if (t.dropped != 0) {
-            dump.lost.push_back(fmt::format("thread {}: {} records dropped (the ring stood still while the dump "
-                                            "was written)", t.tid, t.dropped));
-        }
-        if (t.overwritten != 0) {
-            dump.lost.push_back(fmt::format("thread {}: {} older records overwritten by the ring before the crash",
-                                            t.tid, t.overwritten));
-        }
-    }
-    return dump;
-}
-
-void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path) {
-    detail::output_file file(path);
-    detail::json_writer out(file);
-    const std::string pid = std::to_string(dump.pid);
-    out.raw("{\"schemaVersion\": 1, \"traceName\": \"stint crash dump\", \"displayTimeUnit\": \"ms\", "
-            "\"baseTimeNanoseconds\": ");
-    out.number(dump.base_time_ns);
-    out.raw(",\n\"traceEvents\": [");
-    bool first = true;
-    const auto begin_event = [&] {
-        out.raw(first ? "\n  {" : ",\n  {");
-        first = false;
-    };
-    for (const crash_dump_contents::thread& t : dump.threads) {
-        begin_event();
-        out.raw("\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + std::to_string(t.tid) +
-                ", \"args\": {\"name\": ");
-        out.string(t.name);
-        out.raw("}}");
-        for (const crash_dump_contents::event& e : t.events) {
-            begin_event();
-            out.raw("\"name\": ");
-            out.string(e.name);
-            out.raw(", \"cat\": ");
-            out.raw(e.overhead ? "\"overhead\"" : "\"user_annotation\"");
-            out.raw(", \"pid\": " + pid + ", \"tid\": " + std::to_string(t.tid) + ", \"ts\": ");
-            out.microseconds(e.start_ns);
-            if (e.instant) {
-                out.raw(", \"ph\": \"i\", \"s\": \"t\"}");
-                continue;
-            }
-            out.raw(", \"ph\": \"X\", \"dur\": ");
-            out.microseconds(e.end_ns - e.start_ns);
-            if (e.still_open) {
-                out.raw(", \"args\": {\"still open at the crash\": true, \"depth\": ");
-                out.number(std::uint64_t{e.depth});
-                out.raw("}");
-            }
-            out.raw("}");
-        }
-    }
-    out.raw("\n],\n\"crash\": {\"signal\": ");
-    out.number(dump.signal);
-    out.raw(", \"tid\": ");
-    out.number(dump.crashed_tid);
-    out.raw(", \"pid\": ");
-    out.number(dump.pid);
-    out.raw(dump.complete ? ", \"complete\": true" : ", \"complete\": false");
-    out.raw(", \"threads\": [");
-    for (std::size_t i = 0; i < dump.threads.size(); ++i) {
-        const crash_dump_contents::thread& t = dump.threads[i];
-        out.raw(i == 0 ? "{\"tid\": " : ", {\"tid\": ");
-        out.number(t.tid);
-        out.raw(", \"name\": ");
-        out.string(t.name);
-        out.raw(t.crashed ? ", \"crashed\": true, \"inside\": [" : ", \"crashed\": false, \"inside\": [");
-        for (std::size_t k = 0; k < t.inside.size(); ++k) {
-            if (k != 0) out.raw(", ");
-            out.string(t.inside[k]);
-        }
-        out.raw("], \"deeper_not_kept\": ");
-        out.number(t.deeper_not_kept);
-        out.raw(", \"overwritten\": ");
-        out.number(t.overwritten);
-        out.raw(", \"dropped\": ");
-        out.number(t.dropped);
-        out.raw(", \"after_crash\": ");
-        out.number(t.after_crash);
-        out.raw(t.records_left_out ? ", \"records_left_out\": true}" : ", \"records_left_out\": false}");
-    }
-    out.raw("], \"lost\": [");
-    for (std::size_t i = 0; i < dump.lost.size(); ++i) {
-        if (i != 0) out.raw(", ");
-        out.string(dump.lost[i]);
-    }
-    out.raw("]}}\n");
-    out.flush();
-    file.commit();
-}
-
-std::string crash_dump_summary(const crash_dump_contents& dump) {
-    std::string out = fmt::format("process {} died of {} on thread {}{}\n", dump.pid,
-                                  dump.signal != 0 ? fmt::format("signal {}", dump.signal) : "std::terminate",
-                                  dump.crashed_tid, dump.complete ? "" : " (dump cut short)");
-    for (const crash_dump_contents::thread& t : dump.threads) {
-        std::string inside;
-        for (const std::string& name : t.inside) inside += (inside.empty() ? "" : " > ") + name;
-        if (t.deeper_not_kept != 0) inside += fmt::format(" (and {} deeper)", t.deeper_not_kept);
-        std::string last;
-        std::size_t shown = 0;
-        for (auto e = t.events.rbegin(); e != t.events.rend() && shown < 3; ++e) {
-            if (e->overhead || e->still_open) continue;
-            last = e->name + (last.empty() ? "" : ", ") + last;
-            ++shown;
-        }
-        out += fmt::format("  thread {} {}{}: inside {}; last {}\n", t.tid, t.name, t.crashed ? " (crashed)" : "",
-                           inside.empty() ? "no scope" : inside, last.empty() ? "nothing" : last);
-    }
-    for (const std::string& line : dump.lost) out += "  lost: " + line + "\n";
-    return out;
-}
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_CRASH_DUMP_READER_IPP
-// ---- end stint/profiler/impl/crash_dump_reader.ipp ----
-
-// ---- begin stint/export/impl/tensorboard.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
-#define STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
-// tensorboard_trace_handler's bodies: unique file names in a directory made on demand.
-
-#include <algorithm>     // std::max
-#include <cerrno>        // errno, EEXIST
-#include <chrono>        // std::chrono::system_clock
-#include <cstddef>       // std::size_t
-#include <stdexcept>     // std::invalid_argument
-#include <system_error>  // std::system_error, std::generic_category
-#include <utility>       // std::move
-
-
-// POSIX calls instead of <filesystem>, which costs every file that includes stint.hpp.
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/stat.h>  // mkdir, stat
-#include <unistd.h>    // gethostname
-#else
-#include <filesystem>  // std::filesystem::create_directories
-#endif
-
-namespace stint::detail {
-
-std::int64_t next_trace_stamp_ms() {
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-    trace_stamp_state& state = the_trace_stamp_state();
-    std::lock_guard lock(state.mutex);
-    state.last_ms = std::max(now, state.last_ms + 1);
-    return state.last_ms;
-}
-
-std::error_code make_directories(const std::string& dir) {
-#if defined(__unix__) || defined(__APPLE__)
-    for (std::size_t end = 1; end <= dir.size(); ++end) {
-        if (end != dir.size() && dir[end] != '/') continue;
-        if (::mkdir(dir.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) {
-            return {errno, std::generic_category()};
-        }
-    }
-    struct stat info = {};
-    if (::stat(dir.c_str(), &info) != 0) return {errno, std::generic_category()};
-    if (!S_ISDIR(info.st_mode)) return std::make_error_code(std::errc::not_a_directory);
-    return {};
-#else
-    std::error_code error;
-    std::filesystem::create_directories(dir, error);
-    if (!error && !std::filesystem::is_directory(dir)) error = std::make_error_code(std::errc::not_a_directory);
-    return error;
-#endif
-}
-
-bool path_exists(const std::string& path) {
-#if defined(__unix__) || defined(__APPLE__)
-    struct stat info = {};
-    return ::stat(path.c_str(), &info) == 0;
-#else
-    std::error_code error;
-    return std::filesystem::exists(path, error);
-#endif
-}
-
-std::string current_host_name() {
-#if defined(__unix__) || defined(__APPLE__)
-    char name[256] = {};
-    if (::gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
-#endif
-    return "localhost";
-}
-
-}  // namespace stint::detail
-
-namespace stint {
-
-tensorboard_trace_handler::tensorboard_trace_handler(std::string dir, std::string worker_name, bool use_gzip)
-    : dir_(std::move(dir)), worker_name_(std::move(worker_name)), use_gzip_(use_gzip) {
-    if (dir_.empty()) throw std::invalid_argument("stint: tensorboard_trace_handler(): the directory is empty");
-}
-
-std::string tensorboard_trace_handler::next_path() const {
-    if (const std::error_code error = detail::make_directories(dir_)) {
-        throw std::system_error(error, "stint: tensorboard_trace_handler: can't create directory '" + dir_ + "'");
-    }
-    const std::string worker = worker_name_.empty()
-                                   ? detail::current_host_name() + "_" + std::to_string(detail::current_pid())
-                                   : worker_name_;
-    const char* suffix = use_gzip_ ? ".pt.trace.json.gz" : ".pt.trace.json";
-    for (;;) {
-        const std::string path = dir_ + (dir_.back() == '/' ? "" : "/") + worker + "." +
-                                 std::to_string(detail::next_trace_stamp_ms()) + suffix;
-        if (!detail::path_exists(path)) return path;
-    }
-}
-
-
-}  // namespace stint
-#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_TENSORBOARD_IPP
-// ---- end stint/export/impl/tensorboard.ipp ----
-
-// ---- begin stint/capture/detail/impl/native_symbols.ipp ----
-#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_NATIVE_SYMBOLS_IPP
-#define STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_NATIVE_SYMBOLS_IPP
-// The bodies of capture/detail/native_symbols.hpp: demangling, and native addresses named from ELF symbols.
-
-
-#include <algorithm>  // std::max, std::sort, std::upper_bound
-#include <cstdlib>  // std::free
-#include <cstring>  // std::memcmp, std::strcmp
-#include <memory>  // std::unique_ptr
-#include <string_view>  // std::string_view
-
-#include <fmt/format.h>  // fmt::format
-
-#if STINT_DETAIL_HAS_ELF_SYMBOLS
-#include <cxxabi.h>  // abi::__cxa_demangle
-#include <elf.h>     // Elf64_Ehdr, Elf64_Shdr, Elf64_Sym
-#include <fcntl.h>   // ::open, O_RDONLY, O_CLOEXEC
-#include <link.h>    // ::dl_iterate_phdr, dl_phdr_info
-#include <unistd.h>  // ::pread, ::close
-#endif
-
-namespace stint::detail {
-
-std::string demangle(const char* name) {
-#if STINT_DETAIL_HAS_ELF_SYMBOLS
-    int status = 0;
-    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-    if (status == 0 && out) return out.get();
-#endif
-    return name;
-}
-
-const std::string& native_symbolizer::name_of(std::uint64_t address) {
-    auto [it, added] = names_.try_emplace(address);
-    if (added) it->second = look_up(address);
-    return it->second;
-}
-
-std::string native_symbolizer::look_up(std::uint64_t address) {
-#if STINT_DETAIL_HAS_ELF_SYMBOLS
-    // A return address follows its call: look up the call instruction's last byte.
-    const std::uint64_t at = address - 1;
-    Dl_info info{};
-    void* const where = reinterpret_cast<void*>(static_cast<std::uintptr_t>(at));
-    if (::dladdr(where, &info) == 0 || info.dli_fbase == nullptr) {
-        return fmt::format("0x{:x}", address);
-    }
-    const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(info.dli_fbase));
-    const std::string path = object_path(info);
-    const object_symbols& object = symbols_of(path);
-    const std::uint64_t key = object.relative ? at - base : at;
-    auto next = std::upper_bound(object.symbols.begin(), object.symbols.end(), key,
-                                 [](std::uint64_t k, const symbol& s) { return k < s.begin; });
-    if (next != object.symbols.begin()) {
-        const symbol& s = *(next - 1);
-        if (key < s.begin + std::max<std::uint64_t>(s.size, 1) && s.name < object.strings.size()) {
-            return demangle(object.strings.c_str() + s.name);
-        }
-    }
-    if (info.dli_sname != nullptr) return demangle(info.dli_sname);  // the nearest exported symbol
-    const std::string_view file = path;
-    return fmt::format("{}+0x{:x}", file.substr(file.rfind('/') + 1), at - base);
-#else
-    return fmt::format("0x{:x}", address);
-#endif
-}
-
-#if STINT_DETAIL_HAS_ELF_SYMBOLS
-std::string native_symbolizer::object_path(const Dl_info& info) {
-    static const void* main_base = [] {
-        const void* found = nullptr;
-        ::dl_iterate_phdr(
-            [](dl_phdr_info* phdr, std::size_t, void* out) {
-                *static_cast<const void**>(out) = reinterpret_cast<const void*>(phdr->dlpi_addr);
-                return 1;  // the first object is the main program
-            },
-            &found);
-        return found;
-    }();
-    const bool is_main = info.dli_fbase == main_base ||
-                         (info.dli_fname != nullptr && std::strcmp(info.dli_fname, "") == 0);
-    if (is_main || info.dli_fname == nullptr) return "/proc/self/exe";
-    return info.dli_fname;
-}
-
-const native_symbolizer::object_symbols& native_symbolizer::symbols_of(const std::string& path) {
-    auto [it, added] = objects_.try_emplace(path);
-    if (added) read_symbols(path, it->second);
-    return it->second;
-}
-
-bool native_symbolizer::read_at(int fd, void* out, std::size_t bytes, std::uint64_t offset) {
-    auto* to = static_cast<char*>(out);
-    while (bytes > 0) {
-        const ssize_t n = ::pread(fd, to, bytes, static_cast<off_t>(offset));
-        if (n <= 0) return false;
-        to += n;
-        bytes -= static_cast<std::size_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-    }
-    return true;
-}
-
-void native_symbolizer::read_symbols(const std::string& path, object_symbols& out) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } close_at_exit{fd};
-    Elf64_Ehdr header{};
-    if (!read_at(fd, &header, sizeof(header), 0) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
-        header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr)) {
-        return;
-    }
-    out.relative = header.e_type == ET_DYN;
-    std::vector<Elf64_Shdr> sections(header.e_shnum);
-    if (sections.empty() ||
-        !read_at(fd, sections.data(), sections.size() * sizeof(Elf64_Shdr), header.e_shoff)) {
-        return;
-    }
-    // .symtab has every function; stripped objects keep only the exported ones in .dynsym.
-    const Elf64_Shdr* table = nullptr;
-    for (const Elf64_Shdr& s : sections) {
-        if (s.sh_type == SHT_SYMTAB) table = &s;
-    }
-    if (table == nullptr) {
-        for (const Elf64_Shdr& s : sections) {
-            if (s.sh_type == SHT_DYNSYM) table = &s;
-        }
-    }
-    if (table == nullptr || table->sh_link >= sections.size() || table->sh_entsize != sizeof(Elf64_Sym)) return;
-    const Elf64_Shdr& strings = sections[table->sh_link];
-    std::vector<Elf64_Sym> symbols(table->sh_size / sizeof(Elf64_Sym));
-    out.strings.resize(strings.sh_size);
-    if (!read_at(fd, symbols.data(), symbols.size() * sizeof(Elf64_Sym), table->sh_offset) ||
-        !read_at(fd, out.strings.data(), out.strings.size(), strings.sh_offset)) {
-        out.strings.clear();
-        return;
-    }
-    for (const Elf64_Sym& s : symbols) {
-        const unsigned type = ELF64_ST_TYPE(s.st_info);
-        if ((type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_value != 0 && s.st_name < out.strings.size()) {
-            out.symbols.push_back({s.st_value, s.st_size, s.st_name});
-        }
-    }
-    std::sort(out.symbols.begin(), out.symbols.end(),
-              [](const symbol& a, const symbol& b) { return a.begin < b.begin; });
-}
-#endif
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_IMPL_NATIVE_SYMBOLS_IPP
-// ---- end stint/capture/detail/impl/native_symbols.ipp ----
-
-// ---- begin stint/export/impl/execution_trace.ipp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_IMPL_EXECUTION_TRACE_IPP
-#define STINT_SINGLE_STINT_EXPORT_IMPL_EXECUTION_TRACE_IPP
-// execution_trace_writer's bodies: the ET header, each span's op nodes, the root node and the end.
-
-#include <algorithm>  // std::reverse, std::min
-#include <chrono>     // std::chrono::steady_clock
-#include <cstddef>    // std::ptrdiff_t
-#include <ctime>      // std::time, std::tm, std::strftime, localtime_r
-#include <utility>    // std::pair
-
-
-namespace stint::detail {
-
-execution_trace_writer::execution_trace_writer(const std::string& path)
-    : file_(path), out_(file_) {
-    out_.raw("{\n  \"schema\": \"");
-    out_.raw(et_schema);
-    out_.raw("\", \"pid\": ");
-    out_.number(current_pid());
-    out_.raw(", \"time\": ");
-    out_.string(local_time_text());
-    out_.raw(", \"start_ts\": ");
-    out_.number(steady_milliseconds());
-    out_.raw(",\n  \"nodes\": [");
-    guarded([&] { out_.flush(); });
-}
-
-void execution_trace_writer::append(const event_list& events) {
-    if (failed_) return;  // an earlier write failed and threw; the file is already lost
-    guarded([&] {
-        ++spans_;
-        recorded_ += events.recorded();
-        dropped_ += events.dropped();
-        late_ += events.late();
-        // (event, its parent's node id; 0: the thread's node, made when its first op is written)
-        std::vector<std::pair<event_index, std::uint64_t>> stack;
-        for (const event& top : events) {
-            if (!top.is_top_level() || events.threads()[top.thread].is_device_track()) continue;
-            const std::uint64_t tid = events.threads()[top.thread].os_tid;
-            stack.emplace_back(events.index_of(top), 0);
-            while (!stack.empty()) {
-                auto [i, parent] = stack.back();
-                stack.pop_back();
-                const event& e = events[i];
-                std::uint64_t id = parent;  // a non-node (an instant, an API call) passes its parent on
-                if (is_execution_trace_node(e.kind)) {
-                    if (parent == 0) parent = thread_node(tid);
-                    id = next_id_++;
-                    write_op_node(e, id, parent, tid, events.args(e));
-                }
-                // Children in reverse onto the stack, so that they are written in order.
-                const std::size_t first = stack.size();
-                for (event_index c = e.first_child; c != no_index; c = events[c].next_sibling) {
-                    stack.emplace_back(c, id);
-                }
-                std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
-            }
-        }
-        out_.flush();
-        file_.idle();  // no compressing thread waits between spans
-    });
-}
-
-void execution_trace_writer::finish() {
-    if (failed_) return;
-    guarded([&] {
-        write_bare_node(et_process_node, et_root_id, et_root_id, 0);
-        out_.raw("}\n  ],\n  \"stint\": {\"version\": \"" STINT_VERSION_STRING "\", \"spans\": ");
-        out_.number(spans_);
-        out_.raw(", \"nodes\": ");
-        out_.number(nodes_);
-        out_.raw(", \"recorded\": ");
-        out_.number(recorded_);
-        out_.raw(", \"dropped\": ");
-        out_.number(dropped_);
-        out_.raw(", \"late\": ");
-        out_.number(late_);
-        out_.raw("},\n  \"finish_ts\": ");
-        out_.number(steady_milliseconds());
-        out_.raw("\n}\n");
-        out_.flush();
-        file_.commit();
-    });
-}
-
-std::int64_t execution_trace_writer::steady_milliseconds() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string execution_trace_writer::local_time_text() {
-    const std::time_t now = std::time(nullptr);
-    std::tm local{};
-    if (localtime_r(&now, &local) == nullptr) return {};
-    char text[64];
-    const std::size_t n = std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
-    return {text, n};
-}
-
-std::uint64_t execution_trace_writer::thread_node(std::uint64_t tid) {
-    auto [it, added] = thread_nodes_.try_emplace(tid, 0);
-    if (!added) return it->second;
-    it->second = next_id_++;
-    write_bare_node(et_thread_node, it->second, et_root_id, tid);
-    out_.raw("},");
-    return it->second;
-}
-
-void execution_trace_writer::write_bare_node(std::string_view name, std::uint64_t id, std::uint64_t parent, std::uint64_t tid) {
-    write_node_start(name, id, parent);
-    out_.raw(R"(, "inputs": {"values": [], "shapes": [], "types": [], "strides": []})");
-    out_.raw(R"(, "outputs": {"values": [], "shapes": [], "types": [], "strides": []})");
-    write_attrs(0, -1, et_scope_user, tid);
-}
-
-void execution_trace_writer::write_node_start(std::string_view name, std::uint64_t id, std::uint64_t parent) {
-    ++nodes_;
-    out_.raw("\n    {\"id\": ");
-    out_.number(id);
-    out_.raw(", \"name\": ");
-    out_.string(name);
-    out_.raw(", \"ctrl_deps\": ");
-    out_.number(parent);
-}
-
-void execution_trace_writer::write_attrs(std::uint64_t rf_id,
-                                         std::int64_t seq_id,
-                                         std::uint64_t scope,
-                                         std::uint64_t tid,
-                                         std::uint64_t fw_tid) {
-    out_.raw(R"(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )");
-    out_.number(rf_id);
-    out_.raw(R"(}, {"name": "fw_parent", "type": "uint64", "value": 0}, {"name": "seq_id", "type": "int64", )"
-             R"("value": )");
-    out_.number(seq_id);
-    out_.raw(R"(}, {"name": "scope", "type": "uint64", "value": )");
-    out_.number(scope);
-    out_.raw(R"(}, {"name": "tid", "type": "uint64", "value": )");
-    out_.number(tid);
-    out_.raw(R"(}, {"name": "fw_tid", "type": "uint64", "value": )");
-    out_.number(fw_tid);
-    out_.raw(R"(}, )"
-             R"({"name": "op_schema", "type": "string", "value": ""}, )"
-             R"({"name": "kernel_backend", "type": "string", "value": ""}, )"
-             R"({"name": "kernel_file", "type": "string", "value": ""}])");
-}
-
-std::optional<std::int64_t> execution_trace_writer::integer_arg(const event_args* args, std::string_view name) {
-    const named_arg* a = args != nullptr ? args->find_arg(name) : nullptr;
-    if (a == nullptr || (a->type != arg_type::integer && a->type != arg_type::unsigned_integer)) return std::nullopt;
-    return a->integer;
-}
-
-void execution_trace_writer::write_op_node(const event& e,
-                                           std::uint64_t id,
-                                           std::uint64_t parent,
-                                           std::uint64_t tid,
-                                           const event_args* args) {
-    write_node_start(e.name, id, parent);
-    static const std::vector<op_input> none;
-    out_.raw(", \"inputs\": ");
-    write_values(args != nullptr ? args->inputs : none);
-    out_.raw(", \"outputs\": ");
-    write_values(args != nullptr ? args->outputs : none);
-    write_attrs(e.id, integer_arg(args, "Sequence number").value_or(-1),
-                e.kind == event_kind::cpu_op ? et_scope_function : et_scope_user, tid,
-                static_cast<std::uint64_t>(integer_arg(args, "Fwd thread id").value_or(0)));
-    out_.raw("},");
-}
-
-void execution_trace_writer::write_values(const std::vector<op_input>& values) {
-    const std::size_t n = std::min(values.size(), et_max_list);
-    out_.raw("{\"values\": [");
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i != 0) out_.raw(", ");
-        write_value(values[i]);
-    }
-    out_.raw("], \"shapes\": [");
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i != 0) out_.raw(", ");
-        write_shape(values[i], false);
-    }
-    out_.raw("], \"types\": [");
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i != 0) out_.raw(", ");
-        out_.raw("\"");
-        write_type(values[i]);
-        out_.raw("\"");
-    }
-    out_.raw("], \"strides\": [");
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i != 0) out_.raw(", ");
-        write_shape(values[i], true);
-    }
-    out_.raw("]}");
-}
-
-std::size_t execution_trace_writer::list_size(const op_input& v) noexcept {
-    std::size_t n = 0;
-    if (v.kind == input_kind::tensor_list) n = v.tensors.size();
-    if (v.kind == input_kind::scalar_list) {
-        n = v.values_type == scalar_type::real ? v.reals.size() : v.integers.size();
-    }
-    return std::min(n, et_max_list);
-}
-
-void execution_trace_writer::write_int_list(const std::vector<std::int64_t>& values) {
-    out_.raw("[");
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i != 0) out_.raw(",");
-        out_.number(values[i]);
-    }
-    out_.raw("]");
-}
-
-void execution_trace_writer::write_shape(const op_input& v, bool strides) {
-    if (v.kind == input_kind::tensor) return write_int_list(strides ? v.strides : v.dims);
-    if (v.kind != input_kind::tensor_list && v.kind != input_kind::scalar_list) return out_.raw("[]");
-    out_.raw("[");
-    const std::size_t n = list_size(v);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i != 0) out_.raw(",");
-        if (v.kind == input_kind::tensor_list) {
-            write_shape(v.tensors[i], strides);
-        } else {
-            out_.raw("[]");
-        }
-    }
-    out_.raw("]");
-}
-
-void execution_trace_writer::write_type(const op_input& v) {
-    switch (v.kind) {
-        case input_kind::tensor:
-            out_.raw("Tensor(");
-            out_.string_part(v.dtype);
-            out_.raw(")");
-            return;
-        case input_kind::tensor_list:
-        case input_kind::scalar_list: {
-            out_.raw("GenericList[");
-            const std::size_t n = list_size(v);
-            for (std::size_t i = 0; i < n; ++i) {
-                if (i != 0) out_.raw(",");
-                if (v.kind == input_kind::tensor_list) {
-                    write_type(v.tensors[i]);
-                } else {
-                    out_.raw(scalar_type_name(v.values_type));
-                }
-            }
-            out_.raw("]");
-            return;
-        }
-        case input_kind::scalar: out_.raw(scalar_type_name(v.values_type)); return;
-        case input_kind::string: out_.raw("String"); return;
-        case input_kind::none: out_.raw("None"); return;
-        case input_kind::other: out_.raw("Object"); return;
-    }
-}
-
-std::string_view execution_trace_writer::scalar_type_name(scalar_type type) noexcept {
-    switch (type) {
-        case scalar_type::integer:
-        case scalar_type::unsigned_integer: return "Int";
-        case scalar_type::real: return "Double";
-        case scalar_type::boolean: return "Bool";
-    }
-    return "Int";
-}
-
-void execution_trace_writer::write_scalar(const op_input& v, std::size_t i) {
-    switch (v.values_type) {
-        case scalar_type::integer: out_.number(v.integers[i]); return;
-        case scalar_type::unsigned_integer: out_.number(static_cast<std::uint64_t>(v.integers[i])); return;
-        case scalar_type::boolean: out_.boolean(v.integers[i] != 0); return;
-        case scalar_type::real: out_.number(v.reals[i]); return;  // inf and nan as strings, as torch
-    }
-}
-
-void execution_trace_writer::write_value(const op_input& v) {
-    switch (v.kind) {
-        case input_kind::tensor: return write_tensor(v);
-        case input_kind::tensor_list:
-        case input_kind::scalar_list: {
-            out_.raw("[");
-            const std::size_t n = list_size(v);
-            for (std::size_t i = 0; i < n; ++i) {
-                if (i != 0) out_.raw(",");
-                if (v.kind == input_kind::tensor_list) {
-                    write_value(v.tensors[i]);
-                } else {
-                    write_scalar(v, i);
-                }
-            }
-            out_.raw("]");
-            return;
-        }
-        case input_kind::scalar:
-            if (v.integers.empty() && v.reals.empty()) return out_.raw("0");
-            return write_scalar(v, 0);
-        case input_kind::string: return out_.string(v.text);
-        case input_kind::none: return out_.raw("\"<None>\"");
-        case input_kind::other: return out_.raw("\"<Object>\"");
-    }
-}
-
-void execution_trace_writer::write_tensor(const op_input& v) {
-    std::int64_t numel = 1;
-    for (std::int64_t d : v.dims) numel *= d;
-    out_.raw("[");
-    if (v.identity && v.identity->itemsize != 0) {
-        const tensor_identity& id = *v.identity;
-        out_.number(id_of(tensor_ids_, id.key));
-        out_.raw(",");
-        out_.number(id_of(storage_ids_, id.storage));
-        out_.raw(",");
-        out_.number(id.offset);
-        out_.raw(",");
-        out_.number(numel);
-        out_.raw(",");
-        out_.number(id.itemsize);
-        out_.raw(",\"");
-        out_.raw(device_type_name(id.device.type));
-        if (id.device.type != device_type::cpu) {
-            out_.raw(":");
-            out_.number(id.device.index);
-        }
-        out_.raw("\"]");
-        return;
-    }
-    // No address captured (its traits gave none): a tensor of its own, no storage, as torch writes a
-    // tensor without storage. An address without an item size keeps its tensor id, and no storage.
-    out_.number(v.identity ? id_of(tensor_ids_, v.identity->key) : next_id_++);
-    out_.raw(",0,0,");
-    out_.number(numel);
-    out_.raw(",0,\"\"]");
-}
-
-std::uint64_t execution_trace_writer::id_of(std::unordered_map<std::uint64_t, std::uint64_t>& ids, std::uint64_t key) {
-    auto [it, added] = ids.try_emplace(key, 0);
-    if (added) it->second = next_id_++;
-    return it->second;
-}
-
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_EXPORT_IMPL_EXECUTION_TRACE_IPP
-// ---- end stint/export/impl/execution_trace.ipp ----
+#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_EXIT_TRACE_IPP
+// ---- end stint/profiler/impl/exit_trace.ipp ----
 
 // ---- begin stint/recording/impl/signal_stack.ipp ----
 #ifndef STINT_SINGLE_STINT_RECORDING_IMPL_SIGNAL_STACK_IPP
@@ -27144,60 +27193,4 @@ void free_signal_stack(thread_node& node) noexcept {
 }  // namespace stint::detail
 #endif  // STINT_SINGLE_STINT_RECORDING_IMPL_SIGNAL_STACK_IPP
 // ---- end stint/recording/impl/signal_stack.ipp ----
-
-// ---- begin stint/profiler/impl/exit_trace.ipp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_IMPL_EXIT_TRACE_IPP
-#define STINT_SINGLE_STINT_PROFILER_IMPL_EXIT_TRACE_IPP
-// The bodies of profiler/exit_trace.hpp: the registry of profilers whose trace is written at exit.
-
-#include <cstdlib>  // std::atexit, std::getenv
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-exit_trace::exit_trace() {
-    if (const char* value = std::getenv("STINT_TRACE_ON_EXIT"); value != nullptr) path_ = value;
-    if (!path_.empty()) std::atexit([] { the_exit_trace().write_unfinished(); });
-}
-
-void exit_trace::arm(void* profiler, writer write) {
-    if (path_.empty()) return;
-    const std::lock_guard lock(mutex_);
-    armed_.emplace_back(profiler, write);
-}
-
-void exit_trace::disarm(void* profiler) noexcept {
-    if (path_.empty()) return;
-    std::unique_lock lock(mutex_);
-    std::erase_if(armed_, [&](const auto& entry) { return entry.first == profiler; });
-    idle_.wait(lock, [&] { return busy_ != profiler || busy_thread_ == std::this_thread::get_id(); });
-}
-
-// Writes each armed profiler without holding the lock while it does (a writer takes the profiler's
-// lock, and on_trace_ready may construct or destroy other profilers, which arm and disarm).
-void exit_trace::write_unfinished() noexcept {
-    std::unique_lock lock(mutex_);
-    while (!armed_.empty()) {
-        const auto [profiler, write] = armed_.back();
-        armed_.pop_back();
-        busy_ = profiler;
-        busy_thread_ = std::this_thread::get_id();
-        lock.unlock();
-        write(profiler, path_);
-        lock.lock();
-        busy_ = nullptr;
-        idle_.notify_all();
-    }
-}
-
-/// Leaked: the exit handler may run after static destructors.
-exit_trace& the_exit_trace() {
-    static exit_trace* const instance = new exit_trace();
-    return *instance;
-}
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_PROFILER_IMPL_EXIT_TRACE_IPP
-// ---- end stint/profiler/impl/exit_trace.ipp ----
 #endif  // STINT_HEADER_ONLY

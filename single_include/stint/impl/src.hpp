@@ -2956,8 +2956,9 @@ struct own_allocation_scope {
 };
 
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. Defined in
-/// slow_path.hpp, after the append that calls it: a template, so that its definition may follow its
-/// callers and a file that never appends compiles none of it.
+/// slow_path.hpp, after the append that calls it: a template, the one of the recording side (design §16),
+/// because gcc 12 warns (-Wattributes) on an inline function whose cold, noinline definition follows an
+/// earlier declaration, and a template's declaration may precede its definition without it.
 template <int = 0>
 STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
                                           std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;
@@ -3314,8 +3315,7 @@ inline thread_local thread_exit_guard tls_exit_guard;
 
 /// make_room through the installed table, this object's exit guard set on the buffer it registers. Cold
 /// and out of line: inlined, its thread_local guard would weigh on the callers' common path.
-template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+STINT_DETAIL_COLD inline buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
                                         std::uint64_t end) {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return {.discarded = true};  // no profiler can have started: no session to record into
@@ -3386,8 +3386,7 @@ struct payload_bytes {
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
 /// Returns false when the record was dropped (and counted); true when written, or discarded because the
 /// session ended meanwhile.
-template <int = 0>
-STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+STINT_DETAIL_NOINLINE inline bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  payload_bytes first, payload_bytes second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
@@ -3638,8 +3637,7 @@ constexpr bool notes_open_scopes(std::uint32_t state) noexcept {
 
 /// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
 /// in the process yet or memory ran out. Cold: once per thread and object.
-template <int = 0>
-STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
+STINT_DETAIL_COLD inline open_scope_stack* make_open_scope_stack() noexcept {
     thread_buffer& buffer = tls_buffer;
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr || buffer.dead) return nullptr;
@@ -5903,8 +5901,7 @@ inline std::size_t encode_args(const arg* args, std::size_t size, std::byte* out
 
 /// Appends the args record at `depth` (one more than its event's): the drain gives it to the first later
 /// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
+STINT_DETAIL_NOINLINE inline void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
                                           const arg* args, std::size_t size) noexcept {
     alignas(8) std::byte buffer[max_args_bytes];
     std::uint32_t aux = 0;
@@ -5912,8 +5909,7 @@ STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t dep
     append_record_payload(&args_site, depth, ticks, ticks, state, aux, payload_bytes{buffer, used});
 }
 
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
+STINT_DETAIL_NOINLINE inline void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
     append_args_at(state, depth, read_ticks(), args, size);
@@ -5987,8 +5983,7 @@ inline thread_local named_site_slot named_site_cache[named_site_slots];
 
 /// The slow half of named_site(): the process's table through the installed slow path. Null when none
 /// is installed or the table could not grow (the caller then copies the name instead).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
                                                 named_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -6042,8 +6037,7 @@ inline std::uint64_t hash_text(std::string_view text) noexcept {
     return hash ^ (hash >> 32);
 }
 
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
                                                std::uint64_t hash, text_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -6405,8 +6399,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
 /// The site of a counter named at run time (a name that lives for the process), made once through the
 /// installed slow path (recording/detail/named_site_table.hpp). Null when it cannot be made: the sample
 /// is then counted as dropped on this thread (a session records, so a profiler installed the path).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
+STINT_DETAIL_COLD inline const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path != nullptr) {
         try {
@@ -9605,394 +9598,6 @@ STINT_DECL void write_perfetto_trace_file(const std::string& path, const event_l
 }  // namespace stint::detail
 
 #if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/export/perfetto_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
-#define STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
-// Perfetto's native trace: a protobuf `Trace`, a series of TracePackets, written from an event list
-// and streamed through one buffer (design §4). ui.perfetto.dev and trace_processor open it far beyond
-// the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
-//
-// Layout: a process track and one thread track per thread (device streams get tracks of their own,
-// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, a
-// counter track per counter name and per device's memory total (export/counter_tracks.hpp), then
-// one packet sequence per track: each event is a SLICE_BEGIN and a SLICE_END (instants one
-// TYPE_INSTANT), its name and category interned on that sequence, its track given once by the
-// sequence's defaults. A "stint stats" instant on the process track carries the counts of the Chrome
-// trace's "stint" block.
-
-#include <array>          // std::array
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::uint64_t, std::int64_t, std::uint32_t
-#include <memory>         // std::unique_ptr
-#include <optional>       // std::optional
-#include <string>         // std::string
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <vector>         // std::vector
-
-
-// ---- begin stint/export/counter_tracks.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
-#define STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
-// What the traces draw as counter tracks, one per name in the process: each counter's samples
-// (STINT_COUNTER, stint::counter), and the memory totals that profile_memory's events carry, "Total
-// Allocated (cpu)" and "Total Reserved (cpu)" (one pair per device), so that the memory curve shows
-// under the ops. The Chrome and Perfetto traces read them here, so both draw the same tracks.
-
-#include <deque>        // std::deque
-#include <optional>     // std::optional
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-
-
-namespace stint::detail {
-
-/// The counter samples of an event list's events, event by event. Names of memory tracks are made
-/// once per device and stay valid for the object's life.
-class counter_samples {
-public:
-    /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
-    /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
-    /// Total Reserved, just after it (in_bytes). Other events add none.
-    template <class OnSample>
-    void of(const event_list& events, const event& e, OnSample&& on_sample) {
-        if (e.kind == event_kind::counter) {
-            if (const std::optional<counter_value> value = events.counter_of(e)) on_sample(e.name, *value, false);
-            return;
-        }
-        const memory_record* memory = events.memory_of(e);
-        if (memory == nullptr) return;
-        const memory_names& names = names_of(memory->device);
-        on_sample(std::string_view(names.allocated), counter_value{.integer = memory->total_allocated}, true);
-        on_sample(std::string_view(names.reserved), counter_value{.integer = memory->total_reserved}, true);
-    }
-
-private:
-    struct memory_names {
-        stint::device where;
-        std::string allocated;  // "Total Allocated (cpu)", "Total Allocated (cuda:0)"
-        std::string reserved;
-    };
-
-    STINT_DECL const memory_names& names_of(stint::device where);
-
-    std::deque<memory_names> memory_names_;  // a deque never moves its strings: views stay valid
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
-// ---- end stint/export/counter_tracks.hpp ----
-
-// ---- begin stint/export/detail/protobuf.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
-#define STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
-// The protobuf wire format, as much of it as the Perfetto writer needs: varints and length-delimited
-// fields. A field is a key (field number << 3 | wire type) then its value; a nested message or string
-// is a length then its bytes, so a message's size is known before it is written (computed for the
-// per-event packets, built in a proto_message for the rare ones).
-
-#include <bit>          // std::bit_width
-#include <cstddef>      // std::size_t
-#include <cstdint>      // std::uint64_t
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-
-
-namespace stint::detail::protobuf {
-
-enum class wire : std::uint8_t { varint = 0, fixed64 = 1, length = 2 };
-
-/// Bytes of `v` as a varint: 7 bits a byte, 1 to 10.
-constexpr std::size_t varint_size(std::uint64_t v) noexcept {
-    return 1 + static_cast<std::size_t>(std::bit_width(v | 1) - 1) / 7;
-}
-
-constexpr std::uint64_t key(std::uint32_t field, wire type) noexcept {
-    return (std::uint64_t{field} << 3) | static_cast<std::uint64_t>(type);
-}
-
-inline char* put_varint(char* o, std::uint64_t v) noexcept {
-    while (v >= 0x80) {
-        *o++ = static_cast<char>(v | 0x80);
-        v >>= 7;
-    }
-    *o++ = static_cast<char>(v);
-    return o;
-}
-
-/// A varint field; int32/int64 values are written as their 64-bit two's complement (10 bytes when
-/// negative), as protobuf does.
-inline char* put_uint(char* o, std::uint32_t field, std::uint64_t v) noexcept {
-    return put_varint(put_varint(o, key(field, wire::varint)), v);
-}
-constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
-    return varint_size(key(field, wire::varint)) + varint_size(v);
-}
-
-/// A fixed64 field (little-endian, as protobuf's wire format is).
-inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
-    o = put_varint(o, key(field, wire::fixed64));
-    for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
-    return o;
-}
-
-/// The key and length of a length-delimited field; its `size` bytes follow.
-inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
-    return put_varint(put_varint(o, key(field, wire::length)), size);
-}
-constexpr std::size_t length_size(std::uint32_t field, std::size_t size) noexcept {
-    return varint_size(key(field, wire::length)) + varint_size(size) + size;
-}
-
-/// Appends `text` with each ill-formed UTF-8 subpart replaced by U+FFFD (protobuf strings must be
-/// UTF-8; the JSON writer replaces the same way, so a name reads the same in both traces).
-STINT_DECL void append_utf8(std::string& out, std::string_view text);
-
-/// A message built field by field, for the packets written once per trace, track or name.
-///     proto_message thread;
-///     thread.uint(1, pid).uint(2, tid).string(5, "main");
-///     descriptor.message(4, thread);
-class proto_message {
-public:
-    STINT_DECL proto_message& uint(std::uint32_t field, std::uint64_t v);
-    proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
-    STINT_DECL proto_message& fixed64(std::uint32_t field, std::uint64_t v);
-    /// A string field, made valid UTF-8.
-    STINT_DECL proto_message& string(std::uint32_t field, std::string_view text);
-    STINT_DECL proto_message& bytes(std::uint32_t field, std::string_view data);
-    proto_message& message(std::uint32_t field, const proto_message& child) { return bytes(field, child.bytes_); }
-
-    [[nodiscard]] std::string_view view() const noexcept { return bytes_; }
-    [[nodiscard]] bool empty() const noexcept { return bytes_.empty(); }
-    void clear() noexcept { bytes_.clear(); }
-
-private:
-    std::string bytes_;
-};
-
-}  // namespace stint::detail::protobuf
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
-// ---- end stint/export/detail/protobuf.hpp ----
-
-namespace stint::detail {
-
-/// Field numbers and enum values of perfetto.protos (protos/perfetto/trace/), as the schema defines them.
-namespace perfetto_schema {
-inline constexpr std::uint32_t trace_packet = 1;  // Trace.packet
-namespace packet {
-inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
-                               sequence_flags = 13, defaults = 59, track_descriptor = 60,
-                               first_on_sequence = 87;
-}  // namespace packet
-namespace track_event {
-inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                               counter_value = 30, double_counter_value = 44, flow_ids = 47,
-                               terminating_flow_ids = 48;
-inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
-}  // namespace track_event
-namespace annotation {
-inline constexpr std::uint32_t name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
-                               string_value = 6, name = 10, dict_entries = 11, array_values = 12;
-}  // namespace annotation
-namespace descriptor {
-inline constexpr std::uint32_t uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
-inline constexpr std::uint32_t pid = 1, tid = 2, thread_name = 5, process_name = 6;  // Process/ThreadDescriptor
-inline constexpr std::uint32_t unit_name = 6;                                        // CounterDescriptor
-}  // namespace descriptor
-namespace interned {
-inline constexpr std::uint32_t event_categories = 1, event_names = 2, debug_annotation_names = 3;
-inline constexpr std::uint32_t iid = 1, name = 2;  // EventCategory, EventName, DebugAnnotationName
-}  // namespace interned
-namespace defaults {
-inline constexpr std::uint32_t track_event_defaults = 11, track_uuid = 11;
-}  // namespace defaults
-// SequenceFlags: the reader drops earlier interned data; the packet needs the sequence's interned data.
-inline constexpr std::uint64_t incremental_state_cleared = 1, needs_incremental_state = 2;
-}  // namespace perfetto_schema
-
-/// Debug annotation names, interned with these iids (index + 1) on each sequence that uses them.
-inline constexpr std::array<std::string_view, 7> perfetto_annotation_names{
-    "Record function id", "Total Reserved", "Total Allocated", "Bytes", "Addr", "Device Id", "Device Type"};
-
-/// Writes the trace to any sink with `write(std::string_view)`.
-class perfetto_writer {
-    // The sink, seen through a pointer by the compiled writer.
-    struct sink_ref {
-        void* target;
-        void (*write_bytes)(void* target, std::string_view bytes);
-        void write(std::string_view bytes) const { write_bytes(target, bytes); }
-    };
-
-public:
-    template <class Sink>
-    perfetto_writer(Sink& sink, const event_list& events, const perfetto_trace_info& info)
-        : perfetto_writer(sink_ref{&sink,
-                                   [](void* target, std::string_view bytes) { static_cast<Sink*>(target)->write(bytes); }},
-                          events, info) {}
-
-    STINT_DECL void write();
-
-private:
-    STINT_DECL perfetto_writer(sink_ref sink, const event_list& events, const perfetto_trace_info& info);
-
-    using proto_message = protobuf::proto_message;
-    static constexpr std::size_t capacity_ = std::size_t{1} << 20;
-    static constexpr std::size_t annotation_count = perfetto_annotation_names.size();
-
-    struct open_slice {
-        event_index index;
-        std::int64_t end_ns;  // kept here: the event itself is no longer in cache when its slice ends
-    };
-
-    // One track and its packet sequence: what it has interned, its open slices, its last timestamp
-    // (kept non-decreasing, so a reader's sort by time keeps each track's packets in file order).
-    struct lane {
-        std::uint64_t uuid = 0;
-        std::uint32_t sequence = 0;
-        std::array<char, 8> sequence_field{};  // trusted_packet_sequence_id's key and value
-        std::size_t sequence_field_size = 0;
-        bool started = false;
-        bool described = false;
-        std::uint64_t last_ts = 0;
-        std::uint32_t categories_sent = 0;
-        std::uint32_t annotation_names_sent = 0;
-        std::vector<std::uint64_t> names_sent;  // a bit per iid
-        std::vector<open_slice> open;
-    };
-
-    // Names by iid (1-based), found first by where the text is (a site's static name is the same
-    // pointer in every event), then by the text.
-    class name_table {
-    public:
-        name_table() : cache_(cache_slots) {}
-        STINT_DECL std::uint64_t iid(std::string_view name);
-        std::string_view text(std::uint64_t iid) const { return texts_[iid - 1]; }
-
-    private:
-        static constexpr std::size_t cache_slots = 4096;
-        struct slot {
-            const char* data = nullptr;
-            std::size_t size = 0;
-            std::uint64_t iid = 0;
-        };
-        std::vector<slot> cache_;
-        std::unordered_map<std::string_view, std::uint64_t> by_text_;
-        std::vector<std::string_view> texts_;
-    };
-
-    STINT_DECL static std::uint64_t mix(std::uint64_t x) noexcept;
-
-    STINT_DECL void index_categories();
-    STINT_DECL std::uint64_t category_iid(std::string_view name);
-
-    // ---- output
-
-    STINT_DECL char* reserve(std::size_t size);
-    STINT_DECL void commit(char* end);
-    STINT_DECL void flush();
-
-    STINT_DECL void write_packet(const proto_message& packet);
-
-    // A TrackEvent packet on `l`'s sequence: `body` is the TrackEvent's bytes, `extra` whole fields
-    // of the packet (interned data, sequence flags, defaults) when it needs any.
-    STINT_DECL void write_event_packet(lane& l, std::uint64_t ts, std::string_view body, std::string_view extra);
-
-    STINT_DECL std::uint64_t timestamp(lane& l, std::int64_t ns) noexcept;
-
-    // The fields a packet on `l` needs before it may use these iids: on the sequence's first packet
-    // "cleared" (a reader starts each sequence with no interned state) and the defaults that name its
-    // track; the names, category and annotation names the sequence has not seen yet.
-    STINT_DECL std::string_view state_fields(lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations);
-
-    STINT_DECL static bool sent(const lane& l, std::uint64_t name) noexcept;
-
-    STINT_DECL bool knows(const lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations) const noexcept;
-
-    // ---- descriptors and stats
-
-    STINT_DECL void write_descriptor(const proto_message& descriptor);
-
-    STINT_DECL void write_descriptors();
-
-    STINT_DECL static std::string device_track_name(const thread_info& track, bool sync);
-
-    std::uint64_t counter_uuid() const noexcept { return uuid_base_ + 1 + lanes_.size(); }
-    lane& process_lane() noexcept { return lanes_.back(); }
-
-    // The "stint stats" instant on the process track (the Chrome trace's "stint" block as debug
-    // annotations) and the dropped records on the counter track, both at the session's start.
-    STINT_DECL void write_stats();
-
-    // ---- events
-
-    STINT_DECL lane& lane_of(const event& e);
-
-    // The one-byte keys of the per-event packets' fields (field numbers below 16).
-    static constexpr char key_byte(std::uint32_t field, protobuf::wire type) noexcept {
-        return static_cast<char>(protobuf::key(field, type));
-    }
-
-    STINT_DECL void end_slice(lane& l);
-
-    // The usual event, a scope or an op whose names its sequence knows: written in place, every
-    // length below 128 (one byte) as each varint is at most 10 bytes.
-    STINT_DECL void write_known(lane& l, const event& e, bool instant, std::uint64_t name, std::uint64_t category);
-
-    STINT_DECL static char* put_annotation(char* o, std::size_t name, std::uint32_t field, std::uint64_t value) noexcept;
-
-    // A counter's sample, or a memory event's totals, on the process's counter track of each name: a
-    // TYPE_COUNTER packet on the process's sequence, its track named by uuid (no interned state used).
-    STINT_DECL void write_counter_samples(const event& e);
-
-    // The uuid of the counter track `name`, described the first time (after the dropped records' track).
-    STINT_DECL std::uint64_t counter_track(std::string_view name, bool in_bytes);
-
-    STINT_DECL void write_event(const event& e);
-
-    // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
-    // are few per trace's events; their names are not interned).
-    STINT_DECL std::string_view with_named_args(std::string_view body, const event_args& args);
-
-    sink_ref sink_;
-    const event_list& events_;
-    const perfetto_trace_info& info_;
-    std::unique_ptr<char[]> buffer_;
-    std::unique_ptr<char[]> spill_;
-    std::string named_body_;  // with_named_args' result
-    std::size_t used_ = 0;
-    std::int64_t origin_ = 0;
-    std::uint64_t uuid_base_ = 0;
-    std::vector<lane> lanes_;  // threads, then their sync rows, then the process
-    name_table names_;
-    std::vector<std::string_view> categories_;  // by iid - 1
-    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
-    std::uint64_t stats_category_ = 0;
-    std::string scratch_;
-    counter_samples counters_;
-    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
-};
-
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_trace_info& info) {
-    perfetto_writer(sink, events, info).write();
-}
-
-// write_perfetto_trace_file(path, events, info): declared with perfetto_trace_info.
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
-// ---- end stint/export/perfetto_trace.hpp ----
 #endif
 #endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_INFO_HPP
 // ---- end stint/export/perfetto_trace_info.hpp ----
@@ -10141,2601 +9746,6 @@ struct flight_recorder_options {
 }  // namespace stint
 
 #if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/profiler/flight_recorder.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
-#define STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
-// The flight recorder (design §7 "Flight recorder"): a session that records all the time into a bounded
-// ring and writes the window it holds when asked, when a step runs slow, or when the program hangs.
-// Here: the slow-step detector, and a dump's files (a trace chosen by the path's
-// extension, the key_averages table beside it, and what was overwritten, shown in both); its options
-// are in profiler/flight_recorder_options.hpp.
-
-#include <atomic>              // std::atomic
-#include <chrono>              // std::chrono::nanoseconds
-#include <condition_variable>  // std::condition_variable
-#include <cstddef>             // std::size_t
-#include <cstdint>             // std::int64_t, std::uint64_t
-#include <deque>               // std::deque
-#include <functional>          // std::function
-#include <memory>              // std::unique_ptr
-#include <mutex>               // std::mutex
-#include <optional>            // std::optional
-#include <string>              // std::string
-#include <string_view>         // std::string_view
-#include <thread>              // std::thread
-#include <vector>              // std::vector
-
-
-// ---- begin stint/drain/record_store.hpp ----
-#ifndef STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
-#define STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
-// A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
-// thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
-// trace of timing-only records is written from them directly, so that stopping and exporting a big
-// session needs no memory beyond the records' own.
-
-#include <cstddef>  // std::byte, std::size_t
-#include <cstdint>  // std::uint64_t
-#include <limits>  // std::numeric_limits
-#include <span>  // std::span
-#include <utility>  // std::exchange, std::move, std::pair
-#include <vector>  // std::vector
-
-
-// ---- begin stint/recording/registry.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
-#define STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
-// The process-wide side of recording: the thread registry (which keeps exited threads' buffers until
-// they are drained), the session lifecycle, fork safety, and the registry's half of the slow path
-// (slow_path.hpp has the half every recording object compiles). The chunk pool it draws from is
-// chunk_pool.hpp, the walk over a chunk's records record_walk.hpp, the flight recorder's ring ring.hpp.
-
-#include <atomic>       // std::atomic
-#include <cstddef>      // std::size_t
-#include <cstdint>      // std::uint32_t, std::uint64_t
-#include <memory>       // std::addressof
-#include <mutex>        // std::mutex, std::once_flag
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <utility>      // std::forward
-#include <vector>       // std::vector
-
-
-// ---- begin stint/recording/chunk_pool.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_CHUNK_POOL_HPP
-#define STINT_SINGLE_STINT_RECORDING_CHUNK_POOL_HPP
-// The chunk pool: chunks for all threads within a byte budget per session, kept warm between sessions,
-// and faulted in ahead of demand while a session records.
-
-#include <algorithm>  // std::max, std::min
-#include <array>      // std::array
-#include <atomic>     // std::atomic
-#include <cstddef>    // std::size_t
-#include <cstdint>    // std::int64_t, std::uint32_t, std::uint64_t
-#include <mutex>      // std::mutex
-#include <span>       // std::span
-#include <vector>     // std::vector
-
-
-// ---- begin stint/recording/chunk_memory.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
-#define STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
-// Where buffer chunks' memory comes from: the largest chunks are carved from 2 MiB slabs that the
-// kernel may back with one transparent huge page each; the others come from the heap.
-//
-// A page's first write, not the record written into it, is what recording into fresh memory costs.
-// On this project's VMs (a hypervisor that traps each first write) a 4 KiB page takes 10-16 us to
-// fault in: 60-95 ns for each 24-byte record it holds, against 23 ns for the record itself, so one
-// prefault thread cannot stay ahead of one recording thread. A 2 MiB huge page faults in at once, in
-// 0.1-0.4 ms (about 1-5 ns per record), and takes 511 entries off the TLB. Slabs are advised
-// MADV_HUGEPAGE, so this holds where transparent huge pages are "always" or "madvise" (Debian's
-// default); where the kernel gives none, a slab's pages fault in one by one, as heap chunks do.
-// Machines differ (an earlier VM of this project faulted huge pages in at a quarter of the speed of
-// small ones), so allocate_largest() measures both ways as it goes and takes the cheaper.
-
-#include <algorithm>      // std::max
-#include <atomic>         // std::atomic, std::memory_order_relaxed
-#include <chrono>         // std::chrono::steady_clock, std::chrono::duration_cast
-#include <cstddef>        // std::size_t, std::byte
-#include <cstdint>        // std::int64_t, std::uintptr_t, std::uint32_t
-#include <mutex>          // std::mutex, std::lock_guard
-#include <new>            // ::operator new, std::align_val_t, placement new
-#include <span>           // std::span
-#include <unordered_map>  // std::unordered_map
-
-#if defined(__linux__)
-#include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
-#endif
-
-// LeakSanitizer scans the heap, not memory mapped by hand: a heap chunk that only a slab's chunk points
-// to (a thread's chunk list runs through both) would look leaked. Slabs are registered as roots.
-#if defined(__SANITIZE_ADDRESS__)
-#define STINT_DETAIL_LSAN_ROOTS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
-#define STINT_DETAIL_LSAN_ROOTS 1
-#endif
-#endif
-#if defined(STINT_DETAIL_LSAN_ROOTS)
-#include <sanitizer/lsan_interface.h>  // __lsan_register_root_region, __lsan_unregister_root_region
-#endif
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-class chunk_memory {
-public:
-    static constexpr std::size_t slab_bytes = std::size_t{2} << 20;
-    static constexpr std::size_t chunks_per_slab = slab_bytes / chunk::total_bytes;
-    static_assert(slab_bytes % chunk::total_bytes == 0);
-
-    /// Largest chunks, every page faulted in, the way that has cost least per chunk on this machine:
-    /// a whole slab (only where `slab_allowed`) or one chunk from the heap. Returns how many it put in
-    /// `out` (a slab's worth, or 1). Each way is tried once first, and the dearer one again every
-    /// 64th time, since its cost changes with the machine's state (free huge pages, a host's backing).
-    std::size_t allocate_largest(std::span<chunk*, chunks_per_slab> out, bool slab_allowed) {
-        const bool slab =
-            slab_allowed && prefer_slab(slab_ns_.load(std::memory_order_relaxed),
-                                        single_ns_.load(std::memory_order_relaxed), decisions_);
-        const auto begin = std::chrono::steady_clock::now();
-        std::size_t count = 1;
-        if (slab && allocate_slab(out)) {
-            count = chunks_per_slab;
-        } else {
-            out[0] = allocate_one(largest_class);
-        }
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin);
-        note_cost(count == chunks_per_slab ? slab_ns_ : single_ns_,
-                  std::max<std::int64_t>(1, ns.count() / static_cast<std::int64_t>(count)));
-        return count;
-    }
-
-    /// The choice allocate_largest() makes from each way's cost per chunk (0: not tried yet); counts
-    /// its decisions between two tried ways in `decisions`.
-    static bool prefer_slab(std::int64_t slab_ns, std::int64_t single_ns, std::atomic<std::uint32_t>& decisions) noexcept {
-        if (slab_ns == 0) return true;
-        if (single_ns == 0) return false;
-        const bool cheaper = slab_ns <= single_ns;
-        const bool retry_dearer = decisions.fetch_add(1, std::memory_order_relaxed) % 64 == 63;
-        return cheaper != retry_dearer;
-    }
-
-    /// Nanoseconds per largest chunk each way has cost lately (0: not tried yet).
-    [[nodiscard]] std::int64_t slab_ns_per_chunk() const noexcept { return slab_ns_.load(std::memory_order_relaxed); }
-    [[nodiscard]] std::int64_t single_ns_per_chunk() const noexcept {
-        return single_ns_.load(std::memory_order_relaxed);
-    }
-
-    /// One chunk of `size_class` from the heap, every page faulted in.
-    static chunk* allocate_one(std::uint32_t size_class) {
-        const std::size_t bytes = chunk::bytes_of_class(size_class);
-        void* memory = ::operator new(bytes, std::align_val_t{64});
-        chunk* c = ::new (memory) chunk(size_class);
-        touch_pages(c);
-        return c;
-    }
-
-    /// Fills `out` with the largest chunks of one new slab, every page faulted in; false (and nothing
-    /// mapped) where no slab can be mapped, so the caller takes chunks from allocate_one().
-    bool allocate_slab(std::span<chunk*, chunks_per_slab> out) {
-#if defined(__linux__)
-        // Twice the size, then the unaligned ends unmapped: a huge page needs a 2 MiB-aligned range.
-        void* raw = ::mmap(nullptr, 2 * slab_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (raw == MAP_FAILED) return false;
-        const auto raw_begin = reinterpret_cast<std::uintptr_t>(raw);
-        const std::uintptr_t base = (raw_begin + slab_bytes - 1) & ~(slab_bytes - 1);
-        if (base > raw_begin) ::munmap(raw, base - raw_begin);
-        if (raw_begin + 2 * slab_bytes > base + slab_bytes) {
-            ::munmap(reinterpret_cast<void*>(base + slab_bytes), raw_begin + 2 * slab_bytes - (base + slab_bytes));
-        }
-#if defined(MADV_HUGEPAGE)
-        (void)::madvise(reinterpret_cast<void*>(base), slab_bytes, MADV_HUGEPAGE);  // a hint: no error matters
-#endif
-        try {
-            const std::lock_guard lock(mutex_);
-            returned_.emplace(base, 0);
-        } catch (...) {
-            ::munmap(reinterpret_cast<void*>(base), slab_bytes);
-            throw;
-        }
-#if defined(STINT_DETAIL_LSAN_ROOTS)
-        __lsan_register_root_region(reinterpret_cast<void*>(base), slab_bytes);
-#endif
-        for (std::size_t i = 0; i < chunks_per_slab; ++i) {
-            chunk* c = ::new (reinterpret_cast<void*>(base + i * chunk::total_bytes)) chunk(largest_class, true);
-            touch_pages(c);
-            out[i] = c;
-        }
-        return true;
-#else
-        (void)out;
-        return false;
-#endif
-    }
-
-    /// Frees a chunk from either source. A slab's chunk gives its pages back at once; the slab is
-    /// unmapped when the last of its chunks comes back.
-    void deallocate(chunk* c) noexcept {
-        const bool in_slab = c->in_slab;
-        const std::size_t bytes = c->total();
-        c->~chunk();
-        if (!in_slab) {
-            ::operator delete(c, std::align_val_t{64});  // unsized: clang has no sized delete by default
-            return;
-        }
-#if defined(__linux__)
-        ::madvise(c, bytes, MADV_DONTNEED);
-        const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(c) & ~(slab_bytes - 1);
-        bool last = false;
-        {
-            const std::lock_guard lock(mutex_);
-            const auto slab = returned_.find(base);
-            if (slab != returned_.end() && ++slab->second == chunks_per_slab) {
-                returned_.erase(slab);
-                last = true;
-            }
-        }
-        if (last) {
-#if defined(STINT_DETAIL_LSAN_ROOTS)
-            __lsan_unregister_root_region(reinterpret_cast<void*>(base), slab_bytes);
-#endif
-            ::munmap(reinterpret_cast<void*>(base), slab_bytes);
-        }
-#else
-        (void)bytes;
-#endif
-    }
-
-    /// Slabs mapped now (some of their chunks may be in use, cached, or given back).
-    [[nodiscard]] std::size_t slabs() {
-        const std::lock_guard lock(mutex_);
-        return returned_.size();
-    }
-
-    /// Held across fork() (pthread_atfork), so that the child finds the table consistent.
-    std::mutex& mutex() noexcept { return mutex_; }
-
-private:
-    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
-
-    /// A moving average, three parts old to one part new (racing writers may lose a sample: harmless).
-    static void note_cost(std::atomic<std::int64_t>& average, std::int64_t ns) noexcept {
-        const std::int64_t old = average.load(std::memory_order_relaxed);
-        average.store(old == 0 ? ns : (3 * old + ns) / 4, std::memory_order_relaxed);
-    }
-
-    /// One write per 4 KiB: each faults its page in now, on a thread that can afford it, not under
-    /// later records (in a huge page, the first write maps all 2 MiB and the rest cost nothing).
-    static void touch_pages(chunk* c) noexcept {
-        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
-    }
-
-    std::atomic<std::int64_t> slab_ns_{0};
-    std::atomic<std::int64_t> single_ns_{0};
-    std::atomic<std::uint32_t> decisions_{0};
-    std::mutex mutex_;
-    std::unordered_map<std::uintptr_t, std::size_t> returned_;  ///< slab base -> its chunks given back
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
-// ---- end stint/recording/chunk_memory.hpp ----
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
-///
-/// Fresh memory is the dominant cost of recording: a first-touched page costs far more than the
-/// records written into it (chunk_memory.hpp has the numbers, and why largest chunks come in huge-page
-/// slabs). So the pool keeps drained chunks warm for the next session, up to `retained_bytes` (the
-/// last session's use while its profiler lives); `reserve` pre-faults chunks before a session; and
-/// while a session records, a thread of the pool's own faults largest chunks in ahead of demand
-/// (start_prefaulting), so that recording threads take resident chunks with no option to know about.
-/// Chunks are cached per size class; the budget is charged each chunk's real size when a recording
-/// thread takes it. Largest chunks are faulted in a slab (32 of them) at a time, but only while the
-/// budget left could pay for the whole slab: a small budget never maps more than it may use.
-class chunk_pool {
-public:
-    /// Bytes kept between sessions when no profiler asks for more.
-    static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
-    /// Largest chunks the prefault thread keeps warm ahead of demand at a session's start; it doubles
-    /// each time a recording thread finds none warm, up to the maximum (and never past the budget).
-    static constexpr std::size_t initial_prefault_bytes = std::size_t{4} << 20;
-    static constexpr std::size_t max_prefault_bytes = std::size_t{64} << 20;
-
-    /// A chunk of `size_class` charged to the session's budget; when the budget cannot pay for it, the
-    /// smallest chunk that holds `min_data` bytes; nullptr when it cannot pay for that either. A chunk
-    /// the pool did not have cached is faulted in here, on the slow path, not page by page under later
-    /// records.
-    STINT_DECL chunk* acquire(std::uint32_t size_class, std::size_t min_data);
-
-    /// Charges one chunk of `size_class` to the session's budget; false (and nothing charged) when
-    /// what is left cannot pay for it.
-    STINT_DECL bool charge(std::uint32_t size_class) noexcept;
-
-    /// Gives back a charge() not used.
-    void refund_charge(std::uint32_t size_class) noexcept { refund(size_class); }
-
-    /// Gives back a chunk charged by acquire() but not used.
-    void refund_and_release(chunk* c) noexcept {
-        refund(c->size_class);
-        release(c);
-    }
-
-    /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
-    STINT_DECL chunk* take_uncharged(std::uint32_t size_class);
-
-    /// Returns a drained chunk: cached while the pool holds less than the retained size, else freed.
-    STINT_DECL void release(chunk* c) noexcept;
-
-    /// Allocates and touches largest chunks until `bytes` are cached (outside any session's hot path).
-    STINT_DECL void reserve(std::size_t bytes);
-
-    /// Keeps at least `bytes` of chunks cached between sessions.
-    STINT_DECL void retain_at_least(std::size_t bytes) noexcept;
-
-    /// Sets how many bytes of chunks stay cached between sessions, freeing the excess now (the
-    /// smallest chunks first: the largest are the ones a busy thread reuses).
-    STINT_DECL void set_retained(std::size_t bytes) noexcept;
-
-    /// Starts the prefault thread for the session that is opening (it runs until stop_prefaulting()).
-    /// Without a thread (the system refuses one) recording threads fault their chunks in themselves.
-    STINT_DECL void start_prefaulting() noexcept;
-
-    /// Stops and joins the prefault thread, then frees the warm chunks beyond what is retained between
-    /// sessions: no thread of stint's runs while nothing records.
-    STINT_DECL void stop_prefaulting() noexcept;
-
-    /// In a forked child: the prefault thread did not survive the fork, so its state is abandoned
-    /// (leaked: its condition variable may be mid-use), and none is started again: a child of a
-    /// multi-threaded process may make only async-signal-safe calls until it execs (POSIX; TSan
-    /// enforces it), so its threads fault their chunks in themselves. Under the pool mutex.
-    void forget_prefaulting_after_fork() noexcept {
-        prefault_ = nullptr;
-        forked_ = true;
-    }
-
-    /// Whether the prefault thread runs.
-    STINT_DECL bool prefaulting() noexcept;
-
-    /// Starts a session's accounting: `bytes` of chunks may be acquired from now on.
-    void reset_budget(std::size_t bytes) noexcept {
-        budget_ = static_cast<std::int64_t>(std::min<std::size_t>(bytes, INT64_MAX / 2));
-        budget_left_.store(budget_, std::memory_order_relaxed);
-    }
-    /// Held across fork() with the pool's mutex (pthread_atfork), after it.
-    std::mutex& memory_mutex() noexcept { return memory_.mutex(); }
-
-    /// The session's budget.
-    [[nodiscard]] std::int64_t budget() const noexcept { return budget_; }
-
-    /// Bytes of chunks the current (or last) session acquired.
-    [[nodiscard]] std::size_t session_bytes() const noexcept {
-        const std::int64_t left = budget_left_.load(std::memory_order_relaxed);
-        return static_cast<std::size_t>(budget_ - std::max<std::int64_t>(left, 0));
-    }
-    [[nodiscard]] STINT_DECL std::size_t cached_bytes();
-
-    /// Chunks allocated and faulted in when asked for because none was cached (by a recording thread's
-    /// slow path, or at a session's start), since the process started.
-    [[nodiscard]] std::uint64_t faulted_on_demand() const noexcept {
-        return faulted_on_demand_.load(std::memory_order_relaxed);
-    }
-
-    /// The session whose budget is spent: its threads drop without touching the pool again.
-    std::atomic<std::uint32_t> exhausted_state{0};
-    /// Set while a crash dump copies the flight recorder's ring (profiler/crash_dump.hpp): no chunk of a
-    /// thread's chain is overwritten or taken meanwhile (recording/ring.hpp reads it under the node's
-    /// ring lock), so what the dump copies cannot change under it; a thread that would need one drops.
-    std::atomic<bool> ring_frozen{false};
-    std::mutex& mutex() noexcept { return mutex_; }
-
-    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
-
-private:
-    STINT_DECL void refund(std::uint32_t size_class) noexcept;
-    STINT_DECL chunk* pop_cached(std::uint32_t size_class) noexcept;
-
-    /// A thread of stint's that exists only while a session records (defined with the pool's bodies).
-    struct prefault_worker;
-
-    /// Keeps `prefault_ahead_` bytes of largest chunks cached (no more than the session's budget could
-    /// still pay for), faulting them in outside the pool mutex: a slab at a time while one fits.
-    STINT_DECL void prefault_loop(prefault_worker& worker) noexcept;
-
-    /// A chunk of `size_class` faulted in for a thread that found none cached. A largest chunk brings
-    /// its slab's other chunks into the cache with it, when the budget left could pay for them all.
-    STINT_DECL chunk* allocate_on_demand(std::uint32_t size_class);
-
-    /// Adds faulted largest chunks to the cache (the pool mutex held); false when the cache could not
-    /// grow, and the chunks are freed.
-    STINT_DECL bool cache_largest(std::span<chunk* const> faulted) noexcept;
-    void deallocate(chunk* c) noexcept { memory_.deallocate(c); }
-
-    std::mutex mutex_;
-    chunk_memory memory_;
-    // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
-    std::array<std::vector<chunk*>, chunk::size_classes> free_;
-    std::size_t cached_bytes_ = 0;
-    std::size_t retained_bytes_ = default_retained_bytes;
-    std::atomic<std::uint64_t> faulted_on_demand_{0};
-    prefault_worker* prefault_ = nullptr;  // while a session records
-    bool forked_ = false;                   // this process is a forked child: no prefault thread
-    std::size_t prefault_ahead_ = initial_prefault_bytes;
-    std::int64_t budget_ = 0;   // written by begin_session under the registry mutex
-    std::atomic<std::int64_t> budget_left_{0};
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_CHUNK_POOL_HPP
-// ---- end stint/recording/chunk_pool.hpp ----
-
-// ---- begin stint/recording/object_links.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
-#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
-// Shared objects with copies of their own of stint's process-wide state, linked to the profiler's.
-//
-// A library built with hidden visibility and loaded with dlopen(..., RTLD_LOCAL) by a program not
-// linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
-// symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
-// left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
-// table of where its copies are (object_link.hpp, under a C name carrying the ABI tag:
-// <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
-// dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
-// into) and writes each change of the flag into every copy. The hot path still reads its own object's
-// flag, one relaxed load: nothing on it changes.
-
-#include <atomic>   // std::atomic, std::memory_order
-#include <cstdint>  // std::uint32_t
-#include <mutex>    // std::mutex
-#include <string>   // std::string
-#include <vector>   // std::vector
-
-
-// ---- begin stint/recording/object_link.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
-#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
-// One object's link table: where its copies of stint's process-wide state are, the record that
-// <stint/this_object_link.hpp> exports from every object that records and that the registry's object
-// links (recording/object_links.hpp) read. Kept apart from object_links.hpp so that every file that
-// includes annotate.hpp reads only this struct, not the session side's <mutex>, <vector> and loader
-// headers.
-
-#include <atomic>   // std::atomic
-#include <cstdint>  // std::uint32_t, std::uint64_t
-
-
-#define STINT_DETAIL_LINK_CAT_(a, b) a##b
-#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
-#define STINT_DETAIL_LINK_STRING_(a) #a
-#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
-/// The C name of an object's link table: one per stint ABI, so two versions never link.
-#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-struct slow_path;             // recording/slow_path.hpp
-struct recording_hook_table;  // annotations/recording_hook.hpp
-struct capture_switches;      // capture/inputs.hpp
-
-/// Where one object's copies of the process-wide state are (the ones its own code reads).
-struct object_link {
-    std::uint32_t size;                              ///< sizeof(object_link) where it was compiled
-    std::atomic<std::uint32_t>* recording;           ///< recording/state.hpp
-    std::atomic<const slow_path*>* installed_path;   ///< recording/slow_path.hpp
-    recording_hook_table* hooks;                     ///< annotations/recording_hook.hpp
-    capture_switches* capture;                       ///< capture/inputs.hpp
-    std::atomic<std::uint32_t>* memory_state;        ///< memory/report.hpp
-    std::atomic<std::uint64_t>* next_point_id;       ///< annotations/detail/point_record.hpp
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
-// ---- end stint/recording/object_link.hpp ----
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// The objects found with copies other than this object's, each pinned (kept loaded: its records
-/// point at its sites). Two locks, neither held on the hot path: refresh() calls dl_iterate_phdr and
-/// dlopen, which take the loader's locks, so it runs outside the registry's lock (a library's static
-/// initializer may hold the loader's lock and name its thread, which takes the registry's), under a
-/// lock of its own (scan_mutex_); mutex() guards the list of links, which the registry's callers take
-/// under the registry's lock: it is never held across a loader call.
-class object_links {
-public:
-    /// Looks for objects loaded since the last call (all of them at the first), linking those whose
-    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
-    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
-    /// one dl_iterate_phdr step.
-    STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
-                                                const slow_path* path);
-    /// Writes `state` into every linked object's recording flag.
-    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
-    /// The linked objects' tables.
-    STINT_DECL std::vector<const object_link*> linked();
-    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
-    std::mutex& mutex() noexcept { return mutex_; }
-    /// In the child after fork (mutex() held across the fork): a scan the parent was making is dropped.
-    STINT_DECL void after_fork_in_child() noexcept;
-    /// set_recording() by a caller that holds mutex() (the child after fork).
-    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
-        for (const object_link* link : links_) link->recording->store(state, order);
-    }
-
-private:
-    std::mutex mutex_;  // links_
-    std::vector<const object_link*> links_;
-    std::mutex scan_mutex_;  // refresh(): the members below
-    std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
-    unsigned long long adds_ = 0;       // the loader's counters at the last refresh
-    unsigned long long subs_ = 0;
-    bool scanned_ = false;
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
-// ---- end stint/recording/object_links.hpp ----
-
-// ---- begin stint/recording/detail/dynamic_name_table.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_DETAIL_DYNAMIC_NAME_TABLE_HPP
-#define STINT_SINGLE_STINT_RECORDING_DETAIL_DYNAMIC_NAME_TABLE_HPP
-// The process's table of STINT_SCOPE_DYNAMIC's sites, by call site and dynamic type, and the names it
-// makes ("Optimizer.step#SGD.step"): the slow path of a dynamic scope, reached through the installed
-// slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
-
-#include <cstddef>  // std::size_t
-#include <functional>  // std::hash
-#include <mutex>  // std::mutex
-#include <string>  // std::string
-#include <string_view>  // std::string_view
-#include <typeindex>  // std::type_index
-#include <typeinfo>  // std::type_info
-#include <unordered_map>  // std::unordered_map
-
-#if __has_include(<cxxabi.h>)
-#define STINT_DETAIL_HAS_CXXABI 1
-#else
-#define STINT_DETAIL_HAS_CXXABI 0
-#endif
-
-
-namespace stint::detail {
-
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-struct dynamic_site;        // annotations/dynamic_name.hpp: a STINT_SCOPE_DYNAMIC call site
-struct dynamic_name_entry;  // annotations/dynamic_name.hpp: a type's site, cached at its call site
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
-STINT_DECL std::string demangled_name(const std::type_info& type);
-
-/// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
-/// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
-/// ("ns::(anonymous namespace)::SGD" and "train()::SGD" give "SGD"); template arguments are kept as
-/// the demangler writes them ("ns::adam<ns::half>" gives "adam<ns::half>").
-constexpr std::string_view unqualified_name(std::string_view name) noexcept {
-    int depth = 0;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i < name.size(); ++i) {
-        const char c = name[i];
-        if (c == '<' || c == '(' || c == '[' || c == '{') {
-            ++depth;
-        } else if (c == '>' || c == ')' || c == ']' || c == '}') {
-            --depth;
-        } else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
-            start = i + 2;
-            ++i;
-        }
-    }
-    return name.substr(start);
-}
-
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
-/// registry: its sites must outlive every record and event.
-class dynamic_name_table {
-public:
-    /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
-    STINT_DECL const site& intern(dynamic_site& where, const std::type_info& type);
-
-private:
-    struct key {
-        const dynamic_site* where;
-        std::type_index type;
-        bool operator==(const key&) const = default;
-    };
-    struct key_hash {
-        std::size_t operator()(const key& k) const noexcept {
-            return std::hash<const void*>{}(k.where) * 31 + std::hash<std::type_index>{}(k.type);
-        }
-    };
-
-    STINT_DECL static std::string event_name(const dynamic_site& where, const std::type_info& type);
-    STINT_DECL static site site_like(const dynamic_site& where) noexcept;
-
-    std::mutex mutex_;
-    std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
-};
-
-STINT_DECL STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table();
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The table's entry for the slow-path table.
-STINT_DECL const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_DETAIL_DYNAMIC_NAME_TABLE_HPP
-// ---- end stint/recording/detail/dynamic_name_table.hpp ----
-
-// ---- begin stint/recording/detail/named_site_table.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_DETAIL_NAMED_SITE_TABLE_HPP
-#define STINT_SINGLE_STINT_RECORDING_DETAIL_NAMED_SITE_TABLE_HPP
-// The process's table of sites for names given at run time (stint::begin_event, stint::counter): one
-// site per (name, kind, inputs captured, flops), made the first time and never freed, so that each event
-// is a plain record that points to it. A `const char*` that lives for the process is keyed by its
-// address and pointed to; a std::string_view is keyed by its text, copied once into the table (a bounded
-// number of texts: a program that makes a new name per event must not grow the table without end). The
-// slow path of begin_event and of a counter's first sample, reached through the installed slow-path
-// table (recording/slow_path.hpp), so that the annotation header needs none of this.
-
-#include <cstddef>  // std::size_t
-#include <functional>  // std::hash
-#include <memory>  // std::unique_ptr
-#include <mutex>  // std::mutex
-#include <string>  // std::string
-#include <string_view>  // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <vector>  // std::vector
-
-
-namespace stint::detail {
-
-/// How many distinct texts the process interns; past them, begin_event copies the name into each record.
-inline constexpr std::size_t max_interned_texts = 16384;
-
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// Every site made for a name given at run time. Process-wide and leaked, like the registry: its sites
-/// (and the texts they point to) must outlive every record and event.
-class named_site_table {
-public:
-    STINT_DECL const site& intern(const char* name, event_kind kind, bool inputs, bool flops);
-
-    /// Null when max_interned_texts are held already.
-    STINT_DECL const site* intern_text(std::string_view name, event_kind kind, bool inputs, bool flops);
-
-private:
-    STINT_DECL static const site* make_site(std::string_view text, event_kind kind, bool inputs, bool flops);
-
-    template <class Name>
-    struct key {
-        Name name;
-        event_kind kind;
-        bool inputs;
-        bool flops;
-        bool operator==(const key&) const = default;
-    };
-    struct key_hash {
-        template <class Name>
-        std::size_t operator()(const key<Name>& k) const noexcept {
-            return std::hash<Name>{}(k.name) * 31 + static_cast<std::size_t>(k.kind) * 4 + (k.inputs ? 2U : 0U) +
-                   (k.flops ? 1U : 0U);
-        }
-    };
-    std::mutex mutex_;
-    std::unordered_map<key<const char*>, const site*, key_hash> by_address_;
-    std::unordered_map<key<std::string_view>, const site*, key_hash> by_text_;  // views of texts_
-    std::vector<std::unique_ptr<const std::string>> texts_;
-};
-
-STINT_DECL STINT_DETAIL_EXPORT named_site_table& the_named_site_table();
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The table's entries for the slow-path table.
-STINT_DECL const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops);
-STINT_DECL const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_DETAIL_NAMED_SITE_TABLE_HPP
-// ---- end stint/recording/detail/named_site_table.hpp ----
-
-// ---- begin stint/recording/record_walk.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_RECORD_WALK_HPP
-#define STINT_SINGLE_STINT_RECORDING_RECORD_WALK_HPP
-// Walking the records of a chunk, and what a drain takes out of a thread's buffer: the record's
-// payload as the drain hands it on, a flow's point, and the per-thread counts a drain reports.
-
-#include <algorithm>    // std::min
-#include <atomic>       // std::memory_order_acquire
-#include <cstddef>      // std::byte, std::size_t
-#include <cstdint>      // std::uint32_t, std::uint64_t
-#include <cstring>      // std::memcpy
-#include <span>         // std::span
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <vector>       // std::vector
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// The payload that follows a record, as the drain hands it on: the header's aux word and the bytes
-/// after the header (padding included). Empty for timing-only records.
-struct record_payload {
-    std::uint32_t aux = 0;
-    std::span<const std::byte> bytes;
-};
-
-/// A flow's or async span's point as its payload_kind::point payload holds it: a u64 id, then a runtime
-/// name of `aux` bytes (none when aux is 0). Short payloads read as id 0 and no name.
-struct point_payload {
-    std::uint64_t id = 0;
-    std::string_view name;
-};
-inline point_payload read_point(const record_payload& payload) noexcept {
-    point_payload point;
-    if (payload.bytes.size() < sizeof(point.id)) return point;
-    std::memcpy(&point.id, payload.bytes.data(), sizeof(point.id));
-    const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(point.id));
-    point.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(point.id), size};
-    return point;
-}
-
-/// Calls `on_record(record, payload)` for each complete record in [from, end) (record boundaries).
-template <class OnRecord>
-void for_each_record(const std::byte* from, const std::byte* end, OnRecord&& on_record) {
-    for (const std::byte* at = from; at < end;) {
-        record r;
-        std::memcpy(&r, at, sizeof(r));
-        std::size_t bytes = sizeof(record);
-        record_payload payload;
-        if (has_payload(r.where()->payload)) {
-            payload_header header;
-            std::memcpy(&header, at + sizeof(record), sizeof(header));
-            bytes += header.bytes;
-            payload.aux = header.aux;
-            payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
-        }
-        at += bytes;
-        on_record(r, payload);
-    }
-}
-
-/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
-/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
-template <class OnRecord>
-const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
-    const std::byte* const end = c.published.load(std::memory_order_acquire);
-    for_each_record(from, end, on_record);
-    return end;
-}
-
-/// What a drain takes out of one thread's buffer (one node: a thread and a shared object): the chunks
-/// its owner has moved past, as a chain the taker now owns (give each back with
-/// registry::release_chunk), and a copy of what the owner had published in the chunk it keeps writing
-/// into. Records of scopes that ended after `stop_ticks` are in them and belong to no window.
-struct taken_records {
-    const void* node = nullptr;   ///< which buffer (a streamed session's later takes name it again)
-    std::uint64_t os_tid = 0;
-    std::string name;
-    std::uint64_t dropped = 0;    ///< records lost to the budget
-    std::uint64_t truncated = 0;  ///< runtime names cut
-    chunk* chunks = nullptr;      ///< linked by chunk::next
-    std::vector<std::byte> tail;
-    /// Flight recorder: the program's records overwritten before these, and the latest end tick among
-    /// all records overwritten (0: none), after which the buffer's records are complete.
-    std::uint64_t overwritten = 0;
-    std::uint64_t overwritten_until = 0;
-};
-
-/// Counts a drain reports per thread.
-struct drained_thread {
-    std::uint64_t os_tid = 0;
-    std::string name;
-    std::uint64_t recorded = 0;   ///< records of the program (stint's own overhead records apart)
-    std::uint64_t overhead = 0;   ///< stint's own records (event_kind::overhead)
-    std::uint64_t dropped = 0;
-    std::uint64_t truncated = 0;
-    std::uint64_t overwritten = 0;        ///< flight recorder: records overwritten before these
-    std::uint64_t overwritten_until = 0;  ///< ... the latest end tick among them (0: none)
-};
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_RECORDING_RECORD_WALK_HPP
-// ---- end stint/recording/record_walk.hpp ----
-
-// ---- begin stint/recording/ring.hpp ----
-#ifndef STINT_SINGLE_STINT_RECORDING_RING_HPP
-#define STINT_SINGLE_STINT_RECORDING_RING_HPP
-// The flight recorder's ring (design §7, "Flight recorder"): a session that never stops and never
-// grows. When a thread needs a new chunk and the budget is spent (or its oldest chunk ended before the
-// time span kept), it overwrites its own oldest chunk instead: only in the slow path, once per chunk,
-// never per record. What a chunk held when it was overwritten is counted here, exactly.
-
-#include <cstddef>  // std::size_t
-#include <cstdint>  // std::uint32_t, std::uint64_t
-
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-class chunk_pool;      // recording/chunk_pool.hpp
-struct taken_records;  // recording/record_walk.hpp
-
-/// What a flight-recorder session keeps: the budget is the session's (begin_session); `span_ticks`,
-/// when not 0, also overwrites a thread's oldest chunk once all its records ended that long ago.
-struct ring_options {
-    bool on = false;
-    std::uint64_t span_ticks = 0;
-};
-
-/// Notes in `c`'s header the latest end tick of its records and the count of the program's records
-/// (stint's overhead records and device links apart, as a drain counts them), once per use of the chunk.
-/// Only the owner calls it, on a chunk it has moved past: nothing is written there any more.
-STINT_DECL void summarize_chunk(chunk& c) noexcept;
-
-/// Copies `node`'s chain into `taken.tail`, a chunk per hold of its ring lock. Between holds the
-/// owner may overwrite its oldest chunks (unlinking them from the head): the next chunk to copy is
-/// still linked while fewer chunks were unlinked since than stood before it. Otherwise (the ring
-/// turned past the copy) the node is copied again under one hold.
-STINT_DECL void copy_node_ring(thread_node& node, taken_records& taken);
-
-/// Copies the node's counts (overwritten, dropped, cut names) into `taken`, under its ring lock.
-STINT_DECL void read_ring_counts(const thread_node& node, taken_records& taken) noexcept;
-
-/// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
-/// lock, so that no dump is copying it and no other thread is taking it). When it is also the current
-/// chunk, the thread keeps it. `only_older_than` not 0: only a chunk moved past whose records all
-/// ended before that tick, else null. Null while `pool.ring_frozen` (a crash dump is copying).
-STINT_DECL chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept;
-
-/// The thread's oldest chunk to write into next, its records counted as overwritten: when the
-/// budget is spent, or (`only_older_than` not 0) when all its records ended before that tick, in
-/// which case every further chunk that old goes back to `pool` (the ring shrinks when the program
-/// records less). Null when there is none to overwrite or it cannot hold `min_data` bytes.
-STINT_DECL chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t size_class,
-                                   std::size_t min_data, std::uint64_t only_older_than);
-
-/// Takes the oldest chunk of `richest` (the thread that holds most of a spent flight recorder's
-/// budget) for a thread that holds `held` bytes, while `richest` keeps at least two chunks and the
-/// chunk holds `min_data` bytes: only a chunk its owner has moved past. Null when none is taken.
-/// Under the registry mutex (registry::take_richest_oldest chooses `richest`). Null while `pool.ring_frozen`.
-STINT_DECL chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held,
-                                 std::size_t min_data) noexcept;
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_RING_HPP
-// ---- end stint/recording/ring.hpp ----
-
-namespace stint::detail {
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-
-/// A callback the registry calls, handed to its bodies without making them templates: the caller's
-/// callable and a function that calls it (as fmt's format hands its arguments to vformat).
-template <class Signature>
-class registry_callback;
-template <class... Args>
-class registry_callback<void(Args...)> {
-public:
-    template <class F>
-    explicit registry_callback(F& f) noexcept
-        : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-          call_([](void* object, Args... args) { (*static_cast<F*>(object))(std::forward<Args>(args)...); }) {}
-    void operator()(Args... args) const { call_(object_, std::forward<Args>(args)...); }
-
-private:
-    void* object_;
-    void (*call_)(void*, Args...);
-};
-
-/// One registry per process (see export_macros.hpp for how shared objects agree on it).
-class registry {
-public:
-    registry() { install_fork_handlers(); }
-
-    /// In a streamed session no thread's chunk grows past this share of the budget: the writer cannot
-    /// take a chunk its owner still writes into, so threads' current chunks must leave it most of the
-    /// budget to reclaim (design §8).
-    static constexpr std::size_t stream_chunk_share = 64;
-
-    /// The largest size class a thread's chunks grow to in a session of `budget_bytes`: the largest
-    /// class, or in a streamed session the largest within stream_chunk_share of the budget (at least 1 KiB).
-    static constexpr std::uint32_t growth_limit(std::size_t budget_bytes, bool streamed) noexcept {
-        if (!streamed) return chunk_pool::largest_class;
-        std::uint32_t c = 0;
-        while (c < chunk_pool::largest_class && chunk::bytes_of_class(c + 1) <= budget_bytes / stream_chunk_share) ++c;
-        return c;
-    }
-
-    /// Opens a recording session; returns its state. Throws when one is already recording. `streamed`:
-    /// a writer gives chunks back while it records (take_written, give_back_streamed).
-    /// `ring`: a flight recorder's session, whose threads overwrite their oldest chunks (recording/ring.hpp).
-    STINT_DECL std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false, ring_options ring = {});
-
-    /// Stops recording `state`, calls `on_disabled(stop_ticks)`, then takes each thread's records out of its buffer
-    /// and hands them to `on_taken(taken_records&&)`, all under the registry lock (so no new session
-    /// can recycle the chunks being taken). Returns false when `state` is not the recording session
-    /// (stopped already, or a fork ended it).
-    template <class OnDisabled, class OnTaken>
-    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnTaken&& on_taken) {
-        return end_session_erased(state, registry_callback<void(std::uint64_t)>(on_disabled),
-                                  registry_callback<void(taken_records&&)>(on_taken));
-    }
-
-    /// Gives back a chunk that end_session handed over.
-    void release_chunk(chunk* c) noexcept { pool_.release(c); }
-
-    /// While session `state` records (a streamed session): takes from each of its threads' buffers the
-    /// chunks the owner has moved past (all of an exited thread's), handing them to
-    /// `on_taken(taken_records&&)` (without a tail), under the registry lock. Each must come back through
-    /// give_back_streamed(), which returns its bytes to the session's budget.
-    template <class OnTaken>
-    void take_written(std::uint32_t state, OnTaken&& on_taken) {
-        take_written_erased(state, registry_callback<void(taken_records&&)>(on_taken));
-    }
-
-    /// Gives back chunks that take_written() handed over: to the pool, and their bytes to the budget of
-    /// session `state` (whose threads may take chunks again if it was spent).
-    STINT_DECL void give_back_streamed(std::uint32_t state, chunk* chain) noexcept;
-
-    /// While flight-recorder session `state` records: copies each of its buffers' records, oldest first,
-    /// as `on_copied(taken_records&&)` (a tail, no chunks: the owner keeps writing), with what each had
-    /// overwritten until then (taken_records::overwritten). Each chunk is copied under the node's ring
-    /// lock, which its owner takes only to overwrite a chunk: a recording thread waits at most one
-    /// chunk's copy, and only if it changes chunks meanwhile. False when `state` is not recording.
-    /// Nodes are freed only when a session begins or ends: the caller keeps both out while it copies.
-    template <class OnCopied>
-    bool copy_ring(std::uint32_t state, OnCopied&& on_copied) {
-        return copy_ring_erased(state, registry_callback<void(taken_records&&)>(on_copied));
-    }
-
-    /// Records of earlier sessions found since the drain before this one: scopes that ended before
-    /// their session stopped but reached their buffer after it was drained (a thread preempted
-    /// between its scope's end and its append). Exact inside end_session's callbacks.
-    std::uint64_t late_records_found() const noexcept { return late_in_last_drain_; }
-    /// Late records found since the process started.
-    STINT_DECL std::uint64_t late_records_total();
-
-    /// Pre-faults `bytes` of chunks for the next session and keeps them between sessions.
-    void reserve_buffers(std::size_t bytes) { pool_.reserve(bytes); }
-    /// Keeps at least `bytes` of drained chunks warm for the next session (a schedule's next window).
-    void retain_buffers(std::size_t bytes) noexcept { pool_.retain_at_least(bytes); }
-    /// Bytes of buffers the recording (or last) session took from the pool. Exact inside end_session's
-    /// callbacks, which run under the registry lock.
-    std::size_t session_buffer_bytes() const noexcept { return pool_.session_bytes(); }
-    /// Returns cached chunks beyond the default to the system (a profiler that is done calls it).
-    void release_buffers() noexcept { pool_.set_retained(chunk_pool::default_retained_bytes); }
-    /// Keeps at most `bytes` of chunks cached between sessions from now on, freeing the excess now.
-    void set_retained_buffers(std::size_t bytes) noexcept { pool_.set_retained(bytes); }
-    /// Whether the pool's prefault thread runs (while a session records, outside a forked child).
-    bool prefaulting() noexcept { return pool_.prefaulting(); }
-    /// Chunks faulted in when asked for, none being cached (pool statistics for tests and benchmarks).
-    std::uint64_t chunks_faulted_on_demand() const noexcept { return pool_.faulted_on_demand(); }
-    /// Bytes of chunks cached for the next session.
-    std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
-
-    /// Threads (per shared object) registered and not yet freed: exited threads are freed by the drain
-    /// or the next session's start.
-    STINT_DECL std::size_t registered_threads();
-
-    /// For a crash handler only (profiler/crash_dump.hpp): calls `f(node)` for each node of the recording
-    /// session without the lock, which a crashed thread may hold. The process is dying: a list being
-    /// changed at that instant may be read torn, and that is the price of any dump at all.
-    template <class F>
-    void for_each_node_in_crash(F&& f) noexcept {
-        const std::uint32_t state = active_;
-        thread_node* const* nodes = nodes_.data();
-        const std::size_t count = nodes_.size();
-        for (std::size_t i = 0; i < count; ++i) {
-            if (nodes[i] != nullptr && nodes[i]->state.load(std::memory_order_acquire) == state) f(*nodes[i]);
-        }
-    }
-
-    /// For a crash handler only: while `on`, no chunk of a flight recorder's ring is overwritten or taken
-    /// (recording/ring.hpp); a thread that would need one drops its record, counted as a drop.
-    void freeze_ring(bool on) noexcept { pool_.ring_frozen.store(on, std::memory_order_seq_cst); }
-
-    /// A request for signal stacks (`on`), or its end (`!on`), one of each per crash dump a flight recorder
-    /// installs: while any stands, each thread that begins to record in a session gets an alternate signal
-    /// stack (recording/signal_stack.hpp), so that a stack overflow still dumps. Counted: a second recorder
-    /// that fails to start takes back its own request only.
-    void want_signal_stacks(bool on) noexcept {
-        if (on) {
-            signal_stack_requests_.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            signal_stack_requests_.fetch_sub(1, std::memory_order_relaxed);
-        }
-    }
-
-    /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
-    /// hang watchdog reads the pointer under it.
-    STINT_DECL open_scope_stack* make_open_scope_stack(thread_node& node, thread_buffer& buffer);
-
-    /// A scope open on a thread when asked: where it is, when it began, and its name when given at run
-    /// time (else the site's).
-    struct open_scope {
-        std::uint64_t os_tid = 0;
-        std::string thread_name;  ///< the thread's name (a thread with no record yet has no other)
-        const site* where = nullptr;
-        std::string name;
-        std::uint64_t begin_ticks = 0;
-        std::uint32_t depth = 0;
-    };
-    /// The scopes open now that began at or after `since_ticks` (the session's start: older entries are
-    /// of scopes entered before it, which it did not note), outermost first per thread; and the count of
-    /// deeper ones not kept (past open_scope_stack::capacity). Read while the threads run: a scope that
-    /// ends meanwhile may still be listed.
-    STINT_DECL std::vector<open_scope> open_scopes(std::uint64_t since_ticks, std::uint64_t& not_kept);
-    /// An entry's name: the site's, or the first bytes of one given at run time ("..." when cut).
-    STINT_DECL static std::string open_scope_name(const open_scope_stack::snapshot& e, const site& where);
-
-    /// For a crash handler only, as for_each_node_in_crash: calls `f(node)` for each node with a stack of
-    /// open scopes, whatever its session (a thread may be inside scopes and not have written a record yet).
-    template <class F>
-    void for_each_open_stack_in_crash(F&& f) noexcept {
-        thread_node* const* nodes = nodes_.data();
-        const std::size_t count = nodes_.size();
-        for (std::size_t i = 0; i < count; ++i) {
-            if (nodes[i] != nullptr && nodes[i]->open != nullptr) f(*nodes[i]);
-        }
-    }
-
-    /// Threads (per shared object) registered that have not exited.
-    STINT_DECL std::size_t live_threads();
-
-    /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
-    /// when a session began: the session writes its capture switches, memory state and hooks into each.
-    STINT_DECL std::vector<const object_link*> linked_objects();
-    /// Links the objects loaded since the last session began (called when one stopped): the names of
-    /// those with copies of their own, loaded while it recorded (their events start with the next
-    /// session). Outside the registry's lock.
-    STINT_DECL std::vector<std::string> link_objects_loaded_since();
-
-    /// Whether `state` is the session currently recording.
-    STINT_DECL bool is_active(std::uint32_t state);
-
-    /// Process-wide tick calibration, measured once (10 ms of spinning) at the first session.
-    STINT_DECL const tick_calibration& calibration();
-
-    // --- called by the owning thread's slow path ---
-
-    STINT_DECL bool register_thread(thread_buffer& buffer);
-    /// What starting a session on a thread took: nothing (it is not the recording session), a chunk
-    /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
-    enum class session_start { refused, ready_chunk, no_chunk };
-    /// `end`: the end tick of the record that needs it (counted late when the session has just ended).
-    STINT_DECL session_start reset_for_session(thread_buffer& buffer, std::uint32_t state, std::uint64_t end);
-    /// What next_chunk did: linked a chunk, found the budget spent (a drop), or found the session
-    /// ended (the record is counted late when it ended before the stop, else it is in no window).
-    enum class chunk_result { linked, budget_spent, session_ended };
-    /// Links a new chunk with room for at least `min_data` bytes for a record that ended at `end`.
-    STINT_DECL chunk_result next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
-                                       std::uint64_t end);
-    /// In a streamed session, when the budget had no chunk for a record that does not fit: hands the
-    /// thread's chunk over to the writer (every record in it is published). The writer takes only
-    /// chunks a thread has moved past, so full chunks that nobody can move past could otherwise hold
-    /// the whole budget with nothing to give back. The thread's next chunk starts a chain of its own.
-    STINT_DECL void hand_over_chunk(thread_buffer& buffer) noexcept;
-    STINT_DECL void set_thread_name(thread_node& node, std::string_view name);
-
-private:
-    STINT_DECL bool end_session_erased(std::uint32_t state, registry_callback<void(std::uint64_t)> on_disabled,
-                                       registry_callback<void(taken_records&&)> on_taken);
-    STINT_DECL void take_written_erased(std::uint32_t state, registry_callback<void(taken_records&&)> on_taken);
-    STINT_DECL bool copy_ring_erased(std::uint32_t state, registry_callback<void(taken_records&&)> on_copied);
-
-    /// When a flight recorder's budget is spent, a thread holding less than an equal share of it (a
-    /// thread that began to record late, or records more than it did) takes the oldest chunk of the
-    /// thread that holds most, while that one keeps at least two: each chunk change of the poorer
-    /// thread moves one chunk, so busy threads come to equal shares. Null when none is taken.
-    STINT_DECL chunk* take_richest_oldest(thread_buffer& buffer, std::size_t min_data) noexcept;
-
-    // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
-    // the one it keeps writing into (late scopes land there; count_late finds them from where the copy
-    // ended, and the owner returns that chunk when its next session begins).
-    STINT_DECL taken_records take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks);
-
-    /// Counts the records of the node's drained session that reached its buffer after the drain (and
-    /// its drops since), once each: before the node's chunks are reused or freed, and at each later
-    /// drain. Under the registry mutex.
-    STINT_DECL void count_late(thread_node& node) noexcept;
-
-    /// A record of session `state` that ended at `end` and found its session closed before it had room
-    /// (its thread's first record or chunk of the session came after the stop): late when it ended
-    /// before the last drained session's stop, else in no window. Under the registry mutex.
-    void count_if_late(std::uint32_t state, std::uint64_t end) noexcept {
-        if (state == last_stopped_state_ && end <= last_stop_ticks_) ++late_total_;
-    }
-
-    /// Forgets where the last drain stopped (the node's chunks are being reused or freed).
-    static void forget_drain(thread_node& node) noexcept {
-        node.drained_state = 0;
-        node.drained_chunk = nullptr;
-        node.drained_until = nullptr;
-    }
-
-    /// Gives each live thread a resident chunk for its first records of the session, so that neither
-    /// the allocation nor the page faults land inside the user's scopes. Bounded: at most
-    /// `max_ready_threads` threads and the budget; the others take the slow path.
-    /// A thread charges its chunk to the budget only when it takes it.
-    static constexpr std::size_t max_ready_threads = 256;
-    STINT_DECL void set_aside_ready_chunks(std::size_t budget_bytes, std::uint32_t size_class) noexcept;
-
-    STINT_DECL void free_exited_nodes() noexcept;
-
-    STINT_DECL void release_chain(thread_node& node) noexcept;
-
-    STINT_DECL static void install_fork_handlers() noexcept;
-    STINT_DECL void before_fork() noexcept;
-    STINT_DECL void after_fork_in_parent() noexcept;
-    /// The child has one thread and no session: in-flight records of the parent's session are
-    /// abandoned (a new serial makes every open scope stale), other threads' nodes are freed at the
-    /// next session, and the forking thread keeps its nodes under its new tid.
-    STINT_DECL void after_fork_in_child() noexcept;
-
-    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
-    object_links links_;  // its own lock, taken after mutex_ when both are held
-    std::vector<thread_node*> nodes_;
-    chunk_pool pool_;
-    // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
-    // start may read them while they change).
-    std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
-    std::atomic<bool> streamed_{false};
-    std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
-    std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
-    std::atomic<std::uint32_t> signal_stack_requests_{0};  // crash dumps installed (want_signal_stacks)
-    std::atomic<std::uint64_t> ring_span_ticks_{0};
-    std::uint32_t serial_ = 0;
-    static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits
-    std::uint32_t active_ = 0;
-    std::uint64_t forking_tid_ = 0;
-    std::uint32_t last_stopped_state_ = 0;  // the last session drained, and its stop tick
-    std::uint64_t last_stop_ticks_ = 0;
-    std::uint64_t late_total_ = 0;          // late records found since the process started
-    std::uint64_t late_reported_ = 0;       // ... of which earlier drains reported
-    std::uint64_t late_in_last_drain_ = 0;  // ... found since the drain before the last one
-    std::once_flag calibrated_;
-    tick_calibration calibration_;
-};
-
-/// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
-/// static destructors run, so it must outlive every one of them. Exported, so that every shared
-/// object (hidden visibility or not) binds to the one definition and its one instance.
-STINT_DECL STINT_DETAIL_EXPORT registry& the_registry();
-
-/// Sites of stint's own work during a session, recorded (cat "overhead") right after the record
-/// whose append paid for it, at the same depth: the time is the enclosing scope's child, not its self
-/// time.
-inline constexpr site overhead_register_thread_site{"[stint] register thread", event_kind::overhead,
-                                                    payload_kind::none, {}};
-inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_kind::overhead, payload_kind::none,
-                                                 {}};
-
-/// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
-/// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
-/// Cold, and never inlined: it is reached only through the slow path's table (STINT_DETAIL_COLD's
-/// `noinline` would contradict the `inline` of a header-only build).
-#if defined(__GNUC__) || defined(__clang__)
-[[gnu::cold]]
-#endif
-STINT_DECL buffer_room make_room_in_registry(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
-                                             std::uint64_t end);
-
-/// Names `buffer`'s thread in traces, registering it first when needed.
-STINT_DECL void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name);
-
-/// Makes `buffer`'s stack of open scopes, registering its thread first when needed.
-STINT_DECL open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer);
-
-/// The registry's side of the slow path, for every object that records (slow_path.hpp): installed by
-/// the first profiler made (so that threads named after it are named in the registry) and by
-/// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
-/// load: an initializer would emit the registry's code in every file that includes this header.)
-STINT_DECL const slow_path& registry_slow_path() noexcept;
-/// Installs registry_slow_path() unless an object installed its own first; returns true.
-STINT_DECL bool install_registry_slow_path() noexcept;
-
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
-// ---- end stint/recording/registry.hpp ----
-
-namespace stint::detail {
-
-/// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
-/// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
-STINT_DECL counter_value read_counter(const record_payload& payload) noexcept;
-
-/// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
-/// a flight recorder's dump of the last steps.
-STINT_DECL void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to);
-
-/// The records of one closed session, per thread buffer (a thread and a shared object), in the order
-/// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
-class record_store {
-public:
-    /// One buffer's records and what a drain reports of them.
-    struct thread_records {
-        const void* node = nullptr;    ///< which buffer it was (taken_records::node)
-        drained_thread counts;
-        chunk* chunks = nullptr;       ///< full chunks, linked by chunk::next
-        std::vector<std::byte> tail;   ///< the records of the chunk its owner kept writing into
-        std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
-        /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
-        std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
-        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name or
-                                       ///< a counter's value
-    };
-
-    record_store() = default;
-    record_store(const record_store&) = delete;
-    record_store& operator=(const record_store&) = delete;
-    record_store(record_store&& other) noexcept { *this = std::move(other); }
-    STINT_DECL record_store& operator=(record_store&& other) noexcept;
-    ~record_store() { release_all(); }
-
-    /// Takes one buffer's records (from registry::end_session) and counts them.
-    STINT_DECL void add(taken_records&& taken);
-
-    [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
-    [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
-
-    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
-    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
-    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
-    /// Buffers whose records `earlier` no longer holds (given back) are left out.
-    STINT_DECL void prepend(record_store&& earlier);
-
-    /// Records that become events, over all buffers.
-    [[nodiscard]] STINT_DECL std::uint64_t events() const noexcept;
-
-    /// Calls `on_record(record, payload)` for each of the buffer's records of the window (scopes that
-    /// ended after the stop belong to none), in the order the thread wrote them.
-    template <class OnRecord>
-    void for_each_record(const thread_records& t, OnRecord&& on_record) const {
-        const auto in_window = [&](const record& r, const record_payload& payload) {
-            if (r.end_ticks <= stop_ticks) on_record(r, payload);
-        };
-        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
-            stint::detail::for_each_record(c->data(), c->published.load(std::memory_order_acquire), in_window);
-        }
-        stint::detail::for_each_record(t.tail.data(), t.tail.data() + t.tail.size(), in_window);
-    }
-
-    /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
-    [[nodiscard]] STINT_DECL std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const;
-
-    /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
-    [[nodiscard]] STINT_DECL chunk* take_chunks(thread_records& t) noexcept;
-
-    /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
-    STINT_DECL void release(thread_records& t) noexcept;
-
-    std::uint64_t stop_ticks = 0;       ///< records that ended after it belong to no window
-    tick_calibration calibration;       ///< ticks to ns since the window's start
-    std::uint64_t late = 0;             ///< late records of earlier sessions found by this drain
-    std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
-    std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
-
-    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
-    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
-
-private:
-    STINT_DECL void release_all() noexcept;
-
-    std::vector<thread_records> threads_;
-    bool partly_released_ = false;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
-// ---- end stint/drain/record_store.hpp ----
-
-// ---- begin stint/drain/session.hpp ----
-#ifndef STINT_SINGLE_STINT_DRAIN_SESSION_HPP
-#define STINT_SINGLE_STINT_DRAIN_SESSION_HPP
-// One recording session from start to drain: the untemplated core behind stint::profiler.
-
-#include <cstddef>  // std::byte, std::size_t
-#include <cstdint>  // std::int64_t, std::uint32_t, std::uint64_t
-#include <span>  // std::span
-#include <string>  // std::string
-#include <string_view>  // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <vector>  // std::vector
-
-
-// ---- begin stint/capture/detail/input_decoding.hpp ----
-#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
-#define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
-// Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
-// and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
-
-#include <cstddef>  // std::byte, std::size_t
-#include <cstdint>  // std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
-#include <cstring>  // std::memcpy
-#include <span>  // std::span
-#include <string>  // std::string
-#include <string_view>  // std::string_view
-#include <vector>  // std::vector
-
-
-namespace stint::detail {
-
-// A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
-class wire_reader {
-public:
-    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
-    [[nodiscard]] bool ok() const noexcept { return ok_; }
-    [[nodiscard]] bool has(std::size_t n) noexcept {
-        if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
-        return ok_;
-    }
-    std::uint8_t u8() noexcept {
-        if (!has(1)) return 0;
-        return static_cast<std::uint8_t>(*at_++);
-    }
-    std::uint16_t u16() noexcept { return read<std::uint16_t>(); }
-    template <class T>
-    T read() noexcept {
-        T v{};
-        if (!has(sizeof(T))) return v;
-        std::memcpy(&v, at_, sizeof(T));
-        at_ += sizeof(T);
-        return v;
-    }
-    std::string_view text(std::size_t n) noexcept {
-        if (!has(n)) return {};
-        std::string_view s(reinterpret_cast<const char*>(at_), n);
-        at_ += n;
-        return s;
-    }
-    STINT_DECL void int64s(std::vector<std::int64_t>& out, std::size_t n);
-    STINT_DECL void int32s(std::vector<std::int64_t>& out, std::size_t n);
-
-private:
-    const std::byte* at_;
-    const std::byte* end_;
-    bool ok_ = true;
-};
-
-// A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
-STINT_DECL tensor_identity read_identity(wire_reader& in, std::uint8_t flags);
-
-STINT_DECL bool decode_entry(wire_reader& in, op_input& out, bool in_list);
-
-/// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
-/// truncated.
-STINT_DECL op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux);
-
-/// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
-/// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
-STINT_DECL void append_real(std::string& out, double d);
-
-STINT_DECL void append_scalar_value(std::string& out, const op_input& in, std::size_t i);
-
-/// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
-/// cut), a string's text, "" for tensors and absent inputs.
-STINT_DECL std::string concrete_text(const op_input& in);
-
-/// The "Input type" text of one input.
-STINT_DECL std::string type_text(const op_input& in);
-
-/// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
-STINT_DECL void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
-// ---- end stint/capture/detail/input_decoding.hpp ----
-
-namespace stint::detail {
-
-inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
-    return static_cast<double>(to_ns - from_ns) / 1e3;
-}
-
-/// What a drain builds beyond the event tree (from the profiler's policies). The builders are pointers the
-/// profiler's config fills, so that a program emits them only where its config names their policy.
-struct drain_options {
-    event_list_builder::call_stack_builder call_stacks = nullptr;  ///< with_stack: &assign_call_stacks
-    event_list_builder::module_hierarchy_builder module_hierarchy = nullptr;  ///< with_modules: &assign_module_hierarchy
-    bool input_values = false;  ///< keep each op's inputs whole in event_args::inputs (an execution trace)
-    /// What joins device activity to the scopes (cuda_activities: &join_device_activity); needed when
-    /// build_events() is given a device capture.
-    void (*join_device)(event_list_builder& builder, device_capture& capture,
-                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
-                        thread_of_tid_ref thread_of_tid) = nullptr;
-};
-
-/// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).
-struct capture_options {
-    bool outputs = false;            ///< stint::record_outputs records (record_shapes, or an execution trace)
-    bool tensor_identities = false;  ///< tensors carry their identity (an execution trace)
-};
-
-/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
-/// (disable + drain + build), and the result.
-class session {
-public:
-    session() = default;
-    session(const session&) = delete;
-    session& operator=(const session&) = delete;
-    /// The buffers kept warm for this session's successors go back to the system with it.
-    STINT_DECL ~session();
-
-    /// Does the set-up that opening needs without recording anything: the process's tick calibration
-    /// (10 ms of spinning the first time), a first clock anchor (open() re-takes it), and
-    /// `reserve_bytes` of record buffers faulted in (at most the budget). Preparing twice does
-    /// nothing.
-    STINT_DECL void prepare(std::size_t budget_bytes, std::size_t reserve_bytes = 0);
-
-    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
-    void discard_preparation() noexcept { prepared_ = false; }
-
-    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
-
-    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
-    /// Throws std::logic_error if another session records in this process.
-    /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
-    /// records, only the device activity that close() is given.
-    /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
-    /// `capture`: what captured ops keep besides their inputs while it records.
-    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
-    /// `ring`: a flight recorder's session (records on within its budget; copy_records() reads it).
-    STINT_DECL void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
-                         bool track_memory = false, capture_options capture = {}, bool streamed = false,
-                         ring_options ring = {});
-
-    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
-    /// The open session's recording state (registry::begin_session's), for a streaming writer.
-    [[nodiscard]] std::uint32_t recording_state() const noexcept { return state_; }
-    /// Ticks to ns since the open session's start, as measured when it opened.
-    [[nodiscard]] const tick_calibration& calibration() const noexcept { return calibration_; }
-
-    /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
-    void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
-
-    /// Closes the session and takes its records out of the thread buffers into `out` (built into events
-    /// later by build_events, or written by an exporter directly). Returns false (and changes nothing)
-    /// when the session was not open or a fork ended it. Fills stats() but for what only the event
-    /// list knows (number_of_events counts the records that become events).
-    STINT_DECL bool close_records(record_store& out);
-
-    /// A flight recorder's dump: copies the open session's records that ended since `from_ticks` into
-    /// `out` while the session records on (registry::copy_ring), on the session's clock with its rate
-    /// measured over the whole session so far. Each thread's records run until its copy was made: a
-    /// common end would cut off the newest records of the threads copied last, while their oldest
-    /// were being overwritten. False (and nothing copied) when no session records.
-    STINT_DECL bool copy_records(record_store& out, std::uint64_t from_ticks = 0);
-
-    /// Fills the counts of `stats` that a store of records gives before any event is built.
-    STINT_DECL static void count_records(const record_store& store, profiler_stats& stats) noexcept;
-
-    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
-    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
-    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
-    STINT_DECL bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
-                          device_capture* device = nullptr);
-
-    /// Turns a closed session's records into an event list whose ids start at `first_id` (each record's
-    /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
-    /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
-    /// with what only the event list knows.
-    STINT_DECL static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
-                                        const drain_options& options, device_capture* device, profiler_stats& stats);
-
-    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
-
-private:
-    // Flop formulas resolved once per site and session (a registry lookup takes a lock).
-    using flop_cache = std::unordered_map<const site*, flop_callable>;
-
-    // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
-    STINT_DECL static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes);
-
-    STINT_DECL static std::string_view runtime_name_of(const record_payload& payload) noexcept;
-
-    // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
-    // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
-    // `record_args`: the inputs are record_function's args.
-    STINT_DECL static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
-                                               std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
-                                               bool keep_values, bool record_args = false);
-
-    // record_outputs and add_args records waiting for the event around them (drain/impl/session.ipp).
-    class pending_attachments;
-
-    STINT_DECL static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache);
-
-    // A recording state the registry never hands out (its states have bit 0 set): a device-only session.
-    static constexpr std::uint32_t device_only_state = 2;
-
-    std::uint32_t state_ = 0;
-    bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
-    bool prepared_ = false;
-    bool keep_buffers_ = false;
-    double prepare_us_ = 0;
-    tick_calibration calibration_;
-    profiler_stats stats_;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_DRAIN_SESSION_HPP
-// ---- end stint/drain/session.hpp ----
-// What a dump writes, and what stint.hpp has always given through this header (tests use them).
-
-// ---- begin stint/export/chrome_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
-#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
-// Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
-// in memory, and it lands under its final name only when complete.
-
-#include <array>        // std::array
-#include <cstdint>      // std::int64_t, std::uint64_t
-#include <optional>     // std::optional
-#include <span>         // std::span
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <utility>      // std::pair
-#include <vector>       // std::vector
-
-
-// ---- begin stint/export/device_trace.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
-#define STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
-// The device part of a Chrome trace, in Kineto's shape (design §4): where device events are drawn,
-// their args, the `ac2g` flows from each CUDA API call to the work it launched, the metadata of
-// devices and streams, and the device collection's report.
-
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::int32_t, std::int64_t, std::uint64_t
-#include <string>         // std::string
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <unordered_set>  // std::unordered_set
-#include <vector>         // std::vector
-
-
-// ---- begin stint/export/json_writer.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
-#define STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
-
-#include <array>        // std::array
-#include <concepts>     // std::integral, std::same_as
-#include <cstddef>      // std::size_t
-#include <cstdint>      // std::int64_t, std::uint64_t
-#include <cstring>      // std::memcpy
-#include <string_view>  // std::string_view
-#include <type_traits>  // std::is_signed_v
-
-#include <fmt/format.h>  // fmt::memory_buffer
-
-
-namespace stint::detail {
-
-// Bytes that go through a JSON string unchanged: printable ASCII except '"' and '\'.
-inline constexpr std::array<bool, 256> json_plain_byte = [] {
-    std::array<bool, 256> plain{};
-    for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = true;
-    plain['"'] = false;
-    plain['\\'] = false;
-    return plain;
-}();
-
-// Whether any of 8 bytes needs more than a copy (control, '"', backslash, non-ASCII); the usual
-// "has a byte less than n" bit tricks, exact for "any".
-constexpr bool json_special_in(std::uint64_t bytes) noexcept {
-    constexpr std::uint64_t ones = 0x0101010101010101ULL;
-    constexpr std::uint64_t highs = 0x8080808080808080ULL;
-    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
-    return ((bytes | ((bytes - ones * 0x20) & ~bytes)) & highs) != 0 ||
-           has_zero(bytes ^ (ones * '"')) != 0 || has_zero(bytes ^ (ones * '\\')) != 0;
-}
-
-/// Most bytes write_json_string can produce for `size` input bytes: no input byte becomes more than
-/// 6 output bytes (\u00XX; a UTF-8 sequence or U+FFFD never outgrows its input), plus the quotes.
-constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * size + 2; }
-
-namespace json_detail {
-// Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
-STINT_DECL char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept;
-}  // namespace json_detail
-
-/// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
-/// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
-/// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
-STINT_DECL char* write_json_string(char* o, std::string_view s) noexcept;
-
-/// Appends `s` escaped as write_json_string escapes it, without the quotes.
-STINT_DECL void append_json_escaped(fmt::memory_buffer& out, std::string_view s);
-
-/// Appends `s` as a quoted JSON string (see write_json_string).
-///     fmt::memory_buffer out;
-///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
-STINT_DECL void append_json_string(fmt::memory_buffer& out, std::string_view s);
-
-/// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
-/// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
-STINT_DECL char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept;
-
-/// Writes a string literal's bytes (without its terminator) at `o`.
-template <std::size_t N>
-char* write_literal(char* o, const char (&text)[N]) noexcept {
-    std::memcpy(o, text, N - 1);
-    return o + N - 1;
-}
-
-/// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
-/// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
-/// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
-///     output_file file("trace.json");
-///     json_writer out(file);
-///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
-class json_writer {
-public:
-    /// Buffer size at which the buffer is handed to the sink.
-    static constexpr std::size_t flush_threshold = 64 * 1024;
-
-    /// Writes to memory only; read the text with buffered().
-    json_writer() = default;
-
-    /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
-    /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
-    template <class Sink>
-        requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
-    explicit json_writer(Sink& sink)
-        : sink_(&sink), write_([](void* target, std::string_view bytes) {
-              static_cast<Sink*>(target)->write(bytes);
-          }) {
-        buffer_.reserve(flush_threshold + flush_threshold / 4);
-    }
-
-    json_writer(const json_writer&) = delete;
-    json_writer& operator=(const json_writer&) = delete;
-
-    /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
-    STINT_DECL void raw(std::string_view text);
-
-    /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
-    STINT_DECL void string(std::string_view s);
-
-    /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
-    /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
-    /// that sequence replaced (write_json_string's rule, applied to each part alone).
-    ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
-    STINT_DECL void string_part(std::string_view s);
-
-    /// Appends an integer in decimal.
-    STINT_DECL void number(std::int64_t value);
-
-    /// Appends an unsigned integer in decimal.
-    STINT_DECL void number(std::uint64_t value);
-
-    /// Appends any other integer type (int, unsigned, long long …) in decimal.
-    template <std::integral Integer>
-        requires(!std::same_as<Integer, bool>)
-    void number(Integer value) {
-        if constexpr (std::is_signed_v<Integer>) {
-            number(static_cast<std::int64_t>(value));
-        } else {
-            number(static_cast<std::uint64_t>(value));
-        }
-    }
-
-    /// Appends the shortest decimal that reads back as `value`. JSON has no NaN or infinity, so
-    /// those are written as the strings "nan", "inf" and "-inf", as PyTorch's execution trace does.
-    STINT_DECL void number(double value);
-
-    /// Appends `true` or `false`.
-    void boolean(bool value) { raw(value ? "true" : "false"); }
-
-    /// Appends `null`.
-    void null() { raw("null"); }
-
-    /// Appends a nanosecond count as microseconds with exactly three decimals (write_microseconds).
-    void microseconds(std::int64_t nanoseconds) { finish(write_microseconds(extend(25), nanoseconds)); }
-
-    /// Room for `count` bytes to write directly (with write_* functions); end with commit(end).
-    /// One capacity check for a whole record instead of one per value.
-    char* reserve(std::size_t count) { return extend(count); }
-    /// Ends a write begun with reserve() at `end`.
-    void commit(char* end) { finish(end); }
-
-    /// Hands everything buffered to the sink. Without a sink, does nothing.
-    STINT_DECL void flush();
-
-    /// The text not yet handed to a sink: with no sink, all of it.
-    std::string_view buffered() const noexcept {
-        return std::string_view(buffer_.data(), buffer_.size());
-    }
-
-private:
-    // Grows the buffer by `count` bytes and returns where they start: one capacity check.
-    STINT_DECL char* extend(std::size_t count);
-
-    // Ends a write begun with extend() at `end`, giving back the room not used.
-    STINT_DECL void finish(char* end);
-
-    void flush_if_full() {
-        if (buffer_.size() >= flush_threshold) flush();
-    }
-
-    fmt::memory_buffer buffer_;
-    void* sink_ = nullptr;
-    void (*write_)(void*, std::string_view) = nullptr;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
-// ---- end stint/export/json_writer.hpp ----
-
-namespace stint::detail {
-
-/// Kineto's tid offset of a stream's sync row (output_json.h, kSyncStreamTidOffset): "Stream Sync"
-/// events are drawn there, so that they do not overlap the kernels of their stream.
-inline constexpr std::uint64_t sync_row_tid_offset = 1'000'000;
-/// CUPTI's stream id of a record that applies to no stream (CUPTI_SYNCHRONIZATION_INVALID_VALUE).
-inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
-/// Kineto's process_sort_index of GPU n is n + this (kExceedMaxPid): GPUs below the host processes.
-inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
-
-/// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
-STINT_DECL bool on_sync_row(const event_list& events, const event& e) noexcept;
-
-/// The tid of a device track: its stream id; 1 for work on no stream, as Kineto writes it (its -1,
-/// made positive).
-inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
-    return track.os_tid == cupti_no_stream ? 1 : track.os_tid;
-}
-
-/// Writes the device events of one event list: built once per trace, then asked per event.
-///
-/// Device tracks go on `pid` = device index and `tid` = stream, as Kineto writes them. A host process
-/// whose pid is below 16 (pid 1 in a container) then shares its pid with a GPU, and viewers merge the
-/// two; Kineto has the same collision, and tools group device work by that pid, so it is kept.
-///
-///     device_trace device(events, pid);
-///     device.write_metadata(out, "stint");  // inside traceEvents
-///     device.write_args(out, kernel);       // after "args": {
-///     device.write_flows(out, kernel);      // after the kernel's event
-class device_trace {
-public:
-    /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
-    /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
-    STINT_DECL device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
-                            std::uint64_t flow_id_base = 0);
-
-    /// ", "pid": P, "tid": T, "ts": " of the row an event is drawn on.
-    [[nodiscard]] const std::string& where(const event& e) const noexcept {
-        return e.on_device() && on_sync_row(events_, e) ? sync_where_[e.thread] : where_[e.thread];
-    }
-
-    /// Kineto's metadata of the devices and streams that events were drawn on: per device
-    /// process_name, process_labels "GPU <n>", process_sort_index n + 5000000; per stream thread_name
-    /// "stream <id> " (Kineto's "stream {} {}" with an empty postfix) and thread_sort_index <id>; a
-    /// sync row "stream <id> (sync)"; work on no stream "Device <n>" (sort index -1).
-    STINT_DECL void write_metadata(json_writer& out, std::string_view process_name) const;
-
-    /// The args of a device event or CUDA API call, in Kineto's names and order, written after
-    /// "args": {. "External id" is the launcher's id, left out when none was recorded (Kineto PR
-    /// #1001: an id of its own would link it to an unrelated op) and when it is 0, which the launcher
-    /// does not write either.
-    STINT_DECL void write_args(json_writer& out, const event& e) const;
-
-    /// Kineto's `ac2g` flow from the API call that launched device event `e` to `e`: "s" on the call
-    /// at its start, "f" with "bp": "e" on `e` at its start. Nothing when no recorded call shares its
-    /// correlation.
-    STINT_DECL void write_flows(json_writer& out, const event& e);
-
-private:
-    [[nodiscard]] std::int64_t device_pid(std::int32_t index) const noexcept {
-        return static_cast<std::int64_t>(device_pid_base_) + index;
-    }
-    STINT_DECL static std::string where_text(std::int64_t pid, std::uint64_t tid);
-    STINT_DECL static std::string where_text(std::uint64_t pid, std::uint64_t tid);
-
-    STINT_DECL const device_properties* properties(std::int32_t index) const noexcept;
-
-    STINT_DECL static void write_triple(json_writer& out, const std::int32_t (&values)[3]);
-
-    STINT_DECL static void write_thread(json_writer& out, std::int64_t pid, std::uint64_t tid, const std::string& name,
-                                        std::int64_t sort_index);
-
-    const event_list& events_;
-    std::uint64_t device_pid_base_ = 0;
-    std::uint64_t flow_id_base_ = 0;
-    std::vector<std::string> where_;       // per track: its pid and tid
-    std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
-    std::vector<bool> drawn_;              // per track: device events drawn on it
-    std::vector<bool> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
-    std::unordered_map<std::uint32_t, event_index> api_call_;  // correlation -> its API call
-    std::unordered_set<std::uint32_t> flowed_;  // correlations whose id a flow has taken
-    std::uint64_t max_correlation_ = 0;
-    std::uint64_t next_flow_id_ = 1;
-};
-
-/// Kineto's "deviceProperties" entries (DeviceProperties.cpp keys), written inside the array.
-STINT_DECL void write_device_properties(json_writer& out, const std::vector<device_properties>& devices);
-
-/// The "device" object of the "stint" block: the collection's status and every loss counter by name.
-STINT_DECL void write_device_report(json_writer& out, const device_report& report);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
-// ---- end stint/export/device_trace.hpp ----
-
-// ---- begin stint/export/trace_time.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
-#define STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
-// The times a Chrome trace writes, chosen so that viewers nest events as the program ran.
-//
-// A trace holds "ts" and "dur" in microseconds; viewers read both as doubles and draw an event's end
-// at ts + dur, some (speedscope) after subtracting the thread's first ts from every ts. Written as
-// exact decimals, 8439.165 + 0.010 is 8439.175000000001 in IEEE double, past 8439.175, the end of the
-// parent that ends in the same nanosecond: the viewer then sees a child that outlives its parent. So
-// "ts" stays exact, and "dur" is the double (in its shortest round-trip form) that makes both sums
-// land on the double nearest end_ns / 1000: equal integer ends read back equal, and ordered ends
-// stay ordered. It moves no time by more than a few units in the last place (far below 1 ns).
-
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::int64_t
-#include <limits>         // std::numeric_limits
-#include <unordered_map>  // std::unordered_map
-#include <vector>         // std::vector
-
-
-namespace stint::detail {
-
-/// A nanosecond count as the double a viewer reads from its microsecond text: ns / 1000 correctly
-/// rounded, which is what strtod or JSON.parse make of "1234.567" (exact for |ns| < 2^53).
-inline double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
-
-/// Where viewers draw an event's end: ts + dur as written (plain), and after subtracting the thread's
-/// first ts from ts (shifted, as speedscope does before adding dur).
-struct trace_end {
-    double plain = std::numeric_limits<double>::infinity();
-    double shifted = std::numeric_limits<double>::infinity();
-};
-
-/// The "dur" of one event: the double to write, whether the three-decimal text of the integer
-/// duration reads back as it, and the ends it gives.
-struct trace_duration {
-    double value = 0;
-    bool three_decimals = true;
-    trace_end end;
-};
-
-namespace trace_time_detail {
-
-// The largest d >= 0 with s + d <= cap in double (0 when s > cap): a binary search over the bit
-// patterns of non-negative doubles, which are ordered as the values are. The answer is within a few
-// units in the last place of cap - s, so the search starts from that neighbourhood.
-STINT_DECL double largest_addend(double s, double cap) noexcept;
-
-}  // namespace trace_time_detail
-
-/// Chooses the "dur" of an event [start_ns, end_ns] on a thread whose first complete event starts at
-/// `origin` (µs, as read back). Aims at ends equal to the doubles nearest end_ns / 1000 (plain) and
-/// that minus origin (shifted), never above `cap` (the parent's ends, when it ends in the same
-/// nanosecond). Where no double reaches those ends (ts + dur then lands exactly half-way between two
-/// doubles, and the tie rounds away), it takes the largest dur whose ends stay at or below them.
-///     trace_duration d = choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
-///     // 8439.165 + d.value == 8439.175 as doubles; d.three_decimals is false
-STINT_DECL trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
-                                                trace_end cap) noexcept;
-
-/// Writes a duration chosen by choose_trace_duration: three decimals when they read back as its
-/// value, else the value's shortest round-trip form. Needs 25 bytes of room.
-STINT_DECL char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept;
-
-/// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
-/// stream's sync row), and the ends of events that others end with (a child that ends in its
-/// parent's nanosecond is held at or below the parent's ends).
-///     trace_timeline timeline(events);
-///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
-class trace_timeline {
-public:
-    STINT_DECL explicit trace_timeline(const event_list& events);
-
-    /// The "dur" of events[i], a complete event.
-    trace_duration duration(event_index i) { return choose(i, cap_of(i)); }
-
-private:
-    STINT_DECL trace_duration choose(event_index i, trace_end cap) const;
-
-    // The row a viewer draws an event on: its thread or device stream, or that stream's sync row
-    // (device_trace.hpp), each with its own origin.
-    STINT_DECL std::size_t row(const event& e) const noexcept;
-
-    // The parent's ends when it ends in the same nanosecond as events[i]; no bound otherwise. Ends
-    // of such parents are kept, computed down each chain of equal ends from its top, so the order of
-    // the list does not matter.
-    STINT_DECL trace_end cap_of(event_index i);
-
-    const event_list& events_;
-    std::vector<double> origins_;
-    std::unordered_map<event_index, trace_end> decided_;
-    std::vector<event_index> chain_;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
-// ---- end stint/export/trace_time.hpp ----
-
-namespace stint::detail {
-
-/// What a trace carries besides the events.
-struct chrome_trace_info {
-    std::uint64_t pid = 0;
-    std::uint64_t truncated_names = 0;
-    /// The process's name in viewers, and its place among processes (its pid when not said).
-    std::string process_name = "stint";
-    std::optional<std::int64_t> sort_index{};
-    /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
-    /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
-    std::uint64_t device_pid_base = 0;
-    /// Added to every flow's and async span's id (ids wrap): a job's trace keeps each rank's apart.
-    std::uint64_t flow_id_base = 0;
-    /// Top-level keys in insertion order; values are JSON text already validated.
-    std::vector<std::pair<std::string, std::string>> metadata_json;
-};
-
-/// The keys one side of an op's values is written under.
-struct value_keys {
-    std::string_view dims, strides, types, concrete, truncated;
-};
-inline constexpr value_keys input_keys{", \"Input Dims\": ", ", \"Input Strides\": ", ", \"Input type\": ",
-                                       ", \"Concrete Inputs\": ", ", \"Inputs truncated\": true"};
-inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strides\": ", ", \"Output type\": ",
-                                        ", \"Concrete Outputs\": ", ""};
-
-/// Captured values as Kineto writes an op's inputs: dims (a TensorList nests one list per tensor),
-/// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
-/// capture hit a bound.
-STINT_DECL void write_values(json_writer& out, const event_args& args, const value_keys& keys);
-
-/// The keys an event's "args" may hold besides stint::add_args' names: a named arg called so is written
-/// as "<name> (arg)" (a JSON object's keys must be unique).
-inline constexpr std::array<std::string_view, 15> event_arg_keys{
-    "External id",        "Record function id", "Input Dims",      "Input Strides",    "Input type",
-    "Concrete Inputs",    "Inputs truncated",   "Output Dims",     "Output Strides",   "Output type",
-    "Concrete Outputs",   "Module Hierarchy",   "Call stack",      "Args truncated",   "Source Location",
-};
-
-/// stint::add_args' arguments, each `, "name": value`, then "Args truncated": true when a call gave more
-/// than its record held.
-STINT_DECL void write_named_args(json_writer& out, const event_args& args);
-
-/// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
-/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
-/// stint::add_args' arguments.
-STINT_DECL void write_event_args(json_writer& out, const event_args& args);
-
-/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
-/// unique).
-inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
-    "schemaVersion", "deviceProperties", "stint",           "WARNING",
-    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
-};
-
-STINT_DECL bool is_reserved_trace_key(std::string_view key) noexcept;
-
-/// A [memory] or [OutOfMemory] event's args in Kineto's names and order (an OOM has no "Addr").
-STINT_DECL void write_memory_args(json_writer& out, const event& e, const memory_record& memory);
-
-/// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
-STINT_DECL void write_memory_summary(json_writer& out, std::uint64_t dropped, std::span<const memory_peak> peaks);
-
-/// What a trace's head says besides the events: the session's counts and summaries, and its threads.
-struct chrome_trace_head {
-    std::uint64_t recorded = 0;
-    std::uint64_t dropped = 0;
-    std::uint64_t late = 0;
-    const device_report* device = nullptr;
-    std::uint64_t memory_dropped = 0;
-    std::span<const memory_peak> memory_peaks;
-    std::span<const thread_info> threads;
-    bool no_events = false;
-    /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
-    std::optional<std::uint64_t> values_not_streamed;
-    /// Flow and async span points without a partner.
-    unmatched_points unmatched = {};
-
-    STINT_DECL static chrome_trace_head of(const event_list& events) noexcept;
-};
-
-/// Writes the trace's top-level keys but traceEvents and the closing ones (write_trace_end), each line
-/// ending in ",\n": deviceProperties, the metadata, the "stint" block, and a WARNING when there are no
-/// events.
-STINT_DECL void write_trace_keys(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
-
-/// The "stint" block: stint's version, what the session recorded, and every count of what it lost
-/// (dropped records, device and memory losses, unmatched points), in total and per thread.
-STINT_DECL void write_stint_block(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
-
-/// The process's metadata events (process_name, process_sort_index), the first elements of
-/// traceEvents when `first` (no comma before them).
-STINT_DECL void write_process_metadata(json_writer& out, const chrome_trace_info& info, bool first);
-
-/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
-STINT_DECL void write_trace_events_opening(json_writer& out, const chrome_trace_info& info);
-
-/// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
-STINT_DECL void write_thread_metadata(json_writer& out, std::span<const thread_info> threads,
-                                      const chrome_trace_info& info);
-
-/// Writes a trace's head: the top-level keys, the "stint" block, and the opening of traceEvents with
-/// the process's and threads' metadata events. Events follow, each starting with ",\n".
-STINT_DECL void write_trace_head(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
-
-/// Writes the trace's closing keys, after traceEvents has been closed.
-STINT_DECL void write_trace_closing_keys(json_writer& out, std::int64_t base_time_ns);
-
-/// Writes a trace's end after its events.
-STINT_DECL void write_trace_end(json_writer& out, std::int64_t base_time_ns);
-
-/// Writes a flow's or async span's point as Chrome writes them: a flow's begin "s" and end "f" (with
-/// "bp": "e", so that both bind to the slice enclosing them on their thread), an async span's "b" and
-/// "e" (drawn on a track of their own). `where` is `, "pid": P, "tid": T, "ts": `. Ids beyond 2^53 are
-/// written as hex strings, which JavaScript viewers keep exact.
-STINT_DECL void write_point(json_writer& out, event_kind kind, std::string_view name, std::uint64_t id,
-                            std::string_view where, std::int64_t ts_ns);
-
-/// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
-/// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
-/// `, "pid": P, "tid": T, "ts": `. JSON has no NaN or infinity and a counter track plots only numbers:
-/// an infinity is written as the largest finite double of its sign, a NaN sample is left out (the track
-/// keeps its previous value); each is counted in `not_finite`, which write_not_finite_note reports.
-STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value,
-                                     std::string_view where, std::int64_t ts_ns, std::uint64_t& not_finite);
-
-/// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
-/// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
-STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
-/// A global instant ("s": "g", drawn across the whole timeline) named "stint: <count> <what>", so that the
-/// trace itself says what it lacks. `what` is written as it is: constant text with nothing to escape.
-STINT_DECL void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
-                                  std::int64_t ts_ns);
-
-/// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
-/// then its events, each element after a ",\n" (but the very first of the array, when `first`).
-/// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
-STINT_DECL void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
-                                   bool first);
-
-/// write_chrome_trace's body: the whole trace of `events`, through `out` (flushed at its end).
-STINT_DECL void write_chrome_trace_to(json_writer& out, const event_list& events, const chrome_trace_info& info);
-
-/// Writes the trace to any sink with `write(std::string_view)`.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
-    json_writer out(sink);
-    write_chrome_trace_to(out, events, info);
-}
-
-/// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
-/// place; throws std::system_error naming the path and the OS reason.
-STINT_DECL void write_chrome_trace_file(const std::string& path, const event_list& events,
-                                        const chrome_trace_info& info);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
-// ---- end stint/export/chrome_trace.hpp ----
-// The flight recorder's crash dump (flight_recorder_options::crash_dump_path) and its public
-// check_crash_handlers(), which stint.hpp gives through this header.
-
-// ---- begin stint/profiler/crash_dump.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-// A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
-// and from std::terminate, the raw records of every thread and the table of the sites they point to are
-// written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
-// everything it uses was allocated at install (the path, a write buffer, the site set); it calls no
-// stdio, allocates nothing and takes no lock: open, write, close.
-//
-// What a dump holds while other threads keep running (they do: a signal stops only its own thread):
-// - The ring stands still while it is copied: no thread overwrites or hands over a chunk until the
-//   dump is written (a thread that would need one drops its records, counted as drops); appending to a
-//   thread's current chunk goes on, and only what was published is copied. A thread caught holding its
-//   ring lock for 100 ms (crashed while overwriting a chunk) has its records left out, and said so.
-// - It is a snapshot at the crash: the crash's tick is read first, then every thread's open scopes,
-//   then the records; records that ended after the crash tick are left out and counted, so every scope
-//   drawn ends at or before the crash, and an open scope (drawn ending at the crash) holds its children.
-// - Two threads crashing at once write one dump: the second waits (up to 60 s) for the first to finish
-//   before its own fault ends the process. A fault inside the handler leaves the file cut short.
-// - A forked child does not write: its session ended at the fork (recording/registry.hpp), and the file
-//   is the parent's.
-// - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
-//   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
-// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
-// into a trace.
-//
-// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
-// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
-//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
-//     time); entries that began after the crash tick are stale;
-// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
-// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
-// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
-//     the records were left out because its ring lock was held);
-// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
-//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
-// 'E' the end: a file without it was cut short.
-
-#include <array>      // std::array
-#include <atomic>     // std::atomic
-#include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
-#include <cstddef>    // std::size_t, std::byte
-#include <cstdint>    // std::int64_t, std::uint8_t, std::uint64_t
-#include <exception>  // std::terminate_handler
-#include <string>     // std::string
-#include <vector>     // std::vector
-
-
-namespace stint::detail {
-
-/// The process's crash dump writer: at most one installed (one flight recorder records at a time).
-class crash_dump {
-public:
-    static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-
-    /// Installs the handlers, checking now that `path` can be written (a file made there and removed). A
-    /// relative path is taken against the working directory now, not at the crash (a daemon may chdir).
-    /// Throws std::system_error when it cannot, std::logic_error when another is installed.
-    STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
-
-    /// The signals whose handler is no longer stint's (another crash handler installed over it), and
-    /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
-    STINT_DECL static std::vector<std::string> overridden();
-
-    /// Puts the previous handlers back where stint's are still installed (a handler installed over
-    /// stint's stays, and overridden() named it).
-    STINT_DECL static void uninstall() noexcept;
-
-    /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
-    /// A second thread that calls it while the first writes waits for the dump to be complete.
-    STINT_DECL static void write_now(int sig) noexcept;
-
-    /// The path the dump goes to, made absolute at install (empty when none is installed).
-    STINT_DECL static std::string path();
-
-    /// How long a crashing thread waits for another's dump to finish, and for a thread's ring lock.
-    static constexpr std::int64_t wait_for_writer_ns = 60'000'000'000;
-    static constexpr std::int64_t wait_for_ring_lock_ns = 100'000'000;
-
-private:
-    static constexpr std::size_t buffer_bytes = 64 * 1024;
-    static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
-
-    STINT_DECL static crash_dump& instance() noexcept;
-    crash_dump() = default;
-
-    STINT_DECL static void on_signal(int sig, siginfo_t* info, void* context);
-    STINT_DECL static void on_terminate();
-
-    /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
-    /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
-    STINT_DECL static void chain(int sig, siginfo_t* info, void* context);
-
-    // --- the writer: fixed buffers only ---
-    STINT_DECL void put(const void* data, std::size_t size) noexcept;
-    template <class T>
-    void put_value(T value) noexcept {
-        put(&value, sizeof value);
-    }
-    STINT_DECL void flush() noexcept;
-    /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
-    STINT_DECL void note_site(const site* where) noexcept;
-    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
-    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
-
-    STINT_DECL void write_file(int sig) noexcept;
-    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
-    STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
-                                  std::uint64_t& written, std::uint64_t& after_crash) noexcept;
-
-    /// writer_: none yet, the tid of the thread writing, or done.
-    static constexpr std::uint64_t dump_done = ~std::uint64_t{0};
-
-    std::atomic<bool> installed_{false};
-    std::atomic<std::uint64_t> writer_{0};
-    std::vector<char> path_;
-    std::vector<std::byte> buffer_;
-    std::vector<const site*> sites_;
-    std::size_t used_ = 0;
-    int fd_ = -1;
-    std::uint64_t pid_ = 0;
-    tick_calibration calibration_;
-    std::array<struct sigaction, signals.size()> previous_{};
-    std::terminate_handler previous_terminate_ = nullptr;
-};
-
-}  // namespace stint::detail
-
-namespace stint {
-
-/// Whether another crash handler was installed over a flight recorder's crash dump (signals or
-/// std::terminate): one line per handler replaced, empty when stint's are all in place.
-///
-///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
-STINT_DECL std::vector<std::string> check_crash_handlers();
-
-}  // namespace stint
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
-// ---- end stint/profiler/crash_dump.hpp ----
-
-// ---- begin stint/profiler/flight_session.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
-#define STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
-// The flight recorder as the profiler's core sees it while it records, and what the core offers the
-// recorder in turn. The code behind it is reached only through the table a flight_recorder_options points
-// to (profiler/flight_recorder_options.hpp).
-
-#include <atomic>   // std::atomic
-#include <cstddef>  // std::size_t
-#include <cstdint>  // std::int64_t, std::uint64_t
-#include <optional> // std::optional
-#include <string>   // std::string
-
-
-namespace stint {
-class event_list;  // analysis/event_list.hpp
-}  // namespace stint
-
-namespace stint::detail {
-
-class record_store;        // drain/record_store.hpp
-class session;             // drain/session.hpp
-struct chrome_trace_info;  // export/chrome_trace.hpp
-
-/// What a flight recorder asks of the profiler that runs it.
-class flight_host {
-public:
-    /// Records built into events as the profiler's config drains them; the names cut short, counted.
-    virtual void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const = 0;
-    /// What the profiler's traces carry besides events.
-    [[nodiscard]] virtual chrome_trace_info trace_info(std::uint64_t truncated_names) const = 0;
-    /// From the hang watchdog's thread: no step() came for the hang timeout. The profiler takes its lock
-    /// (giving up when `stopping` is set) and calls flight_session::dump_hang.
-    virtual void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) = 0;
-
-protected:
-    flight_host() = default;
-    flight_host(const flight_host&) = default;
-    flight_host& operator=(const flight_host&) = default;
-    ~flight_host() = default;
-};
-
-/// What a flight recorder's last window adds to the exports after stop(): the "flightRecorder" metadata of
-/// a Chrome trace, and the losses a Perfetto trace shows.
-struct flight_window_summary {
-    std::string json;
-    perfetto_trace_info perfetto;
-};
-
-/// A flight recorder from start() to stop(), as the profiler's core holds it: the flight_mode its
-/// options' code opened (profiler/flight_recorder.hpp), called through that code. The core calls it under
-/// its lock.
-class flight_session {
-public:
-    flight_session(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
-                   bool shapes, std::int64_t step, flight_host& host)
-        : code_(options.code), mode_(code_->open(options, ring, reserve_bytes, memory, shapes, step, host)) {}
-    ~flight_session() { code_->destroy(mode_); }
-    flight_session(const flight_session&) = delete;
-    flight_session& operator=(const flight_session&) = delete;
-
-    /// A step ended and `step_num` began: a slow step's dump, written (nullopt: none due). A dump that
-    /// fails is a warning: the program's step must not fail for it.
-    std::optional<flight_dump> observe_step(std::int64_t step_num) { return code_->observe_step(*mode_, step_num); }
-    /// The ring's window, written now while recording continues (prof.dump(path)).
-    flight_dump dump(const std::string& path) { return code_->dump(*mode_, path); }
-    /// The watchdog saw no step() for `silent_ns` during `step`: the whole ring, with the scopes still open.
-    flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns) { return code_->dump_hang(*mode_, step, silent_ns); }
-    /// Before the ring is drained: the watchdog joined, the crash dump uninstalled.
-    void finish() noexcept { code_->finish(*mode_); }
-    /// The window that stop() drained out of the ring (`records`).
-    [[nodiscard]] flight_window_summary summary(const record_store& records) const {
-        return code_->summary(*mode_, records);
-    }
-
-private:
-    const flight_recorder_code* code_;
-    flight_mode* mode_;
-};
-
-}  // namespace stint::detail
-#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
-// ---- end stint/profiler/flight_session.hpp ----
-
-// ---- begin stint/profiler/running_flight_recorder.hpp ----
-#ifndef STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
-#define STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
-// The flight recorder that records now, as a process-wide slot (a dump asked from outside reaches it), and
-// the trace formats a dump writes, by a path's ending: what the profiler's core and the on-demand server
-// need of the flight recorder without its code (profiler/flight_recorder.hpp).
-
-#include <mutex>        // std::mutex
-#include <optional>     // std::optional
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-
-
-namespace stint::detail {
-
-/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
-/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
-/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
-class running_flight_recorder {
-public:
-    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
-
-    STINT_DECL void set(void* profiler, dump_function dumper);
-    /// Waits for a dump of `profiler` in progress.
-    STINT_DECL void clear(const void* profiler) noexcept;
-    /// Dumps the running flight recorder to `path`; nullopt when none records.
-    STINT_DECL std::optional<flight_dump> dump(const std::string& path);
-
-private:
-    std::mutex mutex_;
-    void* profiler_ = nullptr;
-    dump_function dump_ = nullptr;
-};
-inline namespace STINT_DETAIL_ABI_NAMESPACE {
-/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
-/// profiler may stop during exit.
-STINT_DECL STINT_DETAIL_EXPORT running_flight_recorder& the_running_flight_recorder();
-}  // namespace STINT_DETAIL_ABI_NAMESPACE
-
-/// The kinds of trace a dump writes, by the path's ending.
-enum class dump_format { chrome, perfetto };
-STINT_DECL std::optional<dump_format> dump_format_of(std::string_view path) noexcept;
-STINT_DECL void require_dump_format(std::string_view call, std::string_view path);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
-// ---- end stint/profiler/running_flight_recorder.hpp ----
-
-namespace stint::detail {
-
-/// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
-/// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
-/// so that its decisions are tested exactly.
-class slow_step_detector {
-public:
-    static constexpr std::size_t window = 101;   ///< steps the median is taken over
-    static constexpr std::size_t min_steps = 8;  ///< steps seen before any is called slow
-
-    slow_step_detector() = default;
-    STINT_DECL slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns);
-
-    /// One step of `duration_ns` that ended at `now_ns`: true when it is slow and a dump is due.
-    STINT_DECL bool observe(std::int64_t duration_ns, std::int64_t now_ns);
-
-    /// The median of the steps seen (the last `window`), 0 before any.
-    [[nodiscard]] STINT_DECL std::int64_t median_ns();
-
-private:
-    double factor_ = 0;
-    std::int64_t min_ns_ = 0;
-    std::int64_t interval_ns_ = 0;
-    std::vector<std::int64_t> durations_;
-    std::vector<std::int64_t> scratch_;
-    std::size_t next_ = 0;
-    std::optional<std::int64_t> last_fired_ns_;
-};
-
-/// A flight recorder's steps while it records: when the last began, the beginnings of the last
-/// `slow_step.steps`, the detector, and the dumps the trigger wrote.
-/// A dump's window: why it was written, the times it spans, and what each thread lost before it.
-struct flight_window {
-    struct thread {
-        std::uint64_t os_tid = 0;
-        std::string name;
-        std::uint64_t overwritten = 0;
-        /// From when the thread's records are complete (ns on the trace's clock): the latest end among
-        /// its overwritten records, or the window's start. Every event that began after it is kept.
-        std::int64_t complete_from_ns = 0;
-    };
-    std::string trigger;  ///< "request", "slow step", "hang", "stop"
-    std::int64_t from_ns = 0;
-    std::int64_t to_ns = 0;
-    std::uint64_t overwritten = 0;
-    std::vector<thread> threads;
-    std::string detail;  ///< a line about the trigger (the slow step's time and the median)
-    /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
-    /// first on each thread; `depth` is the scope's nesting depth on its thread.
-    struct open_scope {
-        std::uint64_t os_tid = 0;
-        std::string thread_name;  ///< a thread with no record in the window is named only here
-        std::string name;
-        std::int64_t start_ns = 0;
-        std::uint32_t depth = 0;
-    };
-    std::vector<open_scope> open_scopes;
-    /// Each thread's newest record in the window: where it was last seen (a hang's dump).
-    struct last_seen {
-        std::uint64_t os_tid = 0;
-        std::string name;
-        std::int64_t end_ns = 0;
-    };
-    std::vector<last_seen> last_records;
-
-    /// Notes each thread's newest event of `events` as where it was last seen.
-    STINT_DECL void note_last_records(const event_list& events);
-
-    /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
-    STINT_DECL static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger);
-
-    /// The trace's "flightRecorder" metadata: every loss shown, per thread.
-    [[nodiscard]] STINT_DECL std::string json() const;
-
-    /// The same as lines above the table.
-    [[nodiscard]] STINT_DECL std::string text() const;
-
-    [[nodiscard]] STINT_DECL perfetto_trace_info perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const;
-};
-
-/// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
-/// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
-/// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
-class hang_watchdog {
-public:
-    using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
-    STINT_DECL hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang);
-    STINT_DECL ~hang_watchdog();
-    hang_watchdog(const hang_watchdog&) = delete;
-    hang_watchdog& operator=(const hang_watchdog&) = delete;
-
-    /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
-    STINT_DECL void note_step(std::int64_t step) noexcept;
-
-private:
-    STINT_DECL void run();
-
-    std::int64_t timeout_ns_;
-    callback on_hang_;
-    std::atomic<std::int64_t> last_step_ns_{0};
-    std::atomic<std::int64_t> step_{0};
-    std::atomic<bool> stopping_{false};
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::thread thread_;
-};
-
-/// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
-/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called,
-/// and writes it: a copy of the ring, built into events and given the metadata by the profiler (its host).
-class flight_mode {
-public:
-    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
-    /// flags say what else the profiler's options ask for.
-    STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
-                                         bool accumulate_events, bool execution_trace);
-
-    /// Opens the ring's session on `ring` (a budget that cannot hold a chunk per thread, or a dump
-    /// directory that cannot be written, is refused now rather than when a dump is due), installs the
-    /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
-    STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
-                           bool memory, bool shapes, std::int64_t step, flight_host& host);
-    /// finish() if not done yet.
-    STINT_DECL ~flight_mode();
-    flight_mode(const flight_mode&) = delete;
-    flight_mode& operator=(const flight_mode&) = delete;
-
-    /// A step ended and `step_num` began: noted for the last-steps window; a slow step writes the steps
-    /// the trigger keeps, then that step begins anew, so that the dump's own time is never a step's (it
-    /// would make the next step slow, and its dump the next: a dump per step for good).
-    STINT_DECL std::optional<flight_dump> observe_step(std::int64_t step_num);
-    STINT_DECL flight_dump dump(const std::string& path);
-    /// The whole ring, with every thread's open scopes as the threads noted them.
-    STINT_DECL flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns);
-    /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
-    /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
-    STINT_DECL void finish() noexcept;
-    [[nodiscard]] STINT_DECL flight_window_summary summary(const record_store& records) const;
-
-private:
-    /// A dump a trigger or a request asks for.
-    struct dump_request {
-        std::string path;
-        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
-        std::string trigger;           ///< "request", "slow step", "hang"
-        std::string why;
-        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
-    };
-    /// Copies the ring's records that ended since the request's `from_ticks` (0: all) and writes them.
-    STINT_DECL flight_dump write(dump_request request);
-
-    flight_recorder_options options_;
-    session& ring_;
-    flight_host& host_;
-    slow_step_detector detector_;
-    std::int64_t last_step_ns_;
-    std::uint64_t last_step_ticks_;
-    std::deque<std::uint64_t> begins_;  // the kept steps' first ticks
-    std::unique_ptr<hang_watchdog> watchdog_;
-    bool crash_dump_installed_ = false;
-};
-
-/// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
-/// ("x.pt.trace.json" -> "x.pt.trace.txt").
-STINT_DECL std::string table_path_for(std::string_view path);
-
-/// Refuses a dump directory that cannot be written, when the mode starts rather than when a dump is due:
-/// a file is created in it and removed.
-STINT_DECL void check_dump_dir(const std::string& dir);
-
-/// Writes a dump's trace (by `path`'s ending) and its table, both through temporaries renamed into place.
-STINT_DECL flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
-                                         const flight_window& window);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
-// ---- end stint/profiler/flight_recorder.hpp ----
 #endif
 #endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_OPTIONS_HPP
 // ---- end stint/profiler/flight_recorder_options.hpp ----
@@ -12787,651 +9797,6 @@ private:
 }  // namespace stint
 
 #if defined(STINT_HEADER_ONLY)
-
-// ---- begin stint/export/trace_stream.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
-// takes the chunks that recording threads have filled, writes their events and gives the chunks back
-// to the pool and their bytes back to the budget, so that a session of any length records in the
-// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
-// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
-// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
-
-#include <chrono>              // std::chrono::milliseconds
-#include <condition_variable>  // std::condition_variable
-#include <cstddef>             // std::size_t
-#include <cstdint>             // std::uint64_t, std::int64_t, std::uint32_t
-#include <exception>           // std::exception_ptr
-#include <mutex>               // std::mutex
-#include <optional>            // std::optional
-#include <string>              // std::string
-#include <thread>              // std::thread
-#include <unordered_map>       // std::unordered_map
-#include <vector>              // std::vector
-
-
-// ---- begin stint/export/chrome_trace_records.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
-// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
-// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
-// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
-// memory their records already take (design §8).
-
-#include <cstddef>        // std::size_t
-#include <cstdint>        // std::int64_t, std::uint16_t, std::uint32_t, std::uint64_t
-#include <memory>         // std::unique_ptr
-#include <string>         // std::string
-#include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
-#include <utility>        // std::pair
-#include <vector>         // std::vector
-
-
-namespace stint::detail {
-
-/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
-/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
-/// object, are merged by the event list's linking).
-STINT_DECL bool chrome_trace_from_records(const record_store& records);
-
-namespace chrome_records_detail {
-
-// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
-constexpr bool drawn_as_instant(event_kind kind) noexcept {
-    return kind == event_kind::instant || is_memory_kind(kind);
-}
-
-// The fixed start of an event of `kind`, up to its name.
-constexpr std::string_view event_opening(event_kind kind) {
-    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
-                                  : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
-}
-
-}  // namespace chrome_records_detail
-
-/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
-/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
-/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
-/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
-/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
-/// last child); each group of such records is written parent first, so viewers nest equal times as the
-/// program did.
-class thread_trace_writer {
-public:
-    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
-    /// row (chrome_records_detail::origin_of).
-    STINT_DECL thread_trace_writer(json_writer& out, const tick_calibration& calibration, std::uint64_t pid,
-                                   std::uint64_t tid, double origin);
-
-    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
-    /// gets `id`. A record that carries more than a runtime name is written with its name and times
-    /// only (values_left_out counts it).
-    STINT_DECL void add(const record& r, const record_payload& payload, std::uint64_t id);
-
-    /// Records added and not written yet (held until a record of another end arrives).
-    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
-
-    /// Records whose captured values (inputs, native frames, memory details) were left out.
-    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
-    /// Counter samples that were not finite (write_counter_sample).
-    [[nodiscard]] std::uint64_t not_finite_samples() const noexcept { return not_finite_; }
-    /// Counts a record of the thread that made no event and whose values were left out (outputs).
-    void leave_out_values() noexcept { ++values_left_out_; }
-
-    /// Copies the runtime names of the records still held (their buffer is about to be freed).
-    STINT_DECL void own_held_names();
-
-    /// Writes what is held: the thread's last records have arrived.
-    STINT_DECL void flush();
-
-private:
-    static constexpr std::uint32_t no_parent = 0xffffffffU;
-    std::uint64_t not_finite_ = 0;
-    struct held {
-        const site* where = nullptr;
-        std::string_view name;                 // a runtime name
-        bool runtime_name = false;
-        std::unique_ptr<std::string> owned;    // ... kept across batches
-        std::int64_t start = 0;
-        std::int64_t end = 0;
-        std::int64_t level = 0;
-        std::uint64_t id = 0;
-        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
-        counter_value counter;                 // a counter's sample: its value
-        std::uint32_t parent = no_parent;      // within held_
-    };
-
-    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
-    // a group can be as deep as the program's nesting).
-    STINT_DECL void write_subtree(std::uint32_t root, trace_end cap);
-
-    STINT_DECL trace_end write_event(const held& h, trace_end cap);
-
-    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
-    STINT_DECL const std::string& prefix_of(const site& where);
-
-    json_writer& out_;
-    tick_calibration calibration_;
-    std::string where_;  // ", "pid": P, "tid": T, "ts": "
-    double origin_ = 0;
-    std::int64_t level_ = 0;
-    std::uint16_t previous_depth_ = 0;
-    bool have_previous_ = false;
-    std::int64_t held_end_ = 0;
-    std::uint64_t values_left_out_ = 0;
-    std::vector<held> held_;            // records ending in held_end_, as they arrived
-    std::vector<std::uint32_t> roots_;  // held records whose parent has not arrived
-    std::vector<std::vector<std::uint32_t>> children_;
-    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
-    std::unordered_map<const site*, std::string> prefixes_;
-    const site* last_site_ = nullptr;
-    const std::string* last_prefix_ = nullptr;
-};
-
-namespace chrome_records_detail {
-
-/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
-STINT_DECL double origin_of(const record_store& records, const record_store::thread_records& t);
-
-}  // namespace chrome_records_detail
-
-/// write_chrome_trace's body for `records`: the whole trace, through `out` (flushed at its end).
-STINT_DECL void write_chrome_trace_to(json_writer& out, const record_store& records, std::uint64_t first_id,
-                                      const chrome_trace_info& info);
-
-/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
-/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
-/// Reads the records only: an event list can still be built from them afterwards.
-template <class Sink>
-void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
-                        const chrome_trace_info& info) {
-    json_writer out(sink);
-    write_chrome_trace_to(out, records, first_id, info);
-}
-
-/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
-STINT_DECL void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
-                                        const chrome_trace_info& info);
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
-// ---- end stint/export/chrome_trace_records.hpp ----
-
-// ---- begin stint/export/output_file.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
-#define STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
-
-#include <cstddef>      // std::size_t
-#include <memory>       // std::unique_ptr
-#include <string>       // std::string
-#include <string_view>  // std::string_view
-#include <utility>      // std::move
-
-#include <sys/stat.h>   // struct stat, mode_t
-#include <sys/types.h>  // ssize_t
-
-
-// ---- begin stint/export/detail/gzip_members.hpp ----
-#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
-#define STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
-
-#include <atomic>              // std::atomic
-#include <condition_variable>  // std::condition_variable
-#include <cstddef>             // std::size_t
-#include <memory>              // std::unique_ptr, std::addressof
-#include <mutex>               // std::mutex
-#include <string_view>         // std::string_view
-#include <thread>              // std::thread
-#include <type_traits>         // std::remove_reference_t
-#include <vector>              // std::vector
-
-#include <sys/types.h>  // pid_t
-#include <zlib.h>       // z_stream, deflate
-
-
-namespace stint::detail {
-
-/// Gzip compression spread over threads: the bytes are cut into blocks of `block_size`, and each
-/// block becomes an independent gzip member. Concatenated members are one valid .gz file (RFC 1952
-/// §2.2; gzip -d, zcat, zlib's gzread, Python's gzip and Perfetto UI read them all). Members reach
-/// `emit` in order, on the writer's thread. Workers (hardware threads less one, at most
-/// `max_workers`, at least one) start with the first full block, so a file under one block starts no
-/// thread; they stop at finish() or stop(). At most `2 × (workers + 1)` blocks are in flight; when
-/// all are, the writer compresses a queued block itself rather than wait, so one core is never idle.
-/// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
-/// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
-/// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
-class gzip_members {
-public:
-    static constexpr std::size_t block_size = std::size_t{256} << 10;
-    // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
-    static constexpr unsigned max_workers = 4;
-    /// The deflate call compressors make; a test substitutes one that fails.
-    using deflate_function = int (*)(z_streamp, int);
-
-    STINT_DECL explicit gzip_members(int level, deflate_function deflate_block = &::deflate);
-
-    gzip_members(const gzip_members&) = delete;
-    gzip_members& operator=(const gzip_members&) = delete;
-
-    STINT_DECL ~gzip_members();
-
-    /// Appends `bytes`; emits the members that are finished. Returns 0, or the errno value of the
-    /// first failure (ENOMEM, EIO), a worker's included.
-    template <class Emit>
-    int write(std::string_view bytes, Emit&& emit) {
-        return write_members(bytes, emit_ref::to(emit));
-    }
-
-    /// Compresses what is left and emits every member in order (an empty gzip member if nothing was
-    /// written at all), then stops the workers. Returns 0 or the first failure's errno value.
-    template <class Emit>
-    int finish(Emit&& emit) {
-        return finish_members(emit_ref::to(emit));
-    }
-
-    /// Emits every full block written so far and joins the workers, keeping the partial block: a
-    /// file that stays open between bursts (an execution trace between spans) leaves no thread of
-    /// stint's waiting. The next full block starts workers again. Returns 0 or the errno value.
-    template <class Emit>
-    int pause(Emit&& emit) {
-        return pause_members(emit_ref::to(emit));
-    }
-
-    /// Stops and joins the workers; blocks not yet compressed are dropped. Safe to call again, and
-    /// from an `emit` that throws (no lock is held while emitting).
-    STINT_DECL void stop() noexcept;
-
-    /// Worker threads started (0 until the first full block).
-    std::size_t workers() const { return workers_.size(); }
-
-private:
-    // The `emit` of write(), finish() and pause(), seen through a pointer by the compiled core: it is
-    // called with each finished member, on the writer's thread, and may throw.
-    struct emit_ref {
-        void* target;
-        void (*call)(void* target, const unsigned char* bytes, std::size_t size);
-
-        template <class Emit>
-        static emit_ref to(Emit& emit) noexcept {
-            using callable = std::remove_reference_t<Emit>;
-            return {const_cast<void*>(static_cast<const void*>(std::addressof(emit))),
-                    [](void* t, const unsigned char* bytes, std::size_t size) {
-                        (*static_cast<callable*>(t))(bytes, size);
-                    }};
-        }
-        void operator()(const unsigned char* bytes, std::size_t size) const { call(target, bytes, size); }
-    };
-
-    STINT_DECL int write_members(std::string_view bytes, emit_ref emit);
-    STINT_DECL int finish_members(emit_ref emit);
-    STINT_DECL int pause_members(emit_ref emit);
-
-    struct block {
-        std::unique_ptr<char[]> in;
-        std::unique_ptr<unsigned char[]> out;
-        std::size_t in_size = 0;
-        std::size_t out_size = 0;
-        int error = 0;
-        bool done = false;  // under mutex_
-    };
-
-    // zlib's bound for level 0 (stored blocks) is the size plus 5 bytes per 16 KiB and 18 for the
-    // gzip header and trailer; 1/16 more leaves room for every level. Pages never written are never
-    // made resident, so the margin costs address space only.
-    static constexpr std::size_t out_capacity = block_size + block_size / 16 + 1024;
-
-    // Two slots until workers start (a small file: the writer compresses alone).
-    block& ring_slot(std::size_t sequence) { return ring_[sequence % ring_.size()]; }
-
-    STINT_DECL static int allocate(block& b);
-
-    // In a child forked while workers ran: blocks they held will never be done.
-    STINT_DECL bool forked() const;
-
-    STINT_DECL void start_workers();
-
-    STINT_DECL int submit(emit_ref emit);
-
-    STINT_DECL bool oldest_done();
-
-    // Waits for the oldest block in flight, compressing queued ones meanwhile, and emits it.
-    STINT_DECL int retire(emit_ref emit);
-
-    STINT_DECL void work();
-
-    // Under mutex_.
-    STINT_DECL void finished(block& b);
-
-    // One block into one gzip member; the stream is reused (deflateReset) from block to block.
-    STINT_DECL void compress(z_stream& stream, bool& ready, block& b) const;
-
-    const int level_;
-    const deflate_function deflate_block_;
-    std::vector<block> ring_;   // sized before any worker starts, never after
-    std::vector<std::thread> workers_;
-    bool workers_tried_ = false;
-    pid_t owner_ = 0;                  // the process that started the workers
-    z_stream own_stream_{};            // the writer's, when it compresses
-    bool own_stream_ready_ = false;
-    std::size_t written_ = 0;          // members emitted; the writer's alone
-
-    std::mutex mutex_;
-    std::condition_variable work_;     // a block was queued, or stop
-    std::condition_variable done_;     // a block was compressed
-    std::size_t submitted_ = 0;        // blocks queued; written by the writer under mutex_
-    std::size_t claimed_ = 0;          // blocks taken by a compressor, under mutex_
-    bool stopping_ = false;
-    std::atomic<int> first_error_{0};
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
-// ---- end stint/export/detail/gzip_members.hpp ----
-
-namespace stint::detail {
-
-/// A trace file, written by what is at its path:
-/// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
-///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
-///   failed write never leaves a partial file under the final name. A replaced file keeps its
-///   permission bits (and its owner where the caller may set it); a new one gets 0666 less the umask.
-/// - a symbolic link, or a chain of them: followed as open() would, a relative target read against
-///   its link's directory; the file at the end is replaced (or created) as above; the link stays.
-/// - a character device or a FIFO, or any file named by a link in /proc (/dev/stdout, /dev/fd/N):
-///   written through, with no temporary and no rename. As with open(), opening a FIFO that has no
-///   reader blocks until a reader opens it; a reader that leaves gives EPIPE, never SIGPIPE.
-/// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
-/// An existing file the caller may not write, or a directory it may not create files in, is refused
-/// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
-/// as a series of independent 256 KiB members deflated on worker threads (gzip_members); the threads
-/// start only once 256 KiB were written and are joined by idle(), commit() or the destructor. Every OS failure,
-/// and a worker's (ENOMEM, EIO), throws std::system_error naming the path and removes the temporary.
-///     output_file out("trace.json.gz");
-///     out.write("{\"traceEvents\":[]}");
-///     out.commit();
-class output_file {
-public:
-    /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
-    /// applies only to ".gz" paths. `what` names the file in errors ("cannot write trace '...'").
-    STINT_DECL explicit output_file(std::string path, int gzip_level = 1, std::string_view what = "trace");
-
-    output_file(const output_file&) = delete;
-    output_file& operator=(const output_file&) = delete;
-
-    /// Removes the temporary unless commit() succeeded.
-    ~output_file() { discard(); }
-
-    /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
-    /// pieces, as json_writer does. A worker's failure since the last call throws here.
-    STINT_DECL void write(std::string_view bytes);
-
-    /// Between bursts of writes: a ".gz" file emits its finished members and lets its compressing
-    /// threads go until the next 256 KiB arrive. A worker's failure throws here.
-    STINT_DECL void idle();
-
-    /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
-    /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
-    /// names. Written through (a device, a FIFO), it finishes the stream and closes.
-    STINT_DECL void commit();
-
-    /// What commit() does before its rename (the stream finished, synced, closed), so that two files
-    /// that must land together fail before either is renamed: finish() both, then commit() both.
-    STINT_DECL void finish();
-
-    /// The final path, as given.
-    std::string path() const { return path_; }
-
-    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
-    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
-    /// kept for a file written through (a device, a FIFO): its bytes are already out.
-    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
-
-    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
-    STINT_DECL void abandon() noexcept;
-
-    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
-    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
-    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
-    [[nodiscard]] bool written_through() const noexcept { return through_; }
-
-private:
-    enum class state { open, committed, failed };
-    // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
-    static constexpr int max_links = 40;
-
-    [[noreturn]] STINT_DECL void fail(int error);
-
-    [[noreturn]] STINT_DECL void refuse(const char* what);
-
-    STINT_DECL void check_open() const;
-
-    // "a/b/" for "a/b/c", "/" for "/c", "" for "c": what a relative link target is read against,
-    // and where the temporary goes.
-    STINT_DECL static std::string directory_of(const std::string& path);
-
-    STINT_DECL void open_destination();
-
-    STINT_DECL static bool in_proc(const struct stat& link);
-
-    // Written as open() would write it: in place, no temporary, no rename. O_TRUNC, which devices
-    // and FIFOs ignore, empties a regular file reached through /proc, as a shell's "> /dev/stdout".
-    STINT_DECL void open_through(bool regular_allowed);
-
-    // mkstemp's contract with `mode` instead of 0600: 0666 for a new file, so that the umask decides
-    // its permissions as for any new file (mkstemp plus fchmod would need the umask, which a process
-    // can only read by changing it). The name is short and not derived from the final name, so any
-    // legal file name (up to NAME_MAX) can be written.
-    STINT_DECL void open_temporary(mode_t mode);
-
-    // A write to a FIFO whose reader has gone raises SIGPIPE, which would end the program: the
-    // signal is blocked on this thread for the write and taken back if the write raised it, so the
-    // caller gets EPIPE instead. A write that the reader's leaving cut short raises it as well,
-    // though it returns what it wrote.
-    STINT_DECL ssize_t write_through(const char* bytes, std::size_t size);
-
-    STINT_DECL void write_fully(const void* data, std::size_t size);
-
-    // Where gzip_members puts each finished member, on this thread. A failed write throws from
-    // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
-    struct emitter {
-        output_file* file;
-        void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
-    };
-
-    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
-    STINT_DECL void discard(bool failed = false) noexcept;
-
-    std::string path_;
-    std::string what_;       // "trace", "table": how errors name the file
-    bool finished_ = false;  // finish() ran: commit() only renames
-    std::string target_;     // the file the path names, its links followed
-    std::string temporary_;  // empty once renamed or removed, and when written through
-    int fd_ = -1;
-    bool through_ = false;   // a device or a FIFO, written in place
-    state state_ = state::open;
-    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
-    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
-    std::string kept_partial_;  // ... once it did
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
-// ---- end stint/export/output_file.hpp ----
-
-namespace stint::detail {
-
-/// What a streamed session wrote, for its stats.
-struct streamed_totals {
-    std::uint64_t events = 0;     ///< events written
-    std::uint64_t recorded = 0;   ///< records of the program
-    std::uint64_t overhead = 0;   ///< stint's own records
-    std::uint64_t dropped = 0;
-    std::uint64_t truncated = 0;  ///< runtime names cut
-    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
-};
-
-/// One streamed session's trace file and the thread that writes it.
-///
-///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
-///     stream.start(state, calibration, first_id);  // once the session records
-///     ...
-///     stream.stop();                               // before the session closes
-///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
-class trace_stream {
-public:
-    /// How often the writer looks for filled chunks.
-    static constexpr std::chrono::milliseconds period{10};
-
-    STINT_DECL trace_stream(const std::string& path, std::uint64_t pid);
-    trace_stream(const trace_stream&) = delete;
-    trace_stream& operator=(const trace_stream&) = delete;
-    ~trace_stream() { stop(); }
-
-    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
-    /// the writer reads them, and its times come from `calibration` (the session's start).
-    STINT_DECL void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id);
-
-    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
-    /// must be abandoned (leaked), never stopped or destroyed.
-    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
-
-    /// Stops the writer (joins it). What it failed with is thrown by finish().
-    STINT_DECL void stop() noexcept;
-
-    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
-    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
-    /// front of `rest` the records the writer had taken and not written, keeps what was written at
-    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
-    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
-    /// the writer held between batches, which the error counts. `rest` is read, not given back.
-    STINT_DECL streamed_totals finish(record_store& rest, const chrome_trace_info& info);
-
-    /// The id the next event written would get: the first id of records not written.
-    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
-
-private:
-    struct thread_state {
-        const void* node = nullptr;
-        drained_thread counts;
-        std::uint64_t events = 0;
-        std::optional<thread_trace_writer> writer;
-    };
-
-    STINT_DECL streamed_totals write_rest(record_store& rest, const chrome_trace_info& info);
-
-    // Records the writers hold until a record of another end arrives.
-    STINT_DECL std::uint64_t held_records() const noexcept;
-
-    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
-    [[noreturn]] STINT_DECL void throw_failure();
-
-    // The reason of a failure, for the warning: the OS's when there is one.
-    STINT_DECL static std::string reason_of(const std::exception_ptr& error);
-
-    STINT_DECL void run() noexcept;
-
-    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
-    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
-    // says so now rather than at the stop.
-    STINT_DECL void fail(record_store&& batch) noexcept;
-
-    // Writes each thread's records of `batch` (its chunks stay in it).
-    STINT_DECL void write_batch(record_store& batch);
-
-    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
-    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
-    // ends follow their begins, the two count alike).
-    STINT_DECL void balance_point(event_kind kind, const record_payload& payload);
-
-    [[nodiscard]] STINT_DECL unmatched_points unmatched() const;
-
-    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
-    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
-    // earliest of the whole session, which a stream cannot wait for).
-    STINT_DECL double origin_of(const record_store& batch, const record_store::thread_records& t);
-
-    STINT_DECL thread_state& state_of(const record_store::thread_records& t);
-
-    output_file file_;
-    json_writer out_;
-    std::uint64_t pid_ = 0;
-    std::uint32_t state_ = 0;
-    tick_calibration calibration_;
-    std::uint64_t next_id_ = 0;
-    std::vector<thread_state> threads_;  // per buffer, in the order first seen
-    std::unordered_map<const void*, std::size_t> index_;
-    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
-    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
-    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
-    std::thread thread_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool stopping_ = false;
-    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
-    record_store unwritten_;        // the batch the writer failed on
-    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
-};
-
-/// The streaming writer's code as the profiler's core calls it: plain function pointers (as the flight
-/// recorder's, profiler/flight_recorder_options.hpp), reached only through a stream_target made from a path.
-struct trace_stream_code {
-    trace_stream* (*open)(const std::string& path, std::uint64_t pid);  ///< the caller owns it: `destroy`
-    void (*start)(trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
-                  std::uint64_t first_id);
-    void (*stop)(trace_stream& stream) noexcept;
-    streamed_totals (*finish)(trace_stream& stream, record_store& rest, const chrome_trace_info& info);
-    void (*destroy)(trace_stream* stream) noexcept;
-};
-
-/// A streamed window while it records, as the profiler's core holds it: its stream_target's writer,
-/// called through that target's code. Destroyed before finish() completed the file, it discards it.
-class streaming_session {
-public:
-    streaming_session(const stream_target& target, std::uint64_t pid)
-        : code_(target.code()), stream_(code_->open(target.path(), pid)) {}
-    ~streaming_session() {
-        if (stream_ != nullptr) code_->destroy(stream_);
-    }
-    streaming_session(const streaming_session&) = delete;
-    streaming_session& operator=(const streaming_session&) = delete;
-
-    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
-        code_->start(*stream_, state, calibration, first_id);
-    }
-    /// Whether this process is a fork of the one that started it.
-    [[nodiscard]] bool inherited() const noexcept { return stream_->inherited(); }
-    /// A forked child: the writer thread and the file are the parent's; forget both.
-    void abandon() noexcept { stream_ = nullptr; }
-    void stop() noexcept { code_->stop(*stream_); }
-    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
-        return code_->finish(*stream_, rest, info);
-    }
-    [[nodiscard]] std::uint64_t next_id() const noexcept { return stream_->next_id(); }
-
-private:
-    const trace_stream_code* code_;
-    trace_stream* stream_;
-};
-
-}  // namespace stint::detail
-
-#if defined(STINT_HEADER_ONLY)
-#endif
-#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
-// ---- end stint/export/trace_stream.hpp ----
 #endif
 #endif  // STINT_SINGLE_STINT_EXPORT_STREAM_TARGET_HPP
 // ---- end stint/export/stream_target.hpp ----
@@ -13876,6 +10241,150 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
 #endif  // STINT_SINGLE_STINT_PROFILER_HPP
 // ---- end stint/profiler.hpp ----
 
+// ---- begin stint/profiler/crash_dump.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+// A flight recorder's crash dump (design §7 "Crash dumps"): on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
+// and from std::terminate, the raw records of every thread and the table of the sites they point to are
+// written to a file named in advance, then the previous handler runs. The handler is async-signal-safe:
+// everything it uses was allocated at install (the path, a write buffer, the site set); it calls no
+// stdio, allocates nothing and takes no lock: open, write, close.
+//
+// What a dump holds while other threads keep running (they do: a signal stops only its own thread):
+// - The ring stands still while it is copied: no thread overwrites or hands over a chunk until the
+//   dump is written (a thread that would need one drops its records, counted as drops); appending to a
+//   thread's current chunk goes on, and only what was published is copied. A thread caught holding its
+//   ring lock for 100 ms (crashed while overwriting a chunk) has its records left out, and said so.
+// - It is a snapshot at the crash: the crash's tick is read first, then every thread's open scopes,
+//   then the records; records that ended after the crash tick are left out and counted, so every scope
+//   drawn ends at or before the crash, and an open scope (drawn ending at the crash) holds its children.
+// - Two threads crashing at once write one dump: the second waits (up to 60 s) for the first to finish
+//   before its own fault ends the process. A fault inside the handler leaves the file cut short.
+// - A forked child does not write: its session ended at the fork (recording/registry.hpp), and the file
+//   is the parent's.
+// - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
+//   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
+// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
+// into a trace.
+//
+// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
+// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
+// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
+//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
+//     time); entries that began after the crash tick are stale;
+// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
+// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
+// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
+//     the records were left out because its ring lock was held);
+// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
+//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
+// 'E' the end: a file without it was cut short.
+
+#include <array>      // std::array
+#include <atomic>     // std::atomic
+#include <csignal>    // struct sigaction, siginfo_t, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT
+#include <cstddef>    // std::size_t, std::byte
+#include <cstdint>    // std::int64_t, std::uint8_t, std::uint64_t
+#include <exception>  // std::terminate_handler
+#include <string>     // std::string
+#include <vector>     // std::vector
+
+
+namespace stint::detail {
+
+/// The process's crash dump writer: at most one installed (one flight recorder records at a time).
+class crash_dump {
+public:
+    static constexpr std::array<int, 5> signals{SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+    /// Installs the handlers, checking now that `path` can be written (a file made there and removed). A
+    /// relative path is taken against the working directory now, not at the crash (a daemon may chdir).
+    /// Throws std::system_error when it cannot, std::logic_error when another is installed.
+    STINT_DECL static void install(const std::string& path, const tick_calibration& calibration);
+
+    /// The signals whose handler is no longer stint's (another crash handler installed over it), and
+    /// std::terminate's: one line each, empty when all are stint's. A dump then never runs for them.
+    STINT_DECL static std::vector<std::string> overridden();
+
+    /// Puts the previous handlers back where stint's are still installed (a handler installed over
+    /// stint's stays, and overridden() named it).
+    STINT_DECL static void uninstall() noexcept;
+
+    /// Writes the dump now (the handlers' work), for signal `sig`. Async-signal-safe; once per install.
+    /// A second thread that calls it while the first writes waits for the dump to be complete.
+    STINT_DECL static void write_now(int sig) noexcept;
+
+    /// The path the dump goes to, made absolute at install (empty when none is installed).
+    STINT_DECL static std::string path();
+
+    /// How long a crashing thread waits for another's dump to finish, and for a thread's ring lock.
+    static constexpr std::int64_t wait_for_writer_ns = 60'000'000'000;
+    static constexpr std::int64_t wait_for_ring_lock_ns = 100'000'000;
+
+private:
+    static constexpr std::size_t buffer_bytes = 64 * 1024;
+    static constexpr std::size_t site_slots = 1 << 14;  // distinct sites kept; more are written unnamed
+
+    STINT_DECL static crash_dump& instance() noexcept;
+    crash_dump() = default;
+
+    STINT_DECL static void on_signal(int sig, siginfo_t* info, void* context);
+    STINT_DECL static void on_terminate();
+
+    /// Runs what was there before stint's handler: its function, or its disposition. A fault re-raised by
+    /// the kernel (si_code > 0) comes back when the handler returns; a sent signal (raise, abort) is sent again.
+    STINT_DECL static void chain(int sig, siginfo_t* info, void* context);
+
+    // --- the writer: fixed buffers only ---
+    STINT_DECL void put(const void* data, std::size_t size) noexcept;
+    template <class T>
+    void put_value(T value) noexcept {
+        put(&value, sizeof value);
+    }
+    STINT_DECL void flush() noexcept;
+    /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
+    STINT_DECL void note_site(const site* where) noexcept;
+    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
+    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
+
+    STINT_DECL void write_file(int sig) noexcept;
+    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
+    STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
+                                  std::uint64_t& written, std::uint64_t& after_crash) noexcept;
+
+    /// writer_: none yet, the tid of the thread writing, or done.
+    static constexpr std::uint64_t dump_done = ~std::uint64_t{0};
+
+    std::atomic<bool> installed_{false};
+    std::atomic<std::uint64_t> writer_{0};
+    std::vector<char> path_;
+    std::vector<std::byte> buffer_;
+    std::vector<const site*> sites_;
+    std::size_t used_ = 0;
+    int fd_ = -1;
+    std::uint64_t pid_ = 0;
+    tick_calibration calibration_;
+    std::array<struct sigaction, signals.size()> previous_{};
+    std::terminate_handler previous_terminate_ = nullptr;
+};
+
+}  // namespace stint::detail
+
+namespace stint {
+
+/// Whether another crash handler was installed over a flight recorder's crash dump (signals or
+/// std::terminate): one line per handler replaced, empty when stint's are all in place.
+///
+///     for (const std::string& line : stint::check_crash_handlers()) std::cerr << line << '\n';
+STINT_DECL std::vector<std::string> check_crash_handlers();
+
+}  // namespace stint
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_HPP
+// ---- end stint/profiler/crash_dump.hpp ----
+
 // ---- begin stint/profiler/crash_dump_reader.hpp ----
 #ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
 #define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
@@ -14099,6 +10608,49 @@ inline void report_oom(std::size_t bytes_requested, device where, std::int64_t t
 // this object was loaded with RTLD_LOCAL into a program not linked with -rdynamic. Data only, constant
 // initialized: it costs an object nothing at load and nothing when it records.
 
+
+// ---- begin stint/recording/object_link.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+// One object's link table: where its copies of stint's process-wide state are, the record that
+// <stint/this_object_link.hpp> exports from every object that records and that the registry's object
+// links (recording/object_links.hpp) read. Kept apart from object_links.hpp so that every file that
+// includes annotate.hpp reads only this struct, not the session side's <mutex>, <vector> and loader
+// headers.
+
+#include <atomic>   // std::atomic
+#include <cstdint>  // std::uint32_t, std::uint64_t
+
+
+#define STINT_DETAIL_LINK_CAT_(a, b) a##b
+#define STINT_DETAIL_LINK_CAT(a, b) STINT_DETAIL_LINK_CAT_(a, b)
+#define STINT_DETAIL_LINK_STRING_(a) #a
+#define STINT_DETAIL_LINK_STRING(a) STINT_DETAIL_LINK_STRING_(a)
+/// The C name of an object's link table: one per stint ABI, so two versions never link.
+#define STINT_DETAIL_OBJECT_LINK STINT_DETAIL_LINK_CAT(stint_detail_object_link_, STINT_DETAIL_ABI_NAMESPACE)
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+struct slow_path;             // recording/slow_path.hpp
+struct recording_hook_table;  // annotations/recording_hook.hpp
+struct capture_switches;      // capture/inputs.hpp
+
+/// Where one object's copies of the process-wide state are (the ones its own code reads).
+struct object_link {
+    std::uint32_t size;                              ///< sizeof(object_link) where it was compiled
+    std::atomic<std::uint32_t>* recording;           ///< recording/state.hpp
+    std::atomic<const slow_path*>* installed_path;   ///< recording/slow_path.hpp
+    recording_hook_table* hooks;                     ///< annotations/recording_hook.hpp
+    capture_switches* capture;                       ///< capture/inputs.hpp
+    std::atomic<std::uint32_t>* memory_state;        ///< memory/report.hpp
+    std::atomic<std::uint64_t>* next_point_id;       ///< annotations/detail/point_record.hpp
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINK_HPP
+// ---- end stint/recording/object_link.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -14523,6 +11075,382 @@ private:
 // The chunk pool's bodies: acquiring, charging, caching and freeing chunks, and the prefault thread.
 
 
+// ---- begin stint/recording/chunk_pool.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_CHUNK_POOL_HPP
+#define STINT_SINGLE_STINT_RECORDING_CHUNK_POOL_HPP
+// The chunk pool: chunks for all threads within a byte budget per session, kept warm between sessions,
+// and faulted in ahead of demand while a session records.
+
+#include <algorithm>  // std::max, std::min
+#include <array>      // std::array
+#include <atomic>     // std::atomic
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::int64_t, std::uint32_t, std::uint64_t
+#include <mutex>      // std::mutex
+#include <span>       // std::span
+#include <vector>     // std::vector
+
+
+// ---- begin stint/recording/chunk_memory.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
+#define STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
+// Where buffer chunks' memory comes from: the largest chunks are carved from 2 MiB slabs that the
+// kernel may back with one transparent huge page each; the others come from the heap.
+//
+// A page's first write, not the record written into it, is what recording into fresh memory costs.
+// On this project's VMs (a hypervisor that traps each first write) a 4 KiB page takes 10-16 us to
+// fault in: 60-95 ns for each 24-byte record it holds, against 23 ns for the record itself, so one
+// prefault thread cannot stay ahead of one recording thread. A 2 MiB huge page faults in at once, in
+// 0.1-0.4 ms (about 1-5 ns per record), and takes 511 entries off the TLB. Slabs are advised
+// MADV_HUGEPAGE, so this holds where transparent huge pages are "always" or "madvise" (Debian's
+// default); where the kernel gives none, a slab's pages fault in one by one, as heap chunks do.
+// Machines differ (an earlier VM of this project faulted huge pages in at a quarter of the speed of
+// small ones), so allocate_largest() measures both ways as it goes and takes the cheaper.
+
+#include <algorithm>      // std::max
+#include <atomic>         // std::atomic, std::memory_order_relaxed
+#include <chrono>         // std::chrono::steady_clock, std::chrono::duration_cast
+#include <cstddef>        // std::size_t, std::byte
+#include <cstdint>        // std::int64_t, std::uintptr_t, std::uint32_t
+#include <mutex>          // std::mutex, std::lock_guard
+#include <new>            // ::operator new, std::align_val_t, placement new
+#include <span>           // std::span
+#include <unordered_map>  // std::unordered_map
+
+#if defined(__linux__)
+#include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
+#endif
+
+// LeakSanitizer scans the heap, not memory mapped by hand: a heap chunk that only a slab's chunk points
+// to (a thread's chunk list runs through both) would look leaked. Slabs are registered as roots.
+#if defined(__SANITIZE_ADDRESS__)
+#define STINT_DETAIL_LSAN_ROOTS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define STINT_DETAIL_LSAN_ROOTS 1
+#endif
+#endif
+#if defined(STINT_DETAIL_LSAN_ROOTS)
+#include <sanitizer/lsan_interface.h>  // __lsan_register_root_region, __lsan_unregister_root_region
+#endif
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+class chunk_memory {
+public:
+    static constexpr std::size_t slab_bytes = std::size_t{2} << 20;
+    static constexpr std::size_t chunks_per_slab = slab_bytes / chunk::total_bytes;
+    static_assert(slab_bytes % chunk::total_bytes == 0);
+
+    /// Largest chunks, every page faulted in, the way that has cost least per chunk on this machine:
+    /// a whole slab (only where `slab_allowed`) or one chunk from the heap. Returns how many it put in
+    /// `out` (a slab's worth, or 1). Each way is tried once first, and the dearer one again every
+    /// 64th time, since its cost changes with the machine's state (free huge pages, a host's backing).
+    std::size_t allocate_largest(std::span<chunk*, chunks_per_slab> out, bool slab_allowed) {
+        const bool slab =
+            slab_allowed && prefer_slab(slab_ns_.load(std::memory_order_relaxed),
+                                        single_ns_.load(std::memory_order_relaxed), decisions_);
+        const auto begin = std::chrono::steady_clock::now();
+        std::size_t count = 1;
+        if (slab && allocate_slab(out)) {
+            count = chunks_per_slab;
+        } else {
+            out[0] = allocate_one(largest_class);
+        }
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin);
+        note_cost(count == chunks_per_slab ? slab_ns_ : single_ns_,
+                  std::max<std::int64_t>(1, ns.count() / static_cast<std::int64_t>(count)));
+        return count;
+    }
+
+    /// The choice allocate_largest() makes from each way's cost per chunk (0: not tried yet); counts
+    /// its decisions between two tried ways in `decisions`.
+    static bool prefer_slab(std::int64_t slab_ns, std::int64_t single_ns, std::atomic<std::uint32_t>& decisions) noexcept {
+        if (slab_ns == 0) return true;
+        if (single_ns == 0) return false;
+        const bool cheaper = slab_ns <= single_ns;
+        const bool retry_dearer = decisions.fetch_add(1, std::memory_order_relaxed) % 64 == 63;
+        return cheaper != retry_dearer;
+    }
+
+    /// Nanoseconds per largest chunk each way has cost lately (0: not tried yet).
+    [[nodiscard]] std::int64_t slab_ns_per_chunk() const noexcept { return slab_ns_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::int64_t single_ns_per_chunk() const noexcept {
+        return single_ns_.load(std::memory_order_relaxed);
+    }
+
+    /// One chunk of `size_class` from the heap, every page faulted in.
+    static chunk* allocate_one(std::uint32_t size_class) {
+        const std::size_t bytes = chunk::bytes_of_class(size_class);
+        void* memory = ::operator new(bytes, std::align_val_t{64});
+        chunk* c = ::new (memory) chunk(size_class);
+        touch_pages(c);
+        return c;
+    }
+
+    /// Fills `out` with the largest chunks of one new slab, every page faulted in; false (and nothing
+    /// mapped) where no slab can be mapped, so the caller takes chunks from allocate_one().
+    bool allocate_slab(std::span<chunk*, chunks_per_slab> out) {
+#if defined(__linux__)
+        // Twice the size, then the unaligned ends unmapped: a huge page needs a 2 MiB-aligned range.
+        void* raw = ::mmap(nullptr, 2 * slab_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) return false;
+        const auto raw_begin = reinterpret_cast<std::uintptr_t>(raw);
+        const std::uintptr_t base = (raw_begin + slab_bytes - 1) & ~(slab_bytes - 1);
+        if (base > raw_begin) ::munmap(raw, base - raw_begin);
+        if (raw_begin + 2 * slab_bytes > base + slab_bytes) {
+            ::munmap(reinterpret_cast<void*>(base + slab_bytes), raw_begin + 2 * slab_bytes - (base + slab_bytes));
+        }
+#if defined(MADV_HUGEPAGE)
+        (void)::madvise(reinterpret_cast<void*>(base), slab_bytes, MADV_HUGEPAGE);  // a hint: no error matters
+#endif
+        try {
+            const std::lock_guard lock(mutex_);
+            returned_.emplace(base, 0);
+        } catch (...) {
+            ::munmap(reinterpret_cast<void*>(base), slab_bytes);
+            throw;
+        }
+#if defined(STINT_DETAIL_LSAN_ROOTS)
+        __lsan_register_root_region(reinterpret_cast<void*>(base), slab_bytes);
+#endif
+        for (std::size_t i = 0; i < chunks_per_slab; ++i) {
+            chunk* c = ::new (reinterpret_cast<void*>(base + i * chunk::total_bytes)) chunk(largest_class, true);
+            touch_pages(c);
+            out[i] = c;
+        }
+        return true;
+#else
+        (void)out;
+        return false;
+#endif
+    }
+
+    /// Frees a chunk from either source. A slab's chunk gives its pages back at once; the slab is
+    /// unmapped when the last of its chunks comes back.
+    void deallocate(chunk* c) noexcept {
+        const bool in_slab = c->in_slab;
+        const std::size_t bytes = c->total();
+        c->~chunk();
+        if (!in_slab) {
+            ::operator delete(c, std::align_val_t{64});  // unsized: clang has no sized delete by default
+            return;
+        }
+#if defined(__linux__)
+        ::madvise(c, bytes, MADV_DONTNEED);
+        const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(c) & ~(slab_bytes - 1);
+        bool last = false;
+        {
+            const std::lock_guard lock(mutex_);
+            const auto slab = returned_.find(base);
+            if (slab != returned_.end() && ++slab->second == chunks_per_slab) {
+                returned_.erase(slab);
+                last = true;
+            }
+        }
+        if (last) {
+#if defined(STINT_DETAIL_LSAN_ROOTS)
+            __lsan_unregister_root_region(reinterpret_cast<void*>(base), slab_bytes);
+#endif
+            ::munmap(reinterpret_cast<void*>(base), slab_bytes);
+        }
+#else
+        (void)bytes;
+#endif
+    }
+
+    /// Slabs mapped now (some of their chunks may be in use, cached, or given back).
+    [[nodiscard]] std::size_t slabs() {
+        const std::lock_guard lock(mutex_);
+        return returned_.size();
+    }
+
+    /// Held across fork() (pthread_atfork), so that the child finds the table consistent.
+    std::mutex& mutex() noexcept { return mutex_; }
+
+private:
+    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
+
+    /// A moving average, three parts old to one part new (racing writers may lose a sample: harmless).
+    static void note_cost(std::atomic<std::int64_t>& average, std::int64_t ns) noexcept {
+        const std::int64_t old = average.load(std::memory_order_relaxed);
+        average.store(old == 0 ? ns : (3 * old + ns) / 4, std::memory_order_relaxed);
+    }
+
+    /// One write per 4 KiB: each faults its page in now, on a thread that can afford it, not under
+    /// later records (in a huge page, the first write maps all 2 MiB and the rest cost nothing).
+    static void touch_pages(chunk* c) noexcept {
+        for (std::byte* page = c->data(); page < c->data_end(); page += 4096) *page = std::byte{0};
+    }
+
+    std::atomic<std::int64_t> slab_ns_{0};
+    std::atomic<std::int64_t> single_ns_{0};
+    std::atomic<std::uint32_t> decisions_{0};
+    std::mutex mutex_;
+    std::unordered_map<std::uintptr_t, std::size_t> returned_;  ///< slab base -> its chunks given back
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_CHUNK_MEMORY_HPP
+// ---- end stint/recording/chunk_memory.hpp ----
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Chunks for all threads, within a byte budget per session. Touched once per filled chunk.
+///
+/// Fresh memory is the dominant cost of recording: a first-touched page costs far more than the
+/// records written into it (chunk_memory.hpp has the numbers, and why largest chunks come in huge-page
+/// slabs). So the pool keeps drained chunks warm for the next session, up to `retained_bytes` (the
+/// last session's use while its profiler lives); `reserve` pre-faults chunks before a session; and
+/// while a session records, a thread of the pool's own faults largest chunks in ahead of demand
+/// (start_prefaulting), so that recording threads take resident chunks with no option to know about.
+/// Chunks are cached per size class; the budget is charged each chunk's real size when a recording
+/// thread takes it. Largest chunks are faulted in a slab (32 of them) at a time, but only while the
+/// budget left could pay for the whole slab: a small budget never maps more than it may use.
+class chunk_pool {
+public:
+    /// Bytes kept between sessions when no profiler asks for more.
+    static constexpr std::size_t default_retained_bytes = std::size_t{16} << 20;
+    /// Largest chunks the prefault thread keeps warm ahead of demand at a session's start; it doubles
+    /// each time a recording thread finds none warm, up to the maximum (and never past the budget).
+    static constexpr std::size_t initial_prefault_bytes = std::size_t{4} << 20;
+    static constexpr std::size_t max_prefault_bytes = std::size_t{64} << 20;
+
+    /// A chunk of `size_class` charged to the session's budget; when the budget cannot pay for it, the
+    /// smallest chunk that holds `min_data` bytes; nullptr when it cannot pay for that either. A chunk
+    /// the pool did not have cached is faulted in here, on the slow path, not page by page under later
+    /// records.
+    STINT_DECL chunk* acquire(std::uint32_t size_class, std::size_t min_data);
+
+    /// Charges one chunk of `size_class` to the session's budget; false (and nothing charged) when
+    /// what is left cannot pay for it.
+    STINT_DECL bool charge(std::uint32_t size_class) noexcept;
+
+    /// Gives back a charge() not used.
+    void refund_charge(std::uint32_t size_class) noexcept { refund(size_class); }
+
+    /// Gives back a chunk charged by acquire() but not used.
+    void refund_and_release(chunk* c) noexcept {
+        refund(c->size_class);
+        release(c);
+    }
+
+    /// A resident chunk not charged to any budget (set aside for a thread before a session opens).
+    STINT_DECL chunk* take_uncharged(std::uint32_t size_class);
+
+    /// Returns a drained chunk: cached while the pool holds less than the retained size, else freed.
+    STINT_DECL void release(chunk* c) noexcept;
+
+    /// Allocates and touches largest chunks until `bytes` are cached (outside any session's hot path).
+    STINT_DECL void reserve(std::size_t bytes);
+
+    /// Keeps at least `bytes` of chunks cached between sessions.
+    STINT_DECL void retain_at_least(std::size_t bytes) noexcept;
+
+    /// Sets how many bytes of chunks stay cached between sessions, freeing the excess now (the
+    /// smallest chunks first: the largest are the ones a busy thread reuses).
+    STINT_DECL void set_retained(std::size_t bytes) noexcept;
+
+    /// Starts the prefault thread for the session that is opening (it runs until stop_prefaulting()).
+    /// Without a thread (the system refuses one) recording threads fault their chunks in themselves.
+    STINT_DECL void start_prefaulting() noexcept;
+
+    /// Stops and joins the prefault thread, then frees the warm chunks beyond what is retained between
+    /// sessions: no thread of stint's runs while nothing records.
+    STINT_DECL void stop_prefaulting() noexcept;
+
+    /// In a forked child: the prefault thread did not survive the fork, so its state is abandoned
+    /// (leaked: its condition variable may be mid-use), and none is started again: a child of a
+    /// multi-threaded process may make only async-signal-safe calls until it execs (POSIX; TSan
+    /// enforces it), so its threads fault their chunks in themselves. Under the pool mutex.
+    void forget_prefaulting_after_fork() noexcept {
+        prefault_ = nullptr;
+        forked_ = true;
+    }
+
+    /// Whether the prefault thread runs.
+    STINT_DECL bool prefaulting() noexcept;
+
+    /// Starts a session's accounting: `bytes` of chunks may be acquired from now on.
+    void reset_budget(std::size_t bytes) noexcept {
+        budget_ = static_cast<std::int64_t>(std::min<std::size_t>(bytes, INT64_MAX / 2));
+        budget_left_.store(budget_, std::memory_order_relaxed);
+    }
+    /// Held across fork() with the pool's mutex (pthread_atfork), after it.
+    std::mutex& memory_mutex() noexcept { return memory_.mutex(); }
+
+    /// The session's budget.
+    [[nodiscard]] std::int64_t budget() const noexcept { return budget_; }
+
+    /// Bytes of chunks the current (or last) session acquired.
+    [[nodiscard]] std::size_t session_bytes() const noexcept {
+        const std::int64_t left = budget_left_.load(std::memory_order_relaxed);
+        return static_cast<std::size_t>(budget_ - std::max<std::int64_t>(left, 0));
+    }
+    [[nodiscard]] STINT_DECL std::size_t cached_bytes();
+
+    /// Chunks allocated and faulted in when asked for because none was cached (by a recording thread's
+    /// slow path, or at a session's start), since the process started.
+    [[nodiscard]] std::uint64_t faulted_on_demand() const noexcept {
+        return faulted_on_demand_.load(std::memory_order_relaxed);
+    }
+
+    /// The session whose budget is spent: its threads drop without touching the pool again.
+    std::atomic<std::uint32_t> exhausted_state{0};
+    /// Set while a crash dump copies the flight recorder's ring (profiler/crash_dump.hpp): no chunk of a
+    /// thread's chain is overwritten or taken meanwhile (recording/ring.hpp reads it under the node's
+    /// ring lock), so what the dump copies cannot change under it; a thread that would need one drops.
+    std::atomic<bool> ring_frozen{false};
+    std::mutex& mutex() noexcept { return mutex_; }
+
+    static constexpr std::uint32_t largest_class = chunk::size_classes - 1;
+
+private:
+    STINT_DECL void refund(std::uint32_t size_class) noexcept;
+    STINT_DECL chunk* pop_cached(std::uint32_t size_class) noexcept;
+
+    /// A thread of stint's that exists only while a session records (defined with the pool's bodies).
+    struct prefault_worker;
+
+    /// Keeps `prefault_ahead_` bytes of largest chunks cached (no more than the session's budget could
+    /// still pay for), faulting them in outside the pool mutex: a slab at a time while one fits.
+    STINT_DECL void prefault_loop(prefault_worker& worker) noexcept;
+
+    /// A chunk of `size_class` faulted in for a thread that found none cached. A largest chunk brings
+    /// its slab's other chunks into the cache with it, when the budget left could pay for them all.
+    STINT_DECL chunk* allocate_on_demand(std::uint32_t size_class);
+
+    /// Adds faulted largest chunks to the cache (the pool mutex held); false when the cache could not
+    /// grow, and the chunks are freed.
+    STINT_DECL bool cache_largest(std::span<chunk* const> faulted) noexcept;
+    void deallocate(chunk* c) noexcept { memory_.deallocate(c); }
+
+    std::mutex mutex_;
+    chunk_memory memory_;
+    // Per size class; LIFO: the most recently drained (warmest) chunk is reused first.
+    std::array<std::vector<chunk*>, chunk::size_classes> free_;
+    std::size_t cached_bytes_ = 0;
+    std::size_t retained_bytes_ = default_retained_bytes;
+    std::atomic<std::uint64_t> faulted_on_demand_{0};
+    prefault_worker* prefault_ = nullptr;  // while a session records
+    bool forked_ = false;                   // this process is a forked child: no prefault thread
+    std::size_t prefault_ahead_ = initial_prefault_bytes;
+    std::int64_t budget_ = 0;   // written by begin_session under the registry mutex
+    std::atomic<std::int64_t> budget_left_{0};
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_CHUNK_POOL_HPP
+// ---- end stint/recording/chunk_pool.hpp ----
+
 #include <algorithm>           // std::max, std::min
 #include <condition_variable>  // std::condition_variable
 #include <memory>              // std::make_unique
@@ -14765,6 +11693,102 @@ bool chunk_pool::cache_largest(std::span<chunk* const> faulted) noexcept {
 // The bodies of recording/detail/dynamic_name_table.hpp: the process's table of dynamic scopes' sites.
 
 
+// ---- begin stint/recording/detail/dynamic_name_table.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_DETAIL_DYNAMIC_NAME_TABLE_HPP
+#define STINT_SINGLE_STINT_RECORDING_DETAIL_DYNAMIC_NAME_TABLE_HPP
+// The process's table of STINT_SCOPE_DYNAMIC's sites, by call site and dynamic type, and the names it
+// makes ("Optimizer.step#SGD.step"): the slow path of a dynamic scope, reached through the installed
+// slow-path table (recording/slow_path.hpp), so that the annotation header needs none of this.
+
+#include <cstddef>  // std::size_t
+#include <functional>  // std::hash
+#include <mutex>  // std::mutex
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <typeindex>  // std::type_index
+#include <typeinfo>  // std::type_info
+#include <unordered_map>  // std::unordered_map
+
+#if __has_include(<cxxabi.h>)
+#define STINT_DETAIL_HAS_CXXABI 1
+#else
+#define STINT_DETAIL_HAS_CXXABI 0
+#endif
+
+
+namespace stint::detail {
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+struct dynamic_site;        // annotations/dynamic_name.hpp: a STINT_SCOPE_DYNAMIC call site
+struct dynamic_name_entry;  // annotations/dynamic_name.hpp: a type's site, cached at its call site
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The demangled name of a type ("ns::SGD"); the ABI's own name where there is no demangler.
+STINT_DECL std::string demangled_name(const std::type_info& type);
+
+/// A demangled class name without what encloses it, as Python's `type(obj).__name__`: namespaces,
+/// `(anonymous namespace)`, enclosing classes and enclosing functions of a local class are dropped
+/// ("ns::(anonymous namespace)::SGD" and "train()::SGD" give "SGD"); template arguments are kept as
+/// the demangler writes them ("ns::adam<ns::half>" gives "adam<ns::half>").
+constexpr std::string_view unqualified_name(std::string_view name) noexcept {
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const char c = name[i];
+        if (c == '<' || c == '(' || c == '[' || c == '{') {
+            ++depth;
+        } else if (c == '>' || c == ')' || c == ']' || c == '}') {
+            --depth;
+        } else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
+            start = i + 2;
+            ++i;
+        }
+    }
+    return name.substr(start);
+}
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Every site made for a dynamic type, by call site and type. Process-wide and leaked, like the
+/// registry: its sites must outlive every record and event.
+class dynamic_name_table {
+public:
+    /// The site of `type` at `where`, made the first time; cached in `where` when a slot is free.
+    STINT_DECL const site& intern(dynamic_site& where, const std::type_info& type);
+
+private:
+    struct key {
+        const dynamic_site* where;
+        std::type_index type;
+        bool operator==(const key&) const = default;
+    };
+    struct key_hash {
+        std::size_t operator()(const key& k) const noexcept {
+            return std::hash<const void*>{}(k.where) * 31 + std::hash<std::type_index>{}(k.type);
+        }
+    };
+
+    STINT_DECL static std::string event_name(const dynamic_site& where, const std::type_info& type);
+    STINT_DECL static site site_like(const dynamic_site& where) noexcept;
+
+    std::mutex mutex_;
+    std::unordered_map<key, const dynamic_name_entry*, key_hash> entries_;
+};
+
+STINT_DECL STINT_DETAIL_EXPORT dynamic_name_table& the_dynamic_name_table();
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The table's entry for the slow-path table.
+STINT_DECL const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_info& type);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_DETAIL_DYNAMIC_NAME_TABLE_HPP
+// ---- end stint/recording/detail/dynamic_name_table.hpp ----
+
 #include <cstdlib>  // std::free
 
 #if STINT_DETAIL_HAS_CXXABI
@@ -14847,6 +11871,82 @@ const site* intern_dynamic_site_in_table(dynamic_site& where, const std::type_in
 // The bodies of recording/detail/named_site_table.hpp: the process's table of sites named at run time.
 
 
+// ---- begin stint/recording/detail/named_site_table.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_DETAIL_NAMED_SITE_TABLE_HPP
+#define STINT_SINGLE_STINT_RECORDING_DETAIL_NAMED_SITE_TABLE_HPP
+// The process's table of sites for names given at run time (stint::begin_event, stint::counter): one
+// site per (name, kind, inputs captured, flops), made the first time and never freed, so that each event
+// is a plain record that points to it. A `const char*` that lives for the process is keyed by its
+// address and pointed to; a std::string_view is keyed by its text, copied once into the table (a bounded
+// number of texts: a program that makes a new name per event must not grow the table without end). The
+// slow path of begin_event and of a counter's first sample, reached through the installed slow-path
+// table (recording/slow_path.hpp), so that the annotation header needs none of this.
+
+#include <cstddef>  // std::size_t
+#include <functional>  // std::hash
+#include <memory>  // std::unique_ptr
+#include <mutex>  // std::mutex
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>  // std::vector
+
+
+namespace stint::detail {
+
+/// How many distinct texts the process interns; past them, begin_event copies the name into each record.
+inline constexpr std::size_t max_interned_texts = 16384;
+
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// Every site made for a name given at run time. Process-wide and leaked, like the registry: its sites
+/// (and the texts they point to) must outlive every record and event.
+class named_site_table {
+public:
+    STINT_DECL const site& intern(const char* name, event_kind kind, bool inputs, bool flops);
+
+    /// Null when max_interned_texts are held already.
+    STINT_DECL const site* intern_text(std::string_view name, event_kind kind, bool inputs, bool flops);
+
+private:
+    STINT_DECL static const site* make_site(std::string_view text, event_kind kind, bool inputs, bool flops);
+
+    template <class Name>
+    struct key {
+        Name name;
+        event_kind kind;
+        bool inputs;
+        bool flops;
+        bool operator==(const key&) const = default;
+    };
+    struct key_hash {
+        template <class Name>
+        std::size_t operator()(const key<Name>& k) const noexcept {
+            return std::hash<Name>{}(k.name) * 31 + static_cast<std::size_t>(k.kind) * 4 + (k.inputs ? 2U : 0U) +
+                   (k.flops ? 1U : 0U);
+        }
+    };
+    std::mutex mutex_;
+    std::unordered_map<key<const char*>, const site*, key_hash> by_address_;
+    std::unordered_map<key<std::string_view>, const site*, key_hash> by_text_;  // views of texts_
+    std::vector<std::unique_ptr<const std::string>> texts_;
+};
+
+STINT_DECL STINT_DETAIL_EXPORT named_site_table& the_named_site_table();
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The table's entries for the slow-path table.
+STINT_DECL const site* intern_named_site_in_table(const char* name, event_kind kind, bool inputs, bool flops);
+STINT_DECL const site* intern_text_site_in_table(std::string_view name, event_kind kind, bool inputs, bool flops);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_DETAIL_NAMED_SITE_TABLE_HPP
+// ---- end stint/recording/detail/named_site_table.hpp ----
+
 #include <utility>  // std::move
 
 namespace stint::detail {
@@ -14917,10 +12017,183 @@ const site* intern_text_site_in_table(std::string_view name, event_kind kind, bo
 // The flight recorder ring's bodies: summarizing, copying, overwriting and taking a thread's chunks.
 
 
+// ---- begin stint/recording/ring.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_RING_HPP
+#define STINT_SINGLE_STINT_RECORDING_RING_HPP
+// The flight recorder's ring (design §7, "Flight recorder"): a session that never stops and never
+// grows. When a thread needs a new chunk and the budget is spent (or its oldest chunk ended before the
+// time span kept), it overwrites its own oldest chunk instead: only in the slow path, once per chunk,
+// never per record. What a chunk held when it was overwritten is counted here, exactly.
+
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint32_t, std::uint64_t
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+class chunk_pool;      // recording/chunk_pool.hpp
+struct taken_records;  // recording/record_walk.hpp
+
+/// What a flight-recorder session keeps: the budget is the session's (begin_session); `span_ticks`,
+/// when not 0, also overwrites a thread's oldest chunk once all its records ended that long ago.
+struct ring_options {
+    bool on = false;
+    std::uint64_t span_ticks = 0;
+};
+
+/// Notes in `c`'s header the latest end tick of its records and the count of the program's records
+/// (stint's overhead records and device links apart, as a drain counts them), once per use of the chunk.
+/// Only the owner calls it, on a chunk it has moved past: nothing is written there any more.
+STINT_DECL void summarize_chunk(chunk& c) noexcept;
+
+/// Copies `node`'s chain into `taken.tail`, a chunk per hold of its ring lock. Between holds the
+/// owner may overwrite its oldest chunks (unlinking them from the head): the next chunk to copy is
+/// still linked while fewer chunks were unlinked since than stood before it. Otherwise (the ring
+/// turned past the copy) the node is copied again under one hold.
+STINT_DECL void copy_node_ring(thread_node& node, taken_records& taken);
+
+/// Copies the node's counts (overwritten, dropped, cut names) into `taken`, under its ring lock.
+STINT_DECL void read_ring_counts(const thread_node& node, taken_records& taken) noexcept;
+
+/// Unlinks the thread's oldest chunk and counts what it held as overwritten (under the node's ring
+/// lock, so that no dump is copying it and no other thread is taking it). When it is also the current
+/// chunk, the thread keeps it. `only_older_than` not 0: only a chunk moved past whose records all
+/// ended before that tick, else null. Null while `pool.ring_frozen` (a crash dump is copying).
+STINT_DECL chunk* unlink_oldest(const chunk_pool& pool, thread_buffer& buffer, std::uint64_t only_older_than = 0) noexcept;
+
+/// The thread's oldest chunk to write into next, its records counted as overwritten: when the
+/// budget is spent, or (`only_older_than` not 0) when all its records ended before that tick, in
+/// which case every further chunk that old goes back to `pool` (the ring shrinks when the program
+/// records less). Null when there is none to overwrite or it cannot hold `min_data` bytes.
+STINT_DECL chunk* overwrite_oldest(chunk_pool& pool, thread_buffer& buffer, std::uint32_t size_class,
+                                   std::size_t min_data, std::uint64_t only_older_than);
+
+/// Takes the oldest chunk of `richest` (the thread that holds most of a spent flight recorder's
+/// budget) for a thread that holds `held` bytes, while `richest` keeps at least two chunks and the
+/// chunk holds `min_data` bytes: only a chunk its owner has moved past. Null when none is taken.
+/// Under the registry mutex (registry::take_richest_oldest chooses `richest`). Null while `pool.ring_frozen`.
+STINT_DECL chunk* take_oldest_of(const chunk_pool& pool, thread_node& richest, std::uint64_t held,
+                                 std::size_t min_data) noexcept;
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_RING_HPP
+// ---- end stint/recording/ring.hpp ----
+
 #include <algorithm>  // std::max, std::min
 #include <atomic>     // std::memory_order_acquire
 #include <cstring>    // std::memcpy
 
+
+// ---- begin stint/recording/record_walk.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_RECORD_WALK_HPP
+#define STINT_SINGLE_STINT_RECORDING_RECORD_WALK_HPP
+// Walking the records of a chunk, and what a drain takes out of a thread's buffer: the record's
+// payload as the drain hands it on, a flow's point, and the per-thread counts a drain reports.
+
+#include <algorithm>    // std::min
+#include <atomic>       // std::memory_order_acquire
+#include <cstddef>      // std::byte, std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The payload that follows a record, as the drain hands it on: the header's aux word and the bytes
+/// after the header (padding included). Empty for timing-only records.
+struct record_payload {
+    std::uint32_t aux = 0;
+    std::span<const std::byte> bytes;
+};
+
+/// A flow's or async span's point as its payload_kind::point payload holds it: a u64 id, then a runtime
+/// name of `aux` bytes (none when aux is 0). Short payloads read as id 0 and no name.
+struct point_payload {
+    std::uint64_t id = 0;
+    std::string_view name;
+};
+inline point_payload read_point(const record_payload& payload) noexcept {
+    point_payload point;
+    if (payload.bytes.size() < sizeof(point.id)) return point;
+    std::memcpy(&point.id, payload.bytes.data(), sizeof(point.id));
+    const std::size_t size = std::min<std::size_t>(payload.aux, payload.bytes.size() - sizeof(point.id));
+    point.name = {reinterpret_cast<const char*>(payload.bytes.data()) + sizeof(point.id), size};
+    return point;
+}
+
+/// Calls `on_record(record, payload)` for each complete record in [from, end) (record boundaries).
+template <class OnRecord>
+void for_each_record(const std::byte* from, const std::byte* end, OnRecord&& on_record) {
+    for (const std::byte* at = from; at < end;) {
+        record r;
+        std::memcpy(&r, at, sizeof(r));
+        std::size_t bytes = sizeof(record);
+        record_payload payload;
+        if (has_payload(r.where()->payload)) {
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof(header));
+            bytes += header.bytes;
+            payload.aux = header.aux;
+            payload.bytes = {at + sizeof(record) + sizeof(header), header.bytes - sizeof(header)};
+        }
+        at += bytes;
+        on_record(r, payload);
+    }
+}
+
+/// Calls `on_record(record, payload)` for each complete record of `c` from `from` (a record boundary)
+/// to what its owner has published; returns that end (read once: the owner may publish more meanwhile).
+template <class OnRecord>
+const std::byte* for_each_record(chunk& c, const std::byte* from, OnRecord&& on_record) {
+    const std::byte* const end = c.published.load(std::memory_order_acquire);
+    for_each_record(from, end, on_record);
+    return end;
+}
+
+/// What a drain takes out of one thread's buffer (one node: a thread and a shared object): the chunks
+/// its owner has moved past, as a chain the taker now owns (give each back with
+/// registry::release_chunk), and a copy of what the owner had published in the chunk it keeps writing
+/// into. Records of scopes that ended after `stop_ticks` are in them and belong to no window.
+struct taken_records {
+    const void* node = nullptr;   ///< which buffer (a streamed session's later takes name it again)
+    std::uint64_t os_tid = 0;
+    std::string name;
+    std::uint64_t dropped = 0;    ///< records lost to the budget
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    chunk* chunks = nullptr;      ///< linked by chunk::next
+    std::vector<std::byte> tail;
+    /// Flight recorder: the program's records overwritten before these, and the latest end tick among
+    /// all records overwritten (0: none), after which the buffer's records are complete.
+    std::uint64_t overwritten = 0;
+    std::uint64_t overwritten_until = 0;
+};
+
+/// Counts a drain reports per thread.
+struct drained_thread {
+    std::uint64_t os_tid = 0;
+    std::string name;
+    std::uint64_t recorded = 0;   ///< records of the program (stint's own overhead records apart)
+    std::uint64_t overhead = 0;   ///< stint's own records (event_kind::overhead)
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;
+    std::uint64_t overwritten = 0;        ///< flight recorder: records overwritten before these
+    std::uint64_t overwritten_until = 0;  ///< ... the latest end tick among them (0: none)
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_RECORDING_RECORD_WALK_HPP
+// ---- end stint/recording/record_walk.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -15221,6 +12494,76 @@ void free_signal_stack(thread_node& node) noexcept {
 // Finding the objects with copies of their own of stint's process-wide state (object_links.hpp).
 
 
+// ---- begin stint/recording/object_links.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+#define STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+// Shared objects with copies of their own of stint's process-wide state, linked to the profiler's.
+//
+// A library built with hidden visibility and loaded with dlopen(..., RTLD_LOCAL) by a program not
+// linked with -rdynamic cannot bind to the program's recording flag, slow path or hooks: the program's
+// symbols are not in its dynamic table (export_macros.hpp), so the library keeps copies of its own and,
+// left alone, records nothing. Each object that includes <stint/annotate.hpp> therefore exports one
+// table of where its copies are (object_link.hpp, under a C name carrying the ABI tag:
+// <stint/this_object_link.hpp>); the registry finds these tables when a session starts (dl_iterate_phdr,
+// dlopen(RTLD_NOLOAD), dlsym: the loader finds an object's exported symbols whatever scope it was loaded
+// into) and writes each change of the flag into every copy. The hot path still reads its own object's
+// flag, one relaxed load: nothing on it changes.
+
+#include <atomic>   // std::atomic, std::memory_order
+#include <cstdint>  // std::uint32_t
+#include <mutex>    // std::mutex
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// The objects found with copies other than this object's, each pinned (kept loaded: its records
+/// point at its sites). Two locks, neither held on the hot path: refresh() calls dl_iterate_phdr and
+/// dlopen, which take the loader's locks, so it runs outside the registry's lock (a library's static
+/// initializer may hold the loader's lock and name its thread, which takes the registry's), under a
+/// lock of its own (scan_mutex_); mutex() guards the list of links, which the registry's callers take
+/// under the registry's lock: it is never held across a loader call.
+class object_links {
+public:
+    /// Looks for objects loaded since the last call (all of them at the first), linking those whose
+    /// recording flag or slow path is not this object's: each gets `path` and a block of flow ids of its
+    /// own. Returns the names of the objects linked by this call. Cheap when nothing was loaded since:
+    /// one dl_iterate_phdr step.
+    STINT_DECL std::vector<std::string> refresh(const std::atomic<std::uint32_t>* own_recording,
+                                                const slow_path* path);
+    /// Writes `state` into every linked object's recording flag.
+    STINT_DECL void set_recording(std::uint32_t state, std::memory_order order) noexcept;
+    /// The linked objects' tables.
+    STINT_DECL std::vector<const object_link*> linked();
+    /// Held across fork() (the registry's fork handlers), so that the child finds it free.
+    std::mutex& mutex() noexcept { return mutex_; }
+    /// In the child after fork (mutex() held across the fork): a scan the parent was making is dropped.
+    STINT_DECL void after_fork_in_child() noexcept;
+    /// set_recording() by a caller that holds mutex() (the child after fork).
+    void set_recording_locked(std::uint32_t state, std::memory_order order) noexcept {
+        for (const object_link* link : links_) link->recording->store(state, order);
+    }
+
+private:
+    std::mutex mutex_;  // links_
+    std::vector<const object_link*> links_;
+    std::mutex scan_mutex_;  // refresh(): the members below
+    std::vector<std::string> checked_;  // objects looked at (linked or without stint), by name
+    unsigned long long adds_ = 0;       // the loader's counters at the last refresh
+    unsigned long long subs_ = 0;
+    bool scanned_ = false;
+};
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_OBJECT_LINKS_HPP
+// ---- end stint/recording/object_links.hpp ----
+
 #include <algorithm>  // std::find, std::none_of
 #include <cstddef>    // std::size_t, offsetof
 #include <exception>  // std::exception_ptr, std::current_exception, std::rethrow_exception
@@ -15373,6 +12716,361 @@ std::vector<const object_link*> object_links::linked() {
 #define STINT_SINGLE_STINT_RECORDING_IMPL_REGISTRY_IPP
 // The registry's bodies: sessions, threads and their chunks, drains, fork handling, its slow path.
 
+
+// ---- begin stint/recording/registry.hpp ----
+#ifndef STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
+#define STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
+// The process-wide side of recording: the thread registry (which keeps exited threads' buffers until
+// they are drained), the session lifecycle, fork safety, and the registry's half of the slow path
+// (slow_path.hpp has the half every recording object compiles). The chunk pool it draws from is
+// chunk_pool.hpp, the walk over a chunk's records record_walk.hpp, the flight recorder's ring ring.hpp.
+
+#include <atomic>       // std::atomic
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <memory>       // std::addressof
+#include <mutex>        // std::mutex, std::once_flag
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::forward
+#include <vector>       // std::vector
+
+
+namespace stint::detail {
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+
+/// A callback the registry calls, handed to its bodies without making them templates: the caller's
+/// callable and a function that calls it (as fmt's format hands its arguments to vformat).
+template <class Signature>
+class registry_callback;
+template <class... Args>
+class registry_callback<void(Args...)> {
+public:
+    template <class F>
+    explicit registry_callback(F& f) noexcept
+        : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+          call_([](void* object, Args... args) { (*static_cast<F*>(object))(std::forward<Args>(args)...); }) {}
+    void operator()(Args... args) const { call_(object_, std::forward<Args>(args)...); }
+
+private:
+    void* object_;
+    void (*call_)(void*, Args...);
+};
+
+/// One registry per process (see export_macros.hpp for how shared objects agree on it).
+class registry {
+public:
+    registry() { install_fork_handlers(); }
+
+    /// In a streamed session no thread's chunk grows past this share of the budget: the writer cannot
+    /// take a chunk its owner still writes into, so threads' current chunks must leave it most of the
+    /// budget to reclaim (design §8).
+    static constexpr std::size_t stream_chunk_share = 64;
+
+    /// The largest size class a thread's chunks grow to in a session of `budget_bytes`: the largest
+    /// class, or in a streamed session the largest within stream_chunk_share of the budget (at least 1 KiB).
+    static constexpr std::uint32_t growth_limit(std::size_t budget_bytes, bool streamed) noexcept {
+        if (!streamed) return chunk_pool::largest_class;
+        std::uint32_t c = 0;
+        while (c < chunk_pool::largest_class && chunk::bytes_of_class(c + 1) <= budget_bytes / stream_chunk_share) ++c;
+        return c;
+    }
+
+    /// Opens a recording session; returns its state. Throws when one is already recording. `streamed`:
+    /// a writer gives chunks back while it records (take_written, give_back_streamed).
+    /// `ring`: a flight recorder's session, whose threads overwrite their oldest chunks (recording/ring.hpp).
+    STINT_DECL std::uint32_t begin_session(std::size_t budget_bytes, bool streamed = false, ring_options ring = {});
+
+    /// Stops recording `state`, calls `on_disabled(stop_ticks)`, then takes each thread's records out of its buffer
+    /// and hands them to `on_taken(taken_records&&)`, all under the registry lock (so no new session
+    /// can recycle the chunks being taken). Returns false when `state` is not the recording session
+    /// (stopped already, or a fork ended it).
+    template <class OnDisabled, class OnTaken>
+    bool end_session(std::uint32_t state, OnDisabled&& on_disabled, OnTaken&& on_taken) {
+        return end_session_erased(state, registry_callback<void(std::uint64_t)>(on_disabled),
+                                  registry_callback<void(taken_records&&)>(on_taken));
+    }
+
+    /// Gives back a chunk that end_session handed over.
+    void release_chunk(chunk* c) noexcept { pool_.release(c); }
+
+    /// While session `state` records (a streamed session): takes from each of its threads' buffers the
+    /// chunks the owner has moved past (all of an exited thread's), handing them to
+    /// `on_taken(taken_records&&)` (without a tail), under the registry lock. Each must come back through
+    /// give_back_streamed(), which returns its bytes to the session's budget.
+    template <class OnTaken>
+    void take_written(std::uint32_t state, OnTaken&& on_taken) {
+        take_written_erased(state, registry_callback<void(taken_records&&)>(on_taken));
+    }
+
+    /// Gives back chunks that take_written() handed over: to the pool, and their bytes to the budget of
+    /// session `state` (whose threads may take chunks again if it was spent).
+    STINT_DECL void give_back_streamed(std::uint32_t state, chunk* chain) noexcept;
+
+    /// While flight-recorder session `state` records: copies each of its buffers' records, oldest first,
+    /// as `on_copied(taken_records&&)` (a tail, no chunks: the owner keeps writing), with what each had
+    /// overwritten until then (taken_records::overwritten). Each chunk is copied under the node's ring
+    /// lock, which its owner takes only to overwrite a chunk: a recording thread waits at most one
+    /// chunk's copy, and only if it changes chunks meanwhile. False when `state` is not recording.
+    /// Nodes are freed only when a session begins or ends: the caller keeps both out while it copies.
+    template <class OnCopied>
+    bool copy_ring(std::uint32_t state, OnCopied&& on_copied) {
+        return copy_ring_erased(state, registry_callback<void(taken_records&&)>(on_copied));
+    }
+
+    /// Records of earlier sessions found since the drain before this one: scopes that ended before
+    /// their session stopped but reached their buffer after it was drained (a thread preempted
+    /// between its scope's end and its append). Exact inside end_session's callbacks.
+    std::uint64_t late_records_found() const noexcept { return late_in_last_drain_; }
+    /// Late records found since the process started.
+    STINT_DECL std::uint64_t late_records_total();
+
+    /// Pre-faults `bytes` of chunks for the next session and keeps them between sessions.
+    void reserve_buffers(std::size_t bytes) { pool_.reserve(bytes); }
+    /// Keeps at least `bytes` of drained chunks warm for the next session (a schedule's next window).
+    void retain_buffers(std::size_t bytes) noexcept { pool_.retain_at_least(bytes); }
+    /// Bytes of buffers the recording (or last) session took from the pool. Exact inside end_session's
+    /// callbacks, which run under the registry lock.
+    std::size_t session_buffer_bytes() const noexcept { return pool_.session_bytes(); }
+    /// Returns cached chunks beyond the default to the system (a profiler that is done calls it).
+    void release_buffers() noexcept { pool_.set_retained(chunk_pool::default_retained_bytes); }
+    /// Keeps at most `bytes` of chunks cached between sessions from now on, freeing the excess now.
+    void set_retained_buffers(std::size_t bytes) noexcept { pool_.set_retained(bytes); }
+    /// Whether the pool's prefault thread runs (while a session records, outside a forked child).
+    bool prefaulting() noexcept { return pool_.prefaulting(); }
+    /// Chunks faulted in when asked for, none being cached (pool statistics for tests and benchmarks).
+    std::uint64_t chunks_faulted_on_demand() const noexcept { return pool_.faulted_on_demand(); }
+    /// Bytes of chunks cached for the next session.
+    std::size_t cached_buffer_bytes() { return pool_.cached_bytes(); }
+
+    /// Threads (per shared object) registered and not yet freed: exited threads are freed by the drain
+    /// or the next session's start.
+    STINT_DECL std::size_t registered_threads();
+
+    /// For a crash handler only (profiler/crash_dump.hpp): calls `f(node)` for each node of the recording
+    /// session without the lock, which a crashed thread may hold. The process is dying: a list being
+    /// changed at that instant may be read torn, and that is the price of any dump at all.
+    template <class F>
+    void for_each_node_in_crash(F&& f) noexcept {
+        const std::uint32_t state = active_;
+        thread_node* const* nodes = nodes_.data();
+        const std::size_t count = nodes_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (nodes[i] != nullptr && nodes[i]->state.load(std::memory_order_acquire) == state) f(*nodes[i]);
+        }
+    }
+
+    /// For a crash handler only: while `on`, no chunk of a flight recorder's ring is overwritten or taken
+    /// (recording/ring.hpp); a thread that would need one drops its record, counted as a drop.
+    void freeze_ring(bool on) noexcept { pool_.ring_frozen.store(on, std::memory_order_seq_cst); }
+
+    /// A request for signal stacks (`on`), or its end (`!on`), one of each per crash dump a flight recorder
+    /// installs: while any stands, each thread that begins to record in a session gets an alternate signal
+    /// stack (recording/signal_stack.hpp), so that a stack overflow still dumps. Counted: a second recorder
+    /// that fails to start takes back its own request only.
+    void want_signal_stacks(bool on) noexcept {
+        if (on) {
+            signal_stack_requests_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            signal_stack_requests_.fetch_sub(1, std::memory_order_relaxed);
+        }
+    }
+
+    /// Gives `node` (the caller's) its stack of open scopes, set on its buffer too; under the lock, as the
+    /// hang watchdog reads the pointer under it.
+    STINT_DECL open_scope_stack* make_open_scope_stack(thread_node& node, thread_buffer& buffer);
+
+    /// A scope open on a thread when asked: where it is, when it began, and its name when given at run
+    /// time (else the site's).
+    struct open_scope {
+        std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< the thread's name (a thread with no record yet has no other)
+        const site* where = nullptr;
+        std::string name;
+        std::uint64_t begin_ticks = 0;
+        std::uint32_t depth = 0;
+    };
+    /// The scopes open now that began at or after `since_ticks` (the session's start: older entries are
+    /// of scopes entered before it, which it did not note), outermost first per thread; and the count of
+    /// deeper ones not kept (past open_scope_stack::capacity). Read while the threads run: a scope that
+    /// ends meanwhile may still be listed.
+    STINT_DECL std::vector<open_scope> open_scopes(std::uint64_t since_ticks, std::uint64_t& not_kept);
+    /// An entry's name: the site's, or the first bytes of one given at run time ("..." when cut).
+    STINT_DECL static std::string open_scope_name(const open_scope_stack::snapshot& e, const site& where);
+
+    /// For a crash handler only, as for_each_node_in_crash: calls `f(node)` for each node with a stack of
+    /// open scopes, whatever its session (a thread may be inside scopes and not have written a record yet).
+    template <class F>
+    void for_each_open_stack_in_crash(F&& f) noexcept {
+        thread_node* const* nodes = nodes_.data();
+        const std::size_t count = nodes_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (nodes[i] != nullptr && nodes[i]->open != nullptr) f(*nodes[i]);
+        }
+    }
+
+    /// Threads (per shared object) registered that have not exited.
+    STINT_DECL std::size_t live_threads();
+
+    /// The objects that hold copies of their own of the process-wide state (object_links.hpp), linked
+    /// when a session began: the session writes its capture switches, memory state and hooks into each.
+    STINT_DECL std::vector<const object_link*> linked_objects();
+    /// Links the objects loaded since the last session began (called when one stopped): the names of
+    /// those with copies of their own, loaded while it recorded (their events start with the next
+    /// session). Outside the registry's lock.
+    STINT_DECL std::vector<std::string> link_objects_loaded_since();
+
+    /// Whether `state` is the session currently recording.
+    STINT_DECL bool is_active(std::uint32_t state);
+
+    /// Process-wide tick calibration, measured once (10 ms of spinning) at the first session.
+    STINT_DECL const tick_calibration& calibration();
+
+    // --- called by the owning thread's slow path ---
+
+    STINT_DECL bool register_thread(thread_buffer& buffer);
+    /// What starting a session on a thread took: nothing (it is not the recording session), a chunk
+    /// set aside at begin_session (cheap: no allocation, no page fault), or no chunk yet.
+    enum class session_start { refused, ready_chunk, no_chunk };
+    /// `end`: the end tick of the record that needs it (counted late when the session has just ended).
+    STINT_DECL session_start reset_for_session(thread_buffer& buffer, std::uint32_t state, std::uint64_t end);
+    /// What next_chunk did: linked a chunk, found the budget spent (a drop), or found the session
+    /// ended (the record is counted late when it ended before the stop, else it is in no window).
+    enum class chunk_result { linked, budget_spent, session_ended };
+    /// Links a new chunk with room for at least `min_data` bytes for a record that ended at `end`.
+    STINT_DECL chunk_result next_chunk(thread_buffer& buffer, std::uint32_t state, std::size_t min_data,
+                                       std::uint64_t end);
+    /// In a streamed session, when the budget had no chunk for a record that does not fit: hands the
+    /// thread's chunk over to the writer (every record in it is published). The writer takes only
+    /// chunks a thread has moved past, so full chunks that nobody can move past could otherwise hold
+    /// the whole budget with nothing to give back. The thread's next chunk starts a chain of its own.
+    STINT_DECL void hand_over_chunk(thread_buffer& buffer) noexcept;
+    STINT_DECL void set_thread_name(thread_node& node, std::string_view name);
+
+private:
+    STINT_DECL bool end_session_erased(std::uint32_t state, registry_callback<void(std::uint64_t)> on_disabled,
+                                       registry_callback<void(taken_records&&)> on_taken);
+    STINT_DECL void take_written_erased(std::uint32_t state, registry_callback<void(taken_records&&)> on_taken);
+    STINT_DECL bool copy_ring_erased(std::uint32_t state, registry_callback<void(taken_records&&)> on_copied);
+
+    /// When a flight recorder's budget is spent, a thread holding less than an equal share of it (a
+    /// thread that began to record late, or records more than it did) takes the oldest chunk of the
+    /// thread that holds most, while that one keeps at least two: each chunk change of the poorer
+    /// thread moves one chunk, so busy threads come to equal shares. Null when none is taken.
+    STINT_DECL chunk* take_richest_oldest(thread_buffer& buffer, std::size_t min_data) noexcept;
+
+    // Takes the node's records: the chunks its owner has moved past, and a copy of what it published in
+    // the one it keeps writing into (late scopes land there; count_late finds them from where the copy
+    // ended, and the owner returns that chunk when its next session begins).
+    STINT_DECL taken_records take_node(thread_node& node, std::uint32_t state, std::uint64_t stop_ticks);
+
+    /// Counts the records of the node's drained session that reached its buffer after the drain (and
+    /// its drops since), once each: before the node's chunks are reused or freed, and at each later
+    /// drain. Under the registry mutex.
+    STINT_DECL void count_late(thread_node& node) noexcept;
+
+    /// A record of session `state` that ended at `end` and found its session closed before it had room
+    /// (its thread's first record or chunk of the session came after the stop): late when it ended
+    /// before the last drained session's stop, else in no window. Under the registry mutex.
+    void count_if_late(std::uint32_t state, std::uint64_t end) noexcept {
+        if (state == last_stopped_state_ && end <= last_stop_ticks_) ++late_total_;
+    }
+
+    /// Forgets where the last drain stopped (the node's chunks are being reused or freed).
+    static void forget_drain(thread_node& node) noexcept {
+        node.drained_state = 0;
+        node.drained_chunk = nullptr;
+        node.drained_until = nullptr;
+    }
+
+    /// Gives each live thread a resident chunk for its first records of the session, so that neither
+    /// the allocation nor the page faults land inside the user's scopes. Bounded: at most
+    /// `max_ready_threads` threads and the budget; the others take the slow path.
+    /// A thread charges its chunk to the budget only when it takes it.
+    static constexpr std::size_t max_ready_threads = 256;
+    STINT_DECL void set_aside_ready_chunks(std::size_t budget_bytes, std::uint32_t size_class) noexcept;
+
+    STINT_DECL void free_exited_nodes() noexcept;
+
+    STINT_DECL void release_chain(thread_node& node) noexcept;
+
+    STINT_DECL static void install_fork_handlers() noexcept;
+    STINT_DECL void before_fork() noexcept;
+    STINT_DECL void after_fork_in_parent() noexcept;
+    /// The child has one thread and no session: in-flight records of the parent's session are
+    /// abandoned (a new serial makes every open scope stale), other threads' nodes are freed at the
+    /// next session, and the forking thread keeps its nodes under its new tid.
+    STINT_DECL void after_fork_in_child() noexcept;
+
+    std::mutex mutex_;  // nodes_, active_, serial_, node names, session transitions
+    object_links links_;  // its own lock, taken after mutex_ when both are held
+    std::vector<thread_node*> nodes_;
+    chunk_pool pool_;
+    // Set by begin_session, read by next_chunk (atomics: a thread preempted across a stop and the next
+    // start may read them while they change).
+    std::atomic<std::uint32_t> growth_limit_{chunk_pool::largest_class};
+    std::atomic<bool> streamed_{false};
+    std::atomic<bool> ring_{false};  // a flight recorder's session: threads overwrite their oldest chunks
+    std::atomic<std::size_t> node_count_{0};  // nodes_.size(), read without the lock
+    std::atomic<std::uint32_t> signal_stack_requests_{0};  // crash dumps installed (want_signal_stacks)
+    std::atomic<std::uint64_t> ring_span_ticks_{0};
+    std::uint32_t serial_ = 0;
+    static constexpr std::uint32_t serial_mask = 0x3fffffffU;  // above the state's two flag bits
+    std::uint32_t active_ = 0;
+    std::uint64_t forking_tid_ = 0;
+    std::uint32_t last_stopped_state_ = 0;  // the last session drained, and its stop tick
+    std::uint64_t last_stop_ticks_ = 0;
+    std::uint64_t late_total_ = 0;          // late records found since the process started
+    std::uint64_t late_reported_ = 0;       // ... of which earlier drains reported
+    std::uint64_t late_in_last_drain_ = 0;  // ... found since the drain before the last one
+    std::once_flag calibrated_;
+    tick_calibration calibration_;
+};
+
+/// The process's registry. Deliberately leaked: threads and atexit handlers may still record while
+/// static destructors run, so it must outlive every one of them. Exported, so that every shared
+/// object (hidden visibility or not) binds to the one definition and its one instance.
+STINT_DECL STINT_DETAIL_EXPORT registry& the_registry();
+
+/// Sites of stint's own work during a session, recorded (cat "overhead") right after the record
+/// whose append paid for it, at the same depth: the time is the enclosing scope's child, not its self
+/// time.
+inline constexpr site overhead_register_thread_site{"[stint] register thread", event_kind::overhead,
+                                                    payload_kind::none, {}};
+inline constexpr site overhead_buffer_chunk_site{"[stint] buffer chunk", event_kind::overhead, payload_kind::none,
+                                                 {}};
+
+/// Registers the thread, starts its session or takes a chunk, as needed, so that `bytes` fit, and an
+/// overhead record after them when work was done. May throw std::bad_alloc (the caller counts a drop).
+/// Cold, and never inlined: it is reached only through the slow path's table (STINT_DETAIL_COLD's
+/// `noinline` would contradict the `inline` of a header-only build).
+#if defined(__GNUC__) || defined(__clang__)
+[[gnu::cold]]
+#endif
+STINT_DECL buffer_room make_room_in_registry(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+                                             std::uint64_t end);
+
+/// Names `buffer`'s thread in traces, registering it first when needed.
+STINT_DECL void set_thread_name_in_registry(thread_buffer& buffer, std::string_view name);
+
+/// Makes `buffer`'s stack of open scopes, registering its thread first when needed.
+STINT_DECL open_scope_stack* make_open_scope_stack_in_registry(thread_buffer& buffer);
+
+/// The registry's side of the slow path, for every object that records (slow_path.hpp): installed by
+/// the first profiler made (so that threads named after it are named in the registry) and by
+/// the_registry(). The first object to install it wins; all of them reach the one registry. (Not at
+/// load: an initializer would emit the registry's code in every file that includes this header.)
+STINT_DECL const slow_path& registry_slow_path() noexcept;
+/// Installs registry_slow_path() unless an object installed its own first; returns true.
+STINT_DECL bool install_registry_slow_path() noexcept;
+
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_RECORDING_REGISTRY_HPP
+// ---- end stint/recording/registry.hpp ----
 
 #include <algorithm>  // std::count_if, std::max, std::min, std::partition
 #include <cstring>    // std::memcpy
@@ -16340,6 +14038,182 @@ inline void append_general(std::string& out, double value, int precision) {
 #endif  // STINT_SINGLE_STINT_COMMON_NUMBER_TEXT_HPP
 // ---- end stint/common/number_text.hpp ----
 
+
+// ---- begin stint/export/json_writer.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+#define STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+
+#include <array>        // std::array
+#include <concepts>     // std::integral, std::same_as
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <string_view>  // std::string_view
+#include <type_traits>  // std::is_signed_v
+
+#include <fmt/format.h>  // fmt::memory_buffer
+
+
+namespace stint::detail {
+
+// Bytes that go through a JSON string unchanged: printable ASCII except '"' and '\'.
+inline constexpr std::array<bool, 256> json_plain_byte = [] {
+    std::array<bool, 256> plain{};
+    for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = true;
+    plain['"'] = false;
+    plain['\\'] = false;
+    return plain;
+}();
+
+// Whether any of 8 bytes needs more than a copy (control, '"', backslash, non-ASCII); the usual
+// "has a byte less than n" bit tricks, exact for "any".
+constexpr bool json_special_in(std::uint64_t bytes) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    return ((bytes | ((bytes - ones * 0x20) & ~bytes)) & highs) != 0 ||
+           has_zero(bytes ^ (ones * '"')) != 0 || has_zero(bytes ^ (ones * '\\')) != 0;
+}
+
+/// Most bytes write_json_string can produce for `size` input bytes: no input byte becomes more than
+/// 6 output bytes (\u00XX; a UTF-8 sequence or U+FFFD never outgrows its input), plus the quotes.
+constexpr std::size_t json_string_bound(std::size_t size) noexcept { return 6 * size + 2; }
+
+namespace json_detail {
+// Escapes [p, stop) at `o`, advancing p; a UTF-8 sequence may run past `stop` up to `end`.
+STINT_DECL char* escape(char* o, const unsigned char*& p, const unsigned char* stop, const unsigned char* end) noexcept;
+}  // namespace json_detail
+
+/// Writes `s` at `o` as a quoted JSON string: '"', '\' and control characters escaped, and each
+/// maximal invalid UTF-8 subpart replaced by U+FFFD, so the output is valid UTF-8 JSON for any input.
+/// `o` must have json_string_bound(s.size()) bytes of room; returns the end of what was written.
+STINT_DECL char* write_json_string(char* o, std::string_view s) noexcept;
+
+/// Appends `s` escaped as write_json_string escapes it, without the quotes.
+STINT_DECL void append_json_escaped(fmt::memory_buffer& out, std::string_view s);
+
+/// Appends `s` as a quoted JSON string (see write_json_string).
+///     fmt::memory_buffer out;
+///     append_json_string(out, "a\"b\n");   // out holds "a\"b\n" with the escapes written out
+STINT_DECL void append_json_string(fmt::memory_buffer& out, std::string_view s);
+
+/// Writes a nanosecond count at `o` as microseconds with exactly three decimals, the unit of Chrome
+/// trace timestamps: 1234567 -> 1234.567, 5 -> 0.005, -1500 -> -1.500. Needs 25 bytes of room.
+STINT_DECL char* write_microseconds(char* o, std::int64_t nanoseconds) noexcept;
+
+/// Writes a string literal's bytes (without its terminator) at `o`.
+template <std::size_t N>
+char* write_literal(char* o, const char (&text)[N]) noexcept {
+    std::memcpy(o, text, N - 1);
+    return o + N - 1;
+}
+
+/// Streaming JSON text writer: values are appended to an internal buffer, which goes to the sink
+/// whenever it holds 64 KiB or more, and on flush(). It keeps no structure: the caller writes the
+/// punctuation with raw(). Without a sink everything stays in memory (see buffered()).
+///     output_file file("trace.json");
+///     json_writer out(file);
+///     out.raw("{\"ts\":"); out.microseconds(1234567); out.raw("}"); out.flush(); file.commit();
+class json_writer {
+public:
+    /// Buffer size at which the buffer is handed to the sink.
+    static constexpr std::size_t flush_threshold = 64 * 1024;
+
+    /// Writes to memory only; read the text with buffered().
+    json_writer() = default;
+
+    /// Writes to `sink` (an output_file, or any object with `write(std::string_view)`), which must
+    /// outlive the writer. Call flush() before finishing the sink: the destructor does not flush.
+    template <class Sink>
+        requires requires(Sink& sink, std::string_view bytes) { sink.write(bytes); }
+    explicit json_writer(Sink& sink)
+        : sink_(&sink), write_([](void* target, std::string_view bytes) {
+              static_cast<Sink*>(target)->write(bytes);
+          }) {
+        buffer_.reserve(flush_threshold + flush_threshold / 4);
+    }
+
+    json_writer(const json_writer&) = delete;
+    json_writer& operator=(const json_writer&) = delete;
+
+    /// Appends `text` verbatim (punctuation, keys known to need no escaping, nested JSON).
+    STINT_DECL void raw(std::string_view text);
+
+    /// Appends `s` as a quoted, escaped JSON string (see append_json_string).
+    STINT_DECL void string(std::string_view s);
+
+    /// Appends `s` escaped, without quotes: one part of a string written between raw("\"") calls,
+    /// so that a long value need not be built first. A part that ends inside a UTF-8 sequence has
+    /// that sequence replaced (write_json_string's rule, applied to each part alone).
+    ///     out.raw("\""); for (const auto& f : frames) { out.string_part(f); out.raw(";"); } out.raw("\"");
+    STINT_DECL void string_part(std::string_view s);
+
+    /// Appends an integer in decimal.
+    STINT_DECL void number(std::int64_t value);
+
+    /// Appends an unsigned integer in decimal.
+    STINT_DECL void number(std::uint64_t value);
+
+    /// Appends any other integer type (int, unsigned, long long …) in decimal.
+    template <std::integral Integer>
+        requires(!std::same_as<Integer, bool>)
+    void number(Integer value) {
+        if constexpr (std::is_signed_v<Integer>) {
+            number(static_cast<std::int64_t>(value));
+        } else {
+            number(static_cast<std::uint64_t>(value));
+        }
+    }
+
+    /// Appends the shortest decimal that reads back as `value`. JSON has no NaN or infinity, so
+    /// those are written as the strings "nan", "inf" and "-inf", as PyTorch's execution trace does.
+    STINT_DECL void number(double value);
+
+    /// Appends `true` or `false`.
+    void boolean(bool value) { raw(value ? "true" : "false"); }
+
+    /// Appends `null`.
+    void null() { raw("null"); }
+
+    /// Appends a nanosecond count as microseconds with exactly three decimals (write_microseconds).
+    void microseconds(std::int64_t nanoseconds) { finish(write_microseconds(extend(25), nanoseconds)); }
+
+    /// Room for `count` bytes to write directly (with write_* functions); end with commit(end).
+    /// One capacity check for a whole record instead of one per value.
+    char* reserve(std::size_t count) { return extend(count); }
+    /// Ends a write begun with reserve() at `end`.
+    void commit(char* end) { finish(end); }
+
+    /// Hands everything buffered to the sink. Without a sink, does nothing.
+    STINT_DECL void flush();
+
+    /// The text not yet handed to a sink: with no sink, all of it.
+    std::string_view buffered() const noexcept {
+        return std::string_view(buffer_.data(), buffer_.size());
+    }
+
+private:
+    // Grows the buffer by `count` bytes and returns where they start: one capacity check.
+    STINT_DECL char* extend(std::size_t count);
+
+    // Ends a write begun with extend() at `end`, giving back the room not used.
+    STINT_DECL void finish(char* end);
+
+    void flush_if_full() {
+        if (buffer_.size() >= flush_threshold) flush();
+    }
+
+    fmt::memory_buffer buffer_;
+    void* sink_ = nullptr;
+    void (*write_)(void*, std::string_view) = nullptr;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_JSON_WRITER_HPP
+// ---- end stint/export/json_writer.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_ABI_NAMESPACE {
@@ -18695,6 +16569,92 @@ std::ostream& operator<<(std::ostream& out, const averaged_event_list& list) { r
 // The bodies of capture/detail/input_decoding.hpp: captured inputs read back, and formatted as torch does.
 
 
+// ---- begin stint/capture/detail/input_decoding.hpp ----
+#ifndef STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+#define STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+// Reading captured inputs back at drain: the wire format of input_encoding.hpp to stint::op_inputs,
+// and op_inputs to the event_args the trace and tables show, formatted as torch formats them.
+
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
+#include <cstring>  // std::memcpy
+#include <span>  // std::span
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <vector>  // std::vector
+
+
+namespace stint::detail {
+
+// A bounds-checked reader: a malformed stream stops the decode instead of reading past the payload.
+class wire_reader {
+public:
+    explicit wire_reader(std::span<const std::byte> bytes) noexcept : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+    [[nodiscard]] bool ok() const noexcept { return ok_; }
+    [[nodiscard]] bool has(std::size_t n) noexcept {
+        if (static_cast<std::size_t>(end_ - at_) < n) ok_ = false;
+        return ok_;
+    }
+    std::uint8_t u8() noexcept {
+        if (!has(1)) return 0;
+        return static_cast<std::uint8_t>(*at_++);
+    }
+    std::uint16_t u16() noexcept { return read<std::uint16_t>(); }
+    template <class T>
+    T read() noexcept {
+        T v{};
+        if (!has(sizeof(T))) return v;
+        std::memcpy(&v, at_, sizeof(T));
+        at_ += sizeof(T);
+        return v;
+    }
+    std::string_view text(std::size_t n) noexcept {
+        if (!has(n)) return {};
+        std::string_view s(reinterpret_cast<const char*>(at_), n);
+        at_ += n;
+        return s;
+    }
+    STINT_DECL void int64s(std::vector<std::int64_t>& out, std::size_t n);
+    STINT_DECL void int32s(std::vector<std::int64_t>& out, std::size_t n);
+
+private:
+    const std::byte* at_;
+    const std::byte* end_;
+    bool ok_ = true;
+};
+
+// A tensor entry's identity (wire_has_identity): storage and key default to the data pointer.
+STINT_DECL tensor_identity read_identity(wire_reader& in, std::uint8_t flags);
+
+STINT_DECL bool decode_entry(wire_reader& in, op_input& out, bool in_list);
+
+/// Decodes an inputs payload; a malformed tail (never written by stint) ends the list and marks it
+/// truncated.
+STINT_DECL op_inputs decode_inputs(std::string_view op_name, std::span<const std::byte> bytes, std::uint32_t aux);
+
+/// A double as torch's IValue prints it: integral values as "2.", others with 17 significant digits
+/// ("0.10000000000000001", "1.0000000000000001e-05"), and "inf", "-inf", "nan".
+STINT_DECL void append_real(std::string& out, double d);
+
+STINT_DECL void append_scalar_value(std::string& out, const op_input& in, std::size_t i);
+
+/// The "Concrete Inputs" text of one input: a scalar's value, a list as "[64, 32]" (", ..." when
+/// cut), a string's text, "" for tensors and absent inputs.
+STINT_DECL std::string concrete_text(const op_input& in);
+
+/// The "Input type" text of one input.
+STINT_DECL std::string type_text(const op_input& in);
+
+/// Fills `args` from decoded inputs; `concrete`: whether concrete values were captured.
+STINT_DECL void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_CAPTURE_DETAIL_INPUT_DECODING_HPP
+// ---- end stint/capture/detail/input_decoding.hpp ----
+
 #include <cmath>  // std::fpclassify, std::isinf, std::isnan, std::signbit
 #include <utility>  // std::move
 
@@ -18943,6 +16903,116 @@ void inputs_to_args(const op_inputs& inputs, bool concrete, event_args& args) {
 // The bodies of drain/record_store.hpp: reading a counter's payload, a flight recorder's cut, the store.
 
 
+// ---- begin stint/drain/record_store.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+#define STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+// A closed session's records, kept as the threads wrote them: the chunks a drain took out of the
+// thread buffers (design §8). An event list is built from them when something asks for one; a Chrome
+// trace of timing-only records is written from them directly, so that stopping and exporting a big
+// session needs no memory beyond the records' own.
+
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::uint64_t
+#include <limits>  // std::numeric_limits
+#include <span>  // std::span
+#include <utility>  // std::exchange, std::move, std::pair
+#include <vector>  // std::vector
+
+
+namespace stint::detail {
+
+/// A counter's sample as its payload_kind::counter payload holds it (annotations/detail/counter_record.hpp):
+/// 8 bytes, an int64 or a double as the header's aux says. A short payload reads as the integer 0.
+STINT_DECL counter_value read_counter(const record_payload& payload) noexcept;
+
+/// Keeps only the records of `bytes` (whole records, as a thread wrote them) that ended in [from, to]:
+/// a flight recorder's dump of the last steps.
+STINT_DECL void keep_records_ending_between(std::vector<std::byte>& bytes, std::uint64_t from, std::uint64_t to);
+
+/// The records of one closed session, per thread buffer (a thread and a shared object), in the order
+/// the drain found the buffers. Move-only; gives its chunks back to the pool when destroyed.
+class record_store {
+public:
+    /// One buffer's records and what a drain reports of them.
+    struct thread_records {
+        const void* node = nullptr;    ///< which buffer it was (taken_records::node)
+        drained_thread counts;
+        chunk* chunks = nullptr;       ///< full chunks, linked by chunk::next
+        std::vector<std::byte> tail;   ///< the records of the chunk its owner kept writing into
+        std::uint64_t events = 0;      ///< records that become events (not outputs, not device links)
+        /// Begin tick of its first non-instant record (a viewer's origin for the row), or the maximum.
+        std::uint64_t first_start_ticks = std::numeric_limits<std::uint64_t>::max();
+        bool timing_only = true;       ///< every record is timing-only or carries only a runtime name or
+                                       ///< a counter's value
+    };
+
+    record_store() = default;
+    record_store(const record_store&) = delete;
+    record_store& operator=(const record_store&) = delete;
+    record_store(record_store&& other) noexcept { *this = std::move(other); }
+    STINT_DECL record_store& operator=(record_store&& other) noexcept;
+    ~record_store() { release_all(); }
+
+    /// Takes one buffer's records (from registry::end_session) and counts them.
+    STINT_DECL void add(taken_records&& taken);
+
+    [[nodiscard]] std::span<thread_records> threads() noexcept { return threads_; }
+    [[nodiscard]] std::span<const thread_records> threads() const noexcept { return threads_; }
+
+    /// Puts `earlier`'s records (taken from the same session's buffers before these, without tails: a
+    /// stream's batch it could not write) in front of each buffer's records here. Counts of records add
+    /// up; drop and truncation counts stay this store's, which were read later (they only grow).
+    /// Buffers whose records `earlier` no longer holds (given back) are left out.
+    STINT_DECL void prepend(record_store&& earlier);
+
+    /// Records that become events, over all buffers.
+    [[nodiscard]] STINT_DECL std::uint64_t events() const noexcept;
+
+    /// Calls `on_record(record, payload)` for each of the buffer's records of the window (scopes that
+    /// ended after the stop belong to none), in the order the thread wrote them.
+    template <class OnRecord>
+    void for_each_record(const thread_records& t, OnRecord&& on_record) const {
+        const auto in_window = [&](const record& r, const record_payload& payload) {
+            if (r.end_ticks <= stop_ticks) on_record(r, payload);
+        };
+        for (chunk* c = t.chunks; c != nullptr; c = c->next.load(std::memory_order_relaxed)) {
+            stint::detail::for_each_record(c->data(), c->published.load(std::memory_order_acquire), in_window);
+        }
+        stint::detail::for_each_record(t.tail.data(), t.tail.data() + t.tail.size(), in_window);
+    }
+
+    /// The byte ranges of the buffer's records (each a whole number of records), in the order written.
+    [[nodiscard]] STINT_DECL std::vector<std::pair<const std::byte*, const std::byte*>> ranges(const thread_records& t) const;
+
+    /// Hands one buffer's chunks over (a streamed session gives them back to its budget itself).
+    [[nodiscard]] STINT_DECL chunk* take_chunks(thread_records& t) noexcept;
+
+    /// Gives one buffer's chunks back to the pool (its records are read: the counts stay).
+    STINT_DECL void release(thread_records& t) noexcept;
+
+    std::uint64_t stop_ticks = 0;       ///< records that ended after it belong to no window
+    tick_calibration calibration;       ///< ticks to ns since the window's start
+    std::uint64_t late = 0;             ///< late records of earlier sessions found by this drain
+    std::uint64_t buffer_bytes = 0;     ///< record buffers the session used
+    std::uint64_t memory_dropped = 0;   ///< memory events lost to the budget
+
+    /// Whether some buffer's records went back (release, take_chunks): the store no longer holds them all.
+    [[nodiscard]] bool partly_released() const noexcept { return partly_released_; }
+
+private:
+    STINT_DECL void release_all() noexcept;
+
+    std::vector<thread_records> threads_;
+    bool partly_released_ = false;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_DRAIN_RECORD_STORE_HPP
+// ---- end stint/drain/record_store.hpp ----
+
 #include <algorithm>  // std::min
 #include <bit>  // std::bit_cast
 #include <cstring>  // std::memcpy, std::memmove
@@ -19175,6 +17245,158 @@ void join_device_activity(event_list_builder& builder, device_capture& capture,
 #define STINT_SINGLE_STINT_DRAIN_IMPL_SESSION_IPP
 // The bodies of drain/session.hpp: opening, closing and draining a session, and building its events.
 
+
+// ---- begin stint/drain/session.hpp ----
+#ifndef STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+#define STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+// One recording session from start to drain: the untemplated core behind stint::profiler.
+
+#include <cstddef>  // std::byte, std::size_t
+#include <cstdint>  // std::int64_t, std::uint32_t, std::uint64_t
+#include <span>  // std::span
+#include <string>  // std::string
+#include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>  // std::vector
+
+
+namespace stint::detail {
+
+inline double microseconds_between(std::int64_t from_ns, std::int64_t to_ns) noexcept {
+    return static_cast<double>(to_ns - from_ns) / 1e3;
+}
+
+/// What a drain builds beyond the event tree (from the profiler's policies). The builders are pointers the
+/// profiler's config fills, so that a program emits them only where its config names their policy.
+struct drain_options {
+    event_list_builder::call_stack_builder call_stacks = nullptr;  ///< with_stack: &assign_call_stacks
+    event_list_builder::module_hierarchy_builder module_hierarchy = nullptr;  ///< with_modules: &assign_module_hierarchy
+    bool input_values = false;  ///< keep each op's inputs whole in event_args::inputs (an execution trace)
+    /// What joins device activity to the scopes (cuda_activities: &join_device_activity); needed when
+    /// build_events() is given a device capture.
+    void (*join_device)(event_list_builder& builder, device_capture& capture,
+                        const std::unordered_map<std::uint64_t, event_index>& links, const device_join_window& window,
+                        thread_of_tid_ref thread_of_tid) = nullptr;
+};
+
+/// What a session's captured ops keep besides their inputs (capture/inputs.hpp's capture_switches).
+struct capture_options {
+    bool outputs = false;            ///< stint::record_outputs records (record_shapes, or an execution trace)
+    bool tensor_identities = false;  ///< tensors carry their identity (an execution trace)
+};
+
+/// A session's life: prepare (set-up without recording, a schedule's WARMUP), open (enable), close
+/// (disable + drain + build), and the result.
+class session {
+public:
+    session() = default;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    /// The buffers kept warm for this session's successors go back to the system with it.
+    STINT_DECL ~session();
+
+    /// Does the set-up that opening needs without recording anything: the process's tick calibration
+    /// (10 ms of spinning the first time), a first clock anchor (open() re-takes it), and
+    /// `reserve_bytes` of record buffers faulted in (at most the budget). Preparing twice does
+    /// nothing.
+    STINT_DECL void prepare(std::size_t budget_bytes, std::size_t reserve_bytes = 0);
+
+    /// Forgets a preparation that will not be opened (a warmup that never reaches a record step).
+    void discard_preparation() noexcept { prepared_ = false; }
+
+    [[nodiscard]] bool is_prepared() const noexcept { return prepared_; }
+
+    /// Opens a session recording into at most `budget_bytes` of buffers, preparing first if needed.
+    /// Throws std::logic_error if another session records in this process.
+    /// `record_cpu` false: a device-only session (profiler_options::activities without cpu): no scope
+    /// records, only the device activity that close() is given.
+    /// `track_memory`: report_alloc / report_free / report_oom record into it (profile_memory).
+    /// `capture`: what captured ops keep besides their inputs while it records.
+    /// `streamed`: a writer gives chunks back while it records (registry::begin_session).
+    /// `ring`: a flight recorder's session (records on within its budget; copy_records() reads it).
+    STINT_DECL void open(std::size_t budget_bytes, std::size_t reserve_bytes = 0, bool record_cpu = true,
+                         bool track_memory = false, capture_options capture = {}, bool streamed = false,
+                         ring_options ring = {});
+
+    [[nodiscard]] bool is_open() const noexcept { return state_ != 0; }
+    /// The open session's recording state (registry::begin_session's), for a streaming writer.
+    [[nodiscard]] std::uint32_t recording_state() const noexcept { return state_; }
+    /// Ticks to ns since the open session's start, as measured when it opened.
+    [[nodiscard]] const tick_calibration& calibration() const noexcept { return calibration_; }
+
+    /// Whether a closed session's buffers stay cached for the next (a schedule's next window).
+    void keep_buffers_between_sessions(bool keep) noexcept { keep_buffers_ = keep; }
+
+    /// Closes the session and takes its records out of the thread buffers into `out` (built into events
+    /// later by build_events, or written by an exporter directly). Returns false (and changes nothing)
+    /// when the session was not open or a fork ended it. Fills stats() but for what only the event
+    /// list knows (number_of_events counts the records that become events).
+    STINT_DECL bool close_records(record_store& out);
+
+    /// A flight recorder's dump: copies the open session's records that ended since `from_ticks` into
+    /// `out` while the session records on (registry::copy_ring), on the session's clock with its rate
+    /// measured over the whole session so far. Each thread's records run until its copy was made: a
+    /// common end would cut off the newest records of the threads copied last, while their oldest
+    /// were being overwritten. False (and nothing copied) when no session records.
+    STINT_DECL bool copy_records(record_store& out, std::uint64_t from_ticks = 0);
+
+    /// Fills the counts of `stats` that a store of records gives before any event is built.
+    STINT_DECL static void count_records(const record_store& store, profiler_stats& stats) noexcept;
+
+    /// Closes the session and turns its records into an event list whose ids start at `first_id`.
+    /// Returns false (and changes nothing) when the session was not open or a fork ended it.
+    /// `device`: the session's device activity (cuda_activities), joined to the scopes that launched it.
+    STINT_DECL bool close(event_list& out, std::uint64_t first_id = 0, const drain_options& options = {},
+                          device_capture* device = nullptr);
+
+    /// Turns a closed session's records into an event list whose ids start at `first_id` (each record's
+    /// id is first_id + its place in the order the records are stored: thread buffer by buffer, each in
+    /// the order its thread wrote them), giving each buffer's chunks back once read. Completes `stats`
+    /// with what only the event list knows.
+    STINT_DECL static void build_events(record_store& records, event_list& out, std::uint64_t first_id,
+                                        const drain_options& options, device_capture* device, profiler_stats& stats);
+
+    [[nodiscard]] const profiler_stats& stats() const noexcept { return stats_; }
+
+private:
+    // Flop formulas resolved once per site and session (a registry lookup takes a lock).
+    using flop_cache = std::unordered_map<const site*, flop_callable>;
+
+    // The native frames at the front of a with_stack<native> payload; `bytes` keeps what follows.
+    STINT_DECL static std::vector<std::uint64_t> take_native_frames(std::span<const std::byte>& bytes);
+
+    STINT_DECL static std::string_view runtime_name_of(const record_payload& payload) noexcept;
+
+    // Decodes an op's captured inputs into its args, and its flops when the site names a formula.
+    // Returns 1 when the capture was truncated. `keep_values`: keep the inputs whole (event_args::inputs);
+    // `record_args`: the inputs are record_function's args.
+    STINT_DECL static std::uint64_t add_inputs(event_list_builder& builder, event_index i, const site& where,
+                                               std::span<const std::byte> bytes, std::uint32_t aux, flop_cache& flops,
+                                               bool keep_values, bool record_args = false);
+
+    // record_outputs and add_args records waiting for the event around them (drain/impl/session.ipp).
+    class pending_attachments;
+
+    STINT_DECL static std::int64_t evaluate_flops(const site& where, const op_inputs& inputs, flop_cache& cache);
+
+    // A recording state the registry never hands out (its states have bit 0 set): a device-only session.
+    static constexpr std::uint32_t device_only_state = 2;
+
+    std::uint32_t state_ = 0;
+    bool opened_ = false;  // once opened or reserved: buffers to give back at destruction
+    bool prepared_ = false;
+    bool keep_buffers_ = false;
+    double prepare_us_ = 0;
+    tick_calibration calibration_;
+    profiler_stats stats_;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_DRAIN_SESSION_HPP
+// ---- end stint/drain/session.hpp ----
 
 #include <algorithm>  // std::min, std::max, std::find_if
 #include <cstring>  // std::memcpy
@@ -19677,6 +17899,1568 @@ std::int64_t session::evaluate_flops(const site& where, const op_inputs& inputs,
 
 #include <fmt/format.h>  // fmt::format, fmt::memory_buffer, fmt::to_string
 
+
+// ---- begin stint/export/chrome_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+// Chrome / Perfetto trace JSON in Kineto's shape (design §4), streamed: the document is never built
+// in memory, and it lands under its final name only when complete.
+
+#include <array>        // std::array
+#include <cstdint>      // std::int64_t, std::uint64_t
+#include <optional>     // std::optional
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::pair
+#include <vector>       // std::vector
+
+
+// ---- begin stint/export/device_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+// The device part of a Chrome trace, in Kineto's shape (design §4): where device events are drawn,
+// their args, the `ac2g` flows from each CUDA API call to the work it launched, the metadata of
+// devices and streams, and the device collection's report.
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int32_t, std::int64_t, std::uint64_t
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <unordered_set>  // std::unordered_set
+#include <vector>         // std::vector
+
+
+namespace stint::detail {
+
+/// Kineto's tid offset of a stream's sync row (output_json.h, kSyncStreamTidOffset): "Stream Sync"
+/// events are drawn there, so that they do not overlap the kernels of their stream.
+inline constexpr std::uint64_t sync_row_tid_offset = 1'000'000;
+/// CUPTI's stream id of a record that applies to no stream (CUPTI_SYNCHRONIZATION_INVALID_VALUE).
+inline constexpr std::uint64_t cupti_no_stream = 0xFFFFFFFFU;
+/// Kineto's process_sort_index of GPU n is n + this (kExceedMaxPid): GPUs below the host processes.
+inline constexpr std::int64_t gpu_sort_index_base = 5'000'000;
+
+/// Whether an event is drawn on its stream's sync row: a stream synchronisation (Kineto's rule).
+STINT_DECL bool on_sync_row(const event_list& events, const event& e) noexcept;
+
+/// The tid of a device track: its stream id; 1 for work on no stream, as Kineto writes it (its -1,
+/// made positive).
+inline std::uint64_t device_track_tid(const thread_info& track) noexcept {
+    return track.os_tid == cupti_no_stream ? 1 : track.os_tid;
+}
+
+/// Writes the device events of one event list: built once per trace, then asked per event.
+///
+/// Device tracks go on `pid` = device index and `tid` = stream, as Kineto writes them. A host process
+/// whose pid is below 16 (pid 1 in a container) then shares its pid with a GPU, and viewers merge the
+/// two; Kineto has the same collision, and tools group device work by that pid, so it is kept.
+///
+///     device_trace device(events, pid);
+///     device.write_metadata(out, "stint");  // inside traceEvents
+///     device.write_args(out, kernel);       // after "args": {
+///     device.write_flows(out, kernel);      // after the kernel's event
+class device_trace {
+public:
+    /// `device_pid_base` is added to a device's index to make its pid (0: Kineto's pids), and
+    /// `flow_id_base` to each ac2g flow's id: a job's trace gives each rank's their own.
+    STINT_DECL device_trace(const event_list& events, std::uint64_t pid, std::uint64_t device_pid_base = 0,
+                            std::uint64_t flow_id_base = 0);
+
+    /// ", "pid": P, "tid": T, "ts": " of the row an event is drawn on.
+    [[nodiscard]] const std::string& where(const event& e) const noexcept {
+        return e.on_device() && on_sync_row(events_, e) ? sync_where_[e.thread] : where_[e.thread];
+    }
+
+    /// Kineto's metadata of the devices and streams that events were drawn on: per device
+    /// process_name, process_labels "GPU <n>", process_sort_index n + 5000000; per stream thread_name
+    /// "stream <id> " (Kineto's "stream {} {}" with an empty postfix) and thread_sort_index <id>; a
+    /// sync row "stream <id> (sync)"; work on no stream "Device <n>" (sort index -1).
+    STINT_DECL void write_metadata(json_writer& out, std::string_view process_name) const;
+
+    /// The args of a device event or CUDA API call, in Kineto's names and order, written after
+    /// "args": {. "External id" is the launcher's id, left out when none was recorded (Kineto PR
+    /// #1001: an id of its own would link it to an unrelated op) and when it is 0, which the launcher
+    /// does not write either.
+    STINT_DECL void write_args(json_writer& out, const event& e) const;
+
+    /// Kineto's `ac2g` flow from the API call that launched device event `e` to `e`: "s" on the call
+    /// at its start, "f" with "bp": "e" on `e` at its start. Nothing when no recorded call shares its
+    /// correlation.
+    STINT_DECL void write_flows(json_writer& out, const event& e);
+
+private:
+    [[nodiscard]] std::int64_t device_pid(std::int32_t index) const noexcept {
+        return static_cast<std::int64_t>(device_pid_base_) + index;
+    }
+    STINT_DECL static std::string where_text(std::int64_t pid, std::uint64_t tid);
+    STINT_DECL static std::string where_text(std::uint64_t pid, std::uint64_t tid);
+
+    STINT_DECL const device_properties* properties(std::int32_t index) const noexcept;
+
+    STINT_DECL static void write_triple(json_writer& out, const std::int32_t (&values)[3]);
+
+    STINT_DECL static void write_thread(json_writer& out, std::int64_t pid, std::uint64_t tid, const std::string& name,
+                                        std::int64_t sort_index);
+
+    const event_list& events_;
+    std::uint64_t device_pid_base_ = 0;
+    std::uint64_t flow_id_base_ = 0;
+    std::vector<std::string> where_;       // per track: its pid and tid
+    std::vector<std::string> sync_where_;  // per device track: its sync row's, when drawn
+    std::vector<bool> drawn_;              // per track: device events drawn on it
+    std::vector<bool> sync_drawn_;         // per track: stream synchronisations drawn on its sync row
+    std::unordered_map<std::uint32_t, event_index> api_call_;  // correlation -> its API call
+    std::unordered_set<std::uint32_t> flowed_;  // correlations whose id a flow has taken
+    std::uint64_t max_correlation_ = 0;
+    std::uint64_t next_flow_id_ = 1;
+};
+
+/// Kineto's "deviceProperties" entries (DeviceProperties.cpp keys), written inside the array.
+STINT_DECL void write_device_properties(json_writer& out, const std::vector<device_properties>& devices);
+
+/// The "device" object of the "stint" block: the collection's status and every loss counter by name.
+STINT_DECL void write_device_report(json_writer& out, const device_report& report);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_DEVICE_TRACE_HPP
+// ---- end stint/export/device_trace.hpp ----
+
+// ---- begin stint/export/trace_time.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+// The times a Chrome trace writes, chosen so that viewers nest events as the program ran.
+//
+// A trace holds "ts" and "dur" in microseconds; viewers read both as doubles and draw an event's end
+// at ts + dur, some (speedscope) after subtracting the thread's first ts from every ts. Written as
+// exact decimals, 8439.165 + 0.010 is 8439.175000000001 in IEEE double, past 8439.175, the end of the
+// parent that ends in the same nanosecond: the viewer then sees a child that outlives its parent. So
+// "ts" stays exact, and "dur" is the double (in its shortest round-trip form) that makes both sums
+// land on the double nearest end_ns / 1000: equal integer ends read back equal, and ordered ends
+// stay ordered. It moves no time by more than a few units in the last place (far below 1 ns).
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t
+#include <limits>         // std::numeric_limits
+#include <unordered_map>  // std::unordered_map
+#include <vector>         // std::vector
+
+
+namespace stint::detail {
+
+/// A nanosecond count as the double a viewer reads from its microsecond text: ns / 1000 correctly
+/// rounded, which is what strtod or JSON.parse make of "1234.567" (exact for |ns| < 2^53).
+inline double trace_microseconds(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
+
+/// Where viewers draw an event's end: ts + dur as written (plain), and after subtracting the thread's
+/// first ts from ts (shifted, as speedscope does before adding dur).
+struct trace_end {
+    double plain = std::numeric_limits<double>::infinity();
+    double shifted = std::numeric_limits<double>::infinity();
+};
+
+/// The "dur" of one event: the double to write, whether the three-decimal text of the integer
+/// duration reads back as it, and the ends it gives.
+struct trace_duration {
+    double value = 0;
+    bool three_decimals = true;
+    trace_end end;
+};
+
+namespace trace_time_detail {
+
+// The largest d >= 0 with s + d <= cap in double (0 when s > cap): a binary search over the bit
+// patterns of non-negative doubles, which are ordered as the values are. The answer is within a few
+// units in the last place of cap - s, so the search starts from that neighbourhood.
+STINT_DECL double largest_addend(double s, double cap) noexcept;
+
+}  // namespace trace_time_detail
+
+/// Chooses the "dur" of an event [start_ns, end_ns] on a thread whose first complete event starts at
+/// `origin` (µs, as read back). Aims at ends equal to the doubles nearest end_ns / 1000 (plain) and
+/// that minus origin (shifted), never above `cap` (the parent's ends, when it ends in the same
+/// nanosecond). Where no double reaches those ends (ts + dur then lands exactly half-way between two
+/// doubles, and the tie rounds away), it takes the largest dur whose ends stay at or below them.
+///     trace_duration d = choose_trace_duration(8'439'165, 8'439'175, 0.0, {});
+///     // 8439.165 + d.value == 8439.175 as doubles; d.three_decimals is false
+STINT_DECL trace_duration choose_trace_duration(std::int64_t start_ns, std::int64_t end_ns, double origin,
+                                                trace_end cap) noexcept;
+
+/// Writes a duration chosen by choose_trace_duration: three decimals when they read back as its
+/// value, else the value's shortest round-trip form. Needs 25 bytes of room.
+STINT_DECL char* write_trace_duration(char* o, const trace_duration& d, std::int64_t duration_ns) noexcept;
+
+/// The durations of one event list's trace: each row's origin (a thread, a device stream, or a
+/// stream's sync row), and the ends of events that others end with (a child that ends in its
+/// parent's nanosecond is held at or below the parent's ends).
+///     trace_timeline timeline(events);
+///     for (event_index i = 0; i < events.size(); ++i) use(timeline.duration(i));  // not for instants
+class trace_timeline {
+public:
+    STINT_DECL explicit trace_timeline(const event_list& events);
+
+    /// The "dur" of events[i], a complete event.
+    trace_duration duration(event_index i) { return choose(i, cap_of(i)); }
+
+private:
+    STINT_DECL trace_duration choose(event_index i, trace_end cap) const;
+
+    // The row a viewer draws an event on: its thread or device stream, or that stream's sync row
+    // (device_trace.hpp), each with its own origin.
+    STINT_DECL std::size_t row(const event& e) const noexcept;
+
+    // The parent's ends when it ends in the same nanosecond as events[i]; no bound otherwise. Ends
+    // of such parents are kept, computed down each chain of equal ends from its top, so the order of
+    // the list does not matter.
+    STINT_DECL trace_end cap_of(event_index i);
+
+    const event_list& events_;
+    std::vector<double> origins_;
+    std::unordered_map<event_index, trace_end> decided_;
+    std::vector<event_index> chain_;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_TIME_HPP
+// ---- end stint/export/trace_time.hpp ----
+
+namespace stint::detail {
+
+/// What a trace carries besides the events.
+struct chrome_trace_info {
+    std::uint64_t pid = 0;
+    std::uint64_t truncated_names = 0;
+    /// The process's name in viewers, and its place among processes (its pid when not said).
+    std::string process_name = "stint";
+    std::optional<std::int64_t> sort_index{};
+    /// Added to a device's index to make its pid: 0 writes Kineto's pids; a job's trace
+    /// (distributed/mpi.hpp) gives each rank's devices pids of their own.
+    std::uint64_t device_pid_base = 0;
+    /// Added to every flow's and async span's id (ids wrap): a job's trace keeps each rank's apart.
+    std::uint64_t flow_id_base = 0;
+    /// Top-level keys in insertion order; values are JSON text already validated.
+    std::vector<std::pair<std::string, std::string>> metadata_json;
+};
+
+/// The keys one side of an op's values is written under.
+struct value_keys {
+    std::string_view dims, strides, types, concrete, truncated;
+};
+inline constexpr value_keys input_keys{", \"Input Dims\": ", ", \"Input Strides\": ", ", \"Input type\": ",
+                                       ", \"Concrete Inputs\": ", ", \"Inputs truncated\": true"};
+inline constexpr value_keys output_keys{", \"Output Dims\": ", ", \"Output Strides\": ", ", \"Output type\": ",
+                                        ", \"Concrete Outputs\": ", ""};
+
+/// Captured values as Kineto writes an op's inputs: dims (a TensorList nests one list per tensor),
+/// strides, types, concrete values (when captured); stint adds "Inputs truncated": true when the
+/// capture hit a bound.
+STINT_DECL void write_values(json_writer& out, const event_args& args, const value_keys& keys);
+
+/// The keys an event's "args" may hold besides stint::add_args' names: a named arg called so is written
+/// as "<name> (arg)" (a JSON object's keys must be unique).
+inline constexpr std::array<std::string_view, 15> event_arg_keys{
+    "External id",        "Record function id", "Input Dims",      "Input Strides",    "Input type",
+    "Concrete Inputs",    "Inputs truncated",   "Output Dims",     "Output Strides",   "Output type",
+    "Concrete Outputs",   "Module Hierarchy",   "Call stack",      "Args truncated",   "Source Location",
+};
+
+/// stint::add_args' arguments, each `, "name": value`, then "Args truncated": true when a call gave more
+/// than its record held.
+STINT_DECL void write_named_args(json_writer& out, const event_args& args);
+
+/// An op's args: its inputs ("Input Dims", ...), its outputs from stint::record_outputs ("Output Dims",
+/// "Output Strides", "Output type", "Concrete Outputs"), then "Module Hierarchy" (with_modules), then
+/// stint::add_args' arguments.
+STINT_DECL void write_event_args(json_writer& out, const event_args& args);
+
+/// Top-level keys the writer emits itself; metadata may not take them (a JSON object's keys must be
+/// unique).
+inline constexpr std::array<std::string_view, 8> reserved_trace_keys{
+    "schemaVersion", "deviceProperties", "stint",           "WARNING",
+    "traceEvents",   "traceName",        "displayTimeUnit", "baseTimeNanoseconds",
+};
+
+STINT_DECL bool is_reserved_trace_key(std::string_view key) noexcept;
+
+/// A [memory] or [OutOfMemory] event's args in Kineto's names and order (an OOM has no "Addr").
+STINT_DECL void write_memory_args(json_writer& out, const event& e, const memory_record& memory);
+
+/// The "stint" block's memory summary: events the budget dropped, each device's peak live bytes.
+STINT_DECL void write_memory_summary(json_writer& out, std::uint64_t dropped, std::span<const memory_peak> peaks);
+
+/// What a trace's head says besides the events: the session's counts and summaries, and its threads.
+struct chrome_trace_head {
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+    std::uint64_t late = 0;
+    const device_report* device = nullptr;
+    std::uint64_t memory_dropped = 0;
+    std::span<const memory_peak> memory_peaks;
+    std::span<const thread_info> threads;
+    bool no_events = false;
+    /// A streamed trace's records whose captured values the stream left out (trace_stream.hpp).
+    std::optional<std::uint64_t> values_not_streamed;
+    /// Flow and async span points without a partner.
+    unmatched_points unmatched = {};
+
+    STINT_DECL static chrome_trace_head of(const event_list& events) noexcept;
+};
+
+/// Writes the trace's top-level keys but traceEvents and the closing ones (write_trace_end), each line
+/// ending in ",\n": deviceProperties, the metadata, the "stint" block, and a WARNING when there are no
+/// events.
+STINT_DECL void write_trace_keys(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
+
+/// The "stint" block: stint's version, what the session recorded, and every count of what it lost
+/// (dropped records, device and memory losses, unmatched points), in total and per thread.
+STINT_DECL void write_stint_block(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
+
+/// The process's metadata events (process_name, process_sort_index), the first elements of
+/// traceEvents when `first` (no comma before them).
+STINT_DECL void write_process_metadata(json_writer& out, const chrome_trace_info& info, bool first);
+
+/// Opens traceEvents with the process's metadata events. Events follow, each starting with ",\n".
+STINT_DECL void write_trace_events_opening(json_writer& out, const chrome_trace_info& info);
+
+/// The threads' metadata events (thread_name, thread_sort_index), inside traceEvents.
+STINT_DECL void write_thread_metadata(json_writer& out, std::span<const thread_info> threads,
+                                      const chrome_trace_info& info);
+
+/// Writes a trace's head: the top-level keys, the "stint" block, and the opening of traceEvents with
+/// the process's and threads' metadata events. Events follow, each starting with ",\n".
+STINT_DECL void write_trace_head(json_writer& out, const chrome_trace_head& head, const chrome_trace_info& info);
+
+/// Writes the trace's closing keys, after traceEvents has been closed.
+STINT_DECL void write_trace_closing_keys(json_writer& out, std::int64_t base_time_ns);
+
+/// Writes a trace's end after its events.
+STINT_DECL void write_trace_end(json_writer& out, std::int64_t base_time_ns);
+
+/// Writes a flow's or async span's point as Chrome writes them: a flow's begin "s" and end "f" (with
+/// "bp": "e", so that both bind to the slice enclosing them on their thread), an async span's "b" and
+/// "e" (drawn on a track of their own). `where` is `, "pid": P, "tid": T, "ts": `. Ids beyond 2^53 are
+/// written as hex strings, which JavaScript viewers keep exact.
+STINT_DECL void write_point(json_writer& out, event_kind kind, std::string_view name, std::uint64_t id,
+                            std::string_view where, std::int64_t ts_ns);
+
+/// Writes a sample of the counter track `name` as Chrome's counter event, `{"ph": "C", "name": N, "pid": P,
+/// "tid": T, "ts": ..., "args": {N: value}}`: viewers draw one track per name in the process. `where` is
+/// `, "pid": P, "tid": T, "ts": `. JSON has no NaN or infinity and a counter track plots only numbers:
+/// an infinity is written as the largest finite double of its sign, a NaN sample is left out (the track
+/// keeps its previous value); each is counted in `not_finite`, which write_not_finite_note reports.
+STINT_DECL void write_counter_sample(json_writer& out, std::string_view name, const counter_value& value,
+                                     std::string_view where, std::int64_t ts_ns, std::uint64_t& not_finite);
+
+/// A global instant at `ts_ns` saying that `count` counter samples were not finite (write_counter_sample),
+/// so that the timeline itself says what its counter tracks do not show. Nothing when `count` is 0.
+STINT_DECL void write_not_finite_note(json_writer& out, std::uint64_t count, std::uint64_t pid, std::int64_t ts_ns);
+/// A global instant ("s": "g", drawn across the whole timeline) named "stint: <count> <what>", so that the
+/// trace itself says what it lacks. `what` is written as it is: constant text with nothing to escape.
+STINT_DECL void write_global_note(json_writer& out, std::uint64_t count, std::string_view what, std::uint64_t pid,
+                                  std::int64_t ts_ns);
+
+/// Writes one process's elements of traceEvents: its metadata events, its threads', its devices',
+/// then its events, each element after a ",\n" (but the very first of the array, when `first`).
+/// A job's trace (distributed/mpi.hpp) is one process's elements after another's.
+STINT_DECL void write_trace_events(json_writer& out, const event_list& events, const chrome_trace_info& info,
+                                   bool first);
+
+/// write_chrome_trace's body: the whole trace of `events`, through `out` (flushed at its end).
+STINT_DECL void write_chrome_trace_to(json_writer& out, const event_list& events, const chrome_trace_info& info);
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const event_list& events, const chrome_trace_info& info) {
+    json_writer out(sink);
+    write_chrome_trace_to(out, events, info);
+}
+
+/// Writes the trace to `path` (gzip when it ends in ".gz") through a temporary file renamed into
+/// place; throws std::system_error naming the path and the OS reason.
+STINT_DECL void write_chrome_trace_file(const std::string& path, const event_list& events,
+                                        const chrome_trace_info& info);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_HPP
+// ---- end stint/export/chrome_trace.hpp ----
+
+// ---- begin stint/export/chrome_trace_records.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+#define STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+// A Chrome trace written straight from a closed session's records (drain/record_store.hpp), with no
+// event list: the same events, ids and times as write_chrome_trace gives for the list built from those
+// records, in an order viewers nest the same way. Used when the records are timing-only (or carry only
+// runtime names or counters' values) and nothing else was asked for, so that the biggest sessions stop and export in the
+// memory their records already take (design §8).
+
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::int64_t, std::uint16_t, std::uint32_t, std::uint64_t
+#include <memory>         // std::unique_ptr
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <utility>        // std::pair
+#include <vector>         // std::vector
+
+
+namespace stint::detail {
+
+/// Whether write_chrome_trace can take `records` as they are: every record timing-only or carrying
+/// only a runtime name or a counter's value, and each OS thread in one buffer (several buffers of one thread, one per shared
+/// object, are merged by the event list's linking).
+STINT_DECL bool chrome_trace_from_records(const record_store& records);
+
+namespace chrome_records_detail {
+
+// Whether the trace draws an event of `kind` as an instant ("ph": "i", no "dur").
+constexpr bool drawn_as_instant(event_kind kind) noexcept {
+    return kind == event_kind::instant || is_memory_kind(kind);
+}
+
+// The fixed start of an event of `kind`, up to its name.
+constexpr std::string_view event_opening(event_kind kind) {
+    return drawn_as_instant(kind) ? std::string_view(",\n    {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"")
+                                  : std::string_view(",\n    {\"ph\": \"X\", \"cat\": \"");
+}
+
+}  // namespace chrome_records_detail
+
+/// Writes one thread's records as trace events, fed in the order the thread wrote them (all at once, or
+/// batch by batch while a session streams). Each event gets the "dur" trace_timeline would give it: a
+/// child that ends in its parent's nanosecond is held at or below the parent's ends, which are decided
+/// from the parent's own parent, and so on up. Records are held while the next record ends in the same
+/// nanosecond (only an ancestor that ends with them can bound them, and one arrives right after its
+/// last child); each group of such records is written parent first, so viewers nest equal times as the
+/// program did.
+class thread_trace_writer {
+public:
+    /// `origin`: the start (µs) of the thread's earliest non-instant event, a viewer's origin for the
+    /// row (chrome_records_detail::origin_of).
+    STINT_DECL thread_trace_writer(json_writer& out, const tick_calibration& calibration, std::uint64_t pid,
+                                   std::uint64_t tid, double origin);
+
+    /// Adds the thread's next record that makes an event (not outputs, not a device link), whose event
+    /// gets `id`. A record that carries more than a runtime name is written with its name and times
+    /// only (values_left_out counts it).
+    STINT_DECL void add(const record& r, const record_payload& payload, std::uint64_t id);
+
+    /// Records added and not written yet (held until a record of another end arrives).
+    [[nodiscard]] std::size_t held_count() const noexcept { return held_.size(); }
+
+    /// Records whose captured values (inputs, native frames, memory details) were left out.
+    [[nodiscard]] std::uint64_t values_left_out() const noexcept { return values_left_out_; }
+    /// Counter samples that were not finite (write_counter_sample).
+    [[nodiscard]] std::uint64_t not_finite_samples() const noexcept { return not_finite_; }
+    /// Counts a record of the thread that made no event and whose values were left out (outputs).
+    void leave_out_values() noexcept { ++values_left_out_; }
+
+    /// Copies the runtime names of the records still held (their buffer is about to be freed).
+    STINT_DECL void own_held_names();
+
+    /// Writes what is held: the thread's last records have arrived.
+    STINT_DECL void flush();
+
+private:
+    static constexpr std::uint32_t no_parent = 0xffffffffU;
+    std::uint64_t not_finite_ = 0;
+    struct held {
+        const site* where = nullptr;
+        std::string_view name;                 // a runtime name
+        bool runtime_name = false;
+        std::unique_ptr<std::string> owned;    // ... kept across batches
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        std::int64_t level = 0;
+        std::uint64_t id = 0;
+        std::uint64_t point_id = 0;            // a flow's or async span's point: its id
+        counter_value counter;                 // a counter's sample: its value
+        std::uint32_t parent = no_parent;      // within held_
+    };
+
+    // Writes held record `root` and what it bounds, each before its children (a loop, not recursion:
+    // a group can be as deep as the program's nesting).
+    STINT_DECL void write_subtree(std::uint32_t root, trace_end cap);
+
+    STINT_DECL trace_end write_event(const held& h, trace_end cap);
+
+    // Everything of a static site's event before its "ts" value, formatted once per site and thread.
+    STINT_DECL const std::string& prefix_of(const site& where);
+
+    json_writer& out_;
+    tick_calibration calibration_;
+    std::string where_;  // ", "pid": P, "tid": T, "ts": "
+    double origin_ = 0;
+    std::int64_t level_ = 0;
+    std::uint16_t previous_depth_ = 0;
+    bool have_previous_ = false;
+    std::int64_t held_end_ = 0;
+    std::uint64_t values_left_out_ = 0;
+    std::vector<held> held_;            // records ending in held_end_, as they arrived
+    std::vector<std::uint32_t> roots_;  // held records whose parent has not arrived
+    std::vector<std::vector<std::uint32_t>> children_;
+    std::vector<std::pair<std::uint32_t, trace_end>> pending_;  // write_subtree's work
+    std::unordered_map<const site*, std::string> prefixes_;
+    const site* last_site_ = nullptr;
+    const std::string* last_prefix_ = nullptr;
+};
+
+namespace chrome_records_detail {
+
+/// A row's origin as trace_timeline takes it: the start (µs) of its earliest non-instant event, or +inf.
+STINT_DECL double origin_of(const record_store& records, const record_store::thread_records& t);
+
+}  // namespace chrome_records_detail
+
+/// write_chrome_trace's body for `records`: the whole trace, through `out` (flushed at its end).
+STINT_DECL void write_chrome_trace_to(json_writer& out, const record_store& records, std::uint64_t first_id,
+                                      const chrome_trace_info& info);
+
+/// Writes the trace of `records` (chrome_trace_from_records must hold) to any sink with
+/// `write(std::string_view)`; ids start at `first_id` as the event list built from them would give.
+/// Reads the records only: an event list can still be built from them afterwards.
+template <class Sink>
+void write_chrome_trace(Sink& sink, const record_store& records, std::uint64_t first_id,
+                        const chrome_trace_info& info) {
+    json_writer out(sink);
+    write_chrome_trace_to(out, records, first_id, info);
+}
+
+/// Writes the trace of `records` to `path` as write_chrome_trace_file does.
+STINT_DECL void write_chrome_trace_file(const std::string& path, const record_store& records, std::uint64_t first_id,
+                                        const chrome_trace_info& info);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_CHROME_TRACE_RECORDS_HPP
+// ---- end stint/export/chrome_trace_records.hpp ----
+
+// ---- begin stint/export/perfetto_trace.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+#define STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+// Perfetto's native trace: a protobuf `Trace`, a series of TracePackets, written from an event list
+// and streamed through one buffer (design §4). ui.perfetto.dev and trace_processor open it far beyond
+// the sizes JSON viewers manage, and it is about a fifth of the Chrome JSON's size.
+//
+// Layout: a process track and one thread track per thread (device streams get tracks of their own,
+// and their syncs a second one, as in the Chrome trace), a counter track of the dropped records, a
+// counter track per counter name and per device's memory total (export/counter_tracks.hpp), then
+// one packet sequence per track: each event is a SLICE_BEGIN and a SLICE_END (instants one
+// TYPE_INSTANT), its name and category interned on that sequence, its track given once by the
+// sequence's defaults. A "stint stats" instant on the process track carries the counts of the Chrome
+// trace's "stint" block.
+
+#include <array>          // std::array
+#include <cstddef>        // std::size_t
+#include <cstdint>        // std::uint64_t, std::int64_t, std::uint32_t
+#include <memory>         // std::unique_ptr
+#include <optional>       // std::optional
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>         // std::vector
+
+
+// ---- begin stint/export/counter_tracks.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+#define STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+// What the traces draw as counter tracks, one per name in the process: each counter's samples
+// (STINT_COUNTER, stint::counter), and the memory totals that profile_memory's events carry, "Total
+// Allocated (cpu)" and "Total Reserved (cpu)" (one pair per device), so that the memory curve shows
+// under the ops. The Chrome and Perfetto traces read them here, so both draw the same tracks.
+
+#include <deque>        // std::deque
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+
+
+namespace stint::detail {
+
+/// The counter samples of an event list's events, event by event. Names of memory tracks are made
+/// once per device and stay valid for the object's life.
+class counter_samples {
+public:
+    /// Calls `on_sample(track name, counter_value, in_bytes)` for each sample `e` adds to a counter track:
+    /// a counter's sample its value; a [memory] or [OutOfMemory] event its device's Total Allocated, then
+    /// Total Reserved, just after it (in_bytes). Other events add none.
+    template <class OnSample>
+    void of(const event_list& events, const event& e, OnSample&& on_sample) {
+        if (e.kind == event_kind::counter) {
+            if (const std::optional<counter_value> value = events.counter_of(e)) on_sample(e.name, *value, false);
+            return;
+        }
+        const memory_record* memory = events.memory_of(e);
+        if (memory == nullptr) return;
+        const memory_names& names = names_of(memory->device);
+        on_sample(std::string_view(names.allocated), counter_value{.integer = memory->total_allocated}, true);
+        on_sample(std::string_view(names.reserved), counter_value{.integer = memory->total_reserved}, true);
+    }
+
+private:
+    struct memory_names {
+        stint::device where;
+        std::string allocated;  // "Total Allocated (cpu)", "Total Allocated (cuda:0)"
+        std::string reserved;
+    };
+
+    STINT_DECL const memory_names& names_of(stint::device where);
+
+    std::deque<memory_names> memory_names_;  // a deque never moves its strings: views stay valid
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_COUNTER_TRACKS_HPP
+// ---- end stint/export/counter_tracks.hpp ----
+
+// ---- begin stint/export/detail/protobuf.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+// The protobuf wire format, as much of it as the Perfetto writer needs: varints and length-delimited
+// fields. A field is a key (field number << 3 | wire type) then its value; a nested message or string
+// is a length then its bytes, so a message's size is known before it is written (computed for the
+// per-event packets, built in a proto_message for the rare ones).
+
+#include <bit>          // std::bit_width
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+
+
+namespace stint::detail::protobuf {
+
+enum class wire : std::uint8_t { varint = 0, fixed64 = 1, length = 2 };
+
+/// Bytes of `v` as a varint: 7 bits a byte, 1 to 10.
+constexpr std::size_t varint_size(std::uint64_t v) noexcept {
+    return 1 + static_cast<std::size_t>(std::bit_width(v | 1) - 1) / 7;
+}
+
+constexpr std::uint64_t key(std::uint32_t field, wire type) noexcept {
+    return (std::uint64_t{field} << 3) | static_cast<std::uint64_t>(type);
+}
+
+inline char* put_varint(char* o, std::uint64_t v) noexcept {
+    while (v >= 0x80) {
+        *o++ = static_cast<char>(v | 0x80);
+        v >>= 7;
+    }
+    *o++ = static_cast<char>(v);
+    return o;
+}
+
+/// A varint field; int32/int64 values are written as their 64-bit two's complement (10 bytes when
+/// negative), as protobuf does.
+inline char* put_uint(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+    return put_varint(put_varint(o, key(field, wire::varint)), v);
+}
+constexpr std::size_t uint_size(std::uint32_t field, std::uint64_t v) noexcept {
+    return varint_size(key(field, wire::varint)) + varint_size(v);
+}
+
+/// A fixed64 field (little-endian, as protobuf's wire format is).
+inline char* put_fixed64(char* o, std::uint32_t field, std::uint64_t v) noexcept {
+    o = put_varint(o, key(field, wire::fixed64));
+    for (int byte = 0; byte < 8; ++byte) *o++ = static_cast<char>(v >> (8 * byte));
+    return o;
+}
+
+/// The key and length of a length-delimited field; its `size` bytes follow.
+inline char* put_length(char* o, std::uint32_t field, std::size_t size) noexcept {
+    return put_varint(put_varint(o, key(field, wire::length)), size);
+}
+constexpr std::size_t length_size(std::uint32_t field, std::size_t size) noexcept {
+    return varint_size(key(field, wire::length)) + varint_size(size) + size;
+}
+
+/// Appends `text` with each ill-formed UTF-8 subpart replaced by U+FFFD (protobuf strings must be
+/// UTF-8; the JSON writer replaces the same way, so a name reads the same in both traces).
+STINT_DECL void append_utf8(std::string& out, std::string_view text);
+
+/// A message built field by field, for the packets written once per trace, track or name.
+///     proto_message thread;
+///     thread.uint(1, pid).uint(2, tid).string(5, "main");
+///     descriptor.message(4, thread);
+class proto_message {
+public:
+    STINT_DECL proto_message& uint(std::uint32_t field, std::uint64_t v);
+    proto_message& int64(std::uint32_t field, std::int64_t v) { return uint(field, static_cast<std::uint64_t>(v)); }
+    STINT_DECL proto_message& fixed64(std::uint32_t field, std::uint64_t v);
+    /// A string field, made valid UTF-8.
+    STINT_DECL proto_message& string(std::uint32_t field, std::string_view text);
+    STINT_DECL proto_message& bytes(std::uint32_t field, std::string_view data);
+    proto_message& message(std::uint32_t field, const proto_message& child) { return bytes(field, child.bytes_); }
+
+    [[nodiscard]] std::string_view view() const noexcept { return bytes_; }
+    [[nodiscard]] bool empty() const noexcept { return bytes_.empty(); }
+    void clear() noexcept { bytes_.clear(); }
+
+private:
+    std::string bytes_;
+};
+
+}  // namespace stint::detail::protobuf
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_PROTOBUF_HPP
+// ---- end stint/export/detail/protobuf.hpp ----
+
+namespace stint::detail {
+
+/// Field numbers and enum values of perfetto.protos (protos/perfetto/trace/), as the schema defines them.
+namespace perfetto_schema {
+inline constexpr std::uint32_t trace_packet = 1;  // Trace.packet
+namespace packet {
+inline constexpr std::uint32_t timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
+                               sequence_flags = 13, defaults = 59, track_descriptor = 60,
+                               first_on_sequence = 87;
+}  // namespace packet
+namespace track_event {
+inline constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
+                               counter_value = 30, double_counter_value = 44, flow_ids = 47,
+                               terminating_flow_ids = 48;
+inline constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3, counter = 4;
+}  // namespace track_event
+namespace annotation {
+inline constexpr std::uint32_t name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
+                               string_value = 6, name = 10, dict_entries = 11, array_values = 12;
+}  // namespace annotation
+namespace descriptor {
+inline constexpr std::uint32_t uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
+inline constexpr std::uint32_t pid = 1, tid = 2, thread_name = 5, process_name = 6;  // Process/ThreadDescriptor
+inline constexpr std::uint32_t unit_name = 6;                                        // CounterDescriptor
+}  // namespace descriptor
+namespace interned {
+inline constexpr std::uint32_t event_categories = 1, event_names = 2, debug_annotation_names = 3;
+inline constexpr std::uint32_t iid = 1, name = 2;  // EventCategory, EventName, DebugAnnotationName
+}  // namespace interned
+namespace defaults {
+inline constexpr std::uint32_t track_event_defaults = 11, track_uuid = 11;
+}  // namespace defaults
+// SequenceFlags: the reader drops earlier interned data; the packet needs the sequence's interned data.
+inline constexpr std::uint64_t incremental_state_cleared = 1, needs_incremental_state = 2;
+}  // namespace perfetto_schema
+
+/// Debug annotation names, interned with these iids (index + 1) on each sequence that uses them.
+inline constexpr std::array<std::string_view, 7> perfetto_annotation_names{
+    "Record function id", "Total Reserved", "Total Allocated", "Bytes", "Addr", "Device Id", "Device Type"};
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+class perfetto_writer {
+    // The sink, seen through a pointer by the compiled writer.
+    struct sink_ref {
+        void* target;
+        void (*write_bytes)(void* target, std::string_view bytes);
+        void write(std::string_view bytes) const { write_bytes(target, bytes); }
+    };
+
+public:
+    template <class Sink>
+    perfetto_writer(Sink& sink, const event_list& events, const perfetto_trace_info& info)
+        : perfetto_writer(sink_ref{&sink,
+                                   [](void* target, std::string_view bytes) { static_cast<Sink*>(target)->write(bytes); }},
+                          events, info) {}
+
+    STINT_DECL void write();
+
+private:
+    STINT_DECL perfetto_writer(sink_ref sink, const event_list& events, const perfetto_trace_info& info);
+
+    using proto_message = protobuf::proto_message;
+    static constexpr std::size_t capacity_ = std::size_t{1} << 20;
+    static constexpr std::size_t annotation_count = perfetto_annotation_names.size();
+
+    struct open_slice {
+        event_index index;
+        std::int64_t end_ns;  // kept here: the event itself is no longer in cache when its slice ends
+    };
+
+    // One track and its packet sequence: what it has interned, its open slices, its last timestamp
+    // (kept non-decreasing, so a reader's sort by time keeps each track's packets in file order).
+    struct lane {
+        std::uint64_t uuid = 0;
+        std::uint32_t sequence = 0;
+        std::array<char, 8> sequence_field{};  // trusted_packet_sequence_id's key and value
+        std::size_t sequence_field_size = 0;
+        bool started = false;
+        bool described = false;
+        std::uint64_t last_ts = 0;
+        std::uint32_t categories_sent = 0;
+        std::uint32_t annotation_names_sent = 0;
+        std::vector<std::uint64_t> names_sent;  // a bit per iid
+        std::vector<open_slice> open;
+    };
+
+    // Names by iid (1-based), found first by where the text is (a site's static name is the same
+    // pointer in every event), then by the text.
+    class name_table {
+    public:
+        name_table() : cache_(cache_slots) {}
+        STINT_DECL std::uint64_t iid(std::string_view name);
+        std::string_view text(std::uint64_t iid) const { return texts_[iid - 1]; }
+
+    private:
+        static constexpr std::size_t cache_slots = 4096;
+        struct slot {
+            const char* data = nullptr;
+            std::size_t size = 0;
+            std::uint64_t iid = 0;
+        };
+        std::vector<slot> cache_;
+        std::unordered_map<std::string_view, std::uint64_t> by_text_;
+        std::vector<std::string_view> texts_;
+    };
+
+    STINT_DECL static std::uint64_t mix(std::uint64_t x) noexcept;
+
+    STINT_DECL void index_categories();
+    STINT_DECL std::uint64_t category_iid(std::string_view name);
+
+    // ---- output
+
+    STINT_DECL char* reserve(std::size_t size);
+    STINT_DECL void commit(char* end);
+    STINT_DECL void flush();
+
+    STINT_DECL void write_packet(const proto_message& packet);
+
+    // A TrackEvent packet on `l`'s sequence: `body` is the TrackEvent's bytes, `extra` whole fields
+    // of the packet (interned data, sequence flags, defaults) when it needs any.
+    STINT_DECL void write_event_packet(lane& l, std::uint64_t ts, std::string_view body, std::string_view extra);
+
+    STINT_DECL std::uint64_t timestamp(lane& l, std::int64_t ns) noexcept;
+
+    // The fields a packet on `l` needs before it may use these iids: on the sequence's first packet
+    // "cleared" (a reader starts each sequence with no interned state) and the defaults that name its
+    // track; the names, category and annotation names the sequence has not seen yet.
+    STINT_DECL std::string_view state_fields(lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations);
+
+    STINT_DECL static bool sent(const lane& l, std::uint64_t name) noexcept;
+
+    STINT_DECL bool knows(const lane& l, std::uint64_t name, std::uint64_t category, std::uint32_t annotations) const noexcept;
+
+    // ---- descriptors and stats
+
+    STINT_DECL void write_descriptor(const proto_message& descriptor);
+
+    STINT_DECL void write_descriptors();
+
+    STINT_DECL static std::string device_track_name(const thread_info& track, bool sync);
+
+    std::uint64_t counter_uuid() const noexcept { return uuid_base_ + 1 + lanes_.size(); }
+    lane& process_lane() noexcept { return lanes_.back(); }
+
+    // The "stint stats" instant on the process track (the Chrome trace's "stint" block as debug
+    // annotations) and the dropped records on the counter track, both at the session's start.
+    STINT_DECL void write_stats();
+
+    // ---- events
+
+    STINT_DECL lane& lane_of(const event& e);
+
+    // The one-byte keys of the per-event packets' fields (field numbers below 16).
+    static constexpr char key_byte(std::uint32_t field, protobuf::wire type) noexcept {
+        return static_cast<char>(protobuf::key(field, type));
+    }
+
+    STINT_DECL void end_slice(lane& l);
+
+    // The usual event, a scope or an op whose names its sequence knows: written in place, every
+    // length below 128 (one byte) as each varint is at most 10 bytes.
+    STINT_DECL void write_known(lane& l, const event& e, bool instant, std::uint64_t name, std::uint64_t category);
+
+    STINT_DECL static char* put_annotation(char* o, std::size_t name, std::uint32_t field, std::uint64_t value) noexcept;
+
+    // A counter's sample, or a memory event's totals, on the process's counter track of each name: a
+    // TYPE_COUNTER packet on the process's sequence, its track named by uuid (no interned state used).
+    STINT_DECL void write_counter_samples(const event& e);
+
+    // The uuid of the counter track `name`, described the first time (after the dropped records' track).
+    STINT_DECL std::uint64_t counter_track(std::string_view name, bool in_bytes);
+
+    STINT_DECL void write_event(const event& e);
+
+    // An event's body followed by stint::add_args' arguments as debug annotations named inline (they
+    // are few per trace's events; their names are not interned).
+    STINT_DECL std::string_view with_named_args(std::string_view body, const event_args& args);
+
+    sink_ref sink_;
+    const event_list& events_;
+    const perfetto_trace_info& info_;
+    std::unique_ptr<char[]> buffer_;
+    std::unique_ptr<char[]> spill_;
+    std::string named_body_;  // with_named_args' result
+    std::size_t used_ = 0;
+    std::int64_t origin_ = 0;
+    std::uint64_t uuid_base_ = 0;
+    std::vector<lane> lanes_;  // threads, then their sync rows, then the process
+    name_table names_;
+    std::vector<std::string_view> categories_;  // by iid - 1
+    std::array<std::uint64_t, static_cast<std::size_t>(event_kind::counter) + 1> category_of_kind_{};
+    std::uint64_t stats_category_ = 0;
+    std::string scratch_;
+    counter_samples counters_;
+    std::unordered_map<std::string_view, std::uint64_t> counter_tracks_;  // by name, their uuids
+};
+
+/// Writes the trace to any sink with `write(std::string_view)`.
+template <class Sink>
+void write_perfetto_trace(Sink& sink, const event_list& events, const perfetto_trace_info& info) {
+    perfetto_writer(sink, events, info).write();
+}
+
+// write_perfetto_trace_file(path, events, info): declared with perfetto_trace_info.
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_PERFETTO_TRACE_HPP
+// ---- end stint/export/perfetto_trace.hpp ----
+
+// ---- begin stint/export/trace_stream.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+#define STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+// A Chrome trace written while its session records (profiler_options::stream_to): a thread of stint's
+// takes the chunks that recording threads have filled, writes their events and gives the chunks back
+// to the pool and their bytes back to the budget, so that a session of any length records in the
+// memory of its budget (design §8). At stop, the records still in the buffers are written, then the
+// counts and the threads' metadata, and the file lands under its name. A write that fails ends the
+// streaming: the session keeps its records from then on, and the stop keeps both halves (design §8).
+
+#include <chrono>              // std::chrono::milliseconds
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <cstdint>             // std::uint64_t, std::int64_t, std::uint32_t
+#include <exception>           // std::exception_ptr
+#include <mutex>               // std::mutex
+#include <optional>            // std::optional
+#include <string>              // std::string
+#include <thread>              // std::thread
+#include <unordered_map>       // std::unordered_map
+#include <vector>              // std::vector
+
+
+// ---- begin stint/export/output_file.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+#define STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+
+#include <cstddef>      // std::size_t
+#include <memory>       // std::unique_ptr
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
+
+#include <sys/stat.h>   // struct stat, mode_t
+#include <sys/types.h>  // ssize_t
+
+
+// ---- begin stint/export/detail/gzip_members.hpp ----
+#ifndef STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+#define STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+
+#include <atomic>              // std::atomic
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <memory>              // std::unique_ptr, std::addressof
+#include <mutex>               // std::mutex
+#include <string_view>         // std::string_view
+#include <thread>              // std::thread
+#include <type_traits>         // std::remove_reference_t
+#include <vector>              // std::vector
+
+#include <sys/types.h>  // pid_t
+#include <zlib.h>       // z_stream, deflate
+
+
+namespace stint::detail {
+
+/// Gzip compression spread over threads: the bytes are cut into blocks of `block_size`, and each
+/// block becomes an independent gzip member. Concatenated members are one valid .gz file (RFC 1952
+/// §2.2; gzip -d, zcat, zlib's gzread, Python's gzip and Perfetto UI read them all). Members reach
+/// `emit` in order, on the writer's thread. Workers (hardware threads less one, at most
+/// `max_workers`, at least one) start with the first full block, so a file under one block starts no
+/// thread; they stop at finish() or stop(). At most `2 × (workers + 1)` blocks are in flight; when
+/// all are, the writer compresses a queued block itself rather than wait, so one core is never idle.
+/// Measured (1 M events, 184 B of JSON each): zlib level 1 deflates this JSON at ~600 MB/s on one
+/// core; 256 KiB members cost 1.8% more bytes than one stream (1 MiB ones 0.5%, but four times the
+/// memory: with four workers 10 blocks in flight, ~2.7 MB resident against ~11 MB).
+class gzip_members {
+public:
+    static constexpr std::size_t block_size = std::size_t{256} << 10;
+    // Formatting runs at ~1.7 GB/s and one core deflates ~0.6 GB/s: beyond 4, workers would wait.
+    static constexpr unsigned max_workers = 4;
+    /// The deflate call compressors make; a test substitutes one that fails.
+    using deflate_function = int (*)(z_streamp, int);
+
+    STINT_DECL explicit gzip_members(int level, deflate_function deflate_block = &::deflate);
+
+    gzip_members(const gzip_members&) = delete;
+    gzip_members& operator=(const gzip_members&) = delete;
+
+    STINT_DECL ~gzip_members();
+
+    /// Appends `bytes`; emits the members that are finished. Returns 0, or the errno value of the
+    /// first failure (ENOMEM, EIO), a worker's included.
+    template <class Emit>
+    int write(std::string_view bytes, Emit&& emit) {
+        return write_members(bytes, emit_ref::to(emit));
+    }
+
+    /// Compresses what is left and emits every member in order (an empty gzip member if nothing was
+    /// written at all), then stops the workers. Returns 0 or the first failure's errno value.
+    template <class Emit>
+    int finish(Emit&& emit) {
+        return finish_members(emit_ref::to(emit));
+    }
+
+    /// Emits every full block written so far and joins the workers, keeping the partial block: a
+    /// file that stays open between bursts (an execution trace between spans) leaves no thread of
+    /// stint's waiting. The next full block starts workers again. Returns 0 or the errno value.
+    template <class Emit>
+    int pause(Emit&& emit) {
+        return pause_members(emit_ref::to(emit));
+    }
+
+    /// Stops and joins the workers; blocks not yet compressed are dropped. Safe to call again, and
+    /// from an `emit` that throws (no lock is held while emitting).
+    STINT_DECL void stop() noexcept;
+
+    /// Worker threads started (0 until the first full block).
+    std::size_t workers() const { return workers_.size(); }
+
+private:
+    // The `emit` of write(), finish() and pause(), seen through a pointer by the compiled core: it is
+    // called with each finished member, on the writer's thread, and may throw.
+    struct emit_ref {
+        void* target;
+        void (*call)(void* target, const unsigned char* bytes, std::size_t size);
+
+        template <class Emit>
+        static emit_ref to(Emit& emit) noexcept {
+            using callable = std::remove_reference_t<Emit>;
+            return {const_cast<void*>(static_cast<const void*>(std::addressof(emit))),
+                    [](void* t, const unsigned char* bytes, std::size_t size) {
+                        (*static_cast<callable*>(t))(bytes, size);
+                    }};
+        }
+        void operator()(const unsigned char* bytes, std::size_t size) const { call(target, bytes, size); }
+    };
+
+    STINT_DECL int write_members(std::string_view bytes, emit_ref emit);
+    STINT_DECL int finish_members(emit_ref emit);
+    STINT_DECL int pause_members(emit_ref emit);
+
+    struct block {
+        std::unique_ptr<char[]> in;
+        std::unique_ptr<unsigned char[]> out;
+        std::size_t in_size = 0;
+        std::size_t out_size = 0;
+        int error = 0;
+        bool done = false;  // under mutex_
+    };
+
+    // zlib's bound for level 0 (stored blocks) is the size plus 5 bytes per 16 KiB and 18 for the
+    // gzip header and trailer; 1/16 more leaves room for every level. Pages never written are never
+    // made resident, so the margin costs address space only.
+    static constexpr std::size_t out_capacity = block_size + block_size / 16 + 1024;
+
+    // Two slots until workers start (a small file: the writer compresses alone).
+    block& ring_slot(std::size_t sequence) { return ring_[sequence % ring_.size()]; }
+
+    STINT_DECL static int allocate(block& b);
+
+    // In a child forked while workers ran: blocks they held will never be done.
+    STINT_DECL bool forked() const;
+
+    STINT_DECL void start_workers();
+
+    STINT_DECL int submit(emit_ref emit);
+
+    STINT_DECL bool oldest_done();
+
+    // Waits for the oldest block in flight, compressing queued ones meanwhile, and emits it.
+    STINT_DECL int retire(emit_ref emit);
+
+    STINT_DECL void work();
+
+    // Under mutex_.
+    STINT_DECL void finished(block& b);
+
+    // One block into one gzip member; the stream is reused (deflateReset) from block to block.
+    STINT_DECL void compress(z_stream& stream, bool& ready, block& b) const;
+
+    const int level_;
+    const deflate_function deflate_block_;
+    std::vector<block> ring_;   // sized before any worker starts, never after
+    std::vector<std::thread> workers_;
+    bool workers_tried_ = false;
+    pid_t owner_ = 0;                  // the process that started the workers
+    z_stream own_stream_{};            // the writer's, when it compresses
+    bool own_stream_ready_ = false;
+    std::size_t written_ = 0;          // members emitted; the writer's alone
+
+    std::mutex mutex_;
+    std::condition_variable work_;     // a block was queued, or stop
+    std::condition_variable done_;     // a block was compressed
+    std::size_t submitted_ = 0;        // blocks queued; written by the writer under mutex_
+    std::size_t claimed_ = 0;          // blocks taken by a compressor, under mutex_
+    bool stopping_ = false;
+    std::atomic<int> first_error_{0};
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_DETAIL_GZIP_MEMBERS_HPP
+// ---- end stint/export/detail/gzip_members.hpp ----
+
+namespace stint::detail {
+
+/// A trace file, written by what is at its path:
+/// - nothing, or a regular file: the bytes go to a temporary file with a short name of its own
+///   (".stint-XXXXXX") in the same directory, and commit() renames it into place, so a crash or a
+///   failed write never leaves a partial file under the final name. A replaced file keeps its
+///   permission bits (and its owner where the caller may set it); a new one gets 0666 less the umask.
+/// - a symbolic link, or a chain of them: followed as open() would, a relative target read against
+///   its link's directory; the file at the end is replaced (or created) as above; the link stays.
+/// - a character device or a FIFO, or any file named by a link in /proc (/dev/stdout, /dev/fd/N):
+///   written through, with no temporary and no rename. As with open(), opening a FIFO that has no
+///   reader blocks until a reader opens it; a reader that leaves gives EPIPE, never SIGPIPE.
+/// - a directory: refused (EISDIR); a block device or a socket: refused (std::invalid_argument).
+/// An existing file the caller may not write, or a directory it may not create files in, is refused
+/// with the OS reason before anything is written. A path ending in ".gz" is written gzip-compressed,
+/// as a series of independent 256 KiB members deflated on worker threads (gzip_members); the threads
+/// start only once 256 KiB were written and are joined by idle(), commit() or the destructor. Every OS failure,
+/// and a worker's (ENOMEM, EIO), throws std::system_error naming the path and removes the temporary.
+///     output_file out("trace.json.gz");
+///     out.write("{\"traceEvents\":[]}");
+///     out.commit();
+class output_file {
+public:
+    /// Opens the path, or the temporary beside the file it names (see above). `gzip_level` (0..9)
+    /// applies only to ".gz" paths. `what` names the file in errors ("cannot write trace '...'").
+    STINT_DECL explicit output_file(std::string path, int gzip_level = 1, std::string_view what = "trace");
+
+    output_file(const output_file&) = delete;
+    output_file& operator=(const output_file&) = delete;
+
+    /// Removes the temporary unless commit() succeeded.
+    ~output_file() { discard(); }
+
+    /// Appends `bytes` (compressed for ".gz"). Unbuffered for plain files: callers write in large
+    /// pieces, as json_writer does. A worker's failure since the last call throws here.
+    STINT_DECL void write(std::string_view bytes);
+
+    /// Between bursts of writes: a ".gz" file emits its finished members and lets its compressing
+    /// threads go until the next 256 KiB arrive. A worker's failure throws here.
+    STINT_DECL void idle();
+
+    /// Finishes the gzip stream, syncs and closes the temporary (reporting any error, including
+    /// one that only close() sees, such as ENOSPC on NFS) and renames it over the file the path
+    /// names. Written through (a device, a FIFO), it finishes the stream and closes.
+    STINT_DECL void commit();
+
+    /// What commit() does before its rename (the stream finished, synced, closed), so that two files
+    /// that must land together fail before either is renamed: finish() both, then commit() both.
+    STINT_DECL void finish();
+
+    /// The final path, as given.
+    std::string path() const { return path_; }
+
+    /// From now on, a failed write keeps what was written at `path` (renamed there from the temporary)
+    /// instead of removing it: a trace streamed for a long time is worth keeping cut off. Nothing is
+    /// kept for a file written through (a device, a FIFO): its bytes are already out.
+    void keep_partial_at(std::string path) { partial_path_ = std::move(path); }
+
+    /// Gives the file up without committing it, as a failed write does (keep_partial_at applies).
+    STINT_DECL void abandon() noexcept;
+
+    /// Where a failure kept what was written (keep_partial_at), or "" when nothing was kept.
+    [[nodiscard]] const std::string& kept_partial() const noexcept { return kept_partial_; }
+    /// Whether the path is written through (a device, a FIFO, a file named through /proc), in place.
+    [[nodiscard]] bool written_through() const noexcept { return through_; }
+
+private:
+    enum class state { open, committed, failed };
+    // Linux's limit on the links followed in one lookup (MAXSYMLINKS); one more is ELOOP.
+    static constexpr int max_links = 40;
+
+    [[noreturn]] STINT_DECL void fail(int error);
+
+    [[noreturn]] STINT_DECL void refuse(const char* what);
+
+    STINT_DECL void check_open() const;
+
+    // "a/b/" for "a/b/c", "/" for "/c", "" for "c": what a relative link target is read against,
+    // and where the temporary goes.
+    STINT_DECL static std::string directory_of(const std::string& path);
+
+    STINT_DECL void open_destination();
+
+    STINT_DECL static bool in_proc(const struct stat& link);
+
+    // Written as open() would write it: in place, no temporary, no rename. O_TRUNC, which devices
+    // and FIFOs ignore, empties a regular file reached through /proc, as a shell's "> /dev/stdout".
+    STINT_DECL void open_through(bool regular_allowed);
+
+    // mkstemp's contract with `mode` instead of 0600: 0666 for a new file, so that the umask decides
+    // its permissions as for any new file (mkstemp plus fchmod would need the umask, which a process
+    // can only read by changing it). The name is short and not derived from the final name, so any
+    // legal file name (up to NAME_MAX) can be written.
+    STINT_DECL void open_temporary(mode_t mode);
+
+    // A write to a FIFO whose reader has gone raises SIGPIPE, which would end the program: the
+    // signal is blocked on this thread for the write and taken back if the write raised it, so the
+    // caller gets EPIPE instead. A write that the reader's leaving cut short raises it as well,
+    // though it returns what it wrote.
+    STINT_DECL ssize_t write_through(const char* bytes, std::size_t size);
+
+    STINT_DECL void write_fully(const void* data, std::size_t size);
+
+    // Where gzip_members puts each finished member, on this thread. A failed write throws from
+    // inside gzip_members, which holds no lock then; fail() stops its workers through discard().
+    struct emitter {
+        output_file* file;
+        void operator()(const unsigned char* bytes, std::size_t size) const { file->write_fully(bytes, size); }
+    };
+
+    // `failed`: a write failed or the writer gave up, so keep_partial_at applies.
+    STINT_DECL void discard(bool failed = false) noexcept;
+
+    std::string path_;
+    std::string what_;       // "trace", "table": how errors name the file
+    bool finished_ = false;  // finish() ran: commit() only renames
+    std::string target_;     // the file the path names, its links followed
+    std::string temporary_;  // empty once renamed or removed, and when written through
+    int fd_ = -1;
+    bool through_ = false;   // a device or a FIFO, written in place
+    state state_ = state::open;
+    std::unique_ptr<gzip_members> gzip_;  // ".gz" paths
+    std::string partial_path_;  // where a failure keeps what was written (keep_partial_at)
+    std::string kept_partial_;  // ... once it did
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_OUTPUT_FILE_HPP
+// ---- end stint/export/output_file.hpp ----
+
+namespace stint::detail {
+
+/// What a streamed session wrote, for its stats.
+struct streamed_totals {
+    std::uint64_t events = 0;     ///< events written
+    std::uint64_t recorded = 0;   ///< records of the program
+    std::uint64_t overhead = 0;   ///< stint's own records
+    std::uint64_t dropped = 0;
+    std::uint64_t truncated = 0;  ///< runtime names cut
+    std::uint64_t values_not_streamed = 0;  ///< records whose captured values were left out
+};
+
+/// One streamed session's trace file and the thread that writes it.
+///
+///     trace_stream stream("run.json", pid);        // opens the file (throws when it cannot)
+///     stream.start(state, calibration, first_id);  // once the session records
+///     ...
+///     stream.stop();                               // before the session closes
+///     streamed_totals t = stream.finish(rest, info, late);  // `rest`: what the close took
+class trace_stream {
+public:
+    /// How often the writer looks for filled chunks.
+    static constexpr std::chrono::milliseconds period{10};
+
+    STINT_DECL trace_stream(const std::string& path, std::uint64_t pid);
+    trace_stream(const trace_stream&) = delete;
+    trace_stream& operator=(const trace_stream&) = delete;
+    ~trace_stream() { stop(); }
+
+    /// Starts writing session `state` (recording now): its events get ids from `first_id` in the order
+    /// the writer reads them, and its times come from `calibration` (the session's start).
+    STINT_DECL void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id);
+
+    /// Whether this is a forked child's copy: its writer thread and its file are the parent's, so it
+    /// must be abandoned (leaked), never stopped or destroyed.
+    [[nodiscard]] bool inherited() const noexcept { return current_pid() != pid_; }
+
+    /// Stops the writer (joins it). What it failed with is thrown by finish().
+    STINT_DECL void stop() noexcept;
+
+    /// Writes `rest` (the records the session's close took), the threads' metadata and the trace's
+    /// keys, and commits the file. When writing failed, now or while the session recorded, it puts in
+    /// front of `rest` the records the writer had taken and not written, keeps what was written at
+    /// "<path>.partial" (cut off where the write failed) and throws: std::system_error with the OS
+    /// reason, or what else writing threw. `rest` then holds every record not in that file but those
+    /// the writer held between batches, which the error counts. `rest` is read, not given back.
+    STINT_DECL streamed_totals finish(record_store& rest, const chrome_trace_info& info);
+
+    /// The id the next event written would get: the first id of records not written.
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return next_id_; }
+
+private:
+    struct thread_state {
+        const void* node = nullptr;
+        drained_thread counts;
+        std::uint64_t events = 0;
+        std::optional<thread_trace_writer> writer;
+    };
+
+    STINT_DECL streamed_totals write_rest(record_store& rest, const chrome_trace_info& info);
+
+    // Records the writers hold until a record of another end arrives.
+    STINT_DECL std::uint64_t held_records() const noexcept;
+
+    // What a failed write leaves: the file kept cut off where it could be, and the error stop() throws.
+    [[noreturn]] STINT_DECL void throw_failure();
+
+    // The reason of a failure, for the warning: the OS's when there is one.
+    STINT_DECL static std::string reason_of(const std::exception_ptr& error);
+
+    STINT_DECL void run() noexcept;
+
+    // The writer failed: it stops giving chunks back, so the session goes on as one that keeps its
+    // records, in its budget (beyond it records are dropped and counted), and finish() keeps them. It
+    // says so now rather than at the stop.
+    STINT_DECL void fail(record_store&& batch) noexcept;
+
+    // Writes each thread's records of `batch` (its chunks stay in it).
+    STINT_DECL void write_batch(record_store& batch);
+
+    // Points of flows and async spans whose partner has not come yet, by kind and id: begins count up,
+    // ends down (a stream cannot wait to pair them in time order as an event list does; for ids whose
+    // ends follow their begins, the two count alike).
+    STINT_DECL void balance_point(event_kind kind, const record_payload& payload);
+
+    [[nodiscard]] STINT_DECL unmatched_points unmatched() const;
+
+    // The origin of t's row, shared by every buffer of its OS thread (one row to a viewer): the earliest
+    // start of the thread's buffers in the first batch that had events of it (a normal stop takes the
+    // earliest of the whole session, which a stream cannot wait for).
+    STINT_DECL double origin_of(const record_store& batch, const record_store::thread_records& t);
+
+    STINT_DECL thread_state& state_of(const record_store::thread_records& t);
+
+    output_file file_;
+    json_writer out_;
+    std::uint64_t pid_ = 0;
+    std::uint32_t state_ = 0;
+    tick_calibration calibration_;
+    std::uint64_t next_id_ = 0;
+    std::vector<thread_state> threads_;  // per buffer, in the order first seen
+    std::unordered_map<const void*, std::size_t> index_;
+    std::unordered_map<std::uint64_t, std::int64_t> open_flows_;  // balance_point's
+    std::unordered_map<std::uint64_t, std::int64_t> open_spans_;
+    std::unordered_map<std::uint64_t, double> origins_;  // per OS thread
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::exception_ptr error_;      // what writing failed with (the writer's thread, or finish)
+    record_store unwritten_;        // the batch the writer failed on
+    std::uint64_t held_before_batch_ = 0;  // records the writers held when the last batch began
+};
+
+/// The streaming writer's code as the profiler's core calls it: plain function pointers (as the flight
+/// recorder's, profiler/flight_recorder_options.hpp), reached only through a stream_target made from a path.
+struct trace_stream_code {
+    trace_stream* (*open)(const std::string& path, std::uint64_t pid);  ///< the caller owns it: `destroy`
+    void (*start)(trace_stream& stream, std::uint32_t state, const tick_calibration& calibration,
+                  std::uint64_t first_id);
+    void (*stop)(trace_stream& stream) noexcept;
+    streamed_totals (*finish)(trace_stream& stream, record_store& rest, const chrome_trace_info& info);
+    void (*destroy)(trace_stream* stream) noexcept;
+};
+
+/// A streamed window while it records, as the profiler's core holds it: its stream_target's writer,
+/// called through that target's code. Destroyed before finish() completed the file, it discards it.
+class streaming_session {
+public:
+    streaming_session(const stream_target& target, std::uint64_t pid)
+        : code_(target.code()), stream_(code_->open(target.path(), pid)) {}
+    ~streaming_session() {
+        if (stream_ != nullptr) code_->destroy(stream_);
+    }
+    streaming_session(const streaming_session&) = delete;
+    streaming_session& operator=(const streaming_session&) = delete;
+
+    void start(std::uint32_t state, const tick_calibration& calibration, std::uint64_t first_id) {
+        code_->start(*stream_, state, calibration, first_id);
+    }
+    /// Whether this process is a fork of the one that started it.
+    [[nodiscard]] bool inherited() const noexcept { return stream_->inherited(); }
+    /// A forked child: the writer thread and the file are the parent's; forget both.
+    void abandon() noexcept { stream_ = nullptr; }
+    void stop() noexcept { code_->stop(*stream_); }
+    streamed_totals finish(record_store& rest, const chrome_trace_info& info) {
+        return code_->finish(*stream_, rest, info);
+    }
+    [[nodiscard]] std::uint64_t next_id() const noexcept { return stream_->next_id(); }
+
+private:
+    const trace_stream_code* code_;
+    trace_stream* stream_;
+};
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_EXPORT_TRACE_STREAM_HPP
+// ---- end stint/export/trace_stream.hpp ----
+
+// ---- begin stint/profiler/running_flight_recorder.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
+#define STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
+// The flight recorder that records now, as a process-wide slot (a dump asked from outside reaches it), and
+// the trace formats a dump writes, by a path's ending: what the profiler's core and the on-demand server
+// need of the flight recorder without its code (profiler/flight_recorder.hpp).
+
+#include <mutex>        // std::mutex
+#include <optional>     // std::optional
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+
+
+namespace stint::detail {
+
+/// The flight recorder that records now, for a dump asked from outside the program (a "dump" request to
+/// on_demand.hpp's socket). A profiler sets itself here when its flight recorder starts and clears itself
+/// before it stops, outside its own lock: a dump holds this one's lock, then the profiler's.
+class running_flight_recorder {
+public:
+    using dump_function = flight_dump (*)(void* profiler, const std::string& path);
+
+    STINT_DECL void set(void* profiler, dump_function dumper);
+    /// Waits for a dump of `profiler` in progress.
+    STINT_DECL void clear(const void* profiler) noexcept;
+    /// Dumps the running flight recorder to `path`; nullopt when none records.
+    STINT_DECL std::optional<flight_dump> dump(const std::string& path);
+
+private:
+    std::mutex mutex_;
+    void* profiler_ = nullptr;
+    dump_function dump_ = nullptr;
+};
+inline namespace STINT_DETAIL_ABI_NAMESPACE {
+/// One per process, whichever shared object runs the profiler (export_macros.hpp); never destroyed, as a
+/// profiler may stop during exit.
+STINT_DECL STINT_DETAIL_EXPORT running_flight_recorder& the_running_flight_recorder();
+}  // namespace STINT_DETAIL_ABI_NAMESPACE
+
+/// The kinds of trace a dump writes, by the path's ending.
+enum class dump_format { chrome, perfetto };
+STINT_DECL std::optional<dump_format> dump_format_of(std::string_view path) noexcept;
+STINT_DECL void require_dump_format(std::string_view call, std::string_view path);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_RUNNING_FLIGHT_RECORDER_HPP
+// ---- end stint/profiler/running_flight_recorder.hpp ----
+
+// ---- begin stint/profiler/flight_session.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
+#define STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
+// The flight recorder as the profiler's core sees it while it records, and what the core offers the
+// recorder in turn. The code behind it is reached only through the table a flight_recorder_options points
+// to (profiler/flight_recorder_options.hpp).
+
+#include <atomic>   // std::atomic
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t, std::uint64_t
+#include <optional> // std::optional
+#include <string>   // std::string
+
+
+namespace stint {
+class event_list;  // analysis/event_list.hpp
+}  // namespace stint
+
+namespace stint::detail {
+
+class record_store;        // drain/record_store.hpp
+class session;             // drain/session.hpp
+struct chrome_trace_info;  // export/chrome_trace.hpp
+
+/// What a flight recorder asks of the profiler that runs it.
+class flight_host {
+public:
+    /// Records built into events as the profiler's config drains them; the names cut short, counted.
+    virtual void build_events(record_store& records, event_list& events, std::uint64_t& truncated_names) const = 0;
+    /// What the profiler's traces carry besides events.
+    [[nodiscard]] virtual chrome_trace_info trace_info(std::uint64_t truncated_names) const = 0;
+    /// From the hang watchdog's thread: no step() came for the hang timeout. The profiler takes its lock
+    /// (giving up when `stopping` is set) and calls flight_session::dump_hang.
+    virtual void on_hang(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping) = 0;
+
+protected:
+    flight_host() = default;
+    flight_host(const flight_host&) = default;
+    flight_host& operator=(const flight_host&) = default;
+    ~flight_host() = default;
+};
+
+/// What a flight recorder's last window adds to the exports after stop(): the "flightRecorder" metadata of
+/// a Chrome trace, and the losses a Perfetto trace shows.
+struct flight_window_summary {
+    std::string json;
+    perfetto_trace_info perfetto;
+};
+
+/// A flight recorder from start() to stop(), as the profiler's core holds it: the flight_mode its
+/// options' code opened (profiler/flight_recorder.hpp), called through that code. The core calls it under
+/// its lock.
+class flight_session {
+public:
+    flight_session(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes, bool memory,
+                   bool shapes, std::int64_t step, flight_host& host)
+        : code_(options.code), mode_(code_->open(options, ring, reserve_bytes, memory, shapes, step, host)) {}
+    ~flight_session() { code_->destroy(mode_); }
+    flight_session(const flight_session&) = delete;
+    flight_session& operator=(const flight_session&) = delete;
+
+    /// A step ended and `step_num` began: a slow step's dump, written (nullopt: none due). A dump that
+    /// fails is a warning: the program's step must not fail for it.
+    std::optional<flight_dump> observe_step(std::int64_t step_num) { return code_->observe_step(*mode_, step_num); }
+    /// The ring's window, written now while recording continues (prof.dump(path)).
+    flight_dump dump(const std::string& path) { return code_->dump(*mode_, path); }
+    /// The watchdog saw no step() for `silent_ns` during `step`: the whole ring, with the scopes still open.
+    flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns) { return code_->dump_hang(*mode_, step, silent_ns); }
+    /// Before the ring is drained: the watchdog joined, the crash dump uninstalled.
+    void finish() noexcept { code_->finish(*mode_); }
+    /// The window that stop() drained out of the ring (`records`).
+    [[nodiscard]] flight_window_summary summary(const record_store& records) const {
+        return code_->summary(*mode_, records);
+    }
+
+private:
+    const flight_recorder_code* code_;
+    flight_mode* mode_;
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_SESSION_HPP
+// ---- end stint/profiler/flight_session.hpp ----
 
 namespace stint::detail {
 inline namespace STINT_DETAIL_BUILD_NAMESPACE {
@@ -24736,6 +24520,215 @@ std::string crash_dump_summary(const crash_dump_contents& dump) {
 #ifndef STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
 #define STINT_SINGLE_STINT_PROFILER_IMPL_FLIGHT_RECORDER_IPP
 // The bodies of profiler/flight_recorder.hpp: the slow-step detector, a dump's window and files, the hang watchdog.
+
+// ---- begin stint/profiler/flight_recorder.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
+#define STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
+// The flight recorder (design §7 "Flight recorder"): a session that records all the time into a bounded
+// ring and writes the window it holds when asked, when a step runs slow, or when the program hangs.
+// Here: the slow-step detector, and a dump's files (a trace chosen by the path's
+// extension, the key_averages table beside it, and what was overwritten, shown in both); its options
+// are in profiler/flight_recorder_options.hpp.
+
+#include <atomic>              // std::atomic
+#include <chrono>              // std::chrono::nanoseconds
+#include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
+#include <cstdint>             // std::int64_t, std::uint64_t
+#include <deque>               // std::deque
+#include <functional>          // std::function
+#include <memory>              // std::unique_ptr
+#include <mutex>               // std::mutex
+#include <optional>            // std::optional
+#include <string>              // std::string
+#include <string_view>         // std::string_view
+#include <thread>              // std::thread
+#include <vector>              // std::vector
+
+// What a dump writes, and what stint.hpp has always given through this header (tests use them).
+// The flight recorder's crash dump (flight_recorder_options::crash_dump_path) and its public
+// check_crash_handlers(), which stint.hpp gives through this header.
+
+namespace stint::detail {
+
+/// Decides which steps are slow: more than `factor` times the median of the last `window` steps before
+/// them, at least `min_ns`, and no earlier slow step within `interval_ns`. Fed durations, not clocks,
+/// so that its decisions are tested exactly.
+class slow_step_detector {
+public:
+    static constexpr std::size_t window = 101;   ///< steps the median is taken over
+    static constexpr std::size_t min_steps = 8;  ///< steps seen before any is called slow
+
+    slow_step_detector() = default;
+    STINT_DECL slow_step_detector(double factor, std::int64_t min_ns, std::int64_t interval_ns);
+
+    /// One step of `duration_ns` that ended at `now_ns`: true when it is slow and a dump is due.
+    STINT_DECL bool observe(std::int64_t duration_ns, std::int64_t now_ns);
+
+    /// The median of the steps seen (the last `window`), 0 before any.
+    [[nodiscard]] STINT_DECL std::int64_t median_ns();
+
+private:
+    double factor_ = 0;
+    std::int64_t min_ns_ = 0;
+    std::int64_t interval_ns_ = 0;
+    std::vector<std::int64_t> durations_;
+    std::vector<std::int64_t> scratch_;
+    std::size_t next_ = 0;
+    std::optional<std::int64_t> last_fired_ns_;
+};
+
+/// A flight recorder's steps while it records: when the last began, the beginnings of the last
+/// `slow_step.steps`, the detector, and the dumps the trigger wrote.
+/// A dump's window: why it was written, the times it spans, and what each thread lost before it.
+struct flight_window {
+    struct thread {
+        std::uint64_t os_tid = 0;
+        std::string name;
+        std::uint64_t overwritten = 0;
+        /// From when the thread's records are complete (ns on the trace's clock): the latest end among
+        /// its overwritten records, or the window's start. Every event that began after it is kept.
+        std::int64_t complete_from_ns = 0;
+    };
+    std::string trigger;  ///< "request", "slow step", "hang", "stop"
+    std::int64_t from_ns = 0;
+    std::int64_t to_ns = 0;
+    std::uint64_t overwritten = 0;
+    std::vector<thread> threads;
+    std::string detail;  ///< a line about the trigger (the slow step's time and the median)
+    /// Scopes still open when the dump was written (a hang's): the program was inside them. Outermost
+    /// first on each thread; `depth` is the scope's nesting depth on its thread.
+    struct open_scope {
+        std::uint64_t os_tid = 0;
+        std::string thread_name;  ///< a thread with no record in the window is named only here
+        std::string name;
+        std::int64_t start_ns = 0;
+        std::uint32_t depth = 0;
+    };
+    std::vector<open_scope> open_scopes;
+    /// Each thread's newest record in the window: where it was last seen (a hang's dump).
+    struct last_seen {
+        std::uint64_t os_tid = 0;
+        std::string name;
+        std::int64_t end_ns = 0;
+    };
+    std::vector<last_seen> last_records;
+
+    /// Notes each thread's newest event of `events` as where it was last seen.
+    STINT_DECL void note_last_records(const event_list& events);
+
+    /// From a store of copied (or drained) records that ended in [from_ticks, store.stop_ticks].
+    STINT_DECL static flight_window of(const record_store& store, std::uint64_t from_ticks, std::string trigger);
+
+    /// The trace's "flightRecorder" metadata: every loss shown, per thread.
+    [[nodiscard]] STINT_DECL std::string json() const;
+
+    /// The same as lines above the table.
+    [[nodiscard]] STINT_DECL std::string text() const;
+
+    [[nodiscard]] STINT_DECL perfetto_trace_info perfetto_info(std::uint64_t pid, std::uint64_t truncated_names) const;
+};
+
+/// The flight recorder's hang watchdog: a thread of stint's, only while a flight recorder with a
+/// hang_timeout records, that calls `on_hang(step, silent_ns, stopping)` once when no step() came for
+/// the timeout (once per step: a program stuck for good writes one file). It wakes 4 times per timeout.
+class hang_watchdog {
+public:
+    using callback = std::function<void(std::int64_t step, std::int64_t silent_ns, const std::atomic<bool>& stopping)>;
+    STINT_DECL hang_watchdog(std::chrono::nanoseconds timeout, std::int64_t step, callback on_hang);
+    STINT_DECL ~hang_watchdog();
+    hang_watchdog(const hang_watchdog&) = delete;
+    hang_watchdog& operator=(const hang_watchdog&) = delete;
+
+    /// step() began step `step` now. Relaxed: the watchdog reads them as hints, a timeout apart.
+    STINT_DECL void note_step(std::int64_t step) noexcept;
+
+private:
+    STINT_DECL void run();
+
+    std::int64_t timeout_ns_;
+    callback on_hang_;
+    std::atomic<std::int64_t> last_step_ns_{0};
+    std::atomic<std::int64_t> step_{0};
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::thread thread_;
+};
+
+/// A profiler's flight-recorder mode from start() to stop(): the ring's session, the steps it saw, the
+/// slow-step and hang triggers and the crash dump. It decides when a dump is due and what it is called,
+/// and writes it: a copy of the ring, built into events and given the metadata by the profiler (its host).
+class flight_mode {
+public:
+    /// Refuses, with std::invalid_argument, what a flight recorder cannot be combined with or set to; the
+    /// flags say what else the profiler's options ask for.
+    STINT_DECL static void check_options(const flight_recorder_options& options, bool schedule, bool stream,
+                                         bool accumulate_events, bool execution_trace);
+
+    /// Opens the ring's session on `ring` (a budget that cannot hold a chunk per thread, or a dump
+    /// directory that cannot be written, is refused now rather than when a dump is due), installs the
+    /// crash dump and starts the hang watchdog. On failure the session is closed unrecorded.
+    STINT_DECL flight_mode(const flight_recorder_options& options, session& ring, std::size_t reserve_bytes,
+                           bool memory, bool shapes, std::int64_t step, flight_host& host);
+    /// finish() if not done yet.
+    STINT_DECL ~flight_mode();
+    flight_mode(const flight_mode&) = delete;
+    flight_mode& operator=(const flight_mode&) = delete;
+
+    /// A step ended and `step_num` began: noted for the last-steps window; a slow step writes the steps
+    /// the trigger keeps, then that step begins anew, so that the dump's own time is never a step's (it
+    /// would make the next step slow, and its dump the next: a dump per step for good).
+    STINT_DECL std::optional<flight_dump> observe_step(std::int64_t step_num);
+    STINT_DECL flight_dump dump(const std::string& path);
+    /// The whole ring, with every thread's open scopes as the threads noted them.
+    STINT_DECL flight_dump dump_hang(std::int64_t step, std::int64_t silent_ns);
+    /// Before the ring is drained: the watchdog is joined (a hang's dump reads the ring) and the crash
+    /// dump uninstalled, with a warning for each handler the program had put over it meanwhile.
+    STINT_DECL void finish() noexcept;
+    [[nodiscard]] STINT_DECL flight_window_summary summary(const record_store& records) const;
+
+private:
+    /// A dump a trigger or a request asks for.
+    struct dump_request {
+        std::string path;
+        std::uint64_t from_ticks = 0;  ///< records that ended since then; 0: the whole ring
+        std::string trigger;           ///< "request", "slow step", "hang"
+        std::string why;
+        std::vector<flight_window::open_scope> open_scopes;  ///< a hang's: every thread's open scopes
+    };
+    /// Copies the ring's records that ended since the request's `from_ticks` (0: all) and writes them.
+    STINT_DECL flight_dump write(dump_request request);
+
+    flight_recorder_options options_;
+    session& ring_;
+    flight_host& host_;
+    slow_step_detector detector_;
+    std::int64_t last_step_ns_;
+    std::uint64_t last_step_ticks_;
+    std::deque<std::uint64_t> begins_;  // the kept steps' first ticks
+    std::unique_ptr<hang_watchdog> watchdog_;
+    bool crash_dump_installed_ = false;
+};
+
+/// Where a dump's table goes: the trace's path with its format's ending replaced by ".txt"
+/// ("x.pt.trace.json" -> "x.pt.trace.txt").
+STINT_DECL std::string table_path_for(std::string_view path);
+
+/// Refuses a dump directory that cannot be written, when the mode starts rather than when a dump is due:
+/// a file is created in it and removed.
+STINT_DECL void check_dump_dir(const std::string& dir);
+
+/// Writes a dump's trace (by `path`'s ending) and its table, both through temporaries renamed into place.
+STINT_DECL flight_dump write_flight_dump(const std::string& path, const event_list& events, chrome_trace_info info,
+                                         const flight_window& window);
+
+}  // namespace stint::detail
+
+#if defined(STINT_HEADER_ONLY)
+#endif
+#endif  // STINT_SINGLE_STINT_PROFILER_FLIGHT_RECORDER_HPP
+// ---- end stint/profiler/flight_recorder.hpp ----
 
 #include <algorithm>     // std::find_if, std::max, std::nth_element
 #include <climits>       // INT64_MIN
