@@ -858,8 +858,9 @@ struct own_allocation_scope {
 };
 
 /// Cold path of append: registration, a new session, a full chunk, an exhausted budget. Defined in
-/// slow_path.hpp, after the append that calls it: a template, so that its definition may follow its
-/// callers and a file that never appends compiles none of it.
+/// slow_path.hpp, after the append that calls it: a template, the one of the recording side (design §16),
+/// because gcc 12 warns (-Wattributes) on an inline function whose cold, noinline definition follows an
+/// earlier declaration, and a template's declaration may precede its definition without it.
 template <int = 0>
 STINT_DETAIL_COLD void append_record_slow(const site* where, std::uint32_t depth, std::uint64_t begin,
                                           std::uint64_t end, std::uint32_t state, std::string_view name) noexcept;
@@ -1167,8 +1168,7 @@ inline thread_local thread_exit_guard tls_exit_guard;
 
 /// make_room through the installed table, this object's exit guard set on the buffer it registers. Cold
 /// and out of line: inlined, its thread_local guard would weigh on the callers' common path.
-template <int = 0>
-STINT_DETAIL_COLD buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
+STINT_DETAIL_COLD inline buffer_room make_room(thread_buffer& buffer, std::uint32_t state, std::size_t bytes,
                                         std::uint64_t end) {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return {.discarded = true};  // no profiler can have started: no session to record into
@@ -1239,8 +1239,7 @@ struct payload_bytes {
 /// A payload that cannot fit in one chunk is dropped and counted like a record over the budget.
 /// Returns false when the record was dropped (and counted); true when written, or discarded because the
 /// session ended meanwhile.
-template <int = 0>
-STINT_DETAIL_NOINLINE bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
+STINT_DETAIL_NOINLINE inline bool append_record_payload(const site* where, std::uint32_t depth, std::uint64_t begin,
                                                  std::uint64_t end, std::uint32_t state, std::uint32_t aux,
                                                  payload_bytes first, payload_bytes second = {}) noexcept {
     thread_buffer& buffer = tls_buffer;
@@ -1353,8 +1352,7 @@ constexpr bool notes_open_scopes(std::uint32_t state) noexcept {
 
 /// Makes this thread's stack (registering the thread first when needed); null when no profiler can run
 /// in the process yet or memory ran out. Cold: once per thread and object.
-template <int = 0>
-STINT_DETAIL_COLD open_scope_stack* make_open_scope_stack() noexcept {
+STINT_DETAIL_COLD inline open_scope_stack* make_open_scope_stack() noexcept {
     thread_buffer& buffer = tls_buffer;
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr || buffer.dead) return nullptr;
@@ -4696,8 +4694,7 @@ inline std::size_t encode_args(const arg* args, std::size_t size, std::byte* out
 
 /// Appends the args record at `depth` (one more than its event's): the drain gives it to the first later
 /// scope record of depth one less. `ticks` only place it in time (any tick inside its event).
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
+STINT_DETAIL_NOINLINE inline void append_args_at(std::uint32_t state, std::uint32_t depth, std::uint64_t ticks,
                                           const arg* args, std::size_t size) noexcept {
     alignas(8) std::byte buffer[max_args_bytes];
     std::uint32_t aux = 0;
@@ -4705,8 +4702,7 @@ STINT_DETAIL_NOINLINE void append_args_at(std::uint32_t state, std::uint32_t dep
     append_record_payload(&args_site, depth, ticks, ticks, state, aux, payload_bytes{buffer, used});
 }
 
-template <int = 0>
-STINT_DETAIL_NOINLINE void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
+STINT_DETAIL_NOINLINE inline void append_args(std::uint32_t state, const arg* args, std::size_t size) noexcept {
     const std::uint32_t depth = current_depth();
     if (depth == 0) return;  // no event open on this thread: nothing to attach them to
     append_args_at(state, depth, read_ticks(), args, size);
@@ -4780,8 +4776,7 @@ inline thread_local named_site_slot named_site_cache[named_site_slots];
 
 /// The slow half of named_site(): the process's table through the installed slow path. Null when none
 /// is installed or the table could not grow (the caller then copies the name instead).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_named_site(const char* name, event_kind kind, std::uint8_t variant,
                                                 named_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -4835,8 +4830,7 @@ inline std::uint64_t hash_text(std::string_view text) noexcept {
     return hash ^ (hash >> 32);
 }
 
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
+STINT_DETAIL_COLD inline const site* intern_text_site(std::string_view name, event_kind kind, std::uint8_t variant,
                                                std::uint64_t hash, text_site_slot& slot) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path == nullptr) return nullptr;
@@ -5198,8 +5192,7 @@ STINT_DETAIL_ALWAYS_INLINE void append_counter_record(const site* where, std::ui
 /// The site of a counter named at run time (a name that lives for the process), made once through the
 /// installed slow path (recording/detail/named_site_table.hpp). Null when it cannot be made: the sample
 /// is then counted as dropped on this thread (a session records, so a profiler installed the path).
-template <int = 0>
-STINT_DETAIL_COLD const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
+STINT_DETAIL_COLD inline const site* intern_counter_site(const char* name, std::uint32_t state) noexcept {
     const slow_path* path = installed_slow_path.load(std::memory_order_acquire);
     if (path != nullptr) {
         try {
