@@ -278,7 +278,8 @@ TEST_CASE("stint-crashdump refuses what is not a whole dump with a message and s
     CHECK(run_tool(dump).output.find("usage: stint-crashdump CRASH_DUMP OUT.pt.trace.json") != std::string::npos);
 }
 
-/// A crash dump (version 3) made by hand, a section at a time (profiler/crash_dump.hpp has the layout).
+/// A crash dump (version 3) made by hand, a section at a time, from the layout as crash_dump_format.hpp
+/// documents it (not from its names: this checks the layout itself).
 class handmade_dump {
 public:
     static constexpr std::uint64_t anchor = 1'000'000;
@@ -344,7 +345,7 @@ private:
     std::string bytes_;
 };
 
-TEST_CASE("a thread recorded by two shared objects is one thread, its open scopes from both, in the reader and the tool") {
+TEST_CASE("a thread recorded by two shared objects is one thread, its open scopes from both, in reader and tool") {
     // Each object with copies of its own writes an 'O' and a 'T' section for the thread.
     stint_test::temp_dir dir;
     const std::string dump = dir / "two_objects.stint";

@@ -19,7 +19,8 @@ namespace {
 
 constexpr std::string_view usage_line = "stint-crashdump CRASH_DUMP OUT.pt.trace.json";
 
-constexpr std::string_view help_text = R"(Turns a stint flight recorder's crash dump into a Chrome trace (Perfetto and chrome://tracing open it).
+constexpr std::string_view help_text = R"(Turns a stint flight recorder's crash dump into a Chrome trace (Perfetto and chrome://tracing
+open it).
 
     stint-crashdump CRASH_DUMP OUT.pt.trace.json
 

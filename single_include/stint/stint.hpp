@@ -26378,7 +26378,9 @@ inline std::string dumped_event_name(const dumped_record& r, const crash_site& s
         const std::size_t size = std::min<std::size_t>(r.payload.aux, r.payload.bytes.size());
         return std::string(reinterpret_cast<const char*>(r.payload.bytes.data()), size);
     }
-    if (site.payload == crash_site_payload::point && r.payload.aux != 0 && r.payload.bytes.size() >= sizeof(std::uint64_t)) {
+    const bool named_point = site.payload == crash_site_payload::point && r.payload.aux != 0 &&
+                             r.payload.bytes.size() >= sizeof(std::uint64_t);
+    if (named_point) {
         return std::string(read_point(r.payload).name);
     }
     return site.name;
@@ -26437,7 +26439,9 @@ private:
         const auto open_here = open_keys_.find(raw.fields.tid);
         for_each_dumped_record(raw.records, raw_, [&](const dumped_record& r, const crash_site& site) {
             const scope_key key{r.site_address(), r.fixed.begin_ticks};
-            if (open_here != open_keys_.end() && open_here->second.count(key) != 0) recorded_[raw.fields.tid].insert(key);
+            if (open_here != open_keys_.end() && open_here->second.count(key) != 0) {
+                recorded_[raw.fields.tid].insert(key);
+            }
             if (site.shape == crash_site_shape::none) return;
             crash_dump_contents::event e;
             e.name = dumped_event_name(r, site);
@@ -26493,7 +26497,8 @@ inline void note_crash_dump_losses(crash_dump_contents& dump) {
     }
     for (const crash_dump_contents::thread& t : dump.threads) {
         if (t.records_left_out) {
-            dump.lost.push_back(fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
+            dump.lost.push_back(
+                fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
         }
         if (t.after_crash != 0) {
             dump.lost.push_back(fmt::format("thread {}: {} records that ended after the crash left out (the snapshot "
@@ -26510,7 +26515,7 @@ inline void note_crash_dump_losses(crash_dump_contents& dump) {
     }
 }
 
-/// An event's newest `count` records' names, oldest first: what the thread did last (stint's own work
+/// A thread's newest `count` records' names, oldest first: what the thread did last (stint's own work
 /// and its open scopes apart).
 inline std::vector<std::string> last_events(const crash_dump_contents::thread& t, std::size_t count) {
     std::vector<std::string> out;
