@@ -3,7 +3,7 @@
 // and the slow-step trigger writes the steps before it; at the end a dump is asked for by hand.
 // Usage: flight_recorder [DIR (default: the current directory)] [crash]
 //   With "crash" it dies of a null dereference at step 80 and leaves DIR/flight_recorder.crash; turn it
-//   into a trace with: tools/stint-crashdump DIR/flight_recorder.crash crash.pt.trace.json
+//   into a trace with: build/stint-crashdump DIR/flight_recorder.crash crash.pt.trace.json
 #include <stint/stint.hpp>
 
 #include <atomic>

@@ -504,7 +504,7 @@ TEST_CASE("a crash leaves a dump that decodes to a trace ending where each threa
     };
     const auto decode = [&] {
         const stint_test::program_result decoded = stint_test::run_program(
-            "python3 " + std::string(STINT_TEST_CRASHDUMP_TOOL) + " " + dump + " " + trace_path);
+            std::string(STINT_TEST_CRASHDUMP_TOOL) + " " + dump + " " + trace_path);
         INFO(decoded.output);
         REQUIRE(decoded.status == 0);
         return stint_test::read_json(trace_path);

@@ -19,21 +19,8 @@
 //   is the parent's.
 // - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
 //   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
-// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
-// into a trace.
-//
-// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
-// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
-//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
-//     time); entries that began after the crash tick are stale;
-// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
-// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
-// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
-//     the records were left out because its ring lock was held);
-// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
-//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
-// 'E' the end: a file without it was cut short.
+// tools/stint_crashdump.cpp (stint-crashdump) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn
+// the file into a trace; profiler/crash_dump_format.hpp lays it out.
 
 #include <array>      // std::array
 #include <atomic>     // std::atomic
@@ -45,6 +32,7 @@
 #include <vector>     // std::vector
 
 #include "stint/detail/separate_compilation.hpp"
+#include "stint/profiler/crash_dump_format.hpp"
 #include "stint/recording/clock.hpp"
 #include "stint/recording/site.hpp"
 
@@ -102,11 +90,12 @@ private:
     STINT_DECL void flush() noexcept;
     /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
     STINT_DECL void note_site(const site* where) noexcept;
-    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
-    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
+    STINT_DECL static crash_site_shape shape_of(const site& where) noexcept;
+    STINT_DECL static crash_site_payload payload_of(const site& where) noexcept;
+    void put_tag(crash_section tag) noexcept { put_value(tag); }
 
     STINT_DECL void write_file(int sig) noexcept;
-    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
+    /// Writes the records of [from, end) that ended by `crash_ticks`, as records sections; counts them.
     STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
                                   std::uint64_t& written, std::uint64_t& after_crash) noexcept;
 

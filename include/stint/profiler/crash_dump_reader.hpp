@@ -1,8 +1,9 @@
 #pragma once
-// Reading a crash dump back (profiler/crash_dump.hpp writes it): the C++ twin of tools/stint-crashdump,
-// for a service that must read its own dump without Python. It decodes the threads' records by the dump's
-// own site table (the dead process's addresses mean nothing here), draws each scope still open at the
-// crash as ending there, and says what the dump could not hold.
+// Reading a crash dump back (profiler/crash_dump.hpp writes it, profiler/crash_dump_format.hpp lays it
+// out): what stint-crashdump (tools/stint_crashdump.cpp) runs, and a service that reads its own dump. It
+// decodes the threads' records as recording/buffer.hpp lays them out, naming them by the dump's own site
+// table (the dead process's addresses mean nothing here), draws each scope still open at the crash as
+// ending there, and says what the dump could not hold.
 
 #include <cstdint>  // std::uint32_t, std::uint64_t
 #include <string>   // std::string
@@ -48,12 +49,12 @@ struct crash_dump_contents {
     std::vector<std::string> lost;   ///< what the dump could not hold, one line each
 };
 
-/// Reads a crash dump (version 3, what this stint writes). Throws std::runtime_error naming the path and
+/// Reads a crash dump (crash_dump_version, what this stint writes). Throws std::runtime_error naming the path and
 /// the byte offset when the file is not one, or is cut inside its header; a dump cut short later is read
 /// as far as it goes (`complete` false, `lost` says what is missing).
 STINT_DECL crash_dump_contents read_crash_dump(const std::string& path);
 
-/// Writes the dump as a Chrome trace, as tools/stint-crashdump does ("crash" in its metadata).
+/// Writes the dump as a Chrome trace ("crash" in its metadata: per thread where it was and its last events).
 STINT_DECL void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path);
 
 /// The lines stint-crashdump prints: how the process died, where each thread was, what was lost.

@@ -87,7 +87,7 @@ struct flight_recorder_options {
     std::chrono::nanoseconds hang_timeout{0};
     /// On SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT and std::terminate, the raw records and their sites
     /// are written here (checked writable at start()), then the previous handler runs; empty: off.
-    /// tools/stint-crashdump turns the file into a trace.
+    /// stint-crashdump (tools/stint_crashdump.cpp) turns the file into a trace.
     std::string crash_dump_path{};
     /// The flight recorder's code: set here, where the program makes its options, so that only a program
     /// that makes them emits it. Leave it as it is.

@@ -9735,7 +9735,7 @@ struct flight_recorder_options {
     std::chrono::nanoseconds hang_timeout{0};
     /// On SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT and std::terminate, the raw records and their sites
     /// are written here (checked writable at start()), then the previous handler runs; empty: off.
-    /// tools/stint-crashdump turns the file into a trace.
+    /// stint-crashdump (tools/stint_crashdump.cpp) turns the file into a trace.
     std::string crash_dump_path{};
     /// The flight recorder's code: set here, where the program makes its options, so that only a program
     /// that makes them emits it. Leave it as it is.
@@ -10264,21 +10264,8 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
 //   is the parent's.
 // - A thread that overflows its stack runs the handler on an alternate signal stack, made for each thread
 //   that records while the dump is installed (recording/signal_stack.hpp), unless it has one already.
-// tools/stint-crashdump (Python) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn the file
-// into a trace.
-//
-// File layout (little-endian): "STINTCRASH" u16 version (3); u64 pid, signal, crashing tid, anchor ticks,
-// anchor system ns; f64 ns per tick; u64 ticks at the crash; then sections, each a u8 tag:
-// 'O' a thread's open scopes (u64 tid, u32 name length, name, u32 depth, u32 entries, then per entry,
-//     outermost first: u64 site address, u64 begin ticks, u64 name size, 24 bytes of a name given at run
-//     time); entries that began after the crash tick are stale;
-// 'T' a thread's records begin (u64 tid, overwritten, overwritten_until, dropped, u32 name length, name);
-// 'R' a run of its records, whole, as written (u64 bytes, the bytes);
-// 'X' the thread's records end (u64 records written, records left out as ended after the crash, u8 1 when
-//     the records were left out because its ring lock was held);
-// 'S' a site (u64 address, u8 shape: 0 a span, 1 a point in time, 2 stint's own, 3 no event; u8 payload:
-//     0 none, 1 a runtime name first, 2 a point's id then a name, 3 other; u32 name length, name);
-// 'E' the end: a file without it was cut short.
+// tools/stint_crashdump.cpp (stint-crashdump) and read_crash_dump() (profiler/crash_dump_reader.hpp) turn
+// the file into a trace; profiler/crash_dump_format.hpp lays it out.
 
 #include <array>      // std::array
 #include <atomic>     // std::atomic
@@ -10289,6 +10276,101 @@ struct fmt::formatter<stint::profiler<Config>> : fmt::formatter<std::string_view
 #include <string>     // std::string
 #include <vector>     // std::vector
 
+
+// ---- begin stint/profiler/crash_dump_format.hpp ----
+#ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_FORMAT_HPP
+#define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_FORMAT_HPP
+// The crash dump's file format, in one place: the writer (profiler/crash_dump.hpp) and the reader
+// (profiler/crash_dump_reader.hpp) both name its parts from here, so neither can drift from the other.
+//
+// File layout (little-endian, version 3): the magic, a u16 version, the fixed header (crash_dump_header),
+// then sections, each a u8 tag (crash_section):
+// open_scopes  a thread's open scopes: u64 tid, u32 name length, name, u32 depth, u32 entries kept, then
+//              per entry, outermost first, a crash_open_entry; an entry that began after the crash tick
+//              is stale, one whose site is 0 was rewritten while it was read;
+// thread_begin a thread's records begin: crash_thread_fields, u32 name length, name;
+// records      a run of its records, whole, as recording/buffer.hpp lays them out (u64 bytes, the bytes);
+// thread_end   its records end: u64 records written, u64 records left out as ended after the crash, u8 1
+//              when all were left out because its ring lock was held;
+// site         a site: u64 address, u8 crash_site_shape, u8 crash_site_payload, u32 name length, name;
+// end          the end: a file without it was cut short.
+
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint8_t, std::uint16_t, std::uint64_t
+#include <string_view>  // std::string_view
+
+namespace stint::detail {
+
+inline constexpr std::string_view crash_dump_magic = "STINTCRASH";
+/// Bumped whenever a byte of the layout changes (3: 'T' and 'R' apart, thread names in 'O').
+inline constexpr std::uint16_t crash_dump_version = 3;
+
+/// The fixed header after the magic and the version, written and read whole (no padding).
+struct crash_dump_header {
+    std::uint64_t pid = 0;
+    std::uint64_t signal = 0;  ///< 0: std::terminate
+    std::uint64_t crashed_tid = 0;
+    std::uint64_t anchor_ticks = 0;
+    std::uint64_t anchor_system_ns = 0;
+    double ns_per_tick = 0;
+    std::uint64_t crash_ticks = 0;
+};
+static_assert(sizeof(crash_dump_header) == 7 * 8, "stint: the crash dump's header is packed u64s");
+
+/// Where the sections start: a file shorter than this is cut inside its header.
+inline constexpr std::size_t crash_dump_header_end =
+    crash_dump_magic.size() + sizeof(std::uint16_t) + sizeof(crash_dump_header);
+
+/// A section's tag, its first byte.
+enum class crash_section : char {
+    open_scopes = 'O',
+    thread_begin = 'T',
+    records = 'R',
+    thread_end = 'X',
+    site = 'S',
+    end = 'E',
+};
+
+/// A thread_begin section's fixed fields, before the thread's name.
+struct crash_thread_fields {
+    std::uint64_t tid = 0;
+    std::uint64_t overwritten = 0;        ///< the ring's records overwritten before the crash
+    std::uint64_t overwritten_until = 0;  ///< the latest end tick among them (0: none)
+    std::uint64_t dropped = 0;
+};
+static_assert(sizeof(crash_thread_fields) == 4 * 8);
+
+/// The bytes of a runtime name an open scope keeps (recording/thread_node.hpp's open_scope_stack).
+inline constexpr std::size_t crash_open_name_bytes = 24;
+
+/// One open scope of an open_scopes section.
+struct crash_open_entry {
+    std::uint64_t site = 0;  ///< 0: rewritten while it was read (its scope ended after the crash)
+    std::uint64_t begin_ticks = 0;
+    std::uint64_t name_size = 0;  ///< the whole runtime name's size, of which the first bytes are kept
+    char name[crash_open_name_bytes] = {};
+};
+static_assert(sizeof(crash_open_entry) == 3 * 8 + crash_open_name_bytes);
+
+/// What a site's records draw.
+enum class crash_site_shape : std::uint8_t {
+    span = 0,   ///< a scope: begin to end
+    point = 1,  ///< a point in time
+    own = 2,    ///< stint's own work (category "overhead")
+    none = 3,   ///< no event of its own (a device link, outputs, args)
+};
+
+/// What follows a site's records, as far as a crash dump's reader needs to know.
+enum class crash_site_payload : std::uint8_t {
+    none = 0,
+    runtime_name = 1,  ///< the event's name first (the header's aux is its length)
+    point = 2,         ///< a point's u64 id, then its name (aux: its length, 0 for none)
+    other = 3,         ///< bytes the reader steps over
+};
+
+}  // namespace stint::detail
+#endif  // STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_FORMAT_HPP
+// ---- end stint/profiler/crash_dump_format.hpp ----
 
 namespace stint::detail {
 
@@ -10344,11 +10426,12 @@ private:
     STINT_DECL void flush() noexcept;
     /// Notes a site the records point to; false when the set is full (the site is then written unnamed).
     STINT_DECL void note_site(const site* where) noexcept;
-    STINT_DECL static std::uint8_t shape_of(const site& where) noexcept;
-    STINT_DECL static std::uint8_t payload_of(const site& where) noexcept;
+    STINT_DECL static crash_site_shape shape_of(const site& where) noexcept;
+    STINT_DECL static crash_site_payload payload_of(const site& where) noexcept;
+    void put_tag(crash_section tag) noexcept { put_value(tag); }
 
     STINT_DECL void write_file(int sig) noexcept;
-    /// Writes the records of [from, end) that ended by `crash_ticks`, as 'R' runs; counts them.
+    /// Writes the records of [from, end) that ended by `crash_ticks`, as records sections; counts them.
     STINT_DECL void write_records(const std::byte* from, const std::byte* end, std::uint64_t crash_ticks,
                                   std::uint64_t& written, std::uint64_t& after_crash) noexcept;
 
@@ -10388,10 +10471,11 @@ STINT_DECL std::vector<std::string> check_crash_handlers();
 // ---- begin stint/profiler/crash_dump_reader.hpp ----
 #ifndef STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
 #define STINT_SINGLE_STINT_PROFILER_CRASH_DUMP_READER_HPP
-// Reading a crash dump back (profiler/crash_dump.hpp writes it): the C++ twin of tools/stint-crashdump,
-// for a service that must read its own dump without Python. It decodes the threads' records by the dump's
-// own site table (the dead process's addresses mean nothing here), draws each scope still open at the
-// crash as ending there, and says what the dump could not hold.
+// Reading a crash dump back (profiler/crash_dump.hpp writes it, profiler/crash_dump_format.hpp lays it
+// out): what stint-crashdump (tools/stint_crashdump.cpp) runs, and a service that reads its own dump. It
+// decodes the threads' records as recording/buffer.hpp lays them out, naming them by the dump's own site
+// table (the dead process's addresses mean nothing here), draws each scope still open at the crash as
+// ending there, and says what the dump could not hold.
 
 #include <cstdint>  // std::uint32_t, std::uint64_t
 #include <string>   // std::string
@@ -10436,12 +10520,12 @@ struct crash_dump_contents {
     std::vector<std::string> lost;   ///< what the dump could not hold, one line each
 };
 
-/// Reads a crash dump (version 3, what this stint writes). Throws std::runtime_error naming the path and
+/// Reads a crash dump (crash_dump_version, what this stint writes). Throws std::runtime_error naming the path and
 /// the byte offset when the file is not one, or is cut inside its header; a dump cut short later is read
 /// as far as it goes (`complete` false, `lost` says what is missing).
 STINT_DECL crash_dump_contents read_crash_dump(const std::string& path);
 
-/// Writes the dump as a Chrome trace, as tools/stint-crashdump does ("crash" in its metadata).
+/// Writes the dump as a Chrome trace ("crash" in its metadata: per thread where it was and its last events).
 STINT_DECL void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& path);
 
 /// The lines stint-crashdump prints: how the process died, where each thread was, what was lost.
@@ -23945,27 +24029,27 @@ void crash_dump::note_site(const site* where) noexcept {
     }
 }
 
-std::uint8_t crash_dump::shape_of(const site& where) noexcept {
+crash_site_shape crash_dump::shape_of(const site& where) noexcept {
     if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
         where.payload == payload_kind::args) {
-        return 3;
+        return crash_site_shape::none;
     }
-    if (where.kind == event_kind::overhead) return 2;
+    if (where.kind == event_kind::overhead) return crash_site_shape::own;
     if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
         where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
-        return 1;
+        return crash_site_shape::point;
     }
-    return 0;
+    return crash_site_shape::span;
 }
 
-std::uint8_t crash_dump::payload_of(const site& where) noexcept {
+crash_site_payload crash_dump::payload_of(const site& where) noexcept {
     switch (where.payload) {
         case payload_kind::none:
-        case payload_kind::device_link: return 0;
+        case payload_kind::device_link: return crash_site_payload::none;
         case payload_kind::runtime_name:
-        case payload_kind::runtime_name_inputs: return 1;
-        case payload_kind::point: return 2;
-        default: return 3;
+        case payload_kind::runtime_name_inputs: return crash_site_payload::runtime_name;
+        case payload_kind::point: return crash_site_payload::point;
+        default: return crash_site_payload::other;
     }
 }
 
@@ -23973,7 +24057,7 @@ void crash_dump::write_records(const std::byte* from, const std::byte* end, std:
                                std::uint64_t& written, std::uint64_t& after_crash) noexcept {
     const auto write_run = [&](const std::byte* run, const std::byte* to) {
         if (to <= run) return;
-        put_value(std::uint8_t{'R'});
+        put_tag(crash_section::records);
         put_value(static_cast<std::uint64_t>(to - run));
         put(run, static_cast<std::size_t>(to - run));
     };
@@ -24018,15 +24102,17 @@ void crash_dump::write_file(int sig) noexcept {
         return;
     }
     used_ = 0;
-    put("STINTCRASH", 10);
-    put_value(std::uint16_t{3});
-    put_value(static_cast<std::uint64_t>(::getpid()));
-    put_value(static_cast<std::uint64_t>(sig));
-    put_value(current_os_tid());
-    put_value(calibration_.anchor.ticks);
-    put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
-    put_value(calibration_.ns_per_tick);
-    put_value(crash_ticks);
+    put(crash_dump_magic.data(), crash_dump_magic.size());
+    put_value(crash_dump_version);
+    crash_dump_header header;
+    header.pid = static_cast<std::uint64_t>(::getpid());
+    header.signal = static_cast<std::uint64_t>(sig);
+    header.crashed_tid = current_os_tid();
+    header.anchor_ticks = calibration_.anchor.ticks;
+    header.anchor_system_ns = static_cast<std::uint64_t>(calibration_.anchor.system_ns);
+    header.ns_per_tick = calibration_.ns_per_tick;
+    header.crash_ticks = crash_ticks;
+    put_value(header);
     // Where each thread was, read before the records: a scope open at the crash and ending while the
     // records are read is then drawn open, and its record (ended after the crash) is left out.
     reg.for_each_open_stack_in_crash([&](const thread_node& node) {
@@ -24034,7 +24120,7 @@ void crash_dump::write_file(int sig) noexcept {
         const open_scope_stack& open = *node.open;
         const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
         const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
-        put_value(std::uint8_t{'O'});
+        put_tag(crash_section::open_scopes);
         put_value(node.os_tid);
         put_value(static_cast<std::uint32_t>(node.name.size()));
         put(node.name.data(), node.name.size());
@@ -24046,10 +24132,13 @@ void crash_dump::write_file(int sig) noexcept {
             open_scope_stack::snapshot e;
             const site* where = open.read_entry(i, e) ? e.where : nullptr;
             if (where != nullptr) note_site(where);
-            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(e.begin_ticks);
-            put_value(e.name_size);
-            for (const std::uint64_t word : e.name) put_value(word);
+            crash_open_entry entry;
+            entry.site = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where));
+            entry.begin_ticks = e.begin_ticks;
+            entry.name_size = e.name_size;
+            static_assert(sizeof e.name == sizeof entry.name);
+            std::memcpy(entry.name, e.name, sizeof entry.name);
+            put_value(entry);
         }
     });
     reg.for_each_node_in_crash([&](thread_node& node) {
@@ -24067,11 +24156,13 @@ void crash_dump::write_file(int sig) noexcept {
             }
             crash_pause(10'000);
         }
-        put_value(std::uint8_t{'T'});
-        put_value(node.os_tid);
-        put_value(node.overwritten);
-        put_value(node.overwritten_until);
-        put_value(node.dropped.load(std::memory_order_relaxed));
+        put_tag(crash_section::thread_begin);
+        crash_thread_fields fields;
+        fields.tid = node.os_tid;
+        fields.overwritten = node.overwritten;
+        fields.overwritten_until = node.overwritten_until;
+        fields.dropped = node.dropped.load(std::memory_order_relaxed);
+        put_value(fields);
         put_value(static_cast<std::uint32_t>(node.name.size()));
         put(node.name.data(), node.name.size());
         std::uint64_t written = 0;
@@ -24084,21 +24175,21 @@ void crash_dump::write_file(int sig) noexcept {
                 write_records(data, c->published.load(std::memory_order_acquire), crash_ticks, written, after_crash);
             }
         }
-        put_value(std::uint8_t{'X'});
+        put_tag(crash_section::thread_end);
         put_value(written);
         put_value(after_crash);
         put_value(static_cast<std::uint8_t>(settled ? 0 : 1));
     });
     for (const site* where : sites_) {
         if (where == nullptr) continue;
-        put_value(std::uint8_t{'S'});
+        put_tag(crash_section::site);
         put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
         put_value(shape_of(*where));
         put_value(payload_of(*where));
         put_value(static_cast<std::uint32_t>(where->name.size()));
         put(where->name.data(), where->name.size());
     }
-    put_value(std::uint8_t{'E'});
+    put_tag(crash_section::end);
     flush();
     ::close(fd_);
     fd_ = -1;
@@ -24121,6 +24212,7 @@ std::vector<std::string> check_crash_handlers() { return detail::crash_dump::ove
 // The bodies of profiler/crash_dump_reader.hpp.
 
 #include <algorithm>      // std::max, std::min
+#include <cstddef>        // std::byte, std::size_t
 #include <cstring>        // std::memcpy
 #include <fstream>        // std::ifstream
 #include <iterator>       // std::istreambuf_iterator
@@ -24130,6 +24222,7 @@ std::vector<std::string> check_crash_handlers() { return detail::crash_dump::ove
 #include <string_view>    // std::string_view
 #include <unordered_map>  // std::unordered_map
 #include <utility>        // std::pair
+#include <vector>         // std::vector
 
 #include <fmt/format.h>  // fmt::format
 
@@ -24138,14 +24231,14 @@ namespace stint {
 
 namespace detail {
 
-/// Reads the dump's little-endian fields; `cut` is set when the file ends inside one.
+/// Reads the dump's little-endian fields; throws cut_short when the file ends inside one.
 class crash_dump_bytes {
 public:
     explicit crash_dump_bytes(std::string_view data) : data_(data) {}
     template <class T>
     T value() {
         T v{};
-        if (at_ + sizeof v > data_.size()) throw cut_short{};
+        if (sizeof v > data_.size() - at_) throw cut_short{};
         std::memcpy(&v, data_.data() + at_, sizeof v);
         at_ += sizeof v;
         return v;
@@ -24156,7 +24249,10 @@ public:
         at_ += n;
         return out;
     }
+    /// A u32 length, then that many bytes.
+    std::string name() { return std::string(take(value<std::uint32_t>())); }
     std::size_t at() const noexcept { return at_; }
+    std::size_t size() const noexcept { return data_.size(); }
     struct cut_short {};
 
 private:
@@ -24165,227 +24261,286 @@ private:
 };
 
 struct crash_site {
-    std::uint8_t shape = 0;  // 0 a span, 1 a point, 2 stint's own, 3 no event
-    std::uint8_t payload = 0;  // 0 none, 1 a runtime name first, 2 a point's id then a name, 3 other
+    crash_site_shape shape = crash_site_shape::span;
+    crash_site_payload payload = crash_site_payload::none;
     std::string name;
 };
 
-}  // namespace detail
-
-crash_dump_contents read_crash_dump(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(fmt::format("stint: cannot read crash dump '{}'", path));
-    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    detail::crash_dump_bytes r(data);
-    crash_dump_contents dump;
-    dump.bytes = data.size();
-    std::uint64_t anchor = 0;
-    double ns_per_tick = 0;
-    std::uint64_t crash_ticks = 0;
-    try {
-        if (r.take(10) != "STINTCRASH") {
-            throw std::runtime_error(fmt::format("stint: '{}' is not a stint crash dump (byte 0)", path));
-        }
-        const auto version = r.value<std::uint16_t>();
-        if (version != 3) {
-            throw std::runtime_error(fmt::format(
-                "stint: '{}' is a crash dump of version {} (byte 10); this reader reads version 3 "
-                "(tools/stint-crashdump reads 1 to 3)", path, version));
-        }
-        dump.pid = r.value<std::uint64_t>();
-        dump.signal = r.value<std::uint64_t>();
-        dump.crashed_tid = r.value<std::uint64_t>();
-        anchor = r.value<std::uint64_t>();
-        dump.base_time_ns = r.value<std::uint64_t>();
-        ns_per_tick = r.value<double>();
-        crash_ticks = r.value<std::uint64_t>();
-    } catch (const detail::crash_dump_bytes::cut_short&) {
-        throw std::runtime_error(
-            fmt::format("stint: crash dump '{}' is cut short inside its header (byte {})", path, r.at()));
-    }
-    const auto to_ns = [&](std::uint64_t ticks) {
-        return static_cast<std::int64_t>((static_cast<double>(ticks) - static_cast<double>(anchor)) * ns_per_tick);
-    };
-    dump.crash_ns = to_ns(crash_ticks);
-
-    struct raw_thread {
-        std::uint64_t tid = 0;
+/// The dump's sections as the file holds them, before a thread's sections are merged and its records
+/// decoded.
+struct raw_crash_dump {
+    struct thread {
+        crash_thread_fields fields;
         std::string name;
-        std::uint64_t overwritten = 0, until = 0, dropped = 0, after_crash = 0;
+        std::uint64_t after_crash = 0;
         bool unsettled = false;
-        std::string records;
+        std::string records;  // its records sections' runs, one after the other
     };
-    struct raw_open {
-        std::uint64_t address, begin, name_size;
-        std::string name;  // 24 bytes
-    };
-    struct raw_stack {
+    struct stack {
         std::uint64_t tid = 0;
         std::string name;
         std::uint32_t depth = 0;
-        std::vector<raw_open> entries;
+        std::vector<crash_open_entry> entries;
     };
-    std::vector<raw_thread> threads;
-    std::vector<raw_stack> stacks;
-    std::unordered_map<std::uint64_t, detail::crash_site> sites;
-    try {
-        for (;;) {
-            const auto tag = r.value<char>();
-            if (tag == 'E') {
-                dump.complete = true;
-                break;
-            }
-            if (tag == 'T') {
-                raw_thread t;
-                t.tid = r.value<std::uint64_t>();
-                t.overwritten = r.value<std::uint64_t>();
-                t.until = r.value<std::uint64_t>();
-                t.dropped = r.value<std::uint64_t>();
-                t.name = r.take(r.value<std::uint32_t>());
-                threads.push_back(std::move(t));
-            } else if ((tag == 'R' || tag == 'X') && threads.empty()) {
-                throw std::runtime_error(fmt::format("stint: crash dump '{}': section '{}' at byte {} comes before "
-                                                     "any thread ('T')", path, tag, r.at() - 1));
-            } else if (tag == 'R') {
-                threads.back().records += r.take(r.value<std::uint64_t>());
-            } else if (tag == 'X') {
-                (void)r.value<std::uint64_t>();  // records written: the runs hold them
-                threads.back().after_crash = r.value<std::uint64_t>();
-                threads.back().unsettled = r.value<std::uint8_t>() == 1;
-            } else if (tag == 'O') {
-                raw_stack s;
-                s.tid = r.value<std::uint64_t>();
-                s.name = r.take(r.value<std::uint32_t>());
-                s.depth = r.value<std::uint32_t>();
-                const auto kept = r.value<std::uint32_t>();
-                for (std::uint32_t i = 0; i < kept; ++i) {
-                    raw_open e{};
-                    e.address = r.value<std::uint64_t>();
-                    e.begin = r.value<std::uint64_t>();
-                    e.name_size = r.value<std::uint64_t>();
-                    e.name = r.take(24);
-                    s.entries.push_back(std::move(e));
-                }
-                stacks.push_back(std::move(s));
-            } else if (tag == 'S') {
-                const auto address = r.value<std::uint64_t>();
-                detail::crash_site site;
-                site.shape = r.value<std::uint8_t>();
-                site.payload = r.value<std::uint8_t>();
-                site.name = r.take(r.value<std::uint32_t>());
-                sites[address] = std::move(site);
-            } else {
-                throw std::runtime_error(fmt::format("stint: crash dump '{}': unknown section '{}' at byte {}", path,
-                                                     tag, r.at() - 1));
-            }
-        }
-    } catch (const detail::crash_dump_bytes::cut_short&) {
-        dump.complete = false;
-    }
-    dump.bytes_read = r.at();
+    crash_dump_header header;
+    std::vector<thread> threads;
+    std::vector<stack> stacks;
+    std::unordered_map<std::uint64_t, crash_site> sites;
+    bool complete = false;
 
-    const auto site_of = [&](std::uint64_t address) -> detail::crash_site {
+    std::int64_t to_ns(std::uint64_t ticks) const noexcept {
+        return static_cast<std::int64_t>((static_cast<double>(ticks) - static_cast<double>(header.anchor_ticks)) *
+                                         header.ns_per_tick);
+    }
+    crash_site site_at(std::uint64_t address) const {
         const auto found = sites.find(address);
         if (found != sites.end()) return found->second;
-        return {0, 0, fmt::format("[unknown site {:#x}]", address)};
+        return {crash_site_shape::span, crash_site_payload::none, fmt::format("[unknown site {:#x}]", address)};
+    }
+};
+
+inline crash_dump_header read_crash_header(crash_dump_bytes& r, const std::string& path) {
+    try {
+        if (r.take(crash_dump_magic.size()) != crash_dump_magic) {
+            throw std::runtime_error(fmt::format("stint: '{}' is not a stint crash dump (byte 0)", path));
+        }
+        const auto version = r.value<std::uint16_t>();
+        if (version != crash_dump_version) {
+            throw std::runtime_error(fmt::format("stint: '{}' is a crash dump of version {} (byte {}); this reader "
+                                                 "reads version {}", path, version, crash_dump_magic.size(),
+                                                 crash_dump_version));
+        }
+        return r.value<crash_dump_header>();
+    } catch (const crash_dump_bytes::cut_short&) {
+        throw std::runtime_error(
+            fmt::format("stint: crash dump '{}' is cut short inside its header (it ends at byte {}, the header at "
+                        "byte {})", path, r.size(), crash_dump_header_end));
+    }
+}
+
+inline raw_crash_dump::stack read_open_scopes(crash_dump_bytes& r) {
+    raw_crash_dump::stack s;
+    s.tid = r.value<std::uint64_t>();
+    s.name = r.name();
+    s.depth = r.value<std::uint32_t>();
+    const auto kept = r.value<std::uint32_t>();
+    for (std::uint32_t i = 0; i < kept; ++i) s.entries.push_back(r.value<crash_open_entry>());
+    return s;
+}
+
+/// Reads one section into `raw`; false at the end section.
+inline bool read_crash_section(crash_dump_bytes& r, const std::string& path, raw_crash_dump& raw) {
+    const auto tag = r.value<crash_section>();
+    const auto needs_thread = [&] {
+        if (!raw.threads.empty()) return;
+        throw std::runtime_error(fmt::format("stint: crash dump '{}': section '{}' at byte {} comes before any "
+                                             "thread ('{}')", path, static_cast<char>(tag), r.at() - 1,
+                                             static_cast<char>(crash_section::thread_begin)));
     };
-    const auto thread_for = [&](std::uint64_t tid, const std::string& name) -> crash_dump_contents::thread& {
-        for (crash_dump_contents::thread& t : dump.threads) {
+    switch (tag) {
+        case crash_section::end: return false;
+        case crash_section::thread_begin: {
+            raw_crash_dump::thread& t = raw.threads.emplace_back();
+            t.fields = r.value<crash_thread_fields>();
+            t.name = r.name();
+            return true;
+        }
+        case crash_section::records: {
+            needs_thread();
+            raw.threads.back().records += r.take(r.value<std::uint64_t>());
+            return true;
+        }
+        case crash_section::thread_end: {
+            needs_thread();
+            (void)r.value<std::uint64_t>();  // records written: the runs hold them
+            raw.threads.back().after_crash = r.value<std::uint64_t>();
+            raw.threads.back().unsettled = r.value<std::uint8_t>() == 1;
+            return true;
+        }
+        case crash_section::open_scopes: raw.stacks.push_back(read_open_scopes(r)); return true;
+        case crash_section::site: {
+            const auto address = r.value<std::uint64_t>();
+            crash_site& site = raw.sites[address];
+            site.shape = r.value<crash_site_shape>();
+            site.payload = r.value<crash_site_payload>();
+            site.name = r.name();
+            return true;
+        }
+    }
+    throw std::runtime_error(fmt::format("stint: crash dump '{}': unknown section '{}' at byte {}", path,
+                                         static_cast<char>(tag), r.at() - 1));
+}
+
+/// The dump's sections, as far as the file goes (`complete` false when it ends before the end section).
+inline raw_crash_dump read_raw_crash_dump(std::string_view data, const std::string& path, std::uint64_t& bytes_read) {
+    crash_dump_bytes r(data);
+    raw_crash_dump raw;
+    raw.header = read_crash_header(r, path);
+    try {
+        while (read_crash_section(r, path, raw)) {
+        }
+        raw.complete = true;
+    } catch (const crash_dump_bytes::cut_short&) {
+        raw.complete = false;
+    }
+    bytes_read = r.at();
+    return raw;
+}
+
+/// One record of a thread's runs, laid out as recording/buffer.hpp writes it, with its site's address in
+/// the dead process (the key of the dump's site table).
+struct dumped_record {
+    record fixed;
+    record_payload payload;
+    std::uint64_t site_address() const noexcept {
+        return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(fixed.where()));
+    }
+};
+
+/// Calls `on_record(dumped_record, site)` for each whole record of `run`. The sites are the dump's: a
+/// record's site pointer is only an address of the dead process, never followed.
+template <class OnRecord>
+void for_each_dumped_record(std::string_view run, const raw_crash_dump& raw, OnRecord&& on_record) {
+    const auto* const begin = reinterpret_cast<const std::byte*>(run.data());
+    const auto* const end = begin + run.size();
+    for (const std::byte* at = begin; sizeof(record) <= static_cast<std::size_t>(end - at);) {
+        dumped_record r;
+        std::memcpy(&r.fixed, at, sizeof r.fixed);
+        const crash_site site = raw.site_at(r.site_address());
+        std::size_t bytes = sizeof(record);
+        if (site.payload != crash_site_payload::none) {
+            if (static_cast<std::size_t>(end - at) < sizeof(record) + sizeof(payload_header)) break;
+            payload_header header;
+            std::memcpy(&header, at + sizeof(record), sizeof header);
+            const std::byte* const body = at + sizeof(record) + sizeof header;
+            const auto available = static_cast<std::size_t>(end - body);
+            const std::size_t body_bytes =
+                header.bytes >= sizeof header ? std::min<std::size_t>(header.bytes - sizeof header, available) : 0;
+            r.payload = {header.aux, {body, body_bytes}};
+            bytes += std::max<std::size_t>(header.bytes, sizeof header);
+        }
+        at += std::min<std::size_t>(bytes, static_cast<std::size_t>(end - at));
+        on_record(r, site);
+    }
+}
+
+/// The name a record's event takes: its runtime name, a point's name, else its site's.
+inline std::string dumped_event_name(const dumped_record& r, const crash_site& site) {
+    if (site.payload == crash_site_payload::runtime_name) {
+        const std::size_t size = std::min<std::size_t>(r.payload.aux, r.payload.bytes.size());
+        return std::string(reinterpret_cast<const char*>(r.payload.bytes.data()), size);
+    }
+    const bool named_point = site.payload == crash_site_payload::point && r.payload.aux != 0 &&
+                             r.payload.bytes.size() >= sizeof(std::uint64_t);
+    if (named_point) {
+        return std::string(read_point(r.payload).name);
+    }
+    return site.name;
+}
+
+/// The name an open scope is drawn with: the first bytes of its runtime name, else its site's.
+inline std::string open_scope_name(const crash_open_entry& entry, const crash_site& site) {
+    if (site.payload != crash_site_payload::runtime_name) return site.name;
+    const std::size_t kept = std::min<std::size_t>(entry.name_size, crash_open_name_bytes);
+    return std::string(entry.name, kept) + (entry.name_size > crash_open_name_bytes ? "..." : "");
+}
+
+/// Builds the read-back dump from its sections: a thread's sections merged (one per object that recorded
+/// on it), its records decoded, then its open scopes drawn ending at the crash.
+class crash_dump_assembly {
+public:
+    crash_dump_assembly(const raw_crash_dump& raw, crash_dump_contents& dump) : raw_(raw), dump_(dump) {}
+
+    void run() {
+        for (const raw_crash_dump::stack& s : raw_.stacks) {
+            for (const crash_open_entry& o : s.entries) open_keys_[s.tid].insert({o.site, o.begin_ticks});
+        }
+        for (const raw_crash_dump::thread& t : raw_.threads) add_records(t);
+        for (const raw_crash_dump::stack& s : raw_.stacks) add_open_scopes(s);
+        for (crash_dump_contents::thread& t : dump_.threads) {
+            if (t.name.empty()) t.name = fmt::format("thread {}", t.tid);
+        }
+    }
+
+private:
+    using scope_key = std::pair<std::uint64_t, std::uint64_t>;  // (site address, begin ticks)
+
+    crash_dump_contents::thread& thread_for(std::uint64_t tid, const std::string& name) {
+        for (crash_dump_contents::thread& t : dump_.threads) {
             if (t.tid == tid) {
                 if (t.name.empty()) t.name = name;
                 return t;
             }
         }
-        crash_dump_contents::thread& t = dump.threads.emplace_back();
+        crash_dump_contents::thread& t = dump_.threads.emplace_back();
         t.tid = tid;
         t.name = name;
-        t.crashed = tid == dump.crashed_tid;
+        t.crashed = tid == dump_.crashed_tid;
         return t;
-    };
-    // A scope that ended by the crash but had not left its stack when the handler read it is drawn once,
-    // as its record: the open scopes' (site address, begin ticks) per thread, and those a record matches.
-    using scope_key = std::pair<std::uint64_t, std::uint64_t>;
-    std::map<std::uint64_t, std::set<scope_key>> open_keys;
-    for (const raw_stack& s : stacks) {
-        for (const raw_open& o : s.entries) open_keys[s.tid].insert({o.address, o.begin});
     }
-    std::map<std::uint64_t, std::set<scope_key>> recorded;
-    for (const raw_thread& raw : threads) {
-        crash_dump_contents::thread& t = thread_for(raw.tid, raw.name);
-        const auto open_here = open_keys.find(raw.tid);
-        t.overwritten += raw.overwritten;
-        t.dropped += raw.dropped;
+
+    void add_records(const raw_crash_dump::thread& raw) {
+        crash_dump_contents::thread& t = thread_for(raw.fields.tid, raw.name);
+        t.overwritten += raw.fields.overwritten;
+        t.dropped += raw.fields.dropped;
         t.after_crash += raw.after_crash;
         t.records_left_out = t.records_left_out || raw.unsettled;
-        if (raw.until != 0) t.complete_from_ns = std::max(t.complete_from_ns, to_ns(raw.until));
-        const std::string& d = raw.records;
-        for (std::size_t at = 0; at + 24 <= d.size();) {
-            std::uint64_t word = 0, begin = 0, end = 0;
-            std::memcpy(&word, d.data() + at, 8);
-            std::memcpy(&begin, d.data() + at + 8, 8);
-            std::memcpy(&end, d.data() + at + 16, 8);
-            const std::uint64_t address = word & ((std::uint64_t{1} << 48) - 1);
-            const detail::crash_site site = site_of(address);
-            if (open_here != open_keys.end() && open_here->second.count({address, begin}) != 0) {
-                recorded[raw.tid].insert({address, begin});
-            }
-            std::size_t size = 24;
-            std::string name = site.name;
-            if (site.payload != 0) {
-                if (at + 32 > d.size()) break;
-                std::uint32_t bytes = 0, aux = 0;
-                std::memcpy(&bytes, d.data() + at + 24, 4);
-                std::memcpy(&aux, d.data() + at + 28, 4);
-                const std::size_t body_size = bytes >= 8 ? std::min<std::size_t>(bytes - 8, d.size() - at - 32) : 0;
-                const std::string_view body(d.data() + at + 32, body_size);
-                if (site.payload == 1) {
-                    name = std::string(body.substr(0, aux));
-                } else if (site.payload == 2 && aux != 0 && body.size() >= 8) {
-                    name = std::string(body.substr(8, aux));
-                }
-                size += std::max<std::size_t>(bytes, 8);
-            }
-            at += size;
-            if (site.shape == 3) continue;
-            crash_dump_contents::event e;
-            e.name = std::move(name);
-            e.overhead = site.shape == 2;
-            e.instant = site.shape == 1;
-            e.start_ns = to_ns(begin);
-            e.end_ns = e.instant ? e.start_ns : std::max(to_ns(end), e.start_ns);
-            t.events.push_back(std::move(e));
+        if (raw.fields.overwritten_until != 0) {
+            t.complete_from_ns = std::max(t.complete_from_ns, raw_.to_ns(raw.fields.overwritten_until));
         }
-    }
-    for (const raw_stack& s : stacks) {
-        crash_dump_contents::thread& t = thread_for(s.tid, s.name);
-        std::uint32_t depth = 0;
-        for (const raw_open& o : s.entries) {
-            const std::uint32_t here = depth++;
-            // Older than the session: entered before it, not noted by it; newer than the crash: entered
-            // while the dump was written, after the snapshot.
-            if (o.address == 0 || o.begin < anchor || o.begin > crash_ticks) continue;
-            if (const auto found = recorded.find(s.tid);
-                found != recorded.end() && found->second.count({o.address, o.begin}) != 0) {
-                continue;  // ended by the crash: its record is drawn
+        const auto open_here = open_keys_.find(raw.fields.tid);
+        for_each_dumped_record(raw.records, raw_, [&](const dumped_record& r, const crash_site& site) {
+            const scope_key key{r.site_address(), r.fixed.begin_ticks};
+            if (open_here != open_keys_.end() && open_here->second.count(key) != 0) {
+                recorded_[raw.fields.tid].insert(key);
             }
-            detail::crash_site site = site_of(o.address);
-            if (site.payload == 1) {
-                site.name = o.name.substr(0, std::min<std::uint64_t>(o.name_size, 24)) + (o.name_size > 24 ? "..." : "");
-            }
+            if (site.shape == crash_site_shape::none) return;
             crash_dump_contents::event e;
-            e.name = site.name;
-            e.start_ns = to_ns(o.begin);
-            e.end_ns = std::max(dump.crash_ns, e.start_ns);
+            e.name = dumped_event_name(r, site);
+            e.overhead = site.shape == crash_site_shape::own;
+            e.instant = site.shape == crash_site_shape::point;
+            e.start_ns = raw_.to_ns(r.fixed.begin_ticks);
+            e.end_ns = e.instant ? e.start_ns : std::max(raw_.to_ns(r.fixed.end_ticks), e.start_ns);
+            t.events.push_back(std::move(e));
+        });
+    }
+
+    /// Whether an open scope is drawn: not older than the session (entered before it, not noted by it),
+    /// not newer than the crash (entered while the dump was written), and not ended by the crash (a scope
+    /// that had not left its stack when the handler read it is drawn once, as its record).
+    bool drawn_open(std::uint64_t tid, const crash_open_entry& o) const {
+        if (o.site == 0 || o.begin_ticks < raw_.header.anchor_ticks || o.begin_ticks > raw_.header.crash_ticks) {
+            return false;
+        }
+        const auto found = recorded_.find(tid);
+        return found == recorded_.end() || found->second.count({o.site, o.begin_ticks}) == 0;
+    }
+
+    void add_open_scopes(const raw_crash_dump::stack& s) {
+        crash_dump_contents::thread& t = thread_for(s.tid, s.name);
+        for (std::uint32_t depth = 0; depth < s.entries.size(); ++depth) {
+            const crash_open_entry& o = s.entries[depth];
+            if (!drawn_open(s.tid, o)) continue;
+            crash_dump_contents::event e;
+            e.name = open_scope_name(o, raw_.site_at(o.site));
+            e.start_ns = raw_.to_ns(o.begin_ticks);
+            e.end_ns = std::max(dump_.crash_ns, e.start_ns);
             e.still_open = true;
-            e.depth = here;
+            e.depth = depth;
             t.inside.push_back(e.name);
             t.events.push_back(std::move(e));
         }
         t.deeper_not_kept += s.depth > s.entries.size() ? s.depth - s.entries.size() : 0;  // per object's stack
     }
-    for (crash_dump_contents::thread& t : dump.threads) {
-        if (t.name.empty()) t.name = fmt::format("thread {}", t.tid);
-    }
+
+    const raw_crash_dump& raw_;
+    crash_dump_contents& dump_;
+    std::map<std::uint64_t, std::set<scope_key>> open_keys_;  // per thread, its open scopes
+    std::map<std::uint64_t, std::set<scope_key>> recorded_;   // per thread, its open scopes a record matches
+};
+
+/// What the dump could not hold, one line each.
+inline void note_crash_dump_losses(crash_dump_contents& dump) {
     if (!dump.complete) {
         dump.lost.push_back(fmt::format(
             "the dump was cut short after {} of {} bytes (a full disk, or a fault in the handler): threads, "
@@ -24393,7 +24548,10 @@ crash_dump_contents read_crash_dump(const std::string& path) {
             "[unknown site]", dump.bytes_read, dump.bytes));
     }
     for (const crash_dump_contents::thread& t : dump.threads) {
-        if (t.records_left_out) dump.lost.push_back(fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
+        if (t.records_left_out) {
+            dump.lost.push_back(
+                fmt::format("thread {}: its records were left out: it held its ring lock at the crash", t.tid));
+        }
         if (t.after_crash != 0) {
             dump.lost.push_back(fmt::format("thread {}: {} records that ended after the crash left out (the snapshot "
                                             "is the crash's instant)", t.tid, t.after_crash));
@@ -24407,6 +24565,35 @@ crash_dump_contents read_crash_dump(const std::string& path) {
                                             t.tid, t.overwritten));
         }
     }
+}
+
+/// A thread's newest `count` records' names, oldest first: what the thread did last (stint's own work
+/// and its open scopes apart).
+inline std::vector<std::string> last_events(const crash_dump_contents::thread& t, std::size_t count) {
+    std::vector<std::string> out;
+    for (auto e = t.events.rbegin(); e != t.events.rend() && out.size() < count; ++e) {
+        if (!e->overhead && !e->still_open) out.push_back(e->name);
+    }
+    return {out.rbegin(), out.rend()};
+}
+
+}  // namespace detail
+
+crash_dump_contents read_crash_dump(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(fmt::format("stint: cannot read crash dump '{}'", path));
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    crash_dump_contents dump;
+    dump.bytes = data.size();
+    const detail::raw_crash_dump raw = detail::read_raw_crash_dump(data, path, dump.bytes_read);
+    dump.pid = raw.header.pid;
+    dump.signal = raw.header.signal;
+    dump.crashed_tid = raw.header.crashed_tid;
+    dump.base_time_ns = raw.header.anchor_system_ns;
+    dump.crash_ns = raw.to_ns(raw.header.crash_ticks);
+    dump.complete = raw.complete;
+    detail::crash_dump_assembly(raw, dump).run();
+    detail::note_crash_dump_losses(dump);
     return dump;
 }
 
@@ -24470,7 +24657,15 @@ void write_crash_dump_trace(const crash_dump_contents& dump, const std::string& 
             if (k != 0) out.raw(", ");
             out.string(t.inside[k]);
         }
-        out.raw("], \"deeper_not_kept\": ");
+        out.raw("], \"last_events\": [");
+        const std::vector<std::string> last = detail::last_events(t, 3);
+        for (std::size_t k = 0; k < last.size(); ++k) {
+            if (k != 0) out.raw(", ");
+            out.string(last[k]);
+        }
+        out.raw("], \"complete_from_us\": ");
+        out.microseconds(t.complete_from_ns);
+        out.raw(", \"deeper_not_kept\": ");
         out.number(t.deeper_not_kept);
         out.raw(", \"overwritten\": ");
         out.number(t.overwritten);
@@ -24499,12 +24694,7 @@ std::string crash_dump_summary(const crash_dump_contents& dump) {
         for (const std::string& name : t.inside) inside += (inside.empty() ? "" : " > ") + name;
         if (t.deeper_not_kept != 0) inside += fmt::format(" (and {} deeper)", t.deeper_not_kept);
         std::string last;
-        std::size_t shown = 0;
-        for (auto e = t.events.rbegin(); e != t.events.rend() && shown < 3; ++e) {
-            if (e->overhead || e->still_open) continue;
-            last = e->name + (last.empty() ? "" : ", ") + last;
-            ++shown;
-        }
+        for (const std::string& name : detail::last_events(t, 3)) last += (last.empty() ? "" : ", ") + name;
         out += fmt::format("  thread {} {}{}: inside {}; last {}\n", t.tid, t.name, t.crashed ? " (crashed)" : "",
                            inside.empty() ? "no scope" : inside, last.empty() ? "nothing" : last);
     }

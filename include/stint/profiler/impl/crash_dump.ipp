@@ -205,27 +205,27 @@ void crash_dump::note_site(const site* where) noexcept {
     }
 }
 
-std::uint8_t crash_dump::shape_of(const site& where) noexcept {
+crash_site_shape crash_dump::shape_of(const site& where) noexcept {
     if (where.payload == payload_kind::device_link || where.payload == payload_kind::outputs ||
         where.payload == payload_kind::args) {
-        return 3;
+        return crash_site_shape::none;
     }
-    if (where.kind == event_kind::overhead) return 2;
+    if (where.kind == event_kind::overhead) return crash_site_shape::own;
     if (where.kind == event_kind::instant || where.kind == event_kind::counter || is_point_kind(where.kind) ||
         where.kind == event_kind::memory || where.kind == event_kind::out_of_memory) {
-        return 1;
+        return crash_site_shape::point;
     }
-    return 0;
+    return crash_site_shape::span;
 }
 
-std::uint8_t crash_dump::payload_of(const site& where) noexcept {
+crash_site_payload crash_dump::payload_of(const site& where) noexcept {
     switch (where.payload) {
         case payload_kind::none:
-        case payload_kind::device_link: return 0;
+        case payload_kind::device_link: return crash_site_payload::none;
         case payload_kind::runtime_name:
-        case payload_kind::runtime_name_inputs: return 1;
-        case payload_kind::point: return 2;
-        default: return 3;
+        case payload_kind::runtime_name_inputs: return crash_site_payload::runtime_name;
+        case payload_kind::point: return crash_site_payload::point;
+        default: return crash_site_payload::other;
     }
 }
 
@@ -233,7 +233,7 @@ void crash_dump::write_records(const std::byte* from, const std::byte* end, std:
                                std::uint64_t& written, std::uint64_t& after_crash) noexcept {
     const auto write_run = [&](const std::byte* run, const std::byte* to) {
         if (to <= run) return;
-        put_value(std::uint8_t{'R'});
+        put_tag(crash_section::records);
         put_value(static_cast<std::uint64_t>(to - run));
         put(run, static_cast<std::size_t>(to - run));
     };
@@ -278,15 +278,17 @@ void crash_dump::write_file(int sig) noexcept {
         return;
     }
     used_ = 0;
-    put("STINTCRASH", 10);
-    put_value(std::uint16_t{3});
-    put_value(static_cast<std::uint64_t>(::getpid()));
-    put_value(static_cast<std::uint64_t>(sig));
-    put_value(current_os_tid());
-    put_value(calibration_.anchor.ticks);
-    put_value(static_cast<std::uint64_t>(calibration_.anchor.system_ns));
-    put_value(calibration_.ns_per_tick);
-    put_value(crash_ticks);
+    put(crash_dump_magic.data(), crash_dump_magic.size());
+    put_value(crash_dump_version);
+    crash_dump_header header;
+    header.pid = static_cast<std::uint64_t>(::getpid());
+    header.signal = static_cast<std::uint64_t>(sig);
+    header.crashed_tid = current_os_tid();
+    header.anchor_ticks = calibration_.anchor.ticks;
+    header.anchor_system_ns = static_cast<std::uint64_t>(calibration_.anchor.system_ns);
+    header.ns_per_tick = calibration_.ns_per_tick;
+    header.crash_ticks = crash_ticks;
+    put_value(header);
     // Where each thread was, read before the records: a scope open at the crash and ending while the
     // records are read is then drawn open, and its record (ended after the crash) is left out.
     reg.for_each_open_stack_in_crash([&](const thread_node& node) {
@@ -294,7 +296,7 @@ void crash_dump::write_file(int sig) noexcept {
         const open_scope_stack& open = *node.open;
         const std::uint32_t depth = open.depth.load(std::memory_order_acquire);
         const std::uint32_t kept = std::min(depth, open_scope_stack::capacity);
-        put_value(std::uint8_t{'O'});
+        put_tag(crash_section::open_scopes);
         put_value(node.os_tid);
         put_value(static_cast<std::uint32_t>(node.name.size()));
         put(node.name.data(), node.name.size());
@@ -306,10 +308,13 @@ void crash_dump::write_file(int sig) noexcept {
             open_scope_stack::snapshot e;
             const site* where = open.read_entry(i, e) ? e.where : nullptr;
             if (where != nullptr) note_site(where);
-            put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
-            put_value(e.begin_ticks);
-            put_value(e.name_size);
-            for (const std::uint64_t word : e.name) put_value(word);
+            crash_open_entry entry;
+            entry.site = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where));
+            entry.begin_ticks = e.begin_ticks;
+            entry.name_size = e.name_size;
+            static_assert(sizeof e.name == sizeof entry.name);
+            std::memcpy(entry.name, e.name, sizeof entry.name);
+            put_value(entry);
         }
     });
     reg.for_each_node_in_crash([&](thread_node& node) {
@@ -327,11 +332,13 @@ void crash_dump::write_file(int sig) noexcept {
             }
             crash_pause(10'000);
         }
-        put_value(std::uint8_t{'T'});
-        put_value(node.os_tid);
-        put_value(node.overwritten);
-        put_value(node.overwritten_until);
-        put_value(node.dropped.load(std::memory_order_relaxed));
+        put_tag(crash_section::thread_begin);
+        crash_thread_fields fields;
+        fields.tid = node.os_tid;
+        fields.overwritten = node.overwritten;
+        fields.overwritten_until = node.overwritten_until;
+        fields.dropped = node.dropped.load(std::memory_order_relaxed);
+        put_value(fields);
         put_value(static_cast<std::uint32_t>(node.name.size()));
         put(node.name.data(), node.name.size());
         std::uint64_t written = 0;
@@ -344,21 +351,21 @@ void crash_dump::write_file(int sig) noexcept {
                 write_records(data, c->published.load(std::memory_order_acquire), crash_ticks, written, after_crash);
             }
         }
-        put_value(std::uint8_t{'X'});
+        put_tag(crash_section::thread_end);
         put_value(written);
         put_value(after_crash);
         put_value(static_cast<std::uint8_t>(settled ? 0 : 1));
     });
     for (const site* where : sites_) {
         if (where == nullptr) continue;
-        put_value(std::uint8_t{'S'});
+        put_tag(crash_section::site);
         put_value(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(where)));
         put_value(shape_of(*where));
         put_value(payload_of(*where));
         put_value(static_cast<std::uint32_t>(where->name.size()));
         put(where->name.data(), where->name.size());
     }
-    put_value(std::uint8_t{'E'});
+    put_tag(crash_section::end);
     flush();
     ::close(fd_);
     fd_ = -1;
