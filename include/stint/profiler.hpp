@@ -285,8 +285,6 @@ private:
     static detail::profiler_traits traits() noexcept {
         detail::profiler_traits t;
         t.enabled = Config::enabled;
-        t.has_stacks = Config::template has<with_stack<>>;
-        t.has_modules = Config::template has<with_modules>;
         if constexpr (Config::template has<with_stack<>>) t.call_stacks = &detail::assign_call_stacks;
         if constexpr (Config::template has<with_modules>) t.module_hierarchy = &detail::assign_module_hierarchy;
         t.has_memory = Config::template has<profile_memory>;

@@ -9826,8 +9826,6 @@ struct device_session_options;  // device/device_capture.hpp
 /// `if constexpr`. The device functions are the config's device backend's (null without one).
 struct profiler_traits {
     bool enabled = true;  ///< Config::enabled: false, every call is a no-op
-    bool has_stacks = false;
-    bool has_modules = false;
     /// with_stack's and with_modules's builders (assign_call_stacks, assign_module_hierarchy), null without
     /// the policy: a program emits them only where its config names it.
     void (*call_stacks)(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
@@ -10166,8 +10164,6 @@ private:
     static detail::profiler_traits traits() noexcept {
         detail::profiler_traits t;
         t.enabled = Config::enabled;
-        t.has_stacks = Config::template has<with_stack<>>;
-        t.has_modules = Config::template has<with_modules>;
         if constexpr (Config::template has<with_stack<>>) t.call_stacks = &detail::assign_call_stacks;
         if constexpr (Config::template has<with_modules>) t.module_hierarchy = &detail::assign_module_hierarchy;
         t.has_memory = Config::template has<profile_memory>;
@@ -20980,7 +20976,8 @@ public:
         require_finished("export_chrome_trace()");
         require_kept("export_chrome_trace()");
         const chrome_trace_info info = trace_info(window_stats_.truncated_names);
-        if (window_records_ && !traits_.has_stacks && !traits_.has_modules && chrome_trace_from_records(*window_records_)) {
+        if (window_records_ && traits_.call_stacks == nullptr && traits_.module_hierarchy == nullptr &&
+            chrome_trace_from_records(*window_records_)) {
             write_chrome_trace_file(path, *window_records_, window_first_id_, info);
         } else {
             write_chrome_trace_file(path, window_events(), info);
@@ -21051,7 +21048,7 @@ private:
             try {
                 switch (ops[i]) {
                     case session_op::prepare_trace:
-                        if (traits_.has_stacks) warm_native_stacks();
+                        if (traits_.call_stacks != nullptr) warm_native_stacks();
                         session_.prepare(options_.buffer_budget_bytes, options_.reserve_buffer_bytes);
                         break;
                     case session_op::start_trace:
@@ -21064,7 +21061,7 @@ private:
                             if (session_.is_open()) {
                                 throw std::logic_error("stint: start(): this profiler is already recording");
                             }
-                            if (traits_.has_stacks) warm_native_stacks();
+                            if (traits_.call_stacks != nullptr) warm_native_stacks();
                             settle_last_window();
                             open_session();
                         }
@@ -21403,7 +21400,8 @@ private:
         if (options_.schedule) refuse("it takes no schedule (each window would need a file of its own)");
         if (options_.accumulate_events) refuse("accumulate_events keeps events, which a stream does not");
         if (options_.execution_trace_observer != nullptr) refuse("an execution trace needs the event list");
-        if (traits_.has_device || traits_.has_memory || traits_.has_shapes || traits_.has_stacks || traits_.has_modules) {
+        if (traits_.has_device || traits_.has_memory || traits_.has_shapes || traits_.call_stacks != nullptr ||
+            traits_.module_hierarchy != nullptr) {
             refuse("this config captures values (inputs, stacks, modules, memory or device activity) that only "
                    "the event list writes; stream with stint::config<>");
         }

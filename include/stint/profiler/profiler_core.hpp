@@ -44,8 +44,6 @@ struct device_session_options;  // device/device_capture.hpp
 /// `if constexpr`. The device functions are the config's device backend's (null without one).
 struct profiler_traits {
     bool enabled = true;  ///< Config::enabled: false, every call is a no-op
-    bool has_stacks = false;
-    bool has_modules = false;
     /// with_stack's and with_modules's builders (assign_call_stacks, assign_module_hierarchy), null without
     /// the policy: a program emits them only where its config names it.
     void (*call_stacks)(event_store& events, const std::vector<std::vector<std::uint64_t>>& native,
